@@ -1,0 +1,34 @@
+//! The bytes of a file on disk, memory-mapped so that weights are read in
+//! place and never copied.
+
+use std::fs::File;
+use std::path::Path;
+
+use memmap2::Mmap;
+
+use crate::error::{Error, Result};
+
+/// A read-only mapping of a whole file.
+#[derive(Debug)]
+pub struct FileBytes {
+    map: Mmap,
+}
+
+impl FileBytes {
+    pub fn open(path: &Path) -> Result<Self> {
+        let io_error = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io_error)?;
+        // SAFETY: the mapping is read-only and private to this process. Like
+        // every reader of mapped files we rely on the file not being truncated
+        // or rewritten by another process while it is mapped.
+        let map = unsafe { Mmap::map(&file) }.map_err(io_error)?;
+        Ok(FileBytes { map })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}

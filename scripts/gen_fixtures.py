@@ -1,0 +1,381 @@
+"""Generate ptec's own small test fixtures with the public ExecuTorch exporter.
+
+Each fixture is a bundled program (``.bpte``): an ExecuTorch program plus a
+test suite for its ``forward`` method whose expected outputs were computed by
+eager PyTorch. The models are tiny, hand-written modules chosen to cover one
+feature each (broadcasting, delegation, quantization, control flow, mutable
+state, dynamic shapes, integer outputs), lowered in up to four variants:
+
+  portable    no delegation: every operator is a KernelCall
+  xnnpack     XnnpackPartitioner (XNNPACK delegate blobs)
+  xnnpack-q8  PT2E static int8 quantization, then XnnpackPartitioner
+  vulkan      VulkanPartitioner (Vulkan delegate blobs)
+
+The script also writes ``index.json`` describing every file. Weights and
+inputs come from a fixed seed per model, so the output is reproducible as long
+as the exporter itself is deterministic. Any export failure is printed and
+makes the script exit with status 1; no variant is skipped silently.
+
+Usage (with the anchor environment from ../shared/anchor/setup.sh):
+    $ANCHOR_PY scripts/gen_fixtures.py [OUT_DIR]      # default: tests/fixtures
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import sys
+import traceback
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+    XNNPACKQuantizer,
+    get_symmetric_quantization_config,
+)
+from executorch.devtools import BundledProgram
+from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+from executorch.devtools.bundled_program.serialize import (
+    serialize_from_bundled_program_to_flatbuffer,
+)
+from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT_DIR = REPO_ROOT / "tests" / "fixtures"
+
+# Fixtures are committed to the repository, so each one must stay small.
+MAX_FIXTURE_BYTES = 100 * 1024
+MAX_TOTAL_BYTES = 1536 * 1024
+
+Inputs = tuple[torch.Tensor, ...]
+
+
+# ---------------------------------------------------------------- models
+
+
+class AddScaled(nn.Module):
+    """Broadcasting elementwise arithmetic: ``x + 2y``."""
+
+    def forward(self, x, y):
+        return x + y * 2.0
+
+
+class LinearRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+class ConvBn(nn.Module):
+    """Convolution, batch norm and a ReLU6-style clamp."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return F.hardtanh(self.bn(self.conv(x)), 0.0, 6.0)
+
+
+class Cond(nn.Module):
+    """Data-dependent control flow through ``torch.cond``."""
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: t.sin() * 2.0, lambda t: t.cos() - 1.0, (x,))
+
+
+class Counter(nn.Module):
+    """A mutable buffer that accumulates every input it is called with."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(4))
+
+    def forward(self, x):
+        self.acc.add_(x)
+        return self.acc * 1.0
+
+
+class LinearTanh(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+
+
+class MultiOut(nn.Module):
+    """Integer input ids; a float, an int64 and another int64 output."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 4)
+
+    def forward(self, ids):
+        pooled = self.emb(ids).sum(dim=1)
+        return pooled, torch.argmax(pooled, dim=-1), torch.cumsum(ids, dim=1)
+
+
+def conv_bn_with_statistics() -> ConvBn:
+    """A ConvBn whose batch-norm statistics match its convolution's output.
+
+    Freshly initialised running statistics (mean 0, variance 1) do not fit the
+    convolution, so most outputs would sit in the flat parts of the clamp.
+    Measuring them on random images, and drawing a random affine transform,
+    keeps the outputs spread over the clamp's range.
+    """
+    model = ConvBn()
+    with torch.no_grad():
+        features = model.conv(torch.randn(16, 3, 8, 8))
+        model.bn.running_mean.copy_(features.mean(dim=(0, 2, 3)))
+        model.bn.running_var.copy_(features.var(dim=(0, 2, 3)))
+        model.bn.weight.copy_(torch.rand(4) + 0.5)
+        model.bn.bias.copy_(torch.rand(4) * 2.0)
+    return model
+
+
+# ---------------------------------------------------------------- fixture specs
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """One model and how to export and test it.
+
+    ``make_cases`` returns the inputs of every test case, in the order the
+    cases run; the first one is also the example input given to the exporter.
+    """
+
+    name: str
+    description: str
+    make_model: Callable[[], nn.Module]
+    make_cases: Callable[[], list[Inputs]]
+    variants: tuple[str, ...]
+    dynamic_shapes: Optional[tuple] = None
+
+
+def cond_cases() -> list[Inputs]:
+    """One input with a positive sum and one with a negative sum, so the two
+    cases take different branches of the ``torch.cond``."""
+    x = torch.randn(3, 5).abs() + 0.1
+    return [(x,), (-x.flip(0),)]
+
+
+FIXTURES = [
+    Fixture(
+        "add",
+        "broadcast elementwise x + y*2.0 ([4,8] and [8])",
+        AddScaled,
+        lambda: [(torch.randn(4, 8), torch.randn(8)) for _ in range(2)],
+        ("portable", "xnnpack", "vulkan"),
+    ),
+    Fixture(
+        "linear_relu",
+        "Linear(16,8) + relu",
+        LinearRelu,
+        lambda: [(torch.randn(2, 16),) for _ in range(2)],
+        ("portable", "xnnpack", "vulkan", "xnnpack-q8"),
+    ),
+    Fixture(
+        "conv_bn",
+        "Conv2d(3,4,3,padding=1) + BatchNorm2d + hardtanh(0,6)",
+        conv_bn_with_statistics,
+        lambda: [(torch.randn(1, 3, 8, 8),) for _ in range(2)],
+        ("portable", "xnnpack", "xnnpack-q8", "vulkan"),
+    ),
+    Fixture(
+        "cond",
+        "torch.cond on x.sum()>0: sin(x)*2 or cos(x)-1; case 0 takes the true branch, case 1 the false one",
+        Cond,
+        cond_cases,
+        ("portable",),
+    ),
+    Fixture(
+        "counter",
+        "mutable buffer acc += x; three cases run in order, expected outputs are running sums",
+        Counter,
+        lambda: [(torch.randn(4),) for _ in range(3)],
+        ("portable",),
+    ),
+    Fixture(
+        "dyn_batch",
+        "Linear(16,8) + tanh with a dynamic batch dim (1..8); cases with batch 3 and 8",
+        LinearTanh,
+        lambda: [(torch.randn(3, 16),), (torch.randn(8, 16),)],
+        ("portable",),
+        dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=8)},),
+    ),
+    Fixture(
+        "multi_out",
+        "int64 ids [2,5]: embedding(20,4) summed over dim 1, its argmax, cumsum of ids (three outputs)",
+        MultiOut,
+        lambda: [(torch.randint(0, 20, (2, 5)),) for _ in range(2)],
+        ("portable",),
+    ),
+]
+
+
+# ---------------------------------------------------------------- lowering
+
+
+def seed_for(*parts: str) -> int:
+    """A stable seed derived from names (Python's ``hash`` is salted per run)."""
+    return zlib.crc32("/".join(parts).encode())
+
+
+def quantize_int8(model: nn.Module, cases: list[Inputs], seed: int) -> nn.Module:
+    """PT2E static int8 quantization for XNNPACK (symmetric, per-channel weights).
+
+    Observers are calibrated on a few random inputs shaped like the test
+    inputs, then on the test inputs themselves.
+    """
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    prepared = prepare_pt2e(torch.export.export(model, cases[0]).module(), quantizer)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _ in range(4):
+            prepared(*(torch.randn(t.shape, generator=generator) for t in cases[0]))
+        for inputs in cases:
+            prepared(*inputs)
+    return convert_pt2e(prepared)
+
+
+def partitioners(variant: str) -> list:
+    return {
+        "portable": [],
+        "xnnpack": [XnnpackPartitioner()],
+        "xnnpack-q8": [XnnpackPartitioner()],
+        "vulkan": [VulkanPartitioner()],
+    }[variant]
+
+
+def export_bundled(fixture: Fixture, variant: str) -> tuple[bytes, list[Inputs]]:
+    """Export one fixture variant; return the serialized bundled program and
+    the inputs of its test cases."""
+    torch.manual_seed(seed_for(fixture.name))
+    model = fixture.make_model().eval()
+    cases = fixture.make_cases()
+
+    # The reference model computes expected outputs by running every case in
+    # order on one instance, which is how stateful models (counter) behave on
+    # the runtime too. For q8 it is the quantized model, not the float one.
+    if variant == "xnnpack-q8":
+        model = quantize_int8(model, cases, seed_for(fixture.name, variant))
+        reference = model
+    else:
+        reference = copy.deepcopy(model)
+
+    exported = torch.export.export(model, cases[0], dynamic_shapes=fixture.dynamic_shapes)
+    edge = to_edge_transform_and_lower(
+        exported,
+        partitioner=partitioners(variant),
+        compile_config=EdgeCompileConfig(_check_ir_validity=False),
+    )
+    program = edge.to_executorch()
+
+    test_cases = []
+    with torch.no_grad():
+        for inputs in cases:
+            outputs = reference(*inputs)
+            if isinstance(outputs, torch.Tensor):
+                outputs = (outputs,)
+            test_cases.append(MethodTestCase(inputs=inputs, expected_outputs=list(outputs)))
+    suite = MethodTestSuite(method_name="forward", test_cases=test_cases)
+    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite])), cases
+
+
+# ---------------------------------------------------------------- index
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def describe_inputs(fixture: Fixture, example: Inputs) -> list[dict]:
+    """Shapes and dtypes of the example inputs, with dynamic dims as [min, max]."""
+    described = []
+    for i, tensor in enumerate(example):
+        entry = {"dtype": dtype_name(tensor.dtype), "shape": list(tensor.shape)}
+        if fixture.dynamic_shapes and fixture.dynamic_shapes[i]:
+            entry["dynamic_dims"] = {
+                str(axis): [dim.min, dim.max] for axis, dim in fixture.dynamic_shapes[i].items()
+            }
+        described.append(entry)
+    return described
+
+
+def index_entry(fixture: Fixture, variant: str, data: bytes, cases: list[Inputs]) -> dict:
+    return {
+        "model": fixture.name,
+        "variant": variant,
+        "description": fixture.description,
+        "inputs": describe_inputs(fixture, cases[0]),
+        "test_cases": len(cases),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
+# ---------------------------------------------------------------- main
+
+
+def check_sizes(index: dict) -> list[str]:
+    """Complaints about fixtures that grew too large to commit."""
+    problems = [
+        f"{name}: {entry['bytes']} bytes exceeds {MAX_FIXTURE_BYTES}"
+        for name, entry in index.items()
+        if entry["bytes"] > MAX_FIXTURE_BYTES
+    ]
+    total = sum(entry["bytes"] for entry in index.values())
+    if total > MAX_TOTAL_BYTES:
+        problems.append(f"total {total} bytes exceeds {MAX_TOTAL_BYTES}")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+
+    index, failures = {}, []
+    for fixture in FIXTURES:
+        for variant in fixture.variants:
+            file_name = f"{fixture.name}.{variant}.bpte"
+            try:
+                data, cases = export_bundled(fixture, variant)
+            except Exception:  # noqa: BLE001 - report every failure, then fail
+                traceback.print_exc()
+                print(f"FAILED {file_name}", flush=True)
+                failures.append(file_name)
+                continue
+            (args.out_dir / file_name).write_bytes(data)
+            index[file_name] = index_entry(fixture, variant, data, cases)
+            print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
+
+    problems = [f"export failed: {name}" for name in failures] + check_sizes(index)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
+    with open(args.out_dir / "index.json", "w") as out:
+        json.dump(index, out, indent=2, sort_keys=True)
+        out.write("\n")
+    total = sum(entry["bytes"] for entry in index.values())
+    print(f"{len(index)} fixtures, {total} bytes, index in {args.out_dir / 'index.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
