@@ -244,10 +244,10 @@ impl Report {
         .ok();
         writeln!(
             out,
-            "  {} segments; constants {}; named data {} entries, {}",
-            self.segments.len(),
+            "  {}; constants {}; named data {}, {}",
+            plural(self.segments.len(), "segment"),
             human_bytes(self.constant_bytes),
-            self.named_data.entries,
+            plural(self.named_data.entries, "entry"),
             human_bytes(self.named_data.bytes)
         )
         .ok();
@@ -257,7 +257,13 @@ impl Report {
         if !self.test_suites.is_empty() {
             writeln!(out, "\ntest suites").ok();
             for suite in &self.test_suites {
-                writeln!(out, "  {:<24} {} cases", suite.method, suite.cases).ok();
+                writeln!(
+                    out,
+                    "  {:<24} {}",
+                    suite.method,
+                    plural(suite.cases, "case")
+                )
+                .ok();
             }
         }
         out
@@ -269,8 +275,14 @@ impl MethodReport {
         let counts = &self.instructions;
         writeln!(
             out,
-            "\nmethod {}: {} values, {} kernel calls, {} delegate calls, {} moves, {} jumps, {} frees",
-            self.name, self.values, counts.kernel, counts.delegate, counts.move_, counts.jump_false, counts.free
+            "\nmethod {}: {}, {}, {}, {}, {}, {}",
+            self.name,
+            plural(self.values, "value"),
+            plural(counts.kernel, "kernel call"),
+            plural(counts.delegate, "delegate call"),
+            plural(counts.move_, "move"),
+            plural(counts.jump_false, "jump"),
+            plural(counts.free, "free"),
         )
         .ok();
         for (title, list) in [("inputs", &self.inputs), ("outputs", &self.outputs)] {
@@ -319,6 +331,15 @@ impl MethodReport {
             planned.join(", ")
         )
         .ok();
+    }
+}
+
+/// `1 segment`, `2 segments`, `3 entries`.
+fn plural(count: usize, noun: &str) -> String {
+    match (count, noun.strip_suffix('y')) {
+        (1, _) => format!("{count} {noun}"),
+        (_, Some(stem)) => format!("{count} {stem}ies"),
+        _ => format!("{count} {noun}s"),
     }
 }
 

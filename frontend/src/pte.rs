@@ -565,7 +565,7 @@ fn check_list_kinds(values: &[Value<'_>], path: &str) -> Result<()> {
                 return Err(Error::invalid(
                     format!("{path}.values[{index}].items[{item}]"),
                     format!(
-                        "a {} item must be a {want} value, but value {} is a {kind}",
+                        "{} items must be {want} values, but value {} is a {kind}",
                         value.kind(),
                         target.0
                     ),

@@ -59,6 +59,9 @@ mod vulkan_generated {
 }
 
 pub use bundled_program_generated::bundled_program_flatbuffer as bundled;
+/// The bundled schema's own copy of the scalar type enum (same values as
+/// [`program::ScalarType`]).
+pub use bundled_program_generated::executorch_flatbuffer::ScalarType as BundledScalarType;
 pub use program_generated::executorch_flatbuffer as program;
 pub use vulkan_generated::vkgraph as vulkan;
 pub use xnnpack_generated::fb_xnnpack as xnnpack;

@@ -1,0 +1,153 @@
+//! `ptec inspect` on real files: every corpus file and fixture reads, the JSON
+//! report carries what the format says each file holds, and the exit codes
+//! follow the contract (0 success, 1 invalid input, 2 usage).
+
+mod common;
+
+use std::path::Path;
+
+use common::{corpus_dir, fixture_files, ptec};
+use serde_json::Value;
+
+fn inspect_json(path: &Path) -> Value {
+    let output = ptec(&["inspect", "--json", path.to_str().expect("utf-8 path")]);
+    assert!(
+        output.status.success(),
+        "ptec inspect {} failed: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("inspect --json prints JSON")
+}
+
+fn method(report: &Value) -> &Value {
+    &report["methods"][0]
+}
+
+#[test]
+fn every_fixture_reads_as_text_and_json() {
+    for file in fixture_files() {
+        let report = inspect_json(&file);
+        assert_eq!(report["format"], "bundled_program", "{}", file.display());
+        assert!(
+            report["test_suites"][0]["cases"]
+                .as_u64()
+                .is_some_and(|cases| cases >= 1)
+        );
+        let text = ptec(&["inspect", file.to_str().expect("utf-8 path")]);
+        assert!(text.status.success());
+        assert!(String::from_utf8_lossy(&text.stdout).contains("method forward"));
+    }
+}
+
+#[test]
+fn every_corpus_file_reads() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("../shared/corpus is absent: corpus files not checked");
+        return;
+    };
+    let files = common::bpte_files(&corpus);
+    assert_eq!(files.len(), 28, "the shared corpus has 28 files");
+    for file in files {
+        let report = inspect_json(&file);
+        let name = file
+            .file_name()
+            .expect("file name")
+            .to_string_lossy()
+            .into_owned();
+        let method = method(&report);
+        assert_eq!(method["name"], "forward", "{name}");
+        let delegates = method["delegates"].as_array().expect("delegates list");
+        let expected_backend = if name.contains(".xnnpack") {
+            Some("XnnpackBackend")
+        } else if name.contains(".vulkan") {
+            Some("VulkanBackend")
+        } else {
+            None
+        };
+        match expected_backend {
+            Some(backend) => {
+                assert!(!delegates.is_empty(), "{name} has delegates");
+                for delegate in delegates {
+                    assert_eq!(delegate["id"], backend, "{name}");
+                    assert!(
+                        delegate["nodes"].as_u64().is_some_and(|nodes| nodes > 0),
+                        "{name}"
+                    );
+                }
+            }
+            None => assert!(delegates.is_empty(), "{name} is portable"),
+        }
+    }
+}
+
+/// Facts from FORMATS.md §5.1, checked on the files they were read from.
+#[test]
+fn corpus_operator_histograms_match_the_format_notes() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("../shared/corpus is absent: corpus facts not checked");
+        return;
+    };
+    let ops = |file: &str| method(&inspect_json(&corpus.join(file)))["operators"].clone();
+    assert_eq!(
+        ops("add.portable.bpte"),
+        serde_json::json!({"aten::add.out": 1, "aten::mul.out": 1})
+    );
+    assert_eq!(
+        ops("counter.portable.bpte"),
+        serde_json::json!({"aten::add.out": 1, "aten::mul.out": 1, "aten::copy_": 1})
+    );
+    let mobilenet = ops("mobilenet_v2.portable.bpte");
+    assert_eq!(mobilenet["aten::convolution.out"], 52);
+    assert_eq!(
+        mobilenet["aten::_native_batch_norm_legit_no_training.out"],
+        52
+    );
+    assert_eq!(mobilenet["aten::hardtanh.out"], 35);
+
+    let cond = inspect_json(&corpus.join("cond.portable.bpte"));
+    assert_eq!(method(&cond)["instructions"]["jump_false"], 2);
+    assert_eq!(method(&cond)["instructions"]["move"], 2);
+
+    let encoder = inspect_json(&corpus.join("encoder.xnnpack.bpte"));
+    assert_eq!(
+        method(&encoder)["delegates"].as_array().map(Vec::len),
+        Some(14)
+    );
+    let encoder = inspect_json(&corpus.join("encoder.vulkan.bpte"));
+    assert_eq!(
+        method(&encoder)["delegates"].as_array().map(Vec::len),
+        Some(5)
+    );
+
+    let dyn_batch = inspect_json(&corpus.join("dyn_batch.portable.bpte"));
+    assert_eq!(method(&dyn_batch)["inputs"][0]["dynamism"], "dynamic_bound");
+    assert_eq!(
+        method(&dyn_batch)["inputs"][0]["sizes"],
+        serde_json::json!([32, 16])
+    );
+
+    let embed = inspect_json(&corpus.join("embed.portable.bpte"));
+    assert_eq!(method(&embed)["inputs"][0]["dtype"], "int64");
+    assert_eq!(method(&embed)["outputs"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn exit_codes() {
+    let missing = ptec(&["inspect", "/nonexistent/model.pte"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).starts_with("error: cannot read"));
+
+    let not_a_model = common::repo_dir().join("Cargo.toml");
+    let invalid = ptec(&["inspect", not_a_model.to_str().expect("utf-8 path")]);
+    assert_eq!(invalid.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&invalid.stderr).starts_with("error: "));
+    assert!(String::from_utf8_lossy(&invalid.stderr).contains("not an ExecuTorch file"));
+
+    assert_eq!(ptec(&["inspect"]).status.code(), Some(2));
+    assert_eq!(
+        ptec(&["inspect", "a", "--no-such-flag"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(ptec(&["no-such-command"]).status.code(), Some(2));
+}
