@@ -247,7 +247,8 @@ def report_row(path: Path, reference: Optional[dict], problems: list[str]) -> li
         ops = f"{calls} ({kinds} kinds)"
         delegates = delegate_column(reference)
     verdict = "ok" if not problems else "MISMATCH: " + " | ".join(problems)
-    return [path.name, methods, ops, delegates, verdict]
+    # The parent directory tells apart equally named files (corpus/ vs fixtures/).
+    return [f"{path.parent.name}/{path.name}", methods, ops, delegates, verdict]
 
 
 def print_table(rows: list[list[str]]) -> None:
