@@ -3,7 +3,9 @@
 //! Exit codes: 0 success, 1 invalid input (the message on stderr starts with
 //! `error:`), 2 usage (clap's own).
 
+mod dump;
 mod inspect;
+mod method;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,12 +33,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a method's IR.
+    Dump {
+        file: PathBuf,
+        /// The method (default: the first).
+        #[arg(long)]
+        method: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: dump::DumpFormat,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { file, json } => inspect::run(&file, json),
+        Command::Dump {
+            file,
+            method,
+            format,
+        } => dump::run(&file, method.as_deref(), format),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

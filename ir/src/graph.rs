@@ -1,0 +1,251 @@
+//! The graph of one method: values (what they are), nodes on a petgraph
+//! graph whose edges run from a value's writer to its readers (how data
+//! flows), and the schedule (the order nodes run in, labels and jumps
+//! included).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+
+use crate::op::Op;
+use crate::types::{Dim, SymbolId, TensorType};
+
+/// A value of a graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ValueId(u32);
+
+impl ValueId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for ValueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// A node of a graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(NodeIndex);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0.index()
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "n{}", self.0.index())
+    }
+}
+
+/// Where a value comes from.
+#[derive(Clone, Debug)]
+pub enum ValueKind<'a> {
+    /// The method's input at this position.
+    Input(usize),
+    /// Constant bytes, laid out as the value's type says; borrowed from the
+    /// program file unless a pass computed them.
+    Constant(Cow<'a, [u8]>),
+    /// A buffer that keeps its contents from one call to the next; zeros, or
+    /// the given bytes, before the first call.
+    State { initial: Option<&'a [u8]> },
+    /// Written by nodes.
+    Computed,
+}
+
+/// A value: its type, where it comes from, and where it lives.
+#[derive(Clone, Debug)]
+pub struct ValueData<'a> {
+    pub ty: TensorType,
+    pub kind: ValueKind<'a>,
+    /// Byte offset in the method's arena; `None` for constants.
+    pub offset: Option<u64>,
+}
+
+/// A symbolic dimension and what bounds it.
+#[derive(Clone, Debug)]
+pub struct SymbolData {
+    pub bound: u64,
+    /// Where the symbol first appears: `input 0 dim 0`.
+    pub origin: String,
+}
+
+/// One application of an op.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub op: Op,
+    pub inputs: Vec<ValueId>,
+    pub outputs: Vec<ValueId>,
+}
+
+/// The dataflow graph of one method.
+#[derive(Clone, Debug)]
+pub struct Graph<'a> {
+    pub name: String,
+    values: Vec<ValueData<'a>>,
+    nodes: StableDiGraph<Node, ValueId>,
+    schedule: Vec<NodeId>,
+    inputs: Vec<ValueId>,
+    outputs: Vec<ValueId>,
+    symbols: Vec<SymbolData>,
+    /// Bytes of the arena that `offset`s point into.
+    arena_size: u64,
+    /// The node that last wrote each value, while nodes are appended.
+    last_writer: HashMap<ValueId, NodeId>,
+}
+
+impl<'a> Graph<'a> {
+    pub fn new(name: impl Into<String>) -> Self {
+        Graph {
+            name: name.into(),
+            values: Vec::new(),
+            nodes: StableDiGraph::new(),
+            schedule: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            symbols: Vec::new(),
+            arena_size: 0,
+            last_writer: HashMap::new(),
+        }
+    }
+
+    pub fn add_value(&mut self, data: ValueData<'a>) -> ValueId {
+        let id = ValueId(self.values.len() as u32);
+        if let ValueKind::Input(_) = data.kind {
+            self.inputs.push(id);
+        }
+        self.values.push(data);
+        id
+    }
+
+    pub fn value(&self, id: ValueId) -> &ValueData<'a> {
+        &self.values[id.index()]
+    }
+
+    pub fn value_mut(&mut self, id: ValueId) -> &mut ValueData<'a> {
+        &mut self.values[id.index()]
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = (ValueId, &ValueData<'a>)> {
+        self.values
+            .iter()
+            .enumerate()
+            .map(|(index, data)| (ValueId(index as u32), data))
+    }
+
+    pub fn value_count(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn add_symbol(&mut self, bound: u64, origin: String) -> SymbolId {
+        self.symbols.push(SymbolData { bound, origin });
+        SymbolId(self.symbols.len() as u32 - 1)
+    }
+
+    pub fn symbol(&self, id: SymbolId) -> &SymbolData {
+        &self.symbols[id.index()]
+    }
+
+    /// Drops symbols no value's type mentions, renumbering the rest.
+    pub fn remove_unused_symbols(&mut self) {
+        let mut renumbered: Vec<Option<SymbolId>> = vec![None; self.symbols.len()];
+        let mut kept = Vec::new();
+        for value in &mut self.values {
+            for dim in &mut value.ty.shape {
+                if let Dim::Symbol(symbol) = dim {
+                    let new = *renumbered[symbol.index()].get_or_insert_with(|| {
+                        kept.push(self.symbols[symbol.index()].clone());
+                        SymbolId(kept.len() as u32 - 1)
+                    });
+                    *symbol = new;
+                }
+            }
+        }
+        self.symbols = kept;
+    }
+
+    pub fn symbols(&self) -> impl Iterator<Item = (SymbolId, &SymbolData)> {
+        self.symbols
+            .iter()
+            .enumerate()
+            .map(|(index, data)| (SymbolId(index as u32), data))
+    }
+
+    /// Appends a node to the schedule, with edges from the latest writers of
+    /// its inputs.
+    pub fn push_node(&mut self, op: Op, inputs: Vec<ValueId>, outputs: Vec<ValueId>) -> NodeId {
+        let writers: Vec<(NodeId, ValueId)> = inputs
+            .iter()
+            .filter_map(|input| self.last_writer.get(input).map(|&writer| (writer, *input)))
+            .collect();
+        let written = outputs.clone();
+        let id = NodeId(self.nodes.add_node(Node {
+            op,
+            inputs,
+            outputs,
+        }));
+        for (writer, value) in writers {
+            self.nodes.add_edge(writer.0, id.0, value);
+        }
+        for value in written {
+            self.last_writer.insert(value, id);
+        }
+        self.schedule.push(id);
+        id
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0]
+    }
+
+    /// The nodes in the order they run.
+    pub fn schedule(&self) -> &[NodeId] {
+        &self.schedule
+    }
+
+    /// The nodes whose outputs `id` reads.
+    pub fn producers(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes
+            .neighbors_directed(id.0, petgraph::Direction::Incoming)
+            .map(NodeId)
+    }
+
+    /// Each dataflow edge: writer, reader and the value between them.
+    pub fn edges(&self) -> impl Iterator<Item = (NodeId, NodeId, ValueId)> + '_ {
+        use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+        self.nodes
+            .edge_references()
+            .map(|edge| (NodeId(edge.source()), NodeId(edge.target()), *edge.weight()))
+    }
+
+    pub fn inputs(&self) -> &[ValueId] {
+        &self.inputs
+    }
+
+    pub fn outputs(&self) -> &[ValueId] {
+        &self.outputs
+    }
+
+    pub fn set_outputs(&mut self, outputs: Vec<ValueId>) {
+        self.outputs = outputs;
+    }
+
+    pub fn arena_size(&self) -> u64 {
+        self.arena_size
+    }
+
+    pub fn set_arena_size(&mut self, size: u64) {
+        self.arena_size = size;
+    }
+
+    /// The largest value of a symbol, for sizing memory.
+    pub fn bound(&self, symbol: SymbolId) -> u64 {
+        self.symbol(symbol).bound
+    }
+}

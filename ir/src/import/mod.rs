@@ -1,0 +1,700 @@
+//! Import: turns a frontend [`Method`] into a [`Graph`].
+//!
+//! Kernel calls become ops following ATen's out-variant convention (the
+//! `out` arguments become the node's outputs); moves become copies; jumps
+//! become labels and jumps; frees are dropped (memory is planned). Values live
+//! where the file's memory plan puts them, one arena for all memory ids, so
+//! that the file's instruction-less views (a tensor that shares its base's
+//! bytes and has no producing instruction) are found: reading a value nothing
+//! wrote, at the offset of a value something did write, is a view of it. A
+//! value nothing wrote at an offset nothing wrote is state that persists
+//! between calls (a mutable buffer).
+
+mod aten;
+mod symbols;
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+use ptec_frontend::{
+    DelegateIndex, DelegatePayload, Instruction, Method, ScalarType, ShapeDynamism, Tensor,
+    TensorStorage, Value, ValueIndex,
+};
+
+use crate::graph::{Graph, ValueData, ValueId, ValueKind};
+use crate::op::{LabelId, Op};
+use crate::shape::{self, Expected};
+use crate::types::{DType, Dim, Scalar, TensorType};
+use symbols::Symbols;
+
+/// Why a method cannot be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// Operators ptec does not implement, each with every instruction that
+    /// calls it (`chain.instruction`).
+    #[error("unsupported operators in method {method}: {}", list_unsupported(.operators))]
+    UnsupportedOperators {
+        method: String,
+        operators: BTreeMap<String, Vec<String>>,
+    },
+    #[error("method {method}, instruction {at}: {problem}")]
+    Invalid {
+        method: String,
+        at: String,
+        problem: String,
+    },
+}
+
+fn list_unsupported(operators: &BTreeMap<String, Vec<String>>) -> String {
+    operators
+        .iter()
+        .map(|(name, places)| format!("{name} (instructions {})", places.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Bytes each arena region is aligned to.
+const ARENA_ALIGNMENT: u64 = 64;
+
+/// Imports `method` into a graph. Constant data stays borrowed from the
+/// program's bytes.
+pub fn import_method<'a>(method: &Method<'a>) -> Result<Graph<'a>, ImportError> {
+    check_operators(method)?;
+    let mut importer = Importer::new(method);
+    importer.import()?;
+    Ok(importer.finish())
+}
+
+/// Reports every kernel call of an operator ptec cannot import, at once.
+fn check_operators(method: &Method<'_>) -> Result<(), ImportError> {
+    let mut unsupported: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (chain_index, chain) in method.chains.iter().enumerate() {
+        for (index, instruction) in chain.iter().enumerate() {
+            if let Instruction::Kernel { operator, .. } = instruction {
+                let key = method.operator(*operator).key();
+                if !aten::is_supported(&key) {
+                    unsupported
+                        .entry(key)
+                        .or_default()
+                        .push(format!("{chain_index}.{index}"));
+                }
+            }
+        }
+    }
+    if unsupported.is_empty() {
+        Ok(())
+    } else {
+        Err(ImportError::UnsupportedOperators {
+            method: method.name.clone(),
+            operators: unsupported,
+        })
+    }
+}
+
+/// The state of one import.
+struct Importer<'m, 'a> {
+    method: &'m Method<'a>,
+    graph: Graph<'a>,
+    /// The IR value of each frontend value, once it has one.
+    values: HashMap<ValueIndex, ValueId>,
+    /// The value last written at each arena offset.
+    written_at: HashMap<u64, ValueId>,
+    /// Start of each memory id's region in the arena.
+    region_base: Vec<u64>,
+    /// Where the next unplanned tensor goes.
+    arena_end: u64,
+    symbols: Symbols,
+    /// Where the current instruction is, for messages.
+    at: String,
+}
+
+/// An instruction's operands, as the op table hands them over.
+pub(crate) struct Call<'c, 'm, 'a> {
+    importer: &'c mut Importer<'m, 'a>,
+    args: &'c [ValueIndex],
+}
+
+impl<'m, 'a> Importer<'m, 'a> {
+    fn new(method: &'m Method<'a>) -> Self {
+        let mut region_base = Vec::with_capacity(method.non_const_buffer_sizes.len());
+        let mut end = 0;
+        for &size in &method.non_const_buffer_sizes {
+            region_base.push(end);
+            end = (end + size).next_multiple_of(ARENA_ALIGNMENT);
+        }
+        Importer {
+            method,
+            graph: Graph::new(method.name.clone()),
+            values: HashMap::new(),
+            written_at: HashMap::new(),
+            region_base,
+            arena_end: end,
+            symbols: Symbols::default(),
+            at: "inputs".to_string(),
+        }
+    }
+
+    fn invalid(&self, problem: impl Into<String>) -> ImportError {
+        ImportError::Invalid {
+            method: self.method.name.clone(),
+            at: self.at.clone(),
+            problem: problem.into(),
+        }
+    }
+
+    fn import(&mut self) -> Result<(), ImportError> {
+        for (position, &input) in self.method.inputs.iter().enumerate() {
+            let tensor = self.tensor(input)?;
+            let mut ty = self.file_type(tensor)?;
+            if tensor.dynamism == ShapeDynamism::DynamicBound {
+                for (axis, dim) in ty.shape.iter_mut().enumerate() {
+                    if let Dim::Fixed(bound) = *dim {
+                        *dim = Dim::Symbol(self.symbols.add(
+                            &mut self.graph,
+                            bound,
+                            format!("input {position} dim {axis}"),
+                        ));
+                    }
+                }
+            }
+            let offset = self.place(tensor, &ty)?;
+            let id = self.graph.add_value(ValueData {
+                ty,
+                kind: ValueKind::Input(position),
+                offset: Some(offset),
+            });
+            self.values.insert(input, id);
+            self.written_at.insert(offset, id);
+        }
+        for (chain_index, chain) in self.method.chains.iter().enumerate() {
+            let labels = jump_targets(chain);
+            for (index, instruction) in chain.iter().enumerate() {
+                self.at = format!("{chain_index}.{index}");
+                if let Some(&label) = labels.get(&index) {
+                    self.graph
+                        .push_node(Op::Label(label), Vec::new(), Vec::new());
+                }
+                self.instruction(instruction, &labels)?;
+            }
+            if let Some(&label) = labels.get(&chain.len()) {
+                self.graph
+                    .push_node(Op::Label(label), Vec::new(), Vec::new());
+            }
+        }
+        self.at = "outputs".to_string();
+        let outputs = self
+            .method
+            .outputs
+            .iter()
+            .map(|&output| self.read(output))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.graph.set_outputs(outputs);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Graph<'a> {
+        self.graph.set_arena_size(self.arena_end);
+        self.symbols.apply(&mut self.graph);
+        self.graph
+    }
+
+    fn instruction(
+        &mut self,
+        instruction: &Instruction,
+        labels: &HashMap<usize, LabelId>,
+    ) -> Result<(), ImportError> {
+        match instruction {
+            Instruction::Kernel { operator, args } => {
+                let key = self.method.operator(*operator).key();
+                let mut call = Call {
+                    importer: self,
+                    args,
+                };
+                aten::import_call(&key, &mut call)
+            }
+            Instruction::Delegate { delegate, args } => self.delegate(*delegate, args),
+            Instruction::Move { from, to } => {
+                let source = self.read(*from)?;
+                let destination = self.write(*to, None)?;
+                self.push(Op::Copy, vec![source], vec![destination])
+            }
+            Instruction::JumpFalse {
+                condition,
+                destination,
+            } => {
+                let label = labels[destination];
+                match self.method.value(*condition) {
+                    Value::Bool(false) => {
+                        self.graph
+                            .push_node(Op::Jump(label), Vec::new(), Vec::new());
+                    }
+                    Value::Bool(true) => {}
+                    Value::Tensor(_) => {
+                        let condition = self.read(*condition)?;
+                        self.graph
+                            .push_node(Op::JumpIfFalse(label), vec![condition], Vec::new());
+                    }
+                    other => {
+                        return Err(self.invalid(format!(
+                            "a jump condition must be a Bool, not a {}",
+                            other.kind()
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            // Memory is planned ahead; freeing changes nothing.
+            Instruction::Free { .. } => Ok(()),
+        }
+    }
+
+    fn delegate(&mut self, index: DelegateIndex, args: &[ValueIndex]) -> Result<(), ImportError> {
+        let delegate = self.method.delegate(index);
+        let input_count = match &delegate.payload {
+            DelegatePayload::Xnnpack(graph) => {
+                let graph = graph.graph();
+                graph
+                    .xvalues()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|value| {
+                        value.xvalue_union_as_xnntensor_value().or_else(|| {
+                            value
+                                .xvalue_union_as_xnnquantized_tensor_value()
+                                .and_then(|q| q.tensor_value())
+                        })
+                    })
+                    .filter(|tensor| tensor.flags() & 1 != 0)
+                    .count()
+            }
+            DelegatePayload::Vulkan(graph) => graph.graph().input_ids().map_or(0, |ids| ids.len()),
+            DelegatePayload::Opaque(_) => {
+                return Err(
+                    self.invalid(format!("backend {} is not one ptec can read", delegate.id))
+                );
+            }
+        };
+        if input_count > args.len() {
+            return Err(self.invalid(format!(
+                "the delegate has {input_count} inputs but the call passes {}",
+                args.len()
+            )));
+        }
+        let inputs = args[..input_count]
+            .iter()
+            .map(|&arg| self.read(arg))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outputs = args[input_count..]
+            .iter()
+            .map(|&arg| self.write(arg, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.push(
+            Op::Delegate {
+                delegate: index.index(),
+                backend: delegate.id.clone(),
+            },
+            inputs,
+            outputs,
+        )
+    }
+
+    fn tensor(&self, index: ValueIndex) -> Result<&'m Tensor<'a>, ImportError> {
+        match self.method.value(index) {
+            Value::Tensor(tensor) => Ok(tensor),
+            other => Err(self.invalid(format!(
+                "value {index} must be a tensor, not a {}",
+                other.kind()
+            ))),
+        }
+    }
+
+    /// The type a tensor has in the file (upper-bound sizes).
+    fn file_type(&self, tensor: &Tensor<'_>) -> Result<TensorType, ImportError> {
+        if tensor.dynamism == ShapeDynamism::DynamicUnbound {
+            return Err(self.invalid("tensors of unbounded dynamic shape are not supported"));
+        }
+        Ok(TensorType {
+            dtype: dtype(tensor.dtype).ok_or_else(|| {
+                self.invalid(format!("element type {} is not supported", tensor.dtype))
+            })?,
+            shape: tensor
+                .sizes
+                .iter()
+                .map(|&size| Dim::Fixed(size as u64))
+                .collect(),
+            dim_order: tensor.dim_order.clone(),
+        })
+    }
+
+    /// The arena offset of a non-constant tensor.
+    fn place(&mut self, tensor: &Tensor<'_>, ty: &TensorType) -> Result<u64, ImportError> {
+        match tensor.storage {
+            TensorStorage::Planned {
+                memory_id, offset, ..
+            } => Ok(self.region_base[memory_id as usize] + offset),
+            TensorStorage::Unplanned => {
+                let offset = self.arena_end;
+                self.arena_end = (offset + ty.max_bytes(|_| 0)).next_multiple_of(ARENA_ALIGNMENT);
+                Ok(offset)
+            }
+            TensorStorage::Constant(_) => Err(self.invalid("a constant tensor cannot be written")),
+            TensorStorage::External { ref name } => {
+                Err(self.invalid(format!("external tensor data ({name}) is not supported")))
+            }
+        }
+    }
+
+    /// The IR value for reading frontend value `index`.
+    fn read(&mut self, index: ValueIndex) -> Result<ValueId, ImportError> {
+        if let Some(&id) = self.values.get(&index) {
+            return Ok(id);
+        }
+        let tensor = self.tensor(index)?;
+        let ty = self.file_type(tensor)?;
+        let (kind, offset) = match tensor.storage {
+            TensorStorage::Constant(bytes) => (ValueKind::Constant(Cow::Borrowed(bytes)), None),
+            TensorStorage::Planned { initial, .. } => {
+                let offset = self.place(tensor, &ty)?;
+                if let Some(&base) = self.written_at.get(&offset) {
+                    return self.view_of(index, base, ty, offset);
+                }
+                (ValueKind::State { initial }, Some(offset))
+            }
+            _ => {
+                return Err(
+                    self.invalid(format!("value {index} is read before anything writes it"))
+                );
+            }
+        };
+        let id = self.graph.add_value(ValueData { ty, kind, offset });
+        self.values.insert(index, id);
+        if let Some(offset) = offset {
+            self.written_at.insert(offset, id);
+        }
+        Ok(id)
+    }
+
+    /// An instruction-less view: `index` reinterprets the bytes of `base`.
+    fn view_of(
+        &mut self,
+        index: ValueIndex,
+        base: ValueId,
+        ty: TensorType,
+        offset: u64,
+    ) -> Result<ValueId, ImportError> {
+        let base_ty = self.graph.value(base).ty.clone();
+        let ty = if base_ty.fixed_shape().is_some() {
+            ty
+        } else {
+            // A view of a dynamic tensor keeps its symbolic dims where the
+            // file's sizes match the bound.
+            self.symbols.view_type(&self.graph, &base_ty, ty)
+        };
+        let id = self.graph.add_value(ValueData {
+            ty,
+            kind: ValueKind::Computed,
+            offset: Some(offset),
+        });
+        self.values.insert(index, id);
+        self.push(Op::Reshape, vec![base], vec![id])?;
+        Ok(id)
+    }
+
+    /// The IR value for writing frontend value `index`; `inferred` is the
+    /// shape the op's rule gives it, when the rule gives one.
+    fn write(
+        &mut self,
+        index: ValueIndex,
+        inferred: Option<&[Dim]>,
+    ) -> Result<ValueId, ImportError> {
+        if let Some(&id) = self.values.get(&index) {
+            return Ok(id);
+        }
+        let tensor = self.tensor(index)?;
+        let mut ty = self.file_type(tensor)?;
+        if let Some(inferred) = inferred
+            && inferred.len() == ty.rank()
+            && tensor.dynamism == ShapeDynamism::DynamicBound
+        {
+            ty.shape = inferred.to_vec();
+        }
+        let offset = self.place(tensor, &ty)?;
+        let id = self.graph.add_value(ValueData {
+            ty,
+            kind: ValueKind::Computed,
+            offset: Some(offset),
+        });
+        self.values.insert(index, id);
+        Ok(id)
+    }
+
+    /// Appends a node, after checking its shapes against the op's rules
+    /// (which may settle symbolic dimensions).
+    fn push(
+        &mut self,
+        op: Op,
+        inputs: Vec<ValueId>,
+        outputs: Vec<ValueId>,
+    ) -> Result<(), ImportError> {
+        for &output in &outputs {
+            self.written_at
+                .insert(self.graph.value(output).offset.unwrap_or(u64::MAX), output);
+        }
+        self.graph.push_node(op, inputs, outputs);
+        Ok(())
+    }
+}
+
+impl<'a> Call<'_, '_, 'a> {
+    fn value(&self, position: usize) -> Result<&Value<'a>, ImportError> {
+        let index = *self.args.get(position).ok_or_else(|| {
+            self.importer.invalid(format!(
+                "argument {position} is missing ({} given)",
+                self.args.len()
+            ))
+        })?;
+        Ok(self.importer.method.value(index))
+    }
+
+    pub(crate) fn invalid(&self, problem: impl Into<String>) -> ImportError {
+        self.importer.invalid(problem)
+    }
+
+    fn kind_error(&self, position: usize, want: &str) -> ImportError {
+        let found = self.value(position).map(Value::kind).unwrap_or("nothing");
+        self.invalid(format!("argument {position} must be {want}, not {found}"))
+    }
+
+    /// A tensor argument, read.
+    pub(crate) fn tensor(&mut self, position: usize) -> Result<ValueId, ImportError> {
+        self.value(position)?;
+        self.importer.read(self.args[position])
+    }
+
+    /// An optional tensor argument (None is a Null value).
+    pub(crate) fn optional_tensor(
+        &mut self,
+        position: usize,
+    ) -> Result<Option<ValueId>, ImportError> {
+        match self.value(position)? {
+            Value::Null => Ok(None),
+            _ => self.tensor(position).map(Some),
+        }
+    }
+
+    /// The tensors of a TensorList argument, read.
+    pub(crate) fn tensor_list(&mut self, position: usize) -> Result<Vec<ValueId>, ImportError> {
+        let Value::TensorList(items) = self.value(position)?.clone() else {
+            return Err(self.kind_error(position, "a tensor list"));
+        };
+        items
+            .into_iter()
+            .map(|item| self.importer.read(item))
+            .collect()
+    }
+
+    pub(crate) fn int(&self, position: usize) -> Result<i64, ImportError> {
+        match self.value(position)? {
+            Value::Int(value) => Ok(*value),
+            _ => Err(self.kind_error(position, "an Int")),
+        }
+    }
+
+    pub(crate) fn optional_int(&self, position: usize) -> Result<Option<i64>, ImportError> {
+        match self.value(position)? {
+            Value::Null => Ok(None),
+            _ => self.int(position).map(Some),
+        }
+    }
+
+    pub(crate) fn bool(&self, position: usize) -> Result<bool, ImportError> {
+        match self.value(position)? {
+            Value::Bool(value) => Ok(*value),
+            _ => Err(self.kind_error(position, "a Bool")),
+        }
+    }
+
+    pub(crate) fn double(&self, position: usize) -> Result<f64, ImportError> {
+        match self.value(position)? {
+            Value::Double(value) => Ok(*value),
+            Value::Int(value) => Ok(*value as f64),
+            _ => Err(self.kind_error(position, "a Double")),
+        }
+    }
+
+    pub(crate) fn string(&self, position: usize) -> Result<String, ImportError> {
+        match self.value(position)? {
+            Value::String(value) => Ok(value.clone()),
+            _ => Err(self.kind_error(position, "a String")),
+        }
+    }
+
+    pub(crate) fn optional_string(&self, position: usize) -> Result<Option<String>, ImportError> {
+        match self.value(position)? {
+            Value::Null => Ok(None),
+            _ => self.string(position).map(Some),
+        }
+    }
+
+    pub(crate) fn scalar(&self, position: usize) -> Result<Scalar, ImportError> {
+        match self.value(position)? {
+            Value::Int(value) => Ok(Scalar::Int(*value)),
+            Value::Double(value) => Ok(Scalar::Float(*value)),
+            Value::Bool(value) => Ok(Scalar::Bool(*value)),
+            _ => Err(self.kind_error(position, "a Scalar")),
+        }
+    }
+
+    pub(crate) fn optional_scalar(&self, position: usize) -> Result<Option<Scalar>, ImportError> {
+        match self.value(position)? {
+            Value::Null => Ok(None),
+            _ => self.scalar(position).map(Some),
+        }
+    }
+
+    /// The integers of an IntList argument (the list holds Int values'
+    /// indices; the reader checked they are Ints).
+    pub(crate) fn int_list(&self, position: usize) -> Result<Vec<i64>, ImportError> {
+        match self.value(position)? {
+            Value::IntList(items) => Ok(items
+                .iter()
+                .map(|&item| match self.importer.method.value(item) {
+                    Value::Int(value) => *value,
+                    _ => unreachable!("the reader checks that IntList items are Ints"),
+                })
+                .collect()),
+            _ => Err(self.kind_error(position, "an IntList")),
+        }
+    }
+
+    pub(crate) fn optional_int_list(
+        &self,
+        position: usize,
+    ) -> Result<Option<Vec<i64>>, ImportError> {
+        match self.value(position)? {
+            Value::Null => Ok(None),
+            _ => self.int_list(position).map(Some),
+        }
+    }
+
+    /// The type of an IR value.
+    pub(crate) fn ty(&self, id: ValueId) -> &TensorType {
+        &self.importer.graph.value(id).ty
+    }
+
+    /// The rank of a tensor argument, before it is read.
+    pub(crate) fn rank_of(&self, position: usize) -> Result<usize, ImportError> {
+        match self.value(position)? {
+            Value::Tensor(tensor) => Ok(tensor.sizes.len()),
+            _ => Err(self.kind_error(position, "a tensor")),
+        }
+    }
+
+    /// The file's sizes of a tensor argument.
+    pub(crate) fn sizes_of(&self, position: usize) -> Result<Vec<i64>, ImportError> {
+        match self.value(position)? {
+            Value::Tensor(tensor) => Ok(tensor.sizes.clone()),
+            _ => Err(self.kind_error(position, "a tensor")),
+        }
+    }
+
+    /// Emits `op` over `inputs`, writing the tensor arguments at `outputs`.
+    /// The op's shape rule settles symbolic dimensions of the outputs.
+    pub(crate) fn emit(
+        &mut self,
+        op: Op,
+        inputs: Vec<ValueId>,
+        outputs: &[usize],
+    ) -> Result<(), ImportError> {
+        let importer = &mut *self.importer;
+        let input_shapes: Vec<Vec<Dim>> = inputs
+            .iter()
+            .map(|&input| {
+                importer
+                    .symbols
+                    .resolve_shape(&importer.graph.value(input).ty.shape)
+            })
+            .collect();
+        let shape_refs: Vec<&[Dim]> = input_shapes.iter().map(Vec::as_slice).collect();
+        let expected =
+            shape::expected_shapes(&op, &shape_refs, outputs.len(), &mut importer.symbols)
+                .map_err(|problem| importer.invalid(format!("{}: {problem}", op.name())))?;
+        let mut output_ids = Vec::with_capacity(outputs.len());
+        for (slot, &position) in outputs.iter().enumerate() {
+            let index = *self.args.get(position).ok_or_else(|| {
+                self.importer
+                    .invalid(format!("output argument {position} is missing"))
+            })?;
+            let inferred = match expected.get(slot) {
+                Some(Expected::Shape(shape)) => Some(shape.clone()),
+                _ => None,
+            };
+            let id = self.importer.write(index, inferred.as_deref())?;
+            if let Some(inferred) = inferred {
+                let declared = self.importer.graph.value(id).ty.shape.clone();
+                self.importer
+                    .symbols
+                    .equate_shapes(&inferred, &declared)
+                    .map_err(|problem| {
+                        self.importer
+                            .invalid(format!("{}: output {slot}: {problem}", op.name()))
+                    })?;
+            }
+            output_ids.push(id);
+        }
+        self.importer.push(op, inputs, output_ids)
+    }
+
+    /// Emits a node that writes argument `target` in place (copy_ into a
+    /// buffer): the written value is the argument itself.
+    pub(crate) fn emit_into(
+        &mut self,
+        op: Op,
+        inputs: Vec<ValueId>,
+        target: usize,
+    ) -> Result<(), ImportError> {
+        self.value(target)?;
+        let index = self.args[target];
+        let id = match self.importer.values.get(&index) {
+            Some(&id) => id,
+            None => self.importer.read(index)?,
+        };
+        self.importer.push(op, inputs, vec![id])
+    }
+}
+
+/// A label for every instruction a jump lands on (the chain's length when a
+/// jump ends it).
+fn jump_targets(chain: &[Instruction]) -> HashMap<usize, LabelId> {
+    let mut labels = HashMap::new();
+    for instruction in chain {
+        if let Instruction::JumpFalse { destination, .. } = instruction {
+            let next = LabelId(labels.len() as u32);
+            labels.entry(*destination).or_insert(next);
+        }
+    }
+    labels
+}
+
+/// The IR element type of a file element type, for the types ptec computes
+/// with.
+fn dtype(scalar: ScalarType) -> Option<DType> {
+    Some(match scalar {
+        ScalarType::Bool => DType::Bool,
+        ScalarType::Byte => DType::U8,
+        ScalarType::Char => DType::I8,
+        ScalarType::Short => DType::I16,
+        ScalarType::Int => DType::I32,
+        ScalarType::Long => DType::I64,
+        ScalarType::Half => DType::F16,
+        ScalarType::BFloat16 => DType::BF16,
+        ScalarType::Float => DType::F32,
+        ScalarType::Double => DType::F64,
+        _ => return None,
+    })
+}
+
+/// The kernel keys of every operator ptec imports, in table order.
+pub fn supported_operators() -> impl Iterator<Item = &'static str> {
+    aten::OPERATORS.iter().map(|(name, _)| *name)
+}

@@ -1,0 +1,197 @@
+//! The types IR values carry: element types, dimensions (fixed, or symbolic
+//! with an upper bound), tensor types and scalar attributes.
+
+use std::fmt;
+
+/// An element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    Bool,
+    U8,
+    I8,
+    I16,
+    I32,
+    I64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::I16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// The name used in the IR text form and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "u8",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A symbolic dimension: a size known only when the method runs, at most
+/// its bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SymbolId(pub(crate) u32);
+
+impl SymbolId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for SymbolId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s{}", self.0)
+    }
+}
+
+/// One dimension of a shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    Fixed(u64),
+    Symbol(SymbolId),
+}
+
+impl Dim {
+    pub fn fixed(self) -> Option<u64> {
+        match self {
+            Dim::Fixed(size) => Some(size),
+            Dim::Symbol(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Fixed(size) => write!(f, "{size}"),
+            Dim::Symbol(symbol) => write!(f, "{symbol}"),
+        }
+    }
+}
+
+pub type Shape = Vec<Dim>;
+
+/// The type of a tensor value: element type, shape and the order its
+/// dimensions are laid out in memory (outermost first).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorType {
+    pub dtype: DType,
+    pub shape: Shape,
+    pub dim_order: Vec<u8>,
+}
+
+impl TensorType {
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The shape if every dimension is fixed.
+    pub fn fixed_shape(&self) -> Option<Vec<u64>> {
+        self.shape.iter().map(|dim| dim.fixed()).collect()
+    }
+
+    /// Whether the layout is row-major (the identity dim order).
+    pub fn is_contiguous(&self) -> bool {
+        self.dim_order
+            .iter()
+            .enumerate()
+            .all(|(index, &dim)| index == dim as usize)
+    }
+
+    /// Bytes at the largest size the shape allows, given symbol bounds.
+    pub fn max_bytes(&self, bound: impl Fn(SymbolId) -> u64) -> u64 {
+        self.shape
+            .iter()
+            .map(|dim| match dim {
+                Dim::Fixed(size) => *size,
+                Dim::Symbol(symbol) => bound(*symbol),
+            })
+            .product::<u64>()
+            * self.dtype.size() as u64
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[", self.dtype)?;
+        for (index, dim) in self.shape.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{dim}")?;
+        }
+        f.write_str("]")?;
+        if !self.is_contiguous() {
+            write!(f, "{{order {:?}}}", self.dim_order)?;
+        }
+        Ok(())
+    }
+}
+
+/// A scalar attribute of an op: PyTorch's `Scalar` keeps the kind of the
+/// Python value it came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(value) => f64::from(u8::from(value)),
+            Scalar::Int(value) => value as f64,
+            Scalar::Float(value) => value,
+        }
+    }
+
+    /// The value as an integer, truncating floats toward zero as torch does
+    /// when a float scalar meets an integer tensor.
+    pub fn as_i64(self) -> i64 {
+        match self {
+            Scalar::Bool(value) => i64::from(value),
+            Scalar::Int(value) => value,
+            Scalar::Float(value) => value as i64,
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(value) => write!(f, "{value}"),
+            Scalar::Int(value) => write!(f, "{value}"),
+            Scalar::Float(value) => write!(f, "{value:?}"),
+        }
+    }
+}
