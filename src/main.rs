@@ -3,14 +3,19 @@
 //! Exit codes: 0 success, 1 invalid input (the message on stderr starts with
 //! `error:`), 2 usage (clap's own).
 
+mod bundled_test;
 mod dump;
 mod inspect;
+mod instance;
 mod method;
+mod npy;
+mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use instance::Backend;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -42,20 +47,81 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: dump::DumpFormat,
     },
+    /// Compile a method and run it once on .npy inputs (default: a bundled
+    /// program's first test case).
+    Run {
+        file: PathBuf,
+        #[arg(long)]
+        method: Option<String>,
+        /// An input, as a .npy file; one per method input, in order.
+        #[arg(long = "input")]
+        inputs: Vec<PathBuf>,
+        /// Write each output to DIR/output_N.npy instead of printing it.
+        #[arg(long)]
+        output_dir: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "jit")]
+        backend: Backend,
+    },
+    /// Run every test case of bundled programs and compare the outputs with
+    /// the expected ones. Exits 0 only if every case of every file passes.
+    Test {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "jit")]
+        backend: Backend,
+        /// Relative tolerance for floats.
+        #[arg(long, default_value_t = 1e-3)]
+        rtol: f64,
+        /// Absolute tolerance for floats.
+        #[arg(long, default_value_t = 1e-5)]
+        atol: f64,
+        /// Print one JSON object per file.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Ok(false): the command ran but found failures (failing tests).
     let result = match cli.command {
-        Command::Inspect { file, json } => inspect::run(&file, json),
+        Command::Inspect { file, json } => inspect::run(&file, json).map(|()| true),
         Command::Dump {
             file,
             method,
             format,
-        } => dump::run(&file, method.as_deref(), format),
+        } => dump::run(&file, method.as_deref(), format).map(|()| true),
+        Command::Run {
+            file,
+            method,
+            inputs,
+            output_dir,
+            backend,
+        } => {
+            let options = run::RunOptions {
+                method: method.as_deref(),
+                inputs: &inputs,
+                output_dir: output_dir.as_deref(),
+                backend,
+            };
+            run::run(&file, options).map(|()| true)
+        }
+        Command::Test {
+            files,
+            backend,
+            rtol,
+            atol,
+            json,
+        } => bundled_test::run(
+            &files,
+            backend,
+            bundled_test::Tolerance { rtol, atol },
+            json,
+        ),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

@@ -1,1 +1,15 @@
-//! ptec-codegen.
+//! ptec's code generator: turns a verified IR graph into native code with
+//! Cranelift. Every node becomes a kernel function specialised to its shapes,
+//! strides and element types (symbolic dimensions are read at run time);
+//! the method's entry point calls them in order. The same generator serves
+//! the JIT and object files through cranelift-module's `Module` trait.
+
+mod emit;
+mod error;
+mod jit;
+mod kernels;
+mod math;
+mod method;
+
+pub use error::CodegenError;
+pub use jit::{JitCode, JitMethod, compile_jit};

@@ -1,1 +1,13 @@
-//! ptec-runtime.
+//! ptec's runtime: the thin layer between a caller and generated code. It
+//! owns a method's memory (one zeroed arena holding activations, inputs,
+//! outputs and state that persists across calls), checks inputs against the
+//! method's types (element type, rank, fixed sizes, symbolic sizes within
+//! their bounds), binds symbolic dimensions, calls the entry point and
+//! returns outputs. It does not depend on the code generator: an
+//! [`abi::MethodAbi`] and an [`abi::EntryFn`] are all it needs.
+
+pub mod abi;
+mod instance;
+
+pub use abi::{DimSpec, ElementType, EntryFn, MethodAbi, StateSlot, TensorSlot};
+pub use instance::{HostTensor, Instance, RuntimeError, TensorRef};

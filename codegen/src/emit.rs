@@ -1,0 +1,401 @@
+//! The emitter: a Cranelift function builder for one kernel, with the
+//! helpers every kernel generator uses: sizes that fold when they are
+//! constant, value addresses, element loads and stores with type conversion,
+//! counted loops in rotated form, math calls and error exits.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value, types,
+};
+use cranelift_frontend::FunctionBuilder;
+use cranelift_module::{FuncId, Linkage, Module};
+use ptec_ir::{DType, Dim, Graph, ValueId};
+
+use crate::error::CodegenError;
+use crate::math::MathFn;
+
+/// The pointer type of every target ptec generates for (64-bit).
+pub(crate) const PTR: Type = types::I64;
+
+/// A size or stride: a constant, or a value computed at run time (from a
+/// symbolic dimension).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Size {
+    Const(i64),
+    Dyn(Value),
+}
+
+impl Size {
+    pub(crate) fn constant(self) -> Option<i64> {
+        match self {
+            Size::Const(value) => Some(value),
+            Size::Dyn(_) => None,
+        }
+    }
+}
+
+/// What every kernel of a method shares: the graph, where constants are, the
+/// target's features and the method's error messages.
+pub(crate) struct MethodContext<'g, 'a> {
+    pub graph: &'g Graph<'a>,
+    /// The index of each constant value in the constant table.
+    pub constant_index: HashMap<ValueId, usize>,
+    pub has_fma: bool,
+    pub errors: Vec<String>,
+    /// Math functions declared in the module so far.
+    pub math: HashMap<MathFn, FuncId>,
+}
+
+/// Builds one kernel function: `(arena, constants, dims) -> status`.
+pub(crate) struct Emitter<'k, 'g, 'a> {
+    pub b: FunctionBuilder<'k>,
+    pub cx: &'k mut MethodContext<'g, 'a>,
+    module: &'k mut dyn Module,
+    arena: Value,
+    constants: Value,
+    dims: Value,
+    imported: HashMap<MathFn, FuncRef>,
+    /// The block each error code returns from.
+    error_blocks: HashMap<i32, Block>,
+}
+
+pub(crate) fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// The Cranelift type that holds an element of `dtype` (booleans as bytes).
+pub(crate) fn scalar_type(dtype: DType) -> Result<Type, CodegenError> {
+    Ok(match dtype {
+        DType::Bool | DType::U8 | DType::I8 => types::I8,
+        DType::I16 => types::I16,
+        DType::I32 => types::I32,
+        DType::I64 => types::I64,
+        DType::F32 => types::F32,
+        DType::F64 => types::F64,
+        DType::F16 | DType::BF16 => {
+            return Err(CodegenError::Unsupported(format!("{dtype} tensors")));
+        }
+    })
+}
+
+impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
+    pub(crate) fn new(
+        mut b: FunctionBuilder<'k>,
+        cx: &'k mut MethodContext<'g, 'a>,
+        module: &'k mut dyn Module,
+    ) -> Self {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let params = b.block_params(entry).to_vec();
+        Emitter {
+            b,
+            cx,
+            module,
+            arena: params[0],
+            constants: params[1],
+            dims: params[2],
+            imported: HashMap::new(),
+            error_blocks: HashMap::new(),
+        }
+    }
+
+    /// Returns success and finishes the function.
+    pub(crate) fn finish(mut self) {
+        let zero = self.b.ins().iconst(types::I32, 0);
+        self.b.ins().return_(&[zero]);
+        self.b.seal_all_blocks();
+        self.b.finalize(self.module.target_config());
+    }
+
+    pub(crate) fn iconst(&mut self, value: i64) -> Value {
+        self.b.ins().iconst(PTR, value)
+    }
+
+    pub(crate) fn graph(&self) -> &'g Graph<'a> {
+        self.cx.graph
+    }
+
+    /// The size of a dimension.
+    pub(crate) fn dim(&mut self, dim: Dim) -> Size {
+        match dim {
+            Dim::Fixed(size) => Size::Const(size as i64),
+            Dim::Symbol(symbol) => {
+                let offset = (symbol.index() * 8) as i32;
+                Size::Dyn(
+                    self.b
+                        .ins()
+                        .load(PTR, flags().with_readonly(), self.dims, offset),
+                )
+            }
+        }
+    }
+
+    pub(crate) fn shape(&mut self, shape: &[Dim]) -> Vec<Size> {
+        shape.iter().map(|&dim| self.dim(dim)).collect()
+    }
+
+    pub(crate) fn value_of(&mut self, size: Size) -> Value {
+        match size {
+            Size::Const(value) => self.iconst(value),
+            Size::Dyn(value) => value,
+        }
+    }
+
+    pub(crate) fn mul(&mut self, a: Size, b: Size) -> Size {
+        match (a, b) {
+            (Size::Const(x), Size::Const(y)) => Size::Const(x * y),
+            (Size::Const(0), _) | (_, Size::Const(0)) => Size::Const(0),
+            (Size::Const(1), other) | (other, Size::Const(1)) => other,
+            (Size::Const(x), Size::Dyn(v)) | (Size::Dyn(v), Size::Const(x)) => {
+                Size::Dyn(self.b.ins().imul_imm_s(v, x))
+            }
+            (Size::Dyn(x), Size::Dyn(y)) => Size::Dyn(self.b.ins().imul(x, y)),
+        }
+    }
+
+    pub(crate) fn product(&mut self, sizes: &[Size]) -> Size {
+        sizes
+            .iter()
+            .fold(Size::Const(1), |acc, &size| self.mul(acc, size))
+    }
+
+    /// The address of a value's first element.
+    pub(crate) fn address(&mut self, value: ValueId) -> Value {
+        if let Some(&index) = self.cx.constant_index.get(&value) {
+            let offset = (index * 8) as i32;
+            return self
+                .b
+                .ins()
+                .load(PTR, flags().with_readonly(), self.constants, offset);
+        }
+        let offset = self.graph().value(value).offset.unwrap_or(0);
+        self.b.ins().iadd_imm_s(self.arena, offset as i64)
+    }
+
+    /// `base + index * scale` (index in elements, scale in bytes).
+    pub(crate) fn offset_by(&mut self, base: Value, index: Value, scale: i64) -> Value {
+        let bytes = if scale == 1 {
+            index
+        } else {
+            self.b.ins().imul_imm_s(index, scale)
+        };
+        self.b.ins().iadd(base, bytes)
+    }
+
+    pub(crate) fn add_size(&mut self, base: Value, size: Size) -> Value {
+        match size {
+            Size::Const(0) => base,
+            Size::Const(value) => self.b.ins().iadd_imm_s(base, value),
+            Size::Dyn(value) => self.b.ins().iadd(base, value),
+        }
+    }
+
+    /// Loads an element of `dtype` at `address`.
+    pub(crate) fn load(&mut self, dtype: DType, address: Value) -> Result<Value, CodegenError> {
+        let ty = scalar_type(dtype)?;
+        Ok(self.b.ins().load(ty, flags(), address, 0))
+    }
+
+    pub(crate) fn store(&mut self, value: Value, address: Value) {
+        self.b.ins().store(flags(), value, address, 0);
+    }
+
+    /// Converts a scalar from one element type to another as a PyTorch cast
+    /// does (floats to integers truncate, saturating; anything to bool is
+    /// "not zero").
+    pub(crate) fn convert(
+        &mut self,
+        value: Value,
+        from: DType,
+        to: DType,
+    ) -> Result<Value, CodegenError> {
+        if from == to {
+            return Ok(value);
+        }
+        let target = scalar_type(to)?;
+        if to == DType::Bool {
+            let truth = if from.is_float() {
+                let zero = self.float_const(from, 0.0)?;
+                self.b.ins().fcmp(FloatCC::NotEqual, value, zero)
+            } else {
+                self.b.ins().icmp_imm_s(IntCC::NotEqual, value, 0)
+            };
+            return Ok(truth);
+        }
+        let source = scalar_type(from)?;
+        let unsigned = matches!(from, DType::Bool | DType::U8);
+        Ok(match (from.is_float(), to.is_float()) {
+            (true, true) if source.bits() < target.bits() => self.b.ins().fpromote(target, value),
+            (true, true) => self.b.ins().fdemote(target, value),
+            (false, true) if unsigned => self.b.ins().fcvt_from_uint(target, value),
+            (false, true) => self.b.ins().fcvt_from_sint(target, value),
+            (true, false) => {
+                let wide = self.b.ins().fcvt_to_sint_sat(types::I64, value);
+                if target == types::I64 {
+                    wide
+                } else {
+                    self.b.ins().ireduce(target, wide)
+                }
+            }
+            (false, false) if source.bits() < target.bits() && unsigned => {
+                self.b.ins().uextend(target, value)
+            }
+            (false, false) if source.bits() < target.bits() => self.b.ins().sextend(target, value),
+            (false, false) if source.bits() > target.bits() => self.b.ins().ireduce(target, value),
+            (false, false) => value,
+        })
+    }
+
+    /// A float constant of a float element type.
+    pub(crate) fn float_const(&mut self, dtype: DType, value: f64) -> Result<Value, CodegenError> {
+        Ok(match dtype {
+            DType::F64 => self.b.ins().f64const(value),
+            DType::F32 => self.b.ins().f32const(value as f32),
+            other => {
+                return Err(CodegenError::Unsupported(format!(
+                    "float constants of type {other}"
+                )));
+            }
+        })
+    }
+
+    /// A constant of any element type.
+    pub(crate) fn constant(
+        &mut self,
+        dtype: DType,
+        value: ptec_ir::Scalar,
+    ) -> Result<Value, CodegenError> {
+        if dtype.is_float() {
+            return self.float_const(dtype, value.as_f64());
+        }
+        let ty = scalar_type(dtype)?;
+        let value = if dtype == DType::Bool {
+            i64::from(value.as_f64() != 0.0)
+        } else {
+            value.as_i64()
+        };
+        Ok(self.b.ins().iconst(ty, value))
+    }
+
+    /// A loop that runs `count` times (not at all when `count` <= 0), in
+    /// rotated form: the test is at the bottom, behind one guard. `carried`
+    /// values flow from one iteration to the next; `body` gets them and the
+    /// iteration index and returns their next values. Returns their values
+    /// after the loop.
+    pub(crate) fn counted_loop(
+        &mut self,
+        count: Size,
+        carried: &[Value],
+        mut body: impl FnMut(&mut Self, Value, &[Value]) -> Result<Vec<Value>, CodegenError>,
+    ) -> Result<Vec<Value>, CodegenError> {
+        if count == Size::Const(0) {
+            return Ok(carried.to_vec());
+        }
+        let types: Vec<Type> = carried
+            .iter()
+            .map(|&v| self.b.func.dfg.value_type(v))
+            .collect();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.append_block_param(body_block, PTR);
+        for &ty in &types {
+            self.b.append_block_param(body_block, ty);
+            self.b.append_block_param(exit, ty);
+        }
+        let count_value = self.value_of(count);
+        let zero = self.iconst(0);
+        let mut start_args = vec![BlockArg::from(zero)];
+        start_args.extend(carried.iter().map(|&v| BlockArg::from(v)));
+        let exit_args: Vec<_> = carried.iter().map(|&v| BlockArg::from(v)).collect();
+        if matches!(count, Size::Const(n) if n > 0) {
+            self.b.ins().jump(body_block, &start_args);
+        } else {
+            let any = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, count_value, 0);
+            self.b
+                .ins()
+                .brif(any, body_block, &start_args, exit, &exit_args);
+        }
+        self.b.switch_to_block(body_block);
+        let params = self.b.block_params(body_block).to_vec();
+        let next = body(self, params[0], &params[1..])?;
+        let index = self.b.ins().iadd_imm_s(params[0], 1);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, index, count_value);
+        let mut loop_args = vec![BlockArg::from(index)];
+        loop_args.extend(next.iter().map(|&v| BlockArg::from(v)));
+        let done_args: Vec<_> = next.iter().map(|&v| BlockArg::from(v)).collect();
+        self.b
+            .ins()
+            .brif(more, body_block, &loop_args, exit, &done_args);
+        self.b.switch_to_block(exit);
+        Ok(self.b.block_params(exit).to_vec())
+    }
+
+    /// Calls a math function of the C library.
+    pub(crate) fn call_math(
+        &mut self,
+        function: MathFn,
+        args: &[Value],
+    ) -> Result<Value, CodegenError> {
+        let func_ref = match self.imported.get(&function) {
+            Some(&func_ref) => func_ref,
+            None => {
+                let id = match self.cx.math.get(&function) {
+                    Some(&id) => id,
+                    None => {
+                        let mut signature = self.module.make_signature();
+                        for _ in 0..function.arity() {
+                            signature.params.push(AbiParam::new(function.ty()));
+                        }
+                        signature.returns.push(AbiParam::new(function.ty()));
+                        let id = self.module.declare_function(
+                            function.symbol(),
+                            Linkage::Import,
+                            &signature,
+                        )?;
+                        self.cx.math.insert(function, id);
+                        id
+                    }
+                };
+                let func_ref = self.module.declare_func_in_func(id, self.b.func);
+                self.imported.insert(function, func_ref);
+                func_ref
+            }
+        };
+        let call = self.b.ins().call(func_ref, args);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// Returns error `message` from the kernel when `condition` is true.
+    pub(crate) fn fail_if(&mut self, condition: Value, message: String) {
+        let code = match self.cx.errors.iter().position(|known| *known == message) {
+            Some(index) => index as i32 + 1,
+            None => {
+                self.cx.errors.push(message);
+                self.cx.errors.len() as i32
+            }
+        };
+        let (error_block, fresh) = match self.error_blocks.get(&code) {
+            Some(&block) => (block, false),
+            None => {
+                let block = self.b.create_block();
+                self.error_blocks.insert(code, block);
+                (block, true)
+            }
+        };
+        let go_on = self.b.create_block();
+        self.b.ins().brif(condition, error_block, &[], go_on, &[]);
+        if fresh {
+            self.b.switch_to_block(error_block);
+            let status = self.b.ins().iconst(types::I32, i64::from(code));
+            self.b.ins().return_(&[status]);
+        }
+        self.b.switch_to_block(go_on);
+    }
+}

@@ -1,0 +1,24 @@
+//! The code generator's error type.
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodegenError {
+    /// The graph did not pass the IR verifier; generators accept only
+    /// verified graphs.
+    #[error(transparent)]
+    Verify(#[from] ptec_ir::VerifyError),
+    /// Something ptec cannot generate code for yet.
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
+    /// A node's kernel could not be generated.
+    #[error("in node {node} ({op})")]
+    Node {
+        node: String,
+        op: String,
+        #[source]
+        source: Box<CodegenError>,
+    },
+    #[error("Cranelift: {0}")]
+    Module(#[from] cranelift_module::ModuleError),
+    #[error("Cranelift cannot target this machine: {0}")]
+    Isa(String),
+}

@@ -1,0 +1,91 @@
+//! The JIT: compiles a method into executable memory in this process.
+
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_jit::{JITBuilder, JITModule};
+use ptec_ir::Graph;
+use ptec_runtime::{EntryFn, MethodAbi};
+
+use crate::error::CodegenError;
+use crate::method::compile_method;
+
+/// Owns JIT-compiled code and frees it when dropped.
+#[allow(missing_debug_implementations)] // JITModule has no Debug.
+pub struct JitCode {
+    module: Option<JITModule>,
+}
+
+impl Drop for JitCode {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: whoever called into this code held the `JitCode` (the
+            // runtime keeps it inside the instance), so no call is running
+            // or can start once it is dropped.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+/// A method compiled in-process: its code, its entry point and what the
+/// runtime needs to call it.
+pub struct JitMethod<'a> {
+    /// Owns the executable memory `entry` points into.
+    pub code: JitCode,
+    pub entry: EntryFn,
+    pub abi: MethodAbi,
+    /// The constant table, borrowed from the program.
+    pub constants: Vec<&'a [u8]>,
+}
+
+impl std::fmt::Debug for JitMethod<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitMethod")
+            .field("abi", &self.abi)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Settings shared by every target: optimize for speed; run Cranelift's IR
+/// verifier in debug builds.
+pub(crate) fn shared_flags() -> settings::Flags {
+    let mut builder = settings::builder();
+    let set = |builder: &mut settings::Builder, name: &str, value: &str| {
+        builder.set(name, value).expect("a known Cranelift setting");
+    };
+    set(&mut builder, "opt_level", "speed");
+    set(
+        &mut builder,
+        "enable_verifier",
+        if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        },
+    );
+    set(&mut builder, "is_pic", "false");
+    settings::Flags::new(builder)
+}
+
+/// Compiles `graph` for this machine (with every instruction-set extension
+/// the CPU reports) and makes it executable.
+pub fn compile_jit<'a>(graph: &Graph<'a>) -> Result<JitMethod<'a>, CodegenError> {
+    let isa = cranelift_native::builder()
+        .map_err(|message| CodegenError::Isa(message.to_string()))?
+        .finish(shared_flags())
+        .map_err(|error| CodegenError::Isa(error.to_string()))?;
+    let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    let mut module = JITModule::new(builder);
+    let compiled = compile_method(&mut module, graph, &format!("ptec_{}", graph.name))?;
+    module.finalize_definitions()?;
+    let address = module.get_finalized_function(compiled.entry);
+    // SAFETY: the entry point was declared with the `(ptr, ptr, ptr) -> i32`
+    // signature of `EntryFn`, in the host's default calling convention.
+    let entry: EntryFn = unsafe { std::mem::transmute::<*const u8, EntryFn>(address) };
+    Ok(JitMethod {
+        code: JitCode {
+            module: Some(module),
+        },
+        entry,
+        abi: compiled.abi,
+        constants: compiled.constants,
+    })
+}

@@ -1,0 +1,451 @@
+//! Kernels that are strided maps: elementwise ops, casts and copies, and
+//! the layout ops (permute, select, slice, cat, reshape), plus fills and
+//! ranges.
+
+use cranelift_codegen::ir::InstBuilder;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use ptec_ir::{BinaryOp, DType, Node, Op, Scalar, UnaryOp, ValueId};
+
+use super::map::{Map, Operand, emit_map, layout_strides, operand};
+use super::scalar_ops::{self, binary_vectorizes, promote, unary_vectorizes};
+use crate::emit::{Emitter, Size};
+use crate::error::CodegenError;
+
+fn dtype(e: &Emitter<'_, '_, '_>, value: ValueId) -> DType {
+    e.graph().value(value).ty.dtype
+}
+
+/// A map whose output is `node`'s first output and whose inputs are read
+/// broadcast to the output's shape.
+fn map_over<'b>(
+    e: &mut Emitter<'_, '_, '_>,
+    output: ValueId,
+    inputs: &[ValueId],
+    compute: DType,
+    result: DType,
+    vectorizable: bool,
+    body: super::map::Body<'b>,
+) -> Result<(), CodegenError> {
+    let shape = e.graph().value(output).ty.shape.clone();
+    let sizes = e.shape(&shape);
+    let output_operand = operand(e, output, &shape);
+    let input_operands = inputs
+        .iter()
+        .map(|&input| operand(e, input, &shape))
+        .collect();
+    emit_map(
+        e,
+        Map {
+            shape: sizes,
+            output: output_operand,
+            inputs: input_operands,
+            compute,
+            result,
+            vectorizable,
+            body,
+        },
+    )
+}
+
+pub(crate) fn unary(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    op: UnaryOp,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let (compute, result) = match op {
+        UnaryOp::LogicalNot => (dtype(e, node.inputs[0]), DType::Bool),
+        _ => (dtype(e, out), dtype(e, out)),
+    };
+    map_over(
+        e,
+        out,
+        &node.inputs,
+        compute,
+        result,
+        unary_vectorizes(op),
+        &|e, x, _| scalar_ops::unary(e, op, x[0], compute),
+    )
+}
+
+pub(crate) fn binary(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    op: BinaryOp,
+    alpha: Option<Scalar>,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let (compute, result) = if op.is_comparison() {
+        (
+            promote(dtype(e, node.inputs[0]), dtype(e, node.inputs[1])),
+            DType::Bool,
+        )
+    } else {
+        (dtype(e, out), dtype(e, out))
+    };
+    map_over(
+        e,
+        out,
+        &node.inputs,
+        compute,
+        result,
+        binary_vectorizes(op),
+        &|e, x, ty| {
+            let other = match alpha {
+                Some(alpha) => {
+                    let factor = if compute.is_float() {
+                        scalar_ops::fconst(e, ty, alpha.as_f64())
+                    } else {
+                        e.b.ins().iconst(ty, alpha.as_i64())
+                    };
+                    if compute.is_float() {
+                        e.b.ins().fmul(x[1], factor)
+                    } else {
+                        e.b.ins().imul(x[1], factor)
+                    }
+                }
+                None => x[1],
+            };
+            scalar_ops::binary(e, op, x[0], other, compute)
+        },
+    )
+}
+
+pub(crate) fn binary_scalar(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    op: BinaryOp,
+    scalar: Scalar,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let input = dtype(e, node.inputs[0]);
+    let (compute, result) = if op.is_comparison() {
+        let compute = match (input.is_float(), scalar) {
+            (false, Scalar::Float(_)) => DType::F64,
+            _ => input,
+        };
+        (compute, DType::Bool)
+    } else {
+        (dtype(e, out), dtype(e, out))
+    };
+    let vectorizable = op != BinaryOp::Pow && binary_vectorizes(op);
+    map_over(
+        e,
+        out,
+        &node.inputs,
+        compute,
+        result,
+        vectorizable,
+        &|e, x, ty| {
+            if op == BinaryOp::Pow {
+                return scalar_ops::pow_scalar(e, x[0], scalar, compute);
+            }
+            let constant = if compute.is_float() {
+                scalar_ops::fconst(e, ty, scalar.as_f64())
+            } else {
+                e.constant(compute, scalar)?
+            };
+            scalar_ops::binary(e, op, x[0], constant, compute)
+        },
+    )
+}
+
+pub(crate) fn clamp(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let compute = dtype(e, out);
+    map_over(e, out, &node.inputs, compute, compute, true, &|e, x, ty| {
+        let bound = |e: &mut Emitter<'_, '_, '_>, value: Scalar| -> Result<_, CodegenError> {
+            Ok(if compute.is_float() {
+                scalar_ops::fconst(e, ty, value.as_f64())
+            } else {
+                e.constant(compute, value)?
+            })
+        };
+        let mut value = x[0];
+        if let Some(min) = min {
+            let min = bound(e, min)?;
+            value = if compute.is_float() {
+                e.b.ins().fmax(value, min)
+            } else {
+                e.b.ins().smax(value, min)
+            };
+        }
+        if let Some(max) = max {
+            let max = bound(e, max)?;
+            value = if compute.is_float() {
+                e.b.ins().fmin(value, max)
+            } else {
+                e.b.ins().smin(value, max)
+            };
+        }
+        Ok(value)
+    })
+}
+
+pub(crate) fn where_(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let compute = dtype(e, out);
+    // The condition arrives converted to the compute type (0 or 1).
+    map_over(
+        e,
+        out,
+        &node.inputs,
+        compute,
+        compute,
+        false,
+        &|e, x, ty| {
+            let truth = if compute.is_float() {
+                let zero = scalar_ops::fconst(e, ty, 0.0);
+                e.b.ins().fcmp(FloatCC::NotEqual, x[0], zero)
+            } else {
+                e.b.ins().icmp_imm_s(IntCC::NotEqual, x[0], 0)
+            };
+            Ok(e.b.ins().select(truth, x[1], x[2]))
+        },
+    )
+}
+
+/// Copies (broadcasting and converting) the input into the output.
+pub(crate) fn copy(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let compute = dtype(e, out);
+    map_over(e, out, &node.inputs, compute, compute, true, &|_, x, _| {
+        Ok(x[0])
+    })
+}
+
+/// A map from one input, read through explicit strides, into the output.
+fn strided_copy(
+    e: &mut Emitter<'_, '_, '_>,
+    output: ValueId,
+    input: Operand,
+) -> Result<(), CodegenError> {
+    let ty = e.graph().value(output).ty.clone();
+    let sizes = e.shape(&ty.shape);
+    let output = operand(e, output, &ty.shape);
+    let compute = ty.dtype;
+    emit_map(
+        e,
+        Map {
+            shape: sizes,
+            output,
+            inputs: vec![input],
+            compute,
+            result: compute,
+            vectorizable: true,
+            body: &|_, x, _| Ok(x[0]),
+        },
+    )
+}
+
+/// A reshape that moves bytes: both sides are contiguous, so the input is
+/// read in the output's row-major order.
+pub(crate) fn reshape(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+    let (input, output) = (node.inputs[0], node.outputs[0]);
+    if e.graph().value(input).offset == e.graph().value(output).offset
+        && !e.cx.constant_index.contains_key(&input)
+    {
+        return Ok(());
+    }
+    let ty = e.graph().value(output).ty.clone();
+    let strides = layout_strides(e, &ty.shape, &ty.dim_order);
+    let base = e.address(input);
+    let operand = Operand {
+        base,
+        dtype: dtype(e, input),
+        strides,
+    };
+    strided_copy(e, output, operand)
+}
+
+pub(crate) fn permute(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    dims: &[usize],
+) -> Result<(), CodegenError> {
+    let input_ty = e.graph().value(node.inputs[0]).ty.clone();
+    let own = layout_strides(e, &input_ty.shape, &input_ty.dim_order);
+    let base = e.address(node.inputs[0]);
+    let operand = Operand {
+        base,
+        dtype: input_ty.dtype,
+        strides: dims.iter().map(|&dim| own[dim]).collect(),
+    };
+    strided_copy(e, node.outputs[0], operand)
+}
+
+pub(crate) fn select(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    dim: usize,
+    index: u64,
+) -> Result<(), CodegenError> {
+    let input_ty = e.graph().value(node.inputs[0]).ty.clone();
+    let mut strides = layout_strides(e, &input_ty.shape, &input_ty.dim_order);
+    let step = e.mul(
+        strides[dim],
+        Size::Const(index as i64 * input_ty.dtype.size() as i64),
+    );
+    let base = e.address(node.inputs[0]);
+    let base = e.add_size(base, step);
+    strides.remove(dim);
+    strided_copy(
+        e,
+        node.outputs[0],
+        Operand {
+            base,
+            dtype: input_ty.dtype,
+            strides,
+        },
+    )
+}
+
+pub(crate) fn slice(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    dim: usize,
+    start: u64,
+    step: u64,
+) -> Result<(), CodegenError> {
+    let input_ty = e.graph().value(node.inputs[0]).ty.clone();
+    let mut strides = layout_strides(e, &input_ty.shape, &input_ty.dim_order);
+    let skip = e.mul(
+        strides[dim],
+        Size::Const(start as i64 * input_ty.dtype.size() as i64),
+    );
+    let base = e.address(node.inputs[0]);
+    let base = e.add_size(base, skip);
+    strides[dim] = e.mul(strides[dim], Size::Const(step as i64));
+    strided_copy(
+        e,
+        node.outputs[0],
+        Operand {
+            base,
+            dtype: input_ty.dtype,
+            strides,
+        },
+    )
+}
+
+/// Each input is copied into its place along `dim` of the output.
+pub(crate) fn cat(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    dim: usize,
+) -> Result<(), CodegenError> {
+    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
+    let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
+    let out_base = e.address(node.outputs[0]);
+    let mut position = 0i64;
+    for &input in &node.inputs {
+        let ty = e.graph().value(input).ty.clone();
+        let along = ty.shape[dim]
+            .fixed()
+            .ok_or_else(|| CodegenError::Unsupported("cat along a symbolic dimension".into()))?;
+        let sizes = e.shape(&ty.shape);
+        let skip = e.mul(
+            out_strides[dim],
+            Size::Const(position * out_ty.dtype.size() as i64),
+        );
+        let base = e.add_size(out_base, skip);
+        let input_operand = operand(e, input, &ty.shape);
+        emit_map(
+            e,
+            Map {
+                shape: sizes,
+                output: Operand {
+                    base,
+                    dtype: out_ty.dtype,
+                    strides: out_strides.clone(),
+                },
+                inputs: vec![input_operand],
+                compute: out_ty.dtype,
+                result: out_ty.dtype,
+                vectorizable: true,
+                body: &|_, x, _| Ok(x[0]),
+            },
+        )?;
+        position += along as i64;
+    }
+    Ok(())
+}
+
+pub(crate) fn full(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    value: Scalar,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let compute = dtype(e, out);
+    map_over(e, out, &[], compute, compute, true, &|e, _, ty| {
+        if compute.is_float() {
+            Ok(scalar_ops::fconst(e, ty, value.as_f64()))
+        } else {
+            e.constant(compute, value)
+        }
+    })
+}
+
+/// `out[i] = start + i * step`, computed in f64 for float outputs and i64
+/// for integer ones.
+pub(crate) fn arange(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    start: Scalar,
+    step: Scalar,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let ty = e.graph().value(out).ty.clone();
+    let count = e.dim(ty.shape[0]);
+    let base = e.address(out);
+    let element = ty.dtype.size() as i64;
+    let wide = if ty.dtype.is_float() {
+        DType::F64
+    } else {
+        DType::I64
+    };
+    e.counted_loop(count, &[base], |e, index, pointers| {
+        let value = if wide == DType::F64 {
+            let index =
+                e.b.ins()
+                    .fcvt_from_sint(cranelift_codegen::ir::types::F64, index);
+            let step = e.b.ins().f64const(step.as_f64());
+            let start = e.b.ins().f64const(start.as_f64());
+            let offset = e.b.ins().fmul(index, step);
+            e.b.ins().fadd(start, offset)
+        } else {
+            let offset = e.b.ins().imul_imm_s(index, step.as_i64());
+            e.b.ins().iadd_imm_s(offset, start.as_i64())
+        };
+        let value = e.convert(value, wide, ty.dtype)?;
+        e.store(value, pointers[0]);
+        Ok(vec![e.b.ins().iadd_imm_s(pointers[0], element)])
+    })?;
+    Ok(())
+}
+
+/// Dispatches the map-shaped ops.
+pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
+    match &node.op {
+        Op::Unary(op) => unary(e, node, *op)?,
+        Op::Binary { op, alpha } => binary(e, node, *op, *alpha)?,
+        Op::BinaryScalar { op, scalar } => binary_scalar(e, node, *op, *scalar)?,
+        Op::Clamp { min, max } => clamp(e, node, *min, *max)?,
+        Op::Where => where_(e, node)?,
+        Op::Copy => copy(e, node)?,
+        Op::Reshape => reshape(e, node)?,
+        Op::Permute { dims } => permute(e, node, dims)?,
+        Op::Select { dim, index } => select(e, node, *dim, *index)?,
+        Op::Slice { dim, start, step } => slice(e, node, *dim, *start, *step)?,
+        Op::Cat { dim } => cat(e, node, *dim)?,
+        Op::Full { value } => full(e, node, *value)?,
+        Op::Arange { start, step } => arange(e, node, *start, *step)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}

@@ -1,0 +1,340 @@
+//! The strided map: one loop nest that reads any number of operands through
+//! their own strides (0 where an operand is broadcast), computes an element
+//! and stores it. Elementwise ops, copies, permutations, slices and casts are
+//! all strided maps.
+//!
+//! Before emitting, dimensions that are contiguous for every operand are
+//! merged and size-1 dimensions dropped; operands that do not move along the
+//! innermost dimension are loaded once outside it; and when every operand is
+//! f32 and moves by 0 or 1 element in the innermost dimension, that loop
+//! handles 4 elements at a time (f32x4) with a scalar tail.
+
+use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
+use ptec_ir::{DType, Dim, TensorType};
+
+use crate::emit::{Emitter, Size, flags};
+use crate::error::CodegenError;
+
+/// An operand of a map: where it starts, its element type, and its stride
+/// (in elements) along each dimension of the iteration space.
+#[derive(Clone, Debug)]
+pub(crate) struct Operand {
+    pub base: Value,
+    pub dtype: DType,
+    pub strides: Vec<Size>,
+}
+
+/// The body of a map: computes one element (or, vectorized, four) of type
+/// `ty` (the compute type, or f32x4) from the inputs, already converted.
+pub(crate) type Body<'b> =
+    &'b dyn Fn(&mut Emitter<'_, '_, '_>, &[Value], Type) -> Result<Value, CodegenError>;
+
+pub(crate) struct Map<'b> {
+    /// The iteration space (the output's shape).
+    pub shape: Vec<Size>,
+    pub output: Operand,
+    pub inputs: Vec<Operand>,
+    /// The type inputs are converted to before `body`.
+    pub compute: DType,
+    /// The type `body` returns; converted to the output's type.
+    pub result: DType,
+    /// Whether `body` also works on f32x4 vectors.
+    pub vectorizable: bool,
+    pub body: Body<'b>,
+}
+
+/// Strides (in elements) of a tensor of `shape` stored in `dim_order`.
+pub(crate) fn layout_strides(
+    e: &mut Emitter<'_, '_, '_>,
+    shape: &[Dim],
+    dim_order: &[u8],
+) -> Vec<Size> {
+    let mut strides = vec![Size::Const(0); shape.len()];
+    let mut stride = Size::Const(1);
+    for &dim in dim_order.iter().rev() {
+        strides[dim as usize] = stride;
+        let size = e.dim(shape[dim as usize]);
+        stride = e.mul(stride, size);
+    }
+    strides
+}
+
+/// The strides with which a tensor of type `ty` is read when broadcast to
+/// `target` (a shape of equal or higher rank).
+pub(crate) fn broadcast_strides(
+    e: &mut Emitter<'_, '_, '_>,
+    ty: &TensorType,
+    target: &[Dim],
+) -> Vec<Size> {
+    let own = layout_strides(e, &ty.shape, &ty.dim_order);
+    let lead = target.len() - ty.rank();
+    (0..target.len())
+        .map(|axis| match axis.checked_sub(lead) {
+            Some(index) if ty.shape[index] != Dim::Fixed(1) || target[axis] == Dim::Fixed(1) => {
+                own[index]
+            }
+            _ => Size::Const(0),
+        })
+        .collect()
+}
+
+/// An operand for a value read (or written) in its own layout, broadcast to
+/// `target`.
+pub(crate) fn operand(
+    e: &mut Emitter<'_, '_, '_>,
+    value: ptec_ir::ValueId,
+    target: &[Dim],
+) -> Operand {
+    let ty = e.graph().value(value).ty.clone();
+    let strides = broadcast_strides(e, &ty, target);
+    Operand {
+        base: e.address(value),
+        dtype: ty.dtype,
+        strides,
+    }
+}
+
+impl Map<'_> {
+    fn operands(&self) -> impl Iterator<Item = &Operand> {
+        std::iter::once(&self.output).chain(&self.inputs)
+    }
+
+    /// Merges dimensions every operand walks contiguously, and drops
+    /// dimensions of size 1.
+    fn simplify(&mut self) {
+        let mut axis = 0;
+        while axis < self.shape.len() {
+            if self.shape[axis] == Size::Const(1) {
+                self.shape.remove(axis);
+                for operand in std::iter::once(&mut self.output).chain(&mut self.inputs) {
+                    operand.strides.remove(axis);
+                }
+            } else {
+                axis += 1;
+            }
+        }
+        let mut axis = self.shape.len();
+        while axis >= 2 {
+            axis -= 1;
+            let (outer, inner) = (axis - 1, axis);
+            let Some(inner_size) = self.shape[inner].constant() else {
+                continue;
+            };
+            let mergeable = self.operands().all(|operand| {
+                match (
+                    operand.strides[outer].constant(),
+                    operand.strides[inner].constant(),
+                ) {
+                    (Some(a), Some(b)) => a == b * inner_size,
+                    _ => false,
+                }
+            });
+            if let (true, Some(outer_size)) = (mergeable, self.shape[outer].constant()) {
+                self.shape[outer] = Size::Const(outer_size * inner_size);
+                self.shape.remove(inner);
+                for operand in std::iter::once(&mut self.output).chain(&mut self.inputs) {
+                    operand.strides.remove(outer);
+                }
+            }
+        }
+    }
+
+    fn vector_ok(&self) -> bool {
+        let Some(last) = self.shape.len().checked_sub(1) else {
+            return false;
+        };
+        self.vectorizable
+            && self.compute == DType::F32
+            && self.result == DType::F32
+            && self.operands().all(|operand| operand.dtype == DType::F32)
+            && self.output.strides[last] == Size::Const(1)
+            && self
+                .inputs
+                .iter()
+                .all(|operand| matches!(operand.strides[last], Size::Const(0 | 1)))
+    }
+}
+
+/// Emits the loop nest of `map`.
+pub(crate) fn emit_map(e: &mut Emitter<'_, '_, '_>, mut map: Map<'_>) -> Result<(), CodegenError> {
+    map.simplify();
+    let bases: Vec<Value> = map.operands().map(|operand| operand.base).collect();
+    nest(e, &map, 0, &bases)
+}
+
+fn nest(
+    e: &mut Emitter<'_, '_, '_>,
+    map: &Map<'_>,
+    depth: usize,
+    bases: &[Value],
+) -> Result<(), CodegenError> {
+    if map.shape.is_empty() {
+        let inputs = load_inputs(e, map, &bases[1..])?;
+        let ty = crate::emit::scalar_type(map.compute)?;
+        let result = (map.body)(e, &inputs, ty)?;
+        return store_result(e, map, result, bases[0]);
+    }
+    if depth + 1 == map.shape.len() {
+        return innermost(e, map, bases);
+    }
+    let steps: Vec<Size> = map
+        .operands()
+        .map(|operand| operand.strides[depth])
+        .zip(map.operands())
+        .map(|(stride, operand)| e.mul(stride, Size::Const(operand.dtype_size())))
+        .collect();
+    e.counted_loop(map.shape[depth], bases, |e, _, bases| {
+        nest(e, map, depth + 1, bases)?;
+        Ok(bases
+            .iter()
+            .zip(&steps)
+            .map(|(&base, &step)| e.add_size(base, step))
+            .collect())
+    })?;
+    Ok(())
+}
+
+impl Operand {
+    fn dtype_size(&self) -> i64 {
+        self.dtype.size() as i64
+    }
+}
+
+/// The innermost loop: hoists broadcast operands, and runs 4 lanes at a time
+/// when it can.
+fn innermost(
+    e: &mut Emitter<'_, '_, '_>,
+    map: &Map<'_>,
+    bases: &[Value],
+) -> Result<(), CodegenError> {
+    let last = map.shape.len() - 1;
+    let count = map.shape[last];
+    // Inputs that do not move along this dimension are loaded once.
+    let mut hoisted: Vec<Option<Value>> = Vec::with_capacity(map.inputs.len());
+    for (operand, &base) in map.inputs.iter().zip(&bases[1..]) {
+        hoisted.push(if operand.strides[last] == Size::Const(0) {
+            let value = e.load(operand.dtype, base)?;
+            Some(e.convert(value, operand.dtype, map.compute)?)
+        } else {
+            None
+        });
+    }
+    let mut moving: Vec<(usize, Value, Size)> = Vec::new();
+    for (index, operand) in map.operands().enumerate() {
+        if index == 0 || hoisted[index - 1].is_none() {
+            let step = e.mul(operand.strides[last], Size::Const(operand.dtype_size()));
+            moving.push((index, bases[index], step));
+        }
+    }
+    let mut pointers: Vec<Value> = moving.iter().map(|&(_, base, _)| base).collect();
+    if map.vector_ok() {
+        let vector_count = match count {
+            Size::Const(n) => Size::Const(n / 4),
+            Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
+        };
+        let splats: Vec<Option<Value>> = hoisted
+            .iter()
+            .map(|value| value.map(|v| e.b.ins().splat(types::F32X4, v)))
+            .collect();
+        pointers = e.counted_loop(vector_count, &pointers, |e, _, pointers| {
+            let inputs = gather(e, map, &splats, &moving, pointers, types::F32X4)?;
+            let result = (map.body)(e, &inputs, types::F32X4)?;
+            e.b.ins().store(flags(), result, pointers[0], 0);
+            Ok(pointers
+                .iter()
+                .zip(&moving)
+                .map(|(&pointer, &(_, _, step))| match step {
+                    Size::Const(0) => pointer,
+                    _ => e.b.ins().iadd_imm_s(pointer, 16),
+                })
+                .collect())
+        })?;
+        let tail = match count {
+            Size::Const(n) => Size::Const(n % 4),
+            Size::Dyn(n) => Size::Dyn(e.b.ins().band_imm_u(n, 3)),
+        };
+        scalar_loop(e, map, tail, &hoisted, &moving, &pointers)
+    } else {
+        scalar_loop(e, map, count, &hoisted, &moving, &pointers)
+    }
+}
+
+fn scalar_loop(
+    e: &mut Emitter<'_, '_, '_>,
+    map: &Map<'_>,
+    count: Size,
+    hoisted: &[Option<Value>],
+    moving: &[(usize, Value, Size)],
+    pointers: &[Value],
+) -> Result<(), CodegenError> {
+    e.counted_loop(count, pointers, |e, _, pointers| {
+        let compute_ty = crate::emit::scalar_type(map.compute)?;
+        let inputs = gather(e, map, hoisted, moving, pointers, compute_ty)?;
+        let result = (map.body)(e, &inputs, compute_ty)?;
+        store_result(e, map, result, pointers[0])?;
+        Ok(pointers
+            .iter()
+            .zip(moving)
+            .map(|(&pointer, &(_, _, step))| e.add_size(pointer, step))
+            .collect())
+    })?;
+    Ok(())
+}
+
+/// The inputs of one step: hoisted values, or loads through the moving
+/// pointers (vector loads when `ty` is a vector type).
+fn gather(
+    e: &mut Emitter<'_, '_, '_>,
+    map: &Map<'_>,
+    hoisted: &[Option<Value>],
+    moving: &[(usize, Value, Size)],
+    pointers: &[Value],
+    ty: Type,
+) -> Result<Vec<Value>, CodegenError> {
+    let mut inputs = Vec::with_capacity(map.inputs.len());
+    for (index, operand) in map.inputs.iter().enumerate() {
+        let value = match hoisted[index] {
+            Some(value) => value,
+            None => {
+                let slot = moving
+                    .iter()
+                    .position(|&(operand_index, _, _)| operand_index == index + 1);
+                let pointer = pointers[slot.expect("a moving operand has a pointer")];
+                if ty.is_vector() {
+                    e.b.ins().load(ty, flags(), pointer, 0)
+                } else {
+                    let value = e.load(operand.dtype, pointer)?;
+                    e.convert(value, operand.dtype, map.compute)?
+                }
+            }
+        };
+        inputs.push(value);
+    }
+    Ok(inputs)
+}
+
+fn load_inputs(
+    e: &mut Emitter<'_, '_, '_>,
+    map: &Map<'_>,
+    bases: &[Value],
+) -> Result<Vec<Value>, CodegenError> {
+    map.inputs
+        .iter()
+        .zip(bases)
+        .map(|(operand, &base)| {
+            let value = e.load(operand.dtype, base)?;
+            e.convert(value, operand.dtype, map.compute)
+        })
+        .collect()
+}
+
+fn store_result(
+    e: &mut Emitter<'_, '_, '_>,
+    map: &Map<'_>,
+    result: Value,
+    address: Value,
+) -> Result<(), CodegenError> {
+    let converted = e.convert(result, map.result, map.output.dtype)?;
+    e.store(converted, address);
+    Ok(())
+}

@@ -1,0 +1,22 @@
+//! Kernel generators: each turns one IR node into the body of a Cranelift
+//! function specialised to the node's shapes, strides and element types.
+
+mod elementwise;
+mod map;
+mod scalar_ops;
+
+use ptec_ir::Node;
+
+use crate::emit::Emitter;
+use crate::error::CodegenError;
+
+/// Emits the kernel of `node` into `e`.
+pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+    if elementwise::lower(e, node)? {
+        return Ok(());
+    }
+    Err(CodegenError::Unsupported(format!(
+        "the {} op",
+        node.op.name()
+    )))
+}

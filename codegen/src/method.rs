@@ -1,0 +1,246 @@
+//! Compiles a verified graph into functions of a Cranelift module: one
+//! function per kernel, and the method's entry point, which calls the
+//! kernels in schedule order, follows jumps, and stops at the first kernel
+//! that reports an error. Works on any `Module`, so the JIT and object
+//! files share it.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{AbiParam, Block, InstBuilder, Signature, UserFuncName, types};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{FuncId, Linkage, Module};
+use ptec_ir::{DType, Dim, Graph, Op, ValueId, ValueKind};
+use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
+
+use crate::emit::{Emitter, MethodContext, PTR, flags};
+use crate::error::CodegenError;
+use crate::kernels;
+
+/// A method compiled into a module.
+pub(crate) struct CompiledMethod<'a> {
+    pub entry: FuncId,
+    pub abi: MethodAbi,
+    /// The constant table, in the order the entry point expects.
+    pub constants: Vec<&'a [u8]>,
+    /// Each kernel function, with the node it implements.
+    pub kernels: Vec<(FuncId, String)>,
+}
+
+/// `(arena, constants, dims) -> status`.
+fn kernel_signature(module: &dyn Module) -> Signature {
+    let mut signature = module.make_signature();
+    signature.params.extend([AbiParam::new(PTR); 3]);
+    signature.returns.push(AbiParam::new(types::I32));
+    signature
+}
+
+/// Compiles `graph` (which must have passed [`ptec_ir::verify`]) into
+/// `module`; the entry point is exported as `symbol`.
+pub(crate) fn compile_method<'a>(
+    module: &mut dyn Module,
+    graph: &Graph<'a>,
+    symbol: &str,
+) -> Result<CompiledMethod<'a>, CodegenError> {
+    ptec_ir::verify(graph)?;
+    let mut constants = Vec::new();
+    let mut constant_index = HashMap::new();
+    for (id, value) in graph.values() {
+        if let ValueKind::Constant(bytes) = &value.kind {
+            constant_index.insert(id, constants.len());
+            constants.push(match bytes {
+                std::borrow::Cow::Borrowed(bytes) => *bytes,
+                std::borrow::Cow::Owned(_) => {
+                    return Err(CodegenError::Unsupported(
+                        "constants computed by passes".into(),
+                    ));
+                }
+            });
+        }
+    }
+    let has_fma = module
+        .isa()
+        .isa_flags()
+        .iter()
+        .any(|flag| flag.name == "has_fma" && flag.as_bool() == Some(true));
+    let mut cx = MethodContext {
+        graph,
+        constant_index,
+        has_fma,
+        errors: Vec::new(),
+        math: HashMap::new(),
+    };
+    let signature = kernel_signature(module);
+    let mut context = module.make_context();
+    let mut builder_context = FunctionBuilderContext::new();
+    let mut kernels = Vec::new();
+    let mut kernel_of = HashMap::new();
+    for &node_id in graph.schedule() {
+        let node = graph.node(node_id);
+        if node.op.is_control() {
+            continue;
+        }
+        let name = format!("{symbol}__{node_id}_{}", node.op.name());
+        let id = module.declare_function(&name, Linkage::Local, &signature)?;
+        context.func.signature = signature.clone();
+        context.func.name = UserFuncName::user(0, id.as_u32());
+        {
+            let builder = FunctionBuilder::new(&mut context.func, &mut builder_context);
+            let mut emitter = Emitter::new(builder, &mut cx, module);
+            kernels::lower(&mut emitter, node).map_err(|source| CodegenError::Node {
+                node: node_id.to_string(),
+                op: node.op.name(),
+                source: Box::new(source),
+            })?;
+            emitter.finish();
+        }
+        module.define_function(id, &mut context)?;
+        module.clear_context(&mut context);
+        kernel_of.insert(node_id, id);
+        kernels.push((id, name));
+    }
+    let entry = define_entry(module, graph, symbol, &signature, &kernel_of)?;
+    Ok(CompiledMethod {
+        entry,
+        abi: method_abi(graph, cx.errors)?,
+        constants,
+        kernels,
+    })
+}
+
+/// The entry point: calls each kernel in order, returns the first non-zero
+/// status, and turns labels and jumps into blocks and branches.
+fn define_entry(
+    module: &mut dyn Module,
+    graph: &Graph<'_>,
+    symbol: &str,
+    signature: &Signature,
+    kernel_of: &HashMap<ptec_ir::NodeId, FuncId>,
+) -> Result<FuncId, CodegenError> {
+    let id = module.declare_function(symbol, Linkage::Export, signature)?;
+    let mut context = module.make_context();
+    context.func.signature = signature.clone();
+    context.func.name = UserFuncName::user(0, id.as_u32());
+    let mut builder_context = FunctionBuilderContext::new();
+    let target = module.target_config();
+    let mut b = FunctionBuilder::new(&mut context.func, &mut builder_context);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let fail = b.create_block();
+    b.append_block_param(fail, types::I32);
+    let mut labels: HashMap<ptec_ir::LabelId, Block> = HashMap::new();
+    let mut label_block = |b: &mut FunctionBuilder<'_>, label| {
+        *labels.entry(label).or_insert_with(|| b.create_block())
+    };
+    for &node_id in graph.schedule() {
+        let node = graph.node(node_id);
+        match node.op {
+            Op::Label(label) => {
+                let block = label_block(&mut b, label);
+                b.ins().jump(block, &[]);
+                b.switch_to_block(block);
+            }
+            Op::Jump(label) => {
+                let block = label_block(&mut b, label);
+                b.ins().jump(block, &[]);
+                let unreachable = b.create_block();
+                b.switch_to_block(unreachable);
+            }
+            Op::JumpIfFalse(label) => {
+                let offset = graph.value(node.inputs[0]).offset.unwrap_or(0);
+                let condition = b.ins().load(types::I8, flags(), params[0], offset as i32);
+                let target = label_block(&mut b, label);
+                let next = b.create_block();
+                b.ins().brif(condition, next, &[], target, &[]);
+                b.switch_to_block(next);
+            }
+            _ => {
+                let func_ref = module.declare_func_in_func(kernel_of[&node_id], b.func);
+                let call = b.ins().call(func_ref, &params);
+                let status = b.inst_results(call)[0];
+                let failed = b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
+                let next = b.create_block();
+                b.ins().brif(failed, fail, &[status.into()], next, &[]);
+                b.switch_to_block(next);
+            }
+        }
+    }
+    let zero = b.ins().iconst(types::I32, 0);
+    b.ins().return_(&[zero]);
+    b.switch_to_block(fail);
+    let status = b.block_params(fail)[0];
+    b.ins().return_(&[status]);
+    b.seal_all_blocks();
+    b.finalize(target);
+    module.define_function(id, &mut context)?;
+    Ok(id)
+}
+
+fn element_type(dtype: DType) -> ElementType {
+    match dtype {
+        DType::Bool => ElementType::Bool,
+        DType::U8 => ElementType::U8,
+        DType::I8 => ElementType::I8,
+        DType::I16 => ElementType::I16,
+        DType::I32 => ElementType::I32,
+        DType::I64 => ElementType::I64,
+        DType::F16 => ElementType::F16,
+        DType::BF16 => ElementType::BF16,
+        DType::F32 => ElementType::F32,
+        DType::F64 => ElementType::F64,
+    }
+}
+
+fn tensor_slot(graph: &Graph<'_>, value: ValueId) -> Result<TensorSlot, CodegenError> {
+    let data = graph.value(value);
+    Ok(TensorSlot {
+        offset: data.offset.ok_or_else(|| {
+            CodegenError::Unsupported("a constant as a method input or output".into())
+        })?,
+        element: element_type(data.ty.dtype),
+        shape: data
+            .ty
+            .shape
+            .iter()
+            .map(|dim| match *dim {
+                Dim::Fixed(size) => DimSpec::Fixed(size),
+                Dim::Symbol(symbol) => DimSpec::Symbol(symbol.index()),
+            })
+            .collect(),
+        dim_order: data.ty.dim_order.clone(),
+    })
+}
+
+/// The description of the method the runtime needs.
+fn method_abi(graph: &Graph<'_>, errors: Vec<String>) -> Result<MethodAbi, CodegenError> {
+    let states = graph
+        .values()
+        .filter_map(|(_, value)| match (&value.kind, value.offset) {
+            (ValueKind::State { initial }, Some(offset)) => Some(StateSlot {
+                offset,
+                initial: initial.map(<[u8]>::to_vec),
+                bytes: value.ty.max_bytes(|symbol| graph.bound(symbol)),
+            }),
+            _ => None,
+        })
+        .collect();
+    Ok(MethodAbi {
+        name: graph.name.clone(),
+        arena_bytes: graph.arena_size(),
+        inputs: graph
+            .inputs()
+            .iter()
+            .map(|&input| tensor_slot(graph, input))
+            .collect::<Result<_, _>>()?,
+        outputs: graph
+            .outputs()
+            .iter()
+            .map(|&output| tensor_slot(graph, output))
+            .collect::<Result<_, _>>()?,
+        states,
+        dim_bounds: graph.symbols().map(|(_, symbol)| symbol.bound).collect(),
+        errors,
+    })
+}

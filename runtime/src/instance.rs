@@ -1,0 +1,333 @@
+//! An instance of a compiled method: its arena and state, the checks on its
+//! inputs, and the call into generated code.
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::any::Any;
+
+use crate::abi::{DimSpec, ElementType, EntryFn, MethodAbi, TensorSlot};
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("method {method} takes {expected} inputs, {given} given")]
+    InputCount {
+        method: String,
+        expected: usize,
+        given: usize,
+    },
+    #[error("input {index}: expected {expected}, got {given}")]
+    InputType {
+        index: usize,
+        expected: String,
+        given: String,
+    },
+    #[error("input {index}: {problem}")]
+    InputShape { index: usize, problem: String },
+    #[error("input {index}: {given} bytes of data for {expected} expected")]
+    InputBytes {
+        index: usize,
+        expected: usize,
+        given: usize,
+    },
+    #[error("method {method} failed: {message}")]
+    Execution { method: String, message: String },
+    #[error("the arena of {bytes} bytes cannot be allocated")]
+    Allocation { bytes: u64 },
+}
+
+/// A tensor given to or returned by a method: element type, sizes and
+/// contiguous (row-major) little-endian bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostTensor {
+    pub element: ElementType,
+    pub sizes: Vec<u64>,
+    pub data: Vec<u8>,
+}
+
+/// A borrowed input tensor.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'t> {
+    pub element: ElementType,
+    pub sizes: &'t [u64],
+    pub data: &'t [u8],
+}
+
+const ARENA_ALIGNMENT: usize = 64;
+
+/// Zeroed, 64-byte aligned memory.
+struct Arena {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl Arena {
+    fn new(bytes: u64) -> Result<Self, RuntimeError> {
+        let size = usize::try_from(bytes.max(1)).map_err(|_| RuntimeError::Allocation { bytes })?;
+        let layout = Layout::from_size_align(size, ARENA_ALIGNMENT)
+            .map_err(|_| RuntimeError::Allocation { bytes })?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(RuntimeError::Allocation { bytes });
+        }
+        Ok(Arena { ptr, layout })
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` points to `layout.size()` initialized (zeroed) bytes
+        // owned by this arena.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// A loaded method, ready to run; its state persists across calls.
+pub struct Instance<'c> {
+    abi: MethodAbi,
+    entry: EntryFn,
+    constants: Vec<*const u8>,
+    arena: Arena,
+    dims: Vec<i64>,
+    /// Whatever owns the generated code (a JIT module, a loaded library).
+    _code: Box<dyn Any>,
+    _constants: std::marker::PhantomData<&'c [u8]>,
+}
+
+impl std::fmt::Debug for Instance<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("abi", &self.abi)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'c> Instance<'c> {
+    /// Creates an instance of the method that `entry` implements.
+    ///
+    /// # Safety
+    /// `entry` must be code generated for exactly this `abi`, reading each
+    /// constant `k` as the bytes of `constants[k]`, and must stay valid while
+    /// `code` is alive.
+    pub unsafe fn new(
+        abi: MethodAbi,
+        entry: EntryFn,
+        constants: &[&'c [u8]],
+        code: Box<dyn Any>,
+    ) -> Result<Self, RuntimeError> {
+        let mut arena = Arena::new(abi.arena_bytes)?;
+        for state in &abi.states {
+            if let Some(initial) = &state.initial {
+                let start = state.offset as usize;
+                arena.bytes_mut()[start..start + initial.len()].copy_from_slice(initial);
+            }
+        }
+        Ok(Instance {
+            dims: abi.dim_bounds.iter().map(|&bound| bound as i64).collect(),
+            abi,
+            entry,
+            constants: constants.iter().map(|data| data.as_ptr()).collect(),
+            arena,
+            _code: code,
+            _constants: std::marker::PhantomData,
+        })
+    }
+
+    pub fn abi(&self) -> &MethodAbi {
+        &self.abi
+    }
+
+    /// Runs the method on `inputs` and returns its outputs.
+    pub fn run(&mut self, inputs: &[TensorRef<'_>]) -> Result<Vec<HostTensor>, RuntimeError> {
+        self.bind(inputs)?;
+        self.execute()?;
+        Ok(self.outputs())
+    }
+
+    /// Checks the inputs, settles symbolic dimensions and copies the inputs
+    /// into the arena.
+    pub fn bind(&mut self, inputs: &[TensorRef<'_>]) -> Result<(), RuntimeError> {
+        if inputs.len() != self.abi.inputs.len() {
+            return Err(RuntimeError::InputCount {
+                method: self.abi.name.clone(),
+                expected: self.abi.inputs.len(),
+                given: inputs.len(),
+            });
+        }
+        let mut dims: Vec<Option<u64>> = vec![None; self.abi.dim_bounds.len()];
+        for (index, (slot, input)) in self.abi.inputs.iter().zip(inputs).enumerate() {
+            if slot.element != input.element {
+                return Err(RuntimeError::InputType {
+                    index,
+                    expected: slot.element.to_string(),
+                    given: input.element.to_string(),
+                });
+            }
+            let shape_error = |problem: String| RuntimeError::InputShape { index, problem };
+            if slot.shape.len() != input.sizes.len() {
+                return Err(shape_error(format!(
+                    "expected rank {}, got shape {:?}",
+                    slot.shape.len(),
+                    input.sizes
+                )));
+            }
+            for (axis, (spec, &size)) in slot.shape.iter().zip(input.sizes).enumerate() {
+                match *spec {
+                    DimSpec::Fixed(fixed) if fixed != size => {
+                        return Err(shape_error(format!(
+                            "dimension {axis} must be {fixed}, got shape {:?}",
+                            input.sizes
+                        )));
+                    }
+                    DimSpec::Fixed(_) => {}
+                    DimSpec::Symbol(symbol) => {
+                        let bound = self.abi.dim_bounds[symbol];
+                        if size > bound {
+                            return Err(shape_error(format!(
+                                "dimension {axis} is {size}, above its bound {bound}"
+                            )));
+                        }
+                        match dims[symbol] {
+                            Some(seen) if seen != size => {
+                                return Err(shape_error(format!(
+                                    "dimension {axis} is {size}, but another input gives this dimension size {seen}"
+                                )));
+                            }
+                            _ => dims[symbol] = Some(size),
+                        }
+                    }
+                }
+            }
+            let expected = input.sizes.iter().product::<u64>() as usize * input.element.size();
+            if input.data.len() != expected {
+                return Err(RuntimeError::InputBytes {
+                    index,
+                    expected,
+                    given: input.data.len(),
+                });
+            }
+        }
+        for (symbol, size) in dims.iter().enumerate() {
+            if let Some(size) = size {
+                self.dims[symbol] = *size as i64;
+            }
+        }
+        for (slot, input) in self.abi.inputs.iter().zip(inputs) {
+            let start = slot.offset as usize;
+            store_in_order(&mut self.arena.bytes_mut()[start..], input, &slot.dim_order);
+        }
+        Ok(())
+    }
+
+    /// Calls the generated code on the bound inputs.
+    pub fn execute(&mut self) -> Result<(), RuntimeError> {
+        // SAFETY: `Instance::new`'s contract: the entry point was generated
+        // for this ABI; the arena has `arena_bytes` bytes, the constant table
+        // one address per constant and `dims` one size per symbol, each
+        // within its bound (checked in `bind`).
+        let status =
+            unsafe { (self.entry)(self.arena.ptr, self.constants.as_ptr(), self.dims.as_ptr()) };
+        if status == 0 {
+            return Ok(());
+        }
+        let message = usize::try_from(status - 1)
+            .ok()
+            .and_then(|index| self.abi.errors.get(index))
+            .cloned()
+            .unwrap_or_else(|| format!("unknown error code {status}"));
+        Err(RuntimeError::Execution {
+            method: self.abi.name.clone(),
+            message,
+        })
+    }
+
+    /// The outputs of the last call, as contiguous tensors.
+    pub fn outputs(&mut self) -> Vec<HostTensor> {
+        let slots = self.abi.outputs.clone();
+        slots.iter().map(|slot| self.read_slot(slot)).collect()
+    }
+
+    fn read_slot(&mut self, slot: &TensorSlot) -> HostTensor {
+        let sizes: Vec<u64> = slot
+            .shape
+            .iter()
+            .map(|dim| match *dim {
+                DimSpec::Fixed(size) => size,
+                DimSpec::Symbol(symbol) => self.dims[symbol] as u64,
+            })
+            .collect();
+        let bytes = sizes.iter().product::<u64>() as usize * slot.element.size();
+        let start = slot.offset as usize;
+        let stored = &self.arena.bytes_mut()[start..start + bytes];
+        HostTensor {
+            element: slot.element,
+            data: load_in_order(stored, &sizes, slot.element.size(), &slot.dim_order),
+            sizes,
+        }
+    }
+}
+
+/// Strides (in elements) of a tensor of `sizes` stored in `dim_order`.
+fn strides(sizes: &[u64], dim_order: &[u8]) -> Vec<u64> {
+    let mut strides = vec![0; sizes.len()];
+    let mut stride = 1;
+    for &dim in dim_order.iter().rev() {
+        strides[dim as usize] = stride;
+        stride *= sizes[dim as usize];
+    }
+    strides
+}
+
+/// Calls `visit(row_major_index, stored_index)` for every element.
+fn for_each_element(sizes: &[u64], dim_order: &[u8], mut visit: impl FnMut(usize, usize)) {
+    let strides = strides(sizes, dim_order);
+    let count = sizes.iter().product::<u64>() as usize;
+    let mut index = vec![0u64; sizes.len()];
+    for linear in 0..count {
+        let stored: u64 = index.iter().zip(&strides).map(|(i, s)| i * s).sum();
+        visit(linear, stored as usize);
+        for axis in (0..sizes.len()).rev() {
+            index[axis] += 1;
+            if index[axis] < sizes[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+}
+
+fn is_identity(dim_order: &[u8]) -> bool {
+    dim_order
+        .iter()
+        .enumerate()
+        .all(|(index, &dim)| index == dim as usize)
+}
+
+fn store_in_order(arena: &mut [u8], input: &TensorRef<'_>, dim_order: &[u8]) {
+    if is_identity(dim_order) {
+        arena[..input.data.len()].copy_from_slice(input.data);
+        return;
+    }
+    let size = input.element.size();
+    for_each_element(input.sizes, dim_order, |linear, stored| {
+        arena[stored * size..(stored + 1) * size]
+            .copy_from_slice(&input.data[linear * size..(linear + 1) * size]);
+    });
+}
+
+fn load_in_order(stored: &[u8], sizes: &[u64], size: usize, dim_order: &[u8]) -> Vec<u8> {
+    if is_identity(dim_order) {
+        return stored.to_vec();
+    }
+    let mut data = vec![0; stored.len()];
+    for_each_element(sizes, dim_order, |linear, index| {
+        data[linear * size..(linear + 1) * size]
+            .copy_from_slice(&stored[index * size..(index + 1) * size]);
+    });
+    data
+}

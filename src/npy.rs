@@ -1,0 +1,225 @@
+//! Tensors in numpy's `.npy` format (read and written with npyz), and
+//! conversions between the frontend's bundled test tensors and the
+//! runtime's host tensors.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use npyz::WriterBuilder as _;
+use ptec_frontend::{ScalarType, TestTensor};
+use ptec_runtime::{ElementType, HostTensor};
+
+/// Calls `$body` with `$t` bound to the Rust type of an element type.
+macro_rules! with_element_type {
+    ($element:expr, $t:ident => $body:expr) => {
+        match $element {
+            ElementType::Bool => {
+                type $t = bool;
+                $body
+            }
+            ElementType::U8 => {
+                type $t = u8;
+                $body
+            }
+            ElementType::I8 => {
+                type $t = i8;
+                $body
+            }
+            ElementType::I16 => {
+                type $t = i16;
+                $body
+            }
+            ElementType::I32 => {
+                type $t = i32;
+                $body
+            }
+            ElementType::I64 => {
+                type $t = i64;
+                $body
+            }
+            ElementType::F32 => {
+                type $t = f32;
+                $body
+            }
+            ElementType::F64 => {
+                type $t = f64;
+                $body
+            }
+            other => bail!("{other} tensors cannot be read or written as .npy by ptec"),
+        }
+    };
+}
+
+/// The element type of a numpy type string (`<f4`, `|b1`, ...).
+fn element_of(descr: &str) -> Option<ElementType> {
+    Some(match descr {
+        "|b1" => ElementType::Bool,
+        "|u1" => ElementType::U8,
+        "|i1" => ElementType::I8,
+        "<i2" => ElementType::I16,
+        "<i4" => ElementType::I32,
+        "<i8" => ElementType::I64,
+        "<f4" => ElementType::F32,
+        "<f8" => ElementType::F64,
+        _ => return None,
+    })
+}
+
+fn descr_of(element: ElementType) -> &'static str {
+    match element {
+        ElementType::Bool => "|b1",
+        ElementType::U8 => "|u1",
+        ElementType::I8 => "|i1",
+        ElementType::I16 => "<i2",
+        ElementType::I32 => "<i4",
+        ElementType::I64 => "<i8",
+        ElementType::F16 => "<f2",
+        ElementType::BF16 => "<V2",
+        ElementType::F32 => "<f4",
+        ElementType::F64 => "<f8",
+    }
+}
+
+/// A little-endian element that goes to and from bytes.
+trait Element: Sized + Copy {
+    fn to_bytes(self, out: &mut Vec<u8>);
+    fn from_bytes(bytes: &[u8]) -> Self;
+}
+
+macro_rules! element {
+    ($($t:ty),*) => {$(
+        impl Element for $t {
+            fn to_bytes(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn from_bytes(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("one element's bytes"))
+            }
+        }
+    )*};
+}
+element!(u8, i8, i16, i32, i64, f32, f64);
+
+impl Element for bool {
+    fn to_bytes(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    fn from_bytes(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+pub fn read(path: &Path) -> anyhow::Result<HostTensor> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let npy = npyz::NpyFile::new(BufReader::new(file))
+        .with_context(|| format!("{} is not a .npy file", path.display()))?;
+    if npy.order() == npyz::Order::Fortran {
+        bail!(
+            "{}: Fortran-ordered arrays are not supported; save it C-ordered",
+            path.display()
+        );
+    }
+    let descr = npy.dtype().descr();
+    let element = element_of(&descr)
+        .with_context(|| format!("{}: numpy type {descr} is not supported", path.display()))?;
+    let sizes = npy.shape().to_vec();
+    let mut data = Vec::new();
+    with_element_type!(element, T => {
+        for value in npy.into_vec::<T>().with_context(|| format!("cannot read {}", path.display()))? {
+            value.to_bytes(&mut data);
+        }
+    });
+    Ok(HostTensor {
+        element,
+        sizes,
+        data,
+    })
+}
+
+pub fn write(path: &Path, tensor: &HostTensor) -> anyhow::Result<()> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let descr: npyz::TypeStr = descr_of(tensor.element)
+        .parse()
+        .context("numpy type string")?;
+    with_element_type!(tensor.element, T => {
+        let size = size_of::<T>();
+        let mut writer = npyz::WriteOptions::new()
+            .dtype(npyz::DType::Plain(descr))
+            .shape(&tensor.sizes)
+            .writer(BufWriter::new(file))
+            .begin_nd()?;
+        writer.extend(tensor.data.chunks_exact(size).map(T::from_bytes))?;
+        writer.finish()?;
+    });
+    Ok(())
+}
+
+/// The runtime element type of a file scalar type.
+pub fn element_type(scalar: ScalarType) -> anyhow::Result<ElementType> {
+    Ok(match scalar {
+        ScalarType::Bool => ElementType::Bool,
+        ScalarType::Byte => ElementType::U8,
+        ScalarType::Char => ElementType::I8,
+        ScalarType::Short => ElementType::I16,
+        ScalarType::Int => ElementType::I32,
+        ScalarType::Long => ElementType::I64,
+        ScalarType::Half => ElementType::F16,
+        ScalarType::BFloat16 => ElementType::BF16,
+        ScalarType::Float => ElementType::F32,
+        ScalarType::Double => ElementType::F64,
+        other => bail!("{other} tensors are not supported"),
+    })
+}
+
+/// A bundled test tensor as a host tensor (row-major).
+pub fn from_test_tensor(tensor: &TestTensor<'_>) -> anyhow::Result<HostTensor> {
+    if !tensor
+        .dim_order
+        .iter()
+        .enumerate()
+        .all(|(index, &dim)| index == dim as usize)
+    {
+        bail!(
+            "test tensors stored in dim order {:?} are not supported",
+            tensor.dim_order
+        );
+    }
+    Ok(HostTensor {
+        element: element_type(tensor.dtype)?,
+        sizes: tensor.sizes.iter().map(|&size| size as u64).collect(),
+        data: tensor.data.to_vec(),
+    })
+}
+
+/// The elements of a tensor as f64, for comparisons and printing.
+pub fn values(tensor: &HostTensor) -> anyhow::Result<Vec<f64>> {
+    let mut values = Vec::with_capacity(tensor.data.len());
+    with_element_type!(tensor.element, T => {
+        let size = size_of::<T>();
+        for chunk in tensor.data.chunks_exact(size) {
+            values.push(as_f64(T::from_bytes(chunk)));
+        }
+    });
+    Ok(values)
+}
+
+trait AsF64 {
+    fn as_f64(self) -> f64;
+}
+
+macro_rules! as_f64_impl {
+    ($($t:ty),*) => {$( impl AsF64 for $t { fn as_f64(self) -> f64 { self as f64 } } )*};
+}
+as_f64_impl!(u8, i8, i16, i32, i64, f32, f64);
+
+impl AsF64 for bool {
+    fn as_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+}
+
+fn as_f64(value: impl AsF64) -> f64 {
+    value.as_f64()
+}

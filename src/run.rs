@@ -1,0 +1,99 @@
+//! `ptec run`: runs a method once on `.npy` inputs (or a bundled program's
+//! first test case) and writes or prints its outputs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
+use ptec_runtime::HostTensor;
+
+use crate::instance::{Backend, load, refs};
+use crate::method::select_method;
+use crate::npy;
+
+pub struct RunOptions<'o> {
+    pub method: Option<&'o str>,
+    pub inputs: &'o [PathBuf],
+    pub output_dir: Option<&'o Path>,
+    pub backend: Backend,
+}
+
+/// The inputs of the first test case of `method`.
+pub fn first_case_inputs(
+    file: &ExecutorchFile<'_>,
+    method: &str,
+) -> anyhow::Result<Vec<HostTensor>> {
+    let suite = file
+        .test_suites()
+        .iter()
+        .find(|suite| suite.method == method)
+        .with_context(|| {
+            format!("no inputs given and the file has no test case for method {method}")
+        })?;
+    let case = suite
+        .cases
+        .first()
+        .with_context(|| format!("the test suite of {method} is empty"))?;
+    case.inputs.iter().map(test_input).collect()
+}
+
+pub fn test_input(value: &TestValue<'_>) -> anyhow::Result<HostTensor> {
+    match value {
+        TestValue::Tensor(tensor) => npy::from_test_tensor(tensor),
+        other => bail!("non-tensor method inputs ({other:?}) are not supported"),
+    }
+}
+
+pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
+    let bytes = FileBytes::open(path)?;
+    let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
+    let method = select_method(file.program(), options.method)?;
+    let inputs = if options.inputs.is_empty() {
+        first_case_inputs(&file, &method.name)?
+    } else {
+        options
+            .inputs
+            .iter()
+            .map(|path| npy::read(path))
+            .collect::<anyhow::Result<_>>()?
+    };
+    let mut loaded = load(method, options.backend)?;
+    let outputs = loaded.instance.run(&refs(&inputs))?;
+    match options.output_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            for (index, output) in outputs.iter().enumerate() {
+                let path = dir.join(format!("output_{index}.npy"));
+                npy::write(&path, output)?;
+                println!("{}", path.display());
+            }
+        }
+        None => {
+            for (index, output) in outputs.iter().enumerate() {
+                println!(
+                    "output {index}: {}{:?} {}",
+                    output.element,
+                    output.sizes,
+                    preview(output)?
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first few elements, for a glance.
+fn preview(tensor: &HostTensor) -> anyhow::Result<String> {
+    const SHOWN: usize = 8;
+    let values = npy::values(tensor)?;
+    let mut shown: Vec<String> = values
+        .iter()
+        .take(SHOWN)
+        .map(|value| format!("{value:.6}"))
+        .collect();
+    if values.len() > SHOWN {
+        shown.push(format!("... ({} more)", values.len() - SHOWN));
+    }
+    Ok(format!("[{}]", shown.join(", ")))
+}
