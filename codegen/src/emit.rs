@@ -176,16 +176,6 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         self.b.ins().iadd_imm_s(self.arena, offset as i64)
     }
 
-    /// `base + index * scale` (index in elements, scale in bytes).
-    pub(crate) fn offset_by(&mut self, base: Value, index: Value, scale: i64) -> Value {
-        let bytes = if scale == 1 {
-            index
-        } else {
-            self.b.ins().imul_imm_s(index, scale)
-        };
-        self.b.ins().iadd(base, bytes)
-    }
-
     pub(crate) fn add_size(&mut self, base: Value, size: Size) -> Value {
         match size {
             Size::Const(0) => base,

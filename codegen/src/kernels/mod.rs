@@ -1,8 +1,12 @@
 //! Kernel generators: each turns one IR node into the body of a Cranelift
 //! function specialised to the node's shapes, strides and element types.
 
+mod conv;
 mod elementwise;
+mod linalg;
 mod map;
+mod nest;
+mod reduce;
 mod scalar_ops;
 
 use ptec_ir::Node;
@@ -12,8 +16,15 @@ use crate::error::CodegenError;
 
 /// Emits the kernel of `node` into `e`.
 pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
-    if elementwise::lower(e, node)? {
-        return Ok(());
+    for lower in [
+        elementwise::lower,
+        reduce::lower,
+        linalg::lower,
+        conv::lower,
+    ] {
+        if lower(e, node)? {
+            return Ok(());
+        }
     }
     Err(CodegenError::Unsupported(format!(
         "the {} op",

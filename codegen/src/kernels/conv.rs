@@ -1,0 +1,577 @@
+//! 2-D convolution and pooling over contiguous NCHW f32 tensors.
+//!
+//! Pointwise convolutions (1x1, stride 1, no padding, one group) are GEMMs:
+//! weight [Co, Ci] times each image [Ci, H*W]. Other convolutions are built
+//! from row updates: for each output row and each (input channel, kernel
+//! row, kernel column), the output columns whose input column lies inside
+//! the image (a range known at compile time) get `weight * input` added, four
+//! at a time when the stride is 1. Pooling windows are walked with bounds
+//! checks, NaN winning max pooling as in PyTorch.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{BlockArg, InstBuilder, Value, types};
+use ptec_ir::{DType, Node, Op, Pair, ValueId};
+
+use super::linalg::{Gemm, Matrix, emit_gemm};
+use crate::emit::{Emitter, Size, flags};
+use crate::error::CodegenError;
+
+/// The fixed sizes of a contiguous 4-D f32 value.
+fn nchw(e: &Emitter<'_, '_, '_>, value: ValueId, what: &str) -> Result<[i64; 4], CodegenError> {
+    let ty = &e.graph().value(value).ty;
+    let shape = ty
+        .fixed_shape()
+        .filter(|shape| shape.len() == 4 && ty.is_contiguous() && ty.dtype == DType::F32);
+    let shape = shape.ok_or_else(|| {
+        CodegenError::Unsupported(format!(
+            "{what} other than a fixed-size contiguous NCHW f32 tensor ({ty})"
+        ))
+    })?;
+    Ok([
+        shape[0] as i64,
+        shape[1] as i64,
+        shape[2] as i64,
+        shape[3] as i64,
+    ])
+}
+
+/// The output positions `o` in `0..outputs` whose input position
+/// `o * stride - padding + offset` lies in `0..inputs`.
+fn valid_range(outputs: i64, inputs: i64, stride: i64, padding: i64, offset: i64) -> (i64, i64) {
+    let shift = offset - padding;
+    // o * stride + shift >= 0  and  o * stride + shift <= inputs - 1
+    let low = if shift >= 0 {
+        0
+    } else {
+        (-shift + stride - 1) / stride
+    };
+    let high = if inputs - 1 - shift < 0 {
+        -1
+    } else {
+        (inputs - 1 - shift) / stride
+    };
+    (low.min(outputs), (high + 1).clamp(0, outputs))
+}
+
+#[allow(clippy::too_many_arguments)] // The geometry of one convolution.
+fn convolution(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    stride: Pair,
+    padding: Pair,
+    dilation: Pair,
+    groups: u64,
+    bias: bool,
+    clamp: (Option<f32>, Option<f32>),
+) -> Result<(), CodegenError> {
+    let [batch, channels, height, width] = nchw(e, node.inputs[0], "convolution input")?;
+    let [out_channels, group_channels, kernel_h, kernel_w] =
+        nchw(e, node.inputs[1], "convolution weight")?;
+    let [_, _, out_h, out_w] = nchw(e, node.outputs[0], "convolution output")?;
+    let input = e.address(node.inputs[0]);
+    let weight = e.address(node.inputs[1]);
+    let output = e.address(node.outputs[0]);
+    let bias_base = bias.then(|| e.address(node.inputs[2]));
+    let pointwise =
+        kernel_h == 1 && kernel_w == 1 && stride == [1, 1] && padding == [0, 0] && groups == 1;
+    if pointwise {
+        let plane = height * width;
+        return e
+            .counted_loop(Size::Const(batch), &[input, output], |e, _, p| {
+                let gemm = Gemm {
+                    m: Size::Const(out_channels),
+                    n: Size::Const(plane),
+                    k: Size::Const(channels),
+                    a: Matrix {
+                        base: weight,
+                        row: Size::Const(channels * 4),
+                        col: Size::Const(4),
+                    },
+                    b: Matrix {
+                        base: p[0],
+                        row: Size::Const(plane * 4),
+                        col: Size::Const(4),
+                    },
+                    c: Matrix {
+                        base: p[1],
+                        row: Size::Const(plane * 4),
+                        col: Size::Const(4),
+                    },
+                    bias: bias_base.map(|base| Matrix {
+                        base,
+                        row: Size::Const(4),
+                        col: Size::Const(0),
+                    }),
+                    alpha: 1.0,
+                    beta: 1.0,
+                    clamp,
+                };
+                emit_gemm(e, &gemm)?;
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(p[0], channels * plane * 4),
+                    e.b.ins().iadd_imm_s(p[1], out_channels * plane * 4),
+                ])
+            })
+            .map(|_| ());
+    }
+    let groups = groups as i64;
+    let outputs_per_group = out_channels / groups;
+    let [stride_h, stride_w] = [stride[0] as i64, stride[1] as i64];
+    let [pad_h, pad_w] = [padding[0] as i64, padding[1] as i64];
+    let [dilation_h, dilation_w] = [dilation[0] as i64, dilation[1] as i64];
+    // For every output channel of every image: fill rows with the bias,
+    // then add each (input channel, ky, kx) contribution.
+    e.counted_loop(Size::Const(batch), &[input, output], |e, _, image| {
+        e.counted_loop(
+            Size::Const(out_channels),
+            &[weight, image[1]],
+            |e, oc, p| {
+                let (weight_row, out_plane) = (p[0], p[1]);
+                let group = e.b.ins().udiv_imm_u(oc, outputs_per_group);
+                let group_offset =
+                    e.b.ins()
+                        .imul_imm_s(group, group_channels * height * width * 4);
+                let in_base = e.b.ins().iadd(image[0], group_offset);
+                let initial = match bias_base {
+                    Some(base) => {
+                        let offset = e.b.ins().imul_imm_s(oc, 4);
+                        let address = e.b.ins().iadd(base, offset);
+                        e.b.ins().load(types::F32, flags(), address, 0)
+                    }
+                    None => e.b.ins().f32const(0.0),
+                };
+                e.counted_loop(Size::Const(out_h), &[out_plane], |e, oy, row| {
+                    fill_row(e, row[0], out_w, initial)?;
+                    let iy0 = e.b.ins().imul_imm_s(oy, stride_h);
+                    let iy0 = e.b.ins().iadd_imm_s(iy0, -pad_h);
+                    e.counted_loop(
+                        Size::Const(group_channels),
+                        &[in_base, weight_row],
+                        |e, _, c| {
+                            for ky in 0..kernel_h {
+                                let iy = e.b.ins().iadd_imm_s(iy0, ky * dilation_h);
+                                let inside =
+                                    e.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, iy, height);
+                                let rows_block = e.b.create_block();
+                                let after = e.b.create_block();
+                                e.b.ins().brif(inside, rows_block, &[], after, &[]);
+                                e.b.switch_to_block(rows_block);
+                                let row_offset = e.b.ins().imul_imm_s(iy, width * 4);
+                                let in_row = e.b.ins().iadd(c[0], row_offset);
+                                for kx in 0..kernel_w {
+                                    let (low, high) =
+                                        valid_range(out_w, width, stride_w, pad_w, kx * dilation_w);
+                                    if low >= high {
+                                        continue;
+                                    }
+                                    let w = e.b.ins().load(
+                                        types::F32,
+                                        flags(),
+                                        c[1],
+                                        ((ky * kernel_w + kx) * 4) as i32,
+                                    );
+                                    let out_start = e.b.ins().iadd_imm_s(row[0], low * 4);
+                                    let in_start = e.b.ins().iadd_imm_s(
+                                        in_row,
+                                        (low * stride_w - pad_w + kx * dilation_w) * 4,
+                                    );
+                                    axpy(e, out_start, in_start, high - low, stride_w, w)?;
+                                }
+                                e.b.ins().jump(after, &[]);
+                                e.b.switch_to_block(after);
+                            }
+                            Ok(vec![
+                                e.b.ins().iadd_imm_s(c[0], height * width * 4),
+                                e.b.ins().iadd_imm_s(c[1], kernel_h * kernel_w * 4),
+                            ])
+                        },
+                    )?;
+                    if clamp != (None, None) {
+                        clamp_row(e, row[0], out_w, clamp)?;
+                    }
+                    Ok(vec![e.b.ins().iadd_imm_s(row[0], out_w * 4)])
+                })?;
+                Ok(vec![
+                    e.b.ins()
+                        .iadd_imm_s(weight_row, group_channels * kernel_h * kernel_w * 4),
+                    e.b.ins().iadd_imm_s(out_plane, out_h * out_w * 4),
+                ])
+            },
+        )?;
+        Ok(vec![
+            e.b.ins()
+                .iadd_imm_s(image[0], channels * height * width * 4),
+            e.b.ins()
+                .iadd_imm_s(image[1], out_channels * out_h * out_w * 4),
+        ])
+    })?;
+    Ok(())
+}
+
+/// `row[0..count] = value`.
+fn fill_row(
+    e: &mut Emitter<'_, '_, '_>,
+    row: Value,
+    count: i64,
+    value: Value,
+) -> Result<(), CodegenError> {
+    let splat = e.b.ins().splat(types::F32X4, value);
+    let after = e.counted_loop(Size::Const(count / 4), &[row], |e, _, p| {
+        e.b.ins().store(flags(), splat, p[0], 0);
+        Ok(vec![e.b.ins().iadd_imm_s(p[0], 16)])
+    })?;
+    e.counted_loop(Size::Const(count % 4), &after, |e, _, p| {
+        e.b.ins().store(flags(), value, p[0], 0);
+        Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
+    })?;
+    Ok(())
+}
+
+/// `out[i] += w * input[i * stride]` for `count` elements.
+fn axpy(
+    e: &mut Emitter<'_, '_, '_>,
+    out: Value,
+    input: Value,
+    count: i64,
+    stride: i64,
+    w: Value,
+) -> Result<(), CodegenError> {
+    let has_fma = e.cx.has_fma;
+    let multiply_add = |e: &mut Emitter<'_, '_, '_>, a: Value, b: Value, c: Value| {
+        if has_fma {
+            e.b.ins().fma(a, b, c)
+        } else {
+            let product = e.b.ins().fmul(a, b);
+            e.b.ins().fadd(product, c)
+        }
+    };
+    let mut pointers = vec![out, input];
+    if stride == 1 {
+        let w4 = e.b.ins().splat(types::F32X4, w);
+        pointers = e.counted_loop(Size::Const(count / 4), &pointers, |e, _, p| {
+            let x = e.b.ins().load(types::F32X4, flags(), p[1], 0);
+            let y = e.b.ins().load(types::F32X4, flags(), p[0], 0);
+            let sum = multiply_add(e, w4, x, y);
+            e.b.ins().store(flags(), sum, p[0], 0);
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], 16),
+                e.b.ins().iadd_imm_s(p[1], 16),
+            ])
+        })?;
+    }
+    let rest = if stride == 1 { count % 4 } else { count };
+    e.counted_loop(Size::Const(rest), &pointers, |e, _, p| {
+        let x = e.b.ins().load(types::F32, flags(), p[1], 0);
+        let y = e.b.ins().load(types::F32, flags(), p[0], 0);
+        let sum = multiply_add(e, w, x, y);
+        e.b.ins().store(flags(), sum, p[0], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], 4),
+            e.b.ins().iadd_imm_s(p[1], stride * 4),
+        ])
+    })?;
+    Ok(())
+}
+
+fn clamp_row(
+    e: &mut Emitter<'_, '_, '_>,
+    row: Value,
+    count: i64,
+    clamp: (Option<f32>, Option<f32>),
+) -> Result<(), CodegenError> {
+    e.counted_loop(Size::Const(count), &[row], |e, _, p| {
+        let mut value = e.b.ins().load(types::F32, flags(), p[0], 0);
+        if let Some(min) = clamp.0 {
+            let min = e.b.ins().f32const(min);
+            value = e.b.ins().fmax(value, min);
+        }
+        if let Some(max) = clamp.1 {
+            let max = e.b.ins().f32const(max);
+            value = e.b.ins().fmin(value, max);
+        }
+        e.b.ins().store(flags(), value, p[0], 0);
+        Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
+    })?;
+    Ok(())
+}
+
+/// Visits every pooling window position of every plane, giving the window's
+/// input row base and top-left coordinates.
+#[allow(clippy::too_many_arguments)] // The geometry of one pooling.
+fn pooling(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    kernel: Pair,
+    stride: Pair,
+    padding: Pair,
+    dilation: Pair,
+    average: Option<bool>,
+) -> Result<(), CodegenError> {
+    let [batch, channels, height, width] = nchw(e, node.inputs[0], "pooling input")?;
+    let [_, _, out_h, out_w] = nchw(e, node.outputs[0], "pooling output")?;
+    let indices = node.outputs.get(1).copied();
+    if let Some(indices) = indices
+        && e.graph().value(indices).ty.dtype != DType::I64
+    {
+        return Err(CodegenError::Unsupported(
+            "max pooling indices other than int64".into(),
+        ));
+    }
+    let planes = batch * channels;
+    let input = e.address(node.inputs[0]);
+    let output = e.address(node.outputs[0]);
+    let mut carried = vec![input, output];
+    carried.extend(indices.map(|indices| e.address(indices)));
+    e.counted_loop(Size::Const(planes), &carried, |e, _, plane| {
+        let rows: Vec<Value> = plane[1..].to_vec();
+        e.counted_loop(Size::Const(out_h), &rows, |e, oy, row| {
+            e.counted_loop(Size::Const(out_w), row, |e, ox, column| {
+                let iy0 = e.b.ins().imul_imm_s(oy, stride[0] as i64);
+                let iy0 = e.b.ins().iadd_imm_s(iy0, -(padding[0] as i64));
+                let ix0 = e.b.ins().imul_imm_s(ox, stride[1] as i64);
+                let ix0 = e.b.ins().iadd_imm_s(ix0, -(padding[1] as i64));
+                let (value, index) = window(
+                    e,
+                    plane[0],
+                    [height, width],
+                    kernel,
+                    dilation,
+                    padding,
+                    iy0,
+                    ix0,
+                    average,
+                )?;
+                e.b.ins().store(flags(), value, column[0], 0);
+                let mut next = vec![e.b.ins().iadd_imm_s(column[0], 4)];
+                if let Some(&index_address) = column.get(1) {
+                    e.b.ins().store(flags(), index, index_address, 0);
+                    next.push(e.b.ins().iadd_imm_s(index_address, 8));
+                }
+                Ok(next)
+            })?;
+            let mut next = vec![e.b.ins().iadd_imm_s(row[0], out_w * 4)];
+            if let Some(&index_row) = row.get(1) {
+                next.push(e.b.ins().iadd_imm_s(index_row, out_w * 8));
+            }
+            Ok(next)
+        })?;
+        let mut next = vec![
+            e.b.ins().iadd_imm_s(plane[0], height * width * 4),
+            e.b.ins().iadd_imm_s(plane[1], out_h * out_w * 4),
+        ];
+        if let Some(&index_plane) = plane.get(2) {
+            next.push(e.b.ins().iadd_imm_s(index_plane, out_h * out_w * 8));
+        }
+        Ok(next)
+    })?;
+    Ok(())
+}
+
+/// One window: the max (with its flat index in the plane) or the average.
+#[allow(clippy::too_many_arguments)] // The geometry of one window.
+fn window(
+    e: &mut Emitter<'_, '_, '_>,
+    plane: Value,
+    [height, width]: [i64; 2],
+    kernel: Pair,
+    dilation: Pair,
+    padding: Pair,
+    iy0: Value,
+    ix0: Value,
+    average: Option<bool>,
+) -> Result<(Value, Value), CodegenError> {
+    let initial = match average {
+        Some(_) => e.b.ins().f32const(0.0),
+        None => e.b.ins().f32const(f32::NEG_INFINITY),
+    };
+    let no_index = e.iconst(-1);
+    let zero = e.iconst(0);
+    // Accumulator (sum or max), index of the max, elements seen.
+    let mut carried = vec![initial, no_index, zero];
+    for ky in 0..kernel[0] as i64 {
+        for kx in 0..kernel[1] as i64 {
+            let iy = e.b.ins().iadd_imm_s(iy0, ky * dilation[0] as i64);
+            let ix = e.b.ins().iadd_imm_s(ix0, kx * dilation[1] as i64);
+            let row_ok = e.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, iy, height);
+            let column_ok = e.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, ix, width);
+            let inside = e.b.ins().band(row_ok, column_ok);
+            let load_block = e.b.create_block();
+            let join = e.b.create_block();
+            e.b.append_block_param(join, types::F32);
+            e.b.append_block_param(join, types::I64);
+            e.b.append_block_param(join, types::I64);
+            let keep: Vec<BlockArg> = carried.iter().map(|&v| BlockArg::from(v)).collect();
+            e.b.ins().brif(inside, load_block, &[], join, &keep);
+            e.b.switch_to_block(load_block);
+            let flat = e.b.ins().imul_imm_s(iy, width);
+            let flat = e.b.ins().iadd(flat, ix);
+            let offset = e.b.ins().imul_imm_s(flat, 4);
+            let address = e.b.ins().iadd(plane, offset);
+            let value = e.b.ins().load(types::F32, flags(), address, 0);
+            let count = e.b.ins().iadd_imm_s(carried[2], 1);
+            let updated = match average {
+                Some(_) => vec![e.b.ins().fadd(carried[0], value), carried[1], count],
+                None => {
+                    // Take a larger value, or the first NaN; keep a NaN.
+                    let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, carried[0]);
+                    let is_nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
+                    let best_is_nan = e.b.ins().fcmp(FloatCC::Unordered, carried[0], carried[0]);
+                    let best_is_number = e.b.ins().bxor_imm_u(best_is_nan, 1);
+                    let first = e.b.ins().icmp_imm_s(IntCC::Equal, carried[1], -1);
+                    let take = e.b.ins().bor(greater, is_nan);
+                    let take = e.b.ins().band(take, best_is_number);
+                    let take = e.b.ins().bor(take, first);
+                    vec![
+                        e.b.ins().select(take, value, carried[0]),
+                        e.b.ins().select(take, flat, carried[1]),
+                        count,
+                    ]
+                }
+            };
+            let args: Vec<BlockArg> = updated.iter().map(|&v| BlockArg::from(v)).collect();
+            e.b.ins().jump(join, &args);
+            e.b.switch_to_block(join);
+            carried = e.b.block_params(join).to_vec();
+        }
+    }
+    let value = match average {
+        Some(true) => {
+            // Divide by the window clipped to the padded input.
+            let pooled =
+                |e: &mut Emitter<'_, '_, '_>, start: Value, size: i64, extent: i64, pad: i64| {
+                    let end = e.b.ins().iadd_imm_s(start, size);
+                    let limit = e.iconst(extent + pad);
+                    let end = e.b.ins().smin(end, limit);
+                    e.b.ins().isub(end, start)
+                };
+            let rows = pooled(e, iy0, kernel[0] as i64, height, padding[0] as i64);
+            let columns = pooled(e, ix0, kernel[1] as i64, width, padding[1] as i64);
+            let cells = e.b.ins().imul(rows, columns);
+            let divisor = e.b.ins().fcvt_from_sint(types::F32, cells);
+            e.b.ins().fdiv(carried[0], divisor)
+        }
+        Some(false) => {
+            let divisor = e.b.ins().fcvt_from_sint(types::F32, carried[2]);
+            e.b.ins().fdiv(carried[0], divisor)
+        }
+        None => carried[0],
+    };
+    Ok((value, carried[1]))
+}
+
+/// `out[i, :] = weight[indices[i], :]`; an index outside the table is an
+/// error, as in PyTorch.
+fn embedding(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+    let (weight, indices, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let weight_ty = e.graph().value(weight).ty.clone();
+    let index_ty = e.graph().value(indices).ty.clone();
+    let out_ty = e.graph().value(output).ty.clone();
+    if !weight_ty.is_contiguous()
+        || !index_ty.is_contiguous()
+        || !out_ty.is_contiguous()
+        || weight_ty.dtype != out_ty.dtype
+    {
+        return Err(CodegenError::Unsupported(
+            "embedding of non-contiguous tensors".into(),
+        ));
+    }
+    let rows = e.dim(weight_ty.shape[0]);
+    let rows = e.value_of(rows);
+    let row_elements = e.dim(weight_ty.shape[1]);
+    let row_bytes = e.mul(row_elements, Size::Const(weight_ty.dtype.size() as i64));
+    let index_sizes = e.shape(&index_ty.shape);
+    let count = e.product(&index_sizes);
+    let bases = [e.address(weight), e.address(indices), e.address(output)];
+    let index_size = index_ty.dtype.size() as i64;
+    e.counted_loop(count, &[bases[1], bases[2]], |e, _, p| {
+        let index = e.load(index_ty.dtype, p[0])?;
+        let index = e.convert(index, index_ty.dtype, DType::I64)?;
+        let outside =
+            e.b.ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, index, rows);
+        e.fail_if(outside, "embedding index out of range".to_string());
+        let row_bytes_value = e.value_of(row_bytes);
+        let offset = e.b.ins().imul(index, row_bytes_value);
+        let source = e.b.ins().iadd(bases[0], offset);
+        copy_bytes(e, source, p[1], row_bytes)?;
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], index_size),
+            e.add_size(p[1], row_bytes),
+        ])
+    })?;
+    Ok(())
+}
+
+/// Copies `bytes` bytes (a multiple of 4) from `source` to `target`.
+fn copy_bytes(
+    e: &mut Emitter<'_, '_, '_>,
+    source: Value,
+    target: Value,
+    bytes: Size,
+) -> Result<(), CodegenError> {
+    let words = match bytes {
+        Size::Const(n) if n % 4 == 0 => Size::Const(n / 4),
+        Size::Const(_) => {
+            return Err(CodegenError::Unsupported(
+                "embedding rows of odd byte sizes".into(),
+            ));
+        }
+        Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
+    };
+    e.counted_loop(words, &[source, target], |e, _, p| {
+        let word = e.b.ins().load(types::I32, flags(), p[0], 0);
+        e.b.ins().store(flags(), word, p[1], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], 4),
+            e.b.ins().iadd_imm_s(p[1], 4),
+        ])
+    })?;
+    Ok(())
+}
+
+/// Dispatches convolution, pooling and embedding.
+pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
+    match &node.op {
+        Op::Convolution {
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+        } => convolution(
+            e,
+            node,
+            *stride,
+            *padding,
+            *dilation,
+            *groups,
+            *bias,
+            (None, None),
+        )?,
+        Op::MaxPool2d {
+            kernel,
+            stride,
+            padding,
+            dilation,
+            ..
+        } => pooling(e, node, *kernel, *stride, *padding, *dilation, None)?,
+        Op::AvgPool2d {
+            kernel,
+            stride,
+            padding,
+            count_include_pad,
+            ..
+        } => pooling(
+            e,
+            node,
+            *kernel,
+            *stride,
+            *padding,
+            [1, 1],
+            Some(*count_include_pad),
+        )?,
+        Op::Embedding => embedding(e, node)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}

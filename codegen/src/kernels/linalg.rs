@@ -1,0 +1,414 @@
+//! Matrix products: a register-blocked f32 GEMM that mm, bmm, addmm and
+//! pointwise (1x1) convolutions share, and the row helpers other kernels use.
+//!
+//! The GEMM computes tiles of 4 rows by 8 columns (two f32x4 vectors per
+//! row, eight accumulators) over the whole K dimension: each step loads two
+//! vectors of B and broadcasts four elements of A. Edge tiles use fewer rows,
+//! one vector, or single columns. The epilogue applies alpha, beta * bias
+//! (any bias broadcastable to the output) and an optional clamp.
+
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+use ptec_ir::{DType, Node, Op, Scalar};
+
+use super::map::broadcast_strides;
+use super::nest::{byte_strides, over_axes};
+use crate::emit::{Emitter, Size, flags};
+use crate::error::CodegenError;
+
+/// The rows of a tile.
+const TILE_ROWS: usize = 4;
+
+/// An operand of the GEMM: element (i, j) is at `base + i * row + j * col`
+/// (byte strides).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Matrix {
+    pub base: Value,
+    pub row: Size,
+    pub col: Size,
+}
+
+/// `C = alpha * (A @ B) + beta * bias`, then clamped, for f32 matrices.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Gemm {
+    pub m: Size,
+    pub n: Size,
+    pub k: Size,
+    pub a: Matrix,
+    pub b: Matrix,
+    pub c: Matrix,
+    pub bias: Option<Matrix>,
+    pub alpha: f32,
+    pub beta: f32,
+    pub clamp: (Option<f32>, Option<f32>),
+}
+
+/// How many columns a tile covers: vectors of four, or one scalar column.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Columns {
+    Vectors(usize),
+    Scalar,
+}
+
+impl Columns {
+    fn width(self) -> i64 {
+        match self {
+            Columns::Vectors(count) => 4 * count as i64,
+            Columns::Scalar => 1,
+        }
+    }
+}
+
+pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), CodegenError> {
+    // Vector tiles need B, C (and a moving bias) contiguous along j.
+    let contiguous = |stride: Size| stride == Size::Const(4);
+    let vector = contiguous(gemm.b.col)
+        && contiguous(gemm.c.col)
+        && gemm
+            .bias
+            .is_none_or(|bias| matches!(bias.col, Size::Const(0 | 4)));
+    let row_blocks = divide(e, gemm.m, TILE_ROWS as i64);
+    let row_rest = remainder(e, gemm.m, TILE_ROWS as i64);
+    let a_step = e.mul(gemm.a.row, Size::Const(TILE_ROWS as i64));
+    let c_step = e.mul(gemm.c.row, Size::Const(TILE_ROWS as i64));
+    let bias_step = gemm
+        .bias
+        .map(|bias| e.mul(bias.row, Size::Const(TILE_ROWS as i64)));
+    let mut carried = vec![gemm.a.base, gemm.c.base];
+    carried.extend(gemm.bias.map(|bias| bias.base));
+    let after = e.counted_loop(row_blocks, &carried, |e, _, p| {
+        row_band(e, gemm, TILE_ROWS, vector, p[0], p[1], p.get(2).copied())?;
+        let mut next = vec![e.add_size(p[0], a_step), e.add_size(p[1], c_step)];
+        if let (Some(step), Some(&bias)) = (bias_step, p.get(2)) {
+            next.push(e.add_size(bias, step));
+        }
+        Ok(next)
+    })?;
+    e.counted_loop(row_rest, &after, |e, _, p| {
+        row_band(e, gemm, 1, vector, p[0], p[1], p.get(2).copied())?;
+        let mut next = vec![e.add_size(p[0], gemm.a.row), e.add_size(p[1], gemm.c.row)];
+        if let (Some(bias), Some(&pointer)) = (gemm.bias, p.get(2)) {
+            next.push(e.add_size(pointer, bias.row));
+        }
+        Ok(next)
+    })?;
+    Ok(())
+}
+
+fn divide(e: &mut Emitter<'_, '_, '_>, size: Size, by: i64) -> Size {
+    match size {
+        Size::Const(n) => Size::Const(n / by),
+        Size::Dyn(n) => Size::Dyn(e.b.ins().udiv_imm_u(n, by)),
+    }
+}
+
+fn remainder(e: &mut Emitter<'_, '_, '_>, size: Size, by: i64) -> Size {
+    match size {
+        Size::Const(n) => Size::Const(n % by),
+        Size::Dyn(n) => Size::Dyn(e.b.ins().urem_imm_u(n, by)),
+    }
+}
+
+/// All the columns of `rows` rows starting at `a` / `c`.
+fn row_band(
+    e: &mut Emitter<'_, '_, '_>,
+    gemm: &Gemm,
+    rows: usize,
+    vector: bool,
+    a: Value,
+    c: Value,
+    bias: Option<Value>,
+) -> Result<(), CodegenError> {
+    let mut carried = vec![gemm.b.base, c];
+    carried.extend(bias);
+    let widths: &[Columns] = if vector {
+        &[Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar]
+    } else {
+        &[Columns::Scalar]
+    };
+    let mut left = gemm.n;
+    for &columns in widths {
+        let width = columns.width();
+        let count = if columns == Columns::Scalar {
+            left
+        } else {
+            divide(e, left, width)
+        };
+        left = remainder(e, left, width);
+        let b_step = e.mul(gemm.b.col, Size::Const(width));
+        let c_step = e.mul(gemm.c.col, Size::Const(width));
+        let bias_step = gemm.bias.map(|bias| e.mul(bias.col, Size::Const(width)));
+        carried = e.counted_loop(count, &carried, |e, _, p| {
+            tile(e, gemm, rows, columns, a, p[0], p[1], p.get(2).copied())?;
+            let mut next = vec![e.add_size(p[0], b_step), e.add_size(p[1], c_step)];
+            if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
+                next.push(e.add_size(pointer, step));
+            }
+            Ok(next)
+        })?;
+    }
+    Ok(())
+}
+
+/// Loads (or, with a zero stride, broadcasts) the f32 data of one tile
+/// column group at `address`.
+fn load_columns(
+    e: &mut Emitter<'_, '_, '_>,
+    columns: Columns,
+    address: Value,
+    offset: i32,
+    moving: bool,
+) -> Value {
+    match (columns, moving) {
+        (Columns::Scalar, _) => e.b.ins().load(types::F32, flags(), address, offset),
+        (Columns::Vectors(_), true) => e.b.ins().load(types::F32X4, flags(), address, offset),
+        (Columns::Vectors(_), false) => {
+            let scalar = e.b.ins().load(types::F32, flags(), address, 0);
+            e.b.ins().splat(types::F32X4, scalar)
+        }
+    }
+}
+
+fn row_address(e: &mut Emitter<'_, '_, '_>, base: Value, stride: Size, row: usize) -> (Value, i32) {
+    match stride {
+        Size::Const(bytes) => (base, (bytes * row as i64) as i32),
+        Size::Dyn(bytes) => {
+            let offset = e.b.ins().imul_imm_s(bytes, row as i64);
+            (e.b.ins().iadd(base, offset), 0)
+        }
+    }
+}
+
+/// One tile: accumulates over K, then applies the epilogue and stores.
+#[allow(clippy::too_many_arguments)] // The tile's coordinates and shape.
+fn tile(
+    e: &mut Emitter<'_, '_, '_>,
+    gemm: &Gemm,
+    rows: usize,
+    columns: Columns,
+    a: Value,
+    b: Value,
+    c: Value,
+    bias: Option<Value>,
+) -> Result<(), CodegenError> {
+    let (lane, vectors) = match columns {
+        Columns::Vectors(count) => (types::F32X4, count),
+        Columns::Scalar => (types::F32, 1),
+    };
+    let zero = super::scalar_ops::fconst(e, lane, 0.0);
+    let mut carried = vec![a, b];
+    carried.extend(std::iter::repeat_n(zero, rows * vectors));
+    let has_fma = e.cx.has_fma;
+    let result = e.counted_loop(gemm.k, &carried, |e, _, p| {
+        let b_values: Vec<Value> = (0..vectors)
+            .map(|t| load_columns(e, columns, p[1], 16 * t as i32, true))
+            .collect();
+        let mut accumulators = p[2..].to_vec();
+        for row in 0..rows {
+            let (address, offset) = row_address(e, p[0], gemm.a.row, row);
+            let scalar = e.b.ins().load(types::F32, flags(), address, offset);
+            let a_value = if lane.is_vector() {
+                e.b.ins().splat(lane, scalar)
+            } else {
+                scalar
+            };
+            for (t, &b_value) in b_values.iter().enumerate() {
+                let slot = row * vectors + t;
+                accumulators[slot] = if has_fma {
+                    e.b.ins().fma(a_value, b_value, accumulators[slot])
+                } else {
+                    let product = e.b.ins().fmul(a_value, b_value);
+                    e.b.ins().fadd(accumulators[slot], product)
+                };
+            }
+        }
+        let mut next = vec![e.add_size(p[0], gemm.a.col), e.add_size(p[1], gemm.b.row)];
+        next.extend(accumulators);
+        Ok(next)
+    })?;
+    for row in 0..rows {
+        let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
+        let bias_row = match (gemm.bias, bias) {
+            (Some(matrix), Some(pointer)) => Some((
+                row_address(e, pointer, matrix.row, row),
+                matrix.col != Size::Const(0),
+            )),
+            _ => None,
+        };
+        for t in 0..vectors {
+            let mut value = result[2 + row * vectors + t];
+            if gemm.alpha != 1.0 {
+                let alpha = super::scalar_ops::fconst(e, lane, f64::from(gemm.alpha));
+                value = e.b.ins().fmul(value, alpha);
+            }
+            if let Some(((address, offset), moving)) = bias_row {
+                let mut bias_value = load_columns(
+                    e,
+                    columns,
+                    address,
+                    offset + if moving { 16 * t as i32 } else { 0 },
+                    moving,
+                );
+                if gemm.beta != 1.0 {
+                    let beta = super::scalar_ops::fconst(e, lane, f64::from(gemm.beta));
+                    bias_value = e.b.ins().fmul(bias_value, beta);
+                }
+                value = e.b.ins().fadd(value, bias_value);
+            }
+            if let Some(min) = gemm.clamp.0 {
+                let min = super::scalar_ops::fconst(e, lane, f64::from(min));
+                value = e.b.ins().fmax(value, min);
+            }
+            if let Some(max) = gemm.clamp.1 {
+                let max = super::scalar_ops::fconst(e, lane, f64::from(max));
+                value = e.b.ins().fmin(value, max);
+            }
+            e.b.ins()
+                .store(flags(), value, c_row, c_offset + 16 * t as i32);
+        }
+    }
+    Ok(())
+}
+
+/// `out = x * scale + shift` over a contiguous f32 row of `count` elements.
+pub(crate) fn scale_shift_row(
+    e: &mut Emitter<'_, '_, '_>,
+    input: Value,
+    output: Value,
+    count: Size,
+    scale: Value,
+    shift: Value,
+) -> Result<(), CodegenError> {
+    let scale4 = e.b.ins().splat(types::F32X4, scale);
+    let shift4 = e.b.ins().splat(types::F32X4, shift);
+    let vectors = divide(e, count, 4);
+    let rest = remainder(e, count, 4);
+    let has_fma = e.cx.has_fma;
+    let multiply_add = |e: &mut Emitter<'_, '_, '_>, x: Value, s: Value, t: Value| {
+        if has_fma {
+            e.b.ins().fma(x, s, t)
+        } else {
+            let product = e.b.ins().fmul(x, s);
+            e.b.ins().fadd(product, t)
+        }
+    };
+    let after = e.counted_loop(vectors, &[input, output], |e, _, p| {
+        let x = e.b.ins().load(types::F32X4, flags(), p[0], 0);
+        let y = multiply_add(e, x, scale4, shift4);
+        e.b.ins().store(flags(), y, p[1], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], 16),
+            e.b.ins().iadd_imm_s(p[1], 16),
+        ])
+    })?;
+    e.counted_loop(rest, &after, |e, _, p| {
+        let x = e.b.ins().load(types::F32, flags(), p[0], 0);
+        let y = multiply_add(e, x, scale, shift);
+        e.b.ins().store(flags(), y, p[1], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], 4),
+            e.b.ins().iadd_imm_s(p[1], 4),
+        ])
+    })?;
+    Ok(())
+}
+
+fn require_f32(e: &Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+    let all_f32 = node
+        .inputs
+        .iter()
+        .chain(&node.outputs)
+        .all(|&value| e.graph().value(value).ty.dtype == DType::F32);
+    if all_f32 {
+        Ok(())
+    } else {
+        Err(CodegenError::Unsupported(format!(
+            "{} of non-f32 tensors",
+            node.op.name()
+        )))
+    }
+}
+
+/// A GEMM per batch position of `[.., M, K] @ [.., K, N]`.
+fn matmul(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    bias: Option<(ptec_ir::ValueId, Scalar)>,
+    alpha: f32,
+) -> Result<(), CodegenError> {
+    require_f32(e, node)?;
+    let (a_value, b_value, c_value) = match bias {
+        Some(_) => (node.inputs[1], node.inputs[2], node.outputs[0]),
+        None => (node.inputs[0], node.inputs[1], node.outputs[0]),
+    };
+    let c_ty = e.graph().value(c_value).ty.clone();
+    let a_ty = e.graph().value(a_value).ty.clone();
+    let rank = c_ty.rank();
+    let sizes = e.shape(&c_ty.shape);
+    let k = e.dim(a_ty.shape[rank - 1]);
+    let strides = [
+        byte_strides(e, a_value),
+        byte_strides(e, b_value),
+        byte_strides(e, c_value),
+    ];
+    let bias_strides = bias.map(|(value, _)| {
+        let ty = e.graph().value(value).ty.clone();
+        broadcast_strides(e, &ty, &c_ty.shape)
+            .into_iter()
+            .map(|stride| e.mul(stride, Size::Const(4)))
+            .collect::<Vec<_>>()
+    });
+    let batch: Vec<usize> = (0..rank - 2).collect();
+    let mut operand_strides = strides.to_vec();
+    let mut bases = vec![e.address(a_value), e.address(b_value), e.address(c_value)];
+    if let (Some((value, _)), Some(strides)) = (bias, &bias_strides) {
+        operand_strides.push(strides.clone());
+        bases.push(e.address(value));
+    }
+    let beta = bias.map_or(1.0, |(_, beta)| beta.as_f64() as f32);
+    over_axes(e, &sizes, &operand_strides, &batch, &bases, &mut |e, p| {
+        let gemm = Gemm {
+            m: sizes[rank - 2],
+            n: sizes[rank - 1],
+            k,
+            a: Matrix {
+                base: p[0],
+                row: strides[0][rank - 2],
+                col: strides[0][rank - 1],
+            },
+            b: Matrix {
+                base: p[1],
+                row: strides[1][rank - 2],
+                col: strides[1][rank - 1],
+            },
+            c: Matrix {
+                base: p[2],
+                row: strides[2][rank - 2],
+                col: strides[2][rank - 1],
+            },
+            bias: bias_strides.as_ref().map(|strides| Matrix {
+                base: p[3],
+                row: strides[rank - 2],
+                col: strides[rank - 1],
+            }),
+            alpha,
+            beta,
+            clamp: (None, None),
+        };
+        emit_gemm(e, &gemm)
+    })
+}
+
+/// Dispatches the matrix products.
+pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
+    match &node.op {
+        Op::MatMul => matmul(e, node, None, 1.0)?,
+        Op::Addmm { beta, alpha } => matmul(
+            e,
+            node,
+            Some((node.inputs[0], *beta)),
+            alpha.as_f64() as f32,
+        )?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}

@@ -1,0 +1,132 @@
+//! Loop nests over chosen axes of a tensor, carrying one pointer per
+//! operand (and, for folds, accumulators): the skeleton of reductions,
+//! normalizations and scans, which walk "every position but the reduced
+//! axes" outside and "the reduced axes" inside.
+
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+use ptec_ir::ValueId;
+
+use super::map::layout_strides;
+use crate::emit::{Emitter, Size};
+use crate::error::CodegenError;
+
+/// Byte strides of a value along each of its axes.
+pub(crate) fn byte_strides(e: &mut Emitter<'_, '_, '_>, value: ValueId) -> Vec<Size> {
+    let ty = e.graph().value(value).ty.clone();
+    let size = Size::Const(ty.dtype.size() as i64);
+    layout_strides(e, &ty.shape, &ty.dim_order)
+        .into_iter()
+        .map(|stride| e.mul(stride, size))
+        .collect()
+}
+
+/// Loops over `axes` (of an index space of `sizes`), outermost first,
+/// calling `body` with each operand's pointer at that position. `strides[k]`
+/// holds operand k's byte stride along every axis.
+pub(crate) fn over_axes(
+    e: &mut Emitter<'_, '_, '_>,
+    sizes: &[Size],
+    strides: &[Vec<Size>],
+    axes: &[usize],
+    bases: &[Value],
+    body: &mut dyn FnMut(&mut Emitter<'_, '_, '_>, &[Value]) -> Result<(), CodegenError>,
+) -> Result<(), CodegenError> {
+    let Some((&axis, rest)) = axes.split_first() else {
+        return body(e, bases);
+    };
+    if sizes[axis] == Size::Const(1) {
+        return over_axes(e, sizes, strides, rest, bases, body);
+    }
+    let steps: Vec<Size> = strides.iter().map(|operand| operand[axis]).collect();
+    e.counted_loop(sizes[axis], bases, |e, _, pointers| {
+        over_axes(e, sizes, strides, rest, pointers, body)?;
+        Ok(pointers
+            .iter()
+            .zip(&steps)
+            .map(|(&pointer, &step)| e.add_size(pointer, step))
+            .collect())
+    })?;
+    Ok(())
+}
+
+/// Folds over `axes` from `base` (one operand, byte strides `strides`),
+/// carrying `init`; `step` gets the element's address, its flat index within
+/// the fold and the accumulators, and returns the new accumulators.
+pub(crate) fn fold_axes(
+    e: &mut Emitter<'_, '_, '_>,
+    sizes: &[Size],
+    strides: &[Size],
+    axes: &[usize],
+    base: Value,
+    init: &[Value],
+    step: &mut dyn FnMut(
+        &mut Emitter<'_, '_, '_>,
+        Value,
+        Value,
+        &[Value],
+    ) -> Result<Vec<Value>, CodegenError>,
+) -> Result<Vec<Value>, CodegenError> {
+    let zero = e.iconst(0);
+    let mut carried = vec![base, zero];
+    carried.extend_from_slice(init);
+    let result = fold_rec(e, sizes, strides, axes, &carried, step)?;
+    Ok(result[2..].to_vec())
+}
+
+/// `carried` is [pointer, flat index, accumulators...].
+fn fold_rec(
+    e: &mut Emitter<'_, '_, '_>,
+    sizes: &[Size],
+    strides: &[Size],
+    axes: &[usize],
+    carried: &[Value],
+    step: &mut dyn FnMut(
+        &mut Emitter<'_, '_, '_>,
+        Value,
+        Value,
+        &[Value],
+    ) -> Result<Vec<Value>, CodegenError>,
+) -> Result<Vec<Value>, CodegenError> {
+    let Some((&axis, rest)) = axes.split_first() else {
+        let accumulators = step(e, carried[0], carried[1], &carried[2..])?;
+        let index = e.b.ins().iadd_imm_s(carried[1], 1);
+        let mut next = vec![carried[0], index];
+        next.extend(accumulators);
+        return Ok(next);
+    };
+    let stride = strides[axis];
+    let base = carried[0];
+    let inner: Vec<Value> = carried[1..].to_vec();
+    let mut loop_carried = vec![base];
+    loop_carried.extend(inner);
+    let out = e.counted_loop(sizes[axis], &loop_carried, |e, _, values| {
+        let mut result = fold_rec(e, sizes, strides, rest, values, step)?;
+        result[0] = e.add_size(values[0], stride);
+        Ok(result)
+    })?;
+    Ok(out)
+}
+
+/// The number of elements of the given axes.
+pub(crate) fn count_of(e: &mut Emitter<'_, '_, '_>, sizes: &[Size], axes: &[usize]) -> Size {
+    axes.iter()
+        .fold(Size::Const(1), |count, &axis| e.mul(count, sizes[axis]))
+}
+
+/// A count as a float of the given type.
+pub(crate) fn count_as_float(
+    e: &mut Emitter<'_, '_, '_>,
+    count: Size,
+    ty: cranelift_codegen::ir::Type,
+) -> Value {
+    match count {
+        Size::Const(value) => {
+            if ty == types::F64 {
+                e.b.ins().f64const(value as f64)
+            } else {
+                e.b.ins().f32const(value as f32)
+            }
+        }
+        Size::Dyn(value) => e.b.ins().fcvt_from_sint(ty, value),
+    }
+}

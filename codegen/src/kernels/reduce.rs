@@ -1,0 +1,609 @@
+//! Reductions (sum, mean, prod, max, min, any, all), argmax, cumulative
+//! sums, softmax and the normalizations (layer norm, inference batch norm).
+//! Each walks the positions that are kept outside and folds the reduced
+//! axes inside; contiguous f32 rows are folded four lanes at a time.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
+use ptec_ir::{DType, Node, ReduceOp};
+
+use super::nest::{byte_strides, count_as_float, count_of, fold_axes, over_axes};
+use super::scalar_ops::fconst;
+use crate::emit::{Emitter, Size, flags, scalar_type};
+use crate::error::CodegenError;
+use crate::math::MathFn;
+
+/// Output byte strides along the input's axes: the output's own strides for
+/// kept axes, 0 for reduced ones.
+fn output_strides(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    output: usize,
+    reduced: &[usize],
+    keepdim: bool,
+) -> Vec<Size> {
+    let input_rank = e.graph().value(node.inputs[0]).ty.rank();
+    let own = byte_strides(e, node.outputs[output]);
+    let mut next = 0;
+    (0..input_rank)
+        .map(|axis| {
+            if reduced.contains(&axis) {
+                if keepdim {
+                    next += 1;
+                }
+                Size::Const(0)
+            } else {
+                next += 1;
+                own[next - 1]
+            }
+        })
+        .collect()
+}
+
+/// Whether `axes` are the trailing axes of a contiguous input, so that each
+/// fold reads one contiguous row.
+fn contiguous_row(e: &Emitter<'_, '_, '_>, input: ptec_ir::ValueId, axes: &[usize]) -> bool {
+    let ty = &e.graph().value(input).ty;
+    let rank = ty.rank();
+    ty.is_contiguous() && !axes.is_empty() && {
+        let mut sorted = axes.to_vec();
+        sorted.sort_unstable();
+        sorted
+            .iter()
+            .enumerate()
+            .all(|(index, &axis)| axis == rank - axes.len() + index)
+    }
+}
+
+/// Combines two accumulators of a reduction.
+fn combine(e: &mut Emitter<'_, '_, '_>, op: ReduceOp, dtype: DType, a: Value, b: Value) -> Value {
+    let float = dtype.is_float();
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean if float => e.b.ins().fadd(a, b),
+        ReduceOp::Sum | ReduceOp::Mean => e.b.ins().iadd(a, b),
+        ReduceOp::Prod if float => e.b.ins().fmul(a, b),
+        ReduceOp::Prod => e.b.ins().imul(a, b),
+        ReduceOp::Max if float => e.b.ins().fmax(a, b),
+        ReduceOp::Max => e.b.ins().smax(a, b),
+        ReduceOp::Min if float => e.b.ins().fmin(a, b),
+        ReduceOp::Min => e.b.ins().smin(a, b),
+        ReduceOp::Any => e.b.ins().bor(a, b),
+        ReduceOp::All => e.b.ins().band(a, b),
+    }
+}
+
+/// The starting accumulator of a reduction.
+fn identity(
+    e: &mut Emitter<'_, '_, '_>,
+    op: ReduceOp,
+    dtype: DType,
+    ty: Type,
+) -> Result<Value, CodegenError> {
+    Ok(match (op, dtype.is_float()) {
+        (ReduceOp::Sum | ReduceOp::Mean, true) => fconst(e, ty, 0.0),
+        (ReduceOp::Prod, true) => fconst(e, ty, 1.0),
+        (ReduceOp::Max, true) => fconst(e, ty, f64::NEG_INFINITY),
+        (ReduceOp::Min, true) => fconst(e, ty, f64::INFINITY),
+        (ReduceOp::Any, _) => e.b.ins().iconst(types::I8, 0),
+        (ReduceOp::All, _) => e.b.ins().iconst(types::I8, 1),
+        (ReduceOp::Sum | ReduceOp::Mean, false) => e.b.ins().iconst(ty, 0),
+        (ReduceOp::Prod, false) => e.b.ins().iconst(ty, 1),
+        (ReduceOp::Max, false) => {
+            let min = i64::MIN >> (64 - ty.bits());
+            e.b.ins().iconst(ty, min)
+        }
+        (ReduceOp::Min, false) => {
+            let max = i64::MAX >> (64 - ty.bits());
+            e.b.ins().iconst(ty, max)
+        }
+    })
+}
+
+/// Folds a contiguous f32 row of `count` elements with four-lane
+/// accumulators; `op` is Sum, Max or Min.
+pub(crate) fn fold_row_f32(
+    e: &mut Emitter<'_, '_, '_>,
+    op: ReduceOp,
+    row: Value,
+    count: Size,
+) -> Result<Value, CodegenError> {
+    let lanes = identity(e, op, DType::F32, types::F32X4)?;
+    let vectors = match count {
+        Size::Const(n) => Size::Const(n / 4),
+        Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
+    };
+    let folded = e.counted_loop(vectors, &[row, lanes], |e, _, carried| {
+        let value = e.b.ins().load(types::F32X4, flags(), carried[0], 0);
+        let accumulator = combine(e, op, DType::F32, carried[1], value);
+        Ok(vec![e.b.ins().iadd_imm_s(carried[0], 16), accumulator])
+    })?;
+    let mut total = e.b.ins().extractlane(folded[1], 0);
+    for lane in 1..4 {
+        let value = e.b.ins().extractlane(folded[1], lane);
+        total = combine(e, op, DType::F32, total, value);
+    }
+    let tail = match count {
+        Size::Const(n) => Size::Const(n % 4),
+        Size::Dyn(n) => Size::Dyn(e.b.ins().band_imm_u(n, 3)),
+    };
+    let rest = e.counted_loop(tail, &[folded[0], total], |e, _, carried| {
+        let value = e.b.ins().load(types::F32, flags(), carried[0], 0);
+        let accumulator = combine(e, op, DType::F32, carried[1], value);
+        Ok(vec![e.b.ins().iadd_imm_s(carried[0], 4), accumulator])
+    })?;
+    Ok(rest[1])
+}
+
+pub(crate) fn reduce(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    op: ReduceOp,
+    axes: &[usize],
+    keepdim: bool,
+) -> Result<(), CodegenError> {
+    let input = node.inputs[0];
+    let in_ty = e.graph().value(input).ty.clone();
+    let out_dtype = e.graph().value(node.outputs[0]).ty.dtype;
+    let sizes = e.shape(&in_ty.shape);
+    let in_strides = byte_strides(e, input);
+    let out_strides = output_strides(e, node, 0, axes, keepdim);
+    let kept: Vec<usize> = (0..in_ty.rank())
+        .filter(|axis| !axes.contains(axis))
+        .collect();
+    // Floats accumulate in the output's type, integers in i64, truth in i8.
+    let compute = match op {
+        ReduceOp::Any | ReduceOp::All => DType::Bool,
+        _ if out_dtype.is_float() => out_dtype,
+        _ => DType::I64,
+    };
+    let compute_ty = scalar_type(compute)?;
+    let count = count_of(e, &sizes, axes);
+    let vector_row = compute == DType::F32
+        && in_ty.dtype == DType::F32
+        && matches!(
+            op,
+            ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min
+        )
+        && contiguous_row(e, input, axes);
+    let bases = [e.address(input), e.address(node.outputs[0])];
+    over_axes(
+        e,
+        &sizes,
+        &[in_strides.clone(), out_strides],
+        &kept,
+        &bases,
+        &mut |e, pointers| {
+            let mut total = if vector_row {
+                let folding = if op == ReduceOp::Mean {
+                    ReduceOp::Sum
+                } else {
+                    op
+                };
+                fold_row_f32(e, folding, pointers[0], count)?
+            } else {
+                let init = identity(e, op, compute, compute_ty)?;
+                fold_axes(
+                    e,
+                    &sizes,
+                    &in_strides,
+                    axes,
+                    pointers[0],
+                    &[init],
+                    &mut |e, address, _, accumulator| {
+                        let value = e.load(in_ty.dtype, address)?;
+                        let value = e.convert(value, in_ty.dtype, compute)?;
+                        Ok(vec![combine(e, op, compute, accumulator[0], value)])
+                    },
+                )?[0]
+            };
+            if op == ReduceOp::Mean {
+                total = if compute.is_float() {
+                    let divisor = count_as_float(e, count, compute_ty);
+                    e.b.ins().fdiv(total, divisor)
+                } else {
+                    return Err(CodegenError::Unsupported(
+                        "the mean of an integer tensor".into(),
+                    ));
+                };
+            }
+            let total = e.convert(total, compute, out_dtype)?;
+            e.store(total, pointers[1]);
+            Ok(())
+        },
+    )
+}
+
+/// Index of the largest element along an axis (or of all elements); the
+/// first NaN counts as the largest, as in PyTorch.
+pub(crate) fn argmax(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    dim: Option<usize>,
+    keepdim: bool,
+) -> Result<(), CodegenError> {
+    let input = node.inputs[0];
+    let in_ty = e.graph().value(input).ty.clone();
+    if !in_ty.is_contiguous() && dim.is_none() {
+        return Err(CodegenError::Unsupported(
+            "argmax over all dims of a permuted tensor".into(),
+        ));
+    }
+    let axes: Vec<usize> = match dim {
+        Some(dim) => vec![dim],
+        None => (0..in_ty.rank()).collect(),
+    };
+    let sizes = e.shape(&in_ty.shape);
+    let in_strides = byte_strides(e, input);
+    let out_strides = if dim.is_none() && !keepdim {
+        vec![Size::Const(0); in_ty.rank()]
+    } else {
+        output_strides(e, node, 0, &axes, keepdim)
+    };
+    let kept: Vec<usize> = (0..in_ty.rank())
+        .filter(|axis| !axes.contains(axis))
+        .collect();
+    let compute = if in_ty.dtype.is_float() {
+        in_ty.dtype
+    } else {
+        DType::I64
+    };
+    let compute_ty = scalar_type(compute)?;
+    let out_dtype = e.graph().value(node.outputs[0]).ty.dtype;
+    let bases = [e.address(input), e.address(node.outputs[0])];
+    over_axes(
+        e,
+        &sizes,
+        &[in_strides.clone(), out_strides],
+        &kept,
+        &bases,
+        &mut |e, pointers| {
+            let best = if compute.is_float() {
+                fconst(e, compute_ty, f64::NEG_INFINITY)
+            } else {
+                e.b.ins().iconst(compute_ty, i64::MIN)
+            };
+            let first = e.iconst(0);
+            let found_nan = e.b.ins().iconst(types::I8, 0);
+            let result = fold_axes(
+                e,
+                &sizes,
+                &in_strides,
+                &axes,
+                pointers[0],
+                &[best, first, found_nan],
+                &mut |e, address, index, carried| {
+                    let value = e.load(in_ty.dtype, address)?;
+                    let value = e.convert(value, in_ty.dtype, compute)?;
+                    let (best, best_index, found_nan) = (carried[0], carried[1], carried[2]);
+                    let better = if compute.is_float() {
+                        let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, best);
+                        let is_nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
+                        let no_nan_yet = e.b.ins().icmp_imm_s(IntCC::Equal, found_nan, 0);
+                        let first_nan = e.b.ins().band(is_nan, no_nan_yet);
+                        let greater = e.b.ins().band(greater, no_nan_yet);
+                        let better = e.b.ins().bor(greater, first_nan);
+                        let nan_seen = e.b.ins().bor(found_nan, is_nan);
+                        (better, nan_seen)
+                    } else {
+                        (
+                            e.b.ins().icmp(IntCC::SignedGreaterThan, value, best),
+                            found_nan,
+                        )
+                    };
+                    // The first element always wins, so ties keep the first index.
+                    let is_first = e.b.ins().icmp_imm_s(IntCC::Equal, index, 0);
+                    let take = e.b.ins().bor(better.0, is_first);
+                    let best = e.b.ins().select(take, value, best);
+                    let best_index = e.b.ins().select(take, index, best_index);
+                    Ok(vec![best, best_index, better.1])
+                },
+            )?;
+            let index = e.convert(result[1], DType::I64, out_dtype)?;
+            e.store(index, pointers[1]);
+            Ok(())
+        },
+    )
+}
+
+/// Running sums along an axis, in the output's type.
+pub(crate) fn cumsum(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    dim: usize,
+) -> Result<(), CodegenError> {
+    let input = node.inputs[0];
+    let in_ty = e.graph().value(input).ty.clone();
+    let out_dtype = e.graph().value(node.outputs[0]).ty.dtype;
+    if in_ty.rank() == 0 {
+        return super::elementwise::copy(e, node);
+    }
+    let sizes = e.shape(&in_ty.shape);
+    let strides = [byte_strides(e, input), byte_strides(e, node.outputs[0])];
+    let kept: Vec<usize> = (0..in_ty.rank()).filter(|&axis| axis != dim).collect();
+    let compute_ty = scalar_type(out_dtype)?;
+    let bases = [e.address(input), e.address(node.outputs[0])];
+    over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
+        let zero = if out_dtype.is_float() {
+            fconst(e, compute_ty, 0.0)
+        } else {
+            e.b.ins().iconst(compute_ty, 0)
+        };
+        let (in_step, out_step) = (strides[0][dim], strides[1][dim]);
+        e.counted_loop(
+            sizes[dim],
+            &[pointers[0], pointers[1], zero],
+            |e, _, carried| {
+                let value = e.load(in_ty.dtype, carried[0])?;
+                let value = e.convert(value, in_ty.dtype, out_dtype)?;
+                let total = if out_dtype.is_float() {
+                    e.b.ins().fadd(carried[2], value)
+                } else {
+                    e.b.ins().iadd(carried[2], value)
+                };
+                e.store(total, carried[1]);
+                Ok(vec![
+                    e.add_size(carried[0], in_step),
+                    e.add_size(carried[1], out_step),
+                    total,
+                ])
+            },
+        )?;
+        Ok(())
+    })
+}
+
+/// Softmax (or log-softmax) along `dim`: max, then exp(x - max) and its
+/// sum, then scale.
+pub(crate) fn softmax(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    dim: usize,
+    log: bool,
+) -> Result<(), CodegenError> {
+    let input = node.inputs[0];
+    let in_ty = e.graph().value(input).ty.clone();
+    let dtype = e.graph().value(node.outputs[0]).ty.dtype;
+    if !dtype.is_float() || in_ty.dtype != dtype {
+        return Err(CodegenError::Unsupported(format!(
+            "softmax of {} into {dtype}",
+            in_ty.dtype
+        )));
+    }
+    if in_ty.rank() == 0 {
+        return Err(CodegenError::Unsupported(
+            "softmax of a 0-dim tensor".into(),
+        ));
+    }
+    let ty = scalar_type(dtype)?;
+    let sizes = e.shape(&in_ty.shape);
+    let strides = [byte_strides(e, input), byte_strides(e, node.outputs[0])];
+    let kept: Vec<usize> = (0..in_ty.rank()).filter(|&axis| axis != dim).collect();
+    let (in_step, out_step) = (strides[0][dim], strides[1][dim]);
+    let count = sizes[dim];
+    let bases = [e.address(input), e.address(node.outputs[0])];
+    over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
+        let lowest = fconst(e, ty, f64::NEG_INFINITY);
+        let max = e.counted_loop(count, &[pointers[0], lowest], |e, _, c| {
+            let value = e.b.ins().load(ty, flags(), c[0], 0);
+            Ok(vec![e.add_size(c[0], in_step), e.b.ins().fmax(c[1], value)])
+        })?[1];
+        let zero = fconst(e, ty, 0.0);
+        let sum = e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
+            let value = e.b.ins().load(ty, flags(), c[0], 0);
+            let shifted = e.b.ins().fsub(value, max);
+            let exp = e.call_math(MathFn::Exp.for_type(ty), &[shifted])?;
+            if !log {
+                e.b.ins().store(flags(), exp, c[1], 0);
+            }
+            Ok(vec![
+                e.add_size(c[0], in_step),
+                e.add_size(c[1], out_step),
+                e.b.ins().fadd(c[2], exp),
+            ])
+        })?[2];
+        if log {
+            let log_sum = e.call_math(MathFn::Log.for_type(ty), &[sum])?;
+            let shift = e.b.ins().fadd(max, log_sum);
+            e.counted_loop(count, &[pointers[0], pointers[1]], |e, _, c| {
+                let value = e.b.ins().load(ty, flags(), c[0], 0);
+                let result = e.b.ins().fsub(value, shift);
+                e.b.ins().store(flags(), result, c[1], 0);
+                Ok(vec![e.add_size(c[0], in_step), e.add_size(c[1], out_step)])
+            })?;
+        } else {
+            let one = fconst(e, ty, 1.0);
+            let scale = e.b.ins().fdiv(one, sum);
+            e.counted_loop(count, &[pointers[1]], |e, _, c| {
+                let value = e.b.ins().load(ty, flags(), c[0], 0);
+                let result = e.b.ins().fmul(value, scale);
+                e.b.ins().store(flags(), result, c[0], 0);
+                Ok(vec![e.add_size(c[0], out_step)])
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// Layer norm over the trailing `normalized_dims` axes of a contiguous f32
+/// input: out = (x - mean) * rstd * weight + bias; also writes mean and rstd.
+pub(crate) fn layer_norm(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    normalized_dims: usize,
+    eps: f64,
+    weight: bool,
+    bias: bool,
+) -> Result<(), CodegenError> {
+    let input = node.inputs[0];
+    let in_ty = e.graph().value(input).ty.clone();
+    let output_contiguous = node
+        .outputs
+        .iter()
+        .all(|&output| e.graph().value(output).ty.is_contiguous());
+    if in_ty.dtype != DType::F32 || !in_ty.is_contiguous() || !output_contiguous {
+        return Err(CodegenError::Unsupported(
+            "layer norm other than of contiguous f32 tensors".into(),
+        ));
+    }
+    let rank = in_ty.rank();
+    let sizes = e.shape(&in_ty.shape);
+    let normalized: Vec<usize> = (rank - normalized_dims..rank).collect();
+    let row = count_of(e, &sizes, &normalized);
+    let row_bytes = e.mul(row, Size::Const(4));
+    let outer: Vec<usize> = (0..rank - normalized_dims).collect();
+    let outer_sizes: Vec<Size> = outer.iter().map(|&axis| sizes[axis]).collect();
+    let rows = e.product(&outer_sizes);
+    let weight_base = weight.then(|| e.address(node.inputs[1]));
+    let bias_base = bias.then(|| e.address(node.inputs[1 + usize::from(weight)]));
+    let pointers = [
+        e.address(input),
+        e.address(node.outputs[0]),
+        e.address(node.outputs[1]),
+        e.address(node.outputs[2]),
+    ];
+    e.counted_loop(rows, &pointers, |e, _, p| {
+        let sum = fold_row_f32(e, ReduceOp::Sum, p[0], row)?;
+        let n = count_as_float(e, row, types::F32);
+        let mean = e.b.ins().fdiv(sum, n);
+        let zero = e.b.ins().f32const(0.0);
+        let squares = e.counted_loop(row, &[p[0], zero], |e, _, c| {
+            let value = e.b.ins().load(types::F32, flags(), c[0], 0);
+            let centered = e.b.ins().fsub(value, mean);
+            let square = e.b.ins().fmul(centered, centered);
+            Ok(vec![
+                e.b.ins().iadd_imm_s(c[0], 4),
+                e.b.ins().fadd(c[1], square),
+            ])
+        })?[1];
+        let variance = e.b.ins().fdiv(squares, n);
+        let epsilon = e.b.ins().f32const(eps as f32);
+        let shifted = e.b.ins().fadd(variance, epsilon);
+        let root = e.b.ins().sqrt(shifted);
+        let one = e.b.ins().f32const(1.0);
+        let rstd = e.b.ins().fdiv(one, root);
+        let mut carried = vec![p[0], p[1]];
+        carried.extend(weight_base);
+        carried.extend(bias_base);
+        e.counted_loop(row, &carried, |e, _, c| {
+            let value = e.b.ins().load(types::F32, flags(), c[0], 0);
+            let centered = e.b.ins().fsub(value, mean);
+            let mut result = e.b.ins().fmul(centered, rstd);
+            let mut next = vec![e.b.ins().iadd_imm_s(c[0], 4), e.b.ins().iadd_imm_s(c[1], 4)];
+            let mut slot = 2;
+            if weight {
+                let w = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                result = e.b.ins().fmul(result, w);
+                next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+                slot += 1;
+            }
+            if bias {
+                let b = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                result = e.b.ins().fadd(result, b);
+                next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+            }
+            e.b.ins().store(flags(), result, c[1], 0);
+            Ok(next)
+        })?;
+        e.b.ins().store(flags(), mean, p[2], 0);
+        e.b.ins().store(flags(), rstd, p[3], 0);
+        Ok(vec![
+            e.add_size(p[0], row_bytes),
+            e.add_size(p[1], row_bytes),
+            e.b.ins().iadd_imm_s(p[2], 4),
+            e.b.ins().iadd_imm_s(p[3], 4),
+        ])
+    })?;
+    Ok(())
+}
+
+/// Inference batch norm of a contiguous f32 tensor over dim 1: each channel
+/// is scaled by weight / sqrt(var + eps) and shifted by bias - mean * scale.
+pub(crate) fn batch_norm(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    eps: f64,
+    weight: bool,
+    bias: bool,
+) -> Result<(), CodegenError> {
+    let input = node.inputs[0];
+    let in_ty = e.graph().value(input).ty.clone();
+    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
+    let parameters_f32 = node
+        .inputs
+        .iter()
+        .all(|&value| e.graph().value(value).ty.dtype == DType::F32);
+    if !parameters_f32 || !in_ty.is_contiguous() || !out_ty.is_contiguous() {
+        return Err(CodegenError::Unsupported(
+            "batch norm other than of contiguous f32 tensors".into(),
+        ));
+    }
+    let sizes = e.shape(&in_ty.shape);
+    let spatial = e.product(&sizes[2..]);
+    let spatial_bytes = e.mul(spatial, Size::Const(4));
+    let mean = e.address(node.inputs[1 + usize::from(weight) + usize::from(bias)]);
+    let variance = e.address(node.inputs[2 + usize::from(weight) + usize::from(bias)]);
+    let weight_base = weight.then(|| e.address(node.inputs[1]));
+    let bias_base = bias.then(|| e.address(node.inputs[1 + usize::from(weight)]));
+    let pointers = [e.address(input), e.address(node.outputs[0])];
+    let channels = sizes[1];
+    e.counted_loop(sizes[0], &pointers, |e, _, p| {
+        let mut carried = vec![p[0], p[1], mean, variance];
+        carried.extend(weight_base);
+        carried.extend(bias_base);
+        let after = e.counted_loop(channels, &carried, |e, _, c| {
+            let m = e.b.ins().load(types::F32, flags(), c[2], 0);
+            let v = e.b.ins().load(types::F32, flags(), c[3], 0);
+            let epsilon = e.b.ins().f32const(eps as f32);
+            let shifted = e.b.ins().fadd(v, epsilon);
+            let root = e.b.ins().sqrt(shifted);
+            let one = e.b.ins().f32const(1.0);
+            let mut scale = e.b.ins().fdiv(one, root);
+            let mut next = vec![
+                c[0],
+                c[1],
+                e.b.ins().iadd_imm_s(c[2], 4),
+                e.b.ins().iadd_imm_s(c[3], 4),
+            ];
+            let mut slot = 4;
+            if weight {
+                let w = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                scale = e.b.ins().fmul(scale, w);
+                next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+                slot += 1;
+            }
+            let mut shift = e.b.ins().fmul(m, scale);
+            shift = e.b.ins().fneg(shift);
+            if bias {
+                let b = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                shift = e.b.ins().fadd(shift, b);
+                next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+            }
+            super::linalg::scale_shift_row(e, c[0], c[1], spatial, scale, shift)?;
+            next[0] = e.add_size(c[0], spatial_bytes);
+            next[1] = e.add_size(c[1], spatial_bytes);
+            Ok(next)
+        })?;
+        Ok(vec![after[0], after[1]])
+    })?;
+    Ok(())
+}
+
+/// Dispatches the reduction-shaped ops.
+pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
+    use ptec_ir::Op;
+    match &node.op {
+        Op::Reduce { op, dims, keepdim } => reduce(e, node, *op, dims, *keepdim)?,
+        Op::ArgMax { dim, keepdim } => argmax(e, node, *dim, *keepdim)?,
+        Op::CumSum { dim } => cumsum(e, node, *dim)?,
+        Op::Softmax { dim, log } => softmax(e, node, *dim, *log)?,
+        Op::LayerNorm {
+            normalized_dims,
+            eps,
+            weight,
+            bias,
+        } => layer_norm(e, node, *normalized_dims, *eps, *weight, *bias)?,
+        Op::BatchNorm { eps, weight, bias } => batch_norm(e, node, *eps, *weight, *bias)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
