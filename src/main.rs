@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 1 invalid input (the message on stderr starts with
 //! `error:`), 2 usage (clap's own).
 
+mod bench;
 mod bundled_test;
 mod dump;
 mod inspect;
@@ -79,6 +80,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Time a compiled method on its first test case's inputs (or given
+    /// .npy inputs): median, min and max over the runs.
+    Bench {
+        file: PathBuf,
+        #[arg(long)]
+        method: Option<String>,
+        #[arg(long = "input")]
+        inputs: Vec<PathBuf>,
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
+        #[arg(long, default_value_t = 3)]
+        warmup: usize,
+        #[arg(long, value_enum, default_value = "jit")]
+        backend: Backend,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -105,6 +123,25 @@ fn main() -> ExitCode {
                 backend,
             };
             run::run(&file, options).map(|()| true)
+        }
+        Command::Bench {
+            file,
+            method,
+            inputs,
+            iters,
+            warmup,
+            backend,
+            json,
+        } => {
+            let options = bench::BenchOptions {
+                method: method.as_deref(),
+                inputs: &inputs,
+                iters,
+                warmup,
+                backend,
+                json,
+            };
+            bench::run(&file, options).map(|()| true)
         }
         Command::Test {
             files,
