@@ -60,14 +60,18 @@ pub fn read_bundled_program(bytes: &[u8]) -> Result<BundledProgram<'_>> {
     expect_identifier(bytes, &[b"BP08"], "bundled program")?;
     let root = flatbuffers::root_with_opts::<fb::BundledProgram>(&verifier_options(), bytes)
         .map_err(|source| Error::Flatbuffer {
-            what: "bundled program",
+            what: "bundled program".to_string(),
             source,
         })?;
     let program_bytes = root
         .program()
         .ok_or_else(|| Error::invalid("program", "the bundled program holds no program"))?
         .bytes();
-    let program = read_program(program_bytes)?;
+    let offset = program_bytes.as_ptr() as u64 - bytes.as_ptr() as u64;
+    let program = read_program(program_bytes).map_err(|source| Error::InBundle {
+        offset,
+        source: Box::new(source),
+    })?;
     let test_suites = vec_of(root.method_test_suites())
         .enumerate()
         .map(|(index, suite)| read_suite(&program, suite, index))

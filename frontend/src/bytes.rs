@@ -69,13 +69,13 @@ pub(crate) fn show_tag(tag: Option<[u8; 4]>) -> String {
 pub(crate) fn expect_identifier(
     bytes: &[u8],
     accepted: &[&'static [u8; 4]],
-    what: &'static str,
+    what: &str,
 ) -> Result<[u8; 4]> {
     let found = tag_at(bytes, 4);
     match found {
         Some(tag) if accepted.iter().any(|&want| *want == tag) => Ok(tag),
         _ => Err(Error::Identifier {
-            what,
+            what: what.to_string(),
             expected: accepted
                 .iter()
                 .map(|tag| format!("{:?}", tag.escape_ascii().to_string()))
@@ -108,7 +108,7 @@ pub(crate) fn verifier_options() -> flatbuffers::VerifierOptions {
 /// problem, including a misaligned vector that is not empty, is an error.
 pub(crate) fn verified_flatbuffer<'a>(
     bytes: &'a [u8],
-    what: &'static str,
+    what: &str,
     verify: impl Fn(&[u8], &flatbuffers::VerifierOptions) -> Result<(), flatbuffers::InvalidFlatbuffer>,
 ) -> Result<Cow<'a, [u8]>> {
     let options = verifier_options();
@@ -126,7 +126,7 @@ pub(crate) fn verified_flatbuffer<'a>(
         } = &error
         else {
             return Err(Error::Flatbuffer {
-                what,
+                what: what.to_string(),
                 source: error,
             });
         };
@@ -136,18 +136,18 @@ pub(crate) fn verified_flatbuffer<'a>(
             }) => *field,
             _ => {
                 return Err(Error::Flatbuffer {
-                    what,
+                    what: what.to_string(),
                     source: error,
                 });
             }
         };
         let vector = position.wrapping_sub(4);
-        let is_empty_vector_of_field = u32_at(&buffer, field, what)
+        let is_empty_vector_of_field = u32_at(&buffer, field, "flatbuffer field")
             .is_ok_and(|offset| field.checked_add(offset as usize) == Some(vector))
-            && u32_at(&buffer, vector, what).is_ok_and(|len| len == 0);
+            && u32_at(&buffer, vector, "flatbuffer vector").is_ok_and(|len| len == 0);
         if !is_empty_vector_of_field {
             return Err(Error::Flatbuffer {
-                what,
+                what: what.to_string(),
                 source: error,
             });
         }
@@ -163,7 +163,7 @@ pub(crate) fn verified_flatbuffer<'a>(
         });
         let Ok(offset) = u32::try_from(target - field) else {
             return Err(Error::Flatbuffer {
-                what,
+                what: what.to_string(),
                 source: error,
             });
         };

@@ -220,8 +220,9 @@ fn read_xnnpack<'a>(
             constants: &[],
         }
     };
-    let identifier = expect_identifier(regions.flatbuffer, &[b"XN00", b"XN01"], "XNNPACK graph")?;
-    let flatbuffer = verified_flatbuffer(regions.flatbuffer, "XNNPACK graph", |bytes, options| {
+    let what = format!("{path}: XNNPACK graph");
+    let identifier = expect_identifier(regions.flatbuffer, &[b"XN00", b"XN01"], &what)?;
+    let flatbuffer = verified_flatbuffer(regions.flatbuffer, &what, |bytes, options| {
         flatbuffers::root_with_opts::<xnn::XNNGraph>(options, bytes).map(|_| ())
     })?;
     // SAFETY: verified just above.
@@ -296,8 +297,9 @@ fn read_vulkan<'a>(
             constants: &[],
         }
     };
-    let identifier = expect_identifier(regions.flatbuffer, &[b"VK00"], "Vulkan graph")?;
-    let flatbuffer = verified_flatbuffer(regions.flatbuffer, "Vulkan graph", |bytes, options| {
+    let what = format!("{path}: Vulkan graph");
+    let identifier = expect_identifier(regions.flatbuffer, &[b"VK00"], &what)?;
+    let flatbuffer = verified_flatbuffer(regions.flatbuffer, &what, |bytes, options| {
         flatbuffers::root_with_opts::<vk::VkGraph>(options, bytes).map(|_| ())
     })?;
     // SAFETY: verified just above.

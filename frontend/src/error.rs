@@ -24,13 +24,13 @@ pub enum Error {
     },
 
     #[error(
-        "not an ExecuTorch file: bytes 4..8 are {found:?}, expected \"ET12\" (program) or \"BP08\" (bundled program)"
+        "not an ExecuTorch file: bytes 4..8 are \"{found}\", expected \"ET12\" (program) or \"BP08\" (bundled program)"
     )]
     UnknownFormat { found: String },
 
-    #[error("{what}: expected file identifier {expected}, found {found:?}")]
+    #[error("{what}: expected file identifier {expected}, found \"{found}\"")]
     Identifier {
-        what: &'static str,
+        what: String,
         expected: String,
         found: String,
     },
@@ -40,7 +40,7 @@ pub enum Error {
 
     #[error("{what}: the flatbuffer is malformed: {source}")]
     Flatbuffer {
-        what: &'static str,
+        what: String,
         #[source]
         source: flatbuffers::InvalidFlatbuffer,
     },
@@ -86,6 +86,15 @@ pub enum Error {
 
     #[error("{at}: {problem}")]
     Invalid { at: At, problem: String },
+
+    /// A problem inside the program a bundled program embeds; byte offsets
+    /// in `source` count from `offset`.
+    #[error("in the program embedded at byte {offset}")]
+    InBundle {
+        offset: u64,
+        #[source]
+        source: Box<Error>,
+    },
 
     #[error("{at}: {what} is not supported by ptec")]
     Unsupported { at: At, what: String },

@@ -36,7 +36,7 @@ pub fn read_program(bytes: &[u8]) -> Result<Program<'_>> {
     };
     let root = flatbuffers::root_with_opts::<fb::Program>(&verifier_options(), flatbuffer)
         .map_err(|source| Error::Flatbuffer {
-            what: "program",
+            what: "program".to_string(),
             source,
         })?;
     let segments = read_segments(bytes, header, root)?;

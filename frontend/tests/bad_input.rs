@@ -334,7 +334,10 @@ fn wrong_identifiers() {
     assert!(matches!(error_of(&bytes), Error::Identifier { .. }));
     let error = ExecutorchFile::read(&bytes).expect_err("unknown format");
     assert!(matches!(error, Error::UnknownFormat { .. }));
-    assert!(error.to_string().contains("XX99"), "{error}");
+    assert!(
+        error.to_string().contains("bytes 4..8 are \"XX99\""),
+        "{error}"
+    );
 }
 
 #[test]
@@ -648,13 +651,14 @@ fn delegate_payloads() {
         segment_data: data,
         ..bad_header
     };
-    assert!(matches!(
-        error_of(&pte(&bad_identifier)),
-        Error::Identifier {
-            what: "XNNPACK graph",
-            ..
-        }
-    ));
+    let error = error_of(&pte(&bad_identifier));
+    assert!(matches!(error, Error::Identifier { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("execution_plan[0].delegates[0]: XNNPACK graph"),
+        "{error}"
+    );
 }
 
 /// A bundled program around `program` with one test case whose input tensor
@@ -731,15 +735,16 @@ fn bundled_test_tensor_whose_data_disagrees_with_its_sizes() {
 fn bundled_program_whose_inner_program_is_bad() {
     let mut program = pte(&Spec::default());
     program[4..8].copy_from_slice(b"ET11");
-    let error = read_bundled_program(&bundled(&program, 24)).expect_err("bad inner program");
-    assert!(
-        matches!(
-            error,
-            Error::Identifier {
-                what: "program",
-                ..
-            }
-        ),
-        "{error}"
+    let bytes = bundled(&program, 24);
+    let error = read_bundled_program(&bytes).expect_err("bad inner program");
+    let Error::InBundle { offset, source } = &error else {
+        panic!("not an InBundle error: {error}");
+    };
+    let start = *offset as usize;
+    assert_eq!(
+        &bytes[start + 4..start + 8],
+        b"ET11",
+        "the offset points at the embedded program"
     );
+    assert!(matches!(**source, Error::Identifier { .. }), "{source}");
 }
