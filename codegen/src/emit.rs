@@ -44,8 +44,16 @@ pub(crate) struct MethodContext<'g, 'a> {
     pub constant_index: HashMap<ValueId, usize>,
     pub has_fma: bool,
     pub errors: Vec<String>,
+    /// Bytes of scratch memory the largest kernel needs, after the graph's
+    /// arena.
+    pub scratch_bytes: u64,
     /// Math functions declared in the module so far.
     pub math: HashMap<MathFn, FuncId>,
+}
+
+/// Where scratch memory starts in the arena.
+pub(crate) fn scratch_offset(graph: &Graph<'_>) -> u64 {
+    graph.arena_size().next_multiple_of(64)
 }
 
 /// Builds one kernel function: `(arena, constants, dims) -> status`.
@@ -176,6 +184,14 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         self.b.ins().iadd_imm_s(self.arena, offset as i64)
     }
 
+    /// The start of this kernel's scratch memory (at least `bytes` long,
+    /// 64-byte aligned). Scratch is free for any kernel to overwrite.
+    pub(crate) fn scratch(&mut self, bytes: u64) -> Value {
+        self.cx.scratch_bytes = self.cx.scratch_bytes.max(bytes);
+        let offset = scratch_offset(self.graph());
+        self.b.ins().iadd_imm_s(self.arena, offset as i64)
+    }
+
     pub(crate) fn add_size(&mut self, base: Value, size: Size) -> Value {
         match size {
             Size::Const(0) => base,
@@ -284,6 +300,10 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
     ) -> Result<Vec<Value>, CodegenError> {
         if count == Size::Const(0) {
             return Ok(carried.to_vec());
+        }
+        if count == Size::Const(1) {
+            let zero = self.iconst(0);
+            return body(self, zero, carried);
         }
         let types: Vec<Type> = carried
             .iter()

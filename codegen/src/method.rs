@@ -13,7 +13,7 @@ use cranelift_module::{FuncId, Linkage, Module};
 use ptec_ir::{DType, Dim, Graph, Op, ValueId, ValueKind};
 use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
 
-use crate::emit::{Emitter, MethodContext, PTR, flags};
+use crate::emit::{Emitter, MethodContext, PTR, flags, scratch_offset};
 use crate::error::CodegenError;
 use crate::kernels;
 
@@ -68,6 +68,7 @@ pub(crate) fn compile_method<'a>(
         constant_index,
         has_fma,
         errors: Vec::new(),
+        scratch_bytes: 0,
         math: HashMap::new(),
     };
     let signature = kernel_signature(module);
@@ -102,7 +103,7 @@ pub(crate) fn compile_method<'a>(
     let entry = define_entry(module, graph, symbol, &signature, &kernel_of)?;
     Ok(CompiledMethod {
         entry,
-        abi: method_abi(graph, cx.errors)?,
+        abi: method_abi(graph, cx.errors, cx.scratch_bytes)?,
         constants,
         kernels,
     })
@@ -214,7 +215,11 @@ fn tensor_slot(graph: &Graph<'_>, value: ValueId) -> Result<TensorSlot, CodegenE
 }
 
 /// The description of the method the runtime needs.
-fn method_abi(graph: &Graph<'_>, errors: Vec<String>) -> Result<MethodAbi, CodegenError> {
+fn method_abi(
+    graph: &Graph<'_>,
+    errors: Vec<String>,
+    scratch_bytes: u64,
+) -> Result<MethodAbi, CodegenError> {
     let states = graph
         .values()
         .filter_map(|(_, value)| match (&value.kind, value.offset) {
@@ -228,7 +233,7 @@ fn method_abi(graph: &Graph<'_>, errors: Vec<String>) -> Result<MethodAbi, Codeg
         .collect();
     Ok(MethodAbi {
         name: graph.name.clone(),
-        arena_bytes: graph.arena_size(),
+        arena_bytes: scratch_offset(graph) + scratch_bytes,
         inputs: graph
             .inputs()
             .iter()

@@ -9,7 +9,9 @@
 //! checks, NaN winning max pooling as in PyTorch.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{BlockArg, InstBuilder, Value, types};
+use cranelift_codegen::ir::{
+    BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value, types,
+};
 use ptec_ir::{DType, Node, Op, Pair, ValueId};
 
 use super::linalg::{Gemm, Matrix, emit_gemm};
@@ -35,22 +37,17 @@ fn nchw(e: &Emitter<'_, '_, '_>, value: ValueId, what: &str) -> Result<[i64; 4],
     ])
 }
 
-/// The output positions `o` in `0..outputs` whose input position
-/// `o * stride - padding + offset` lies in `0..inputs`.
-fn valid_range(outputs: i64, inputs: i64, stride: i64, padding: i64, offset: i64) -> (i64, i64) {
-    let shift = offset - padding;
-    // o * stride + shift >= 0  and  o * stride + shift <= inputs - 1
-    let low = if shift >= 0 {
-        0
-    } else {
-        (-shift + stride - 1) / stride
-    };
-    let high = if inputs - 1 - shift < 0 {
-        -1
-    } else {
-        (inputs - 1 - shift) / stride
-    };
-    (low.min(outputs), (high + 1).clamp(0, outputs))
+/// The geometry of a direct convolution over a zero-padded group plane.
+#[derive(Clone, Copy)]
+struct Geometry {
+    /// Input channels per group.
+    group_channels: i64,
+    /// Padded plane size, in elements.
+    padded: [i64; 2],
+    kernel: [i64; 2],
+    stride: [i64; 2],
+    dilation: [i64; 2],
+    out: [i64; 2],
 }
 
 #[allow(clippy::too_many_arguments)] // The geometry of one convolution.
@@ -116,85 +113,67 @@ fn convolution(
     }
     let groups = groups as i64;
     let outputs_per_group = out_channels / groups;
-    let [stride_h, stride_w] = [stride[0] as i64, stride[1] as i64];
-    let [pad_h, pad_w] = [padding[0] as i64, padding[1] as i64];
-    let [dilation_h, dilation_w] = [dilation[0] as i64, dilation[1] as i64];
-    // For every output channel of every image: fill rows with the bias,
-    // then add each (input channel, ky, kx) contribution.
+    let padded = [
+        height + 2 * padding[0] as i64,
+        width + 2 * padding[1] as i64,
+    ];
+    let geometry = Geometry {
+        group_channels,
+        padded,
+        kernel: [kernel_h, kernel_w],
+        stride: [stride[0] as i64, stride[1] as i64],
+        dilation: [dilation[0] as i64, dilation[1] as i64],
+        out: [out_h, out_w],
+    };
+    let plane_bytes = padded[0] * padded[1] * 4;
+    let scratch = e.scratch((group_channels * plane_bytes) as u64);
+    // Output channels are computed four at a time when a group has a
+    // multiple of four.
+    let block = if outputs_per_group % 4 == 0 { 4 } else { 1 };
+    let weight_block = group_channels * kernel_h * kernel_w * 4;
+    // The bias pointer rides along even without a bias (pointing at
+    // scratch, never read) so that every loop carries the same values.
+    let bias_start = bias_base.unwrap_or(scratch);
     e.counted_loop(Size::Const(batch), &[input, output], |e, _, image| {
         e.counted_loop(
-            Size::Const(out_channels),
-            &[weight, image[1]],
-            |e, oc, p| {
-                let (weight_row, out_plane) = (p[0], p[1]);
-                let group = e.b.ins().udiv_imm_u(oc, outputs_per_group);
-                let group_offset =
-                    e.b.ins()
-                        .imul_imm_s(group, group_channels * height * width * 4);
-                let in_base = e.b.ins().iadd(image[0], group_offset);
-                let initial = match bias_base {
-                    Some(base) => {
-                        let offset = e.b.ins().imul_imm_s(oc, 4);
-                        let address = e.b.ins().iadd(base, offset);
-                        e.b.ins().load(types::F32, flags(), address, 0)
-                    }
-                    None => e.b.ins().f32const(0.0),
-                };
-                e.counted_loop(Size::Const(out_h), &[out_plane], |e, oy, row| {
-                    fill_row(e, row[0], out_w, initial)?;
-                    let iy0 = e.b.ins().imul_imm_s(oy, stride_h);
-                    let iy0 = e.b.ins().iadd_imm_s(iy0, -pad_h);
-                    e.counted_loop(
-                        Size::Const(group_channels),
-                        &[in_base, weight_row],
-                        |e, _, c| {
-                            for ky in 0..kernel_h {
-                                let iy = e.b.ins().iadd_imm_s(iy0, ky * dilation_h);
-                                let inside =
-                                    e.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, iy, height);
-                                let rows_block = e.b.create_block();
-                                let after = e.b.create_block();
-                                e.b.ins().brif(inside, rows_block, &[], after, &[]);
-                                e.b.switch_to_block(rows_block);
-                                let row_offset = e.b.ins().imul_imm_s(iy, width * 4);
-                                let in_row = e.b.ins().iadd(c[0], row_offset);
-                                for kx in 0..kernel_w {
-                                    let (low, high) =
-                                        valid_range(out_w, width, stride_w, pad_w, kx * dilation_w);
-                                    if low >= high {
-                                        continue;
-                                    }
-                                    let w = e.b.ins().load(
-                                        types::F32,
-                                        flags(),
-                                        c[1],
-                                        ((ky * kernel_w + kx) * 4) as i32,
-                                    );
-                                    let out_start = e.b.ins().iadd_imm_s(row[0], low * 4);
-                                    let in_start = e.b.ins().iadd_imm_s(
-                                        in_row,
-                                        (low * stride_w - pad_w + kx * dilation_w) * 4,
-                                    );
-                                    axpy(e, out_start, in_start, high - low, stride_w, w)?;
-                                }
-                                e.b.ins().jump(after, &[]);
-                                e.b.switch_to_block(after);
-                            }
+            Size::Const(groups),
+            &[image[0], image[1], weight, bias_start],
+            |e, _, g| {
+                pad_copy(
+                    e,
+                    g[0],
+                    scratch,
+                    group_channels,
+                    [height, width],
+                    [padding[0] as i64, padding[1] as i64],
+                    padded,
+                )?;
+                let after = e.counted_loop(
+                    Size::Const(outputs_per_group / block),
+                    &[g[1], g[2], g[3]],
+                    |e, _, c| {
+                        let bias = bias_base.map(|_| c[2]);
+                        e.counted_loop(Size::Const(out_h), &[c[0], scratch], |e, _, row| {
+                            output_row(e, &geometry, block, row[1], c[1], bias, row[0], clamp)?;
                             Ok(vec![
-                                e.b.ins().iadd_imm_s(c[0], height * width * 4),
-                                e.b.ins().iadd_imm_s(c[1], kernel_h * kernel_w * 4),
+                                e.b.ins().iadd_imm_s(row[0], out_w * 4),
+                                e.b.ins()
+                                    .iadd_imm_s(row[1], geometry.stride[0] * padded[1] * 4),
                             ])
-                        },
-                    )?;
-                    if clamp != (None, None) {
-                        clamp_row(e, row[0], out_w, clamp)?;
-                    }
-                    Ok(vec![e.b.ins().iadd_imm_s(row[0], out_w * 4)])
-                })?;
+                        })?;
+                        Ok(vec![
+                            e.b.ins().iadd_imm_s(c[0], block * out_h * out_w * 4),
+                            e.b.ins().iadd_imm_s(c[1], block * weight_block),
+                            e.b.ins().iadd_imm_s(c[2], block * 4),
+                        ])
+                    },
+                )?;
                 Ok(vec![
                     e.b.ins()
-                        .iadd_imm_s(weight_row, group_channels * kernel_h * kernel_w * 4),
-                    e.b.ins().iadd_imm_s(out_plane, out_h * out_w * 4),
+                        .iadd_imm_s(g[0], group_channels * height * width * 4),
+                    after[0],
+                    after[1],
+                    after[2],
                 ])
             },
         )?;
@@ -208,91 +187,254 @@ fn convolution(
     Ok(())
 }
 
-/// `row[0..count] = value`.
-fn fill_row(
+/// Copies `channels` planes of `size` from `source` into `target`, each
+/// surrounded by `padding` zeros (planes of `padded` size).
+fn pad_copy(
     e: &mut Emitter<'_, '_, '_>,
-    row: Value,
-    count: i64,
-    value: Value,
+    source: Value,
+    target: Value,
+    channels: i64,
+    size: [i64; 2],
+    padding: [i64; 2],
+    padded: [i64; 2],
 ) -> Result<(), CodegenError> {
-    let splat = e.b.ins().splat(types::F32X4, value);
-    let after = e.counted_loop(Size::Const(count / 4), &[row], |e, _, p| {
-        e.b.ins().store(flags(), splat, p[0], 0);
-        Ok(vec![e.b.ins().iadd_imm_s(p[0], 16)])
-    })?;
-    e.counted_loop(Size::Const(count % 4), &after, |e, _, p| {
-        e.b.ins().store(flags(), value, p[0], 0);
-        Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
-    })?;
+    if padding != [0, 0] {
+        let zero = e.b.ins().f32const(0.0);
+        let zeros = e.b.ins().splat(types::F32X4, zero);
+        let total = channels * padded[0] * padded[1];
+        let after = e.counted_loop(Size::Const(total / 4), &[target], |e, _, p| {
+            e.b.ins().store(flags(), zeros, p[0], 0);
+            Ok(vec![e.b.ins().iadd_imm_s(p[0], 16)])
+        })?;
+        e.counted_loop(Size::Const(total % 4), &after, |e, _, p| {
+            e.b.ins().store(flags(), zero, p[0], 0);
+            Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
+        })?;
+    }
+    let first =
+        e.b.ins()
+            .iadd_imm_s(target, (padding[0] * padded[1] + padding[1]) * 4);
+    e.counted_loop(
+        Size::Const(channels * size[0]),
+        &[source, first],
+        |e, row, p| {
+            copy_row(e, p[0], p[1], size[1])?;
+            // The next row starts a plane's padding later at each plane's end.
+            let next_target = e.b.ins().iadd_imm_s(p[1], padded[1] * 4);
+            let next_row = e.b.ins().iadd_imm_s(row, 1);
+            let plane_end = e.b.ins().urem_imm_u(next_row, size[0]);
+            let at_end = e.b.ins().icmp_imm_s(IntCC::Equal, plane_end, 0);
+            let skip =
+                e.b.ins()
+                    .iadd_imm_s(next_target, 2 * padding[0] * padded[1] * 4);
+            let next_target = e.b.ins().select(at_end, skip, next_target);
+            Ok(vec![e.b.ins().iadd_imm_s(p[0], size[1] * 4), next_target])
+        },
+    )?;
     Ok(())
 }
 
-/// `out[i] += w * input[i * stride]` for `count` elements.
-fn axpy(
+fn copy_row(
     e: &mut Emitter<'_, '_, '_>,
-    out: Value,
-    input: Value,
+    source: Value,
+    target: Value,
     count: i64,
-    stride: i64,
-    w: Value,
 ) -> Result<(), CodegenError> {
-    let has_fma = e.cx.has_fma;
-    let multiply_add = |e: &mut Emitter<'_, '_, '_>, a: Value, b: Value, c: Value| {
-        if has_fma {
-            e.b.ins().fma(a, b, c)
-        } else {
-            let product = e.b.ins().fmul(a, b);
-            e.b.ins().fadd(product, c)
-        }
-    };
-    let mut pointers = vec![out, input];
-    if stride == 1 {
-        let w4 = e.b.ins().splat(types::F32X4, w);
-        pointers = e.counted_loop(Size::Const(count / 4), &pointers, |e, _, p| {
-            let x = e.b.ins().load(types::F32X4, flags(), p[1], 0);
-            let y = e.b.ins().load(types::F32X4, flags(), p[0], 0);
-            let sum = multiply_add(e, w4, x, y);
-            e.b.ins().store(flags(), sum, p[0], 0);
-            Ok(vec![
-                e.b.ins().iadd_imm_s(p[0], 16),
-                e.b.ins().iadd_imm_s(p[1], 16),
-            ])
-        })?;
-    }
-    let rest = if stride == 1 { count % 4 } else { count };
-    e.counted_loop(Size::Const(rest), &pointers, |e, _, p| {
-        let x = e.b.ins().load(types::F32, flags(), p[1], 0);
-        let y = e.b.ins().load(types::F32, flags(), p[0], 0);
-        let sum = multiply_add(e, w, x, y);
-        e.b.ins().store(flags(), sum, p[0], 0);
+    let after = e.counted_loop(Size::Const(count / 4), &[source, target], |e, _, p| {
+        let v = e.b.ins().load(types::F32X4, flags(), p[0], 0);
+        e.b.ins().store(flags(), v, p[1], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], 16),
+            e.b.ins().iadd_imm_s(p[1], 16),
+        ])
+    })?;
+    e.counted_loop(Size::Const(count % 4), &after, |e, _, p| {
+        let v = e.b.ins().load(types::F32, flags(), p[0], 0);
+        e.b.ins().store(flags(), v, p[1], 0);
         Ok(vec![
             e.b.ins().iadd_imm_s(p[0], 4),
-            e.b.ins().iadd_imm_s(p[1], stride * 4),
+            e.b.ins().iadd_imm_s(p[1], 4),
         ])
     })?;
     Ok(())
 }
 
-fn clamp_row(
+/// One output row of `block` output channels: tiles of 8 columns, then 4,
+/// then single columns.
+#[allow(clippy::too_many_arguments)] // The operands of one row.
+fn output_row(
     e: &mut Emitter<'_, '_, '_>,
-    row: Value,
-    count: i64,
+    geometry: &Geometry,
+    block: i64,
+    input_row: Value,
+    weight: Value,
+    bias: Option<Value>,
+    output_row: Value,
     clamp: (Option<f32>, Option<f32>),
 ) -> Result<(), CodegenError> {
-    e.counted_loop(Size::Const(count), &[row], |e, _, p| {
-        let mut value = e.b.ins().load(types::F32, flags(), p[0], 0);
-        if let Some(min) = clamp.0 {
-            let min = e.b.ins().f32const(min);
-            value = e.b.ins().fmax(value, min);
-        }
-        if let Some(max) = clamp.1 {
-            let max = e.b.ins().f32const(max);
-            value = e.b.ins().fmin(value, max);
-        }
-        e.b.ins().store(flags(), value, p[0], 0);
-        Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
-    })?;
+    let width = geometry.out[1];
+    let mut carried = vec![input_row, output_row];
+    let mut left = width;
+    for lanes in [8, 4, 1] {
+        let count = left / lanes;
+        left %= lanes;
+        carried = e.counted_loop(Size::Const(count), &carried, |e, _, p| {
+            conv_tile(e, geometry, block, lanes, p[0], weight, bias, p[1], clamp)?;
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], lanes * geometry.stride[1] * 4),
+                e.b.ins().iadd_imm_s(p[1], lanes * 4),
+            ])
+        })?;
+    }
     Ok(())
+}
+
+/// `lanes` consecutive outputs of `block` channels: accumulates every input
+/// channel and kernel tap in registers, then adds the bias, clamps and
+/// stores.
+#[allow(clippy::too_many_arguments)] // The operands of one tile.
+fn conv_tile(
+    e: &mut Emitter<'_, '_, '_>,
+    geometry: &Geometry,
+    block: i64,
+    lanes: i64,
+    input: Value,
+    weight: Value,
+    bias: Option<Value>,
+    output: Value,
+    clamp: (Option<f32>, Option<f32>),
+) -> Result<(), CodegenError> {
+    let vectors = if lanes == 1 { 1 } else { (lanes / 4) as usize };
+    let lane = if lanes == 1 { types::F32 } else { types::F32X4 };
+    let zero = super::scalar_ops::fconst(e, lane, 0.0);
+    let accumulators = block as usize * vectors;
+    let mut carried = vec![input, weight];
+    carried.extend(std::iter::repeat_n(zero, accumulators));
+    let [kernel_h, kernel_w] = geometry.kernel;
+    let plane_bytes = geometry.padded[0] * geometry.padded[1] * 4;
+    let weight_block = geometry.group_channels * kernel_h * kernel_w * 4;
+    let has_fma = e.cx.has_fma;
+    let result = e.counted_loop(Size::Const(geometry.group_channels), &carried, |e, _, p| {
+        let mut sums = p[2..].to_vec();
+        for ky in 0..kernel_h {
+            for kx in 0..kernel_w {
+                let offset = (ky * geometry.dilation[0] * geometry.padded[1]
+                    + kx * geometry.dilation[1])
+                    * 4;
+                let values: Vec<Value> = (0..vectors)
+                    .map(|t| {
+                        load_strided(
+                            e,
+                            p[0],
+                            offset as i32 + (t as i64 * 4 * geometry.stride[1] * 4) as i32,
+                            geometry.stride[1],
+                            lane,
+                        )
+                    })
+                    .collect();
+                for channel in 0..block as usize {
+                    let tap = channel as i64 * weight_block + (ky * kernel_w + kx) * 4;
+                    let w = e.b.ins().load(types::F32, flags(), p[1], tap as i32);
+                    let w = if lane.is_vector() {
+                        e.b.ins().splat(lane, w)
+                    } else {
+                        w
+                    };
+                    for (t, &value) in values.iter().enumerate() {
+                        let slot = channel * vectors + t;
+                        sums[slot] = if has_fma {
+                            e.b.ins().fma(w, value, sums[slot])
+                        } else {
+                            let product = e.b.ins().fmul(w, value);
+                            e.b.ins().fadd(product, sums[slot])
+                        };
+                    }
+                }
+            }
+        }
+        let mut next = vec![
+            e.b.ins().iadd_imm_s(p[0], plane_bytes),
+            e.b.ins().iadd_imm_s(p[1], kernel_h * kernel_w * 4),
+        ];
+        next.extend(sums);
+        Ok(next)
+    })?;
+    let out_plane = geometry.out[0] * geometry.out[1] * 4;
+    for channel in 0..block as usize {
+        let bias_value = match bias {
+            Some(bias) => {
+                let value =
+                    e.b.ins()
+                        .load(types::F32, flags(), bias, channel as i32 * 4);
+                if lane.is_vector() {
+                    e.b.ins().splat(lane, value)
+                } else {
+                    value
+                }
+            }
+            None => zero,
+        };
+        for t in 0..vectors {
+            let mut value =
+                e.b.ins()
+                    .fadd(result[2 + channel * vectors + t], bias_value);
+            if let Some(min) = clamp.0 {
+                let min = super::scalar_ops::fconst(e, lane, f64::from(min));
+                value = e.b.ins().fmax(value, min);
+            }
+            if let Some(max) = clamp.1 {
+                let max = super::scalar_ops::fconst(e, lane, f64::from(max));
+                value = e.b.ins().fmin(value, max);
+            }
+            let offset = channel as i64 * out_plane + t as i64 * 16;
+            e.b.ins().store(flags(), value, output, offset as i32);
+        }
+    }
+    Ok(())
+}
+
+/// Loads four inputs `stride` elements apart (or one, for a scalar lane).
+fn load_strided(
+    e: &mut Emitter<'_, '_, '_>,
+    base: Value,
+    offset: i32,
+    stride: i64,
+    lane: Type,
+) -> Value {
+    if !lane.is_vector() {
+        return e.b.ins().load(types::F32, flags(), base, offset);
+    }
+    match stride {
+        1 => e.b.ins().load(types::F32X4, flags(), base, offset),
+        2 => {
+            // Eight consecutive floats; keep the even ones.
+            let low = e.b.ins().load(types::I8X16, flags(), base, offset);
+            let high = e.b.ins().load(types::I8X16, flags(), base, offset + 16);
+            let mask = e.b.func.dfg.immediates.push(ConstantData::from(
+                [0u8, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27].as_slice(),
+            ));
+            let evens = e.b.ins().shuffle(low, high, mask);
+            e.b.ins().bitcast(
+                types::F32X4,
+                MemFlagsData::new().with_endianness(Endianness::Little),
+                evens,
+            )
+        }
+        _ => {
+            let first = e.b.ins().load(types::F32, flags(), base, offset);
+            let mut vector = e.b.ins().scalar_to_vector(types::F32X4, first);
+            for lane_index in 1..4u8 {
+                let element = e.b.ins().load(
+                    types::F32,
+                    flags(),
+                    base,
+                    offset + (i64::from(lane_index) * stride * 4) as i32,
+                );
+                vector = e.b.ins().insertlane(vector, element, lane_index);
+            }
+            vector
+        }
+    }
 }
 
 /// Visits every pooling window position of every plane, giving the window's

@@ -66,31 +66,69 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
         && gemm
             .bias
             .is_none_or(|bias| matches!(bias.col, Size::Const(0 | 4)));
-    let row_blocks = divide(e, gemm.m, TILE_ROWS as i64);
-    let row_rest = remainder(e, gemm.m, TILE_ROWS as i64);
-    let a_step = e.mul(gemm.a.row, Size::Const(TILE_ROWS as i64));
-    let c_step = e.mul(gemm.c.row, Size::Const(TILE_ROWS as i64));
-    let bias_step = gemm
-        .bias
-        .map(|bias| e.mul(bias.row, Size::Const(TILE_ROWS as i64)));
-    let mut carried = vec![gemm.a.base, gemm.c.base];
+    // Column panels outside, row blocks inside: a panel of B (K rows of one
+    // tile's width) stays in the L1 cache while every row block uses it.
+    let widths: &[Columns] = if vector {
+        &[Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar]
+    } else {
+        &[Columns::Scalar]
+    };
+    let mut carried = vec![gemm.b.base, gemm.c.base];
     carried.extend(gemm.bias.map(|bias| bias.base));
-    let after = e.counted_loop(row_blocks, &carried, |e, _, p| {
-        row_band(e, gemm, TILE_ROWS, vector, p[0], p[1], p.get(2).copied())?;
-        let mut next = vec![e.add_size(p[0], a_step), e.add_size(p[1], c_step)];
-        if let (Some(step), Some(&bias)) = (bias_step, p.get(2)) {
-            next.push(e.add_size(bias, step));
-        }
-        Ok(next)
-    })?;
-    e.counted_loop(row_rest, &after, |e, _, p| {
-        row_band(e, gemm, 1, vector, p[0], p[1], p.get(2).copied())?;
-        let mut next = vec![e.add_size(p[0], gemm.a.row), e.add_size(p[1], gemm.c.row)];
-        if let (Some(bias), Some(&pointer)) = (gemm.bias, p.get(2)) {
-            next.push(e.add_size(pointer, bias.row));
-        }
-        Ok(next)
-    })?;
+    let mut left = gemm.n;
+    for &columns in widths {
+        let width = columns.width();
+        let count = if columns == Columns::Scalar {
+            left
+        } else {
+            divide(e, left, width)
+        };
+        left = remainder(e, left, width);
+        let b_step = e.mul(gemm.b.col, Size::Const(width));
+        let c_step = e.mul(gemm.c.col, Size::Const(width));
+        let bias_step = gemm.bias.map(|bias| e.mul(bias.col, Size::Const(width)));
+        carried = e.counted_loop(count, &carried, |e, _, p| {
+            column_panel(e, gemm, columns, p[0], p[1], p.get(2).copied())?;
+            let mut next = vec![e.add_size(p[0], b_step), e.add_size(p[1], c_step)];
+            if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
+                next.push(e.add_size(pointer, step));
+            }
+            Ok(next)
+        })?;
+    }
+    Ok(())
+}
+
+/// All the rows of one column panel starting at `b` / `c`: blocks of four
+/// rows, then single rows.
+fn column_panel(
+    e: &mut Emitter<'_, '_, '_>,
+    gemm: &Gemm,
+    columns: Columns,
+    b: Value,
+    c: Value,
+    bias: Option<Value>,
+) -> Result<(), CodegenError> {
+    let mut carried = vec![gemm.a.base, c];
+    carried.extend(bias);
+    let mut left = gemm.m;
+    for rows in [TILE_ROWS, 1] {
+        let count = divide(e, left, rows as i64);
+        left = remainder(e, left, rows as i64);
+        let a_step = e.mul(gemm.a.row, Size::Const(rows as i64));
+        let c_step = e.mul(gemm.c.row, Size::Const(rows as i64));
+        let bias_step = gemm
+            .bias
+            .map(|matrix| e.mul(matrix.row, Size::Const(rows as i64)));
+        carried = e.counted_loop(count, &carried, |e, _, p| {
+            tile(e, gemm, rows, columns, p[0], b, p[1], p.get(2).copied())?;
+            let mut next = vec![e.add_size(p[0], a_step), e.add_size(p[1], c_step)];
+            if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
+                next.push(e.add_size(pointer, step));
+            }
+            Ok(next)
+        })?;
+    }
     Ok(())
 }
 
@@ -106,47 +144,6 @@ fn remainder(e: &mut Emitter<'_, '_, '_>, size: Size, by: i64) -> Size {
         Size::Const(n) => Size::Const(n % by),
         Size::Dyn(n) => Size::Dyn(e.b.ins().urem_imm_u(n, by)),
     }
-}
-
-/// All the columns of `rows` rows starting at `a` / `c`.
-fn row_band(
-    e: &mut Emitter<'_, '_, '_>,
-    gemm: &Gemm,
-    rows: usize,
-    vector: bool,
-    a: Value,
-    c: Value,
-    bias: Option<Value>,
-) -> Result<(), CodegenError> {
-    let mut carried = vec![gemm.b.base, c];
-    carried.extend(bias);
-    let widths: &[Columns] = if vector {
-        &[Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar]
-    } else {
-        &[Columns::Scalar]
-    };
-    let mut left = gemm.n;
-    for &columns in widths {
-        let width = columns.width();
-        let count = if columns == Columns::Scalar {
-            left
-        } else {
-            divide(e, left, width)
-        };
-        left = remainder(e, left, width);
-        let b_step = e.mul(gemm.b.col, Size::Const(width));
-        let c_step = e.mul(gemm.c.col, Size::Const(width));
-        let bias_step = gemm.bias.map(|bias| e.mul(bias.col, Size::Const(width)));
-        carried = e.counted_loop(count, &carried, |e, _, p| {
-            tile(e, gemm, rows, columns, a, p[0], p[1], p.get(2).copied())?;
-            let mut next = vec![e.add_size(p[0], b_step), e.add_size(p[1], c_step)];
-            if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
-                next.push(e.add_size(pointer, step));
-            }
-            Ok(next)
-        })?;
-    }
-    Ok(())
 }
 
 /// Loads (or, with a zero stride, broadcasts) the f32 data of one tile
