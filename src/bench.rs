@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use ptec_frontend::{ExecutorchFile, FileBytes};
 use serde::Serialize;
 
-use crate::instance::{Backend, load, refs};
+use crate::instance::{Backend, PassArgs, load, refs};
 use crate::method::select_method;
 use crate::npy;
 use crate::run::first_case_inputs;
@@ -21,6 +21,7 @@ pub struct BenchOptions<'o> {
     pub warmup: usize,
     pub backend: Backend,
     pub json: bool,
+    pub passes: &'o PassArgs,
 }
 
 #[derive(Debug, Serialize)]
@@ -51,7 +52,7 @@ pub fn run(path: &Path, options: BenchOptions<'_>) -> anyhow::Result<()> {
             .collect::<anyhow::Result<_>>()?
     };
     let inputs = refs(&inputs);
-    let mut loaded = load(method, options.backend)?;
+    let mut loaded = load(method, options.backend, options.passes)?;
     for _ in 0..options.warmup {
         loaded.instance.run(&inputs)?;
     }

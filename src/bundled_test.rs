@@ -9,7 +9,7 @@ use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
 use ptec_runtime::HostTensor;
 use serde::Serialize;
 
-use crate::instance::{Backend, load, refs};
+use crate::instance::{Backend, PassArgs, load, refs};
 use crate::npy;
 use crate::run::test_input;
 
@@ -43,10 +43,11 @@ pub fn run(
     backend: Backend,
     tolerance: Tolerance,
     json: bool,
+    passes: &PassArgs,
 ) -> anyhow::Result<bool> {
     let (mut passed, mut failed) = (0, 0);
     for path in files {
-        let report = test_file(path, backend, tolerance);
+        let report = test_file(path, backend, tolerance, passes);
         if report.pass {
             passed += 1;
         } else {
@@ -95,9 +96,9 @@ fn print_report(report: &FileReport) {
     }
 }
 
-fn test_file(path: &Path, backend: Backend, tolerance: Tolerance) -> FileReport {
+fn test_file(path: &Path, backend: Backend, tolerance: Tolerance, passes: &PassArgs) -> FileReport {
     let mut cases = Vec::new();
-    let result = run_cases(path, backend, tolerance, &mut cases);
+    let result = run_cases(path, backend, tolerance, passes, &mut cases);
     let error = result.err().map(|error| format!("{error:#}"));
     FileReport {
         file: path.display().to_string(),
@@ -111,6 +112,7 @@ fn run_cases(
     path: &Path,
     backend: Backend,
     tolerance: Tolerance,
+    passes: &PassArgs,
     reports: &mut Vec<CaseReport>,
 ) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;
@@ -123,7 +125,7 @@ fn run_cases(
             .program()
             .method(&suite.method)
             .with_context(|| format!("no method {}", suite.method))?;
-        let mut loaded = load(method, backend)?;
+        let mut loaded = load(method, backend, passes)?;
         for (index, case) in suite.cases.iter().enumerate() {
             let inputs: Vec<HostTensor> = case
                 .inputs

@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use clap::ValueEnum;
 use ptec_frontend::{ExecutorchFile, FileBytes};
 
+use crate::instance::{PassArgs, optimized_graph};
 use crate::method::select_method;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -14,15 +15,48 @@ pub enum DumpFormat {
     Dot,
 }
 
-pub fn run(path: &Path, method: Option<&str>, format: DumpFormat) -> anyhow::Result<()> {
+/// Prints the imported IR, or with `after`, the IR after that pass (`all`:
+/// after each pass, each preceded by a `; after PASS` line).
+pub fn run(
+    path: &Path,
+    method: Option<&str>,
+    format: DumpFormat,
+    after: Option<&str>,
+    passes: &PassArgs,
+) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;
     let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
     let method = select_method(file.program(), method)?;
-    let graph = ptec_ir::import_method(method)?;
-    ptec_ir::verify(&graph)?;
-    match format {
-        DumpFormat::Text => print!("{}", ptec_ir::to_text(&graph)),
-        DumpFormat::Dot => print!("{}", ptec_ir::to_dot(&graph)),
+    let render = |graph: &ptec_ir::Graph<'_>| match format {
+        DumpFormat::Text => ptec_ir::to_text(graph),
+        DumpFormat::Dot => ptec_ir::to_dot(graph),
+    };
+    let Some(after) = after else {
+        let graph = ptec_ir::import_method(method)?;
+        ptec_ir::verify(&graph)?;
+        print!("{}", render(&graph));
+        return Ok(());
+    };
+    if after != "all" && !ptec_passes::names().contains(&after) {
+        anyhow::bail!(
+            "unknown pass {after:?} (the passes are: {})",
+            ptec_passes::names().join(", ")
+        );
+    }
+    let mut shown = false;
+    optimized_graph(method, passes, |pass, graph| {
+        if after == "all" || after == pass.name {
+            if after == "all" {
+                println!("; after {}", pass.name);
+            }
+            print!("{}", render(graph));
+            shown = true;
+        }
+    })?;
+    if !shown {
+        anyhow::bail!(
+            "pass {after} did not run (it is disabled, or the pipeline stopped before it)"
+        );
     }
     Ok(())
 }

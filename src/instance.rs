@@ -20,18 +20,79 @@ pub struct Loaded<'a> {
     pub compile_ms: f64,
 }
 
-pub fn load<'a>(method: &Method<'a>, backend: Backend) -> anyhow::Result<Loaded<'a>> {
-    let start = Instant::now();
-    let graph = ptec_ir::import_method(method)?;
+/// The optimizer switches every compiling command takes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PassArgs {
+    /// Switch a pass off (repeatable); `ptec passes` lists them.
+    #[arg(long = "disable-pass", value_name = "NAME")]
+    pub disabled: Vec<String>,
+    /// Run the pipeline up to and including this pass.
+    #[arg(long, value_name = "NAME")]
+    pub stop_after: Option<String>,
+    /// Run the IR verifier after every pass (always on in debug builds).
+    #[arg(long)]
+    pub verify: bool,
+    /// Print how long each pass took, on stderr.
+    #[arg(long)]
+    pub time_passes: bool,
+}
+
+impl PassArgs {
+    pub fn options(&self) -> ptec_passes::PassOptions {
+        ptec_passes::PassOptions {
+            disabled: self.disabled.clone(),
+            stop_after: self.stop_after.clone(),
+            verify: self.verify,
+        }
+    }
+}
+
+/// Imports, verifies and optimizes a method.
+pub fn optimized_graph<'a>(
+    method: &Method<'a>,
+    passes: &PassArgs,
+    after: impl FnMut(&ptec_passes::Pass, &ptec_ir::Graph<'_>),
+) -> anyhow::Result<ptec_ir::Graph<'a>> {
+    let mut graph = ptec_ir::import_method(method)?;
     ptec_ir::verify(&graph)?;
+    let reports = ptec_passes::run_pipeline(&mut graph, &passes.options(), after)?;
+    if passes.time_passes {
+        for report in &reports {
+            let changed = if report.changed {
+                "changed"
+            } else {
+                "no change"
+            };
+            eprintln!(
+                "pass {:<18} {:>9.3} ms  {changed}",
+                report.name,
+                report.time.as_secs_f64() * 1e3
+            );
+        }
+    }
+    Ok(graph)
+}
+
+pub fn load<'a>(
+    method: &Method<'a>,
+    backend: Backend,
+    passes: &PassArgs,
+) -> anyhow::Result<Loaded<'a>> {
+    let start = Instant::now();
+    let graph = optimized_graph(method, passes, |_, _| {})?;
     let instance = match backend {
         Backend::Jit => {
             let jit = ptec_codegen::compile_jit(&graph)
                 .with_context(|| format!("compiling method {}", method.name))?;
-            let (entry, abi, constants) = (jit.entry, jit.abi.clone(), jit.constants.clone());
+            let ptec_codegen::JitMethod {
+                code,
+                entry,
+                abi,
+                constants,
+            } = jit;
             // SAFETY: `entry` was generated for `abi` and reads its constants
             // from this table; the boxed code keeps it alive.
-            unsafe { Instance::new(abi, entry, &constants, Box::new(jit.code))? }
+            unsafe { Instance::new(abi, entry, constants, Box::new(code))? }
         }
     };
     Ok(Loaded {

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use instance::Backend;
+use instance::{Backend, PassArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,7 +47,15 @@ enum Command {
         method: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: dump::DumpFormat,
+        /// Print the IR after this pass (`all`: after every pass) instead of
+        /// the imported IR.
+        #[arg(long, value_name = "PASS")]
+        after: Option<String>,
+        #[command(flatten)]
+        passes: PassArgs,
     },
+    /// List the optimizer's passes, in pipeline order.
+    Passes,
     /// Compile a method and run it once on .npy inputs (default: a bundled
     /// program's first test case).
     Run {
@@ -62,6 +70,8 @@ enum Command {
         output_dir: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "jit")]
         backend: Backend,
+        #[command(flatten)]
+        passes: PassArgs,
     },
     /// Run every test case of bundled programs and compare the outputs with
     /// the expected ones. Exits 0 only if every case of every file passes.
@@ -79,6 +89,8 @@ enum Command {
         /// Print one JSON object per file.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        passes: PassArgs,
     },
     /// Time a compiled method on its first test case's inputs (or given
     /// .npy inputs): median, min and max over the runs.
@@ -96,6 +108,8 @@ enum Command {
         backend: Backend,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        passes: PassArgs,
     },
 }
 
@@ -108,19 +122,29 @@ fn main() -> ExitCode {
             file,
             method,
             format,
-        } => dump::run(&file, method.as_deref(), format).map(|()| true),
+            after,
+            passes,
+        } => dump::run(&file, method.as_deref(), format, after.as_deref(), &passes).map(|()| true),
+        Command::Passes => {
+            for pass in ptec_passes::PIPELINE {
+                println!("{:<18} {}", pass.name, pass.description);
+            }
+            Ok(true)
+        }
         Command::Run {
             file,
             method,
             inputs,
             output_dir,
             backend,
+            passes,
         } => {
             let options = run::RunOptions {
                 method: method.as_deref(),
                 inputs: &inputs,
                 output_dir: output_dir.as_deref(),
                 backend,
+                passes: &passes,
             };
             run::run(&file, options).map(|()| true)
         }
@@ -132,6 +156,7 @@ fn main() -> ExitCode {
             warmup,
             backend,
             json,
+            passes,
         } => {
             let options = bench::BenchOptions {
                 method: method.as_deref(),
@@ -140,6 +165,7 @@ fn main() -> ExitCode {
                 warmup,
                 backend,
                 json,
+                passes: &passes,
             };
             bench::run(&file, options).map(|()| true)
         }
@@ -149,12 +175,11 @@ fn main() -> ExitCode {
             rtol,
             atol,
             json,
-        } => bundled_test::run(
-            &files,
-            backend,
-            bundled_test::Tolerance { rtol, atol },
-            json,
-        ),
+            passes,
+        } => {
+            let tolerance = bundled_test::Tolerance { rtol, atol };
+            bundled_test::run(&files, backend, tolerance, json, &passes)
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

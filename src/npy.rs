@@ -205,21 +205,23 @@ pub fn values(tensor: &HostTensor) -> anyhow::Result<Vec<f64>> {
     Ok(values)
 }
 
-trait AsF64 {
-    fn as_f64(self) -> f64;
+/// An element's value as f64 (exact for all but the largest 64-bit
+/// integers, which are compared as bytes elsewhere).
+trait ToF64 {
+    fn to_f64(self) -> f64;
 }
 
-macro_rules! as_f64_impl {
-    ($($t:ty),*) => {$( impl AsF64 for $t { fn as_f64(self) -> f64 { self as f64 } } )*};
+macro_rules! to_f64_impl {
+    ($($t:ty),*) => {$( impl ToF64 for $t { fn to_f64(self) -> f64 { self as f64 } } )*};
 }
-as_f64_impl!(u8, i8, i16, i32, i64, f32, f64);
+to_f64_impl!(u8, i8, i16, i32, i64, f32, f64);
 
-impl AsF64 for bool {
-    fn as_f64(self) -> f64 {
+impl ToF64 for bool {
+    fn to_f64(self) -> f64 {
         f64::from(u8::from(self))
     }
 }
 
-fn as_f64(value: impl AsF64) -> f64 {
-    value.as_f64()
+fn as_f64(value: impl ToF64) -> f64 {
+    value.to_f64()
 }

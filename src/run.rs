@@ -7,7 +7,7 @@ use anyhow::{Context as _, bail};
 use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
 use ptec_runtime::HostTensor;
 
-use crate::instance::{Backend, load, refs};
+use crate::instance::{Backend, PassArgs, load, refs};
 use crate::method::select_method;
 use crate::npy;
 
@@ -16,6 +16,7 @@ pub struct RunOptions<'o> {
     pub inputs: &'o [PathBuf],
     pub output_dir: Option<&'o Path>,
     pub backend: Backend,
+    pub passes: &'o PassArgs,
 }
 
 /// The inputs of the first test case of `method`.
@@ -57,7 +58,7 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
             .map(|path| npy::read(path))
             .collect::<anyhow::Result<_>>()?
     };
-    let mut loaded = load(method, options.backend)?;
+    let mut loaded = load(method, options.backend, options.passes)?;
     let outputs = loaded.instance.run(&refs(&inputs))?;
     match options.output_dir {
         Some(dir) => {

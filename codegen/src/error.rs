@@ -5,7 +5,7 @@ pub enum CodegenError {
     /// The graph did not pass the IR verifier; generators accept only
     /// verified graphs.
     #[error(transparent)]
-    Verify(#[from] ptec_ir::VerifyError),
+    Verify(Box<ptec_ir::VerifyError>),
     /// Something ptec cannot generate code for yet.
     #[error("not supported yet: {0}")]
     Unsupported(String),
@@ -18,7 +18,19 @@ pub enum CodegenError {
         source: Box<CodegenError>,
     },
     #[error("Cranelift: {0}")]
-    Module(#[from] cranelift_module::ModuleError),
+    Module(Box<cranelift_module::ModuleError>),
     #[error("Cranelift cannot target this machine: {0}")]
     Isa(String),
+}
+
+impl From<ptec_ir::VerifyError> for CodegenError {
+    fn from(error: ptec_ir::VerifyError) -> Self {
+        CodegenError::Verify(Box::new(error))
+    }
+}
+
+impl From<cranelift_module::ModuleError> for CodegenError {
+    fn from(error: cranelift_module::ModuleError) -> Self {
+        CodegenError::Module(Box::new(error))
+    }
 }

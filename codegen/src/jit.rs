@@ -1,5 +1,7 @@
 //! The JIT: compiles a method into executable memory in this process.
 
+use std::borrow::Cow;
+
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use ptec_ir::Graph;
@@ -32,8 +34,9 @@ pub struct JitMethod<'a> {
     pub code: JitCode,
     pub entry: EntryFn,
     pub abi: MethodAbi,
-    /// The constant table, borrowed from the program.
-    pub constants: Vec<&'a [u8]>,
+    /// The constant table: borrowed from the program, or owned when a pass
+    /// computed it.
+    pub constants: Vec<Cow<'a, [u8]>>,
 }
 
 impl std::fmt::Debug for JitMethod<'_> {

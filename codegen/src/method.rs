@@ -4,6 +4,7 @@
 //! that reports an error. Works on any `Module`, so the JIT and object
 //! files share it.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -22,9 +23,7 @@ pub(crate) struct CompiledMethod<'a> {
     pub entry: FuncId,
     pub abi: MethodAbi,
     /// The constant table, in the order the entry point expects.
-    pub constants: Vec<&'a [u8]>,
-    /// Each kernel function, with the node it implements.
-    pub kernels: Vec<(FuncId, String)>,
+    pub constants: Vec<Cow<'a, [u8]>>,
 }
 
 /// `(arena, constants, dims) -> status`.
@@ -45,17 +44,11 @@ pub(crate) fn compile_method<'a>(
     ptec_ir::verify(graph)?;
     let mut constants = Vec::new();
     let mut constant_index = HashMap::new();
-    for (id, value) in graph.values() {
+    let referenced = graph.referenced_values();
+    for (id, value) in graph.values().filter(|(id, _)| referenced.contains(id)) {
         if let ValueKind::Constant(bytes) = &value.kind {
             constant_index.insert(id, constants.len());
-            constants.push(match bytes {
-                std::borrow::Cow::Borrowed(bytes) => *bytes,
-                std::borrow::Cow::Owned(_) => {
-                    return Err(CodegenError::Unsupported(
-                        "constants computed by passes".into(),
-                    ));
-                }
-            });
+            constants.push(bytes.clone());
         }
     }
     let has_fma = module
@@ -74,7 +67,6 @@ pub(crate) fn compile_method<'a>(
     let signature = kernel_signature(module);
     let mut context = module.make_context();
     let mut builder_context = FunctionBuilderContext::new();
-    let mut kernels = Vec::new();
     let mut kernel_of = HashMap::new();
     for &node_id in graph.schedule() {
         let node = graph.node(node_id);
@@ -98,14 +90,12 @@ pub(crate) fn compile_method<'a>(
         module.define_function(id, &mut context)?;
         module.clear_context(&mut context);
         kernel_of.insert(node_id, id);
-        kernels.push((id, name));
     }
     let entry = define_entry(module, graph, symbol, &signature, &kernel_of)?;
     Ok(CompiledMethod {
         entry,
         abi: method_abi(graph, cx.errors, cx.scratch_bytes)?,
         constants,
-        kernels,
     })
 }
 

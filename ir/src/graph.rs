@@ -204,6 +204,86 @@ impl<'a> Graph<'a> {
         &self.nodes[id.0]
     }
 
+    /// Changes a node in place; call [`Graph::rebuild_edges`] once the
+    /// rewrites of a pass are done.
+    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.nodes[id.0]
+    }
+
+    /// Removes a node from the graph and the schedule.
+    pub fn remove_node(&mut self, id: NodeId) {
+        self.nodes.remove_node(id.0);
+        self.schedule.retain(|&node| node != id);
+        self.last_writer.retain(|_, writer| *writer != id);
+    }
+
+    /// Recomputes the dataflow edges from the schedule: each input is
+    /// connected to the latest node before it that writes the value.
+    pub fn rebuild_edges(&mut self) {
+        self.nodes.clear_edges();
+        let mut last_writer: HashMap<ValueId, NodeId> = HashMap::new();
+        for &id in &self.schedule {
+            let node = &self.nodes[id.0];
+            let edges: Vec<(NodeId, ValueId)> = node
+                .inputs
+                .iter()
+                .filter_map(|input| last_writer.get(input).map(|&writer| (writer, *input)))
+                .collect();
+            for &output in &node.outputs {
+                last_writer.insert(output, id);
+            }
+            for (writer, value) in edges {
+                self.nodes.add_edge(writer.0, id.0, value);
+            }
+        }
+        self.last_writer = last_writer;
+    }
+
+    /// The nodes that read `value`, in schedule order.
+    pub fn readers(&self, value: ValueId) -> Vec<NodeId> {
+        self.schedule
+            .iter()
+            .copied()
+            .filter(|&id| self.nodes[id.0].inputs.contains(&value))
+            .collect()
+    }
+
+    /// The nodes that write `value`, in schedule order.
+    pub fn writers(&self, value: ValueId) -> Vec<NodeId> {
+        self.schedule
+            .iter()
+            .copied()
+            .filter(|&id| self.nodes[id.0].outputs.contains(&value))
+            .collect()
+    }
+
+    /// The values that nodes, the method's inputs and outputs, or its state
+    /// refer to; passes can leave others behind, unused.
+    pub fn referenced_values(&self) -> std::collections::HashSet<ValueId> {
+        let mut referenced: std::collections::HashSet<ValueId> = self
+            .schedule
+            .iter()
+            .flat_map(|&id| {
+                let node = &self.nodes[id.0];
+                node.inputs.iter().chain(&node.outputs).copied()
+            })
+            .collect();
+        referenced.extend(self.inputs.iter().chain(&self.outputs).copied());
+        referenced.extend(
+            self.values()
+                .filter(|(_, value)| matches!(value.kind, ValueKind::State { .. }))
+                .map(|(id, _)| id),
+        );
+        referenced
+    }
+
+    /// Whether anything outside the nodes needs `value`: a method output, or
+    /// state that outlives the call.
+    pub fn is_live_out(&self, value: ValueId) -> bool {
+        self.outputs.contains(&value)
+            || matches!(self.values[value.index()].kind, ValueKind::State { .. })
+    }
+
     /// The nodes in the order they run.
     pub fn schedule(&self) -> &[NodeId] {
         &self.schedule

@@ -84,6 +84,19 @@ pub enum ReduceOp {
     All,
 }
 
+/// Bounds an op clamps its result to (either may be absent).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClampRange {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl ClampRange {
+    pub fn is_none(self) -> bool {
+        self.min.is_none() && self.max.is_none()
+    }
+}
+
 /// A jump target in a method's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LabelId(pub u32);
@@ -186,12 +199,14 @@ pub enum Op {
         alpha: Scalar,
     },
     /// 2-D convolution, NCHW. Inputs: x, weight, and bias when present.
+    /// `clamp` bounds the result (a fused ReLU or ReLU6).
     Convolution {
         stride: Pair,
         padding: Pair,
         dilation: Pair,
         groups: u64,
         bias: bool,
+        clamp: ClampRange,
     },
     /// 2-D max pooling. Outputs: values, and flat indices into each plane.
     MaxPool2d {

@@ -310,6 +310,7 @@ pub fn expected_shapes(
             dilation,
             groups,
             bias,
+            ..
         } => {
             let (x, w) = (input(0)?, input(1)?);
             if x.len() != 4 || w.len() != 4 {

@@ -24,7 +24,8 @@ pub fn to_text(graph: &Graph<'_>) -> String {
         )
         .ok();
     }
-    for (id, value) in graph.values() {
+    let referenced = graph.referenced_values();
+    for (id, value) in graph.values().filter(|(id, _)| referenced.contains(id)) {
         let place = value
             .offset
             .map(|offset| format!(" @{offset}"))
@@ -119,9 +120,19 @@ fn attributes(op: &Op) -> String {
             padding,
             dilation,
             groups,
+            clamp,
             ..
         } => {
-            format!("stride={stride:?} padding={padding:?} dilation={dilation:?} groups={groups}")
+            let mut text = format!(
+                "stride={stride:?} padding={padding:?} dilation={dilation:?} groups={groups}"
+            );
+            if let Some(min) = clamp.min {
+                text.push_str(&format!(" clamp_min={min:?}"));
+            }
+            if let Some(max) = clamp.max {
+                text.push_str(&format!(" clamp_max={max:?}"));
+            }
+            text
         }
         Op::MaxPool2d {
             kernel,

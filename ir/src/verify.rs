@@ -24,7 +24,11 @@ pub fn verify(graph: &Graph<'_>) -> Result<(), VerifyError> {
         at,
         problem,
     };
+    let referenced = graph.referenced_values();
     for (id, value) in graph.values() {
+        if !referenced.contains(&id) {
+            continue;
+        }
         let ty = &value.ty;
         let mut seen = vec![false; ty.rank()];
         let permutation = ty.dim_order.len() == ty.rank()

@@ -1,1 +1,155 @@
-//! ptec-passes.
+//! ptec's optimizer: a pipeline of named passes over a method's graph. Each
+//! pass takes verified IR to verified IR (the verifier runs after every pass
+//! when asked, and always in debug builds), is timed, can be switched off,
+//! and the pipeline can stop after any of them. Passes do no I/O.
+
+mod dead_code;
+mod fold_batch_norm;
+mod fold_constants;
+mod fuse_clamp;
+mod plan_memory;
+mod tensor_data;
+
+use std::time::{Duration, Instant};
+
+use ptec_ir::{Graph, VerifyError};
+
+/// Why the pipeline stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error("after pass {pass}: {source}")]
+    Verify {
+        pass: &'static str,
+        #[source]
+        source: VerifyError,
+    },
+    #[error("unknown pass {0:?} (the passes are: {passes})", passes = names().join(", "))]
+    UnknownPass(String),
+}
+
+/// What a pass may know about the rest of the pipeline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Context {
+    /// Whether memory will be planned afresh after this pass, so that it may
+    /// ignore where values live now.
+    pub replan: bool,
+}
+
+/// One pass: rewrites the graph in place and says whether it changed it.
+#[derive(Clone, Copy)]
+pub struct Pass {
+    pub name: &'static str,
+    pub description: &'static str,
+    run: fn(&mut Graph<'_>, &Context) -> bool,
+}
+
+impl std::fmt::Debug for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The pipeline, in order.
+pub const PIPELINE: &[Pass] = &[
+    Pass {
+        name: "fold-constants",
+        description: "computes layout ops (permute, reshape, copy) of constants at compile time",
+        run: fold_constants::run,
+    },
+    Pass {
+        name: "fold-batch-norm",
+        description: "folds an inference batch norm into the convolution that feeds it",
+        run: fold_batch_norm::run,
+    },
+    Pass {
+        name: "fuse-clamp",
+        description: "fuses relu, hardtanh and clamp into the convolution that feeds them",
+        run: fuse_clamp::run,
+    },
+    Pass {
+        name: "dead-code",
+        description: "removes nodes whose results nothing reads",
+        run: dead_code::run,
+    },
+    Pass {
+        name: "plan-memory",
+        description: "places every value in one arena from liveness over the final schedule",
+        run: plan_memory::run,
+    },
+];
+
+const PLAN_MEMORY: &str = "plan-memory";
+
+pub fn names() -> Vec<&'static str> {
+    PIPELINE.iter().map(|pass| pass.name).collect()
+}
+
+/// Which passes run and how they are checked; built once, passed in.
+#[derive(Debug, Clone, Default)]
+pub struct PassOptions {
+    pub disabled: Vec<String>,
+    pub stop_after: Option<String>,
+    /// Verify after every pass (always on in debug builds).
+    pub verify: bool,
+}
+
+impl PassOptions {
+    /// Checks that every pass named exists.
+    pub fn validate(&self) -> Result<(), PassError> {
+        for name in self.disabled.iter().chain(&self.stop_after) {
+            if !PIPELINE.iter().any(|pass| pass.name == name) {
+                return Err(PassError::UnknownPass(name.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one pass did.
+#[derive(Debug, Clone)]
+pub struct PassReport {
+    pub name: &'static str,
+    pub changed: bool,
+    pub time: Duration,
+}
+
+/// Runs the pipeline on `graph` (which must be verified), calling `after`
+/// with the graph after each pass that ran.
+pub fn run_pipeline(
+    graph: &mut Graph<'_>,
+    options: &PassOptions,
+    mut after: impl FnMut(&Pass, &Graph<'_>),
+) -> Result<Vec<PassReport>, PassError> {
+    options.validate()?;
+    let stop = options.stop_after.as_deref();
+    let planning_stops = stop.is_some_and(|stop| stop != PLAN_MEMORY);
+    let context = Context {
+        replan: !options.disabled.iter().any(|name| name == PLAN_MEMORY) && !planning_stops,
+    };
+    let mut reports = Vec::new();
+    for pass in PIPELINE {
+        if options.disabled.iter().any(|name| name == pass.name) {
+            continue;
+        }
+        let start = Instant::now();
+        let changed = (pass.run)(graph, &context);
+        graph.rebuild_edges();
+        let time = start.elapsed();
+        if options.verify || cfg!(debug_assertions) {
+            ptec_ir::verify(graph).map_err(|source| PassError::Verify {
+                pass: pass.name,
+                source,
+            })?;
+        }
+        after(pass, graph);
+        reports.push(PassReport {
+            name: pass.name,
+            changed,
+            time,
+        });
+        if options.stop_after.as_deref() == Some(pass.name) {
+            break;
+        }
+    }
+    Ok(reports)
+}

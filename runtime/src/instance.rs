@@ -3,6 +3,7 @@
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::any::Any;
+use std::borrow::Cow;
 
 use crate::abi::{DimSpec, ElementType, EntryFn, MethodAbi, TensorSlot};
 
@@ -91,12 +92,16 @@ impl Drop for Arena {
 pub struct Instance<'c> {
     abi: MethodAbi,
     entry: EntryFn,
-    constants: Vec<*const u8>,
+    /// The constant tensors: borrowed from the program, or computed by the
+    /// compiler and owned here. Only their addresses are read, through
+    /// `constant_table`; this keeps the bytes alive.
+    _constants: Vec<Cow<'c, [u8]>>,
+    /// Their addresses, as the entry point reads them.
+    constant_table: Vec<*const u8>,
     arena: Arena,
     dims: Vec<i64>,
     /// Whatever owns the generated code (a JIT module, a loaded library).
     _code: Box<dyn Any>,
-    _constants: std::marker::PhantomData<&'c [u8]>,
 }
 
 impl std::fmt::Debug for Instance<'_> {
@@ -117,7 +122,7 @@ impl<'c> Instance<'c> {
     pub unsafe fn new(
         abi: MethodAbi,
         entry: EntryFn,
-        constants: &[&'c [u8]],
+        constants: Vec<Cow<'c, [u8]>>,
         code: Box<dyn Any>,
     ) -> Result<Self, RuntimeError> {
         let mut arena = Arena::new(abi.arena_bytes)?;
@@ -131,10 +136,11 @@ impl<'c> Instance<'c> {
             dims: abi.dim_bounds.iter().map(|&bound| bound as i64).collect(),
             abi,
             entry,
-            constants: constants.iter().map(|data| data.as_ptr()).collect(),
+            // The bytes of a Cow do not move when the Vec holding it does.
+            constant_table: constants.iter().map(|data| data.as_ptr()).collect(),
+            _constants: constants,
             arena,
             _code: code,
-            _constants: std::marker::PhantomData,
         })
     }
 
@@ -230,8 +236,13 @@ impl<'c> Instance<'c> {
         // for this ABI; the arena has `arena_bytes` bytes, the constant table
         // one address per constant and `dims` one size per symbol, each
         // within its bound (checked in `bind`).
-        let status =
-            unsafe { (self.entry)(self.arena.ptr, self.constants.as_ptr(), self.dims.as_ptr()) };
+        let status = unsafe {
+            (self.entry)(
+                self.arena.ptr,
+                self.constant_table.as_ptr(),
+                self.dims.as_ptr(),
+            )
+        };
         if status == 0 {
             return Ok(());
         }

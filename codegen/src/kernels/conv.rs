@@ -680,6 +680,7 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
             dilation,
             groups,
             bias,
+            clamp,
         } => convolution(
             e,
             node,
@@ -688,7 +689,10 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
             *dilation,
             *groups,
             *bias,
-            (None, None),
+            (
+                clamp.min.map(|min| min as f32),
+                clamp.max.map(|max| max as f32),
+            ),
         )?,
         Op::MaxPool2d {
             kernel,

@@ -159,7 +159,7 @@ fn load_columns(
         (Columns::Scalar, _) => e.b.ins().load(types::F32, flags(), address, offset),
         (Columns::Vectors(_), true) => e.b.ins().load(types::F32X4, flags(), address, offset),
         (Columns::Vectors(_), false) => {
-            let scalar = e.b.ins().load(types::F32, flags(), address, 0);
+            let scalar = e.b.ins().load(types::F32, flags(), address, offset);
             e.b.ins().splat(types::F32X4, scalar)
         }
     }

@@ -10,6 +10,16 @@ use super::map::layout_strides;
 use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
 
+/// Code emitted at each position of a loop nest, given the operands'
+/// pointers there.
+pub(crate) type PositionBody<'b> =
+    dyn FnMut(&mut Emitter<'_, '_, '_>, &[Value]) -> Result<(), CodegenError> + 'b;
+
+/// One step of a fold: gets the element's address, its flat index in the
+/// fold and the accumulators; returns the new accumulators.
+pub(crate) type FoldStep<'b> = dyn FnMut(&mut Emitter<'_, '_, '_>, Value, Value, &[Value]) -> Result<Vec<Value>, CodegenError>
+    + 'b;
+
 /// Byte strides of a value along each of its axes.
 pub(crate) fn byte_strides(e: &mut Emitter<'_, '_, '_>, value: ValueId) -> Vec<Size> {
     let ty = e.graph().value(value).ty.clone();
@@ -29,7 +39,7 @@ pub(crate) fn over_axes(
     strides: &[Vec<Size>],
     axes: &[usize],
     bases: &[Value],
-    body: &mut dyn FnMut(&mut Emitter<'_, '_, '_>, &[Value]) -> Result<(), CodegenError>,
+    body: &mut PositionBody<'_>,
 ) -> Result<(), CodegenError> {
     let Some((&axis, rest)) = axes.split_first() else {
         return body(e, bases);
@@ -59,12 +69,7 @@ pub(crate) fn fold_axes(
     axes: &[usize],
     base: Value,
     init: &[Value],
-    step: &mut dyn FnMut(
-        &mut Emitter<'_, '_, '_>,
-        Value,
-        Value,
-        &[Value],
-    ) -> Result<Vec<Value>, CodegenError>,
+    step: &mut FoldStep<'_>,
 ) -> Result<Vec<Value>, CodegenError> {
     let zero = e.iconst(0);
     let mut carried = vec![base, zero];
@@ -80,12 +85,7 @@ fn fold_rec(
     strides: &[Size],
     axes: &[usize],
     carried: &[Value],
-    step: &mut dyn FnMut(
-        &mut Emitter<'_, '_, '_>,
-        Value,
-        Value,
-        &[Value],
-    ) -> Result<Vec<Value>, CodegenError>,
+    step: &mut FoldStep<'_>,
 ) -> Result<Vec<Value>, CodegenError> {
     let Some((&axis, rest)) = axes.split_first() else {
         let accumulators = step(e, carried[0], carried[1], &carried[2..])?;

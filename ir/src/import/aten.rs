@@ -4,7 +4,7 @@
 //! last.
 
 use super::{Call, ImportError};
-use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::op::{BinaryOp, ClampRange, Op, ReduceOp, UnaryOp};
 use crate::types::Scalar;
 
 type Importer = fn(&mut Call<'_, '_, '_>) -> Result<(), ImportError>;
@@ -303,6 +303,7 @@ pub(crate) const OPERATORS: &[(&str, Importer)] = &[
             dilation: pair(c, 5, 1)?,
             groups: non_negative(c, c.int(8)?)?,
             bias: bias.is_some(),
+            clamp: ClampRange::default(),
         };
         let mut inputs = vec![x, weight];
         inputs.extend(bias);

@@ -1,0 +1,31 @@
+//! Removes nodes whose results nothing reads: no later node, no method
+//! output, no state. Control flow and delegate calls always stay.
+
+use crate::Context;
+use ptec_ir::{Graph, Op};
+
+pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
+    let mut changed = false;
+    loop {
+        let dead: Vec<_> = graph
+            .schedule()
+            .iter()
+            .copied()
+            .filter(|&id| {
+                let node = graph.node(id);
+                !node.op.is_control()
+                    && !matches!(node.op, Op::Delegate { .. })
+                    && node.outputs.iter().all(|&output| {
+                        !graph.is_live_out(output) && graph.readers(output).is_empty()
+                    })
+            })
+            .collect();
+        if dead.is_empty() {
+            return changed;
+        }
+        for id in dead {
+            graph.remove_node(id);
+        }
+        changed = true;
+    }
+}

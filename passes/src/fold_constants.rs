@@ -1,0 +1,102 @@
+//! Constant folding of layout ops: a permute, reshape or copy whose input is
+//! a constant becomes a constant itself (computed once here instead of at
+//! every call). Repeats until nothing changes, so chains fold too.
+
+use std::borrow::Cow;
+
+use crate::Context;
+use ptec_ir::{Dim, Graph, NodeId, Op, TensorType, ValueKind};
+
+use crate::tensor_data::constant_bytes;
+
+pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
+    let mut changed = false;
+    while let Some((node, bytes)) = graph
+        .schedule()
+        .iter()
+        .find_map(|&id| fold(graph, id).map(|bytes| (id, bytes)))
+    {
+        let output = graph.node(node).outputs[0];
+        let value = graph.value_mut(output);
+        value.kind = ValueKind::Constant(Cow::Owned(bytes));
+        value.offset = None;
+        graph.remove_node(node);
+        changed = true;
+    }
+    changed
+}
+
+/// The bytes of the node's result, when it is a foldable layout op of a
+/// constant with a fixed shape, the only writer of a value that does not
+/// leave the method.
+fn fold(graph: &Graph<'_>, id: NodeId) -> Option<Vec<u8>> {
+    let node = graph.node(id);
+    if !matches!(node.op, Op::Permute { .. } | Op::Reshape | Op::Copy) {
+        return None;
+    }
+    let (input, output) = (node.inputs[0], node.outputs[0]);
+    let bytes = constant_bytes(graph, input)?;
+    if graph.is_live_out(output) || graph.writers(output).len() != 1 {
+        return None;
+    }
+    let (from, to) = (&graph.value(input).ty, &graph.value(output).ty);
+    let (from_shape, to_shape) = (from.fixed_shape()?, to.fixed_shape()?);
+    if from.dtype != to.dtype {
+        return None;
+    }
+    match &node.op {
+        Op::Reshape if from.is_contiguous() && to.is_contiguous() => Some(bytes.to_vec()),
+        Op::Copy if from_shape == to_shape => Some(relayout(
+            bytes,
+            from,
+            to,
+            &(0..from.rank()).collect::<Vec<_>>(),
+        )),
+        Op::Permute { dims } => Some(relayout(bytes, from, to, dims)),
+        _ => None,
+    }
+}
+
+/// Element strides of a tensor in its dim order.
+fn strides(ty: &TensorType) -> Vec<usize> {
+    let mut strides = vec![0; ty.rank()];
+    let mut stride = 1;
+    for &dim in ty.dim_order.iter().rev() {
+        strides[dim as usize] = stride;
+        stride *= match ty.shape[dim as usize] {
+            Dim::Fixed(size) => size as usize,
+            Dim::Symbol(_) => unreachable!("only fixed shapes are folded"),
+        };
+    }
+    strides
+}
+
+/// The bytes of `to`, whose axis `k` reads axis `axes[k]` of `from`.
+fn relayout(bytes: &[u8], from: &TensorType, to: &TensorType, axes: &[usize]) -> Vec<u8> {
+    let element = to.dtype.size();
+    let shape: Vec<usize> = to
+        .shape
+        .iter()
+        .filter_map(|dim| dim.fixed())
+        .map(|size| size as usize)
+        .collect();
+    let (from_strides, to_strides) = (strides(from), strides(to));
+    let read: Vec<usize> = axes.iter().map(|&axis| from_strides[axis]).collect();
+    let count: usize = shape.iter().product();
+    let mut out = vec![0; count * element];
+    let mut index = vec![0; shape.len()];
+    for _ in 0..count {
+        let source: usize = index.iter().zip(&read).map(|(i, s)| i * s).sum();
+        let target: usize = index.iter().zip(&to_strides).map(|(i, s)| i * s).sum();
+        out[target * element..(target + 1) * element]
+            .copy_from_slice(&bytes[source * element..(source + 1) * element]);
+        for axis in (0..shape.len()).rev() {
+            index[axis] += 1;
+            if index[axis] < shape[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    out
+}

@@ -1,0 +1,162 @@
+//! Memory planning: gives every non-constant value an offset in one arena,
+//! from liveness over the final schedule, replacing the file's plan.
+//!
+//! A value lives from its first write to its last read (inputs from the
+//! start; outputs and state to the end, state across calls). A view
+//! (reshape between contiguous tensors of one type) shares its input's
+//! memory, and the two live as one. Values are placed largest first, each at
+//! the lowest 64-byte aligned offset that no value alive at the same time
+//! occupies. A schedule with a backward jump (a loop) keeps the file's plan.
+
+use std::collections::HashMap;
+
+use ptec_ir::{Graph, Op, ValueId, ValueKind};
+
+use crate::Context;
+
+/// Alignment of every value in the arena.
+const ALIGNMENT: u64 = 64;
+
+#[derive(Debug, Clone, Copy)]
+struct Interval {
+    first: usize,
+    last: usize,
+    bytes: u64,
+}
+
+pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
+    if has_backward_jump(graph) {
+        return false;
+    }
+    let end = graph.schedule().len() + 1;
+    let mut root: HashMap<ValueId, ValueId> = HashMap::new();
+    let mut intervals: HashMap<ValueId, Interval> = HashMap::new();
+    let bytes = |graph: &Graph<'_>, value: ValueId| {
+        graph
+            .value(value)
+            .ty
+            .max_bytes(|symbol| graph.bound(symbol))
+            .next_multiple_of(ALIGNMENT)
+    };
+    // Positions: 0 is "before the first node", node k is k + 1, `end` is
+    // "after the last".
+    let mut touch =
+        |graph: &Graph<'_>, root: &HashMap<ValueId, ValueId>, value: ValueId, position: usize| {
+            if let ValueKind::Constant(_) = graph.value(value).kind {
+                return;
+            }
+            let key = *root.get(&value).unwrap_or(&value);
+            let size = bytes(graph, value);
+            let entry = intervals.entry(key).or_insert(Interval {
+                first: position,
+                last: position,
+                bytes: size,
+            });
+            entry.first = entry.first.min(position);
+            entry.last = entry.last.max(position);
+            entry.bytes = entry.bytes.max(size);
+        };
+    for (position, &id) in graph.schedule().iter().enumerate() {
+        let node = graph.node(id);
+        if let Some(alias) = view_alias(graph, id) {
+            let base = *root.get(&node.inputs[0]).unwrap_or(&node.inputs[0]);
+            root.insert(alias, base);
+        }
+        for &value in node.inputs.iter().chain(&node.outputs) {
+            touch(graph, &root, value, position + 1);
+        }
+    }
+    for (id, value) in graph.values() {
+        match value.kind {
+            ValueKind::Input(_) => touch(graph, &root, id, 0),
+            ValueKind::State { .. } => {
+                touch(graph, &root, id, 0);
+                touch(graph, &root, id, end);
+            }
+            _ => {}
+        }
+    }
+    for &output in graph.outputs() {
+        touch(graph, &root, output, end);
+    }
+    let (offsets, size) = place(&intervals);
+    let ids: Vec<ValueId> = graph.values().map(|(id, _)| id).collect();
+    for id in ids {
+        if let ValueKind::Constant(_) = graph.value(id).kind {
+            continue;
+        }
+        let key = *root.get(&id).unwrap_or(&id);
+        graph.value_mut(id).offset = offsets.get(&key).copied();
+    }
+    graph.set_arena_size(size);
+    true
+}
+
+/// The output of a reshape that can share its input's memory: both
+/// contiguous, of one element type, each written by one node only.
+fn view_alias(graph: &Graph<'_>, id: ptec_ir::NodeId) -> Option<ValueId> {
+    let node = graph.node(id);
+    if !matches!(node.op, Op::Reshape) {
+        return None;
+    }
+    let (input, output) = (node.inputs[0], node.outputs[0]);
+    let (from, to) = (graph.value(input), graph.value(output));
+    let shareable_input = match from.kind {
+        ValueKind::Input(_) => true,
+        ValueKind::Computed => graph.writers(input).len() == 1,
+        _ => false,
+    };
+    let same_layout =
+        from.ty.dtype == to.ty.dtype && from.ty.is_contiguous() && to.ty.is_contiguous();
+    (shareable_input
+        && same_layout
+        && graph.writers(output).len() == 1
+        && !graph.is_live_out(output))
+    .then_some(output)
+}
+
+fn has_backward_jump(graph: &Graph<'_>) -> bool {
+    let mut seen_labels = std::collections::HashSet::new();
+    graph.schedule().iter().any(|&id| match graph.node(id).op {
+        Op::Label(label) => {
+            seen_labels.insert(label);
+            false
+        }
+        Op::Jump(label) | Op::JumpIfFalse(label) => seen_labels.contains(&label),
+        _ => false,
+    })
+}
+
+/// Greedy placement, largest first: each interval takes the lowest offset
+/// that fits between the intervals already placed that overlap it in time.
+fn place(intervals: &HashMap<ValueId, Interval>) -> (HashMap<ValueId, u64>, u64) {
+    let mut order: Vec<(&ValueId, &Interval)> = intervals.iter().collect();
+    order.sort_by(|a, b| {
+        b.1.bytes
+            .cmp(&a.1.bytes)
+            .then(a.1.first.cmp(&b.1.first))
+            .then(a.0.cmp(b.0))
+    });
+    let mut placed: Vec<(Interval, u64)> = Vec::with_capacity(order.len());
+    let mut offsets = HashMap::with_capacity(order.len());
+    let mut arena = 0;
+    for (&id, &interval) in order {
+        let mut busy: Vec<(u64, u64)> = placed
+            .iter()
+            .filter(|(other, _)| other.first <= interval.last && interval.first <= other.last)
+            .map(|(other, offset)| (*offset, offset + other.bytes))
+            .collect();
+        busy.sort_unstable();
+        let mut offset = 0;
+        for (start, end) in busy {
+            if offset + interval.bytes <= start {
+                break;
+            }
+            offset = offset.max(end);
+        }
+        arena = arena.max(offset + interval.bytes);
+        offsets.insert(id, offset);
+        placed.push((interval, offset));
+    }
+    (offsets, arena)
+}

@@ -1,0 +1,1658 @@
+"""Generate ptec's per-operator test fixtures with the public ExecuTorch exporter.
+
+Each fixture is a portable bundled program (``.bpte``, no delegation: every
+operator is a KernelCall) that exercises one ATen operator on one dtype class,
+or one edge case PyTorch defines (NaN/inf propagation, empty and 0-dim tensors,
+integer overflow, division by zero, negative dims, broadcasting). Each has two
+test cases with different inputs; expected outputs come from eager PyTorch.
+Shapes are tiny, so every file stays a few KB.
+
+Files are named ``<op>[_<variant>].portable.bpte``. The script also writes
+``index.json`` (per file: op, description, the operators of the exported
+program's execution plan, input and output dtypes and shapes, size, SHA-256)
+and ``README.md`` (the same list, plus the fixtures that failed to export).
+
+Weights and inputs come from a fixed seed per fixture, so the output is
+reproducible as long as the exporter itself is deterministic. A fixture that
+fails to export or lower is printed, skipped and listed in README.md; the
+script exits with status 1 if more than a quarter of the fixtures fail (a
+broken environment) or if the files grow too large to commit.
+
+Usage (with the anchor environment from ../shared/anchor/setup.sh):
+    $ANCHOR_PY scripts/gen_op_fixtures.py [OUT_DIR]      # default: tests/fixtures/ops
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import math
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from executorch.devtools import BundledProgram
+from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+from executorch.devtools.bundled_program.serialize import (
+    serialize_from_bundled_program_to_flatbuffer,
+)
+from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_fixtures import dtype_name, seed_for  # noqa: E402  (sibling script)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT_DIR = REPO_ROOT / "tests" / "fixtures" / "ops"
+VARIANT = "portable"
+
+# Fixtures are committed to the repository, so each one must stay small.
+MAX_FIXTURE_BYTES = 16 * 1024
+MAX_TOTAL_BYTES = 1024 * 1024
+# More failed exports than this fraction means the environment is broken.
+MAX_FAILED_FRACTION = 0.25
+
+Inputs = tuple[torch.Tensor, ...]
+
+NAN, INF = math.nan, math.inf
+I32_MAX, I32_MIN = 2**31 - 1, -(2**31)
+I64_MAX, I64_MIN = 2**63 - 1, -(2**63)
+
+
+# ---------------------------------------------------------------- models
+
+
+class Fn(nn.Module):
+    """A module whose forward is a plain function of its inputs."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def fn(f: Callable) -> Callable[[], nn.Module]:
+    return lambda: Fn(f)
+
+
+def layer_norm(shape, affine: bool) -> nn.Module:
+    """LayerNorm with a random affine transform (the default one is the identity)."""
+    model = nn.LayerNorm(shape, elementwise_affine=affine)
+    if affine:
+        with torch.no_grad():
+            model.weight.copy_(torch.rand(shape) + 0.5)
+            model.bias.copy_(torch.randn(shape))
+    return model
+
+
+def batch_norm(channels: int) -> nn.Module:
+    """BatchNorm2d in eval mode with random running statistics and affine transform."""
+    model = nn.BatchNorm2d(channels)
+    with torch.no_grad():
+        model.running_mean.copy_(torch.randn(channels))
+        model.running_var.copy_(torch.rand(channels) + 0.5)
+        model.weight.copy_(torch.rand(channels) + 0.5)
+        model.bias.copy_(torch.randn(channels))
+    return model
+
+
+# ---------------------------------------------------------------- inputs
+#
+# Every helper draws from the global generator, which export_bundled seeds per
+# fixture, so each call of a fixture's make_cases returns the same inputs.
+
+
+def randn(*shape, dtype=torch.float32) -> torch.Tensor:
+    return torch.randn(shape).to(dtype)
+
+
+def positive(*shape) -> torch.Tensor:
+    """Values in [0.1, 3.1): safe for log, sqrt, rsqrt and fractional powers."""
+    return torch.rand(shape) * 3.0 + 0.1
+
+
+def away_from_zero(*shape) -> torch.Tensor:
+    """Values of either sign with magnitude in [0.5, 2.5): safe divisors."""
+    sign = torch.randint(0, 2, shape).float() * 2.0 - 1.0
+    return sign * (torch.rand(shape) * 2.0 + 0.5)
+
+
+def ints(low: int, high: int, *shape, dtype=torch.int64) -> torch.Tensor:
+    return torch.randint(low, high, shape, dtype=dtype)
+
+
+def nonzero_ints(*shape, bound: int = 7) -> torch.Tensor:
+    """int64 values in [-bound, bound] without zero."""
+    magnitude = torch.randint(1, bound + 1, shape)
+    sign = torch.randint(0, 2, shape) * 2 - 1
+    return magnitude * sign
+
+
+def bools(*shape) -> torch.Tensor:
+    return torch.rand(shape) > 0.5
+
+
+def halves(*shape) -> torch.Tensor:
+    """Coarse values (multiples of 0.5 in [-2, 2]): comparisons see ties."""
+    return torch.randint(-4, 5, shape).float() * 0.5
+
+
+def planted(base: torch.Tensor, values) -> torch.Tensor:
+    """``base`` with ``values`` written at distinct random flat positions."""
+    out = base.clone()
+    flat = out.view(-1)
+    positions = torch.randperm(flat.numel())[: len(values)]
+    flat[positions] = torch.tensor(values, dtype=out.dtype)
+    return out
+
+
+def with_specials(*shape, values=(NAN, INF, -INF)) -> torch.Tensor:
+    """Standard normal values with NaN, +inf and -inf planted at random positions."""
+    return planted(torch.randn(shape), values)
+
+
+def rounding_ties(*shape) -> torch.Tensor:
+    """Values up to +-4 including exact halves, where round() rounds to even."""
+    return planted(torch.randn(shape) * 2.0, (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5))
+
+
+def signed_zeros(*shape) -> torch.Tensor:
+    return planted(torch.randn(shape), (0.0, -0.0, 0.0))
+
+
+def fractional(*shape) -> torch.Tensor:
+    """Values in (-50, 50) with fractional parts: float -> int truncates toward zero."""
+    return planted(torch.randn(shape) * 20.0, (-2.7, 2.7, -0.5, 0.5, -0.0))
+
+
+def near(limit: int, sign: int, *shape, dtype) -> torch.Tensor:
+    """Integers within 1000 of ``limit``, on the side of zero (sign -1 moves down from
+    a maximum, +1 up from a minimum)."""
+    return torch.full(shape, limit, dtype=dtype) + sign * torch.randint(0, 1000, shape, dtype=dtype)
+
+
+def twice(make: Callable[[], Inputs]) -> Callable[[], list[Inputs]]:
+    """Two test cases drawn one after the other from the same generator."""
+    return lambda: [make() for _ in range(2)]
+
+
+def add_overflow_cases(dtype, high: int, low: int) -> Callable[[], list[Inputs]]:
+    """x + y where row 0 passes the maximum and row 1 passes the minimum."""
+
+    def make():
+        x = torch.stack([near(high, -1, 6, dtype=dtype), near(low, 1, 6, dtype=dtype)])
+        step = torch.randint(1000, 5000, (2, 6), dtype=dtype)
+        y = torch.stack([step[0], -step[1]])
+        return (x, y)
+
+    return twice(make)
+
+
+def sub_overflow_cases(dtype, high: int, low: int) -> Callable[[], list[Inputs]]:
+    """x - y where row 0 passes the minimum and row 1 passes the maximum."""
+
+    def make():
+        x = torch.stack([near(low, 1, 6, dtype=dtype), near(high, -1, 6, dtype=dtype)])
+        step = torch.randint(1000, 5000, (2, 6), dtype=dtype)
+        y = torch.stack([step[0], -step[1]])
+        return (x, y)
+
+    return twice(make)
+
+
+def softmax_specials() -> torch.Tensor:
+    """Rows: +inf, all -inf (fully masked), some -inf (partly masked), NaN, finite."""
+    x = torch.randn(5, 6)
+    x[0, torch.randint(0, 6, ()).item()] = INF
+    x[1, :] = -INF
+    x[2, torch.randperm(6)[:3]] = -INF
+    x[3, torch.randint(0, 6, ()).item()] = NAN
+    return x
+
+
+def sum_specials() -> torch.Tensor:
+    """Rows: one NaN, one +inf, +inf and -inf (NaN sum), -inf, finite."""
+    x = torch.randn(5, 6)
+    columns = torch.randperm(6)
+    x[0, columns[0]] = NAN
+    x[1, columns[1]] = INF
+    x[2, columns[2]] = INF
+    x[2, columns[3]] = -INF
+    x[3, columns[4]] = -INF
+    return x
+
+
+def zero_divisors() -> Inputs:
+    """Numerators of both signs and zero; divisors with zeros: x/0 = +-inf, 0/0 = NaN."""
+    x = planted(torch.randn(3, 5), (1.0, -1.0, 0.0, 0.0))
+    y = torch.randn(3, 5)
+    flat_x, flat_y = x.view(-1), y.view(-1)
+    zeros = (flat_x == 0).nonzero().view(-1).tolist()
+    ones = ((flat_x == 1.0) | (flat_x == -1.0)).nonzero().view(-1).tolist()
+    for i in zeros + ones:
+        flat_y[i] = 0.0
+    flat_y[ones[0]] = -0.0
+    return (x, y)
+
+
+# ---------------------------------------------------------------- fixture specs
+
+
+@dataclass(frozen=True)
+class OpFixture:
+    """One operator (or edge case) and its test inputs.
+
+    ``make_cases`` returns the inputs of every test case; the first one is also
+    the example input given to the exporter.
+    """
+
+    name: str
+    op: str
+    description: str
+    make_model: Callable[[], nn.Module]
+    make_cases: Callable[[], list[Inputs]]
+
+
+FIXTURES: list[OpFixture] = []
+
+
+def fixture(name: str, op: str, description: str, make_model, make_cases) -> None:
+    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases))
+
+
+def unary(name: str, op: str, f: Callable, make_input: Callable[[], torch.Tensor], note: str = "") -> None:
+    description = f"{op} on float32 [3,5]" + (f" ({note})" if note else "")
+    fixture(name, op, description, fn(f), twice(lambda: (make_input(),)))
+
+
+# ---- elementwise unary (float32)
+
+unary("abs", "abs", torch.abs, lambda: randn(3, 5))
+unary("neg", "neg", torch.neg, lambda: randn(3, 5))
+unary("relu", "relu", torch.relu, lambda: randn(3, 5))
+unary("sigmoid", "sigmoid", torch.sigmoid, lambda: randn(3, 5) * 4.0)
+unary("tanh", "tanh", torch.tanh, lambda: randn(3, 5) * 2.0)
+unary("exp", "exp", torch.exp, lambda: randn(3, 5) * 2.0)
+unary("log", "log", torch.log, lambda: positive(3, 5), "positive inputs")
+unary("sqrt", "sqrt", torch.sqrt, lambda: positive(3, 5), "positive inputs")
+unary("rsqrt", "rsqrt", torch.rsqrt, lambda: positive(3, 5), "positive inputs")
+unary("reciprocal", "reciprocal", torch.reciprocal, lambda: away_from_zero(3, 5), "|x| >= 0.5")
+unary("sin", "sin", torch.sin, lambda: randn(3, 5) * 3.0)
+unary("cos", "cos", torch.cos, lambda: randn(3, 5) * 3.0)
+unary("erf", "erf", torch.erf, lambda: randn(3, 5))
+unary("floor", "floor", torch.floor, lambda: rounding_ties(3, 5), "negative values and exact halves")
+unary("ceil", "ceil", torch.ceil, lambda: rounding_ties(3, 5), "negative values and exact halves")
+unary("round", "round", torch.round, lambda: rounding_ties(3, 5), "exact halves round half to even")
+unary("trunc", "trunc", torch.trunc, lambda: rounding_ties(3, 5), "negative values and exact halves")
+unary("sign", "sign", torch.sign, lambda: signed_zeros(3, 5), "includes 0.0 and -0.0")
+unary("hardswish", "hardswish", F.hardswish, lambda: randn(3, 5) * 4.0, "spans both knees at -3 and 3")
+unary("hardsigmoid", "hardsigmoid", F.hardsigmoid, lambda: randn(3, 5) * 4.0, "spans both knees at -3 and 3")
+unary("silu", "silu", F.silu, lambda: randn(3, 5) * 3.0)
+unary("gelu", "gelu", F.gelu, lambda: randn(3, 5) * 2.0, "approximate='none'")
+unary("gelu_tanh", "gelu", lambda x: F.gelu(x, approximate="tanh"), lambda: randn(3, 5) * 2.0, "approximate='tanh'")
+unary("hardtanh", "hardtanh", F.hardtanh, lambda: randn(3, 5) * 2.0, "default bounds -1, 1")
+unary("hardtanh_relu6", "hardtanh", lambda x: F.hardtanh(x, 0.0, 6.0), lambda: randn(3, 5) * 5.0, "bounds 0, 6")
+unary("clamp_min", "clamp", lambda x: torch.clamp(x, min=-0.5), lambda: randn(3, 5), "min=-0.5 only")
+unary("clamp_max", "clamp", lambda x: torch.clamp(x, max=0.25), lambda: randn(3, 5), "max=0.25 only")
+unary("clamp", "clamp", lambda x: torch.clamp(x, -0.5, 0.75), lambda: randn(3, 5), "min=-0.5, max=0.75")
+unary("leaky_relu", "leaky_relu", lambda x: F.leaky_relu(x, 0.1), lambda: randn(3, 5), "negative_slope=0.1")
+unary("elu", "elu", F.elu, lambda: randn(3, 5) * 2.0)
+unary("log1p", "log1p", torch.log1p, lambda: positive(3, 5) - 0.05, "inputs > -1")
+unary("expm1", "expm1", torch.expm1, lambda: randn(3, 5))
+unary("softplus", "softplus", F.softplus, lambda: randn(3, 5) * 10.0, "crosses the linear threshold 20")
+fixture(
+    "logical_not",
+    "logical_not",
+    "logical_not on bool [3,5]",
+    fn(torch.logical_not),
+    twice(lambda: (bools(3, 5),)),
+)
+
+
+# ---- binary with broadcasting (float32)
+
+fixture(
+    "add",
+    "add",
+    "x + y, float32 [3,4] + [4]",
+    fn(torch.add),
+    twice(lambda: (randn(3, 4), randn(4))),
+)
+fixture(
+    "add_alpha",
+    "add",
+    "torch.add(x, y, alpha=2.5), float32 [2,3,4] + [3,1]",
+    fn(lambda x, y: torch.add(x, y, alpha=2.5)),
+    twice(lambda: (randn(2, 3, 4), randn(3, 1))),
+)
+fixture(
+    "add_scalar",
+    "add",
+    "x + 1.5, float32 [3,4] and a Python scalar",
+    fn(lambda x: x + 1.5),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "sub_alpha",
+    "sub",
+    "torch.sub(x, y, alpha=0.5), float32 [3,4] - [3,1]",
+    fn(lambda x, y: torch.sub(x, y, alpha=0.5)),
+    twice(lambda: (randn(3, 4), randn(3, 1))),
+)
+fixture(
+    "rsub_scalar",
+    "rsub",
+    "2.0 - x, float32 [3,4]",
+    fn(lambda x: 2.0 - x),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "mul",
+    "mul",
+    "x * y, float32 [2,3,4] * [4]",
+    fn(torch.mul),
+    twice(lambda: (randn(2, 3, 4), randn(4))),
+)
+fixture(
+    "mul_scalar",
+    "mul",
+    "x * -3.0, float32 [3,4]",
+    fn(lambda x: x * -3.0),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "div",
+    "div",
+    "x / y, float32 [3,4] / [3,1], |y| >= 0.5",
+    fn(torch.div),
+    twice(lambda: (randn(3, 4), away_from_zero(3, 1))),
+)
+fixture(
+    "maximum",
+    "maximum",
+    "torch.maximum(x, y), float32 [3,4] and [4]",
+    fn(torch.maximum),
+    twice(lambda: (randn(3, 4), randn(4))),
+)
+fixture(
+    "minimum",
+    "minimum",
+    "torch.minimum(x, y), float32 [3,4] and [3,1]",
+    fn(torch.minimum),
+    twice(lambda: (randn(3, 4), randn(3, 1))),
+)
+fixture(
+    "pow_scalar_2",
+    "pow",
+    "x ** 2, float32 [3,4] of both signs",
+    fn(lambda x: x**2),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "pow_scalar_half",
+    "pow",
+    "x ** 0.5, float32 [3,4], positive x",
+    fn(lambda x: x**0.5),
+    twice(lambda: (positive(3, 4),)),
+)
+fixture(
+    "pow_scalar_3",
+    "pow",
+    "x ** 3, float32 [3,4] of both signs",
+    fn(lambda x: x**3),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "pow_tensor",
+    "pow",
+    "x ** y, float32 [3,4] ** [4], positive base, exponents of both signs",
+    fn(torch.pow),
+    twice(lambda: (positive(3, 4), randn(4))),
+)
+fixture(
+    "remainder",
+    "remainder",
+    "torch.remainder(x, y), float32 [3,4] and [4], operands of both signs (result takes the divisor's sign)",
+    fn(torch.remainder),
+    twice(lambda: (randn(3, 4) * 4.0, away_from_zero(4))),
+)
+fixture(
+    "floor_divide",
+    "floor_divide",
+    "torch.floor_divide(x, y), float32 [3,4] and [4], operands of both signs (rounds toward -inf)",
+    fn(torch.floor_divide),
+    twice(lambda: (randn(3, 4) * 4.0, away_from_zero(4))),
+)
+
+COMPARISONS = {
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+}
+for _name, _op in COMPARISONS.items():
+    fixture(
+        _name,
+        _name,
+        f"{_name}(x, y) -> bool, float32 [3,4] and [4], multiples of 0.5 so ties occur",
+        fn(_op),
+        twice(lambda: (halves(3, 4), halves(4))),
+    )
+    fixture(
+        f"{_name}_scalar",
+        _name,
+        f"{_name}(x, 0.5) -> bool, float32 [3,4], multiples of 0.5 so ties occur",
+        fn(lambda x, _op=_op: _op(x, 0.5)),
+        twice(lambda: (halves(3, 4),)),
+    )
+for _name, _op in {"logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor}.items():
+    fixture(
+        _name,
+        _name,
+        f"{_name}(x, y) on bool [3,4] and [4]",
+        fn(_op),
+        twice(lambda: (bools(3, 4), bools(4))),
+    )
+fixture(
+    "where",
+    "where",
+    "torch.where(cond, x, y), bool [3,1,4], float32 [3,5,4] and [4] (broadcast)",
+    fn(torch.where),
+    twice(lambda: (bools(3, 1, 4), randn(3, 5, 4), randn(4))),
+)
+fixture(
+    "where_scalar",
+    "where",
+    "torch.where(x > 0, x, 0.0), float32 [3,4] (masked fill with a scalar)",
+    fn(lambda x: torch.where(x > 0, x, 0.0)),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "masked_fill",
+    "masked_fill",
+    "x.masked_fill(mask, -1e4), float32 [2,3,4], bool mask [3,4] (broadcast)",
+    fn(lambda x, m: x.masked_fill(m, -1e4)),
+    twice(lambda: (randn(2, 3, 4), bools(3, 4))),
+)
+
+
+# ---- other float dtypes
+
+fixture(
+    "add_float16",
+    "add",
+    "x + y, float16 [3,4] + [4]",
+    fn(torch.add),
+    twice(lambda: (randn(3, 4, dtype=torch.float16), randn(4, dtype=torch.float16))),
+)
+fixture(
+    "add_float64",
+    "add",
+    "x + y, float64 [3,4] + [4]",
+    fn(torch.add),
+    twice(lambda: (randn(3, 4, dtype=torch.float64), randn(4, dtype=torch.float64))),
+)
+
+
+# ---- integer dtypes
+
+fixture(
+    "add_int32_overflow",
+    "add",
+    "x + y, int32 [2,6]: row 0 wraps past INT32_MAX, row 1 wraps past INT32_MIN",
+    fn(torch.add),
+    add_overflow_cases(torch.int32, I32_MAX, I32_MIN),
+)
+fixture(
+    "sub_int32_overflow",
+    "sub",
+    "x - y, int32 [2,6]: row 0 wraps past INT32_MIN, row 1 wraps past INT32_MAX",
+    fn(torch.sub),
+    sub_overflow_cases(torch.int32, I32_MAX, I32_MIN),
+)
+fixture(
+    "mul_int32_overflow",
+    "mul",
+    "x * y, int32 [3,4], |x|,|y| < 200000 so most products wrap",
+    fn(torch.mul),
+    twice(lambda: (ints(-200000, 200000, 3, 4, dtype=torch.int32), ints(-200000, 200000, 3, 4, dtype=torch.int32))),
+)
+fixture(
+    "add_int64_overflow",
+    "add",
+    "x + y, int64 [2,6]: row 0 wraps past INT64_MAX, row 1 wraps past INT64_MIN",
+    fn(torch.add),
+    add_overflow_cases(torch.int64, I64_MAX, I64_MIN),
+)
+fixture(
+    "sub_int64_overflow",
+    "sub",
+    "x - y, int64 [2,6]: row 0 wraps past INT64_MIN, row 1 wraps past INT64_MAX",
+    fn(torch.sub),
+    sub_overflow_cases(torch.int64, I64_MAX, I64_MIN),
+)
+fixture(
+    "mul_int64_overflow",
+    "mul",
+    "x * y, int64 [3,4], |x|,|y| < 2**40 so most products wrap",
+    fn(torch.mul),
+    twice(lambda: (ints(-(2**40), 2**40, 3, 4), ints(-(2**40), 2**40, 3, 4))),
+)
+fixture(
+    "add_int64_broadcast",
+    "add",
+    "x + y, int64 [3,4] + [4], small values",
+    fn(torch.add),
+    twice(lambda: (ints(-100, 100, 3, 4), ints(-100, 100, 4))),
+)
+fixture(
+    "add_uint8_overflow",
+    "add",
+    "x + y, uint8 [3,4], sums above 255 wrap",
+    fn(torch.add),
+    twice(lambda: (ints(100, 256, 3, 4, dtype=torch.uint8), ints(0, 256, 3, 4, dtype=torch.uint8))),
+)
+fixture(
+    "add_int32_float32",
+    "add",
+    "x + y, int32 [3,4] + float32 [4] -> float32 (type promotion)",
+    fn(torch.add),
+    twice(lambda: (ints(-100, 100, 3, 4, dtype=torch.int32), randn(4))),
+)
+fixture(
+    "add_int64_int32",
+    "add",
+    "x + y, int64 [3,4] + int32 [4] -> int64 (type promotion)",
+    fn(torch.add),
+    twice(lambda: (ints(-(2**40), 2**40, 3, 4), ints(-1000, 1000, 4, dtype=torch.int32))),
+)
+fixture(
+    "mul_int64_scalar",
+    "mul",
+    "x * 3, int64 [3,4]",
+    fn(lambda x: x * 3),
+    twice(lambda: (ints(-1000, 1000, 3, 4),)),
+)
+fixture(
+    "div_int64",
+    "div",
+    "x / y, int64 [3,4] / [4] -> float32 (true division), nonzero divisors of both signs",
+    fn(torch.div),
+    twice(lambda: (ints(-50, 50, 3, 4), nonzero_ints(4))),
+)
+fixture(
+    "floor_divide_int64",
+    "floor_divide",
+    "torch.floor_divide(x, y), int64 [3,4] and [4], negative operands, nonzero divisors (rounds toward -inf)",
+    fn(torch.floor_divide),
+    twice(lambda: (ints(-50, 50, 3, 4), nonzero_ints(4))),
+)
+fixture(
+    "div_floor_int64",
+    "div",
+    "torch.div(x, y, rounding_mode='floor'), int64 [3,4] and [4], negative operands",
+    fn(lambda x, y: torch.div(x, y, rounding_mode="floor")),
+    twice(lambda: (ints(-50, 50, 3, 4), nonzero_ints(4))),
+)
+fixture(
+    "div_trunc_int64",
+    "div",
+    "torch.div(x, y, rounding_mode='trunc'), int64 [3,4] and [4], negative operands",
+    fn(lambda x, y: torch.div(x, y, rounding_mode="trunc")),
+    twice(lambda: (ints(-50, 50, 3, 4), nonzero_ints(4))),
+)
+fixture(
+    "remainder_int64",
+    "remainder",
+    "torch.remainder(x, y), int64 [3,4] and [4], negative operands (result takes the divisor's sign)",
+    fn(torch.remainder),
+    twice(lambda: (ints(-50, 50, 3, 4), nonzero_ints(4))),
+)
+for _name, _op in COMPARISONS.items():
+    fixture(
+        f"{_name}_int64",
+        _name,
+        f"{_name}(x, y) -> bool, int64 [3,4] and [4] in [-3, 3] so ties occur",
+        fn(_op),
+        twice(lambda: (ints(-3, 4, 3, 4), ints(-3, 4, 4))),
+    )
+fixture(
+    "gt_int64_scalar",
+    "gt",
+    "x > 1 -> bool, int64 [3,4] in [-3, 3]",
+    fn(lambda x: x > 1),
+    twice(lambda: (ints(-3, 4, 3, 4),)),
+)
+fixture(
+    "sum_int32",
+    "sum",
+    "x.sum() and x.sum(dim=-1), int32 [3,4] near 2**30 -> int64 (sums exceed INT32_MAX)",
+    fn(lambda x: (x.sum(), x.sum(dim=-1))),
+    twice(lambda: (ints(2**30 - 1000, 2**30, 3, 4, dtype=torch.int32),)),
+)
+fixture(
+    "cumsum_int64",
+    "cumsum",
+    "torch.cumsum(x, dim=-1), int64 [3,5]",
+    fn(lambda x: torch.cumsum(x, dim=-1)),
+    twice(lambda: (ints(-100, 100, 3, 5),)),
+)
+fixture(
+    "argmax_int64",
+    "argmax",
+    "torch.argmax(x, dim=1), int64 [3,6] in [0, 3] so ties occur (first maximum wins)",
+    fn(lambda x: torch.argmax(x, dim=1)),
+    twice(lambda: (ints(0, 4, 3, 6),)),
+)
+fixture(
+    "neg_int64",
+    "neg",
+    "-x, int64 [3,4]",
+    fn(torch.neg),
+    twice(lambda: (ints(-1000, 1000, 3, 4),)),
+)
+fixture(
+    "abs_int32",
+    "abs",
+    "abs(x), int32 [3,4]",
+    fn(torch.abs),
+    twice(lambda: (ints(-1000, 1000, 3, 4, dtype=torch.int32),)),
+)
+
+
+# ---- casts
+
+fixture(
+    "to_int32_from_float32",
+    "_to_copy",
+    "x.to(torch.int32), float32 [3,5] with fractions of both signs (truncates toward zero)",
+    fn(lambda x: x.to(torch.int32)),
+    twice(lambda: (fractional(3, 5),)),
+)
+fixture(
+    "to_int64_from_float32",
+    "_to_copy",
+    "x.to(torch.int64), float32 [3,5] with fractions of both signs (truncates toward zero)",
+    fn(lambda x: x.to(torch.int64)),
+    twice(lambda: (fractional(3, 5),)),
+)
+fixture(
+    "to_float32_from_int64",
+    "_to_copy",
+    "x.to(torch.float32), int64 [3,5]",
+    fn(lambda x: x.to(torch.float32)),
+    twice(lambda: (ints(-100000, 100000, 3, 5),)),
+)
+fixture(
+    "to_bool_from_float32",
+    "_to_copy",
+    "x.to(torch.bool), float32 [3,5] including 0.0, -0.0 and NaN (NaN is true)",
+    fn(lambda x: x.to(torch.bool)),
+    twice(lambda: (planted(torch.randn(3, 5), (0.0, -0.0, 0.0, NAN)),)),
+)
+fixture(
+    "to_float32_from_bool",
+    "_to_copy",
+    "x.to(torch.float32), bool [3,5]",
+    fn(lambda x: x.to(torch.float32)),
+    twice(lambda: (bools(3, 5),)),
+)
+fixture(
+    "to_int64_from_int32",
+    "_to_copy",
+    "x.to(torch.int64), int32 [3,5] of both signs",
+    fn(lambda x: x.to(torch.int64)),
+    twice(lambda: (ints(I32_MIN, I32_MAX, 3, 5, dtype=torch.int32),)),
+)
+
+
+# ---- shape and layout
+
+fixture(
+    "permute",
+    "permute",
+    "x.permute(2, 0, 1), float32 [2,3,4]",
+    fn(lambda x: x.permute(2, 0, 1)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "permute_negative",
+    "permute",
+    "x.permute(-1, -3, -2), float32 [2,3,4]",
+    fn(lambda x: x.permute(-1, -3, -2)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "transpose",
+    "transpose",
+    "x.transpose(-1, -3), float32 [2,3,4]",
+    fn(lambda x: x.transpose(-1, -3)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "t",
+    "t",
+    "x.t(), float32 [3,5]",
+    fn(lambda x: x.t()),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "expand",
+    "expand",
+    "x.expand(2, -1, 4), float32 [3,1] -> [2,3,4]",
+    fn(lambda x: x.expand(2, -1, 4)),
+    twice(lambda: (randn(3, 1),)),
+)
+fixture(
+    "view",
+    "view",
+    "x.view(-1, 6), float32 [2,3,4]",
+    fn(lambda x: x.view(-1, 6)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "reshape_transposed",
+    "reshape",
+    "x.t().reshape(-1), float32 [3,5] (reshape of a non-contiguous tensor copies)",
+    fn(lambda x: x.t().reshape(-1)),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "flatten",
+    "flatten",
+    "x.flatten(1), float32 [2,3,2,2]",
+    fn(lambda x: x.flatten(1)),
+    twice(lambda: (randn(2, 3, 2, 2),)),
+)
+fixture(
+    "flatten_negative",
+    "flatten",
+    "x.flatten(-3, -2), float32 [2,3,2,2]",
+    fn(lambda x: x.flatten(-3, -2)),
+    twice(lambda: (randn(2, 3, 2, 2),)),
+)
+fixture(
+    "squeeze",
+    "squeeze",
+    "x.squeeze(-2), float32 [3,1,4]",
+    fn(lambda x: x.squeeze(-2)),
+    twice(lambda: (randn(3, 1, 4),)),
+)
+fixture(
+    "squeeze_all",
+    "squeeze",
+    "x.squeeze(), float32 [1,3,1,4]",
+    fn(lambda x: x.squeeze()),
+    twice(lambda: (randn(1, 3, 1, 4),)),
+)
+fixture(
+    "unsqueeze",
+    "unsqueeze",
+    "x.unsqueeze(1), float32 [3,4]",
+    fn(lambda x: x.unsqueeze(1)),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "unsqueeze_negative",
+    "unsqueeze",
+    "x.unsqueeze(-1), float32 [3,4]",
+    fn(lambda x: x.unsqueeze(-1)),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "select_negative",
+    "select",
+    "x[:, -1], float32 [3,4,2]",
+    fn(lambda x: x[:, -1]),
+    twice(lambda: (randn(3, 4, 2),)),
+)
+fixture(
+    "slice_step_negative",
+    "slice",
+    "x[:, -3::2], float32 [3,8]",
+    fn(lambda x: x[:, -3::2]),
+    twice(lambda: (randn(3, 8),)),
+)
+fixture(
+    "slice_negative_end",
+    "slice",
+    "x[1:-1, 2:-2], float32 [5,8]",
+    fn(lambda x: x[1:-1, 2:-2]),
+    twice(lambda: (randn(5, 8),)),
+)
+fixture(
+    "cat",
+    "cat",
+    "torch.cat([a, b, c], dim=-1), float32 [2,3,1], [2,3,2], [2,3,4]",
+    fn(lambda a, b, c: torch.cat([a, b, c], dim=-1)),
+    twice(lambda: (randn(2, 3, 1), randn(2, 3, 2), randn(2, 3, 4))),
+)
+fixture(
+    "cat_dim0",
+    "cat",
+    "torch.cat([a, b, c], dim=0), int64 [1,3], [2,3], [3,3]",
+    fn(lambda a, b, c: torch.cat([a, b, c], dim=0)),
+    twice(lambda: (ints(-9, 9, 1, 3), ints(-9, 9, 2, 3), ints(-9, 9, 3, 3))),
+)
+fixture(
+    "stack",
+    "stack",
+    "torch.stack([a, b], dim=-1), float32 [3,4] each",
+    fn(lambda a, b: torch.stack([a, b], dim=-1)),
+    twice(lambda: (randn(3, 4), randn(3, 4))),
+)
+fixture(
+    "split",
+    "split_with_sizes",
+    "torch.split(x, [1, 3, 2], dim=-1), float32 [2,6] (three outputs)",
+    fn(lambda x: torch.split(x, [1, 3, 2], dim=-1)),
+    twice(lambda: (randn(2, 6),)),
+)
+fixture(
+    "chunk",
+    "chunk",
+    "torch.chunk(x, 3, dim=0), float32 [7,2] (chunks of 3, 3, 1)",
+    fn(lambda x: torch.chunk(x, 3, dim=0)),
+    twice(lambda: (randn(7, 2),)),
+)
+fixture(
+    "contiguous_transposed",
+    "clone",
+    "x.transpose(0, 1).contiguous(), float32 [3,5]",
+    fn(lambda x: x.transpose(0, 1).contiguous()),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "clone",
+    "clone",
+    "x.clone(), float32 [3,5]",
+    fn(lambda x: x.clone()),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "channels_last",
+    "_to_dim_order_copy",
+    "x to channels_last, relu, back to contiguous, float32 [1,3,2,4]",
+    fn(lambda x: x.contiguous(memory_format=torch.channels_last).relu().contiguous()),
+    twice(lambda: (randn(1, 3, 2, 4),)),
+)
+fixture(
+    "index_select",
+    "index_select",
+    "torch.index_select(x, -1, idx), float32 [3,5], int64 idx [4] with repeats",
+    fn(lambda x, i: torch.index_select(x, -1, i)),
+    twice(lambda: (randn(3, 5), ints(0, 5, 4))),
+)
+fixture(
+    "gather",
+    "gather",
+    "torch.gather(x, 1, idx), float32 [3,5], int64 idx [3,2]",
+    fn(lambda x, i: torch.gather(x, 1, i)),
+    twice(lambda: (randn(3, 5), ints(0, 5, 3, 2))),
+)
+fixture(
+    "index_tensor",
+    "index",
+    "x[idx], float32 [5,3], int64 idx [4] with repeats (advanced indexing)",
+    fn(lambda x, i: x[i]),
+    twice(lambda: (randn(5, 3), ints(0, 5, 4))),
+)
+fixture(
+    "pad",
+    "constant_pad_nd",
+    "F.pad(x, (1, 2, 0, 1), value=0.5), float32 [1,2,3,3]",
+    fn(lambda x: F.pad(x, (1, 2, 0, 1), value=0.5)),
+    twice(lambda: (randn(1, 2, 3, 3),)),
+)
+fixture(
+    "repeat",
+    "repeat",
+    "x.repeat(2, 1, 3), float32 [2,3]",
+    fn(lambda x: x.repeat(2, 1, 3)),
+    twice(lambda: (randn(2, 3),)),
+)
+fixture(
+    "upsample_nearest2d",
+    "upsample_nearest2d",
+    "F.interpolate(x, scale_factor=2, mode='nearest'), float32 [1,2,3,3]",
+    fn(lambda x: F.interpolate(x, scale_factor=2, mode="nearest")),
+    twice(lambda: (randn(1, 2, 3, 3),)),
+)
+fixture(
+    "upsample_bilinear2d",
+    "upsample_bilinear2d",
+    "F.interpolate(x, size=(5, 7), mode='bilinear', align_corners=False), float32 [1,2,3,4]",
+    fn(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)),
+    twice(lambda: (randn(1, 2, 3, 4),)),
+)
+
+
+# ---- reductions
+
+fixture(
+    "sum_dims",
+    "sum",
+    "x.sum(dim=(0, 2)), float32 [2,3,4]",
+    fn(lambda x: x.sum(dim=(0, 2))),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "sum_keepdim",
+    "sum",
+    "x.sum(dim=-1, keepdim=True), float32 [2,3,4]",
+    fn(lambda x: x.sum(dim=-1, keepdim=True)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "sum_all",
+    "sum",
+    "x.sum() -> 0-dim, float32 [2,3,4]",
+    fn(lambda x: x.sum()),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "mean_negative_dim",
+    "mean",
+    "x.mean(dim=-2), float32 [2,3,4]",
+    fn(lambda x: x.mean(dim=-2)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "mean_keepdim",
+    "mean",
+    "x.mean(dim=(-1, -2), keepdim=True), float32 [1,3,4,5]",
+    fn(lambda x: x.mean(dim=(-1, -2), keepdim=True)),
+    twice(lambda: (randn(1, 3, 4, 5),)),
+)
+fixture(
+    "amax",
+    "amax",
+    "x.amax(dim=-1), float32 [3,5]",
+    fn(lambda x: x.amax(dim=-1)),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "amin",
+    "amin",
+    "x.amin(dim=(0, 1), keepdim=True), float32 [2,3,4]",
+    fn(lambda x: x.amin(dim=(0, 1), keepdim=True)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "max_dim",
+    "max",
+    "torch.max(x, dim=-1) -> (values, int64 indices), float32 [3,5]",
+    fn(lambda x: tuple(torch.max(x, dim=-1))),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "min_dim",
+    "min",
+    "torch.min(x, dim=0, keepdim=True) -> (values, int64 indices), float32 [3,5]",
+    fn(lambda x: tuple(torch.min(x, dim=0, keepdim=True))),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "max_all",
+    "max",
+    "torch.max(x) -> 0-dim, float32 [3,5]",
+    fn(torch.max),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "any",
+    "any",
+    "x.any(dim=-1), bool [4,3] (one row all false)",
+    fn(lambda x: x.any(dim=-1)),
+    twice(lambda: (torch.cat([bools(3, 3), torch.zeros(1, 3, dtype=torch.bool)]),)),
+)
+fixture(
+    "any_all",
+    "any",
+    "x.any() -> 0-dim bool, bool [3,4]",
+    fn(lambda x: x.any()),
+    twice(lambda: (bools(3, 4),)),
+)
+fixture(
+    "argmax_dim",
+    "argmax",
+    "torch.argmax(x, dim=-2, keepdim=True), float32 [2,3,4]",
+    fn(lambda x: torch.argmax(x, dim=-2, keepdim=True)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "argmax_none",
+    "argmax",
+    "torch.argmax(x) -> 0-dim int64 index into the flattened tensor, float32 [3,5]",
+    fn(torch.argmax),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "argmin",
+    "argmin",
+    "torch.argmin(x, dim=1), float32 [3,5]",
+    fn(lambda x: torch.argmin(x, dim=1)),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "cumsum",
+    "cumsum",
+    "torch.cumsum(x, dim=0), float32 [4,3]",
+    fn(lambda x: torch.cumsum(x, dim=0)),
+    twice(lambda: (randn(4, 3),)),
+)
+fixture(
+    "cumsum_negative_dim",
+    "cumsum",
+    "torch.cumsum(x, dim=-1), float32 [2,3,4]",
+    fn(lambda x: torch.cumsum(x, dim=-1)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "softmax",
+    "_softmax",
+    "torch.softmax(x, dim=-1), float32 [2,3,5]",
+    fn(lambda x: torch.softmax(x, dim=-1)),
+    twice(lambda: (randn(2, 3, 5) * 3.0,)),
+)
+fixture(
+    "softmax_dim1",
+    "_softmax",
+    "torch.softmax(x, dim=1), float32 [2,4,3] (not the last dim)",
+    fn(lambda x: torch.softmax(x, dim=1)),
+    twice(lambda: (randn(2, 4, 3) * 3.0,)),
+)
+fixture(
+    "log_softmax",
+    "_log_softmax",
+    "torch.log_softmax(x, dim=-1), float32 [3,5]",
+    fn(lambda x: torch.log_softmax(x, dim=-1)),
+    twice(lambda: (randn(3, 5) * 3.0,)),
+)
+fixture(
+    "log_softmax_dim0",
+    "_log_softmax",
+    "torch.log_softmax(x, dim=0), float32 [4,3,2] (not the last dim)",
+    fn(lambda x: torch.log_softmax(x, dim=0)),
+    twice(lambda: (randn(4, 3, 2) * 3.0,)),
+)
+fixture(
+    "layer_norm",
+    "native_layer_norm",
+    "LayerNorm(8) with random weight and bias, float32 [2,3,8]",
+    lambda: layer_norm(8, affine=True),
+    twice(lambda: (randn(2, 3, 8) * 2.0 + 1.0,)),
+)
+fixture(
+    "layer_norm_no_affine",
+    "native_layer_norm",
+    "LayerNorm((3, 4), elementwise_affine=False), float32 [2,3,4]",
+    lambda: layer_norm((3, 4), affine=False),
+    twice(lambda: (randn(2, 3, 4) * 2.0 + 1.0,)),
+)
+fixture(
+    "batch_norm",
+    "_native_batch_norm_legit_no_training",
+    "BatchNorm2d(3) in eval mode, random running stats, weight and bias, float32 [2,3,2,3]",
+    lambda: batch_norm(3),
+    twice(lambda: (randn(2, 3, 2, 3),)),
+)
+fixture(
+    "var",
+    "var",
+    "x.var(dim=-1, keepdim=True) (unbiased), float32 [3,6]",
+    fn(lambda x: x.var(dim=-1, keepdim=True)),
+    twice(lambda: (randn(3, 6),)),
+)
+fixture(
+    "prod",
+    "prod",
+    "x.prod(dim=1), float32 [3,4]",
+    fn(lambda x: x.prod(dim=1)),
+    twice(lambda: (randn(3, 4),)),
+)
+
+
+# ---- linear algebra
+
+fixture(
+    "mm",
+    "mm",
+    "x @ y, float32 [3,4] @ [4,5]",
+    fn(torch.mm),
+    twice(lambda: (randn(3, 4), randn(4, 5))),
+)
+fixture(
+    "bmm",
+    "bmm",
+    "torch.bmm(x, y), float32 [2,3,4] @ [2,4,5]",
+    fn(torch.bmm),
+    twice(lambda: (randn(2, 3, 4), randn(2, 4, 5))),
+)
+fixture(
+    "matmul_3d_2d",
+    "matmul",
+    "x @ y, float32 [2,3,4] @ [4,5]",
+    fn(torch.matmul),
+    twice(lambda: (randn(2, 3, 4), randn(4, 5))),
+)
+fixture(
+    "matmul_4d",
+    "matmul",
+    "x @ y, float32 [2,2,3,4] @ [2,2,4,3] (batched, as in attention)",
+    fn(torch.matmul),
+    twice(lambda: (randn(2, 2, 3, 4), randn(2, 2, 4, 3))),
+)
+fixture(
+    "matmul_1d_2d",
+    "matmul",
+    "x @ y, float32 [4] @ [4,5] -> [5]",
+    fn(torch.matmul),
+    twice(lambda: (randn(4), randn(4, 5))),
+)
+fixture(
+    "addmm",
+    "addmm",
+    "torch.addmm(b, x, y, beta=0.5, alpha=2.0), float32 [5] + [3,4] @ [4,5]",
+    fn(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)),
+    twice(lambda: (randn(5), randn(3, 4), randn(4, 5))),
+)
+fixture(
+    "linear",
+    "linear",
+    "Linear(8, 5) with bias, float32 [3,8]",
+    lambda: nn.Linear(8, 5),
+    twice(lambda: (randn(3, 8),)),
+)
+fixture(
+    "linear_no_bias",
+    "linear",
+    "Linear(8, 5, bias=False), float32 [2,3,8]",
+    lambda: nn.Linear(8, 5, bias=False),
+    twice(lambda: (randn(2, 3, 8),)),
+)
+
+
+# ---- convolution and pooling
+
+
+def conv(name: str, description: str, make_model, shape) -> None:
+    fixture(name, "convolution", f"{description}, float32 {list(shape)}", make_model, twice(lambda: (randn(*shape),)))
+
+
+conv("conv2d", "Conv2d(3, 4, 3), stride 1, no padding", lambda: nn.Conv2d(3, 4, 3), (1, 3, 6, 6))
+conv("conv2d_padding", "Conv2d(3, 4, 3, padding=1)", lambda: nn.Conv2d(3, 4, 3, padding=1), (2, 3, 5, 5))
+conv("conv2d_stride2", "Conv2d(3, 4, 3, stride=2, padding=1)", lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1), (1, 3, 7, 7))
+conv("conv2d_dilation2", "Conv2d(2, 3, 3, dilation=2, padding=2)", lambda: nn.Conv2d(2, 3, 3, dilation=2, padding=2), (1, 2, 6, 6))
+conv("conv2d_groups2", "Conv2d(4, 6, 3, groups=2, padding=1)", lambda: nn.Conv2d(4, 6, 3, groups=2, padding=1), (1, 4, 5, 5))
+conv("conv2d_depthwise", "Conv2d(4, 4, 3, groups=4, padding=1) (depthwise)", lambda: nn.Conv2d(4, 4, 3, groups=4, padding=1), (1, 4, 5, 5))
+conv("conv2d_1x1", "Conv2d(4, 3, 1) (pointwise)", lambda: nn.Conv2d(4, 3, 1), (2, 4, 3, 3))
+conv("conv2d_no_bias", "Conv2d(3, 4, 3, padding=1, bias=False)", lambda: nn.Conv2d(3, 4, 3, padding=1, bias=False), (1, 3, 4, 4))
+conv("conv2d_1x3", "Conv2d(3, 4, (1, 3), padding=(0, 1)) (non-square kernel)", lambda: nn.Conv2d(3, 4, (1, 3), padding=(0, 1)), (1, 3, 4, 5))
+conv("conv2d_3x1", "Conv2d(3, 4, (3, 1), stride=(2, 1)) (non-square kernel and stride)", lambda: nn.Conv2d(3, 4, (3, 1), stride=(2, 1)), (1, 3, 7, 4))
+conv("conv1d", "Conv1d(3, 4, 3, padding=1)", lambda: nn.Conv1d(3, 4, 3, padding=1), (2, 3, 8))
+conv("conv_transpose2d", "ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), (1, 3, 3, 3))
+
+
+def pool(name: str, op: str, description: str, f, shape) -> None:
+    fixture(name, op, f"{description}, float32 {list(shape)}", fn(f), twice(lambda: (randn(*shape),)))
+
+
+pool("max_pool2d", "max_pool2d_with_indices", "F.max_pool2d(x, 2)", lambda x: F.max_pool2d(x, 2), (1, 2, 4, 6))
+pool("max_pool2d_ceil", "max_pool2d_with_indices", "F.max_pool2d(x, 3, stride=2, ceil_mode=True)", lambda x: F.max_pool2d(x, 3, stride=2, ceil_mode=True), (1, 2, 6, 6))
+pool("max_pool2d_padding", "max_pool2d_with_indices", "F.max_pool2d(x, 3, stride=2, padding=1)", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), (1, 2, 5, 5))
+pool("avg_pool2d", "avg_pool2d", "F.avg_pool2d(x, 2)", lambda x: F.avg_pool2d(x, 2), (1, 2, 4, 6))
+pool("avg_pool2d_pad_include", "avg_pool2d", "F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True)", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True), (1, 2, 5, 5))
+pool("avg_pool2d_pad_exclude", "avg_pool2d", "F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False)", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False), (1, 2, 5, 5))
+pool("avg_pool2d_ceil", "avg_pool2d", "F.avg_pool2d(x, 3, stride=2, ceil_mode=True)", lambda x: F.avg_pool2d(x, 3, stride=2, ceil_mode=True), (1, 2, 6, 6))
+pool("adaptive_avg_pool2d", "adaptive_avg_pool2d", "F.adaptive_avg_pool2d(x, 1)", lambda x: F.adaptive_avg_pool2d(x, 1), (2, 3, 3, 4))
+pool("adaptive_avg_pool2d_2x2", "adaptive_avg_pool2d", "F.adaptive_avg_pool2d(x, 2) on a 4x6 input", lambda x: F.adaptive_avg_pool2d(x, 2), (1, 2, 4, 6))
+
+
+# ---- embedding and constants
+
+fixture(
+    "embedding",
+    "embedding",
+    "Embedding(10, 4), int64 ids [2,5] with repeats",
+    lambda: nn.Embedding(10, 4),
+    twice(lambda: (ints(0, 10, 2, 5),)),
+)
+fixture(
+    "arange",
+    "arange",
+    "x + torch.arange(0, 10, 2), int64 [5] (integer arange)",
+    fn(lambda x: x + torch.arange(0, 10, 2)),
+    twice(lambda: (ints(-100, 100, 5),)),
+)
+fixture(
+    "arange_float",
+    "arange",
+    "x * torch.arange(0.5, 2.0, 0.25), float32 [6] (float arange)",
+    fn(lambda x: x * torch.arange(0.5, 2.0, 0.25)),
+    twice(lambda: (randn(6),)),
+)
+fixture(
+    "full",
+    "full",
+    "torch.full((2, 3), 1.5) * x, float32 [3]",
+    fn(lambda x: torch.full((2, 3), 1.5) * x),
+    twice(lambda: (randn(3),)),
+)
+fixture(
+    "zeros_like",
+    "zeros_like",
+    "torch.zeros_like(x) -> float32 and torch.zeros_like(x, dtype=torch.int64), float32 [3,4]",
+    fn(lambda x: (torch.zeros_like(x), torch.zeros_like(x, dtype=torch.int64))),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "ones_like",
+    "ones_like",
+    "torch.ones_like(x) + x, float32 [3,4]",
+    fn(lambda x: torch.ones_like(x) + x),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "full_like",
+    "full_like",
+    "torch.full_like(x, 7) for int64 x [3,4]",
+    fn(lambda x: torch.full_like(x, 7)),
+    twice(lambda: (ints(-9, 9, 3, 4),)),
+)
+fixture(
+    "scalar_tensor",
+    "scalar_tensor",
+    "x * torch.scalar_tensor(2.5), float32 [3,4]",
+    fn(lambda x: x * torch.scalar_tensor(2.5)),
+    twice(lambda: (randn(3, 4),)),
+)
+
+
+# ---- edge cases: empty tensors
+
+fixture(
+    "empty_add",
+    "add",
+    "x + y with x float32 [0,4] and y [4] -> [0,4]",
+    fn(torch.add),
+    twice(lambda: (randn(0, 4), randn(4))),
+)
+fixture(
+    "empty_relu",
+    "relu",
+    "relu(x), float32 [2,0,3]",
+    fn(torch.relu),
+    twice(lambda: (randn(2, 0, 3),)),
+)
+fixture(
+    "empty_sum",
+    "sum",
+    "x.sum(dim=1), float32 [3,0] -> zeros [3] (sum over an empty dim)",
+    fn(lambda x: x.sum(dim=1)),
+    twice(lambda: (randn(3, 0),)),
+)
+fixture(
+    "empty_cat",
+    "cat",
+    "torch.cat([a, b], dim=1), float32 [2,0] and [2,3]",
+    fn(lambda a, b: torch.cat([a, b], dim=1)),
+    twice(lambda: (randn(2, 0), randn(2, 3))),
+)
+
+
+# ---- edge cases: NaN and inf
+
+fixture(
+    "relu_nan_inf",
+    "relu",
+    "relu(x), float32 [3,5] containing NaN, +inf, -inf (NaN stays NaN)",
+    fn(torch.relu),
+    twice(lambda: (with_specials(3, 5),)),
+)
+fixture(
+    "clamp_nan_inf",
+    "clamp",
+    "torch.clamp(x, -1, 1), float32 [3,5] containing NaN, +inf, -inf (NaN stays NaN)",
+    fn(lambda x: torch.clamp(x, -1.0, 1.0)),
+    twice(lambda: (with_specials(3, 5),)),
+)
+fixture(
+    "maximum_nan_inf",
+    "maximum",
+    "torch.maximum(x, y), float32 [3,5] both containing NaN, +inf, -inf (NaN propagates)",
+    fn(torch.maximum),
+    twice(lambda: (with_specials(3, 5), with_specials(3, 5))),
+)
+fixture(
+    "minimum_nan_inf",
+    "minimum",
+    "torch.minimum(x, y), float32 [3,5] both containing NaN, +inf, -inf (NaN propagates)",
+    fn(torch.minimum),
+    twice(lambda: (with_specials(3, 5), with_specials(3, 5))),
+)
+fixture(
+    "amax_nan_inf",
+    "amax",
+    "x.amax(dim=-1), float32 [5,6]: rows with NaN, +inf, +inf/-inf, -inf, finite",
+    fn(lambda x: x.amax(dim=-1)),
+    twice(lambda: (sum_specials(),)),
+)
+fixture(
+    "amin_nan_inf",
+    "amin",
+    "x.amin(dim=-1), float32 [5,6]: rows with NaN, +inf, +inf/-inf, -inf, finite",
+    fn(lambda x: x.amin(dim=-1)),
+    twice(lambda: (sum_specials(),)),
+)
+fixture(
+    "max_dim_nan_inf",
+    "max",
+    "torch.max(x, dim=-1) -> (values, indices), float32 [5,6]: rows with NaN, +inf, +inf/-inf, -inf, finite (NaN wins)",
+    fn(lambda x: tuple(torch.max(x, dim=-1))),
+    twice(lambda: (sum_specials(),)),
+)
+fixture(
+    "min_dim_nan_inf",
+    "min",
+    "torch.min(x, dim=-1) -> (values, indices), float32 [5,6]: rows with NaN, +inf, +inf/-inf, -inf, finite (NaN wins)",
+    fn(lambda x: tuple(torch.min(x, dim=-1))),
+    twice(lambda: (sum_specials(),)),
+)
+fixture(
+    "argmax_nan",
+    "argmax",
+    "torch.argmax(x, dim=-1), float32 [5,6]: rows with NaN, +inf, +inf/-inf, -inf, finite (NaN counts as the maximum)",
+    fn(lambda x: torch.argmax(x, dim=-1)),
+    twice(lambda: (sum_specials(),)),
+)
+fixture(
+    "sum_nan_inf",
+    "sum",
+    "x.sum(dim=-1), float32 [5,6]: rows with NaN, +inf, +inf and -inf (NaN), -inf, finite",
+    fn(lambda x: x.sum(dim=-1)),
+    twice(lambda: (sum_specials(),)),
+)
+fixture(
+    "softmax_nan_inf",
+    "_softmax",
+    "torch.softmax(x, dim=-1), float32 [5,6]: rows with +inf, all -inf, some -inf, NaN, finite",
+    fn(lambda x: torch.softmax(x, dim=-1)),
+    twice(lambda: (softmax_specials(),)),
+)
+fixture(
+    "max_pool2d_nan_inf",
+    "max_pool2d_with_indices",
+    "F.max_pool2d(x, 2), float32 [1,2,4,4] containing NaN, +inf, -inf (NaN propagates)",
+    fn(lambda x: F.max_pool2d(x, 2)),
+    twice(lambda: (with_specials(1, 2, 4, 4),)),
+)
+fixture(
+    "add_nan_inf",
+    "add",
+    "x + y, float32 [3,5] both containing NaN, +inf, -inf (inf + -inf = NaN)",
+    fn(torch.add),
+    twice(lambda: (with_specials(3, 5), with_specials(3, 5))),
+)
+fixture(
+    "exp_inf",
+    "exp",
+    "exp(x), float32 [3,5] containing NaN, +inf, -inf and values above 88 (overflow to inf)",
+    fn(torch.exp),
+    twice(lambda: (planted(torch.randn(3, 5), (NAN, INF, -INF, 100.0, -100.0)),)),
+)
+fixture(
+    "div_by_zero",
+    "div",
+    "x / y, float32 [3,5], y has zeros: +-1/0 = +-inf (also via -0.0), 0/0 = NaN",
+    fn(torch.div),
+    twice(zero_divisors),
+)
+fixture(
+    "div_by_zero_scalar",
+    "div",
+    "x / 0.0, float32 [3,5] including 0.0 (-> NaN)",
+    fn(lambda x: x / 0.0),
+    twice(lambda: (planted(torch.randn(3, 5), (0.0,)),)),
+)
+fixture(
+    "log_nonpositive",
+    "log",
+    "log(x), float32 [3,5] including 0 (-> -inf) and negatives (-> NaN)",
+    fn(torch.log),
+    twice(lambda: (planted(positive(3, 5), (0.0, -1.0, -0.0, INF)),)),
+)
+
+
+# ---- edge cases: 0-dim tensors and broadcasting
+
+fixture(
+    "add_0dim",
+    "add",
+    "x + y with x a 0-dim float32 tensor and y [3,4]",
+    fn(torch.add),
+    twice(lambda: (randn(), randn(3, 4))),
+)
+fixture(
+    "mul_0dim_0dim",
+    "mul",
+    "x * y, both 0-dim float32 -> 0-dim",
+    fn(torch.mul),
+    twice(lambda: (randn(), randn())),
+)
+fixture(
+    "relu_0dim",
+    "relu",
+    "relu(x), 0-dim float32",
+    fn(torch.relu),
+    twice(lambda: (randn(),)),
+)
+fixture(
+    "sum_0dim",
+    "sum",
+    "x.sum(), 0-dim int64 -> 0-dim int64",
+    fn(lambda x: x.sum()),
+    twice(lambda: (ints(-100, 100),)),
+)
+fixture(
+    "broadcast_middle",
+    "add",
+    "x + y, float32 [2,1,4] + [3,1] -> [2,3,4] (size-1 dims broadcast on both sides)",
+    fn(torch.add),
+    twice(lambda: (randn(2, 1, 4), randn(3, 1))),
+)
+fixture(
+    "broadcast_both",
+    "mul",
+    "x * y, float32 [3,1] * [1,4] -> [3,4]",
+    fn(torch.mul),
+    twice(lambda: (randn(3, 1), randn(1, 4))),
+)
+
+
+# ---------------------------------------------------------------- lowering
+
+
+def flat_outputs(outputs) -> list[torch.Tensor]:
+    return [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+
+
+def plan_operators(program) -> list[str]:
+    """The operators of the forward method's execution plan, as ``name.overload``."""
+    plan = program.executorch_program.execution_plan[0]
+    return [f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators]
+
+
+def export_bundled(spec: OpFixture) -> tuple[bytes, list[Inputs], list[torch.Tensor], list[str]]:
+    """Export one fixture; return the serialized bundled program, the inputs of its
+    test cases, the expected outputs of the first case and the plan's operators."""
+    torch.manual_seed(seed_for("ops", spec.name))
+    model = spec.make_model().eval()
+    cases = spec.make_cases()
+    reference = copy.deepcopy(model)
+
+    exported = torch.export.export(model, cases[0])
+    edge = to_edge_transform_and_lower(
+        exported,
+        partitioner=[],
+        compile_config=EdgeCompileConfig(_check_ir_validity=False),
+    )
+    program = edge.to_executorch()
+
+    test_cases, expected = [], []
+    with torch.no_grad():
+        for inputs in cases:
+            outputs = flat_outputs(reference(*inputs))
+            expected.append(outputs)
+            test_cases.append(MethodTestCase(inputs=inputs, expected_outputs=outputs))
+    suite = MethodTestSuite(method_name="forward", test_cases=test_cases)
+    data = serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
+    return data, cases, expected[0], plan_operators(program)
+
+
+# ---------------------------------------------------------------- index and README
+
+
+def describe(tensors) -> list[dict]:
+    return [{"dtype": dtype_name(t.dtype), "shape": list(t.shape)} for t in tensors]
+
+
+def index_entry(spec: OpFixture, data: bytes, cases, outputs, operators) -> dict:
+    return {
+        "op": spec.op,
+        "variant": VARIANT,
+        "description": spec.description,
+        "operators": operators,
+        "inputs": describe(cases[0]),
+        "outputs": describe(outputs),
+        "test_cases": len(cases),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
+README_HEAD = """\
+# Operator fixtures
+
+One small portable bundled program (`.bpte`, no delegation) per ATen operator and dtype class,
+plus edge cases PyTorch defines: NaN and inf propagation, empty and 0-dim tensors, integer
+overflow (PyTorch wraps), division by zero, negative dims and broadcasting. Each file holds two test
+cases with different inputs whose expected outputs were computed by eager PyTorch; inputs that must
+contain NaN, inf or particular values (ties, exact halves, signed zeros) are built deterministically
+in both cases. Files are named `<op>[_<variant>].portable.bpte`.
+
+They were written by `scripts/gen_op_fixtures.py` with the public ExecuTorch 1.5.1 exporter (torch
+2.14.0). `index.json` lists each file's op, description, the operators of its execution plan,
+input and output dtypes and shapes, number of test cases, size and SHA-256.
+
+Regenerate them from the repository root (the generator is deterministic: fixed seeds per fixture):
+
+    $ANCHOR_PY scripts/gen_op_fixtures.py        # e.g. ANCHOR_PY=~/.cache/ptec-anchor/venv/bin/python
+
+Check them with ptec and with ExecuTorch's own runtime:
+
+    target/release/ptec test tests/fixtures/ops/*.bpte
+    $ANCHOR_PY ../shared/anchor/et_run.py tests/fixtures/ops/*.bpte
+
+Expected outputs may contain NaN where PyTorch defines NaN; a NaN output matches a NaN expected
+value. `et_run.py` compares with `torch.allclose` without `equal_nan`, so it reports every fixture
+whose expected outputs contain NaN as failing even when ExecuTorch computes the same NaNs.
+"""
+
+
+def write_readme(out_dir: Path, index: dict, skipped: dict) -> None:
+    lines = [README_HEAD, "| file | op | description | bytes |", "|---|---|---|---|"]
+    for name, entry in index.items():
+        description = entry["description"].replace("|", "\\|")
+        lines.append(f"| `{name}` | `{entry['op']}` | {description} | {entry['bytes']} |")
+    total = sum(entry["bytes"] for entry in index.values())
+    lines.append(f"\n{len(index)} files, {total} bytes.\n")
+    lines.append("## Skipped\n")
+    if skipped:
+        lines.append("These fixtures failed to export or lower on the portable path and have no file:\n")
+        lines.extend(f"- `{name}`: {reason}" for name, reason in skipped.items())
+    else:
+        lines.append("None: every fixture exported.")
+    (out_dir / "README.md").write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- main
+
+
+def check_sizes(index: dict) -> list[str]:
+    """Complaints about fixtures that grew too large to commit."""
+    problems = [
+        f"{name}: {entry['bytes']} bytes exceeds {MAX_FIXTURE_BYTES}"
+        for name, entry in index.items()
+        if entry["bytes"] > MAX_FIXTURE_BYTES
+    ]
+    total = sum(entry["bytes"] for entry in index.values())
+    if total > MAX_TOTAL_BYTES:
+        problems.append(f"total {total} bytes exceeds {MAX_TOTAL_BYTES}")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+
+    names = [spec.name for spec in FIXTURES]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        print(f"duplicate fixture names: {duplicates}", file=sys.stderr)
+        return 1
+
+    index, skipped = {}, {}
+    for spec in FIXTURES:
+        file_name = f"{spec.name}.{VARIANT}.bpte"
+        try:
+            data, cases, outputs, operators = export_bundled(spec)
+        except Exception as error:  # noqa: BLE001 - skip this op, report it, go on
+            traceback.print_exc()
+            reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+            print(f"SKIPPED {file_name} ({spec.op}): {reason}", flush=True)
+            skipped[file_name] = reason[:300]
+            continue
+        (args.out_dir / file_name).write_bytes(data)
+        index[file_name] = index_entry(spec, data, cases, outputs, operators)
+        print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
+
+    # Files of fixtures that no longer exist or were skipped this time are stale.
+    for stale in sorted(set(p.name for p in args.out_dir.glob(f"*.{VARIANT}.bpte")) - set(index)):
+        (args.out_dir / stale).unlink()
+        print(f"removed stale {stale}")
+
+    with open(args.out_dir / "index.json", "w") as out:
+        json.dump(index, out, indent=2, sort_keys=True)
+        out.write("\n")
+    write_readme(args.out_dir, index, skipped)
+
+    total = sum(entry["bytes"] for entry in index.values())
+    print(f"{len(index)} fixtures, {total} bytes, {len(skipped)} skipped")
+    for name, reason in skipped.items():
+        print(f"  skipped {name}: {reason}")
+
+    problems = check_sizes(index)
+    if len(skipped) > MAX_FAILED_FRACTION * len(FIXTURES):
+        problems.append(
+            f"{len(skipped)} of {len(FIXTURES)} fixtures failed to export (more than "
+            f"{MAX_FAILED_FRACTION:.0%}): the environment looks broken"
+        )
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
