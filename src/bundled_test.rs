@@ -116,7 +116,7 @@ fn run_cases(
     reports: &mut Vec<CaseReport>,
 ) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;
-    let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
+    let file = ExecutorchFile::read(bytes.bytes())?;
     if file.test_suites().is_empty() {
         bail!("the file has no test cases (is it a bundled program?)");
     }

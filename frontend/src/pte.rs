@@ -134,13 +134,19 @@ fn read_segments<'a>(
         return Ok(Vec::new());
     }
     let Some(header) = header else {
-        return Err(Error::invalid(
-            "segments",
-            format!(
-                "the program lists {} segments but has no extended header to locate them",
-                table.len()
-            ),
-        ));
+        // Without the extended header there is no segment area; a program
+        // without constants still lists its (empty) constant segment.
+        return table
+            .iter()
+            .enumerate()
+            .map(|(index, segment)| match segment.size_() {
+                0 => Ok(Segment { offset: bytes.len() as u64, data: &[] }),
+                size => Err(Error::invalid(
+                    format!("segments[{index}]"),
+                    format!("the segment holds {size} bytes but the program has no extended header to locate them"),
+                )),
+            })
+            .collect();
     };
     let base = header.segment_base_offset;
     let area_end = header

@@ -1,0 +1,71 @@
+"""Times ptec and ExecuTorch side by side, in one run, on one core.
+
+For each model, runs `ptec bench` on its portable program and ExecuTorch's
+runtime (../shared/anchor/et_run.py) on the XNNPACK-delegated and the
+portable programs of the same model, each pinned to CPU 0, alternating
+rounds so that machine noise hits both alike, and prints a table of medians
+and ratios.
+
+Usage (with the anchor environment of ../shared/anchor/setup.sh):
+  $ANCHOR_PY scripts/compare_speed.py [--ptec target/release/ptec] [--rounds 3]
+      [--corpus ../shared/corpus] [--skip-et-portable] MODEL...
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ET_RUN = os.path.join(HERE, "..", "..", "shared", "anchor", "et_run.py")
+
+
+def pinned(command):
+    return ["taskset", "-c", "0"] + command
+
+
+def ptec_median(ptec, path, iters):
+    out = subprocess.run(pinned([ptec, "bench", path, "--iters", str(iters), "--json"]),
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["median_ms"]
+
+
+def et_median(path, iters):
+    out = subprocess.run(pinned([sys.executable, ET_RUN, "--iters", str(iters), path]),
+                         check=True, capture_output=True, text=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    if not result.get("ok"):
+        raise RuntimeError(f"ExecuTorch failed on {path}: {result}")
+    return result["median_ms"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ptec", default=os.path.join(HERE, "..", "target", "release", "ptec"))
+    parser.add_argument("--corpus", default=os.path.join(HERE, "..", "..", "shared", "corpus"))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--skip-et-portable", action="store_true",
+                        help="do not time ExecuTorch's portable kernels (slow on the large models)")
+    parser.add_argument("models", nargs="+")
+    args = parser.parse_args()
+
+    print("| model | ptec JIT (portable) ms | ExecuTorch+XNNPACK ms | ratio ptec/ET+XNNPACK | ExecuTorch portable ms |")
+    print("|---|---|---|---|---|")
+    for model in args.models:
+        portable = os.path.join(args.corpus, f"{model}.portable.bpte")
+        xnnpack = os.path.join(args.corpus, f"{model}.xnnpack.bpte")
+        ptec_times, et_times, et_portable = [], [], []
+        for _ in range(args.rounds):
+            ptec_times.append(ptec_median(args.ptec, portable, args.iters))
+            et_times.append(et_median(xnnpack, args.iters))
+            if not args.skip_et_portable:
+                et_portable.append(et_median(portable, max(1, args.iters // 4)))
+        ptec_ms, et_ms = statistics.median(ptec_times), statistics.median(et_times)
+        portable_ms = f"{statistics.median(et_portable):.3f}" if et_portable else "not run"
+        print(f"| {model} | {ptec_ms:.3f} | {et_ms:.3f} | {ptec_ms / et_ms:.2f} | {portable_ms} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

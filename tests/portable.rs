@@ -1,0 +1,145 @@
+//! `ptec test` on portable programs: every bundled case of the project's
+//! fixtures and of the shared corpus passes on the JIT, with the whole
+//! optimizer and with each pass switched off in turn.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{bpte_files, corpus_dir, fixture_files, ptec, repo_dir};
+use serde_json::Value;
+
+/// Runs `ptec test --json` with extra arguments; returns each file's report.
+fn ptec_test(files: &[PathBuf], extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["test", "--json"];
+    args.extend_from_slice(extra);
+    let paths: Vec<String> = files
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    let output = ptec(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let reports: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(
+        reports.len(),
+        files.len(),
+        "one report per file; stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    reports
+}
+
+fn assert_all_pass(reports: &[Value], context: &str) {
+    let failures: Vec<String> = reports
+        .iter()
+        .filter(|report| report["pass"] != Value::Bool(true))
+        .map(|report| report.to_string())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{context}: failing files:\n{}",
+        failures.join("\n")
+    );
+}
+
+fn portable(dir: &Path) -> Vec<PathBuf> {
+    bpte_files(dir)
+        .into_iter()
+        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
+        .collect()
+}
+
+#[test]
+fn fixtures_pass() {
+    let files: Vec<PathBuf> = fixture_files()
+        .into_iter()
+        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
+        .collect();
+    let reports = ptec_test(&files, &[]);
+    assert_all_pass(&reports, "fixtures");
+    for report in &reports {
+        assert!(
+            report["cases"]
+                .as_array()
+                .is_some_and(|cases| !cases.is_empty())
+        );
+    }
+}
+
+#[test]
+fn operator_fixtures_pass() {
+    let dir = repo_dir().join("tests/fixtures/ops");
+    let files = bpte_files(&dir);
+    assert!(
+        files.len() >= 50,
+        "tests/fixtures/ops should hold the per-operator fixtures"
+    );
+    assert_all_pass(&ptec_test(&files, &[]), "operator fixtures");
+}
+
+#[test]
+fn corpus_portable_programs_pass() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("../shared/corpus is absent: corpus programs not run");
+        return;
+    };
+    let files = portable(&corpus);
+    assert_eq!(files.len(), 11, "the corpus has 11 portable programs");
+    assert_all_pass(&ptec_test(&files, &[]), "corpus");
+}
+
+/// Each pass switched off in turn, on the fixtures and the corpus' small
+/// programs (the large ones run with every pass above).
+#[test]
+fn every_pass_can_be_switched_off() {
+    let mut files: Vec<PathBuf> = fixture_files()
+        .into_iter()
+        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
+        .collect();
+    if let Some(corpus) = corpus_dir() {
+        files.extend(
+            portable(&corpus)
+                .into_iter()
+                .filter(|path| !path.to_string_lossy().contains("mobilenet")),
+        );
+    }
+    for pass in ptec_passes::names() {
+        assert_all_pass(
+            &ptec_test(&files, &["--disable-pass", pass]),
+            &format!("--disable-pass {pass}"),
+        );
+        assert_all_pass(
+            &ptec_test(&files, &["--stop-after", pass]),
+            &format!("--stop-after {pass}"),
+        );
+    }
+}
+
+#[test]
+fn failures_are_reported() {
+    // A zero tolerance fails the float cases that are not bit-exact.
+    let file = repo_dir().join("tests/fixtures/conv_bn.portable.bpte");
+    let output = ptec(&[
+        "test",
+        "--rtol",
+        "0",
+        "--atol",
+        "0",
+        file.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("0 passed, 1 failed"));
+
+    let unknown = ptec(&[
+        "test",
+        "--disable-pass",
+        "no-such-pass",
+        file.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stdout).contains("unknown pass"));
+}
