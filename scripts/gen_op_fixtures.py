@@ -1562,9 +1562,14 @@ Check them with ptec and with ExecuTorch's own runtime:
     target/release/ptec test tests/fixtures/ops/*.bpte
     $ANCHOR_PY ../shared/anchor/et_run.py tests/fixtures/ops/*.bpte
 
-Expected outputs may contain NaN where PyTorch defines NaN; a NaN output matches a NaN expected
-value. `et_run.py` compares with `torch.allclose` without `equal_nan`, so it reports every fixture
-whose expected outputs contain NaN as failing even when ExecuTorch computes the same NaNs.
+Expected outputs contain NaN where PyTorch defines NaN; compare them with NaN equal to NaN in the
+same position. `et_run.py` compares with `torch.allclose` without `equal_nan`, so it reports every
+fixture whose expected outputs contain NaN as failing even when ExecuTorch computes the same NaNs.
+
+Expected outputs always follow eager PyTorch, also where ExecuTorch 1.5.1's portable kernels differ:
+`remainder_int64` (ExecuTorch returns C's truncated remainder, whose sign follows the dividend;
+PyTorch's follows the divisor) and `max_pool2d_nan_inf` (ExecuTorch drops NaN inside a pooling
+window; PyTorch propagates it).
 """
 
 

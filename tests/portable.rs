@@ -70,15 +70,74 @@ fn fixtures_pass() {
     }
 }
 
+/// Operator fixtures ptec cannot compile yet, with what its error must say.
+const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
+    ("add_float16", "f16 tensors"),
+    ("conv1d", "ptec handles 2-D"),
+    (
+        "conv_transpose2d",
+        "transposed convolution is not supported",
+    ),
+    (
+        "gather",
+        "unsupported operators in method forward: aten::gather.out",
+    ),
+    (
+        "index_tensor",
+        "unsupported operators in method forward: aten::index.Tensor_out",
+    ),
+    (
+        "upsample_bilinear2d",
+        "unsupported operators in method forward: aten::upsample_bilinear2d.vec_out",
+    ),
+    (
+        "upsample_nearest2d",
+        "unsupported operators in method forward: aten::upsample_nearest2d.vec_out",
+    ),
+    (
+        "var",
+        "unsupported operators in method forward: aten::var.correction_out",
+    ),
+];
+
+/// Every operator fixture passes, except the ones listed as not supported
+/// yet, which must fail with an error that says what is not supported (so
+/// that support landing updates the list).
 #[test]
-fn operator_fixtures_pass() {
+fn operator_fixtures_pass_or_are_reported_unsupported() {
     let dir = repo_dir().join("tests/fixtures/ops");
     let files = bpte_files(&dir);
     assert!(
-        files.len() >= 50,
+        files.len() >= 200,
         "tests/fixtures/ops should hold the per-operator fixtures"
     );
-    assert_all_pass(&ptec_test(&files, &[]), "operator fixtures");
+    let mut unexpected = Vec::new();
+    for report in ptec_test(&files, &[]) {
+        let file = report["file"].as_str().expect("file name").to_string();
+        let name = Path::new(&file)
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or_default();
+        let op = name.trim_end_matches(".portable.bpte");
+        let passed = report["pass"] == Value::Bool(true);
+        match NOT_YET_SUPPORTED.iter().find(|(listed, _)| *listed == op) {
+            Some((_, message)) => {
+                let error = report["error"].as_str().unwrap_or_default();
+                if passed || !error.contains(message) {
+                    unexpected.push(format!(
+                        "{op}: expected an error containing {message:?}, got {report}"
+                    ));
+                }
+            }
+            None if !passed => unexpected.push(format!("{op}: {report}")),
+            None => {}
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "operator fixtures:\n{}",
+        unexpected.join("\n")
+    );
 }
 
 #[test]

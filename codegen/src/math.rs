@@ -15,6 +15,8 @@ pub(crate) enum MathFn {
     Cos,
     Erf,
     Pow,
+    Expm1,
+    Log1p,
     Exp64,
     Log64,
     Tanh64,
@@ -22,6 +24,8 @@ pub(crate) enum MathFn {
     Cos64,
     Erf64,
     Pow64,
+    Expm1F64,
+    Log1pF64,
 }
 
 impl MathFn {
@@ -35,6 +39,10 @@ impl MathFn {
             MathFn::Cos => "cosf",
             MathFn::Erf => "erff",
             MathFn::Pow => "powf",
+            MathFn::Expm1 => "expm1f",
+            MathFn::Log1p => "log1pf",
+            MathFn::Expm1F64 => "expm1",
+            MathFn::Log1pF64 => "log1p",
             MathFn::Exp64 => "exp",
             MathFn::Log64 => "log",
             MathFn::Tanh64 => "tanh",
@@ -61,7 +69,9 @@ impl MathFn {
             | MathFn::Sin
             | MathFn::Cos
             | MathFn::Erf
-            | MathFn::Pow => types::F32,
+            | MathFn::Pow
+            | MathFn::Expm1
+            | MathFn::Log1p => types::F32,
             _ => types::F64,
         }
     }
@@ -84,6 +94,10 @@ impl MathFn {
             (MathFn::Erf | MathFn::Erf64, true) => MathFn::Erf64,
             (MathFn::Pow | MathFn::Pow64, false) => MathFn::Pow,
             (MathFn::Pow | MathFn::Pow64, true) => MathFn::Pow64,
+            (MathFn::Expm1 | MathFn::Expm1F64, false) => MathFn::Expm1,
+            (MathFn::Expm1 | MathFn::Expm1F64, true) => MathFn::Expm1F64,
+            (MathFn::Log1p | MathFn::Log1pF64, false) => MathFn::Log1p,
+            (MathFn::Log1p | MathFn::Log1pF64, true) => MathFn::Log1pF64,
         }
     }
 }

@@ -32,7 +32,10 @@ pub enum UnaryOp {
     Floor,
     Ceil,
     Round,
+    Trunc,
     Sign,
+    Expm1,
+    Log1p,
     LogicalNot,
 }
 
@@ -45,6 +48,8 @@ pub enum BinaryOp {
     Div,
     /// `torch.div(rounding_mode="floor")`.
     FloorDiv,
+    /// `torch.div(rounding_mode="trunc")`.
+    TruncDiv,
     /// Python-style remainder: the sign of the divisor.
     Remainder,
     Pow,
@@ -129,6 +134,16 @@ pub enum Op {
         min: Option<Scalar>,
         max: Option<Scalar>,
     },
+    /// `out = x > 0 ? x : slope * x`.
+    LeakyRelu {
+        slope: f64,
+    },
+    /// `out = x > 0 ? scale * x : scale * alpha * (exp(input_scale * x) - 1)`.
+    Elu {
+        alpha: f64,
+        scale: f64,
+        input_scale: f64,
+    },
     /// `out = condition ? a : b`, broadcasting all three.
     Where,
     /// Copies (broadcasting) into the output, converting element type and
@@ -156,6 +171,22 @@ pub enum Op {
     Cat {
         dim: usize,
     },
+    /// Pads each dimension with `before[d]` and `after[d]` elements of
+    /// `value`.
+    Pad {
+        before: Vec<u64>,
+        after: Vec<u64>,
+        value: Scalar,
+    },
+    /// Tiles the input `repeats[d]` times along each dimension (leading
+    /// repeats add dimensions).
+    Repeat {
+        repeats: Vec<u64>,
+    },
+    /// `out = x.index_select(dim, index)`. Inputs: x, index.
+    IndexSelect {
+        dim: usize,
+    },
     /// Reduction over `dims`; `keepdim` keeps them as size 1.
     Reduce {
         op: ReduceOp,
@@ -165,6 +196,11 @@ pub enum Op {
     /// Index of the largest element along `dim` (of the flattened input
     /// when `None`).
     ArgMax {
+        dim: Option<usize>,
+        keepdim: bool,
+    },
+    /// Index of the smallest element, likewise.
+    ArgMin {
         dim: Option<usize>,
         keepdim: bool,
     },

@@ -136,7 +136,64 @@ pub fn expected_shapes(
     };
     let one = |shape: Shape| Ok(vec![Expected::Shape(shape)]);
     match op {
-        Op::Unary(_) | Op::Clamp { .. } | Op::BinaryScalar { .. } => one(input(0)?.to_vec()),
+        Op::Unary(_)
+        | Op::Clamp { .. }
+        | Op::BinaryScalar { .. }
+        | Op::LeakyRelu { .. }
+        | Op::Elu { .. } => one(input(0)?.to_vec()),
+        Op::Pad { before, after, .. } => {
+            let x = input(0)?;
+            if before.len() != x.len() || after.len() != x.len() {
+                return Err(format!(
+                    "padding of {} dims for a rank-{} input",
+                    before.len(),
+                    x.len()
+                ));
+            }
+            let shape = x
+                .iter()
+                .zip(before.iter().zip(after))
+                .map(|(&dim, (&b, &a))| {
+                    fixed(dim, "a padded dimension").map(|size| Dim::Fixed(size + b + a))
+                })
+                .collect::<Result<_, _>>()?;
+            one(shape)
+        }
+        Op::Repeat { repeats } => {
+            let x = input(0)?;
+            if repeats.len() < x.len() {
+                return Err(format!(
+                    "{} repeats for a rank-{} input",
+                    repeats.len(),
+                    x.len()
+                ));
+            }
+            let lead = repeats.len() - x.len();
+            let shape = repeats
+                .iter()
+                .enumerate()
+                .map(|(axis, &times)| match axis.checked_sub(lead) {
+                    Some(index) => {
+                        fixed(x[index], "a repeated dimension").map(|size| Dim::Fixed(size * times))
+                    }
+                    None => Ok(Dim::Fixed(times)),
+                })
+                .collect::<Result<_, _>>()?;
+            one(shape)
+        }
+        Op::IndexSelect { dim } => {
+            let (x, index) = (input(0)?, input(1)?);
+            let dim = axis(x.len(), *dim)?;
+            if index.len() > 1 {
+                return Err(format!(
+                    "index_select with an index of shape {}",
+                    show(index)
+                ));
+            }
+            let mut shape = x.to_vec();
+            shape[dim] = index.first().copied().unwrap_or(Dim::Fixed(1));
+            one(shape)
+        }
         Op::Binary { .. } | Op::Where => one(broadcast(inputs, eq)?),
         Op::Copy | Op::Reshape | Op::Full { .. } | Op::Arange { .. } => Ok(vec![Expected::Given]),
         Op::Permute { dims } => {
@@ -197,7 +254,7 @@ pub fn expected_shapes(
             }
             one(reduced(x, |d| dims.contains(&d), *keepdim))
         }
-        Op::ArgMax { dim, keepdim } => {
+        Op::ArgMax { dim, keepdim } | Op::ArgMin { dim, keepdim } => {
             let x = input(0)?;
             match dim {
                 Some(dim) => {

@@ -102,6 +102,20 @@ fn attributes(op: &Op) -> String {
             format!("min={} max={}", show(min), show(max))
         }
         Op::Permute { dims } => format!("dims={dims:?}"),
+        Op::LeakyRelu { slope } => format!("slope={slope:?}"),
+        Op::Elu {
+            alpha,
+            scale,
+            input_scale,
+        } => format!("alpha={alpha:?} scale={scale:?} input_scale={input_scale:?}"),
+        Op::Pad {
+            before,
+            after,
+            value,
+        } => format!("before={before:?} after={after:?} value={value}"),
+        Op::Repeat { repeats } => format!("repeats={repeats:?}"),
+        Op::IndexSelect { dim } => format!("dim={dim}"),
+        Op::ArgMin { dim, keepdim } => format!("dim={dim:?} keepdim={keepdim}"),
         Op::Select { dim, index } => format!("dim={dim} index={index}"),
         Op::Slice { dim, start, step } => format!("dim={dim} start={start} step={step}"),
         Op::Cat { dim } | Op::CumSum { dim } => format!("dim={dim}"),

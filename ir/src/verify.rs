@@ -257,6 +257,11 @@ fn arity(op: &Op) -> (Option<usize>, Option<usize>) {
             (Some(1), Some(1))
         }
         Op::Permute { .. } | Op::Select { .. } | Op::Slice { .. } => (Some(1), Some(1)),
+        Op::LeakyRelu { .. } | Op::Elu { .. } | Op::Pad { .. } | Op::Repeat { .. } => {
+            (Some(1), Some(1))
+        }
+        Op::ArgMin { .. } => (Some(1), Some(1)),
+        Op::IndexSelect { .. } => (Some(2), Some(1)),
         Op::Reduce { .. } | Op::ArgMax { .. } | Op::CumSum { .. } | Op::Softmax { .. } => {
             (Some(1), Some(1))
         }

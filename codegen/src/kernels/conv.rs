@@ -601,77 +601,7 @@ fn window(
     Ok((value, carried[1]))
 }
 
-/// `out[i, :] = weight[indices[i], :]`; an index outside the table is an
-/// error, as in PyTorch.
-fn embedding(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
-    let (weight, indices, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
-    let weight_ty = e.graph().value(weight).ty.clone();
-    let index_ty = e.graph().value(indices).ty.clone();
-    let out_ty = e.graph().value(output).ty.clone();
-    if !weight_ty.is_contiguous()
-        || !index_ty.is_contiguous()
-        || !out_ty.is_contiguous()
-        || weight_ty.dtype != out_ty.dtype
-    {
-        return Err(CodegenError::Unsupported(
-            "embedding of non-contiguous tensors".into(),
-        ));
-    }
-    let rows = e.dim(weight_ty.shape[0]);
-    let rows = e.value_of(rows);
-    let row_elements = e.dim(weight_ty.shape[1]);
-    let row_bytes = e.mul(row_elements, Size::Const(weight_ty.dtype.size() as i64));
-    let index_sizes = e.shape(&index_ty.shape);
-    let count = e.product(&index_sizes);
-    let bases = [e.address(weight), e.address(indices), e.address(output)];
-    let index_size = index_ty.dtype.size() as i64;
-    e.counted_loop(count, &[bases[1], bases[2]], |e, _, p| {
-        let index = e.load(index_ty.dtype, p[0])?;
-        let index = e.convert(index, index_ty.dtype, DType::I64)?;
-        let outside =
-            e.b.ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, index, rows);
-        e.fail_if(outside, "embedding index out of range".to_string());
-        let row_bytes_value = e.value_of(row_bytes);
-        let offset = e.b.ins().imul(index, row_bytes_value);
-        let source = e.b.ins().iadd(bases[0], offset);
-        copy_bytes(e, source, p[1], row_bytes)?;
-        Ok(vec![
-            e.b.ins().iadd_imm_s(p[0], index_size),
-            e.add_size(p[1], row_bytes),
-        ])
-    })?;
-    Ok(())
-}
-
-/// Copies `bytes` bytes (a multiple of 4) from `source` to `target`.
-fn copy_bytes(
-    e: &mut Emitter<'_, '_, '_>,
-    source: Value,
-    target: Value,
-    bytes: Size,
-) -> Result<(), CodegenError> {
-    let words = match bytes {
-        Size::Const(n) if n % 4 == 0 => Size::Const(n / 4),
-        Size::Const(_) => {
-            return Err(CodegenError::Unsupported(
-                "embedding rows of odd byte sizes".into(),
-            ));
-        }
-        Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
-    };
-    e.counted_loop(words, &[source, target], |e, _, p| {
-        let word = e.b.ins().load(types::I32, flags(), p[0], 0);
-        e.b.ins().store(flags(), word, p[1], 0);
-        Ok(vec![
-            e.b.ins().iadd_imm_s(p[0], 4),
-            e.b.ins().iadd_imm_s(p[1], 4),
-        ])
-    })?;
-    Ok(())
-}
-
-/// Dispatches convolution, pooling and embedding.
+/// Dispatches convolution and pooling.
 pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
     match &node.op {
         Op::Convolution {
@@ -716,7 +646,6 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
             [1, 1],
             Some(*count_include_pad),
         )?,
-        Op::Embedding => embedding(e, node)?,
         _ => return Ok(false),
     }
     Ok(true)

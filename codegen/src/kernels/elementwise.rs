@@ -429,6 +429,167 @@ pub(crate) fn arange(
     Ok(())
 }
 
+/// `max(x, 0) + slope * min(x, 0)`: leaky ReLU without a branch.
+pub(crate) fn leaky_relu(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    slope: f64,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let compute = float_output(e, out, "leaky_relu")?;
+    map_over(e, out, &node.inputs, compute, compute, true, &|e, x, ty| {
+        let zero = scalar_ops::fconst(e, ty, 0.0);
+        let factor = scalar_ops::fconst(e, ty, slope);
+        let positive = e.b.ins().fmax(x[0], zero);
+        let negative = e.b.ins().fmin(x[0], zero);
+        let scaled = e.b.ins().fmul(negative, factor);
+        Ok(e.b.ins().fadd(positive, scaled))
+    })
+}
+
+pub(crate) fn elu(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    alpha: f64,
+    scale: f64,
+    input_scale: f64,
+) -> Result<(), CodegenError> {
+    let out = node.outputs[0];
+    let compute = float_output(e, out, "elu")?;
+    map_over(
+        e,
+        out,
+        &node.inputs,
+        compute,
+        compute,
+        false,
+        &|e, x, ty| {
+            let zero = scalar_ops::fconst(e, ty, 0.0);
+            let input_factor = scalar_ops::fconst(e, ty, input_scale);
+            let scaled_input = e.b.ins().fmul(x[0], input_factor);
+            let function = crate::math::MathFn::Expm1.for_type(ty);
+            let exp = e.call_math(function, &[scaled_input])?;
+            let alpha_value = scalar_ops::fconst(e, ty, alpha);
+            let negative = e.b.ins().fmul(exp, alpha_value);
+            let positive = e.b.ins().fcmp(FloatCC::GreaterThan, x[0], zero);
+            let chosen = e.b.ins().select(positive, x[0], negative);
+            let scale_value = scalar_ops::fconst(e, ty, scale);
+            Ok(e.b.ins().fmul(chosen, scale_value))
+        },
+    )
+}
+
+fn float_output(e: &Emitter<'_, '_, '_>, out: ValueId, op: &str) -> Result<DType, CodegenError> {
+    let dtype = dtype(e, out);
+    if dtype.is_float() {
+        Ok(dtype)
+    } else {
+        Err(CodegenError::Unsupported(format!(
+            "{op} into a {dtype} tensor"
+        )))
+    }
+}
+
+/// Fills the output with the pad value, then copies the input into the
+/// interior.
+pub(crate) fn pad(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    before: &[u64],
+    value: Scalar,
+) -> Result<(), CodegenError> {
+    full(e, node, value)?;
+    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
+    let in_ty = e.graph().value(node.inputs[0]).ty.clone();
+    let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
+    let mut base = e.address(node.outputs[0]);
+    for (axis, &skip) in before.iter().enumerate() {
+        let bytes = e.mul(
+            out_strides[axis],
+            Size::Const(skip as i64 * out_ty.dtype.size() as i64),
+        );
+        base = e.add_size(base, bytes);
+    }
+    let sizes = e.shape(&in_ty.shape);
+    let input = operand(e, node.inputs[0], &in_ty.shape);
+    emit_map(
+        e,
+        Map {
+            shape: sizes,
+            output: Operand {
+                base,
+                dtype: out_ty.dtype,
+                strides: out_strides,
+            },
+            inputs: vec![input],
+            compute: out_ty.dtype,
+            result: out_ty.dtype,
+            vectorizable: true,
+            body: &|_, x, _| Ok(x[0]),
+        },
+    )
+}
+
+/// Tiling as one map over `[r0, s0, r1, s1, ...]`: the output walks it
+/// contiguously, the input ignores the repeat axes.
+pub(crate) fn repeat(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    repeats: &[u64],
+) -> Result<(), CodegenError> {
+    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
+    let in_ty = e.graph().value(node.inputs[0]).ty.clone();
+    if !out_ty.is_contiguous() {
+        return Err(CodegenError::Unsupported(
+            "repeat into a permuted tensor".into(),
+        ));
+    }
+    let in_strides = layout_strides(e, &in_ty.shape, &in_ty.dim_order);
+    let lead = repeats.len() - in_ty.rank();
+    let (mut shape, mut in_steps, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+    for (axis, &times) in repeats.iter().enumerate() {
+        let (size, stride) = match axis.checked_sub(lead) {
+            Some(index) => (
+                in_ty.shape[index].fixed().unwrap_or(1) as i64,
+                in_strides[index],
+            ),
+            None => (1, Size::Const(0)),
+        };
+        shape.extend([times as i64, size]);
+        in_steps.extend([Size::Const(0), stride]);
+        sizes.push(size);
+    }
+    // Row-major strides of the [r0, s0, r1, s1, ...] view of the output.
+    let mut out_steps = vec![Size::Const(0); shape.len()];
+    let mut stride = 1i64;
+    for axis in (0..shape.len()).rev() {
+        out_steps[axis] = Size::Const(stride);
+        stride *= shape[axis];
+    }
+    let base = e.address(node.outputs[0]);
+    let input = Operand {
+        base: e.address(node.inputs[0]),
+        dtype: in_ty.dtype,
+        strides: in_steps,
+    };
+    emit_map(
+        e,
+        Map {
+            shape: shape.into_iter().map(Size::Const).collect(),
+            output: Operand {
+                base,
+                dtype: out_ty.dtype,
+                strides: out_steps,
+            },
+            inputs: vec![input],
+            compute: out_ty.dtype,
+            result: out_ty.dtype,
+            vectorizable: true,
+            body: &|_, x, _| Ok(x[0]),
+        },
+    )
+}
+
 /// Dispatches the map-shaped ops.
 pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
     match &node.op {
@@ -445,6 +606,14 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
         Op::Cat { dim } => cat(e, node, *dim)?,
         Op::Full { value } => full(e, node, *value)?,
         Op::Arange { start, step } => arange(e, node, *start, *step)?,
+        Op::LeakyRelu { slope } => leaky_relu(e, node, *slope)?,
+        Op::Elu {
+            alpha,
+            scale,
+            input_scale,
+        } => elu(e, node, *alpha, *scale, *input_scale)?,
+        Op::Pad { before, value, .. } => pad(e, node, before, *value)?,
+        Op::Repeat { repeats } => repeat(e, node, repeats)?,
         _ => return Ok(false),
     }
     Ok(true)

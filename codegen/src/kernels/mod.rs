@@ -3,6 +3,7 @@
 
 mod conv;
 mod elementwise;
+mod gather;
 mod linalg;
 mod map;
 mod nest;
@@ -21,6 +22,7 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), Code
         reduce::lower,
         linalg::lower,
         conv::lower,
+        gather::lower,
     ] {
         if lower(e, node)? {
             return Ok(());

@@ -213,13 +213,14 @@ pub(crate) fn reduce(
     )
 }
 
-/// Index of the largest element along an axis (or of all elements); the
-/// first NaN counts as the largest, as in PyTorch.
-pub(crate) fn argmax(
+/// Index of the largest (or, not `largest`, smallest) element along an
+/// axis (or of all elements); the first NaN wins either way, as in PyTorch.
+pub(crate) fn arg_extreme(
     e: &mut Emitter<'_, '_, '_>,
     node: &Node,
     dim: Option<usize>,
     keepdim: bool,
+    largest: bool,
 ) -> Result<(), CodegenError> {
     let input = node.inputs[0];
     let in_ty = e.graph().value(input).ty.clone();
@@ -258,9 +259,18 @@ pub(crate) fn argmax(
         &bases,
         &mut |e, pointers| {
             let best = if compute.is_float() {
-                fconst(e, compute_ty, f64::NEG_INFINITY)
+                fconst(
+                    e,
+                    compute_ty,
+                    if largest {
+                        f64::NEG_INFINITY
+                    } else {
+                        f64::INFINITY
+                    },
+                )
             } else {
-                e.b.ins().iconst(compute_ty, i64::MIN)
+                e.b.ins()
+                    .iconst(compute_ty, if largest { i64::MIN } else { i64::MAX })
             };
             let first = e.iconst(0);
             let found_nan = e.b.ins().iconst(types::I8, 0);
@@ -276,7 +286,12 @@ pub(crate) fn argmax(
                     let value = e.convert(value, in_ty.dtype, compute)?;
                     let (best, best_index, found_nan) = (carried[0], carried[1], carried[2]);
                     let better = if compute.is_float() {
-                        let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, best);
+                        let order = if largest {
+                            FloatCC::GreaterThan
+                        } else {
+                            FloatCC::LessThan
+                        };
+                        let greater = e.b.ins().fcmp(order, value, best);
                         let is_nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
                         let no_nan_yet = e.b.ins().icmp_imm_s(IntCC::Equal, found_nan, 0);
                         let first_nan = e.b.ins().band(is_nan, no_nan_yet);
@@ -286,7 +301,15 @@ pub(crate) fn argmax(
                         (better, nan_seen)
                     } else {
                         (
-                            e.b.ins().icmp(IntCC::SignedGreaterThan, value, best),
+                            e.b.ins().icmp(
+                                if largest {
+                                    IntCC::SignedGreaterThan
+                                } else {
+                                    IntCC::SignedLessThan
+                                },
+                                value,
+                                best,
+                            ),
                             found_nan,
                         )
                     };
@@ -593,7 +616,8 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
     use ptec_ir::Op;
     match &node.op {
         Op::Reduce { op, dims, keepdim } => reduce(e, node, *op, dims, *keepdim)?,
-        Op::ArgMax { dim, keepdim } => argmax(e, node, *dim, *keepdim)?,
+        Op::ArgMax { dim, keepdim } => arg_extreme(e, node, *dim, *keepdim, true)?,
+        Op::ArgMin { dim, keepdim } => arg_extreme(e, node, *dim, *keepdim, false)?,
         Op::CumSum { dim } => cumsum(e, node, *dim)?,
         Op::Softmax { dim, log } => softmax(e, node, *dim, *log)?,
         Op::LayerNorm {

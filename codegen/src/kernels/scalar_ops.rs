@@ -162,6 +162,9 @@ pub(crate) fn unary(
         Floor => e.b.ins().floor(x),
         Ceil => e.b.ins().ceil(x),
         Round => e.b.ins().nearest(x),
+        Trunc => e.b.ins().trunc(x),
+        Expm1 => math(e, MathFn::Expm1, &[x])?,
+        Log1p => math(e, MathFn::Log1p, &[x])?,
         Sign => {
             // (x > 0) - (x < 0), keeping NaN.
             let zero = fconst(e, ty, 0.0);
@@ -201,7 +204,7 @@ fn integer_unary(
             let negative = e.b.ins().uextend(ty, negative);
             e.b.ins().isub(positive, negative)
         }
-        Floor | Ceil | Round => x,
+        Floor | Ceil | Round | Trunc => x,
         other => {
             return Err(CodegenError::Unsupported(format!(
                 "{other:?} of {dtype} tensors"
@@ -241,6 +244,10 @@ pub(crate) fn binary(
                 let quotient = e.b.ins().fdiv(a, b);
                 e.b.ins().floor(quotient)
             }
+            TruncDiv => {
+                let quotient = e.b.ins().fdiv(a, b);
+                e.b.ins().trunc(quotient)
+            }
             Remainder => {
                 // a - floor(a / b) * b: the sign of the divisor, as Python.
                 let quotient = e.b.ins().fdiv(a, b);
@@ -270,7 +277,7 @@ pub(crate) fn binary(
                 "true division into an integer tensor".into(),
             ));
         }
-        FloorDiv | Remainder => integer_division(e, op, a, b, unsigned),
+        FloorDiv | TruncDiv | Remainder => integer_division(e, op, a, b, unsigned),
         Pow => {
             return Err(CodegenError::Unsupported(
                 "integer pow of two tensors".into(),
@@ -307,7 +314,7 @@ fn integer_division(
     e.fail_if(zero, "integer division by zero".to_string());
     if unsigned {
         return match op {
-            BinaryOp::FloorDiv => e.b.ins().udiv(a, b),
+            BinaryOp::FloorDiv | BinaryOp::TruncDiv => e.b.ins().udiv(a, b),
             _ => e.b.ins().urem(a, b),
         };
     }
@@ -320,6 +327,9 @@ fn integer_division(
     let remainder = e.b.ins().srem(a, divisor);
     let negated = e.b.ins().ineg(quotient);
     let quotient = e.b.ins().select(minus_one, negated, quotient);
+    if op == BinaryOp::TruncDiv {
+        return quotient;
+    }
     // Round toward negative infinity: when the remainder is non-zero and its
     // sign differs from the divisor's, step the quotient down and the
     // remainder over.

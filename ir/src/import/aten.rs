@@ -45,6 +45,31 @@ pub(crate) const OPERATORS: &[(&str, Importer)] = &[
     ("aten::hardsigmoid.out", |c| unary(c, UnaryOp::Hardsigmoid)),
     ("aten::silu.out", |c| unary(c, UnaryOp::Silu)),
     ("aten::logical_not.out", |c| unary(c, UnaryOp::LogicalNot)),
+    ("aten::trunc.out", |c| unary(c, UnaryOp::Trunc)),
+    ("aten::expm1.out", |c| unary(c, UnaryOp::Expm1)),
+    ("aten::log1p.out", |c| unary(c, UnaryOp::Log1p)),
+    ("aten::leaky_relu.out", |c| {
+        let x = c.tensor(0)?;
+        let slope = c.scalar(1)?.as_f64();
+        c.emit(Op::LeakyRelu { slope }, vec![x], &[2])
+    }),
+    ("aten::elu.out", |c| {
+        let x = c.tensor(0)?;
+        let (alpha, scale, input_scale) = (
+            c.scalar(1)?.as_f64(),
+            c.scalar(2)?.as_f64(),
+            c.scalar(3)?.as_f64(),
+        );
+        c.emit(
+            Op::Elu {
+                alpha,
+                scale,
+                input_scale,
+            },
+            vec![x],
+            &[4],
+        )
+    }),
     ("aten::gelu.out", gelu),
     ("aten::hardtanh.out", |c| {
         let x = c.tensor(0)?;
@@ -183,6 +208,75 @@ pub(crate) const OPERATORS: &[(&str, Importer)] = &[
         let x = c.tensor(0)?;
         c.emit(Op::Slice { dim, start, step }, vec![x], &[5])
     }),
+    ("aten::split_with_sizes_copy.out", |c| {
+        let sizes = c.sizes_of(0)?;
+        let dim = axis(c, c.int(2)?, sizes.len())?;
+        let pieces = c.int_list(1)?;
+        let outputs = c.tensor_list_values(3)?;
+        if pieces.len() != outputs.len()
+            || pieces.iter().any(|&piece| piece < 0)
+            || pieces.iter().sum::<i64>() != sizes[dim]
+        {
+            return Err(c.invalid(format!(
+                "split sizes {pieces:?} do not split dimension {dim} of {sizes:?}"
+            )));
+        }
+        let x = c.tensor(0)?;
+        let mut start = 0;
+        for (piece, output) in pieces.into_iter().zip(outputs) {
+            c.emit_values(
+                Op::Slice {
+                    dim,
+                    start,
+                    step: 1,
+                },
+                vec![x],
+                &[output],
+            )?;
+            start += piece as u64;
+        }
+        Ok(())
+    }),
+    ("aten::constant_pad_nd.out", |c| {
+        let rank = c.rank_of(0)?;
+        let pad = c.int_list(1)?;
+        if pad.len() % 2 != 0 || pad.len() / 2 > rank || pad.iter().any(|&p| p < 0) {
+            return Err(c.invalid(format!(
+                "padding {pad:?} (negative padding crops, which ptec does not support)"
+            )));
+        }
+        // Pairs run from the last dimension backwards.
+        let (mut before, mut after) = (vec![0; rank], vec![0; rank]);
+        for (pair, chunk) in pad.chunks(2).enumerate() {
+            before[rank - 1 - pair] = chunk[0] as u64;
+            after[rank - 1 - pair] = chunk[1] as u64;
+        }
+        let value = c.scalar(2)?;
+        let x = c.tensor(0)?;
+        c.emit(
+            Op::Pad {
+                before,
+                after,
+                value,
+            },
+            vec![x],
+            &[3],
+        )
+    }),
+    ("aten::repeat.out", |c| {
+        let repeats = c
+            .int_list(1)?
+            .into_iter()
+            .map(|r| non_negative(c, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let x = c.tensor(0)?;
+        c.emit(Op::Repeat { repeats }, vec![x], &[2])
+    }),
+    ("aten::index_select.out", |c| {
+        let dim = axis(c, c.int(1)?, c.rank_of(0)?.max(1))?;
+        let inputs = vec![c.tensor(0)?, c.tensor(2)?];
+        c.emit(Op::IndexSelect { dim }, inputs, &[3])
+    }),
     ("aten::cat.out", |c| {
         let inputs = c.tensor_list(0)?;
         let rank = inputs.first().map_or(0, |&first| c.ty(first).rank());
@@ -240,6 +334,32 @@ pub(crate) const OPERATORS: &[(&str, Importer)] = &[
         let keepdim = c.bool(2)?;
         let x = c.tensor(0)?;
         c.emit(Op::ArgMax { dim, keepdim }, vec![x], &[3])
+    }),
+    ("aten::argmin.out", |c| {
+        let rank = c.rank_of(0)?;
+        let dim = c.optional_int(1)?.map(|d| axis(c, d, rank)).transpose()?;
+        let keepdim = c.bool(2)?;
+        let x = c.tensor(0)?;
+        c.emit(Op::ArgMin { dim, keepdim }, vec![x], &[3])
+    }),
+    // Values and indices: a reduction and an arg-reduction of one input.
+    ("aten::max.dim_max", |c| extreme_along(c, ReduceOp::Max)),
+    ("aten::min.dim_min", |c| extreme_along(c, ReduceOp::Min)),
+    ("aten::max.unary_out", |c| reduce_all(c, ReduceOp::Max)),
+    ("aten::min.unary_out", |c| reduce_all(c, ReduceOp::Min)),
+    ("aten::prod.int_out", |c| {
+        let dim = axis(c, c.int(1)?, c.rank_of(0)?)?;
+        let keepdim = c.bool(2)?;
+        let x = c.tensor(0)?;
+        c.emit(
+            Op::Reduce {
+                op: ReduceOp::Prod,
+                dims: vec![dim],
+                keepdim,
+            },
+            vec![x],
+            &[4],
+        )
     }),
     ("aten::cumsum.out", |c| {
         let dim = axis(c, c.int(1)?, c.rank_of(0)?.max(1))?;
@@ -345,6 +465,30 @@ pub(crate) const OPERATORS: &[(&str, Importer)] = &[
         };
         let x = c.tensor(0)?;
         c.emit(op, vec![x], &[7])
+    }),
+    ("aten::_adaptive_avg_pool2d.out", |c| {
+        let sizes = c.sizes_of(0)?;
+        let out = pair(c, 1, 1)?;
+        let rank = sizes.len();
+        if rank != 4 {
+            return Err(c.invalid("adaptive average pooling of a tensor that is not NCHW"));
+        }
+        let input = [sizes[2] as u64, sizes[3] as u64];
+        if out.iter().zip(&input).any(|(&o, &i)| o == 0 || i % o != 0) {
+            return Err(c.invalid(format!(
+                "adaptive average pooling from {input:?} to {out:?}: ptec handles only sizes that divide evenly"
+            )));
+        }
+        let kernel = [input[0] / out[0], input[1] / out[1]];
+        let op = Op::AvgPool2d {
+            kernel,
+            stride: kernel,
+            padding: [0, 0],
+            ceil_mode: false,
+            count_include_pad: true,
+        };
+        let x = c.tensor(0)?;
+        c.emit(op, vec![x], &[2])
     }),
     ("aten::embedding.out", |c| {
         let inputs = vec![c.tensor(0)?, c.tensor(1)?];
@@ -460,6 +604,7 @@ fn div_mode(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let op = match c.optional_string(2)?.as_deref() {
         None => BinaryOp::Div,
         Some("floor") => BinaryOp::FloorDiv,
+        Some("trunc") => BinaryOp::TruncDiv,
         Some(other) => {
             return Err(c.invalid(format!("division rounding mode {other:?} is not supported")));
         }
@@ -539,4 +684,46 @@ fn softmax(c: &mut Call<'_, '_, '_>, log: bool) -> Result<(), ImportError> {
 fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let inputs = vec![c.tensor(0)?, c.tensor(1)?];
     c.emit(Op::MatMul, inputs, &[2])
+}
+
+/// max/min along a dim: the values (a reduction) and their indices.
+fn extreme_along(c: &mut Call<'_, '_, '_>, op: ReduceOp) -> Result<(), ImportError> {
+    let dim = axis(c, c.int(1)?, c.rank_of(0)?.max(1))?;
+    let keepdim = c.bool(2)?;
+    let x = c.tensor(0)?;
+    c.emit(
+        Op::Reduce {
+            op,
+            dims: vec![dim],
+            keepdim,
+        },
+        vec![x],
+        &[3],
+    )?;
+    let arg = match op {
+        ReduceOp::Max => Op::ArgMax {
+            dim: Some(dim),
+            keepdim,
+        },
+        _ => Op::ArgMin {
+            dim: Some(dim),
+            keepdim,
+        },
+    };
+    c.emit(arg, vec![x], &[4])
+}
+
+/// max/min of every element.
+fn reduce_all(c: &mut Call<'_, '_, '_>, op: ReduceOp) -> Result<(), ImportError> {
+    let dims = (0..c.rank_of(0)?).collect();
+    let x = c.tensor(0)?;
+    c.emit(
+        Op::Reduce {
+            op,
+            dims,
+            keepdim: false,
+        },
+        vec![x],
+        &[1],
+    )
 }

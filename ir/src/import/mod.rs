@@ -606,6 +606,25 @@ impl<'a> Call<'_, '_, 'a> {
         inputs: Vec<ValueId>,
         outputs: &[usize],
     ) -> Result<(), ImportError> {
+        let values = outputs
+            .iter()
+            .map(|&position| {
+                self.args.get(position).copied().ok_or_else(|| {
+                    self.importer
+                        .invalid(format!("output argument {position} is missing"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.emit_values(op, inputs, &values)
+    }
+
+    /// Emits `op` over `inputs`, writing the frontend values `outputs`.
+    pub(crate) fn emit_values(
+        &mut self,
+        op: Op,
+        inputs: Vec<ValueId>,
+        outputs: &[ValueIndex],
+    ) -> Result<(), ImportError> {
         let importer = &mut *self.importer;
         let input_shapes: Vec<Vec<Dim>> = inputs
             .iter()
@@ -620,11 +639,7 @@ impl<'a> Call<'_, '_, 'a> {
             shape::expected_shapes(&op, &shape_refs, outputs.len(), &mut importer.symbols)
                 .map_err(|problem| importer.invalid(format!("{}: {problem}", op.name())))?;
         let mut output_ids = Vec::with_capacity(outputs.len());
-        for (slot, &position) in outputs.iter().enumerate() {
-            let index = *self.args.get(position).ok_or_else(|| {
-                self.importer
-                    .invalid(format!("output argument {position} is missing"))
-            })?;
+        for (slot, &index) in outputs.iter().enumerate() {
             let inferred = match expected.get(slot) {
                 Some(Expected::Shape(shape)) => Some(shape.clone()),
                 _ => None,
@@ -643,6 +658,17 @@ impl<'a> Call<'_, '_, 'a> {
             output_ids.push(id);
         }
         self.importer.push(op, inputs, output_ids)
+    }
+
+    /// The frontend values of a TensorList argument (for outputs).
+    pub(crate) fn tensor_list_values(
+        &self,
+        position: usize,
+    ) -> Result<Vec<ValueIndex>, ImportError> {
+        match self.value(position)? {
+            Value::TensorList(items) => Ok(items.clone()),
+            _ => Err(self.kind_error(position, "a tensor list")),
+        }
     }
 
     /// Emits a node that writes argument `target` in place (copy_ into a

@@ -1,0 +1,157 @@
+//! Gathers: rows of a table picked by an index tensor (embedding,
+//! index_select). An index outside the table is an error, as in PyTorch,
+//! never a read out of bounds.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+use ptec_ir::{DType, Node, Op};
+
+use super::map::{Map, Operand, emit_map, layout_strides};
+use crate::emit::{Emitter, Size, flags};
+use crate::error::CodegenError;
+
+/// `out[i, :] = weight[indices[i], :]`; an index outside the table is an
+/// error, as in PyTorch.
+fn embedding(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+    let (weight, indices, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let weight_ty = e.graph().value(weight).ty.clone();
+    let index_ty = e.graph().value(indices).ty.clone();
+    let out_ty = e.graph().value(output).ty.clone();
+    if !weight_ty.is_contiguous()
+        || !index_ty.is_contiguous()
+        || !out_ty.is_contiguous()
+        || weight_ty.dtype != out_ty.dtype
+    {
+        return Err(CodegenError::Unsupported(
+            "embedding of non-contiguous tensors".into(),
+        ));
+    }
+    let rows = e.dim(weight_ty.shape[0]);
+    let rows = e.value_of(rows);
+    let row_elements = e.dim(weight_ty.shape[1]);
+    let row_bytes = e.mul(row_elements, Size::Const(weight_ty.dtype.size() as i64));
+    let index_sizes = e.shape(&index_ty.shape);
+    let count = e.product(&index_sizes);
+    let bases = [e.address(weight), e.address(indices), e.address(output)];
+    let index_size = index_ty.dtype.size() as i64;
+    e.counted_loop(count, &[bases[1], bases[2]], |e, _, p| {
+        let index = e.load(index_ty.dtype, p[0])?;
+        let index = e.convert(index, index_ty.dtype, DType::I64)?;
+        let outside =
+            e.b.ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, index, rows);
+        e.fail_if(outside, "embedding index out of range".to_string());
+        let row_bytes_value = e.value_of(row_bytes);
+        let offset = e.b.ins().imul(index, row_bytes_value);
+        let source = e.b.ins().iadd(bases[0], offset);
+        copy_bytes(e, source, p[1], row_bytes)?;
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], index_size),
+            e.add_size(p[1], row_bytes),
+        ])
+    })?;
+    Ok(())
+}
+
+/// Copies `bytes` bytes (a multiple of 4) from `source` to `target`.
+fn copy_bytes(
+    e: &mut Emitter<'_, '_, '_>,
+    source: Value,
+    target: Value,
+    bytes: Size,
+) -> Result<(), CodegenError> {
+    let words = match bytes {
+        Size::Const(n) if n % 4 == 0 => Size::Const(n / 4),
+        Size::Const(_) => {
+            return Err(CodegenError::Unsupported(
+                "embedding rows of odd byte sizes".into(),
+            ));
+        }
+        Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
+    };
+    e.counted_loop(words, &[source, target], |e, _, p| {
+        let word = e.b.ins().load(types::I32, flags(), p[0], 0);
+        e.b.ins().store(flags(), word, p[1], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], 4),
+            e.b.ins().iadd_imm_s(p[1], 4),
+        ])
+    })?;
+    Ok(())
+}
+
+/// `out = x.index_select(dim, index)`: for each index, the slice of `x` at
+/// that position of `dim` is copied to the slice of `out` at the index's
+/// position.
+fn index_select(e: &mut Emitter<'_, '_, '_>, node: &Node, dim: usize) -> Result<(), CodegenError> {
+    let (input, indices, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let in_ty = e.graph().value(input).ty.clone();
+    let index_ty = e.graph().value(indices).ty.clone();
+    let out_ty = e.graph().value(output).ty.clone();
+    if in_ty.rank() == 0 || !matches!(index_ty.dtype, DType::I64 | DType::I32) {
+        return Err(CodegenError::Unsupported(
+            "index_select of a 0-dim tensor or with non-integer indices".into(),
+        ));
+    }
+    let mut in_strides = layout_strides(e, &in_ty.shape, &in_ty.dim_order);
+    let mut out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
+    let in_step = e.mul(in_strides[dim], Size::Const(in_ty.dtype.size() as i64));
+    let out_step = e.mul(out_strides[dim], Size::Const(out_ty.dtype.size() as i64));
+    let rows = e.dim(in_ty.shape[dim]);
+    let rows = e.value_of(rows);
+    let count = e.dim(out_ty.shape[dim]);
+    let mut slice_shape = out_ty.shape.clone();
+    slice_shape.remove(dim);
+    in_strides.remove(dim);
+    out_strides.remove(dim);
+    let sizes = e.shape(&slice_shape);
+    let in_base = e.address(input);
+    let bases = [e.address(indices), e.address(output)];
+    let index_size = index_ty.dtype.size() as i64;
+    e.counted_loop(count, &bases, |e, _, p| {
+        let index = e.load(index_ty.dtype, p[0])?;
+        let index = e.convert(index, index_ty.dtype, DType::I64)?;
+        let outside =
+            e.b.ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, index, rows);
+        e.fail_if(outside, "index_select index out of range".to_string());
+        let step = e.value_of(in_step);
+        let offset = e.b.ins().imul(index, step);
+        let source = e.b.ins().iadd(in_base, offset);
+        emit_map(
+            e,
+            Map {
+                shape: sizes.clone(),
+                output: Operand {
+                    base: p[1],
+                    dtype: out_ty.dtype,
+                    strides: out_strides.clone(),
+                },
+                inputs: vec![Operand {
+                    base: source,
+                    dtype: in_ty.dtype,
+                    strides: in_strides.clone(),
+                }],
+                compute: out_ty.dtype,
+                result: out_ty.dtype,
+                vectorizable: true,
+                body: &|_, x, _| Ok(x[0]),
+            },
+        )?;
+        Ok(vec![
+            e.b.ins().iadd_imm_s(p[0], index_size),
+            e.add_size(p[1], out_step),
+        ])
+    })?;
+    Ok(())
+}
+
+/// Dispatches the gathers.
+pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
+    match &node.op {
+        Op::Embedding => embedding(e, node)?,
+        Op::IndexSelect { dim } => index_select(e, node, *dim)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
