@@ -12,10 +12,17 @@ fn table() -> String {
     let mut operators: Vec<&str> = ptec_ir::supported_operators().collect();
     operators.sort_unstable();
     let mut table = format!("{} operators:\n\n", operators.len());
-    table.push_str(&format!("|{}\n|{}\n", " operator |".repeat(COLUMNS), "---|".repeat(COLUMNS)));
+    table.push_str(&format!(
+        "|{}\n|{}\n",
+        " operator |".repeat(COLUMNS),
+        "---|".repeat(COLUMNS)
+    ));
     for row in operators.chunks(COLUMNS) {
         let cells: Vec<String> = (0..COLUMNS)
-            .map(|column| row.get(column).map_or(String::new(), |name| format!("`{name}`")))
+            .map(|column| {
+                row.get(column)
+                    .map_or(String::new(), |name| format!("`{name}`"))
+            })
             .collect();
         table.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
@@ -26,8 +33,14 @@ fn table() -> String {
 fn readme_lists_every_supported_operator() {
     let path = common::repo_dir().join("README.md");
     let readme = std::fs::read_to_string(&path).expect("README.md exists");
-    let start = readme.find(BEGIN).expect("README.md has the operators:begin marker") + BEGIN.len();
-    let end = readme[start..].find(END).expect("README.md has the operators:end marker") + start;
+    let start = readme
+        .find(BEGIN)
+        .expect("README.md has the operators:begin marker")
+        + BEGIN.len();
+    let end = readme[start..]
+        .find(END)
+        .expect("README.md has the operators:end marker")
+        + start;
     let expected = table();
     if std::env::var_os("PTEC_BLESS").is_some() {
         let updated = format!("{}{expected}{}", &readme[..start], &readme[end..]);

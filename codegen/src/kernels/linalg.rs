@@ -18,6 +18,9 @@ use crate::error::CodegenError;
 /// The rows of a tile.
 const TILE_ROWS: usize = 4;
 
+/// How many steps of K one iteration of a tile's loop takes.
+const K_UNROLL: i64 = 4;
+
 /// An operand of the GEMM: element (i, j) is at `base + i * row + j * col`
 /// (byte strides).
 #[derive(Clone, Copy, Debug)]
@@ -195,7 +198,8 @@ fn tile(
     let mut carried = vec![a, b];
     carried.extend(std::iter::repeat_n(zero, rows * vectors));
     let has_fma = e.cx.has_fma;
-    let result = e.counted_loop(gemm.k, &carried, |e, _, p| {
+    // One step of K: two vectors of B, four broadcasts of A, eight FMAs.
+    let step = |e: &mut Emitter<'_, '_, '_>, p: &[Value]| -> Vec<Value> {
         let b_values: Vec<Value> = (0..vectors)
             .map(|t| load_columns(e, columns, p[1], 16 * t as i32, true))
             .collect();
@@ -220,8 +224,20 @@ fn tile(
         }
         let mut next = vec![e.add_size(p[0], gemm.a.col), e.add_size(p[1], gemm.b.row)];
         next.extend(accumulators);
-        Ok(next)
+        next
+    };
+    // K unrolled by four: the register allocator moves every loop-carried
+    // accumulator on each back edge, so fewer back edges matter.
+    let unrolled = divide(e, gemm.k, K_UNROLL);
+    let carried = e.counted_loop(unrolled, &carried, |e, _, p| {
+        let mut values = p.to_vec();
+        for _ in 0..K_UNROLL {
+            values = step(e, &values);
+        }
+        Ok(values)
     })?;
+    let rest = remainder(e, gemm.k, K_UNROLL);
+    let result = e.counted_loop(rest, &carried, |e, _, p| Ok(step(e, p)))?;
     for row in 0..rows {
         let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
         let bias_row = match (gemm.bias, bias) {
