@@ -121,7 +121,14 @@ pub fn read(path: &Path) -> anyhow::Result<HostTensor> {
             path.display()
         );
     }
-    let descr = npy.dtype().descr();
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(type_str) => type_str.to_string(),
+        other => bail!(
+            "{}: numpy type {} is not supported",
+            path.display(),
+            other.descr()
+        ),
+    };
     let element = element_of(&descr)
         .with_context(|| format!("{}: numpy type {descr} is not supported", path.display()))?;
     let sizes = npy.shape().to_vec();

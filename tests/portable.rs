@@ -202,3 +202,101 @@ fn failures_are_reported() {
     assert_eq!(unknown.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("unknown pass"));
 }
+
+/// Writes an int64 tensor as a `.npy` file.
+fn write_i64(path: &Path, shape: &[u64], values: &[i64]) {
+    use npyz::WriterBuilder as _;
+    let file = std::fs::File::create(path).expect("temporary file");
+    let mut writer = npyz::WriteOptions::<i64>::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(std::io::BufWriter::new(file))
+        .begin_nd()
+        .expect("npy header");
+    writer.extend(values.iter().copied()).expect("npy data");
+    writer.finish().expect("npy written");
+}
+
+/// PyTorch raises on integer division by zero; so does ptec, with an error
+/// instead of a crash (the generated code checks the divisor).
+#[test]
+fn integer_division_by_zero_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("ptec-div-zero-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary folder");
+    let (numerator, denominator) = (dir.join("a.npy"), dir.join("b.npy"));
+    write_i64(&numerator, &[3, 4], &(1..=12).collect::<Vec<_>>());
+    write_i64(&denominator, &[4], &[3, -2, 0, 5]);
+    let file = repo_dir().join("tests/fixtures/ops/floor_divide_int64.portable.bpte");
+    let output = ptec(&[
+        "run",
+        file.to_str().expect("utf-8 path"),
+        "--input",
+        numerator.to_str().expect("utf-8 path"),
+        "--input",
+        denominator.to_str().expect("utf-8 path"),
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "stdout: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error:") && stderr.contains("integer division by zero"),
+        "{stderr}"
+    );
+}
+
+/// `ptec run` with `.npy` inputs writes `.npy` outputs that hold the
+/// method's result (`add` computes x + 2 * y, broadcasting y).
+#[test]
+fn run_reads_and_writes_npy() {
+    use npyz::WriterBuilder as _;
+    let dir = std::env::temp_dir().join(format!("ptec-run-npy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary folder");
+    let write_f32 = |name: &str, shape: &[u64], values: Vec<f32>| {
+        let path = dir.join(name);
+        let file = std::fs::File::create(&path).expect("temporary file");
+        let mut writer = npyz::WriteOptions::<f32>::new()
+            .default_dtype()
+            .shape(shape)
+            .writer(std::io::BufWriter::new(file))
+            .begin_nd()
+            .expect("npy header");
+        writer.extend(values).expect("npy data");
+        writer.finish().expect("npy written");
+        path
+    };
+    let x = write_f32("x.npy", &[4, 8], (0..32).map(|i| i as f32).collect());
+    let y = write_f32("y.npy", &[8], (0..8).map(|i| i as f32 * 0.5).collect());
+    let out = dir.join("out");
+    let file = repo_dir().join("tests/fixtures/add.portable.bpte");
+    let path = |path: &Path| path.to_str().expect("utf-8 path").to_string();
+    let output = ptec(&[
+        "run",
+        &path(&file),
+        "--input",
+        &path(&x),
+        "--input",
+        &path(&y),
+        "--output-dir",
+        &path(&out),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result =
+        npyz::NpyFile::new(std::fs::File::open(out.join("output_0.npy")).expect("output written"))
+            .expect("npy");
+    assert_eq!(result.shape(), &[4, 8]);
+    let values: Vec<f32> = result.into_vec().expect("f32 data");
+    std::fs::remove_dir_all(&dir).ok();
+    for (index, value) in values.iter().enumerate() {
+        let expected = index as f32 + 2.0 * (index % 8) as f32 * 0.5;
+        assert_eq!(*value, expected, "element {index}");
+    }
+}
