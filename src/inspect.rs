@@ -49,6 +49,48 @@ struct MethodReport {
     non_const_buffer_sizes: Vec<u64>,
     values: usize,
     instructions: InstructionCounts,
+    /// The arena the file's own plan needs (`non_const_buffer_sizes` past
+    /// index 0).
+    executorch_planned_bytes: u64,
+    /// What ptec makes of the method; null when it cannot compile it.
+    #[serde(flatten)]
+    compiled: Option<CompiledReport>,
+    /// Why ptec cannot compile the method, when it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compile_error: Option<String>,
+}
+
+/// The method through ptec's import and optimizer.
+#[derive(Debug, Serialize)]
+struct CompiledReport {
+    /// IR ops before the passes.
+    ops: usize,
+    /// Kernels after the passes.
+    kernels: usize,
+    /// ptec's arena after memory planning.
+    planned_bytes: u64,
+    /// The most bytes alive at once in ptec's schedule: a lower bound for
+    /// any plan of it.
+    live_peak_bytes: u64,
+}
+
+impl CompiledReport {
+    fn new(method: &Method<'_>) -> anyhow::Result<Self> {
+        let graph = ptec_ir::import_method(method)?;
+        ptec_ir::verify(&graph)?;
+        let ops = graph.kernel_count();
+        let optimized = crate::instance::optimized_graph(
+            method,
+            &crate::instance::PassArgs::default(),
+            |_, _| {},
+        )?;
+        Ok(CompiledReport {
+            ops,
+            kernels: optimized.kernel_count(),
+            planned_bytes: optimized.arena_size(),
+            live_peak_bytes: ptec_passes::live_peak(&optimized),
+        })
+    }
 }
 
 /// A method input or output.
@@ -172,15 +214,22 @@ impl MethodReport {
                 .map(|&index| IoReport::new(method.value(index)))
                 .collect()
         };
+        let (compiled, compile_error) = match CompiledReport::new(method) {
+            Ok(report) => (Some(report), None),
+            Err(error) => (None, Some(format!("{error:#}"))),
+        };
         MethodReport {
             name: method.name.clone(),
             inputs: io(&method.inputs),
             outputs: io(&method.outputs),
             operators,
             delegates,
+            executorch_planned_bytes: method.non_const_buffer_sizes.iter().skip(1).sum(),
             non_const_buffer_sizes: method.non_const_buffer_sizes.clone(),
             values: method.values.len(),
             instructions,
+            compiled,
+            compile_error,
         }
     }
 }
@@ -331,6 +380,23 @@ impl MethodReport {
             planned.join(", ")
         )
         .ok();
+        match (&self.compiled, &self.compile_error) {
+            (Some(compiled), _) => {
+                writeln!(
+                    out,
+                    "  ptec: {} IR ops -> {} kernels; arena {} (the file plans {})",
+                    compiled.ops,
+                    compiled.kernels,
+                    human_bytes(compiled.planned_bytes),
+                    human_bytes(self.executorch_planned_bytes)
+                )
+                .ok();
+            }
+            (None, Some(error)) => {
+                writeln!(out, "  ptec cannot compile it yet: {error}").ok();
+            }
+            (None, None) => {}
+        }
     }
 }
 

@@ -70,7 +70,7 @@ pub(crate) fn compile_method<'a>(
     let mut kernel_of = HashMap::new();
     for &node_id in graph.schedule() {
         let node = graph.node(node_id);
-        if node.op.is_control() {
+        if node.op.is_control() || graph.is_view_in_place(node_id) {
             continue;
         }
         let name = format!("{symbol}__{node_id}_{}", node.op.name());
@@ -147,6 +147,7 @@ fn define_entry(
                 b.ins().brif(condition, next, &[], target, &[]);
                 b.switch_to_block(next);
             }
+            _ if graph.is_view_in_place(node_id) => {}
             _ => {
                 let func_ref = module.declare_func_in_func(kernel_of[&node_id], b.func);
                 let call = b.ins().call(func_ref, &params);

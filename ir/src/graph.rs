@@ -257,6 +257,24 @@ impl<'a> Graph<'a> {
             .collect()
     }
 
+    /// Whether a node is a view that needs no code: a reshape whose output
+    /// already lives where its input does.
+    pub fn is_view_in_place(&self, id: NodeId) -> bool {
+        let node = &self.nodes[id.0];
+        matches!(node.op, Op::Reshape)
+            && self.values[node.inputs[0].index()].offset.is_some()
+            && self.values[node.inputs[0].index()].offset
+                == self.values[node.outputs[0].index()].offset
+    }
+
+    /// The nodes that run code: not labels or jumps, not views in place.
+    pub fn kernel_count(&self) -> usize {
+        self.schedule
+            .iter()
+            .filter(|&&id| !self.nodes[id.0].op.is_control() && !self.is_view_in_place(id))
+            .count()
+    }
+
     /// The values that nodes, the method's inputs and outputs, or its state
     /// refer to; passes can leave others behind, unused.
     pub fn referenced_values(&self) -> std::collections::HashSet<ValueId> {

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use ptec_ir::{Graph, VerifyError};
 
+pub use plan_memory::live_peak;
+
 /// Why the pipeline stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum PassError {

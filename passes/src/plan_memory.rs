@@ -4,9 +4,12 @@
 //! A value lives from its first write to its last read (inputs from the
 //! start; outputs and state to the end, state across calls). A view
 //! (reshape between contiguous tensors of one type) shares its input's
-//! memory, and the two live as one. Values are placed largest first, each at
-//! the lowest 64-byte aligned offset that no value alive at the same time
-//! occupies. A schedule with a backward jump (a loop) keeps the file's plan.
+//! memory, and the two live as one. Values are placed greedily in several
+//! orders (largest first, longest-lived first, most conflicts first), each at
+//! the lowest offset that no value alive at the same time occupies, aligned
+//! to 64 bytes (16 for values smaller than that; sizes round to 16), and the
+//! smallest arena wins.
+//! A schedule with a backward jump (a loop) keeps the file's plan.
 
 use std::collections::HashMap;
 
@@ -14,8 +17,18 @@ use ptec_ir::{Graph, Op, ValueId, ValueKind};
 
 use crate::Context;
 
-/// Alignment of every value in the arena.
+/// Alignment of values of at least this many bytes; smaller ones get
+/// `SMALL_ALIGNMENT`.
 const ALIGNMENT: u64 = 64;
+const SMALL_ALIGNMENT: u64 = 16;
+
+fn alignment(bytes: u64) -> u64 {
+    if bytes >= ALIGNMENT {
+        ALIGNMENT
+    } else {
+        SMALL_ALIGNMENT
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Interval {
@@ -28,15 +41,55 @@ pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
     if has_backward_jump(graph) {
         return false;
     }
+    let (root, intervals) = lifetimes(graph);
+    let (offsets, size) = place(&intervals);
+    let ids: Vec<ValueId> = graph.values().map(|(id, _)| id).collect();
+    for id in ids {
+        if let ValueKind::Constant(_) = graph.value(id).kind {
+            continue;
+        }
+        let key = *root.get(&id).unwrap_or(&id);
+        graph.value_mut(id).offset = offsets.get(&key).copied();
+    }
+    graph.set_arena_size(size);
+    true
+}
+
+/// The most bytes alive at once: no plan of this schedule can use less.
+pub fn live_peak(graph: &Graph<'_>) -> u64 {
+    let (_, intervals) = lifetimes(graph);
+    let end = intervals
+        .values()
+        .map(|interval| interval.last)
+        .max()
+        .unwrap_or(0);
+    (0..=end)
+        .map(|position| {
+            intervals
+                .values()
+                .filter(|interval| interval.first <= position && position <= interval.last)
+                .map(|interval| interval.bytes)
+                .sum::<u64>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Each value's lifetime, with views merged into their base (`root` maps a
+/// view to the value whose memory it shares).
+fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, Interval>) {
     let end = graph.schedule().len() + 1;
     let mut root: HashMap<ValueId, ValueId> = HashMap::new();
     let mut intervals: HashMap<ValueId, Interval> = HashMap::new();
     let bytes = |graph: &Graph<'_>, value: ValueId| {
+        // Sizes round to the small alignment so that values pack tightly;
+        // offsets of large values still start 64-byte aligned.
         graph
             .value(value)
             .ty
             .max_bytes(|symbol| graph.bound(symbol))
-            .next_multiple_of(ALIGNMENT)
+            .max(1)
+            .next_multiple_of(SMALL_ALIGNMENT)
     };
     // Positions: 0 is "before the first node", node k is k + 1, `end` is
     // "after the last".
@@ -79,17 +132,7 @@ pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
     for &output in graph.outputs() {
         touch(graph, &root, output, end);
     }
-    let (offsets, size) = place(&intervals);
-    let ids: Vec<ValueId> = graph.values().map(|(id, _)| id).collect();
-    for id in ids {
-        if let ValueKind::Constant(_) = graph.value(id).kind {
-            continue;
-        }
-        let key = *root.get(&id).unwrap_or(&id);
-        graph.value_mut(id).offset = offsets.get(&key).copied();
-    }
-    graph.set_arena_size(size);
-    true
+    (root, intervals)
 }
 
 /// The output of a reshape that can share its input's memory: both
@@ -127,32 +170,75 @@ fn has_backward_jump(graph: &Graph<'_>) -> bool {
     })
 }
 
-/// Greedy placement, largest first: each interval takes the lowest offset
-/// that fits between the intervals already placed that overlap it in time.
+/// The orders placement tries; the smallest arena wins.
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    LargestFirst,
+    LongestLivedFirst,
+    MostConflictsFirst,
+    EarliestFirst,
+}
+
 fn place(intervals: &HashMap<ValueId, Interval>) -> (HashMap<ValueId, u64>, u64) {
-    let mut order: Vec<(&ValueId, &Interval)> = intervals.iter().collect();
-    order.sort_by(|a, b| {
-        b.1.bytes
-            .cmp(&a.1.bytes)
+    [
+        Order::LargestFirst,
+        Order::LongestLivedFirst,
+        Order::MostConflictsFirst,
+        Order::EarliestFirst,
+    ]
+    .into_iter()
+    .map(|order| place_in_order(intervals, order))
+    .min_by_key(|(_, size)| *size)
+    .expect("at least one order")
+}
+
+/// Greedy placement in `order`: each interval takes the lowest aligned
+/// offset that fits between the intervals already placed that overlap it in
+/// time.
+fn place_in_order(
+    intervals: &HashMap<ValueId, Interval>,
+    order: Order,
+) -> (HashMap<ValueId, u64>, u64) {
+    let overlaps = |a: &Interval, b: &Interval| a.first <= b.last && b.first <= a.last;
+    let mut sorted: Vec<(&ValueId, &Interval, u64)> = intervals
+        .iter()
+        .map(|(id, interval)| {
+            let key = match order {
+                Order::LargestFirst => interval.bytes,
+                Order::LongestLivedFirst => (interval.last - interval.first) as u64,
+                Order::EarliestFirst => u64::MAX - interval.first as u64,
+                Order::MostConflictsFirst => intervals
+                    .values()
+                    .filter(|other| overlaps(interval, other))
+                    .map(|other| other.bytes)
+                    .sum(),
+            };
+            (id, interval, key)
+        })
+        .collect();
+    sorted.sort_by(|a, b| {
+        b.2.cmp(&a.2)
+            .then(b.1.bytes.cmp(&a.1.bytes))
             .then(a.1.first.cmp(&b.1.first))
             .then(a.0.cmp(b.0))
     });
-    let mut placed: Vec<(Interval, u64)> = Vec::with_capacity(order.len());
-    let mut offsets = HashMap::with_capacity(order.len());
+    let mut placed: Vec<(Interval, u64)> = Vec::with_capacity(sorted.len());
+    let mut offsets = HashMap::with_capacity(sorted.len());
     let mut arena = 0;
-    for (&id, &interval) in order {
+    for (&id, &interval, _) in sorted {
         let mut busy: Vec<(u64, u64)> = placed
             .iter()
-            .filter(|(other, _)| other.first <= interval.last && interval.first <= other.last)
+            .filter(|(other, _)| overlaps(other, &interval))
             .map(|(other, offset)| (*offset, offset + other.bytes))
             .collect();
         busy.sort_unstable();
+        let align = alignment(interval.bytes);
         let mut offset = 0;
         for (start, end) in busy {
             if offset + interval.bytes <= start {
                 break;
             }
-            offset = offset.max(end);
+            offset = offset.max(end.next_multiple_of(align));
         }
         arena = arena.max(offset + interval.bytes);
         offsets.insert(id, offset);

@@ -1,0 +1,85 @@
+//! ptec's memory plan against the file's: for every portable program, the
+//! arena after ptec's passes is no larger than the one the exporter planned,
+//! never below the liveness lower bound, and over the corpus at least 20%
+//! smaller.
+
+mod common;
+
+use std::path::Path;
+
+use common::{bpte_files, corpus_dir, fixture_files, ptec};
+
+/// (ptec's arena, the file's arena, the live peak) of each method.
+fn plans(file: &Path) -> Vec<(u64, u64, u64)> {
+    let output = ptec(&["inspect", "--json", file.to_str().expect("utf-8 path")]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    report["methods"]
+        .as_array()
+        .expect("methods")
+        .iter()
+        .map(|method| {
+            let field = |name: &str| {
+                method[name]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{name} in {method}"))
+            };
+            (
+                field("planned_bytes"),
+                field("executorch_planned_bytes"),
+                field("live_peak_bytes"),
+            )
+        })
+        .collect()
+}
+
+fn check(files: &[std::path::PathBuf]) -> (u64, u64) {
+    let (mut ours, mut theirs) = (0, 0);
+    for file in files {
+        for (planned, executorch, peak) in plans(file) {
+            assert!(
+                planned <= executorch,
+                "{}: ptec plans {planned} bytes, the file {executorch}",
+                file.display()
+            );
+            assert!(
+                peak <= planned,
+                "{}: {planned} bytes is below the live peak {peak}",
+                file.display()
+            );
+            ours += planned;
+            theirs += executorch;
+        }
+    }
+    (ours, theirs)
+}
+
+#[test]
+fn fixtures_plan_no_more_than_the_file() {
+    let files: Vec<_> = fixture_files()
+        .into_iter()
+        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
+        .collect();
+    check(&files);
+}
+
+#[test]
+fn corpus_plans_are_smaller_than_the_files() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("../shared/corpus is absent: corpus plans not checked");
+        return;
+    };
+    let files: Vec<_> = bpte_files(&corpus)
+        .into_iter()
+        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
+        .collect();
+    let (ours, theirs) = check(&files);
+    assert!(
+        ours * 5 <= theirs * 4,
+        "ptec plans {ours} bytes over the corpus, the files {theirs}: less than 20% smaller"
+    );
+}
