@@ -170,21 +170,21 @@ fn has_backward_jump(graph: &Graph<'_>) -> bool {
     })
 }
 
-/// The orders placement tries; the smallest arena wins.
+/// What placement puts first; the smallest arena wins.
 #[derive(Clone, Copy, Debug)]
-enum Order {
-    LargestFirst,
-    LongestLivedFirst,
-    MostConflictsFirst,
-    EarliestFirst,
+enum First {
+    Largest,
+    LongestLived,
+    MostConflicts,
+    Earliest,
 }
 
 fn place(intervals: &HashMap<ValueId, Interval>) -> (HashMap<ValueId, u64>, u64) {
     [
-        Order::LargestFirst,
-        Order::LongestLivedFirst,
-        Order::MostConflictsFirst,
-        Order::EarliestFirst,
+        First::Largest,
+        First::LongestLived,
+        First::MostConflicts,
+        First::Earliest,
     ]
     .into_iter()
     .map(|order| place_in_order(intervals, order))
@@ -197,17 +197,17 @@ fn place(intervals: &HashMap<ValueId, Interval>) -> (HashMap<ValueId, u64>, u64)
 /// time.
 fn place_in_order(
     intervals: &HashMap<ValueId, Interval>,
-    order: Order,
+    order: First,
 ) -> (HashMap<ValueId, u64>, u64) {
     let overlaps = |a: &Interval, b: &Interval| a.first <= b.last && b.first <= a.last;
     let mut sorted: Vec<(&ValueId, &Interval, u64)> = intervals
         .iter()
         .map(|(id, interval)| {
             let key = match order {
-                Order::LargestFirst => interval.bytes,
-                Order::LongestLivedFirst => (interval.last - interval.first) as u64,
-                Order::EarliestFirst => u64::MAX - interval.first as u64,
-                Order::MostConflictsFirst => intervals
+                First::Largest => interval.bytes,
+                First::LongestLived => (interval.last - interval.first) as u64,
+                First::Earliest => u64::MAX - interval.first as u64,
+                First::MostConflicts => intervals
                     .values()
                     .filter(|other| overlaps(interval, other))
                     .map(|other| other.bytes)
