@@ -83,3 +83,25 @@ fn corpus_plans_are_smaller_than_the_files() {
         "ptec plans {ours} bytes over the corpus, the files {theirs}: less than 20% smaller"
     );
 }
+
+/// After fusion mobilenet_v2 runs one kernel per convolution, plus the
+/// global average pool and the classifier.
+#[test]
+fn mobilenet_v2_runs_one_kernel_per_convolution_plus_two() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("../shared/corpus is absent: mobilenet_v2 not checked");
+        return;
+    };
+    let file = corpus.join("mobilenet_v2.portable.bpte");
+    let output = ptec(&["inspect", "--json", file.to_str().expect("utf-8 path")]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let method = &report["methods"][0];
+    let convolutions = method["operators"]["aten::convolution.out"]
+        .as_u64()
+        .expect("convolutions");
+    let kernels = method["kernels"].as_u64().expect("kernels");
+    assert!(
+        kernels <= convolutions + 2,
+        "{kernels} kernels for {convolutions} convolutions"
+    );
+}

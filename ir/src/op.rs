@@ -234,8 +234,10 @@ pub enum Op {
         beta: Scalar,
         alpha: Scalar,
     },
-    /// 2-D convolution, NCHW. Inputs: x, weight, and bias when present.
-    /// `clamp` bounds the result (a fused ReLU or ReLU6).
+    /// 2-D convolution, NCHW. Inputs: x, weight, the bias when present, and
+    /// a residual when `residual`. The result is bounded by `clamp` (a fused
+    /// ReLU or ReLU6), then the residual (a tensor of the output's type) is
+    /// added.
     Convolution {
         stride: Pair,
         padding: Pair,
@@ -243,6 +245,7 @@ pub enum Op {
         groups: u64,
         bias: bool,
         clamp: ClampRange,
+        residual: bool,
     },
     /// 2-D max pooling. Outputs: values, and flat indices into each plane.
     MaxPool2d {

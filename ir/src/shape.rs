@@ -367,6 +367,7 @@ pub fn expected_shapes(
             dilation,
             groups,
             bias,
+            residual,
             ..
         } => {
             let (x, w) = (input(0)?, input(1)?);
@@ -407,6 +408,13 @@ pub fn expected_shapes(
                     dilation[axis],
                     false,
                 )?));
+            }
+            if *residual && input(2 + usize::from(*bias))? != shape.as_slice() {
+                return Err(format!(
+                    "a residual of shape {} for a convolution output of shape {}",
+                    show(input(2 + usize::from(*bias))?),
+                    show(&shape)
+                ));
             }
             one(shape)
         }

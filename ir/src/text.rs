@@ -135,6 +135,7 @@ fn attributes(op: &Op) -> String {
             dilation,
             groups,
             clamp,
+            residual,
             ..
         } => {
             let mut text = format!(
@@ -145,6 +146,9 @@ fn attributes(op: &Op) -> String {
             }
             if let Some(max) = clamp.max {
                 text.push_str(&format!(" clamp_max={max:?}"));
+            }
+            if *residual {
+                text.push_str(" residual");
             }
             text
         }

@@ -274,7 +274,10 @@ fn arity(op: &Op) -> (Option<usize>, Option<usize>) {
         Op::BatchNorm { weight, bias, .. } => {
             (Some(3 + usize::from(*weight) + usize::from(*bias)), None)
         }
-        Op::Convolution { bias, .. } => (Some(2 + usize::from(*bias)), Some(1)),
+        Op::Convolution { bias, residual, .. } => (
+            Some(2 + usize::from(*bias) + usize::from(*residual)),
+            Some(1),
+        ),
         Op::MaxPool2d { .. } => (Some(1), Some(2)),
         Op::AvgPool2d { .. } => (Some(1), Some(1)),
         Op::Full { .. } | Op::Arange { .. } => (Some(0), Some(1)),

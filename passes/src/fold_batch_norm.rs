@@ -35,12 +35,13 @@ fn fold(graph: &mut Graph<'_>, norm: NodeId, context: &Context) -> Option<()> {
     let Op::Convolution {
         bias: conv_bias,
         clamp,
+        residual,
         ..
     } = graph.node(conv).op
     else {
         return None;
     };
-    if !clamp.is_none() {
+    if !clamp.is_none() || residual {
         return None;
     }
     let conv_node = graph.node(conv).clone();

@@ -40,10 +40,15 @@ fn fuse(graph: &mut Graph<'_>, id: NodeId, context: &Context) -> Option<()> {
         return None;
     }
     let conv = follows(graph, id, node.inputs[0])?;
-    let Op::Convolution { clamp, .. } = graph.node(conv).op else {
+    let Op::Convolution {
+        clamp, residual, ..
+    } = graph.node(conv).op
+    else {
         return None;
     };
-    if !clamp.is_none() || (!context.replan && overlaps_inputs(graph, conv, result)) {
+    // The clamp must come before a residual, so a convolution with one
+    // takes no clamp after it.
+    if !clamp.is_none() || residual || (!context.replan && overlaps_inputs(graph, conv, result)) {
         return None;
     }
     let conv_node = graph.node_mut(conv);

@@ -7,6 +7,7 @@ mod dead_code;
 mod fold_batch_norm;
 mod fold_constants;
 mod fuse_clamp;
+mod fuse_residual;
 mod plan_memory;
 mod tensor_data;
 
@@ -67,6 +68,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "fuse-clamp",
         description: "fuses relu, hardtanh and clamp into the convolution that feeds them",
         run: fuse_clamp::run,
+    },
+    Pass {
+        name: "fuse-residual",
+        description: "adds a residual in the epilogue of the convolution that feeds the add",
+        run: fuse_residual::run,
     },
     Pass {
         name: "dead-code",

@@ -14,7 +14,7 @@ use cranelift_codegen::ir::{
 };
 use ptec_ir::{DType, Node, Op, Pair, ValueId};
 
-use super::linalg::{Gemm, Matrix, emit_gemm};
+use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
@@ -59,7 +59,7 @@ fn convolution(
     dilation: Pair,
     groups: u64,
     bias: bool,
-    clamp: (Option<f32>, Option<f32>),
+    epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
     let [batch, channels, height, width] = nchw(e, node.inputs[0], "convolution input")?;
     let [out_channels, group_channels, kernel_h, kernel_w] =
@@ -101,7 +101,7 @@ fn convolution(
                     }),
                     alpha: 1.0,
                     beta: 1.0,
-                    clamp,
+                    epilogue,
                 };
                 emit_gemm(e, &gemm)?;
                 Ok(vec![
@@ -154,7 +154,7 @@ fn convolution(
                     |e, _, c| {
                         let bias = bias_base.map(|_| c[2]);
                         e.counted_loop(Size::Const(out_h), &[c[0], scratch], |e, _, row| {
-                            output_row(e, &geometry, block, row[1], c[1], bias, row[0], clamp)?;
+                            output_row(e, &geometry, block, row[1], c[1], bias, row[0], epilogue)?;
                             Ok(vec![
                                 e.b.ins().iadd_imm_s(row[0], out_w * 4),
                                 e.b.ins()
@@ -270,7 +270,7 @@ fn output_row(
     weight: Value,
     bias: Option<Value>,
     output_row: Value,
-    clamp: (Option<f32>, Option<f32>),
+    epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
     let width = geometry.out[1];
     let mut carried = vec![input_row, output_row];
@@ -279,7 +279,9 @@ fn output_row(
         let count = left / lanes;
         left %= lanes;
         carried = e.counted_loop(Size::Const(count), &carried, |e, _, p| {
-            conv_tile(e, geometry, block, lanes, p[0], weight, bias, p[1], clamp)?;
+            conv_tile(
+                e, geometry, block, lanes, p[0], weight, bias, p[1], epilogue,
+            )?;
             Ok(vec![
                 e.b.ins().iadd_imm_s(p[0], lanes * geometry.stride[1] * 4),
                 e.b.ins().iadd_imm_s(p[1], lanes * 4),
@@ -302,7 +304,7 @@ fn conv_tile(
     weight: Value,
     bias: Option<Value>,
     output: Value,
-    clamp: (Option<f32>, Option<f32>),
+    epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
     let vectors = if lanes == 1 { 1 } else { (lanes / 4) as usize };
     let lane = if lanes == 1 { types::F32 } else { types::F32X4 };
@@ -378,16 +380,9 @@ fn conv_tile(
             let mut value =
                 e.b.ins()
                     .fadd(result[2 + channel * vectors + t], bias_value);
-            if let Some(min) = clamp.0 {
-                let min = super::scalar_ops::fconst(e, lane, f64::from(min));
-                value = e.b.ins().fmax(value, min);
-            }
-            if let Some(max) = clamp.1 {
-                let max = super::scalar_ops::fconst(e, lane, f64::from(max));
-                value = e.b.ins().fmin(value, max);
-            }
-            let offset = channel as i64 * out_plane + t as i64 * 16;
-            e.b.ins().store(flags(), value, output, offset as i32);
+            let offset = (channel as i64 * out_plane + t as i64 * 16) as i32;
+            value = epilogue.apply(e, value, output, offset);
+            e.b.ins().store(flags(), value, output, offset);
         }
     }
     Ok(())
@@ -611,19 +606,23 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
             groups,
             bias,
             clamp,
-        } => convolution(
-            e,
-            node,
-            *stride,
-            *padding,
-            *dilation,
-            *groups,
-            *bias,
-            (
-                clamp.min.map(|min| min as f32),
-                clamp.max.map(|max| max as f32),
-            ),
-        )?,
+            residual,
+        } => {
+            // The residual is read at a fixed distance from each output.
+            let residual = residual.then(|| {
+                let output = e.address(node.outputs[0]);
+                let residual = e.address(node.inputs[2 + usize::from(*bias)]);
+                e.b.ins().isub(residual, output)
+            });
+            let epilogue = Epilogue {
+                min: clamp.min.map(|min| min as f32),
+                max: clamp.max.map(|max| max as f32),
+                residual,
+            };
+            convolution(
+                e, node, *stride, *padding, *dilation, *groups, *bias, epilogue,
+            )?
+        }
         Op::MaxPool2d {
             kernel,
             stride,

@@ -42,7 +42,46 @@ pub(crate) struct Gemm {
     pub bias: Option<Matrix>,
     pub alpha: f32,
     pub beta: f32,
-    pub clamp: (Option<f32>, Option<f32>),
+    pub epilogue: Epilogue,
+}
+
+/// What a kernel applies to each result before storing it: a clamp, then a
+/// residual added (read at a fixed byte distance from the result, in a
+/// tensor of the result's layout).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Epilogue {
+    pub min: Option<f32>,
+    pub max: Option<f32>,
+    /// Bytes from an output element to its residual.
+    pub residual: Option<Value>,
+}
+
+impl Epilogue {
+    /// Applies the epilogue to `value`, the result stored at
+    /// `address + offset`.
+    pub(crate) fn apply(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        mut value: Value,
+        address: Value,
+        offset: i32,
+    ) -> Value {
+        let lane = e.b.func.dfg.value_type(value);
+        if let Some(min) = self.min {
+            let min = super::scalar_ops::fconst(e, lane, f64::from(min));
+            value = e.b.ins().fmax(value, min);
+        }
+        if let Some(max) = self.max {
+            let max = super::scalar_ops::fconst(e, lane, f64::from(max));
+            value = e.b.ins().fmin(value, max);
+        }
+        if let Some(distance) = self.residual {
+            let residual_address = e.b.ins().iadd(address, distance);
+            let residual = e.b.ins().load(lane, flags(), residual_address, offset);
+            value = e.b.ins().fadd(value, residual);
+        }
+        value
+    }
 }
 
 /// How many columns a tile covers: vectors of four, or one scalar column.
@@ -267,16 +306,9 @@ fn tile(
                 }
                 value = e.b.ins().fadd(value, bias_value);
             }
-            if let Some(min) = gemm.clamp.0 {
-                let min = super::scalar_ops::fconst(e, lane, f64::from(min));
-                value = e.b.ins().fmax(value, min);
-            }
-            if let Some(max) = gemm.clamp.1 {
-                let max = super::scalar_ops::fconst(e, lane, f64::from(max));
-                value = e.b.ins().fmin(value, max);
-            }
-            e.b.ins()
-                .store(flags(), value, c_row, c_offset + 16 * t as i32);
+            let offset = c_offset + 16 * t as i32;
+            let value = gemm.epilogue.apply(e, value, c_row, offset);
+            e.b.ins().store(flags(), value, c_row, offset);
         }
     }
     Ok(())
@@ -405,7 +437,7 @@ fn matmul(
             }),
             alpha,
             beta,
-            clamp: (None, None),
+            epilogue: Epilogue::default(),
         };
         emit_gemm(e, &gemm)
     })

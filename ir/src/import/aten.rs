@@ -424,6 +424,7 @@ pub(crate) const OPERATORS: &[(&str, Importer)] = &[
             groups: non_negative(c, c.int(8)?)?,
             bias: bias.is_some(),
             clamp: ClampRange::default(),
+            residual: false,
         };
         let mut inputs = vec![x, weight];
         inputs.extend(bias);
