@@ -210,6 +210,17 @@ impl<'a> Graph<'a> {
         &mut self.nodes[id.0]
     }
 
+    /// Makes every node that reads `old` read `new` instead.
+    pub fn replace_reads(&mut self, old: ValueId, new: ValueId) {
+        for &id in &self.schedule {
+            for input in &mut self.nodes[id.0].inputs {
+                if *input == old {
+                    *input = new;
+                }
+            }
+        }
+    }
+
     /// Removes a node from the graph and the schedule.
     pub fn remove_node(&mut self, id: NodeId) {
         self.nodes.remove_node(id.0);

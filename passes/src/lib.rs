@@ -3,6 +3,7 @@
 //! when asked, and always in debug builds), is timed, can be switched off,
 //! and the pipeline can stop after any of them. Passes do no I/O.
 
+mod common_subexpressions;
 mod dead_code;
 mod fold_batch_norm;
 mod fold_constants;
@@ -58,6 +59,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "fold-constants",
         description: "computes layout ops (permute, reshape, copy) of constants at compile time",
         run: fold_constants::run,
+    },
+    Pass {
+        name: "common-subexpressions",
+        description: "removes a node that repeats an earlier computation on the same inputs",
+        run: common_subexpressions::run,
     },
     Pass {
         name: "fold-batch-norm",
