@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use ptec_frontend::{ExecutorchFile, FileBytes};
 use serde::Serialize;
 
-use crate::instance::{Backend, PassArgs, load, refs};
+use crate::instance::{Backend, CompileArgs, load, refs};
 use crate::method::select_method;
 use crate::npy;
 use crate::run::first_case_inputs;
@@ -21,7 +21,7 @@ pub struct BenchOptions<'o> {
     pub warmup: usize,
     pub backend: Backend,
     pub json: bool,
-    pub passes: &'o PassArgs,
+    pub passes: &'o CompileArgs,
 }
 
 #[derive(Debug, Serialize)]

@@ -9,7 +9,7 @@ use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
 use ptec_runtime::HostTensor;
 use serde::Serialize;
 
-use crate::instance::{Backend, PassArgs, load, refs};
+use crate::instance::{Backend, CompileArgs, load, refs};
 use crate::npy;
 use crate::run::test_input;
 
@@ -43,7 +43,7 @@ pub fn run(
     backend: Backend,
     tolerance: Tolerance,
     json: bool,
-    passes: &PassArgs,
+    passes: &CompileArgs,
 ) -> anyhow::Result<bool> {
     let (mut passed, mut failed) = (0, 0);
     for path in files {
@@ -96,7 +96,12 @@ fn print_report(report: &FileReport) {
     }
 }
 
-fn test_file(path: &Path, backend: Backend, tolerance: Tolerance, passes: &PassArgs) -> FileReport {
+fn test_file(
+    path: &Path,
+    backend: Backend,
+    tolerance: Tolerance,
+    passes: &CompileArgs,
+) -> FileReport {
     let mut cases = Vec::new();
     let result = run_cases(path, backend, tolerance, passes, &mut cases);
     let error = result.err().map(|error| format!("{error:#}"));
@@ -112,7 +117,7 @@ fn run_cases(
     path: &Path,
     backend: Backend,
     tolerance: Tolerance,
-    passes: &PassArgs,
+    passes: &CompileArgs,
     reports: &mut Vec<CaseReport>,
 ) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use clap::ValueEnum;
 use ptec_frontend::{ExecutorchFile, FileBytes};
 
-use crate::instance::{PassArgs, optimized_graph};
+use crate::instance::{CompileArgs, optimized_graph};
 use crate::method::select_method;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -22,7 +22,7 @@ pub fn run(
     method: Option<&str>,
     format: DumpFormat,
     after: Option<&str>,
-    passes: &PassArgs,
+    passes: &CompileArgs,
 ) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;
     let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;

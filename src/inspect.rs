@@ -81,7 +81,7 @@ impl CompiledReport {
         let ops = graph.kernel_count();
         let optimized = crate::instance::optimized_graph(
             method,
-            &crate::instance::PassArgs::default(),
+            &crate::instance::CompileArgs::default(),
             |_, _| {},
         )?;
         Ok(CompiledReport {

@@ -20,9 +20,13 @@ pub struct Loaded<'a> {
     pub compile_ms: f64,
 }
 
-/// The optimizer switches every compiling command takes.
+/// The compiler switches every compiling command takes.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct PassArgs {
+pub struct CompileArgs {
+    /// Generate every kernel with Cranelift alone, without the AVX2
+    /// microkernels (for comparison).
+    #[arg(long)]
+    pub no_microkernels: bool,
     /// Switch a pass off (repeatable); `ptec passes` lists them.
     #[arg(long = "disable-pass", value_name = "NAME")]
     pub disabled: Vec<String>,
@@ -37,7 +41,7 @@ pub struct PassArgs {
     pub time_passes: bool,
 }
 
-impl PassArgs {
+impl CompileArgs {
     pub fn options(&self) -> ptec_passes::PassOptions {
         ptec_passes::PassOptions {
             disabled: self.disabled.clone(),
@@ -50,7 +54,7 @@ impl PassArgs {
 /// Imports, verifies and optimizes a method.
 pub fn optimized_graph<'a>(
     method: &Method<'a>,
-    passes: &PassArgs,
+    passes: &CompileArgs,
     after: impl FnMut(&ptec_passes::Pass, &ptec_ir::Graph<'_>),
 ) -> anyhow::Result<ptec_ir::Graph<'a>> {
     let mut graph = ptec_ir::import_method(method)?;
@@ -76,13 +80,16 @@ pub fn optimized_graph<'a>(
 pub fn load<'a>(
     method: &Method<'a>,
     backend: Backend,
-    passes: &PassArgs,
+    passes: &CompileArgs,
 ) -> anyhow::Result<Loaded<'a>> {
     let start = Instant::now();
     let graph = optimized_graph(method, passes, |_, _| {})?;
     let instance = match backend {
         Backend::Jit => {
-            let jit = ptec_codegen::compile_jit(&graph)
+            let options = ptec_codegen::CodegenOptions {
+                microkernels: !passes.no_microkernels,
+            };
+            let jit = ptec_codegen::compile_jit(&graph, &options)
                 .with_context(|| format!("compiling method {}", method.name))?;
             let ptec_codegen::JitMethod {
                 code,

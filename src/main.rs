@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use instance::{Backend, PassArgs};
+use instance::{Backend, CompileArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -52,7 +52,7 @@ enum Command {
         #[arg(long, value_name = "PASS")]
         after: Option<String>,
         #[command(flatten)]
-        passes: PassArgs,
+        passes: CompileArgs,
     },
     /// List the optimizer's passes, in pipeline order.
     Passes,
@@ -71,7 +71,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "jit")]
         backend: Backend,
         #[command(flatten)]
-        passes: PassArgs,
+        passes: CompileArgs,
     },
     /// Run every test case of bundled programs and compare the outputs with
     /// the expected ones. Exits 0 only if every case of every file passes.
@@ -90,7 +90,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        passes: PassArgs,
+        passes: CompileArgs,
     },
     /// Time a compiled method on its first test case's inputs (or given
     /// .npy inputs): median, min and max over the runs.
@@ -109,7 +109,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        passes: PassArgs,
+        passes: CompileArgs,
     },
 }
 

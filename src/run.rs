@@ -7,7 +7,7 @@ use anyhow::{Context as _, bail};
 use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
 use ptec_runtime::HostTensor;
 
-use crate::instance::{Backend, PassArgs, load, refs};
+use crate::instance::{Backend, CompileArgs, load, refs};
 use crate::method::select_method;
 use crate::npy;
 
@@ -16,7 +16,7 @@ pub struct RunOptions<'o> {
     pub inputs: &'o [PathBuf],
     pub output_dir: Option<&'o Path>,
     pub backend: Backend,
-    pub passes: &'o PassArgs,
+    pub passes: &'o CompileArgs,
 }
 
 /// The inputs of the first test case of `method`.

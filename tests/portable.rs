@@ -178,6 +178,22 @@ fn every_pass_can_be_switched_off() {
     }
 }
 
+/// The pure-Cranelift kernels (no AVX2 microkernels) give the same results.
+#[test]
+fn cranelift_only_kernels_pass() {
+    let mut files: Vec<PathBuf> = fixture_files()
+        .into_iter()
+        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
+        .collect();
+    if let Some(corpus) = corpus_dir() {
+        files.extend(portable(&corpus));
+    }
+    assert_all_pass(
+        &ptec_test(&files, &["--no-microkernels"]),
+        "--no-microkernels",
+    );
+}
+
 #[test]
 fn failures_are_reported() {
     // A zero tolerance fails the float cases that are not bit-exact.

@@ -47,6 +47,8 @@ pub(crate) struct MethodContext<'g, 'a> {
     /// Bytes of scratch memory the largest kernel needs, after the graph's
     /// arena.
     pub scratch_bytes: u64,
+    /// The AVX2 GEMM microkernel, when the target has AVX2 and FMA.
+    pub microkernel: Option<FuncId>,
     /// Math functions declared in the module so far.
     pub math: HashMap<MathFn, FuncId>,
 }
@@ -380,6 +382,11 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         };
         let call = self.b.ins().call(func_ref, args);
         Ok(self.b.inst_results(call)[0])
+    }
+
+    /// A reference to a module function, for calls from this kernel.
+    pub(crate) fn import_function(&mut self, id: FuncId) -> FuncRef {
+        self.module.declare_func_in_func(id, self.b.func)
     }
 
     /// Returns error `message` from the kernel when `condition` is true.

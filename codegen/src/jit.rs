@@ -7,6 +7,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use ptec_ir::Graph;
 use ptec_runtime::{EntryFn, MethodAbi};
 
+use crate::CodegenOptions;
 use crate::error::CodegenError;
 use crate::method::compile_method;
 
@@ -70,14 +71,17 @@ pub(crate) fn shared_flags() -> settings::Flags {
 
 /// Compiles `graph` for this machine (with every instruction-set extension
 /// the CPU reports) and makes it executable.
-pub fn compile_jit<'a>(graph: &Graph<'a>) -> Result<JitMethod<'a>, CodegenError> {
+pub fn compile_jit<'a>(
+    graph: &Graph<'a>,
+    options: &CodegenOptions,
+) -> Result<JitMethod<'a>, CodegenError> {
     let isa = cranelift_native::builder()
         .map_err(|message| CodegenError::Isa(message.to_string()))?
         .finish(shared_flags())
         .map_err(|error| CodegenError::Isa(error.to_string()))?;
     let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     let mut module = JITModule::new(builder);
-    let compiled = compile_method(&mut module, graph, &format!("ptec_{}", graph.name))?;
+    let compiled = compile_method(&mut module, graph, &format!("ptec_{}", graph.name), options)?;
     module.finalize_definitions()?;
     let address = module.get_finalized_function(compiled.entry);
     // SAFETY: the entry point was declared with the `(ptr, ptr, ptr) -> i32`

@@ -10,6 +10,21 @@ mod jit;
 mod kernels;
 mod math;
 mod method;
+mod microkernel;
 
 pub use error::CodegenError;
+
+/// Code generation options, built once and passed in.
+#[derive(Debug, Clone, Copy)]
+pub struct CodegenOptions {
+    /// Use hand-emitted microkernels (AVX2 GEMM tiles) where the target has
+    /// the instructions; otherwise Cranelift generates every kernel.
+    pub microkernels: bool,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        CodegenOptions { microkernels: true }
+    }
+}
 pub use jit::{JitCode, JitMethod, compile_jit};

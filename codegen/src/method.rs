@@ -14,9 +14,11 @@ use cranelift_module::{FuncId, Linkage, Module};
 use ptec_ir::{DType, Dim, Graph, Op, ValueId, ValueKind};
 use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
 
+use crate::CodegenOptions;
 use crate::emit::{Emitter, MethodContext, PTR, flags, scratch_offset};
 use crate::error::CodegenError;
 use crate::kernels;
+use crate::microkernel;
 
 /// A method compiled into a module.
 pub(crate) struct CompiledMethod<'a> {
@@ -40,6 +42,7 @@ pub(crate) fn compile_method<'a>(
     module: &mut dyn Module,
     graph: &Graph<'a>,
     symbol: &str,
+    options: &CodegenOptions,
 ) -> Result<CompiledMethod<'a>, CodegenError> {
     ptec_ir::verify(graph)?;
     let mut constants = Vec::new();
@@ -62,6 +65,10 @@ pub(crate) fn compile_method<'a>(
         has_fma,
         errors: Vec::new(),
         scratch_bytes: 0,
+        microkernel: match options.microkernels {
+            true => define_microkernel(module, symbol)?,
+            false => None,
+        },
         math: HashMap::new(),
     };
     let signature = kernel_signature(module);
@@ -97,6 +104,35 @@ pub(crate) fn compile_method<'a>(
         abi: method_abi(graph, cx.errors, cx.scratch_bytes)?,
         constants,
     })
+}
+
+/// Defines the AVX2 GEMM microkernel in `module` when its target is x86-64
+/// with AVX2 and FMA.
+fn define_microkernel(
+    module: &mut dyn Module,
+    symbol: &str,
+) -> Result<Option<FuncId>, CodegenError> {
+    let isa = module.isa();
+    let enabled = |name: &str| {
+        isa.isa_flags()
+            .iter()
+            .any(|flag| flag.name == name && flag.as_bool() == Some(true))
+    };
+    let x86_64 = isa.triple().architecture == target_lexicon::Architecture::X86_64;
+    if !(x86_64 && enabled("has_avx2") && enabled("has_fma")) {
+        return Ok(None);
+    }
+    let mut signature = module.make_signature();
+    signature.params.extend([AbiParam::new(PTR); 6]);
+    let id = module.declare_function(
+        &format!("{symbol}__gemm_4x16_avx2"),
+        Linkage::Local,
+        &signature,
+    )?;
+    let code = microkernel::gemm_4x16()
+        .map_err(|error| CodegenError::Isa(format!("assembling the GEMM microkernel: {error}")))?;
+    module.define_function_bytes(id, 16, &code, &[])?;
+    Ok(Some(id))
 }
 
 /// The entry point: calls each kernel in order, returns the first non-zero

@@ -14,6 +14,7 @@ use super::map::broadcast_strides;
 use super::nest::{byte_strides, over_axes};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
+use crate::microkernel;
 
 /// The rows of a tile.
 const TILE_ROWS: usize = 4;
@@ -110,10 +111,15 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
             .is_none_or(|bias| matches!(bias.col, Size::Const(0 | 4)));
     // Column panels outside, row blocks inside: a panel of B (K rows of one
     // tile's width) stays in the L1 cache while every row block uses it.
-    let widths: &[Columns] = if vector {
-        &[Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar]
-    } else {
-        &[Columns::Scalar]
+    let widths: &[Columns] = match (vector, microkernel_applies(e, gemm)) {
+        (true, true) => &[
+            Columns::Vectors(4),
+            Columns::Vectors(2),
+            Columns::Vectors(1),
+            Columns::Scalar,
+        ],
+        (true, false) => &[Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar],
+        (false, _) => &[Columns::Scalar],
     };
     let mut carried = vec![gemm.b.base, gemm.c.base];
     carried.extend(gemm.bias.map(|bias| bias.base));
@@ -233,6 +239,28 @@ fn tile(
         Columns::Vectors(count) => (types::F32X4, count),
         Columns::Scalar => (types::F32, 1),
     };
+    if let (Some(kernel), Columns::Vectors(4), microkernel::ROWS) =
+        (e.cx.microkernel, columns, rows)
+    {
+        // The AVX2 microkernel writes the raw products into C; the epilogue
+        // then reads them back (from L1) like accumulators.
+        let k = e.value_of(gemm.k);
+        let a_row = e.value_of(gemm.a.row);
+        let bc_row = e.value_of(gemm.c.row);
+        let func_ref = e.import_function(kernel);
+        e.b.ins().call(func_ref, &[a, b, c, k, a_row, bc_row]);
+        let mut products = Vec::with_capacity(rows * vectors);
+        for row in 0..rows {
+            let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
+            for t in 0..vectors {
+                products.push(
+                    e.b.ins()
+                        .load(lane, flags(), c_row, c_offset + 16 * t as i32),
+                );
+            }
+        }
+        return finish_tile(e, gemm, rows, columns, c, bias, &products);
+    }
     let zero = super::scalar_ops::fconst(e, lane, 0.0);
     let mut carried = vec![a, b];
     carried.extend(std::iter::repeat_n(zero, rows * vectors));
@@ -277,6 +305,24 @@ fn tile(
     })?;
     let rest = remainder(e, gemm.k, K_UNROLL);
     let result = e.counted_loop(rest, &carried, |e, _, p| Ok(step(e, p)))?;
+    finish_tile(e, gemm, rows, columns, c, bias, &result[2..])
+}
+
+/// Applies alpha, beta * bias and the epilogue to a tile's products
+/// (`rows * vectors` of them, row by row) and stores them.
+fn finish_tile(
+    e: &mut Emitter<'_, '_, '_>,
+    gemm: &Gemm,
+    rows: usize,
+    columns: Columns,
+    c: Value,
+    bias: Option<Value>,
+    products: &[Value],
+) -> Result<(), CodegenError> {
+    let (lane, vectors) = match columns {
+        Columns::Vectors(count) => (types::F32X4, count),
+        Columns::Scalar => (types::F32, 1),
+    };
     for row in 0..rows {
         let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
         let bias_row = match (gemm.bias, bias) {
@@ -287,7 +333,7 @@ fn tile(
             _ => None,
         };
         for t in 0..vectors {
-            let mut value = result[2 + row * vectors + t];
+            let mut value = products[row * vectors + t];
             if gemm.alpha != 1.0 {
                 let alpha = super::scalar_ops::fconst(e, lane, f64::from(gemm.alpha));
                 value = e.b.ins().fmul(value, alpha);
@@ -312,6 +358,18 @@ fn tile(
         }
     }
     Ok(())
+}
+
+/// Whether the AVX2 microkernel can compute this GEMM's 4x16 tiles: it is
+/// in the module, and A, B and C are contiguous along K and j with B and C
+/// sharing their row stride.
+fn microkernel_applies(e: &Emitter<'_, '_, '_>, gemm: &Gemm) -> bool {
+    let unit = Size::Const(4);
+    e.cx.microkernel.is_some()
+        && gemm.a.col == unit
+        && gemm.b.col == unit
+        && gemm.c.col == unit
+        && gemm.b.row == gemm.c.row
 }
 
 /// `out = x * scale + shift` over a contiguous f32 row of `count` elements.
