@@ -123,7 +123,7 @@ fn define_microkernel(
         return Ok(None);
     }
     let mut signature = module.make_signature();
-    signature.params.extend([AbiParam::new(PTR); 6]);
+    signature.params.extend([AbiParam::new(PTR); 8]);
     let id = module.declare_function(
         &format!("{symbol}__gemm_4x16_avx2"),
         Linkage::Local,

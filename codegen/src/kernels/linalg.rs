@@ -7,7 +7,7 @@
 //! one vector, or single columns. The epilogue applies alpha, beta * bias
 //! (any bias broadcastable to the output) and an optional clamp.
 
-use cranelift_codegen::ir::{InstBuilder, Value, types};
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
 use ptec_ir::{DType, Node, Op, Scalar};
 
 use super::map::broadcast_strides;
@@ -242,24 +242,7 @@ fn tile(
     if let (Some(kernel), Columns::Vectors(4), microkernel::ROWS) =
         (e.cx.microkernel, columns, rows)
     {
-        // The AVX2 microkernel writes the raw products into C; the epilogue
-        // then reads them back (from L1) like accumulators.
-        let k = e.value_of(gemm.k);
-        let a_row = e.value_of(gemm.a.row);
-        let bc_row = e.value_of(gemm.c.row);
-        let func_ref = e.import_function(kernel);
-        e.b.ins().call(func_ref, &[a, b, c, k, a_row, bc_row]);
-        let mut products = Vec::with_capacity(rows * vectors);
-        for row in 0..rows {
-            let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
-            for t in 0..vectors {
-                products.push(
-                    e.b.ins()
-                        .load(lane, flags(), c_row, c_offset + 16 * t as i32),
-                );
-            }
-        }
-        return finish_tile(e, gemm, rows, columns, c, bias, &products);
+        return microkernel_tile(e, gemm, kernel, a, b, c, bias);
     }
     let zero = super::scalar_ops::fconst(e, lane, 0.0);
     let mut carried = vec![a, b];
@@ -306,6 +289,78 @@ fn tile(
     let rest = remainder(e, gemm.k, K_UNROLL);
     let result = e.counted_loop(rest, &carried, |e, _, p| Ok(step(e, p)))?;
     finish_tile(e, gemm, rows, columns, c, bias, &result[2..])
+}
+
+/// A 4x16 tile by the AVX2 microkernel. It adds a per-row bias and clamps
+/// by itself; anything else (alpha, beta, a bias along the columns, a
+/// residual) is applied afterwards to the products it stored.
+fn microkernel_tile(
+    e: &mut Emitter<'_, '_, '_>,
+    gemm: &Gemm,
+    kernel: cranelift_module::FuncId,
+    a: Value,
+    b: Value,
+    c: Value,
+    bias: Option<Value>,
+) -> Result<(), CodegenError> {
+    let row_bias = gemm
+        .bias
+        .filter(|matrix| matrix.col == Size::Const(0) && matrix.row == Size::Const(4));
+    let fused = gemm.alpha == 1.0
+        && gemm.beta == 1.0
+        && gemm.epilogue.residual.is_none()
+        && (gemm.bias.is_none() || row_bias.is_some());
+    // Bounds (two f32) and a zero bias for tiles without one (four f32).
+    let slot =
+        e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 4));
+    let zero = e.b.ins().f32const(0.0);
+    for offset in [8, 12, 16, 20] {
+        e.b.ins().stack_store(crate::emit::PTR, zero, slot, offset);
+    }
+    let (low, high) = match fused {
+        true => (
+            gemm.epilogue.min.unwrap_or(f32::NEG_INFINITY),
+            gemm.epilogue.max.unwrap_or(f32::INFINITY),
+        ),
+        false => (f32::NEG_INFINITY, f32::INFINITY),
+    };
+    for (offset, bound) in [(0, low), (4, high)] {
+        let value = e.b.ins().f32const(bound);
+        e.b.ins().stack_store(crate::emit::PTR, value, slot, offset);
+    }
+    let bounds = e.b.ins().stack_addr(crate::emit::PTR, slot, 0);
+    let bias_rows = match (fused, row_bias, bias) {
+        (true, Some(_), Some(pointer)) => pointer,
+        _ => e.b.ins().stack_addr(crate::emit::PTR, slot, 8),
+    };
+    let k = e.value_of(gemm.k);
+    let a_row = e.value_of(gemm.a.row);
+    let bc_row = e.value_of(gemm.c.row);
+    let func_ref = e.import_function(kernel);
+    e.b.ins()
+        .call(func_ref, &[a, b, c, k, a_row, bc_row, bias_rows, bounds]);
+    if fused {
+        return Ok(());
+    }
+    let mut products = Vec::with_capacity(microkernel::ROWS * 4);
+    for row in 0..microkernel::ROWS {
+        let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
+        for t in 0..4 {
+            products.push(
+                e.b.ins()
+                    .load(types::F32X4, flags(), c_row, c_offset + 16 * t),
+            );
+        }
+    }
+    finish_tile(
+        e,
+        gemm,
+        microkernel::ROWS,
+        Columns::Vectors(4),
+        c,
+        bias,
+        &products,
+    )
 }
 
 /// Applies alpha, beta * bias and the epilogue to a tile's products
