@@ -15,6 +15,7 @@ use cranelift_codegen::ir::{
 use ptec_ir::{DType, Node, Op, Pair, ValueId};
 
 use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
+use super::map::{Map, Operand, emit_map};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
@@ -111,6 +112,30 @@ fn convolution(
             })
             .map(|_| ());
     }
+    if groups == 1 && e.cx.microkernel.is_some() {
+        let geometry = Geometry {
+            group_channels,
+            padded: [
+                height + 2 * padding[0] as i64,
+                width + 2 * padding[1] as i64,
+            ],
+            kernel: [kernel_h, kernel_w],
+            stride: [stride[0] as i64, stride[1] as i64],
+            dilation: [dilation[0] as i64, dilation[1] as i64],
+            out: [out_h, out_w],
+        };
+        let source = [input, output];
+        return im2col_gemm(
+            e,
+            &geometry,
+            source,
+            weight,
+            bias_base,
+            [batch, out_channels],
+            padding,
+            epilogue,
+        );
+    }
     let groups = groups as i64;
     let outputs_per_group = out_channels / groups;
     let padded = [
@@ -182,6 +207,123 @@ fn convolution(
                 .iadd_imm_s(image[0], channels * height * width * 4),
             e.b.ins()
                 .iadd_imm_s(image[1], out_channels * out_h * out_w * 4),
+        ])
+    })?;
+    Ok(())
+}
+
+/// A convolution of one group as a GEMM: each image is padded into scratch,
+/// unfolded into columns (one row per input channel and kernel tap, one
+/// column per output position), and multiplied by the weights
+/// `[out channels, channels * taps]`, so the GEMM's microkernel does the
+/// arithmetic.
+#[allow(clippy::too_many_arguments)] // The operands of one convolution.
+fn im2col_gemm(
+    e: &mut Emitter<'_, '_, '_>,
+    geometry: &Geometry,
+    [input, output]: [Value; 2],
+    weight: Value,
+    bias: Option<Value>,
+    [batch, out_channels]: [i64; 2],
+    padding: Pair,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let channels = geometry.group_channels;
+    let [kernel_h, kernel_w] = geometry.kernel;
+    let [out_h, out_w] = geometry.out;
+    let [padded_h, padded_w] = geometry.padded;
+    let (height, width) = (
+        padded_h - 2 * padding[0] as i64,
+        padded_w - 2 * padding[1] as i64,
+    );
+    let taps = channels * kernel_h * kernel_w;
+    let positions = out_h * out_w;
+    let padded_bytes = ((channels * padded_h * padded_w * 4) as u64).next_multiple_of(64) as i64;
+    let scratch = e.scratch((padded_bytes + taps * positions * 4) as u64);
+    let columns = e.b.ins().iadd_imm_s(scratch, padded_bytes);
+    e.counted_loop(Size::Const(batch), &[input, output], |e, _, image| {
+        pad_copy(
+            e,
+            image[0],
+            scratch,
+            channels,
+            [height, width],
+            [padding[0] as i64, padding[1] as i64],
+            geometry.padded,
+        )?;
+        // Row (c, ky, kx) of the columns holds padded[c, oy*s + ky*d, ox*s + kx*d].
+        e.counted_loop(Size::Const(channels), &[scratch, columns], |e, _, p| {
+            for ky in 0..kernel_h {
+                for kx in 0..kernel_w {
+                    let tap = ky * kernel_w + kx;
+                    let start =
+                        (ky * geometry.dilation[0] * padded_w + kx * geometry.dilation[1]) * 4;
+                    let from = e.b.ins().iadd_imm_s(p[0], start);
+                    let to = e.b.ins().iadd_imm_s(p[1], tap * positions * 4);
+                    emit_map(
+                        e,
+                        Map {
+                            shape: vec![Size::Const(out_h), Size::Const(out_w)],
+                            output: Operand {
+                                base: to,
+                                dtype: DType::F32,
+                                strides: vec![Size::Const(out_w), Size::Const(1)],
+                            },
+                            inputs: vec![Operand {
+                                base: from,
+                                dtype: DType::F32,
+                                strides: vec![
+                                    Size::Const(geometry.stride[0] * padded_w),
+                                    Size::Const(geometry.stride[1]),
+                                ],
+                            }],
+                            compute: DType::F32,
+                            result: DType::F32,
+                            vectorizable: true,
+                            body: &|_, x, _| Ok(x[0]),
+                        },
+                    )?;
+                }
+            }
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], padded_h * padded_w * 4),
+                e.b.ins()
+                    .iadd_imm_s(p[1], kernel_h * kernel_w * positions * 4),
+            ])
+        })?;
+        let gemm = Gemm {
+            m: Size::Const(out_channels),
+            n: Size::Const(positions),
+            k: Size::Const(taps),
+            a: Matrix {
+                base: weight,
+                row: Size::Const(taps * 4),
+                col: Size::Const(4),
+            },
+            b: Matrix {
+                base: columns,
+                row: Size::Const(positions * 4),
+                col: Size::Const(4),
+            },
+            c: Matrix {
+                base: image[1],
+                row: Size::Const(positions * 4),
+                col: Size::Const(4),
+            },
+            bias: bias.map(|base| Matrix {
+                base,
+                row: Size::Const(4),
+                col: Size::Const(0),
+            }),
+            alpha: 1.0,
+            beta: 1.0,
+            epilogue,
+        };
+        emit_gemm(e, &gemm)?;
+        Ok(vec![
+            e.b.ins()
+                .iadd_imm_s(image[0], channels * height * width * 4),
+            e.b.ins().iadd_imm_s(image[1], out_channels * positions * 4),
         ])
     })?;
     Ok(())

@@ -111,7 +111,11 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
             .is_none_or(|bias| matches!(bias.col, Size::Const(0 | 4)));
     // Column panels outside, row blocks inside: a panel of B (K rows of one
     // tile's width) stays in the L1 cache while every row block uses it.
-    let widths: &[Columns] = match (vector, microkernel_applies(e, gemm)) {
+    let call = match (vector && microkernel_applies(e, gemm), e.cx.microkernel) {
+        (true, Some(kernel)) => Some(MicrokernelCall::prepare(e, gemm, kernel)),
+        _ => None,
+    };
+    let widths: &[Columns] = match (vector, call.is_some()) {
         (true, true) => &[
             Columns::Vectors(4),
             Columns::Vectors(2),
@@ -136,7 +140,15 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
         let c_step = e.mul(gemm.c.col, Size::Const(width));
         let bias_step = gemm.bias.map(|bias| e.mul(bias.col, Size::Const(width)));
         carried = e.counted_loop(count, &carried, |e, _, p| {
-            column_panel(e, gemm, columns, p[0], p[1], p.get(2).copied())?;
+            column_panel(
+                e,
+                gemm,
+                call.as_ref(),
+                columns,
+                p[0],
+                p[1],
+                p.get(2).copied(),
+            )?;
             let mut next = vec![e.add_size(p[0], b_step), e.add_size(p[1], c_step)];
             if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
                 next.push(e.add_size(pointer, step));
@@ -149,9 +161,11 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
 
 /// All the rows of one column panel starting at `b` / `c`: blocks of four
 /// rows, then single rows.
+#[allow(clippy::too_many_arguments)] // The panel's operands.
 fn column_panel(
     e: &mut Emitter<'_, '_, '_>,
     gemm: &Gemm,
+    call: Option<&MicrokernelCall>,
     columns: Columns,
     b: Value,
     c: Value,
@@ -169,7 +183,17 @@ fn column_panel(
             .bias
             .map(|matrix| e.mul(matrix.row, Size::Const(rows as i64)));
         carried = e.counted_loop(count, &carried, |e, _, p| {
-            tile(e, gemm, rows, columns, p[0], b, p[1], p.get(2).copied())?;
+            tile(
+                e,
+                gemm,
+                call,
+                rows,
+                columns,
+                p[0],
+                b,
+                p[1],
+                p.get(2).copied(),
+            )?;
             let mut next = vec![e.add_size(p[0], a_step), e.add_size(p[1], c_step)];
             if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
                 next.push(e.add_size(pointer, step));
@@ -228,6 +252,7 @@ fn row_address(e: &mut Emitter<'_, '_, '_>, base: Value, stride: Size, row: usiz
 fn tile(
     e: &mut Emitter<'_, '_, '_>,
     gemm: &Gemm,
+    call: Option<&MicrokernelCall>,
     rows: usize,
     columns: Columns,
     a: Value,
@@ -239,10 +264,8 @@ fn tile(
         Columns::Vectors(count) => (types::F32X4, count),
         Columns::Scalar => (types::F32, 1),
     };
-    if let (Some(kernel), Columns::Vectors(4), microkernel::ROWS) =
-        (e.cx.microkernel, columns, rows)
-    {
-        return microkernel_tile(e, gemm, kernel, a, b, c, bias);
+    if let (Some(call), Columns::Vectors(4), microkernel::ROWS) = (call, columns, rows) {
+        return microkernel_tile(e, gemm, call, [a, b, c], bias);
     }
     let zero = super::scalar_ops::fconst(e, lane, 0.0);
     let mut carried = vec![a, b];
@@ -291,55 +314,74 @@ fn tile(
     finish_tile(e, gemm, rows, columns, c, bias, &result[2..])
 }
 
+/// What every microkernel call of one GEMM shares, prepared once outside
+/// its loops: the kernel, whether it applies the whole epilogue itself, the
+/// clamp bounds and a zero bias for tiles without one.
+#[derive(Clone, Copy)]
+struct MicrokernelCall {
+    kernel: cranelift_module::FuncId,
+    fused: bool,
+    bounds: Value,
+    zero_bias: Value,
+}
+
+impl MicrokernelCall {
+    fn prepare(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm, kernel: cranelift_module::FuncId) -> Self {
+        let row_bias = gemm
+            .bias
+            .is_none_or(|matrix| matrix.col == Size::Const(0) && matrix.row == Size::Const(4));
+        let fused =
+            gemm.alpha == 1.0 && gemm.beta == 1.0 && gemm.epilogue.residual.is_none() && row_bias;
+        // Bounds (two f32), then a zero bias (four f32).
+        let slot =
+            e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 4));
+        let zero = e.b.ins().f32const(0.0);
+        for offset in [8, 12, 16, 20] {
+            e.b.ins().stack_store(crate::emit::PTR, zero, slot, offset);
+        }
+        let (low, high) = match fused {
+            true => (
+                gemm.epilogue.min.unwrap_or(f32::NEG_INFINITY),
+                gemm.epilogue.max.unwrap_or(f32::INFINITY),
+            ),
+            false => (f32::NEG_INFINITY, f32::INFINITY),
+        };
+        for (offset, bound) in [(0, low), (4, high)] {
+            let value = e.b.ins().f32const(bound);
+            e.b.ins().stack_store(crate::emit::PTR, value, slot, offset);
+        }
+        MicrokernelCall {
+            kernel,
+            fused,
+            bounds: e.b.ins().stack_addr(crate::emit::PTR, slot, 0),
+            zero_bias: e.b.ins().stack_addr(crate::emit::PTR, slot, 8),
+        }
+    }
+}
+
 /// A 4x16 tile by the AVX2 microkernel. It adds a per-row bias and clamps
 /// by itself; anything else (alpha, beta, a bias along the columns, a
 /// residual) is applied afterwards to the products it stored.
 fn microkernel_tile(
     e: &mut Emitter<'_, '_, '_>,
     gemm: &Gemm,
-    kernel: cranelift_module::FuncId,
-    a: Value,
-    b: Value,
-    c: Value,
+    call: &MicrokernelCall,
+    [a, b, c]: [Value; 3],
     bias: Option<Value>,
 ) -> Result<(), CodegenError> {
-    let row_bias = gemm
-        .bias
-        .filter(|matrix| matrix.col == Size::Const(0) && matrix.row == Size::Const(4));
-    let fused = gemm.alpha == 1.0
-        && gemm.beta == 1.0
-        && gemm.epilogue.residual.is_none()
-        && (gemm.bias.is_none() || row_bias.is_some());
-    // Bounds (two f32) and a zero bias for tiles without one (four f32).
-    let slot =
-        e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 4));
-    let zero = e.b.ins().f32const(0.0);
-    for offset in [8, 12, 16, 20] {
-        e.b.ins().stack_store(crate::emit::PTR, zero, slot, offset);
-    }
-    let (low, high) = match fused {
-        true => (
-            gemm.epilogue.min.unwrap_or(f32::NEG_INFINITY),
-            gemm.epilogue.max.unwrap_or(f32::INFINITY),
-        ),
-        false => (f32::NEG_INFINITY, f32::INFINITY),
-    };
-    for (offset, bound) in [(0, low), (4, high)] {
-        let value = e.b.ins().f32const(bound);
-        e.b.ins().stack_store(crate::emit::PTR, value, slot, offset);
-    }
-    let bounds = e.b.ins().stack_addr(crate::emit::PTR, slot, 0);
-    let bias_rows = match (fused, row_bias, bias) {
-        (true, Some(_), Some(pointer)) => pointer,
-        _ => e.b.ins().stack_addr(crate::emit::PTR, slot, 8),
+    let bias_rows = match (call.fused, bias) {
+        (true, Some(pointer)) => pointer,
+        _ => call.zero_bias,
     };
     let k = e.value_of(gemm.k);
     let a_row = e.value_of(gemm.a.row);
     let bc_row = e.value_of(gemm.c.row);
-    let func_ref = e.import_function(kernel);
-    e.b.ins()
-        .call(func_ref, &[a, b, c, k, a_row, bc_row, bias_rows, bounds]);
-    if fused {
+    let func_ref = e.import_function(call.kernel);
+    e.b.ins().call(
+        func_ref,
+        &[a, b, c, k, a_row, bc_row, bias_rows, call.bounds],
+    );
+    if call.fused {
         return Ok(());
     }
     let mut products = Vec::with_capacity(microkernel::ROWS * 4);
