@@ -417,7 +417,14 @@ fn output_row(
     let width = geometry.out[1];
     let mut carried = vec![input_row, output_row];
     let mut left = width;
-    for lanes in [8, 4, 1] {
+    // One output channel at a time (depthwise) gets 16 columns, four
+    // independent chains of FMAs, to hide their latency.
+    let widths: &[i64] = if block == 1 {
+        &[16, 8, 4, 1]
+    } else {
+        &[8, 4, 1]
+    };
+    for &lanes in widths {
         let count = left / lanes;
         left %= lanes;
         carried = e.counted_loop(Size::Const(count), &carried, |e, _, p| {
