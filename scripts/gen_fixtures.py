@@ -331,16 +331,16 @@ def index_entry(fixture: Fixture, variant: str, data: bytes, cases: list[Inputs]
 # ---------------------------------------------------------------- main
 
 
-def check_sizes(index: dict) -> list[str]:
+def check_sizes(index: dict, max_fixture: int = MAX_FIXTURE_BYTES, max_total: int = MAX_TOTAL_BYTES) -> list[str]:
     """Complaints about fixtures that grew too large to commit."""
     problems = [
-        f"{name}: {entry['bytes']} bytes exceeds {MAX_FIXTURE_BYTES}"
+        f"{name}: {entry['bytes']} bytes exceeds {max_fixture}"
         for name, entry in index.items()
-        if entry["bytes"] > MAX_FIXTURE_BYTES
+        if entry["bytes"] > max_fixture
     ]
     total = sum(entry["bytes"] for entry in index.values())
-    if total > MAX_TOTAL_BYTES:
-        problems.append(f"total {total} bytes exceeds {MAX_TOTAL_BYTES}")
+    if total > max_total:
+        problems.append(f"total {total} bytes exceeds {max_total}")
     return problems
 
 

@@ -44,7 +44,7 @@ from executorch.devtools.bundled_program.serialize import (
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fixtures import dtype_name, seed_for  # noqa: E402  (sibling script)
+from gen_fixtures import check_sizes, dtype_name, seed_for  # noqa: E402  (sibling script)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT_DIR = REPO_ROOT / "tests" / "fixtures" / "ops"
@@ -1592,19 +1592,6 @@ def write_readme(out_dir: Path, index: dict, skipped: dict) -> None:
 # ---------------------------------------------------------------- main
 
 
-def check_sizes(index: dict) -> list[str]:
-    """Complaints about fixtures that grew too large to commit."""
-    problems = [
-        f"{name}: {entry['bytes']} bytes exceeds {MAX_FIXTURE_BYTES}"
-        for name, entry in index.items()
-        if entry["bytes"] > MAX_FIXTURE_BYTES
-    ]
-    total = sum(entry["bytes"] for entry in index.values())
-    if total > MAX_TOTAL_BYTES:
-        problems.append(f"total {total} bytes exceeds {MAX_TOTAL_BYTES}")
-    return problems
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
@@ -1647,7 +1634,7 @@ def main() -> int:
     for name, reason in skipped.items():
         print(f"  skipped {name}: {reason}")
 
-    problems = check_sizes(index)
+    problems = check_sizes(index, MAX_FIXTURE_BYTES, MAX_TOTAL_BYTES)
     if len(skipped) > MAX_FAILED_FRACTION * len(FIXTURES):
         problems.append(
             f"{len(skipped)} of {len(FIXTURES)} fixtures failed to export (more than "

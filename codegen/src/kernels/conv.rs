@@ -15,7 +15,7 @@ use cranelift_codegen::ir::{
 use ptec_ir::{DType, Node, Op, Pair, ValueId};
 
 use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
-use super::map::{Map, Operand, emit_map};
+use super::map::{Operand, emit_copy};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
@@ -76,35 +76,14 @@ fn convolution(
         let plane = height * width;
         return e
             .counted_loop(Size::Const(batch), &[input, output], |e, _, p| {
-                let gemm = Gemm {
-                    m: Size::Const(out_channels),
-                    n: Size::Const(plane),
-                    k: Size::Const(channels),
-                    a: Matrix {
-                        base: weight,
-                        row: Size::Const(channels * 4),
-                        col: Size::Const(4),
-                    },
-                    b: Matrix {
-                        base: p[0],
-                        row: Size::Const(plane * 4),
-                        col: Size::Const(4),
-                    },
-                    c: Matrix {
-                        base: p[1],
-                        row: Size::Const(plane * 4),
-                        col: Size::Const(4),
-                    },
-                    bias: bias_base.map(|base| Matrix {
-                        base,
-                        row: Size::Const(4),
-                        col: Size::Const(0),
-                    }),
-                    alpha: 1.0,
-                    beta: 1.0,
+                weights_times_columns(
+                    e,
+                    weight,
+                    [p[0], p[1]],
+                    [out_channels, channels, plane],
+                    bias_base,
                     epilogue,
-                };
-                emit_gemm(e, &gemm)?;
+                )?;
                 Ok(vec![
                     e.b.ins().iadd_imm_s(p[0], channels * plane * 4),
                     e.b.ins().iadd_imm_s(p[1], out_channels * plane * 4),
@@ -212,6 +191,40 @@ fn convolution(
     Ok(())
 }
 
+/// `output [m, n] = weight [m, k] @ columns [k, n]`, all contiguous, plus
+/// one bias per output row, through the epilogue.
+fn weights_times_columns(
+    e: &mut Emitter<'_, '_, '_>,
+    weight: Value,
+    [columns, output]: [Value; 2],
+    [m, k, n]: [i64; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let contiguous = |base, row: i64| Matrix {
+        base,
+        row: Size::Const(row * 4),
+        col: Size::Const(4),
+    };
+    let gemm = Gemm {
+        m: Size::Const(m),
+        n: Size::Const(n),
+        k: Size::Const(k),
+        a: contiguous(weight, k),
+        b: contiguous(columns, n),
+        c: contiguous(output, n),
+        bias: bias.map(|base| Matrix {
+            base,
+            row: Size::Const(4),
+            col: Size::Const(0),
+        }),
+        alpha: 1.0,
+        beta: 1.0,
+        epilogue,
+    };
+    emit_gemm(e, &gemm)
+}
+
 /// A convolution of one group as a GEMM: each image is padded into scratch,
 /// unfolded into columns (one row per input channel and kernel tap, one
 /// column per output position), and multiplied by the weights
@@ -260,27 +273,21 @@ fn im2col_gemm(
                         (ky * geometry.dilation[0] * padded_w + kx * geometry.dilation[1]) * 4;
                     let from = e.b.ins().iadd_imm_s(p[0], start);
                     let to = e.b.ins().iadd_imm_s(p[1], tap * positions * 4);
-                    emit_map(
+                    emit_copy(
                         e,
-                        Map {
-                            shape: vec![Size::Const(out_h), Size::Const(out_w)],
-                            output: Operand {
-                                base: to,
-                                dtype: DType::F32,
-                                strides: vec![Size::Const(out_w), Size::Const(1)],
-                            },
-                            inputs: vec![Operand {
-                                base: from,
-                                dtype: DType::F32,
-                                strides: vec![
-                                    Size::Const(geometry.stride[0] * padded_w),
-                                    Size::Const(geometry.stride[1]),
-                                ],
-                            }],
-                            compute: DType::F32,
-                            result: DType::F32,
-                            vectorizable: true,
-                            body: &|_, x, _| Ok(x[0]),
+                        vec![Size::Const(out_h), Size::Const(out_w)],
+                        Operand {
+                            base: to,
+                            dtype: DType::F32,
+                            strides: vec![Size::Const(out_w), Size::Const(1)],
+                        },
+                        Operand {
+                            base: from,
+                            dtype: DType::F32,
+                            strides: vec![
+                                Size::Const(geometry.stride[0] * padded_w),
+                                Size::Const(geometry.stride[1]),
+                            ],
                         },
                     )?;
                 }
@@ -291,35 +298,14 @@ fn im2col_gemm(
                     .iadd_imm_s(p[1], kernel_h * kernel_w * positions * 4),
             ])
         })?;
-        let gemm = Gemm {
-            m: Size::Const(out_channels),
-            n: Size::Const(positions),
-            k: Size::Const(taps),
-            a: Matrix {
-                base: weight,
-                row: Size::Const(taps * 4),
-                col: Size::Const(4),
-            },
-            b: Matrix {
-                base: columns,
-                row: Size::Const(positions * 4),
-                col: Size::Const(4),
-            },
-            c: Matrix {
-                base: image[1],
-                row: Size::Const(positions * 4),
-                col: Size::Const(4),
-            },
-            bias: bias.map(|base| Matrix {
-                base,
-                row: Size::Const(4),
-                col: Size::Const(0),
-            }),
-            alpha: 1.0,
-            beta: 1.0,
+        weights_times_columns(
+            e,
+            weight,
+            [columns, image[1]],
+            [out_channels, taps, positions],
+            bias,
             epilogue,
-        };
-        emit_gemm(e, &gemm)?;
+        )?;
         Ok(vec![
             e.b.ins()
                 .iadd_imm_s(image[0], channels * height * width * 4),

@@ -6,7 +6,7 @@ use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use ptec_ir::{BinaryOp, DType, Node, Op, Scalar, UnaryOp, ValueId};
 
-use super::map::{Map, Operand, emit_map, layout_strides, operand};
+use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
 use super::scalar_ops::{self, binary_vectorizes, promote, unary_vectorizes};
 use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
@@ -228,19 +228,7 @@ fn strided_copy(
     let ty = e.graph().value(output).ty.clone();
     let sizes = e.shape(&ty.shape);
     let output = operand(e, output, &ty.shape);
-    let compute = ty.dtype;
-    emit_map(
-        e,
-        Map {
-            shape: sizes,
-            output,
-            inputs: vec![input],
-            compute,
-            result: compute,
-            vectorizable: true,
-            body: &|_, x, _| Ok(x[0]),
-        },
-    )
+    emit_copy(e, sizes, output, input)
 }
 
 /// A reshape that moves bytes: both sides are contiguous, so the input is
@@ -350,21 +338,15 @@ pub(crate) fn cat(
         );
         let base = e.add_size(out_base, skip);
         let input_operand = operand(e, input, &ty.shape);
-        emit_map(
+        emit_copy(
             e,
-            Map {
-                shape: sizes,
-                output: Operand {
-                    base,
-                    dtype: out_ty.dtype,
-                    strides: out_strides.clone(),
-                },
-                inputs: vec![input_operand],
-                compute: out_ty.dtype,
-                result: out_ty.dtype,
-                vectorizable: true,
-                body: &|_, x, _| Ok(x[0]),
+            sizes,
+            Operand {
+                base,
+                dtype: out_ty.dtype,
+                strides: out_strides.clone(),
             },
+            input_operand,
         )?;
         position += along as i64;
     }
@@ -508,21 +490,15 @@ pub(crate) fn pad(
     }
     let sizes = e.shape(&in_ty.shape);
     let input = operand(e, node.inputs[0], &in_ty.shape);
-    emit_map(
+    emit_copy(
         e,
-        Map {
-            shape: sizes,
-            output: Operand {
-                base,
-                dtype: out_ty.dtype,
-                strides: out_strides,
-            },
-            inputs: vec![input],
-            compute: out_ty.dtype,
-            result: out_ty.dtype,
-            vectorizable: true,
-            body: &|_, x, _| Ok(x[0]),
+        sizes,
+        Operand {
+            base,
+            dtype: out_ty.dtype,
+            strides: out_strides,
         },
+        input,
     )
 }
 
@@ -568,21 +544,15 @@ pub(crate) fn repeat(
         dtype: in_ty.dtype,
         strides: in_steps,
     };
-    emit_map(
+    emit_copy(
         e,
-        Map {
-            shape: shape.into_iter().map(Size::Const).collect(),
-            output: Operand {
-                base,
-                dtype: out_ty.dtype,
-                strides: out_steps,
-            },
-            inputs: vec![input],
-            compute: out_ty.dtype,
-            result: out_ty.dtype,
-            vectorizable: true,
-            body: &|_, x, _| Ok(x[0]),
+        shape.into_iter().map(Size::Const).collect(),
+        Operand {
+            base,
+            dtype: out_ty.dtype,
+            strides: out_steps,
         },
+        input,
     )
 }
 

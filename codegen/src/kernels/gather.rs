@@ -6,7 +6,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
 use ptec_ir::{DType, Node, Op};
 
-use super::map::{Map, Operand, emit_map, layout_strides};
+use super::map::{Operand, emit_copy, layout_strides};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
@@ -118,24 +118,18 @@ fn index_select(e: &mut Emitter<'_, '_, '_>, node: &Node, dim: usize) -> Result<
         let step = e.value_of(in_step);
         let offset = e.b.ins().imul(index, step);
         let source = e.b.ins().iadd(in_base, offset);
-        emit_map(
+        emit_copy(
             e,
-            Map {
-                shape: sizes.clone(),
-                output: Operand {
-                    base: p[1],
-                    dtype: out_ty.dtype,
-                    strides: out_strides.clone(),
-                },
-                inputs: vec![Operand {
-                    base: source,
-                    dtype: in_ty.dtype,
-                    strides: in_strides.clone(),
-                }],
-                compute: out_ty.dtype,
-                result: out_ty.dtype,
-                vectorizable: true,
-                body: &|_, x, _| Ok(x[0]),
+            sizes.clone(),
+            Operand {
+                base: p[1],
+                dtype: out_ty.dtype,
+                strides: out_strides.clone(),
+            },
+            Operand {
+                base: source,
+                dtype: in_ty.dtype,
+                strides: in_strides.clone(),
             },
         )?;
         Ok(vec![

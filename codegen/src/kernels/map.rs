@@ -155,6 +155,29 @@ impl Map<'_> {
     }
 }
 
+/// Copies `input` into `output` over `shape`, converting elements to the
+/// output's type.
+pub(crate) fn emit_copy(
+    e: &mut Emitter<'_, '_, '_>,
+    shape: Vec<Size>,
+    output: Operand,
+    input: Operand,
+) -> Result<(), CodegenError> {
+    let dtype = output.dtype;
+    emit_map(
+        e,
+        Map {
+            shape,
+            output,
+            inputs: vec![input],
+            compute: dtype,
+            result: dtype,
+            vectorizable: true,
+            body: &|_, x, _| Ok(x[0]),
+        },
+    )
+}
+
 /// Emits the loop nest of `map`.
 pub(crate) fn emit_map(e: &mut Emitter<'_, '_, '_>, mut map: Map<'_>) -> Result<(), CodegenError> {
     map.simplify();
