@@ -11,8 +11,7 @@ use serde::Serialize;
 
 use crate::instance::{Backend, CompileArgs, load, refs};
 use crate::method::select_method;
-use crate::npy;
-use crate::run::first_case_inputs;
+use crate::run::method_inputs;
 
 pub struct BenchOptions<'o> {
     pub method: Option<&'o str>,
@@ -42,15 +41,7 @@ pub fn run(path: &Path, options: BenchOptions<'_>) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;
     let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
     let method = select_method(file.program(), options.method)?;
-    let inputs = if options.inputs.is_empty() {
-        first_case_inputs(&file, &method.name)?
-    } else {
-        options
-            .inputs
-            .iter()
-            .map(|path| npy::read(path))
-            .collect::<anyhow::Result<_>>()?
-    };
+    let inputs = method_inputs(&file, &method.name, options.inputs)?;
     let inputs = refs(&inputs);
     let mut loaded = load(method, options.backend, options.passes)?;
     for _ in 0..options.warmup {

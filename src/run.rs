@@ -19,6 +19,20 @@ pub struct RunOptions<'o> {
     pub passes: &'o CompileArgs,
 }
 
+/// The inputs a command runs `method` on: the given `.npy` files, or the
+/// first bundled test case's when none are given.
+pub fn method_inputs(
+    file: &ExecutorchFile<'_>,
+    method: &str,
+    paths: &[PathBuf],
+) -> anyhow::Result<Vec<HostTensor>> {
+    if paths.is_empty() {
+        first_case_inputs(file, method)
+    } else {
+        paths.iter().map(|path| npy::read(path)).collect()
+    }
+}
+
 /// The inputs of the first test case of `method`.
 pub fn first_case_inputs(
     file: &ExecutorchFile<'_>,
@@ -49,15 +63,7 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;
     let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
     let method = select_method(file.program(), options.method)?;
-    let inputs = if options.inputs.is_empty() {
-        first_case_inputs(&file, &method.name)?
-    } else {
-        options
-            .inputs
-            .iter()
-            .map(|path| npy::read(path))
-            .collect::<anyhow::Result<_>>()?
-    };
+    let inputs = method_inputs(&file, &method.name, options.inputs)?;
     let mut loaded = load(method, options.backend, options.passes)?;
     let outputs = loaded.instance.run(&refs(&inputs))?;
     match options.output_dir {
