@@ -428,8 +428,9 @@ impl<'m, 'a> Importer<'m, 'a> {
         Ok(id)
     }
 
-    /// Appends a node, after checking its shapes against the op's rules
-    /// (which may settle symbolic dimensions).
+    /// Appends a node and records where its outputs were written (shape
+    /// rules were applied by `Call::emit_values`, and the verifier checks
+    /// them again).
     fn push(
         &mut self,
         op: Op,
