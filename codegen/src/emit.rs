@@ -47,8 +47,8 @@ pub(crate) struct MethodContext<'g, 'a> {
     /// Bytes of scratch memory the largest kernel needs, after the graph's
     /// arena.
     pub scratch_bytes: u64,
-    /// The AVX2 GEMM microkernel, when the target has AVX2 and FMA.
-    pub microkernel: Option<FuncId>,
+    /// The GEMM microkernels the target can run, widest first.
+    pub microkernels: Vec<(crate::microkernel::Width, FuncId)>,
     /// Math functions declared in the module so far.
     pub math: HashMap<MathFn, FuncId>,
 }

@@ -65,9 +65,9 @@ pub(crate) fn compile_method<'a>(
         has_fma,
         errors: Vec::new(),
         scratch_bytes: 0,
-        microkernel: match options.microkernels {
-            true => define_microkernel(module, symbol)?,
-            false => None,
+        microkernels: match options.microkernels {
+            true => define_microkernels(module, symbol)?,
+            false => Vec::new(),
         },
         math: HashMap::new(),
     };
@@ -106,12 +106,12 @@ pub(crate) fn compile_method<'a>(
     })
 }
 
-/// Defines the AVX2 GEMM microkernel in `module` when its target is x86-64
-/// with AVX2 and FMA.
-fn define_microkernel(
+/// Defines the GEMM microkernels the target of `module` can run (x86-64
+/// with FMA and AVX2, or AVX-512 too), widest first.
+fn define_microkernels(
     module: &mut dyn Module,
     symbol: &str,
-) -> Result<Option<FuncId>, CodegenError> {
+) -> Result<Vec<(microkernel::Width, FuncId)>, CodegenError> {
     let isa = module.isa();
     let enabled = |name: &str| {
         isa.isa_flags()
@@ -119,20 +119,28 @@ fn define_microkernel(
             .any(|flag| flag.name == name && flag.as_bool() == Some(true))
     };
     let x86_64 = isa.triple().architecture == target_lexicon::Architecture::X86_64;
-    if !(x86_64 && enabled("has_avx2") && enabled("has_fma")) {
-        return Ok(None);
+    let mut widths = Vec::new();
+    if x86_64 && enabled("has_avx2") && enabled("has_fma") {
+        if enabled("has_avx512f") {
+            widths.push(microkernel::Width::Avx512);
+        }
+        widths.push(microkernel::Width::Avx2);
     }
     let mut signature = module.make_signature();
     signature.params.extend([AbiParam::new(PTR); 8]);
-    let id = module.declare_function(
-        &format!("{symbol}__gemm_4x16_avx2"),
-        Linkage::Local,
-        &signature,
-    )?;
-    let code = microkernel::gemm_4x16()
-        .map_err(|error| CodegenError::Isa(format!("assembling the GEMM microkernel: {error}")))?;
-    module.define_function_bytes(id, 16, &code, &[])?;
-    Ok(Some(id))
+    let mut kernels = Vec::with_capacity(widths.len());
+    for width in widths {
+        let name = format!("{symbol}__gemm_4x{}_{width:?}", width.columns()).to_lowercase();
+        let id = module.declare_function(&name, Linkage::Local, &signature)?;
+        let code = microkernel::gemm_tile(width).map_err(|error| {
+            CodegenError::Isa(format!(
+                "assembling the {width:?} GEMM microkernel: {error}"
+            ))
+        })?;
+        module.define_function_bytes(id, 16, &code, &[])?;
+        kernels.push((width, id));
+    }
+    Ok(kernels)
 }
 
 /// The entry point: calls each kernel in order, returns the first non-zero

@@ -91,7 +91,7 @@ fn convolution(
             })
             .map(|_| ());
     }
-    if groups == 1 && e.cx.microkernel.is_some() {
+    if groups == 1 && !e.cx.microkernels.is_empty() {
         let geometry = Geometry {
             group_channels,
             padded: [

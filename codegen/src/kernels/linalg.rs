@@ -111,24 +111,24 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
             .is_none_or(|bias| matches!(bias.col, Size::Const(0 | 4)));
     // Column panels outside, row blocks inside: a panel of B (K rows of one
     // tile's width) stays in the L1 cache while every row block uses it.
-    let call = match (vector && microkernel_applies(e, gemm), e.cx.microkernel) {
-        (true, Some(kernel)) => Some(MicrokernelCall::prepare(e, gemm, kernel)),
-        _ => None,
-    };
-    let widths: &[Columns] = match (vector, call.is_some()) {
-        (true, true) => &[
-            Columns::Vectors(4),
-            Columns::Vectors(2),
-            Columns::Vectors(1),
-            Columns::Scalar,
-        ],
-        (true, false) => &[Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar],
-        (false, _) => &[Columns::Scalar],
-    };
+    let call = (vector && microkernel_applies(e, gemm)).then(|| MicrokernelCall::prepare(e, gemm));
+    // The microkernels' widths (widest first), then Cranelift's.
+    let mut widths: Vec<Columns> = call
+        .iter()
+        .flat_map(|call| {
+            call.kernels
+                .iter()
+                .map(|(width, _)| Columns::Vectors(width.columns() / 4))
+        })
+        .collect();
+    match vector {
+        true => widths.extend([Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar]),
+        false => widths.push(Columns::Scalar),
+    }
     let mut carried = vec![gemm.b.base, gemm.c.base];
     carried.extend(gemm.bias.map(|bias| bias.base));
     let mut left = gemm.n;
-    for &columns in widths {
+    for &columns in &widths {
         let width = columns.width();
         let count = if columns == Columns::Scalar {
             left
@@ -264,8 +264,13 @@ fn tile(
         Columns::Vectors(count) => (types::F32X4, count),
         Columns::Scalar => (types::F32, 1),
     };
-    if let (Some(call), Columns::Vectors(4), microkernel::ROWS) = (call, columns, rows) {
-        return microkernel_tile(e, gemm, call, [a, b, c], bias);
+    if let (Some(call), Columns::Vectors(vectors), microkernel::ROWS) = (call, columns, rows)
+        && let Some(&(_, kernel)) = call
+            .kernels
+            .iter()
+            .find(|(width, _)| width.columns() == 4 * vectors)
+    {
+        return microkernel_tile(e, gemm, call, kernel, vectors, [a, b, c], bias);
     }
     let zero = super::scalar_ops::fconst(e, lane, 0.0);
     let mut carried = vec![a, b];
@@ -317,16 +322,16 @@ fn tile(
 /// What every microkernel call of one GEMM shares, prepared once outside
 /// its loops: the kernel, whether it applies the whole epilogue itself, the
 /// clamp bounds and a zero bias for tiles without one.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct MicrokernelCall {
-    kernel: cranelift_module::FuncId,
+    kernels: Vec<(microkernel::Width, cranelift_module::FuncId)>,
     fused: bool,
     bounds: Value,
     zero_bias: Value,
 }
 
 impl MicrokernelCall {
-    fn prepare(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm, kernel: cranelift_module::FuncId) -> Self {
+    fn prepare(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Self {
         let row_bias = gemm
             .bias
             .is_none_or(|matrix| matrix.col == Size::Const(0) && matrix.row == Size::Const(4));
@@ -351,7 +356,7 @@ impl MicrokernelCall {
             e.b.ins().stack_store(crate::emit::PTR, value, slot, offset);
         }
         MicrokernelCall {
-            kernel,
+            kernels: e.cx.microkernels.clone(),
             fused,
             bounds: e.b.ins().stack_addr(crate::emit::PTR, slot, 0),
             zero_bias: e.b.ins().stack_addr(crate::emit::PTR, slot, 8),
@@ -359,13 +364,15 @@ impl MicrokernelCall {
     }
 }
 
-/// A 4x16 tile by the AVX2 microkernel. It adds a per-row bias and clamps
+/// A tile of four rows and `vectors` f32x4 columns by a microkernel. It adds a per-row bias and clamps
 /// by itself; anything else (alpha, beta, a bias along the columns, a
 /// residual) is applied afterwards to the products it stored.
 fn microkernel_tile(
     e: &mut Emitter<'_, '_, '_>,
     gemm: &Gemm,
     call: &MicrokernelCall,
+    kernel: cranelift_module::FuncId,
+    vectors: usize,
     [a, b, c]: [Value; 3],
     bias: Option<Value>,
 ) -> Result<(), CodegenError> {
@@ -376,7 +383,7 @@ fn microkernel_tile(
     let k = e.value_of(gemm.k);
     let a_row = e.value_of(gemm.a.row);
     let bc_row = e.value_of(gemm.c.row);
-    let func_ref = e.import_function(call.kernel);
+    let func_ref = e.import_function(kernel);
     e.b.ins().call(
         func_ref,
         &[a, b, c, k, a_row, bc_row, bias_rows, call.bounds],
@@ -384,10 +391,10 @@ fn microkernel_tile(
     if call.fused {
         return Ok(());
     }
-    let mut products = Vec::with_capacity(microkernel::ROWS * 4);
+    let mut products = Vec::with_capacity(microkernel::ROWS * vectors);
     for row in 0..microkernel::ROWS {
         let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
-        for t in 0..4 {
+        for t in 0..vectors as i32 {
             products.push(
                 e.b.ins()
                     .load(types::F32X4, flags(), c_row, c_offset + 16 * t),
@@ -398,7 +405,7 @@ fn microkernel_tile(
         e,
         gemm,
         microkernel::ROWS,
-        Columns::Vectors(4),
+        Columns::Vectors(vectors),
         c,
         bias,
         &products,
@@ -462,7 +469,7 @@ fn finish_tile(
 /// sharing their row stride.
 fn microkernel_applies(e: &Emitter<'_, '_, '_>, gemm: &Gemm) -> bool {
     let unit = Size::Const(4);
-    e.cx.microkernel.is_some()
+    !e.cx.microkernels.is_empty()
         && gemm.a.col == unit
         && gemm.b.col == unit
         && gemm.c.col == unit
