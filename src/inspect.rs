@@ -76,12 +76,12 @@ struct CompiledReport {
 
 impl CompiledReport {
     fn new(method: &Method<'_>) -> anyhow::Result<Self> {
-        let graph = ptec_ir::import_method(method)?;
-        ptec_ir::verify(&graph)?;
-        let ops = graph.kernel_count();
-        let optimized = crate::instance::optimized_graph(
-            method,
-            &crate::instance::CompileArgs::default(),
+        let mut optimized = ptec_ir::import_method(method)?;
+        ptec_ir::verify(&optimized)?;
+        let ops = optimized.kernel_count();
+        ptec_passes::run_pipeline(
+            &mut optimized,
+            &ptec_passes::PassOptions::default(),
             |_, _| {},
         )?;
         Ok(CompiledReport {

@@ -261,7 +261,6 @@ fn method_abi(
             (ValueKind::State { initial }, Some(offset)) => Some(StateSlot {
                 offset,
                 initial: initial.map(<[u8]>::to_vec),
-                bytes: value.ty.max_bytes(|symbol| graph.bound(symbol)),
             }),
             _ => None,
         })

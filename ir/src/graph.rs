@@ -318,13 +318,6 @@ impl<'a> Graph<'a> {
         &self.schedule
     }
 
-    /// The nodes whose outputs `id` reads.
-    pub fn producers(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
-        self.nodes
-            .neighbors_directed(id.0, petgraph::Direction::Incoming)
-            .map(NodeId)
-    }
-
     /// Each dataflow edge: writer, reader and the value between them.
     pub fn edges(&self) -> impl Iterator<Item = (NodeId, NodeId, ValueId)> + '_ {
         use petgraph::visit::{EdgeRef, IntoEdgeReferences};

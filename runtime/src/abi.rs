@@ -93,7 +93,6 @@ pub struct StateSlot {
     pub offset: u64,
     /// Its contents before the first call; zeros when `None`.
     pub initial: Option<Vec<u8>>,
-    pub bytes: u64,
 }
 
 /// Everything the runtime needs to call a compiled method.

@@ -74,6 +74,12 @@ impl Arena {
         Ok(Arena { ptr, layout })
     }
 
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: as for `bytes_mut`; the shared borrow of the arena keeps
+        // the bytes from changing while the slice lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    }
+
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: `ptr` points to `layout.size()` initialized (zeroed) bytes
         // owned by this arena.
@@ -258,12 +264,15 @@ impl<'c> Instance<'c> {
     }
 
     /// The outputs of the last call, as contiguous tensors.
-    pub fn outputs(&mut self) -> Vec<HostTensor> {
-        let slots = self.abi.outputs.clone();
-        slots.iter().map(|slot| self.read_slot(slot)).collect()
+    pub fn outputs(&self) -> Vec<HostTensor> {
+        self.abi
+            .outputs
+            .iter()
+            .map(|slot| self.read_slot(slot))
+            .collect()
     }
 
-    fn read_slot(&mut self, slot: &TensorSlot) -> HostTensor {
+    fn read_slot(&self, slot: &TensorSlot) -> HostTensor {
         let sizes: Vec<u64> = slot
             .shape
             .iter()
@@ -274,7 +283,7 @@ impl<'c> Instance<'c> {
             .collect();
         let bytes = sizes.iter().product::<u64>() as usize * slot.element.size();
         let start = slot.offset as usize;
-        let stored = &self.arena.bytes_mut()[start..start + bytes];
+        let stored = &self.arena.bytes()[start..start + bytes];
         HostTensor {
             element: slot.element,
             data: load_in_order(stored, &sizes, slot.element.size(), &slot.dim_order),

@@ -346,7 +346,12 @@ fn pad_copy(
         Size::Const(channels * size[0]),
         &[source, first],
         |e, row, p| {
-            copy_row(e, p[0], p[1], size[1])?;
+            let line = |base| Operand {
+                base,
+                dtype: DType::F32,
+                strides: vec![Size::Const(1)],
+            };
+            emit_copy(e, vec![Size::Const(size[1])], line(p[1]), line(p[0]))?;
             // The next row starts a plane's padding later at each plane's end.
             let next_target = e.b.ins().iadd_imm_s(p[1], padded[1] * 4);
             let next_row = e.b.ins().iadd_imm_s(row, 1);
@@ -359,31 +364,6 @@ fn pad_copy(
             Ok(vec![e.b.ins().iadd_imm_s(p[0], size[1] * 4), next_target])
         },
     )?;
-    Ok(())
-}
-
-fn copy_row(
-    e: &mut Emitter<'_, '_, '_>,
-    source: Value,
-    target: Value,
-    count: i64,
-) -> Result<(), CodegenError> {
-    let after = e.counted_loop(Size::Const(count / 4), &[source, target], |e, _, p| {
-        let v = e.b.ins().load(types::F32X4, flags(), p[0], 0);
-        e.b.ins().store(flags(), v, p[1], 0);
-        Ok(vec![
-            e.b.ins().iadd_imm_s(p[0], 16),
-            e.b.ins().iadd_imm_s(p[1], 16),
-        ])
-    })?;
-    e.counted_loop(Size::Const(count % 4), &after, |e, _, p| {
-        let v = e.b.ins().load(types::F32, flags(), p[0], 0);
-        e.b.ins().store(flags(), v, p[1], 0);
-        Ok(vec![
-            e.b.ins().iadd_imm_s(p[0], 4),
-            e.b.ins().iadd_imm_s(p[1], 4),
-        ])
-    })?;
     Ok(())
 }
 

@@ -263,30 +263,32 @@ pub(crate) fn permute(
     strided_copy(e, node.outputs[0], operand)
 }
 
+/// The input's address at position `start` along `dim`, and its strides.
+fn offset_along(e: &mut Emitter<'_, '_, '_>, value: ValueId, dim: usize, start: u64) -> Operand {
+    let ty = e.graph().value(value).ty.clone();
+    let strides = layout_strides(e, &ty.shape, &ty.dim_order);
+    let skip = e.mul(
+        strides[dim],
+        Size::Const(start as i64 * ty.dtype.size() as i64),
+    );
+    let base = e.address(value);
+    let base = e.add_size(base, skip);
+    Operand {
+        base,
+        dtype: ty.dtype,
+        strides,
+    }
+}
+
 pub(crate) fn select(
     e: &mut Emitter<'_, '_, '_>,
     node: &Node,
     dim: usize,
     index: u64,
 ) -> Result<(), CodegenError> {
-    let input_ty = e.graph().value(node.inputs[0]).ty.clone();
-    let mut strides = layout_strides(e, &input_ty.shape, &input_ty.dim_order);
-    let step = e.mul(
-        strides[dim],
-        Size::Const(index as i64 * input_ty.dtype.size() as i64),
-    );
-    let base = e.address(node.inputs[0]);
-    let base = e.add_size(base, step);
-    strides.remove(dim);
-    strided_copy(
-        e,
-        node.outputs[0],
-        Operand {
-            base,
-            dtype: input_ty.dtype,
-            strides,
-        },
-    )
+    let mut input = offset_along(e, node.inputs[0], dim, index);
+    input.strides.remove(dim);
+    strided_copy(e, node.outputs[0], input)
 }
 
 pub(crate) fn slice(
@@ -296,24 +298,9 @@ pub(crate) fn slice(
     start: u64,
     step: u64,
 ) -> Result<(), CodegenError> {
-    let input_ty = e.graph().value(node.inputs[0]).ty.clone();
-    let mut strides = layout_strides(e, &input_ty.shape, &input_ty.dim_order);
-    let skip = e.mul(
-        strides[dim],
-        Size::Const(start as i64 * input_ty.dtype.size() as i64),
-    );
-    let base = e.address(node.inputs[0]);
-    let base = e.add_size(base, skip);
-    strides[dim] = e.mul(strides[dim], Size::Const(step as i64));
-    strided_copy(
-        e,
-        node.outputs[0],
-        Operand {
-            base,
-            dtype: input_ty.dtype,
-            strides,
-        },
-    )
+    let mut input = offset_along(e, node.inputs[0], dim, start);
+    input.strides[dim] = e.mul(input.strides[dim], Size::Const(step as i64));
+    strided_copy(e, node.outputs[0], input)
 }
 
 /// Each input is copied into its place along `dim` of the output.

@@ -2,12 +2,12 @@
 //! index_select). An index outside the table is an error, as in PyTorch,
 //! never a read out of bounds.
 
+use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Value, types};
 use ptec_ir::{DType, Node, Op};
 
 use super::map::{Operand, emit_copy, layout_strides};
-use crate::emit::{Emitter, Size, flags};
+use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
 
 /// `out[i, :] = weight[indices[i], :]`; an index outside the table is an
@@ -44,37 +44,15 @@ fn embedding(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenErro
         let row_bytes_value = e.value_of(row_bytes);
         let offset = e.b.ins().imul(index, row_bytes_value);
         let source = e.b.ins().iadd(bases[0], offset);
-        copy_bytes(e, source, p[1], row_bytes)?;
+        let row = |base| Operand {
+            base,
+            dtype: out_ty.dtype,
+            strides: vec![Size::Const(1)],
+        };
+        emit_copy(e, vec![row_elements], row(p[1]), row(source))?;
         Ok(vec![
             e.b.ins().iadd_imm_s(p[0], index_size),
             e.add_size(p[1], row_bytes),
-        ])
-    })?;
-    Ok(())
-}
-
-/// Copies `bytes` bytes (a multiple of 4) from `source` to `target`.
-fn copy_bytes(
-    e: &mut Emitter<'_, '_, '_>,
-    source: Value,
-    target: Value,
-    bytes: Size,
-) -> Result<(), CodegenError> {
-    let words = match bytes {
-        Size::Const(n) if n % 4 == 0 => Size::Const(n / 4),
-        Size::Const(_) => {
-            return Err(CodegenError::Unsupported(
-                "embedding rows of odd byte sizes".into(),
-            ));
-        }
-        Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
-    };
-    e.counted_loop(words, &[source, target], |e, _, p| {
-        let word = e.b.ins().load(types::I32, flags(), p[0], 0);
-        e.b.ins().store(flags(), word, p[1], 0);
-        Ok(vec![
-            e.b.ins().iadd_imm_s(p[0], 4),
-            e.b.ins().iadd_imm_s(p[1], 4),
         ])
     })?;
     Ok(())
