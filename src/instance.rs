@@ -5,18 +5,45 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use ptec_frontend::Method;
-use ptec_runtime::{HostTensor, Instance, TensorRef};
+use std::sync::Arc;
+
+use ptec_runtime::library::{Library, LibraryInstance};
+use ptec_runtime::{HostTensor, Instance, RuntimeError, TensorRef};
+
+use crate::compile::{compile_methods, write_shared_object};
 
 /// The back ends `ptec run`, `test` and `bench` can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
     /// Compile in-process with Cranelift and run the code directly.
     Jit,
+    /// Compile to a shared object, load it and call it through its C ABI,
+    /// as a C program would.
+    Aot,
+}
+
+/// A loaded method, from either back end.
+#[derive(Debug)]
+pub enum Runner<'a> {
+    Jit(Instance<'a>),
+    Aot {
+        instance: LibraryInstance,
+        method: usize,
+    },
+}
+
+impl Runner<'_> {
+    pub fn run(&mut self, inputs: &[TensorRef<'_>]) -> Result<Vec<HostTensor>, RuntimeError> {
+        match self {
+            Runner::Jit(instance) => instance.run(inputs),
+            Runner::Aot { instance, method } => instance.run(*method, inputs),
+        }
+    }
 }
 
 /// An instance and how long it took to compile.
 pub struct Loaded<'a> {
-    pub instance: Instance<'a>,
+    pub instance: Runner<'a>,
     pub compile_ms: f64,
 }
 
@@ -99,12 +126,39 @@ pub fn load<'a>(
             } = jit;
             // SAFETY: `entry` was generated for `abi` and reads its constants
             // from this table; the boxed code keeps it alive.
-            unsafe { Instance::new(abi, entry, constants, Box::new(code))? }
+            Runner::Jit(unsafe { Instance::new(abi, entry, constants, Box::new(code))? })
         }
+        Backend::Aot => load_shared_object(method, passes)?,
     };
     Ok(Loaded {
         instance,
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// Compiles `method` into a shared object for this machine, links it in a
+/// temporary directory, loads it and creates an instance.
+fn load_shared_object<'a>(method: &Method<'_>, passes: &CompileArgs) -> anyhow::Result<Runner<'a>> {
+    const PREFIX: &str = "ptec";
+    let options = ptec_codegen::AotOptions {
+        target: None,
+        prefix: PREFIX.to_string(),
+        codegen: ptec_codegen::CodegenOptions {
+            microkernels: !passes.no_microkernels,
+        },
+        listing: false,
+    };
+    let object = compile_methods(&[method], passes, &options)
+        .with_context(|| format!("compiling method {}", method.name))?;
+    let directory = tempfile::tempdir().context("creating a temporary directory")?;
+    let path = directory.path().join("model.so");
+    write_shared_object(&object, &ptec_codegen::Linker::for_target(None), &path)?;
+    // SAFETY: ptec just wrote this library with this prefix.
+    let library = unsafe { Library::open(&path, PREFIX)? };
+    let instance = LibraryInstance::new(Arc::new(library))?;
+    Ok(Runner::Aot {
+        instance,
+        method: 0,
     })
 }
 

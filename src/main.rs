@@ -5,6 +5,7 @@
 
 mod bench;
 mod bundled_test;
+mod compile;
 mod dump;
 mod inspect;
 mod instance;
@@ -92,6 +93,37 @@ enum Command {
         #[command(flatten)]
         passes: CompileArgs,
     },
+    /// Compile a program ahead of time: a shared object or object file with
+    /// a C ABI (and its C header), the generated machine code, or the
+    /// optimized IR.
+    Compile {
+        file: PathBuf,
+        /// The output file (default: <file stem>.so or .o in the current
+        /// directory; standard output for asm and ir).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "so")]
+        emit: compile::Emit,
+        /// A target triple, such as aarch64-unknown-linux-gnu (default: this
+        /// machine, with every extension its CPU has).
+        #[arg(long)]
+        target: Option<String>,
+        /// Compile only this method (default: all).
+        #[arg(long)]
+        method: Option<String>,
+        /// Also write the C header for the library.
+        #[arg(long, value_name = "FILE")]
+        header: Option<PathBuf>,
+        /// The prefix of the exported functions (<prefix>_create, ...).
+        #[arg(long, default_value = "ptec")]
+        prefix: String,
+        /// The C compiler driver that links shared objects (default: cc, or
+        /// <arch>-linux-gnu-gcc for another architecture).
+        #[arg(long)]
+        linker: Option<String>,
+        #[command(flatten)]
+        passes: CompileArgs,
+    },
     /// Time a compiled method on its first test case's inputs (or given
     /// .npy inputs): median, min and max over the runs.
     Bench {
@@ -147,6 +179,29 @@ fn main() -> ExitCode {
                 passes: &passes,
             };
             run::run(&file, options).map(|()| true)
+        }
+        Command::Compile {
+            file,
+            output,
+            emit,
+            target,
+            method,
+            header,
+            prefix,
+            linker,
+            passes,
+        } => {
+            let options = compile::CompileOptions {
+                output: output.as_deref(),
+                emit,
+                target: target.as_deref(),
+                method: method.as_deref(),
+                header: header.as_deref(),
+                prefix: &prefix,
+                linker: linker.as_deref(),
+                passes: &passes,
+            };
+            compile::run(&file, options).map(|()| true)
         }
         Command::Bench {
             file,

@@ -21,6 +21,11 @@ pub enum CodegenError {
     Module(Box<cranelift_module::ModuleError>),
     #[error("Cranelift cannot target this machine: {0}")]
     Isa(String),
+    #[error("writing the object file: {0}")]
+    Object(String),
+    /// The linker could not be run, or failed.
+    #[error("linking with {linker}: {message}")]
+    Link { linker: String, message: String },
 }
 
 impl From<ptec_ir::VerifyError> for CodegenError {

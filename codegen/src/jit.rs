@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 
-use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use ptec_ir::Graph;
 use ptec_runtime::{EntryFn, MethodAbi};
@@ -10,6 +9,7 @@ use ptec_runtime::{EntryFn, MethodAbi};
 use crate::CodegenOptions;
 use crate::error::CodegenError;
 use crate::method::compile_method;
+use crate::target::{CodeModel, host_isa};
 
 /// Owns JIT-compiled code and frees it when dropped.
 #[allow(missing_debug_implementations)] // JITModule has no Debug.
@@ -48,40 +48,22 @@ impl std::fmt::Debug for JitMethod<'_> {
     }
 }
 
-/// Settings shared by every target: optimize for speed; run Cranelift's IR
-/// verifier in debug builds.
-pub(crate) fn shared_flags() -> settings::Flags {
-    let mut builder = settings::builder();
-    let set = |builder: &mut settings::Builder, name: &str, value: &str| {
-        builder.set(name, value).expect("a known Cranelift setting");
-    };
-    set(&mut builder, "opt_level", "speed");
-    set(
-        &mut builder,
-        "enable_verifier",
-        if cfg!(debug_assertions) {
-            "true"
-        } else {
-            "false"
-        },
-    );
-    set(&mut builder, "is_pic", "false");
-    settings::Flags::new(builder)
-}
-
 /// Compiles `graph` for this machine (with every instruction-set extension
 /// the CPU reports) and makes it executable.
 pub fn compile_jit<'a>(
     graph: &Graph<'a>,
     options: &CodegenOptions,
 ) -> Result<JitMethod<'a>, CodegenError> {
-    let isa = cranelift_native::builder()
-        .map_err(|message| CodegenError::Isa(message.to_string()))?
-        .finish(shared_flags())
-        .map_err(|error| CodegenError::Isa(error.to_string()))?;
+    let isa = host_isa(CodeModel::Static)?;
     let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     let mut module = JITModule::new(builder);
-    let compiled = compile_method(&mut module, graph, &format!("ptec_{}", graph.name), options)?;
+    let compiled = compile_method(
+        &mut module,
+        graph,
+        &format!("ptec_{}", graph.name),
+        options,
+        None,
+    )?;
     module.finalize_definitions()?;
     let address = module.get_finalized_function(compiled.entry);
     // SAFETY: the entry point was declared with the `(ptr, ptr, ptr) -> i32`

@@ -4,13 +4,16 @@
 //! the method's entry point calls them in order. The same generator serves
 //! the JIT and object files through cranelift-module's `Module` trait.
 
+mod aot;
 mod emit;
 mod error;
 mod jit;
 mod kernels;
+mod listing;
 mod math;
 mod method;
 mod microkernel;
+mod target;
 
 pub use error::CodegenError;
 
@@ -27,4 +30,7 @@ impl Default for CodegenOptions {
         CodegenOptions { microkernels: true }
     }
 }
+pub use aot::{AotOptions, Linker, ObjectCode, c_header, compile_object, link_shared_object};
 pub use jit::{JitCode, JitMethod, compile_jit};
+pub use listing::Listing;
+pub use target_lexicon::Triple;

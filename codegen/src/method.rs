@@ -18,6 +18,7 @@ use crate::CodegenOptions;
 use crate::emit::{Emitter, MethodContext, PTR, flags, scratch_offset};
 use crate::error::CodegenError;
 use crate::kernels;
+use crate::listing::Listing;
 use crate::microkernel;
 
 /// A method compiled into a module.
@@ -43,6 +44,7 @@ pub(crate) fn compile_method<'a>(
     graph: &Graph<'a>,
     symbol: &str,
     options: &CodegenOptions,
+    mut listing: Option<&mut Listing>,
 ) -> Result<CompiledMethod<'a>, CodegenError> {
     ptec_ir::verify(graph)?;
     let mut constants = Vec::new();
@@ -66,7 +68,7 @@ pub(crate) fn compile_method<'a>(
         errors: Vec::new(),
         scratch_bytes: 0,
         microkernels: match options.microkernels {
-            true => define_microkernels(module, symbol)?,
+            true => define_microkernels(module, symbol, listing.as_deref_mut())?,
             false => Vec::new(),
         },
         math: HashMap::new(),
@@ -94,11 +96,11 @@ pub(crate) fn compile_method<'a>(
             })?;
             emitter.finish();
         }
-        module.define_function(id, &mut context)?;
+        define_listed(module, id, &name, &mut context, listing.as_deref_mut())?;
         module.clear_context(&mut context);
         kernel_of.insert(node_id, id);
     }
-    let entry = define_entry(module, graph, symbol, &signature, &kernel_of)?;
+    let entry = define_entry(module, graph, symbol, &signature, &kernel_of, listing)?;
     Ok(CompiledMethod {
         entry,
         abi: method_abi(graph, cx.errors, cx.scratch_bytes)?,
@@ -111,6 +113,7 @@ pub(crate) fn compile_method<'a>(
 fn define_microkernels(
     module: &mut dyn Module,
     symbol: &str,
+    mut listing: Option<&mut Listing>,
 ) -> Result<Vec<(microkernel::Width, FuncId)>, CodegenError> {
     let isa = module.isa();
     let enabled = |name: &str| {
@@ -138,6 +141,9 @@ fn define_microkernels(
             ))
         })?;
         module.define_function_bytes(id, 16, &code, &[])?;
+        if let Some(listing) = listing.as_deref_mut() {
+            listing.push_bytes(&name, code);
+        }
         kernels.push((width, id));
     }
     Ok(kernels)
@@ -151,8 +157,9 @@ fn define_entry(
     symbol: &str,
     signature: &Signature,
     kernel_of: &HashMap<ptec_ir::NodeId, FuncId>,
+    listing: Option<&mut Listing>,
 ) -> Result<FuncId, CodegenError> {
-    let id = module.declare_function(symbol, Linkage::Export, signature)?;
+    let id = module.declare_function(symbol, Linkage::Local, signature)?;
     let mut context = module.make_context();
     context.func.signature = signature.clone();
     context.func.name = UserFuncName::user(0, id.as_u32());
@@ -210,8 +217,25 @@ fn define_entry(
     b.ins().return_(&[status]);
     b.seal_all_blocks();
     b.finalize(target);
-    module.define_function(id, &mut context)?;
+    define_listed(module, id, symbol, &mut context, listing)?;
     Ok(id)
+}
+
+/// Defines function `id` from `context`, and adds its code to `listing`
+/// when there is one.
+fn define_listed(
+    module: &mut dyn Module,
+    id: FuncId,
+    name: &str,
+    context: &mut cranelift_codegen::Context,
+    listing: Option<&mut Listing>,
+) -> Result<(), CodegenError> {
+    context.set_disasm(listing.is_some());
+    module.define_function(id, context)?;
+    if let Some(listing) = listing {
+        listing.push_compiled(module, name, context);
+    }
+    Ok(())
 }
 
 fn element_type(dtype: DType) -> ElementType {

@@ -30,6 +30,19 @@ pub enum ElementType {
 }
 
 impl ElementType {
+    pub const ALL: [ElementType; 10] = [
+        ElementType::Bool,
+        ElementType::U8,
+        ElementType::I8,
+        ElementType::I16,
+        ElementType::I32,
+        ElementType::I64,
+        ElementType::F16,
+        ElementType::BF16,
+        ElementType::F32,
+        ElementType::F64,
+    ];
+
     pub fn size(self) -> usize {
         match self {
             ElementType::Bool | ElementType::U8 | ElementType::I8 => 1,

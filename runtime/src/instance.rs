@@ -6,6 +6,7 @@ use std::any::Any;
 use std::borrow::Cow;
 
 use crate::abi::{DimSpec, ElementType, EntryFn, MethodAbi, TensorSlot};
+use crate::layout::{load_in_order, store_in_order};
 
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -164,30 +165,15 @@ impl<'c> Instance<'c> {
     /// Checks the inputs, settles symbolic dimensions and copies the inputs
     /// into the arena.
     pub fn bind(&mut self, inputs: &[TensorRef<'_>]) -> Result<(), RuntimeError> {
-        if inputs.len() != self.abi.inputs.len() {
-            return Err(RuntimeError::InputCount {
-                method: self.abi.name.clone(),
-                expected: self.abi.inputs.len(),
-                given: inputs.len(),
-            });
-        }
+        let expected = self
+            .abi
+            .inputs
+            .iter()
+            .map(|slot| (slot.element, slot.shape.len()));
+        check_inputs(&self.abi.name, expected, inputs)?;
         let mut dims: Vec<Option<u64>> = vec![None; self.abi.dim_bounds.len()];
         for (index, (slot, input)) in self.abi.inputs.iter().zip(inputs).enumerate() {
-            if slot.element != input.element {
-                return Err(RuntimeError::InputType {
-                    index,
-                    expected: slot.element.to_string(),
-                    given: input.element.to_string(),
-                });
-            }
             let shape_error = |problem: String| RuntimeError::InputShape { index, problem };
-            if slot.shape.len() != input.sizes.len() {
-                return Err(shape_error(format!(
-                    "expected rank {}, got shape {:?}",
-                    slot.shape.len(),
-                    input.sizes
-                )));
-            }
             for (axis, (spec, &size)) in slot.shape.iter().zip(input.sizes).enumerate() {
                 match *spec {
                     DimSpec::Fixed(fixed) if fixed != size => {
@@ -214,14 +200,6 @@ impl<'c> Instance<'c> {
                         }
                     }
                 }
-            }
-            let expected = input.sizes.iter().product::<u64>() as usize * input.element.size();
-            if input.data.len() != expected {
-                return Err(RuntimeError::InputBytes {
-                    index,
-                    expected,
-                    given: input.data.len(),
-                });
             }
         }
         for (symbol, size) in dims.iter().enumerate() {
@@ -292,62 +270,48 @@ impl<'c> Instance<'c> {
     }
 }
 
-/// Strides (in elements) of a tensor of `sizes` stored in `dim_order`.
-fn strides(sizes: &[u64], dim_order: &[u8]) -> Vec<u64> {
-    let mut strides = vec![0; sizes.len()];
-    let mut stride = 1;
-    for &dim in dim_order.iter().rev() {
-        strides[dim as usize] = stride;
-        stride *= sizes[dim as usize];
+/// Checks what every back end needs before it touches memory: the number of
+/// inputs, and each input's element type, rank and byte count (`expected`
+/// gives the element type and rank of each input).
+pub(crate) fn check_inputs(
+    method: &str,
+    expected: impl ExactSizeIterator<Item = (ElementType, usize)>,
+    inputs: &[TensorRef<'_>],
+) -> Result<(), RuntimeError> {
+    if inputs.len() != expected.len() {
+        return Err(RuntimeError::InputCount {
+            method: method.to_string(),
+            expected: expected.len(),
+            given: inputs.len(),
+        });
     }
-    strides
-}
-
-/// Calls `visit(row_major_index, stored_index)` for every element.
-fn for_each_element(sizes: &[u64], dim_order: &[u8], mut visit: impl FnMut(usize, usize)) {
-    let strides = strides(sizes, dim_order);
-    let count = sizes.iter().product::<u64>() as usize;
-    let mut index = vec![0u64; sizes.len()];
-    for linear in 0..count {
-        let stored: u64 = index.iter().zip(&strides).map(|(i, s)| i * s).sum();
-        visit(linear, stored as usize);
-        for axis in (0..sizes.len()).rev() {
-            index[axis] += 1;
-            if index[axis] < sizes[axis] {
-                break;
-            }
-            index[axis] = 0;
+    for (index, ((element, rank), input)) in expected.zip(inputs).enumerate() {
+        if element != input.element {
+            return Err(RuntimeError::InputType {
+                index,
+                expected: element.to_string(),
+                given: input.element.to_string(),
+            });
+        }
+        if rank != input.sizes.len() {
+            return Err(RuntimeError::InputShape {
+                index,
+                problem: format!("expected rank {rank}, got shape {:?}", input.sizes),
+            });
+        }
+        let bytes = input
+            .sizes
+            .iter()
+            .try_fold(input.element.size() as u64, |bytes, &size| {
+                bytes.checked_mul(size)
+            });
+        if bytes != Some(input.data.len() as u64) {
+            return Err(RuntimeError::InputBytes {
+                index,
+                expected: bytes.map_or(usize::MAX, |bytes| bytes as usize),
+                given: input.data.len(),
+            });
         }
     }
-}
-
-fn is_identity(dim_order: &[u8]) -> bool {
-    dim_order
-        .iter()
-        .enumerate()
-        .all(|(index, &dim)| index == dim as usize)
-}
-
-fn store_in_order(arena: &mut [u8], input: &TensorRef<'_>, dim_order: &[u8]) {
-    if is_identity(dim_order) {
-        arena[..input.data.len()].copy_from_slice(input.data);
-        return;
-    }
-    let size = input.element.size();
-    for_each_element(input.sizes, dim_order, |linear, stored| {
-        arena[stored * size..(stored + 1) * size]
-            .copy_from_slice(&input.data[linear * size..(linear + 1) * size]);
-    });
-}
-
-fn load_in_order(stored: &[u8], sizes: &[u64], size: usize, dim_order: &[u8]) -> Vec<u8> {
-    if is_identity(dim_order) {
-        return stored.to_vec();
-    }
-    let mut data = vec![0; stored.len()];
-    for_each_element(sizes, dim_order, |linear, index| {
-        data[linear * size..(linear + 1) * size]
-            .copy_from_slice(&stored[index * size..(index + 1) * size]);
-    });
-    data
+    Ok(())
 }

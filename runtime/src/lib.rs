@@ -5,9 +5,16 @@
 //! their bounds), binds symbolic dimensions, calls the entry point and
 //! returns outputs. It does not depend on the code generator: an
 //! [`abi::MethodAbi`] and an [`abi::EntryFn`] are all it needs.
+//!
+//! [`c_abi`] defines the C interface of compiled shared objects, and
+//! [`library`] runs such a shared object through that interface, as a C
+//! program would.
 
 pub mod abi;
+pub mod c_abi;
 mod instance;
+mod layout;
+pub mod library;
 
 pub use abi::{DimSpec, ElementType, EntryFn, MethodAbi, StateSlot, TensorSlot};
 pub use instance::{HostTensor, Instance, RuntimeError, TensorRef};

@@ -1,0 +1,158 @@
+//! `ptec compile`: a program's methods as a shared object or object file
+//! with a C ABI (and its header), or as the listing of the generated machine
+//! code, or as optimized IR.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
+
+use anyhow::{Context as _, bail};
+use clap::ValueEnum;
+use ptec_codegen::{AotOptions, CodegenOptions, Linker, ObjectCode, Triple};
+use ptec_frontend::{ExecutorchFile, FileBytes, Method};
+
+use crate::instance::{CompileArgs, optimized_graph};
+use crate::method::select_method;
+
+/// What `ptec compile` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// A shared object needing only libc and libm.
+    So,
+    /// A relocatable object, for static linking.
+    Obj,
+    /// The generated machine code, disassembled per function.
+    Asm,
+    /// The optimized IR of each method.
+    Ir,
+}
+
+impl Emit {
+    fn extension(self) -> &'static str {
+        match self {
+            Emit::So => "so",
+            Emit::Obj => "o",
+            Emit::Asm => "s",
+            Emit::Ir => "ir",
+        }
+    }
+}
+
+pub struct CompileOptions<'o> {
+    /// Where to write; by default `<file stem>.<so|o>` for libraries and
+    /// standard output for text.
+    pub output: Option<&'o Path>,
+    pub emit: Emit,
+    pub target: Option<&'o str>,
+    /// Compile only this method.
+    pub method: Option<&'o str>,
+    pub header: Option<&'o Path>,
+    pub prefix: &'o str,
+    pub linker: Option<&'o str>,
+    pub passes: &'o CompileArgs,
+}
+
+/// Parses a target-lexicon triple such as `aarch64-unknown-linux-gnu`.
+pub fn parse_target(target: &str) -> anyhow::Result<Triple> {
+    Triple::from_str(target).map_err(|error| anyhow::anyhow!("target {target:?}: {error}"))
+}
+
+/// Optimizes `methods` and compiles them into one object.
+pub fn compile_methods(
+    methods: &[&Method<'_>],
+    passes: &CompileArgs,
+    options: &AotOptions,
+) -> anyhow::Result<ObjectCode> {
+    let graphs = methods
+        .iter()
+        .map(|method| {
+            optimized_graph(method, passes, |_, _| {})
+                .with_context(|| format!("optimizing method {}", method.name))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(ptec_codegen::compile_object(&graphs, options)?)
+}
+
+/// Writes `object` as a shared object at `output` (through an object file
+/// in a temporary directory).
+pub fn write_shared_object(
+    object: &ObjectCode,
+    linker: &Linker,
+    output: &Path,
+) -> anyhow::Result<()> {
+    let directory = tempfile::tempdir().context("creating a temporary directory")?;
+    let object_path = directory.path().join("model.o");
+    std::fs::write(&object_path, &object.bytes)
+        .with_context(|| format!("writing {}", object_path.display()))?;
+    ptec_codegen::link_shared_object(linker, &object_path, output)?;
+    Ok(())
+}
+
+pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
+    let bytes = FileBytes::open(path)?;
+    let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
+    let program = file.program();
+    let methods: Vec<&Method<'_>> = match options.method {
+        Some(name) => vec![select_method(program, Some(name))?],
+        None => program.methods.iter().collect(),
+    };
+    if methods.is_empty() {
+        bail!("the program has no methods");
+    }
+    let target = options.target.map(parse_target).transpose()?;
+    let default_output = || {
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        let stem = stem.split('.').next().unwrap_or("model").to_string();
+        PathBuf::from(format!("{stem}.{}", options.emit.extension()))
+    };
+    if options.emit == Emit::Ir {
+        let mut text = String::new();
+        for method in &methods {
+            let graph = optimized_graph(method, options.passes, |_, _| {})?;
+            text.push_str(&ptec_ir::to_text(&graph));
+        }
+        return write_text(options.output, &text);
+    }
+    let aot = AotOptions {
+        target: target.clone(),
+        prefix: options.prefix.to_string(),
+        codegen: CodegenOptions {
+            microkernels: !options.passes.no_microkernels,
+        },
+        listing: options.emit == Emit::Asm,
+    };
+    let object = compile_methods(&methods, options.passes, &aot)?;
+    if let Some(header) = options.header {
+        let source = path.file_name().unwrap_or_default().to_string_lossy();
+        let text = ptec_codegen::c_header(options.prefix, &source, &object.methods);
+        std::fs::write(header, text).with_context(|| format!("writing {}", header.display()))?;
+    }
+    if options.emit == Emit::Asm {
+        let listing = object.listing.as_ref().map(ptec_codegen::Listing::render);
+        return write_text(options.output, &listing.unwrap_or_default());
+    }
+    let output = options.output.map_or_else(default_output, Path::to_path_buf);
+    if options.emit == Emit::Obj {
+        return std::fs::write(&output, &object.bytes)
+            .with_context(|| format!("writing {}", output.display()));
+    }
+    let linker = match options.linker {
+        Some(command) => Linker {
+            command: command.to_string(),
+        },
+        None => Linker::for_target(target.as_ref()),
+    };
+    write_shared_object(&object, &linker, &output)
+}
+
+/// Writes `text` to `output`, or to standard output.
+fn write_text(output: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match output {
+        Some(output) => {
+            std::fs::write(output, text).with_context(|| format!("writing {}", output.display()))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
