@@ -130,7 +130,9 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
         let listing = object.listing.as_ref().map(ptec_codegen::Listing::render);
         return write_text(options.output, &listing.unwrap_or_default());
     }
-    let output = options.output.map_or_else(default_output, Path::to_path_buf);
+    let output = options
+        .output
+        .map_or_else(default_output, Path::to_path_buf);
     if options.emit == Emit::Obj {
         return std::fs::write(&output, &object.bytes)
             .with_context(|| format!("writing {}", output.display()));

@@ -25,7 +25,7 @@ pub enum Backend {
 /// A loaded method, from either back end.
 #[derive(Debug)]
 pub enum Runner<'a> {
-    Jit(Instance<'a>),
+    Jit(Box<Instance<'a>>),
     Aot {
         instance: LibraryInstance,
         method: usize,
@@ -126,7 +126,9 @@ pub fn load<'a>(
             } = jit;
             // SAFETY: `entry` was generated for `abi` and reads its constants
             // from this table; the boxed code keeps it alive.
-            Runner::Jit(unsafe { Instance::new(abi, entry, constants, Box::new(code))? })
+            Runner::Jit(Box::new(unsafe {
+                Instance::new(abi, entry, constants, Box::new(code))?
+            }))
         }
         Backend::Aot => load_shared_object(method, passes)?,
     };

@@ -18,6 +18,7 @@ use ptec_runtime::{DimSpec, MethodAbi, TensorSlot};
 
 use crate::emit::PTR;
 use crate::error::CodegenError;
+use crate::listing::Listing;
 
 /// A method whose entry point and constant table are defined in the module.
 pub(crate) struct MethodCode<'m> {
@@ -86,10 +87,12 @@ pub(crate) fn define_c_api(
     module: &mut dyn Module,
     prefix: &str,
     methods: &[MethodCode<'_>],
+    listing: Option<&mut Listing>,
 ) -> Result<(), CodegenError> {
     let mut api = Api {
         module,
         prefix,
+        listing,
         libc: None,
         context: FunctionBuilderContext::new(),
     };
@@ -172,6 +175,7 @@ impl InstanceLayout {
 struct Api<'m, 'p> {
     module: &'m mut dyn Module,
     prefix: &'p str,
+    listing: Option<&'m mut Listing>,
     libc: Option<Libc>,
     context: FunctionBuilderContext,
 }
@@ -330,7 +334,17 @@ impl Api<'_, '_> {
             body_state.b.seal_all_blocks();
             body_state.b.finalize(target);
         }
+        context.set_disasm(self.listing.is_some());
         self.module.define_function(id, &mut context)?;
+        if let Some(listing) = self.listing.as_deref_mut() {
+            let name = self
+                .module
+                .declarations()
+                .get_function_decl(id)
+                .linkage_name(id)
+                .into_owned();
+            listing.push_compiled(&*self.module, &name, &context);
+        }
         Ok(())
     }
 

@@ -70,23 +70,35 @@ pub fn c_header(prefix: &str, source: &str, methods: &[MethodAbi]) -> String {
     let guard = format!("{}_H", prefix.to_ascii_uppercase());
     let upper = prefix.to_ascii_uppercase();
     let mut text = String::new();
-    let _ = write!(
-        text,
-        "/* The C interface of {source}, compiled by ptec {version}.\n\
-         *\n\
-         * Link with the shared object (cc main.c model.so -lm) or the object\n\
-         * file (cc main.c model.o -lm). Typical use:\n\
-         *\n\
-         *     ptec_instance *instance = {prefix}_create();\n\
-         *     ptec_tensor inputs[...] = {{{{data, sizes}}, ...}};\n\
-         *     ptec_tensor outputs[...] = {{{{buffer, sizes_out}}, ...}};\n\
-         *     int32_t status = {prefix}_run(instance, {upper}_METHOD_..., inputs, outputs);\n\
-         *     if (status != PTEC_OK) puts({prefix}_status_message(status));\n\
-         *     {prefix}_destroy(instance);\n\
-         *\n\
-         * Methods:\n",
-        version = env!("CARGO_PKG_VERSION"),
-    );
+    let usage = [
+        format!(
+            "/* The C interface of {source}, compiled by ptec {}.",
+            env!("CARGO_PKG_VERSION")
+        ),
+        String::new(),
+        "Link with the shared object (cc main.c model.so -lm) or the object".to_string(),
+        "file (cc main.c model.o -lm). Typical use:".to_string(),
+        String::new(),
+        format!("    ptec_instance *instance = {prefix}_create();"),
+        "    ptec_tensor inputs[] = {{data, sizes}, ...};".to_string(),
+        "    ptec_tensor outputs[] = {{buffer, sizes_out}, ...};".to_string(),
+        format!(
+            "    int32_t status = {prefix}_run(instance, {upper}_METHOD_..., inputs, outputs);"
+        ),
+        format!("    if (status != PTEC_OK) puts({prefix}_status_message(status));"),
+        format!("    {prefix}_destroy(instance);"),
+        String::new(),
+        "Methods:".to_string(),
+    ];
+    for (index, line) in usage.iter().enumerate() {
+        let lead = if index == 0 { "" } else { " *" };
+        let space = if index == 0 || line.is_empty() {
+            ""
+        } else {
+            " "
+        };
+        let _ = writeln!(text, "{lead}{space}{line}");
+    }
     for (index, abi) in methods.iter().enumerate() {
         let _ = writeln!(text, " *   {index} \"{}\"", abi.name);
         let _ = writeln!(text, " *     inputs:");
@@ -111,7 +123,7 @@ pub fn c_header(prefix: &str, source: &str, methods: &[MethodAbi]) -> String {
     for element in ElementType::ALL {
         let _ = writeln!(
             text,
-            "#define PTEC_{} {} /* {} bytes */",
+            "#define PTEC_{} {} /* {} byte(s) */",
             element.constant(),
             element.code(),
             element.size()

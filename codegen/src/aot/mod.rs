@@ -119,7 +119,7 @@ pub fn compile_object(
             constant_table: *table,
         })
         .collect();
-    c_api::define_c_api(&mut module, &options.prefix, &code)?;
+    c_api::define_c_api(&mut module, &options.prefix, &code, listing.as_mut())?;
     let mut product = module.finish();
     if triple.binary_format == BinaryFormat::Elf {
         // Says the code needs no executable stack; without it, linkers

@@ -1,0 +1,461 @@
+//! Ahead-of-time compilation, tested the way users meet it: `ptec test
+//! --backend aot` over the corpus, the C example linked against compiled
+//! models (on the host, and cross-compiled for aarch64 under qemu-user), the
+//! C ABI's error codes from C, the libraries' dependencies, and the asm and IR
+//! listings.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{corpus_dir, fixture_files, ptec, repo_dir};
+use ptec_frontend::{ExecutorchFile, FileBytes, ScalarType, TestTensor, TestValue};
+
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("ptec-aot-{name}-"))
+        .tempdir()
+        .expect("a temporary directory")
+}
+
+fn corpus_file(name: &str) -> PathBuf {
+    let dir = corpus_dir().expect("../shared/corpus is beside the repository");
+    dir.join(name)
+}
+
+fn run_ok(command: &mut Command, what: &str) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|error| panic!("{what}: cannot run {command:?}: {error}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+fn ptec_ok(args: &[&str]) -> String {
+    let output = ptec(args);
+    assert!(
+        output.status.success(),
+        "ptec {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+/// Every bundled case of the given programs passes through a loaded `.so`.
+fn assert_aot_passes(files: &[PathBuf]) {
+    let mut args = vec!["test", "--backend", "aot"];
+    args.extend(files.iter().map(|file| path_str(file)));
+    let output = ptec(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "ptec test --backend aot failed:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{} passed, 0 failed", files.len())),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn aot_backend_passes_the_fixtures() {
+    let files: Vec<PathBuf> = fixture_files()
+        .into_iter()
+        .filter(|file| path_str(file).ends_with(".portable.bpte"))
+        .collect();
+    assert_aot_passes(&files);
+}
+
+#[test]
+fn aot_backend_passes_the_portable_corpus() {
+    let dir = corpus_dir().expect("../shared/corpus is beside the repository");
+    let files: Vec<PathBuf> = common::bpte_files(&dir)
+        .into_iter()
+        .filter(|file| path_str(file).ends_with(".portable.bpte"))
+        .collect();
+    assert_eq!(files.len(), 11, "the corpus has 11 portable programs");
+    assert_aot_passes(&files);
+}
+
+/// The numpy type string of a test tensor's element type.
+fn npy_descr(dtype: ScalarType) -> &'static str {
+    match dtype {
+        ScalarType::Float => "<f4",
+        ScalarType::Double => "<f8",
+        ScalarType::Long => "<i8",
+        ScalarType::Int => "<i4",
+        ScalarType::Bool => "|b1",
+        other => panic!("the C example test has no .npy type for {other:?}"),
+    }
+}
+
+/// Writes a test tensor as a version 1 `.npy` file.
+fn write_npy(path: &Path, tensor: &TestTensor<'_>) {
+    let shape: Vec<String> = tensor.sizes.iter().map(i64::to_string).collect();
+    let shape = match shape.len() {
+        1 => format!("({},)", shape[0]),
+        _ => format!("({})", shape.join(", ")),
+    };
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
+        npy_descr(tensor.dtype)
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(tensor.data);
+    std::fs::write(path, bytes).expect("the .npy file is written");
+}
+
+/// The values of a test tensor, as f64.
+fn tensor_values(tensor: &TestTensor<'_>) -> Vec<f64> {
+    let data = tensor.data;
+    match tensor.dtype {
+        ScalarType::Float => data
+            .chunks_exact(4)
+            .map(|c| f64::from(f32::from_le_bytes(c.try_into().expect("4 bytes"))))
+            .collect(),
+        ScalarType::Double => data
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect(),
+        ScalarType::Long => data
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as f64)
+            .collect(),
+        ScalarType::Int => data
+            .chunks_exact(4)
+            .map(|c| f64::from(i32::from_le_bytes(c.try_into().expect("4 bytes"))))
+            .collect(),
+        ScalarType::Bool => data.iter().map(|&b| f64::from(b)).collect(),
+        other => panic!("no values for {other:?}"),
+    }
+}
+
+/// Checks the example's printed outputs against a case's expected ones.
+fn check_printed_outputs(printed: &str, expected: &[TestValue<'_>], context: &str) {
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2 * expected.len(),
+        "{context}: two lines per output expected, got:\n{printed}"
+    );
+    for (index, expected) in expected.iter().enumerate() {
+        let TestValue::Tensor(expected) = expected else {
+            panic!("{context}: non-tensor expected output");
+        };
+        let sizes: Vec<String> = expected.sizes.iter().map(i64::to_string).collect();
+        let heading = lines[2 * index];
+        assert!(
+            heading.ends_with(&format!("[{}]", sizes.join(", "))),
+            "{context}: output {index} is {heading}, expected sizes {sizes:?}"
+        );
+        let values: Vec<f64> = lines[2 * index + 1]
+            .split_whitespace()
+            .map(|value| value.parse().expect("a printed number"))
+            .collect();
+        let wanted = tensor_values(expected);
+        assert_eq!(values.len(), wanted.len(), "{context}: output {index}");
+        for (position, (value, want)) in values.iter().zip(&wanted).enumerate() {
+            let close = (value - want).abs() <= 1e-5 + 1e-3 * want.abs()
+                || (value.is_nan() && want.is_nan());
+            assert!(
+                close,
+                "{context}: output {index} element {position} is {value}, expected {want}"
+            );
+        }
+    }
+}
+
+/// Runs `runner` (a C example binary, through `launcher` if any) on every
+/// case of the first suite of `file` and checks what it prints.
+fn run_example_cases(file: &Path, runner: &[&str], dir: &Path) -> usize {
+    let bytes = FileBytes::open(file).expect("the file opens");
+    let bundled = ExecutorchFile::read(bytes.bytes()).expect("the file reads");
+    let suite = &bundled.test_suites()[0];
+    for (case_index, case) in suite.cases.iter().enumerate() {
+        let mut args: Vec<String> = runner[1..].iter().map(|arg| arg.to_string()).collect();
+        for (input_index, input) in case.inputs.iter().enumerate() {
+            let TestValue::Tensor(tensor) = input else {
+                panic!("non-tensor input in {}", file.display());
+            };
+            let path = dir.join(format!("case{case_index}_input{input_index}.npy"));
+            write_npy(&path, tensor);
+            args.push(path_str(&path).to_string());
+        }
+        let printed = run_ok(
+            Command::new(runner[0]).args(&args).current_dir(dir),
+            &format!("the C example on {} case {case_index}", file.display()),
+        );
+        let context = format!("{} case {case_index}", file.display());
+        check_printed_outputs(&printed, &case.expected_outputs, &context);
+    }
+    suite.cases.len()
+}
+
+/// Compiles `file` with its header into `dir` and builds the C example
+/// against it with `cc` and nothing but the library and libm.
+fn build_example(file: &Path, dir: &Path) -> PathBuf {
+    let library = dir.join("model.so");
+    let header = dir.join("model.h");
+    ptec_ok(&[
+        "compile",
+        path_str(file),
+        "-o",
+        path_str(&library),
+        "--header",
+        path_str(&header),
+    ]);
+    let main_c = repo_dir().join("examples/c/main.c");
+    std::fs::copy(&main_c, dir.join("main.c")).expect("main.c is copied");
+    run_ok(
+        Command::new("cc")
+            .args([
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "main.c",
+                "model.so",
+                "-lm",
+                "-o",
+                "run_model",
+            ])
+            .current_dir(dir),
+        "building the C example",
+    );
+    dir.join("run_model")
+}
+
+#[test]
+fn c_example_runs_compiled_models() {
+    let mut files: Vec<PathBuf> = ["add", "dyn_batch", "linear_relu", "conv_bn", "multi_out"]
+        .iter()
+        .map(|name| repo_dir().join(format!("tests/fixtures/{name}.portable.bpte")))
+        .collect();
+    files.extend(
+        ["mlp", "small_cnn", "llama_block"]
+            .iter()
+            .map(|name| corpus_file(&format!("{name}.portable.bpte"))),
+    );
+    for file in files {
+        let dir = temp_dir("example");
+        build_example(&file, dir.path());
+        let runner = format!("{}/run_model", dir.path().display());
+        let library_path = dir.path().display().to_string();
+        // The example finds model.so through the loader's search path.
+        let launcher = ["env", &format!("LD_LIBRARY_PATH={library_path}"), &runner];
+        let cases = run_example_cases(&file, &launcher, dir.path());
+        assert!(cases > 0, "{} has test cases", file.display());
+    }
+}
+
+/// The C ABI's error codes, checked from C.
+#[test]
+fn c_abi_reports_bad_calls() {
+    let dir = temp_dir("abi");
+    let file = repo_dir().join("tests/fixtures/dyn_batch.portable.bpte");
+    ptec_ok(&[
+        "compile",
+        path_str(&file),
+        "-o",
+        path_str(&dir.path().join("model.so")),
+        "--header",
+        path_str(&dir.path().join("model.h")),
+    ]);
+    std::fs::copy(
+        repo_dir().join("tests/c/abi_errors.c"),
+        dir.path().join("abi_errors.c"),
+    )
+    .expect("abi_errors.c is copied");
+    run_ok(
+        Command::new("cc")
+            .args([
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "abi_errors.c",
+                "model.so",
+                "-lm",
+                "-o",
+                "abi_errors",
+            ])
+            .current_dir(dir.path()),
+        "building abi_errors.c",
+    );
+    let printed = run_ok(
+        Command::new("./abi_errors")
+            .env("LD_LIBRARY_PATH", dir.path())
+            .current_dir(dir.path()),
+        "abi_errors",
+    );
+    assert!(printed.contains("all checks passed"), "{printed}");
+}
+
+/// `ldd` of a compiled mobilenet_v2 names libc, libm and the loader at most.
+#[test]
+fn shared_objects_need_only_libc_and_libm() {
+    let dir = temp_dir("ldd");
+    let library = dir.path().join("mobilenet_v2.so");
+    ptec_ok(&[
+        "compile",
+        path_str(&corpus_file("mobilenet_v2.portable.bpte")),
+        "-o",
+        path_str(&library),
+    ]);
+    let listing = run_ok(Command::new("ldd").arg(&library), "ldd");
+    for line in listing
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+    {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        let allowed = name.starts_with("linux-vdso")
+            || name.starts_with("libc.so")
+            || name.starts_with("libm.so")
+            || name.contains("ld-linux");
+        assert!(allowed, "mobilenet_v2.so needs {line}:\n{listing}");
+    }
+}
+
+#[test]
+fn asm_listing_names_every_function() {
+    let file = repo_dir().join("tests/fixtures/linear_relu.portable.bpte");
+    let listing = ptec_ok(&["compile", path_str(&file), "--emit", "asm"]);
+    for expected in ["ptec_create:", "ptec_run:", "ptec_0_forward:", "ret"] {
+        assert!(listing.contains(expected), "no {expected} in:\n{listing}");
+    }
+    // Calls name their targets.
+    assert!(
+        listing
+            .lines()
+            .any(|line| line.contains("call") && line.contains("; ptec_0_forward")),
+        "no named call to the entry point in:\n{listing}"
+    );
+    let aarch64 = ptec_ok(&[
+        "compile",
+        path_str(&file),
+        "--emit",
+        "asm",
+        "--target",
+        "aarch64-unknown-linux-gnu",
+    ]);
+    assert!(
+        aarch64.contains("ptec_run:") && aarch64.contains("ret"),
+        "{aarch64}"
+    );
+    let ir = ptec_ok(&["compile", path_str(&file), "--emit", "ir"]);
+    assert!(ir.contains("forward"), "{ir}");
+}
+
+#[test]
+fn bad_compile_options_are_reported() {
+    let file = repo_dir().join("tests/fixtures/add.portable.bpte");
+    for (args, message) in [
+        (vec!["--prefix", "9lives"], "C identifier"),
+        (vec!["--target", "not-a-triple-at-all"], "target"),
+        (vec!["--method", "backward"], "no method"),
+        (
+            vec!["--linker", "/nonexistent/cc"],
+            "linking with /nonexistent/cc",
+        ),
+    ] {
+        let dir = temp_dir("bad");
+        let output_path = dir.path().join("out.so");
+        let mut all = vec!["compile", path_str(&file), "-o", path_str(&output_path)];
+        all.extend(args.iter().copied());
+        let output = ptec(&all);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{all:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error:") && stderr.contains(message),
+            "{all:?}: {stderr}"
+        );
+    }
+}
+
+/// The tools the aarch64 test needs, or a message naming what is missing.
+fn cross_tools() -> Result<(), String> {
+    let missing: Vec<&str> = ["aarch64-linux-gnu-gcc", "qemu-aarch64"]
+        .into_iter()
+        .filter(|tool| {
+            Command::new(tool)
+                .arg("--version")
+                .output()
+                .map_or(true, |output| !output.status.success())
+        })
+        .collect();
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "{} not installed: the aarch64 test cannot run (Debian: apt-get install \
+             gcc-aarch64-linux-gnu qemu-user; .ci/run installs them)",
+            missing.join(" and ")
+        )),
+    }
+}
+
+/// aarch64 objects of four corpus programs, linked into the C example with
+/// Debian's cross compiler, pass their bundled cases under qemu-user.
+#[test]
+fn aarch64_objects_pass_under_qemu() {
+    if let Err(problem) = cross_tools() {
+        panic!("{problem}");
+    }
+    for name in ["add", "mlp", "small_cnn", "llama_block"] {
+        let file = corpus_file(&format!("{name}.portable.bpte"));
+        let dir = temp_dir("aarch64");
+        let object = dir.path().join("model.o");
+        ptec_ok(&[
+            "compile",
+            path_str(&file),
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "--emit",
+            "obj",
+            "-o",
+            path_str(&object),
+            "--header",
+            path_str(&dir.path().join("model.h")),
+        ]);
+        std::fs::copy(
+            repo_dir().join("examples/c/main.c"),
+            dir.path().join("main.c"),
+        )
+        .expect("main.c is copied");
+        run_ok(
+            Command::new("aarch64-linux-gnu-gcc")
+                .args([
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "main.c",
+                    "model.o",
+                    "-lm",
+                    "-o",
+                    "run_model",
+                ])
+                .current_dir(dir.path()),
+            "cross-compiling the C example",
+        );
+        let runner = format!("{}/run_model", dir.path().display());
+        let launcher = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", &runner];
+        let cases = run_example_cases(&file, &launcher, dir.path());
+        assert!(cases > 0, "{name} has test cases");
+    }
+}
