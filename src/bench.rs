@@ -27,6 +27,7 @@ pub struct BenchOptions<'o> {
 struct BenchReport {
     file: String,
     method: String,
+    backend: String,
     median_ms: f64,
     min_ms: f64,
     max_ms: f64,
@@ -64,6 +65,7 @@ pub fn run(path: &Path, options: BenchOptions<'_>) -> anyhow::Result<()> {
     let report = BenchReport {
         file: path.display().to_string(),
         method: method.name.clone(),
+        backend: format!("{:?}", options.backend).to_lowercase(),
         median_ms: median,
         min_ms: times[0],
         max_ms: times[times.len() - 1],
@@ -74,9 +76,10 @@ pub fn run(path: &Path, options: BenchOptions<'_>) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         println!(
-            "{} ({}): median {:.4} ms, min {:.4} ms, max {:.4} ms over {} runs; compiled in {:.1} ms",
+            "{} ({}, {}): median {:.4} ms, min {:.4} ms, max {:.4} ms over {} runs; compiled in {:.1} ms",
             report.file,
             report.method,
+            report.backend,
             report.median_ms,
             report.min_ms,
             report.max_ms,

@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -412,10 +413,21 @@ fn cross_tools() -> Result<(), String> {
 
 /// aarch64 objects of four corpus programs, linked into the C example with
 /// Debian's cross compiler, pass their bundled cases under qemu-user.
+///
+/// Without the tools the test fails under CI (`.ci/run` installs them);
+/// elsewhere it says on the terminal that it did not run (written past the
+/// test harness's capture, so it is never silent).
 #[test]
 fn aarch64_objects_pass_under_qemu() {
     if let Err(problem) = cross_tools() {
-        panic!("{problem}");
+        if std::env::var_os("CI").is_some() {
+            panic!("{problem}");
+        }
+        let notice = format!("\nNOT RUN aarch64_objects_pass_under_qemu: {problem}\n");
+        std::io::stderr()
+            .write_all(notice.as_bytes())
+            .expect("stderr is writable");
+        return;
     }
     for name in ["add", "mlp", "small_cnn", "llama_block"] {
         let file = corpus_file(&format!("{name}.portable.bpte"));
