@@ -210,37 +210,45 @@ fn run_example_cases(file: &Path, runner: &[&str], dir: &Path) -> usize {
     suite.cases.len()
 }
 
-/// Compiles `file` with its header into `dir` and builds the C example
-/// against it with `cc` and nothing but the library and libm.
-fn build_example(file: &Path, dir: &Path) -> PathBuf {
-    let library = dir.join("model.so");
+/// Compiles `file` into `dir` as `output` with its header `model.h`; `extra`
+/// adds options.
+fn compile_into(file: &Path, dir: &Path, output: &str, extra: &[&str]) {
+    let output = dir.join(output);
     let header = dir.join("model.h");
-    ptec_ok(&[
+    let mut args = vec![
         "compile",
         path_str(file),
         "-o",
-        path_str(&library),
+        path_str(&output),
         "--header",
         path_str(&header),
-    ]);
-    let main_c = repo_dir().join("examples/c/main.c");
-    std::fs::copy(&main_c, dir.join("main.c")).expect("main.c is copied");
+    ];
+    args.extend(extra);
+    ptec_ok(&args);
+}
+
+/// Copies the C program `source` (relative to the repository) into `dir`
+/// and builds it with `compiler`, warnings as errors, against `library`
+/// and libm.
+fn build_c(compiler: &str, source: &str, library: &str, dir: &Path, output: &str) {
+    let name = Path::new(source).file_name().expect("a file name");
+    std::fs::copy(repo_dir().join(source), dir.join(name)).expect("the C source is copied");
+    let name = name.to_str().expect("a UTF-8 name");
     run_ok(
-        Command::new("cc")
+        Command::new(compiler)
             .args([
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "main.c",
-                "model.so",
-                "-lm",
-                "-o",
-                "run_model",
+                "-Wall", "-Wextra", "-Werror", name, library, "-lm", "-o", output,
             ])
             .current_dir(dir),
-        "building the C example",
+        &format!("building {source} with {compiler}"),
     );
-    dir.join("run_model")
+}
+
+/// Compiles `file` with its header into `dir` and builds the C example
+/// against it with `cc` and nothing but the library and libm.
+fn build_example(file: &Path, dir: &Path) {
+    compile_into(file, dir, "model.so", &[]);
+    build_c("cc", "examples/c/main.c", "model.so", dir, "run_model");
 }
 
 #[test]
@@ -271,33 +279,13 @@ fn c_example_runs_compiled_models() {
 fn c_abi_reports_bad_calls() {
     let dir = temp_dir("abi");
     let file = repo_dir().join("tests/fixtures/dyn_batch.portable.bpte");
-    ptec_ok(&[
-        "compile",
-        path_str(&file),
-        "-o",
-        path_str(&dir.path().join("model.so")),
-        "--header",
-        path_str(&dir.path().join("model.h")),
-    ]);
-    std::fs::copy(
-        repo_dir().join("tests/c/abi_errors.c"),
-        dir.path().join("abi_errors.c"),
-    )
-    .expect("abi_errors.c is copied");
-    run_ok(
-        Command::new("cc")
-            .args([
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "abi_errors.c",
-                "model.so",
-                "-lm",
-                "-o",
-                "abi_errors",
-            ])
-            .current_dir(dir.path()),
-        "building abi_errors.c",
+    compile_into(&file, dir.path(), "model.so", &[]);
+    build_c(
+        "cc",
+        "tests/c/abi_errors.c",
+        "model.so",
+        dir.path(),
+        "abi_errors",
     );
     let printed = run_ok(
         Command::new("./abi_errors")
@@ -432,38 +420,15 @@ fn aarch64_objects_pass_under_qemu() {
     for name in ["add", "mlp", "small_cnn", "llama_block"] {
         let file = corpus_file(&format!("{name}.portable.bpte"));
         let dir = temp_dir("aarch64");
-        let object = dir.path().join("model.o");
-        ptec_ok(&[
-            "compile",
-            path_str(&file),
-            "--target",
-            "aarch64-unknown-linux-gnu",
-            "--emit",
-            "obj",
-            "-o",
-            path_str(&object),
-            "--header",
-            path_str(&dir.path().join("model.h")),
-        ]);
-        std::fs::copy(
-            repo_dir().join("examples/c/main.c"),
-            dir.path().join("main.c"),
-        )
-        .expect("main.c is copied");
-        run_ok(
-            Command::new("aarch64-linux-gnu-gcc")
-                .args([
-                    "-Wall",
-                    "-Wextra",
-                    "-Werror",
-                    "main.c",
-                    "model.o",
-                    "-lm",
-                    "-o",
-                    "run_model",
-                ])
-                .current_dir(dir.path()),
-            "cross-compiling the C example",
+        let target = ["--target", "aarch64-unknown-linux-gnu", "--emit", "obj"];
+        compile_into(&file, dir.path(), "model.o", &target);
+        let compiler = "aarch64-linux-gnu-gcc";
+        build_c(
+            compiler,
+            "examples/c/main.c",
+            "model.o",
+            dir.path(),
+            "run_model",
         );
         let runner = format!("{}/run_model", dir.path().display());
         let launcher = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", &runner];

@@ -237,8 +237,18 @@ impl Body<'_, '_> {
         self.b.ins().icmp(IntCC::UnsignedLessThan, index, count)
     }
 
-    /// The method table's entry for `method` (an i32 already checked).
-    fn method_entry(&mut self, table: DataId, method: Value) -> Value {
+    /// The method table's entry for `method` (an i32), continuing at
+    /// `otherwise` when there is no such method among `count`.
+    fn method_entry(
+        &mut self,
+        table: DataId,
+        count: usize,
+        method: Value,
+        otherwise: Block,
+    ) -> Value {
+        let count = self.b.ins().iconst(types::I32, count as i64);
+        let valid = self.below(method, count);
+        self.check(valid, otherwise);
         let base = self.address(table);
         let index = self.b.ins().uextend(PTR, method);
         let offset = self.b.ins().imul_imm_s(index, method_entry::SIZE as i64);
@@ -571,10 +581,7 @@ impl Api<'_, '_> {
         let id = self.declare(symbol::METHOD_NAME, &[types::I32], &[PTR])?;
         self.define(id, |body, params| {
             let null = body.returning_null();
-            let count = body.b.ins().iconst(types::I32, count as i64);
-            let valid = body.below(params[0], count);
-            body.check(valid, null);
-            let entry = body.method_entry(table, params[0]);
+            let entry = body.method_entry(table, count, params[0], null);
             let name = body
                 .b
                 .ins()
@@ -593,10 +600,7 @@ impl Api<'_, '_> {
         let id = self.declare(name, &[types::I32], &[types::I32])?;
         self.define(id, |body, params| {
             let no_method = body.returning_i32(Status::NoSuchMethod as i32);
-            let count = body.b.ins().iconst(types::I32, count as i64);
-            let valid = body.below(params[0], count);
-            body.check(valid, no_method);
-            let entry = body.method_entry(table, params[0]);
+            let entry = body.method_entry(table, count, params[0], no_method);
             let tensors = body.b.ins().load(types::I32, own_memory(), entry, field);
             body.b.ins().return_(&[tensors]);
         })
@@ -613,10 +617,7 @@ impl Api<'_, '_> {
         let id = self.declare(name, &[types::I32, types::I32], &[PTR])?;
         self.define(id, |body, params| {
             let null = body.returning_null();
-            let count = body.b.ins().iconst(types::I32, count as i64);
-            let valid = body.below(params[0], count);
-            body.check(valid, null);
-            let entry = body.method_entry(table, params[0]);
+            let entry = body.method_entry(table, count, params[0], null);
             let tensors = body
                 .b
                 .ins()
