@@ -105,3 +105,41 @@ fn mobilenet_v2_runs_one_kernel_per_convolution_plus_two() {
         "{kernels} kernels for {convolutions} convolutions"
     );
 }
+
+/// mobilenet_v3_small's hardswish and hardsigmoid are chains of add, clamp,
+/// mul and div: after fusion none of those runs as a kernel of its own,
+/// except the multiplications that broadcast a squeeze-excitation scale
+/// (which cannot join a chain of the other shape). Switching the pass off
+/// leaves them all.
+#[test]
+fn mobilenet_v3_small_elementwise_chains_fuse() {
+    let corpus = corpus_dir().expect("../shared/corpus is beside the repository");
+    let file = corpus.join("mobilenet_v3_small.portable.bpte");
+    let file = file.to_str().expect("utf-8 path");
+    let count_ops = |extra: &[&str]| {
+        let mut args = vec!["dump", file, "--after", "plan-memory"];
+        args.extend(extra);
+        let output = ptec(&args);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        let count = |op: &str| text.matches(&format!("= {op}(")).count();
+        (
+            count("add") + count("clamp") + count("div"),
+            count("mul"),
+            count("fused"),
+        )
+    };
+    let (standalone, muls, fused) = count_ops(&[]);
+    assert_eq!(standalone, 0, "unfused add, clamp or div kernels remain");
+    assert!(fused >= 28, "{fused} fused kernels");
+    assert!(muls <= 9, "{muls} standalone muls");
+    let (unfused, _, none) = count_ops(&["--disable-pass", "fuse-elementwise"]);
+    assert!(
+        unfused >= 100 && none == 0,
+        "{unfused} unfused without the pass"
+    );
+}

@@ -19,7 +19,7 @@ mod verify;
 
 pub use graph::{Graph, Node, NodeId, SymbolData, ValueData, ValueId, ValueKind};
 pub use import::{ImportError, import_method, supported_operators};
-pub use op::{BinaryOp, ClampRange, LabelId, Op, Pair, ReduceOp, UnaryOp};
+pub use op::{BinaryOp, ClampRange, FusedStep, LabelId, Op, Pair, ReduceOp, StepInput, UnaryOp};
 pub use text::{to_dot, to_text};
 pub use types::{DType, Dim, Scalar, Shape, SymbolId, TensorType};
 pub use verify::{VerifyError, verify};

@@ -102,6 +102,32 @@ impl ClampRange {
     }
 }
 
+/// What a step of a fused elementwise kernel reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StepInput {
+    /// The node's input `k`.
+    Input(usize),
+    /// The result of an earlier step.
+    Step(usize),
+}
+
+impl fmt::Display for StepInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepInput::Input(index) => write!(f, "in{index}"),
+            StepInput::Step(index) => write!(f, "s{index}"),
+        }
+    }
+}
+
+/// One elementwise op inside [`Op::Fused`]; `op` is one for which
+/// [`Op::is_fusable_elementwise`] holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FusedStep {
+    pub op: Op,
+    pub inputs: Vec<StepInput>,
+}
+
 /// A jump target in a method's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LabelId(pub u32);
@@ -279,6 +305,12 @@ pub enum Op {
     /// Jumps to the label when the input (a bool scalar) is false.
     JumpIfFalse(LabelId),
     Jump(LabelId),
+    /// Elementwise ops fused into one loop: the steps run in order on each
+    /// element, reading the node's inputs (broadcast to the output's shape)
+    /// and earlier steps' results; the last step's result is the output.
+    Fused {
+        steps: Vec<FusedStep>,
+    },
     /// A subgraph delegated to a backend, not yet compiled by ptec: the
     /// index of the method's delegate and its backend id.
     Delegate {
@@ -310,6 +342,18 @@ impl Op {
             Op::BinaryScalar { op, .. } => format!("{}_scalar", snake(format!("{op:?}"))),
             Op::Reduce { op, .. } => format!("reduce_{}", snake(format!("{op:?}"))),
             other => snake(format!("{other:?}")),
+        }
+    }
+
+    /// Whether the op computes each float element from the elements at the
+    /// same position of its inputs, in the output's own type, so that it
+    /// can be a step of [`Op::Fused`] (comparisons and casts cannot).
+    pub fn is_fusable_elementwise(&self) -> bool {
+        match self {
+            Op::Unary(op) => *op != UnaryOp::LogicalNot,
+            Op::Binary { op, .. } | Op::BinaryScalar { op, .. } => !op.is_comparison(),
+            Op::Clamp { .. } | Op::LeakyRelu { .. } | Op::Elu { .. } => true,
+            _ => false,
         }
     }
 

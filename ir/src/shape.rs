@@ -194,7 +194,7 @@ pub fn expected_shapes(
             shape[dim] = index.first().copied().unwrap_or(Dim::Fixed(1));
             one(shape)
         }
-        Op::Binary { .. } | Op::Where => one(broadcast(inputs, eq)?),
+        Op::Binary { .. } | Op::Where | Op::Fused { .. } => one(broadcast(inputs, eq)?),
         Op::Copy | Op::Reshape | Op::Full { .. } | Op::Arange { .. } => Ok(vec![Expected::Given]),
         Op::Permute { dims } => {
             let x = input(0)?;

@@ -103,6 +103,22 @@ fn attributes(op: &Op) -> String {
         }
         Op::Permute { dims } => format!("dims={dims:?}"),
         Op::LeakyRelu { slope } => format!("slope={slope:?}"),
+        Op::Fused { steps } => {
+            let steps: Vec<String> = steps
+                .iter()
+                .map(|step| {
+                    let inputs: Vec<String> = step.inputs.iter().map(ToString::to_string).collect();
+                    let attributes = attributes(&step.op);
+                    let space = if attributes.is_empty() { "" } else { " " };
+                    format!(
+                        "{}({}){space}{attributes}",
+                        step.op.name(),
+                        inputs.join(", ")
+                    )
+                })
+                .collect();
+            format!("steps=[{}]", steps.join("; "))
+        }
         Op::Elu {
             alpha,
             scale,

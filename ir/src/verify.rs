@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use crate::graph::{Graph, NodeId, ValueId, ValueKind};
-use crate::op::Op;
+use crate::op::{FusedStep, Op, StepInput};
 use crate::shape::{self, Expected, Identical};
 use crate::types::{DType, Dim};
 
@@ -229,6 +229,21 @@ fn check_given(graph: &Graph<'_>, id: NodeId) -> Result<(), String> {
                 ));
             }
         }
+        Op::Fused { steps } => {
+            let output = ty(node.outputs[0]).dtype;
+            if !output.is_float() {
+                return Err(format!(
+                    "fused elementwise kernels compute floats, not {output}"
+                ));
+            }
+            if let Some(input) = node.inputs.iter().find(|&&input| ty(input).dtype != output) {
+                return Err(format!(
+                    "a fused input is {}, the output {output}",
+                    ty(*input).dtype
+                ));
+            }
+            check_steps(steps, node.inputs.len())?;
+        }
         Op::JumpIfFalse(_) => {
             let condition = ty(node.inputs[0]);
             if condition.dtype != DType::Bool
@@ -250,6 +265,37 @@ fn check_given(graph: &Graph<'_>, id: NodeId) -> Result<(), String> {
     Ok(())
 }
 
+/// The steps of a fused kernel: at least one, each a fusable op with its
+/// number of operands, reading only inputs that exist and earlier steps.
+fn check_steps(steps: &[FusedStep], inputs: usize) -> Result<(), String> {
+    if steps.is_empty() {
+        return Err("a fused kernel needs at least one step".to_string());
+    }
+    for (index, step) in steps.iter().enumerate() {
+        if !step.op.is_fusable_elementwise() {
+            return Err(format!("step {index} ({}) cannot be fused", step.op.name()));
+        }
+        let (want, _) = arity(&step.op);
+        if want != Some(step.inputs.len()) {
+            return Err(format!(
+                "step {index} ({}) has {} operands",
+                step.op.name(),
+                step.inputs.len()
+            ));
+        }
+        for input in &step.inputs {
+            let valid = match *input {
+                StepInput::Input(k) => k < inputs,
+                StepInput::Step(k) => k < index,
+            };
+            if !valid {
+                return Err(format!("step {index} reads {input}, which does not exist"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How many inputs and outputs an op takes (`None`: any number).
 fn arity(op: &Op) -> (Option<usize>, Option<usize>) {
     match op {
@@ -267,7 +313,7 @@ fn arity(op: &Op) -> (Option<usize>, Option<usize>) {
         }
         Op::Binary { .. } | Op::MatMul | Op::Embedding => (Some(2), Some(1)),
         Op::Where | Op::Addmm { .. } => (Some(3), Some(1)),
-        Op::Cat { .. } => (None, Some(1)),
+        Op::Cat { .. } | Op::Fused { .. } => (None, Some(1)),
         Op::LayerNorm { weight, bias, .. } => {
             (Some(1 + usize::from(*weight) + usize::from(*bias)), Some(3))
         }

@@ -1,13 +1,14 @@
-//! Constant folding of layout ops: a permute, reshape or copy whose input is
-//! a constant becomes a constant itself (computed once here instead of at
-//! every call). Repeats until nothing changes, so chains fold too.
+//! Constant folding of layout ops and casts: a permute, reshape or copy
+//! (converting the element type or not) whose input is a constant becomes a
+//! constant itself (computed once here instead of at every call). Repeats
+//! until nothing changes, so chains fold too.
 
 use std::borrow::Cow;
 
 use crate::Context;
 use ptec_ir::{Dim, Graph, NodeId, Op, TensorType, ValueKind};
 
-use crate::tensor_data::constant_bytes;
+use crate::tensor_data::{cast, constant_bytes};
 
 pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
     let mut changed = false;
@@ -42,7 +43,12 @@ fn fold(graph: &Graph<'_>, id: NodeId) -> Option<Vec<u8>> {
     let (from, to) = (&graph.value(input).ty, &graph.value(output).ty);
     let (from_shape, to_shape) = (from.fixed_shape()?, to.fixed_shape()?);
     if from.dtype != to.dtype {
-        return None;
+        // A cast: element by element, so both layouts must be the same.
+        let same_layout = from_shape == to_shape && from.dim_order == to.dim_order;
+        return match node.op {
+            Op::Copy if same_layout => cast(bytes, from.dtype, to.dtype),
+            _ => None,
+        };
     }
     match &node.op {
         Op::Reshape if from.is_contiguous() && to.is_contiguous() => Some(bytes.to_vec()),

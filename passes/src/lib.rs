@@ -8,6 +8,7 @@ mod dead_code;
 mod fold_batch_norm;
 mod fold_constants;
 mod fuse_clamp;
+mod fuse_elementwise;
 mod fuse_residual;
 mod plan_memory;
 mod tensor_data;
@@ -57,7 +58,7 @@ impl std::fmt::Debug for Pass {
 pub const PIPELINE: &[Pass] = &[
     Pass {
         name: "fold-constants",
-        description: "computes layout ops (permute, reshape, copy) of constants at compile time",
+        description: "computes layout ops (permute, reshape, copy) and casts of constants at compile time",
         run: fold_constants::run,
     },
     Pass {
@@ -79,6 +80,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "fuse-residual",
         description: "adds a residual in the epilogue of the convolution that feeds the add",
         run: fuse_residual::run,
+    },
+    Pass {
+        name: "fuse-elementwise",
+        description: "fuses chains of elementwise ops into one loop that keeps intermediates in registers",
+        run: fuse_elementwise::run,
     },
     Pass {
         name: "dead-code",

@@ -35,3 +35,70 @@ pub(crate) fn f32_bytes(values: &[f32]) -> Cow<'static, [u8]> {
             .collect(),
     )
 }
+
+/// An element on its way from one type to another.
+#[derive(Clone, Copy)]
+enum Element {
+    Int(i64),
+    Float(f64),
+}
+
+fn read_element(dtype: DType, bytes: &[u8]) -> Option<Element> {
+    let array = |n: usize| bytes.get(..n);
+    Some(match dtype {
+        DType::Bool | DType::U8 => Element::Int(i64::from(bytes[0])),
+        DType::I8 => Element::Int(i64::from(bytes[0] as i8)),
+        DType::I16 => Element::Int(i64::from(i16::from_le_bytes(array(2)?.try_into().ok()?))),
+        DType::I32 => Element::Int(i64::from(i32::from_le_bytes(array(4)?.try_into().ok()?))),
+        DType::I64 => Element::Int(i64::from_le_bytes(array(8)?.try_into().ok()?)),
+        DType::F32 => Element::Float(f64::from(f32::from_le_bytes(array(4)?.try_into().ok()?))),
+        DType::F64 => Element::Float(f64::from_le_bytes(array(8)?.try_into().ok()?)),
+        DType::F16 | DType::BF16 => return None,
+    })
+}
+
+/// Writes `element` converted to `dtype` with PyTorch's rules: integers to
+/// floats round to nearest, floats to integers truncate toward zero,
+/// integers wrap to narrower ones, and anything non-zero (NaN too) is true.
+fn write_element(dtype: DType, element: Element, out: &mut Vec<u8>) -> Option<()> {
+    let integer = match element {
+        Element::Int(value) => value,
+        Element::Float(value) => value.trunc() as i64,
+    };
+    match dtype {
+        DType::Bool => out.push(u8::from(match element {
+            Element::Int(value) => value != 0,
+            Element::Float(value) => value != 0.0,
+        })),
+        DType::U8 | DType::I8 => out.push(integer as u8),
+        DType::I16 => out.extend((integer as i16).to_le_bytes()),
+        DType::I32 => out.extend((integer as i32).to_le_bytes()),
+        DType::I64 => out.extend(integer.to_le_bytes()),
+        DType::F32 => out.extend(
+            match element {
+                Element::Int(value) => value as f32,
+                Element::Float(value) => value as f32,
+            }
+            .to_le_bytes(),
+        ),
+        DType::F64 => out.extend(
+            match element {
+                Element::Int(value) => value as f64,
+                Element::Float(value) => value,
+            }
+            .to_le_bytes(),
+        ),
+        DType::F16 | DType::BF16 => return None,
+    }
+    Some(())
+}
+
+/// Converts every element of `bytes` from `from` to `to`; `None` for the
+/// half-precision types.
+pub(crate) fn cast(bytes: &[u8], from: DType, to: DType) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() / from.size() * to.size());
+    for chunk in bytes.chunks_exact(from.size()) {
+        write_element(to, read_element(from, chunk)?, &mut out)?;
+    }
+    Some(out)
+}

@@ -4,20 +4,21 @@
 
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use ptec_ir::{BinaryOp, DType, Node, Op, Scalar, UnaryOp, ValueId};
+use ptec_ir::{DType, Node, Op, Scalar, ValueId};
 
 use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
-use super::scalar_ops::{self, binary_vectorizes, promote, unary_vectorizes};
+use super::pointwise;
+use super::scalar_ops;
 use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
 
-fn dtype(e: &Emitter<'_, '_, '_>, value: ValueId) -> DType {
+pub(super) fn dtype(e: &Emitter<'_, '_, '_>, value: ValueId) -> DType {
     e.graph().value(value).ty.dtype
 }
 
 /// A map whose output is `node`'s first output and whose inputs are read
 /// broadcast to the output's shape.
-fn map_over<'b>(
+pub(super) fn map_over<'b>(
     e: &mut Emitter<'_, '_, '_>,
     output: ValueId,
     inputs: &[ValueId],
@@ -45,146 +46,6 @@ fn map_over<'b>(
             body,
         },
     )
-}
-
-pub(crate) fn unary(
-    e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    op: UnaryOp,
-) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let (compute, result) = match op {
-        UnaryOp::LogicalNot => (dtype(e, node.inputs[0]), DType::Bool),
-        _ => (dtype(e, out), dtype(e, out)),
-    };
-    map_over(
-        e,
-        out,
-        &node.inputs,
-        compute,
-        result,
-        unary_vectorizes(op),
-        &|e, x, _| scalar_ops::unary(e, op, x[0], compute),
-    )
-}
-
-pub(crate) fn binary(
-    e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    op: BinaryOp,
-    alpha: Option<Scalar>,
-) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let (compute, result) = if op.is_comparison() {
-        (
-            promote(dtype(e, node.inputs[0]), dtype(e, node.inputs[1])),
-            DType::Bool,
-        )
-    } else {
-        (dtype(e, out), dtype(e, out))
-    };
-    map_over(
-        e,
-        out,
-        &node.inputs,
-        compute,
-        result,
-        binary_vectorizes(op),
-        &|e, x, ty| {
-            let other = match alpha {
-                Some(alpha) => {
-                    let factor = if compute.is_float() {
-                        scalar_ops::fconst(e, ty, alpha.as_f64())
-                    } else {
-                        e.b.ins().iconst(ty, alpha.as_i64())
-                    };
-                    if compute.is_float() {
-                        e.b.ins().fmul(x[1], factor)
-                    } else {
-                        e.b.ins().imul(x[1], factor)
-                    }
-                }
-                None => x[1],
-            };
-            scalar_ops::binary(e, op, x[0], other, compute)
-        },
-    )
-}
-
-pub(crate) fn binary_scalar(
-    e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    op: BinaryOp,
-    scalar: Scalar,
-) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let input = dtype(e, node.inputs[0]);
-    let (compute, result) = if op.is_comparison() {
-        let compute = match (input.is_float(), scalar) {
-            (false, Scalar::Float(_)) => DType::F64,
-            _ => input,
-        };
-        (compute, DType::Bool)
-    } else {
-        (dtype(e, out), dtype(e, out))
-    };
-    let vectorizable = op != BinaryOp::Pow && binary_vectorizes(op);
-    map_over(
-        e,
-        out,
-        &node.inputs,
-        compute,
-        result,
-        vectorizable,
-        &|e, x, ty| {
-            if op == BinaryOp::Pow {
-                return scalar_ops::pow_scalar(e, x[0], scalar, compute);
-            }
-            let constant = if compute.is_float() {
-                scalar_ops::fconst(e, ty, scalar.as_f64())
-            } else {
-                e.constant(compute, scalar)?
-            };
-            scalar_ops::binary(e, op, x[0], constant, compute)
-        },
-    )
-}
-
-pub(crate) fn clamp(
-    e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    min: Option<Scalar>,
-    max: Option<Scalar>,
-) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let compute = dtype(e, out);
-    map_over(e, out, &node.inputs, compute, compute, true, &|e, x, ty| {
-        let bound = |e: &mut Emitter<'_, '_, '_>, value: Scalar| -> Result<_, CodegenError> {
-            Ok(if compute.is_float() {
-                scalar_ops::fconst(e, ty, value.as_f64())
-            } else {
-                e.constant(compute, value)?
-            })
-        };
-        let mut value = x[0];
-        if let Some(min) = min {
-            let min = bound(e, min)?;
-            value = if compute.is_float() {
-                e.b.ins().fmax(value, min)
-            } else {
-                e.b.ins().smax(value, min)
-            };
-        }
-        if let Some(max) = max {
-            let max = bound(e, max)?;
-            value = if compute.is_float() {
-                e.b.ins().fmin(value, max)
-            } else {
-                e.b.ins().smin(value, max)
-            };
-        }
-        Ok(value)
-    })
 }
 
 pub(crate) fn where_(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
@@ -394,67 +255,6 @@ pub(crate) fn arange(
     Ok(())
 }
 
-/// `max(x, 0) + slope * min(x, 0)`: leaky ReLU without a branch.
-pub(crate) fn leaky_relu(
-    e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    slope: f64,
-) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let compute = float_output(e, out, "leaky_relu")?;
-    map_over(e, out, &node.inputs, compute, compute, true, &|e, x, ty| {
-        let zero = scalar_ops::fconst(e, ty, 0.0);
-        let factor = scalar_ops::fconst(e, ty, slope);
-        let positive = e.b.ins().fmax(x[0], zero);
-        let negative = e.b.ins().fmin(x[0], zero);
-        let scaled = e.b.ins().fmul(negative, factor);
-        Ok(e.b.ins().fadd(positive, scaled))
-    })
-}
-
-pub(crate) fn elu(
-    e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    alpha: f64,
-    scale: f64,
-    input_scale: f64,
-) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let compute = float_output(e, out, "elu")?;
-    map_over(
-        e,
-        out,
-        &node.inputs,
-        compute,
-        compute,
-        false,
-        &|e, x, ty| {
-            let zero = scalar_ops::fconst(e, ty, 0.0);
-            let input_factor = scalar_ops::fconst(e, ty, input_scale);
-            let scaled_input = e.b.ins().fmul(x[0], input_factor);
-            let function = crate::math::MathFn::Expm1.for_type(ty);
-            let exp = e.call_math(function, &[scaled_input])?;
-            let alpha_value = scalar_ops::fconst(e, ty, alpha);
-            let negative = e.b.ins().fmul(exp, alpha_value);
-            let positive = e.b.ins().fcmp(FloatCC::GreaterThan, x[0], zero);
-            let chosen = e.b.ins().select(positive, x[0], negative);
-            let scale_value = scalar_ops::fconst(e, ty, scale);
-            Ok(e.b.ins().fmul(chosen, scale_value))
-        },
-    )
-}
-
-fn float_output(e: &Emitter<'_, '_, '_>, out: ValueId, op: &str) -> Result<DType, CodegenError> {
-    let dtype = dtype(e, out);
-    if dtype.is_float() {
-        Ok(dtype)
-    } else {
-        Err(CodegenError::Unsupported(format!(
-            "{op} into a {dtype} tensor"
-        )))
-    }
-}
-
 /// Fills the output with the pad value, then copies the input into the
 /// interior.
 pub(crate) fn pad(
@@ -546,10 +346,13 @@ pub(crate) fn repeat(
 /// Dispatches the map-shaped ops.
 pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
     match &node.op {
-        Op::Unary(op) => unary(e, node, *op)?,
-        Op::Binary { op, alpha } => binary(e, node, *op, *alpha)?,
-        Op::BinaryScalar { op, scalar } => binary_scalar(e, node, *op, *scalar)?,
-        Op::Clamp { min, max } => clamp(e, node, *min, *max)?,
+        Op::Unary(_)
+        | Op::Binary { .. }
+        | Op::BinaryScalar { .. }
+        | Op::Clamp { .. }
+        | Op::LeakyRelu { .. }
+        | Op::Elu { .. } => pointwise::elementwise(e, node)?,
+        Op::Fused { steps } => pointwise::fused(e, node, steps)?,
         Op::Where => where_(e, node)?,
         Op::Copy => copy(e, node)?,
         Op::Reshape => reshape(e, node)?,
@@ -559,12 +362,6 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
         Op::Cat { dim } => cat(e, node, *dim)?,
         Op::Full { value } => full(e, node, *value)?,
         Op::Arange { start, step } => arange(e, node, *start, *step)?,
-        Op::LeakyRelu { slope } => leaky_relu(e, node, *slope)?,
-        Op::Elu {
-            alpha,
-            scale,
-            input_scale,
-        } => elu(e, node, *alpha, *scale, *input_scale)?,
         Op::Pad { before, value, .. } => pad(e, node, before, *value)?,
         Op::Repeat { repeats } => repeat(e, node, repeats)?,
         _ => return Ok(false),

@@ -7,6 +7,7 @@ mod gather;
 mod linalg;
 mod map;
 mod nest;
+mod pointwise;
 mod reduce;
 mod scalar_ops;
 
