@@ -200,6 +200,24 @@ impl<'a> Graph<'a> {
         id
     }
 
+    /// Inserts a node into the schedule at `position`; call
+    /// [`Graph::rebuild_edges`] once the rewrites of a pass are done.
+    pub fn insert_node(
+        &mut self,
+        position: usize,
+        op: Op,
+        inputs: Vec<ValueId>,
+        outputs: Vec<ValueId>,
+    ) -> NodeId {
+        let id = NodeId(self.nodes.add_node(Node {
+            op,
+            inputs,
+            outputs,
+        }));
+        self.schedule.insert(position, id);
+        id
+    }
+
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.0]
     }

@@ -22,4 +22,4 @@ pub use import::{ImportError, import_method, supported_operators};
 pub use op::{BinaryOp, ClampRange, FusedStep, LabelId, Op, Pair, ReduceOp, StepInput, UnaryOp};
 pub use text::{to_dot, to_text};
 pub use types::{DType, Dim, Scalar, Shape, SymbolId, TensorType};
-pub use verify::{VerifyError, verify};
+pub use verify::{VerifyError, verify, verify_unplanned};

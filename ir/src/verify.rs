@@ -17,8 +17,27 @@ pub struct VerifyError {
     pub problem: String,
 }
 
-/// Checks the whole graph; the first problem found is the error.
+/// Checks the whole graph, every value placed in memory; the first problem
+/// found is the error.
 pub fn verify(graph: &Graph<'_>) -> Result<(), VerifyError> {
+    check(graph, Placement::Required)
+}
+
+/// Checks the whole graph, as [`verify`], except that computed values may
+/// still wait for memory: for the passes that run before memory is planned
+/// afresh.
+pub fn verify_unplanned(graph: &Graph<'_>) -> Result<(), VerifyError> {
+    check(graph, Placement::Pending)
+}
+
+/// Whether computed values must have memory yet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Required,
+    Pending,
+}
+
+fn check(graph: &Graph<'_>, placement: Placement) -> Result<(), VerifyError> {
     let fail = |at: String, problem: String| VerifyError {
         graph: graph.name.clone(),
         at,
@@ -54,6 +73,7 @@ pub fn verify(graph: &Graph<'_>) -> Result<(), VerifyError> {
                     ));
                 }
             }
+            (ValueKind::Computed, None) if placement == Placement::Pending => {}
             (_, None) => {
                 return Err(fail(
                     id.to_string(),

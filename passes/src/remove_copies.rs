@@ -1,0 +1,166 @@
+//! Removes copies that change nothing: a copy (or a permute that keeps
+//! every axis in place) whose result has its input's type is replaced by the
+//! input, and a permute of a permute becomes one permute. A batched matmul by
+//! a matrix copied across the batch (how exported attention projections
+//! look) becomes one matrix product that reads the matrix itself. The reads
+//! move to the copies' inputs, so this needs memory planned afresh
+//! afterwards, and those inputs must not change before they are read.
+
+use ptec_ir::{Dim, Graph, NodeId, Op, ValueData, ValueId, ValueKind};
+
+use crate::Context;
+
+pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
+    if !context.replan {
+        return false;
+    }
+    let mut changed = false;
+    let nodes: Vec<NodeId> = graph.schedule().to_vec();
+    for id in nodes {
+        changed |= compose_permutes(graph, id).is_some();
+        // A forwarded copy is gone; the other rewrites keep the node.
+        changed |= forward_copy(graph, id).is_some() || unbatch_matmul(graph, id).is_some();
+    }
+    if changed {
+        graph.rebuild_edges();
+    }
+    changed
+}
+
+/// `permute(permute(x, first), second)` → `permute(x, composed)`, when the
+/// inner result feeds only the outer permute.
+fn compose_permutes(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
+    let Op::Permute { dims: second } = &graph.node(id).op else {
+        return None;
+    };
+    let middle = graph.node(id).inputs[0];
+    let inner = only_writer(graph, middle)?;
+    let Op::Permute { dims: first } = &graph.node(inner).op else {
+        return None;
+    };
+    let single_use = graph.readers(middle) == [id] && !graph.is_live_out(middle);
+    let source = graph.node(inner).inputs[0];
+    if !single_use || !unchanged_between(graph, source, inner, id) {
+        return None;
+    }
+    let composed = second.iter().map(|&axis| first[axis]).collect();
+    let node = graph.node_mut(id);
+    node.op = Op::Permute { dims: composed };
+    node.inputs = vec![source];
+    graph.remove_node(inner);
+    Some(())
+}
+
+/// Replaces the result of a copy that changes nothing by its input.
+fn forward_copy(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
+    let node = graph.node(id);
+    let identity = match &node.op {
+        Op::Copy => true,
+        Op::Permute { dims } => dims.iter().enumerate().all(|(index, &axis)| index == axis),
+        _ => false,
+    };
+    if !identity {
+        return None;
+    }
+    let (input, output) = (node.inputs[0], node.outputs[0]);
+    let same_type = graph.value(input).ty == graph.value(output).ty;
+    let input_fixed = !matches!(graph.value(input).kind, ValueKind::State { .. });
+    if !same_type || !input_fixed || graph.is_live_out(output) || graph.writers(output) != [id] {
+        return None;
+    }
+    let last_read = *graph.readers(output).last()?;
+    if !unchanged_between(graph, input, id, last_read) {
+        return None;
+    }
+    graph.replace_reads(output, input);
+    graph.remove_node(id);
+    Some(())
+}
+
+/// `matmul(a[.., m, k], expand(w[k, n]))` → `reshape(matmul(reshape(a)[M,
+/// k], w))`, for contiguous fixed shapes (M is the product of a's leading
+/// sizes).
+fn unbatch_matmul(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
+    let node = graph.node(id);
+    if node.op != Op::MatMul {
+        return None;
+    }
+    let (a, b, c) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    let (a_ty, b_ty, c_ty) = (
+        graph.value(a).ty.clone(),
+        graph.value(b).ty.clone(),
+        graph.value(c).ty.clone(),
+    );
+    let rank = a_ty.rank();
+    let contiguous = a_ty.is_contiguous() && c_ty.is_contiguous();
+    let (a_shape, c_shape) = (a_ty.fixed_shape()?, c_ty.fixed_shape()?);
+    if rank < 3 || !contiguous {
+        return None;
+    }
+    // Through a reshape that keeps the shape, to the broadcasting copy.
+    let mut expanded = b;
+    let mut writer = only_writer(graph, expanded)?;
+    if graph.node(writer).op == Op::Reshape
+        && graph.value(graph.node(writer).inputs[0]).ty.shape == b_ty.shape
+    {
+        expanded = graph.node(writer).inputs[0];
+        writer = only_writer(graph, expanded)?;
+    }
+    let matrix = graph.node(writer).inputs[0];
+    let matrix_ty = &graph.value(matrix).ty;
+    let broadcast = graph.node(writer).op == Op::Copy
+        && matrix_ty.rank() == 2
+        && matrix_ty.shape[..] == b_ty.shape[rank - 2..]
+        && matrix_ty.dtype == b_ty.dtype;
+    let unchanged = matches!(graph.value(matrix).kind, ValueKind::Constant(_))
+        || unchanged_between(graph, matrix, writer, id);
+    if !broadcast || !unchanged {
+        return None;
+    }
+    let rows: u64 = a_shape[..rank - 1].iter().product();
+    let flat = |graph: &mut Graph<'_>, ty: &ptec_ir::TensorType, columns: u64| {
+        graph.add_value(ValueData {
+            ty: ptec_ir::TensorType {
+                dtype: ty.dtype,
+                shape: vec![Dim::Fixed(rows), Dim::Fixed(columns)],
+                dim_order: vec![0, 1],
+            },
+            kind: ValueKind::Computed,
+            offset: None,
+        })
+    };
+    let (flat_a, flat_c) = (
+        flat(graph, &a_ty, a_shape[rank - 1]),
+        flat(graph, &c_ty, c_shape[rank - 1]),
+    );
+    let position = graph.schedule().iter().position(|&node| node == id)?;
+    graph.insert_node(position + 1, Op::Reshape, vec![flat_c], vec![c]);
+    graph.insert_node(position, Op::Reshape, vec![a], vec![flat_a]);
+    let node = graph.node_mut(id);
+    node.inputs = vec![flat_a, matrix];
+    node.outputs = vec![flat_c];
+    Some(())
+}
+
+/// The node that writes `value`, when exactly one does.
+fn only_writer(graph: &Graph<'_>, value: ValueId) -> Option<NodeId> {
+    match graph.writers(value)[..] {
+        [writer] => Some(writer),
+        _ => None,
+    }
+}
+
+/// Whether `value` keeps its contents from `from` through `to` (schedule
+/// positions): nothing in between writes it or moves control.
+fn unchanged_between(graph: &Graph<'_>, value: ValueId, from: NodeId, to: NodeId) -> bool {
+    let schedule = graph.schedule();
+    let position = |id| schedule.iter().position(|&node| node == id);
+    let (Some(first), Some(last)) = (position(from), position(to)) else {
+        return false;
+    };
+    first < last
+        && schedule[first + 1..last].iter().all(|&id| {
+            let node = graph.node(id);
+            !node.op.is_control() && !node.outputs.contains(&value)
+        })
+}
