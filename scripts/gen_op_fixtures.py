@@ -1491,10 +1491,13 @@ def plan_operators(program) -> list[str]:
     return [f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators]
 
 
-def export_bundled(spec: OpFixture) -> tuple[bytes, list[Inputs], list[torch.Tensor], list[str]]:
-    """Export one fixture; return the serialized bundled program, the inputs of its
-    test cases, the expected outputs of the first case and the plan's operators."""
-    torch.manual_seed(seed_for("ops", spec.name))
+def export_bundled(
+    spec: OpFixture, partitioner: list | None = None, seed_scope: str = "ops"
+) -> tuple[bytes, list[Inputs], list[torch.Tensor], list[str]]:
+    """Export one fixture (lowered to ``partitioner``, none by default); return the
+    serialized bundled program, the inputs of its test cases, the expected outputs
+    of the first case and the plan's operators."""
+    torch.manual_seed(seed_for(seed_scope, spec.name))
     model = spec.make_model().eval()
     cases = spec.make_cases()
     reference = copy.deepcopy(model)
@@ -1502,7 +1505,7 @@ def export_bundled(spec: OpFixture) -> tuple[bytes, list[Inputs], list[torch.Ten
     exported = torch.export.export(model, cases[0])
     edge = to_edge_transform_and_lower(
         exported,
-        partitioner=[],
+        partitioner=partitioner or [],
         compile_config=EdgeCompileConfig(_check_ir_validity=False),
     )
     program = edge.to_executorch()
@@ -1525,10 +1528,10 @@ def describe(tensors) -> list[dict]:
     return [{"dtype": dtype_name(t.dtype), "shape": list(t.shape)} for t in tensors]
 
 
-def index_entry(spec: OpFixture, data: bytes, cases, outputs, operators) -> dict:
+def index_entry(spec: OpFixture, data: bytes, cases, outputs, operators, variant: str = VARIANT) -> dict:
     return {
         "op": spec.op,
-        "variant": VARIANT,
+        "variant": variant,
         "description": spec.description,
         "operators": operators,
         "inputs": describe(cases[0]),

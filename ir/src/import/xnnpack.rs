@@ -524,13 +524,16 @@ impl<'m> Translation<'_, 'm, '_> {
     /// A contiguous value `y` with `tensor = y.permute(layout)`.
     fn materialize(&mut self, laid: &Laid, layout: &[usize]) -> Result<ValueId, ImportError> {
         let dims = permutation_between(&laid.perm, layout);
-        let contiguous = self.importer.graph.value(laid.value).ty.is_contiguous();
+        let ty = &self.importer.graph.value(laid.value).ty;
         match dims {
             dims if dims != identity(dims.len()) => {
                 self.emit(Op::Permute { dims }, vec![laid.value])
             }
-            _ if contiguous => Ok(laid.value),
-            _ => self.emit(Op::Copy, vec![laid.value]),
+            _ if ty.is_contiguous() => Ok(laid.value),
+            _ => {
+                let shape = ty.shape.clone();
+                self.emit_given(Op::Copy, vec![laid.value], shape)
+            }
         }
     }
 
@@ -1276,5 +1279,39 @@ fn contiguous(shape: Shape) -> TensorType {
         dtype: DType::F32,
         dim_order: (0..shape.len() as u8).collect(),
         shape,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permutation_between_layouts() {
+        // An NHWC tensor held as its NCHW value, wanted as NCHW: no permute.
+        assert_eq!(
+            permutation_between(&NHWC_OF_NCHW, &NHWC_OF_NCHW),
+            identity(4)
+        );
+        // ... wanted as a plain NHWC value: the NCHW value permuted to NHWC.
+        assert_eq!(
+            permutation_between(&NHWC_OF_NCHW, &identity(4)),
+            NHWC_OF_NCHW
+        );
+        // A plain NHWC tensor wanted as NCHW: NHWC permuted back.
+        assert_eq!(
+            permutation_between(&identity(4), &NHWC_OF_NCHW),
+            [0, 3, 1, 2]
+        );
+        // Composition is not symmetric: perm [1,2,0] held, wanted as [2,0,1].
+        assert_eq!(permutation_between(&[1, 2, 0], &[2, 0, 1]), [2, 0, 1]);
+    }
+
+    #[test]
+    fn permutations_are_checked() {
+        assert!(is_permutation(&[2, 0, 1], 3));
+        assert!(!is_permutation(&[0, 0, 1], 3));
+        assert!(!is_permutation(&[0, 1], 3));
+        assert!(!is_permutation(&[0, 1, 3], 3));
     }
 }
