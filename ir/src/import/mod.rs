@@ -1,7 +1,8 @@
 //! Import: turns a frontend [`Method`] into a [`Graph`].
 //!
 //! Kernel calls become ops following ATen's out-variant convention (the
-//! `out` arguments become the node's outputs); moves become copies; jumps
+//! `out` arguments become the node's outputs); calls of XNNPACK delegates
+//! become the ops of their graphs' nodes (`xnnpack.rs`); moves become copies; jumps
 //! become labels and jumps; frees are dropped (memory is planned). Values live
 //! where the file's memory plan puts them, one arena for all memory ids, so
 //! that the file's instruction-less views (a tensor that shares its base's
