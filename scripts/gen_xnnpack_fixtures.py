@@ -17,7 +17,6 @@ Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_xnnpack_fixtures.py [OUT_DIR]      # default: tests/fixtures/xnnpack
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ from gen_op_fixtures import (  # noqa: E402
     export_bundled,
     fn,
     index_entry,
+    out_dir_argument,
     positive,
     randn,
     twice,
@@ -203,23 +203,20 @@ def write_readme(out_dir: Path, index: dict) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
-    args = parser.parse_args()
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir_argument(__doc__, DEFAULT_OUT_DIR)
 
     index = {}
     for spec in FIXTURES:
         file_name = f"{spec.name}.{VARIANT}.bpte"
         data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
-        (args.out_dir / file_name).write_bytes(data)
+        (out_dir / file_name).write_bytes(data)
         index[file_name] = index_entry(spec, data, cases, outputs, operators, VARIANT)
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
 
-    with open(args.out_dir / "index.json", "w") as out:
+    with open(out_dir / "index.json", "w") as out:
         json.dump(index, out, indent=2, sort_keys=True)
         out.write("\n")
-    write_readme(args.out_dir, index)
+    write_readme(out_dir, index)
 
     problems = check_sizes(index, MAX_FIXTURE_BYTES, MAX_TOTAL_BYTES)
     if problems:

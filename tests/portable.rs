@@ -7,7 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{
-    assert_all_pass, bpte_files, corpus_dir, fixture_files, ptec, ptec_test, repo_dir, with_suffix,
+    assert_all_pass, assert_pass_with_each_pass_off, bpte_files, corpus_dir, corpus_programs_pass,
+    fixture_files, ptec, ptec_test, repo_dir, with_suffix,
 };
 use serde_json::Value;
 
@@ -100,13 +101,7 @@ fn operator_fixtures_pass_or_are_reported_unsupported() {
 
 #[test]
 fn corpus_portable_programs_pass() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: corpus programs not run");
-        return;
-    };
-    let files = with_suffix(&corpus, ".portable.bpte");
-    assert_eq!(files.len(), 11, "the corpus has 11 portable programs");
-    assert_all_pass(&ptec_test(&files, &[]), "corpus");
+    corpus_programs_pass(".portable.bpte", 11);
 }
 
 /// Each pass switched off in turn, on the fixtures and the corpus' small
@@ -124,16 +119,7 @@ fn every_pass_can_be_switched_off() {
                 .filter(|path| !path.to_string_lossy().contains("mobilenet")),
         );
     }
-    for pass in ptec_passes::names() {
-        assert_all_pass(
-            &ptec_test(&files, &["--disable-pass", pass]),
-            &format!("--disable-pass {pass}"),
-        );
-        assert_all_pass(
-            &ptec_test(&files, &["--stop-after", pass]),
-            &format!("--stop-after {pass}"),
-        );
-    }
+    assert_pass_with_each_pass_off(&files);
 }
 
 /// The pure-Cranelift kernels (no AVX2 microkernels) give the same results.

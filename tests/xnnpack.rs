@@ -7,7 +7,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{assert_all_pass, corpus_dir, ptec, ptec_test, repo_dir, with_suffix};
+use common::{
+    assert_all_pass, assert_pass_with_each_pass_off, corpus_dir, corpus_programs_pass, ptec,
+    ptec_test, repo_dir, with_suffix,
+};
 
 /// The fp32 XNNPACK fixtures: the feature fixtures' XNNPACK variants and
 /// `tests/fixtures/xnnpack/`.
@@ -35,30 +38,14 @@ fn fixtures_pass() {
 
 #[test]
 fn corpus_fp32_programs_pass() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: corpus programs not run");
-        return;
-    };
-    let files = with_suffix(&corpus, ".xnnpack.bpte");
-    assert_eq!(files.len(), 8, "the corpus has 8 fp32 XNNPACK programs");
-    assert_all_pass(&ptec_test(&files, &[]), "corpus");
+    corpus_programs_pass(".xnnpack.bpte", 8);
 }
 
 /// Each pass switched off, and the pipeline stopped after each, on the
 /// fixtures.
 #[test]
 fn every_pass_can_be_switched_off() {
-    let files = fixtures();
-    for pass in ptec_passes::names() {
-        assert_all_pass(
-            &ptec_test(&files, &["--disable-pass", pass]),
-            &format!("--disable-pass {pass}"),
-        );
-        assert_all_pass(
-            &ptec_test(&files, &["--stop-after", pass]),
-            &format!("--stop-after {pass}"),
-        );
-    }
+    assert_pass_with_each_pass_off(&fixtures());
 }
 
 /// Quantized delegates need int8 kernels ptec does not have: the error

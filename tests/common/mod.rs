@@ -86,3 +86,34 @@ pub fn assert_all_pass(reports: &[serde_json::Value], context: &str) {
         failures.join("\n")
     );
 }
+
+/// The corpus programs whose names end with `suffix` pass (there must be
+/// `count` of them); nothing runs when the corpus is absent.
+pub fn corpus_programs_pass(suffix: &str, count: usize) {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("../shared/corpus is absent: corpus programs not run");
+        return;
+    };
+    let files = with_suffix(&corpus, suffix);
+    assert_eq!(
+        files.len(),
+        count,
+        "the corpus has {count} {suffix} programs"
+    );
+    assert_all_pass(&ptec_test(&files, &[]), "corpus");
+}
+
+/// The files pass with each pass switched off, and with the pipeline
+/// stopped after each.
+pub fn assert_pass_with_each_pass_off(files: &[PathBuf]) {
+    for pass in ptec_passes::names() {
+        assert_all_pass(
+            &ptec_test(files, &["--disable-pass", pass]),
+            &format!("--disable-pass {pass}"),
+        );
+        assert_all_pass(
+            &ptec_test(files, &["--stop-after", pass]),
+            &format!("--stop-after {pass}"),
+        );
+    }
+}
