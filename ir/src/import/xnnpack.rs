@@ -428,7 +428,7 @@ impl<'m> Translation<'_, 'm, '_> {
         }
         // A rank-0 argument is declared with dims [1], for one.
         match ty.fixed_shape() {
-            Some(sizes) if sizes.iter().product::<u64>() == dims.iter().product::<u64>() => {
+            Some(sizes) if byte_count(&sizes) == byte_count(&dims) => {
                 let contiguous = self.materialize(&laid, &identity(ty.rank()))?;
                 let reshaped = self.emit_given(Op::Reshape, vec![contiguous], fixed(&dims))?;
                 Ok(Laid {
@@ -466,10 +466,9 @@ impl<'m> Translation<'_, 'm, '_> {
                 ))
             })?;
         let dims = self.dims(&tensor);
-        let expected = dims.iter().product::<u64>() * DType::F32.size() as u64;
-        if bytes.len() as u64 != expected {
+        if byte_count(&dims) != Some(bytes.len() as u64) {
             return Err(self.invalid(format!(
-                "constant value {id} of dims {dims:?} has {} bytes, not {expected}",
+                "constant value {id} of dims {dims:?} has {} bytes",
                 bytes.len()
             )));
         }
@@ -850,6 +849,14 @@ impl<'m> Translation<'_, 'm, '_> {
         self.materialize(&x, &NHWC_OF_NCHW)
     }
 
+    /// A window's stride or dilation, which must be at least 1.
+    fn positive(&self, what: &str, [height, width]: [u32; 2]) -> Result<Pair, ImportError> {
+        if height == 0 || width == 0 {
+            return Err(self.invalid(format!("a {what} of {height}x{width}")));
+        }
+        Ok([height.into(), width.into()])
+    }
+
     /// Pads an NCHW value by XNNPACK's (top, right, bottom, left) padding.
     /// Returns the value and the symmetric padding left to the op: all of
     /// it when the op can take it (`implicit`), else none after an explicit
@@ -920,9 +927,9 @@ impl<'m> Translation<'_, 'm, '_> {
         let (padded, padding) = self.pad_spatial(inputs[0], padding, 0.0, true)?;
         inputs[0] = padded;
         let op = Op::Convolution {
-            stride: [t.subsampling_height().into(), t.subsampling_width().into()],
+            stride: self.positive("stride", [t.subsampling_height(), t.subsampling_width()])?,
             padding,
-            dilation: [t.dilation_height().into(), t.dilation_width().into()],
+            dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
             groups: t.groups().into(),
             bias: inputs.len() == 3,
             clamp: range,
@@ -958,9 +965,9 @@ impl<'m> Translation<'_, 'm, '_> {
         let (x, padding) = self.pad_spatial(x, padding, f64::NEG_INFINITY, implicit)?;
         let op = Op::MaxPool2d {
             kernel,
-            stride: [t.stride_height().into(), t.stride_width().into()],
+            stride: self.positive("stride", [t.stride_height(), t.stride_width()])?,
             padding,
-            dilation: [t.dilation_height().into(), t.dilation_width().into()],
+            dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
             ceil_mode: false,
         };
         let values = self.emit_outputs(op, vec![x], &[DType::F32, DType::I64], None)?[0];
@@ -1015,10 +1022,13 @@ impl<'m> Translation<'_, 'm, '_> {
         let source_ty = self.importer.graph.value(source).ty.clone();
         let shape = match source_ty.fixed_shape() {
             Some(sizes) => {
-                if sizes.iter().product::<u64>() != declared.iter().product::<u64>() {
+                if byte_count(&sizes) != byte_count(&declared) {
                     return Err(self.invalid(format!("cannot reshape {source_ty} to {declared:?}")));
                 }
                 fixed(&declared)
+            }
+            None if byte_count(&declared).is_none() => {
+                return Err(self.invalid(format!("a reshape to {declared:?}")));
             }
             // Dynamic dimensions carry over where the bounds line up.
             None => {
@@ -1245,6 +1255,15 @@ fn output_range(node: &xnn::XNode<'_>) -> ClampRange {
         .map_or_else(ClampRange::default, |range| ClampRange {
             min: bound(range.output_min(), f32::NEG_INFINITY),
             max: bound(range.output_max(), f32::INFINITY),
+        })
+}
+
+/// The bytes of an f32 tensor of these sizes, unless they overflow.
+fn byte_count(sizes: &[u64]) -> Option<u64> {
+    sizes
+        .iter()
+        .try_fold(DType::F32.size() as u64, |count, &size| {
+            count.checked_mul(size)
         })
 }
 
