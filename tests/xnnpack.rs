@@ -80,7 +80,7 @@ fn quantized_programs_are_reported_unsupported() {
 }
 
 /// `ptec dump` shows the delegate's nodes as IR ops, not as one opaque
-/// delegate.
+/// delegate, and the last node writes the call's output.
 #[test]
 fn dump_shows_the_translated_nodes() {
     let file = repo_dir().join("tests/fixtures/conv_bn.xnnpack.bpte");
@@ -92,4 +92,6 @@ fn dump_shows_the_translated_nodes() {
     // fused into the node's output range stays in the convolution.
     assert!(text.contains("permute(%1) dims=[0, 3, 1, 2]"), "{text}");
     assert!(text.contains("clamp_min=0.0 clamp_max=6.0"), "{text}");
+    // The convolution writes the call's output itself, without a copy.
+    assert!(!text.contains("copy("), "{text}");
 }

@@ -19,7 +19,7 @@
 //! [`ImportError::Invalid`].
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ptec_frontend::delegate::{Xnnpack, xnnpack_schema as xnn};
 use ptec_frontend::{DelegateGraph, ValueIndex};
@@ -58,6 +58,8 @@ pub(super) fn import<'m, 'a>(
         values: HashMap::new(),
         order: Vec::new(),
         tensors: HashMap::new(),
+        created: HashSet::new(),
+        retargeted: false,
         node: NodeContext::default(),
     };
     for (index, value) in graph.xvalues().into_iter().flatten().enumerate() {
@@ -133,6 +135,11 @@ struct Translation<'i, 'm, 'a> {
     order: Vec<u32>,
     /// The tensor each value id holds, once it has one.
     tensors: HashMap<u32, Laid>,
+    /// The values this translation's nodes write.
+    created: HashSet<ValueId>,
+    /// Whether a node was made to write a call output directly, which
+    /// leaves the graph's edges to rebuild.
+    retargeted: bool,
     node: NodeContext,
 }
 
@@ -581,6 +588,7 @@ impl<'m> Translation<'_, 'm, '_> {
                 offset: Some(offset),
             }));
         }
+        self.created.extend(&outputs);
         self.importer.push(op, inputs, outputs.clone())?;
         Ok(outputs)
     }
@@ -1233,9 +1241,46 @@ impl<'m> Translation<'_, 'm, '_> {
             let output =
                 self.importer
                     .write_inferred(index, Some(&shape), &format!("output value {id}"))?;
-            self.importer.push(op, vec![laid.value], vec![output])?;
+            let output_ty = &self.importer.graph.value(output).ty;
+            let retarget = op == Op::Copy
+                && self.created.contains(&laid.value)
+                && output_ty.is_contiguous()
+                && output_ty.dtype == DType::F32;
+            if retarget {
+                self.retarget(laid.value, output);
+            } else {
+                self.importer.push(op, vec![laid.value], vec![output])?;
+            }
+        }
+        if self.retargeted {
+            self.importer.graph.rebuild_edges();
         }
         Ok(())
+    }
+
+    /// Makes the node that wrote `value` (a value of this translation, of
+    /// the output's type) write the call's output in its place, instead of
+    /// copying it there: every later read of `value` reads the output.
+    fn retarget(&mut self, value: ValueId, output: ValueId) {
+        let graph = &mut self.importer.graph;
+        for writer in graph.writers(value) {
+            for written in &mut graph.node_mut(writer).outputs {
+                if *written == value {
+                    *written = output;
+                }
+            }
+        }
+        graph.replace_reads(value, output);
+        if let Some(offset) = graph.value(output).offset {
+            self.importer.written_at.insert(offset, output);
+        }
+        for laid in self.tensors.values_mut() {
+            if laid.value == value {
+                laid.value = output;
+            }
+        }
+        self.created.remove(&value);
+        self.retargeted = true;
     }
 }
 
