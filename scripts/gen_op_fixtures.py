@@ -1491,10 +1491,13 @@ def plan_operators(program) -> list[str]:
     return [f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators]
 
 
-def export_bundled(spec: OpFixture) -> tuple[bytes, list[Inputs], list[torch.Tensor], list[str]]:
-    """Export one fixture; return the serialized bundled program, the inputs of its
-    test cases, the expected outputs of the first case and the plan's operators."""
-    torch.manual_seed(seed_for("ops", spec.name))
+def export_bundled(
+    spec: OpFixture, partitioner: list | None = None, seed_scope: str = "ops"
+) -> tuple[bytes, list[Inputs], list[torch.Tensor], list[str]]:
+    """Export one fixture (lowered to ``partitioner``, none by default); return the
+    serialized bundled program, the inputs of its test cases, the expected outputs
+    of the first case and the plan's operators."""
+    torch.manual_seed(seed_for(seed_scope, spec.name))
     model = spec.make_model().eval()
     cases = spec.make_cases()
     reference = copy.deepcopy(model)
@@ -1502,7 +1505,7 @@ def export_bundled(spec: OpFixture) -> tuple[bytes, list[Inputs], list[torch.Ten
     exported = torch.export.export(model, cases[0])
     edge = to_edge_transform_and_lower(
         exported,
-        partitioner=[],
+        partitioner=partitioner or [],
         compile_config=EdgeCompileConfig(_check_ir_validity=False),
     )
     program = edge.to_executorch()
@@ -1525,10 +1528,10 @@ def describe(tensors) -> list[dict]:
     return [{"dtype": dtype_name(t.dtype), "shape": list(t.shape)} for t in tensors]
 
 
-def index_entry(spec: OpFixture, data: bytes, cases, outputs, operators) -> dict:
+def index_entry(spec: OpFixture, data: bytes, cases, outputs, operators, variant: str = VARIANT) -> dict:
     return {
         "op": spec.op,
-        "variant": VARIANT,
+        "variant": variant,
         "description": spec.description,
         "operators": operators,
         "inputs": describe(cases[0]),
@@ -1592,11 +1595,17 @@ def write_readme(out_dir: Path, index: dict, skipped: dict) -> None:
 # ---------------------------------------------------------------- main
 
 
+def out_dir_argument(doc: str, default: Path) -> Path:
+    """The output folder from the command line (created), by default ``default``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=default)
+    out_dir = parser.parse_args().out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
-    args = parser.parse_args()
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir_argument(__doc__, DEFAULT_OUT_DIR)
 
     names = [spec.name for spec in FIXTURES]
     duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -1615,19 +1624,19 @@ def main() -> int:
             print(f"SKIPPED {file_name} ({spec.op}): {reason}", flush=True)
             skipped[file_name] = reason[:300]
             continue
-        (args.out_dir / file_name).write_bytes(data)
+        (out_dir / file_name).write_bytes(data)
         index[file_name] = index_entry(spec, data, cases, outputs, operators)
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
 
     # Files of fixtures that no longer exist or were skipped this time are stale.
-    for stale in sorted(set(p.name for p in args.out_dir.glob(f"*.{VARIANT}.bpte")) - set(index)):
-        (args.out_dir / stale).unlink()
+    for stale in sorted(set(p.name for p in out_dir.glob(f"*.{VARIANT}.bpte")) - set(index)):
+        (out_dir / stale).unlink()
         print(f"removed stale {stale}")
 
-    with open(args.out_dir / "index.json", "w") as out:
+    with open(out_dir / "index.json", "w") as out:
         json.dump(index, out, indent=2, sort_keys=True)
         out.write("\n")
-    write_readme(args.out_dir, index, skipped)
+    write_readme(out_dir, index, skipped)
 
     total = sum(entry["bytes"] for entry in index.values())
     print(f"{len(index)} fixtures, {total} bytes, {len(skipped)} skipped")

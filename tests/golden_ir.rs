@@ -1,5 +1,5 @@
 //! Golden tests of the IR: for each small fixture, the text of its graph
-//! after import and after every pass, compared with `tests/golden/NAME.ir`.
+//! after import and after every pass, compared with `tests/golden/STEM.ir`.
 //! Any difference fails; `PTEC_BLESS=1 cargo test --test golden_ir` rewrites
 //! the files, to be reviewed like code.
 
@@ -7,14 +7,18 @@ mod common;
 
 use common::{ptec, repo_dir};
 
+/// Fixtures by file stem (`tests/fixtures/STEM.bpte`).
 const PROGRAMS: &[&str] = &[
-    "add",
-    "cond",
-    "counter",
-    "conv_bn",
-    "dyn_batch",
-    "linear_relu",
-    "multi_out",
+    "add.portable",
+    "cond.portable",
+    "counter.portable",
+    "conv_bn.portable",
+    "dyn_batch.portable",
+    "linear_relu.portable",
+    "multi_out.portable",
+    "add.xnnpack",
+    "conv_bn.xnnpack",
+    "linear_relu.xnnpack",
 ];
 
 fn dump(file: &str, extra: &[&str]) -> String {
@@ -34,7 +38,7 @@ fn ir_after_import_and_each_pass_matches_the_golden_files() {
     let bless = std::env::var_os("PTEC_BLESS").is_some();
     let mut stale = Vec::new();
     for name in PROGRAMS {
-        let file = repo_dir().join(format!("tests/fixtures/{name}.portable.bpte"));
+        let file = repo_dir().join(format!("tests/fixtures/{name}.bpte"));
         let file = file.to_str().expect("utf-8 path");
         let text = format!(
             "; after import\n{}{}",

@@ -1469,9 +1469,12 @@ fn check_cli(path: &Path, json: bool, expect_ok: bool, what: &str) -> i32 {
 fn ptec_inspect_exits_0_or_1_on_mutants() {
     install_panic_hook();
     let bases = bases();
-    // A few files: some with delegates of each kind, both formats.
+    // A few files: some with delegates of each kind, both formats; inspect
+    // imports the fp32 XNNPACK graphs, so their mutants reach the importer.
     let wanted = [
         "add.xnnpack",
+        "conv_bn.xnnpack",
+        "linear_relu.xnnpack",
         "add.vulkan",
         "cond.portable",
         "conv_bn.xnnpack-q8",

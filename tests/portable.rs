@@ -6,52 +6,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{bpte_files, corpus_dir, fixture_files, ptec, repo_dir};
+use common::{
+    assert_all_pass, assert_pass_with_each_pass_off, bpte_files, corpus_dir, corpus_programs_pass,
+    fixture_files, ptec, ptec_test, repo_dir, with_suffix,
+};
 use serde_json::Value;
-
-/// Runs `ptec test --json` with extra arguments; returns each file's report.
-fn ptec_test(files: &[PathBuf], extra: &[&str]) -> Vec<Value> {
-    let mut args = vec!["test", "--json"];
-    args.extend_from_slice(extra);
-    let paths: Vec<String> = files
-        .iter()
-        .map(|path| path.display().to_string())
-        .collect();
-    args.extend(paths.iter().map(String::as_str));
-    let output = ptec(&args);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let reports: Vec<Value> = stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
-        .collect();
-    assert_eq!(
-        reports.len(),
-        files.len(),
-        "one report per file; stderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    reports
-}
-
-fn assert_all_pass(reports: &[Value], context: &str) {
-    let failures: Vec<String> = reports
-        .iter()
-        .filter(|report| report["pass"] != Value::Bool(true))
-        .map(|report| report.to_string())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{context}: failing files:\n{}",
-        failures.join("\n")
-    );
-}
-
-fn portable(dir: &Path) -> Vec<PathBuf> {
-    bpte_files(dir)
-        .into_iter()
-        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
-        .collect()
-}
 
 #[test]
 fn fixtures_pass() {
@@ -142,13 +101,7 @@ fn operator_fixtures_pass_or_are_reported_unsupported() {
 
 #[test]
 fn corpus_portable_programs_pass() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: corpus programs not run");
-        return;
-    };
-    let files = portable(&corpus);
-    assert_eq!(files.len(), 11, "the corpus has 11 portable programs");
-    assert_all_pass(&ptec_test(&files, &[]), "corpus");
+    corpus_programs_pass(".portable.bpte", 11);
 }
 
 /// Each pass switched off in turn, on the fixtures and the corpus' small
@@ -161,21 +114,12 @@ fn every_pass_can_be_switched_off() {
         .collect();
     if let Some(corpus) = corpus_dir() {
         files.extend(
-            portable(&corpus)
+            with_suffix(&corpus, ".portable.bpte")
                 .into_iter()
                 .filter(|path| !path.to_string_lossy().contains("mobilenet")),
         );
     }
-    for pass in ptec_passes::names() {
-        assert_all_pass(
-            &ptec_test(&files, &["--disable-pass", pass]),
-            &format!("--disable-pass {pass}"),
-        );
-        assert_all_pass(
-            &ptec_test(&files, &["--stop-after", pass]),
-            &format!("--stop-after {pass}"),
-        );
-    }
+    assert_pass_with_each_pass_off(&files);
 }
 
 /// The pure-Cranelift kernels (no AVX2 microkernels) give the same results.
@@ -186,7 +130,7 @@ fn cranelift_only_kernels_pass() {
         .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
         .collect();
     if let Some(corpus) = corpus_dir() {
-        files.extend(portable(&corpus));
+        files.extend(with_suffix(&corpus, ".portable.bpte"));
     }
     assert_all_pass(
         &ptec_test(&files, &["--no-microkernels"]),

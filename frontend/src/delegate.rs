@@ -6,6 +6,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
+/// The accessors of the XNNPACK graph flatbuffer, for reading the graphs
+/// [`DelegateGraph::graph`] hands out.
+pub use ptec_schema::xnnpack as xnnpack_schema;
 use ptec_schema::{vulkan as vk, xnnpack as xnn};
 
 use crate::bytes::{expect_identifier, slice, tag_at, u16_at, u32_at, u64_at, verified_flatbuffer};

@@ -6,8 +6,9 @@
 //! (with typed attributes) on a petgraph graph whose edges carry values from
 //! writer to reader, and a schedule that orders the nodes, labels and jumps
 //! included. [`import_method`] builds one from the frontend's checked values;
-//! [`verify`] checks one; [`to_text`] and [`to_dot`] print one. The IR knows
-//! nothing of flatbuffers.
+//! [`verify`] checks one; [`to_text`] and [`to_dot`] print one. The IR parses
+//! no bytes: XNNPACK delegate graphs are read through the accessors of
+//! flatbuffers the frontend verified.
 
 mod graph;
 mod import;

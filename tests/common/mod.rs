@@ -40,3 +40,80 @@ pub fn ptec(args: &[&str]) -> Output {
         .output()
         .expect("the ptec binary runs")
 }
+
+/// The `.bpte` files of a folder whose names end with `suffix`
+/// (`.portable.bpte`, `.xnnpack.bpte`), sorted.
+pub fn with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    bpte_files(dir)
+        .into_iter()
+        .filter(|path| path.to_string_lossy().ends_with(suffix))
+        .collect()
+}
+
+/// Runs `ptec test --json` with extra arguments; returns each file's report.
+pub fn ptec_test(files: &[PathBuf], extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["test", "--json"];
+    args.extend_from_slice(extra);
+    let paths: Vec<String> = files
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    let output = ptec(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let reports: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(
+        reports.len(),
+        files.len(),
+        "one report per file; stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    reports
+}
+
+pub fn assert_all_pass(reports: &[serde_json::Value], context: &str) {
+    let failures: Vec<String> = reports
+        .iter()
+        .filter(|report| report["pass"] != serde_json::Value::Bool(true))
+        .map(|report| report.to_string())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{context}: failing files:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The corpus programs whose names end with `suffix` pass (there must be
+/// `count` of them); nothing runs when the corpus is absent.
+pub fn corpus_programs_pass(suffix: &str, count: usize) {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("../shared/corpus is absent: corpus programs not run");
+        return;
+    };
+    let files = with_suffix(&corpus, suffix);
+    assert_eq!(
+        files.len(),
+        count,
+        "the corpus has {count} {suffix} programs"
+    );
+    assert_all_pass(&ptec_test(&files, &[]), "corpus");
+}
+
+/// The files pass with each pass switched off, and with the pipeline
+/// stopped after each.
+pub fn assert_pass_with_each_pass_off(files: &[PathBuf]) {
+    for pass in ptec_passes::names() {
+        assert_all_pass(
+            &ptec_test(files, &["--disable-pass", pass]),
+            &format!("--disable-pass {pass}"),
+        );
+        assert_all_pass(
+            &ptec_test(files, &["--stop-after", pass]),
+            &format!("--stop-after {pass}"),
+        );
+    }
+}

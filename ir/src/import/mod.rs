@@ -1,7 +1,8 @@
 //! Import: turns a frontend [`Method`] into a [`Graph`].
 //!
 //! Kernel calls become ops following ATen's out-variant convention (the
-//! `out` arguments become the node's outputs); moves become copies; jumps
+//! `out` arguments become the node's outputs); calls of XNNPACK delegates
+//! become the ops of their graphs' nodes (`xnnpack.rs`); moves become copies; jumps
 //! become labels and jumps; frees are dropped (memory is planned). Values live
 //! where the file's memory plan puts them, one arena for all memory ids, so
 //! that the file's instruction-less views (a tensor that shares its base's
@@ -12,6 +13,7 @@
 
 mod aten;
 mod symbols;
+mod xnnpack;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -36,6 +38,21 @@ pub enum ImportError {
     UnsupportedOperators {
         method: String,
         operators: BTreeMap<String, Vec<String>>,
+    },
+    /// An XNNPACK node ptec cannot compile: its node type, or a value,
+    /// attribute or flag it uses.
+    #[error(
+        "method {method}, instruction {at}: XNNPACK node {node} ({kind}, debug handle {debug_handle}): {what} is not supported"
+    )]
+    UnsupportedXnnpack {
+        method: String,
+        at: String,
+        /// The node's index in the delegate's graph.
+        node: usize,
+        /// The node type, e.g. `XNNConvTranspose2d`.
+        kind: String,
+        debug_handle: u32,
+        what: String,
     },
     #[error("method {method}, instruction {at}: {problem}")]
     Invalid {
@@ -251,22 +268,7 @@ impl<'m, 'a> Importer<'m, 'a> {
     fn delegate(&mut self, index: DelegateIndex, args: &[ValueIndex]) -> Result<(), ImportError> {
         let delegate = self.method.delegate(index);
         let input_count = match &delegate.payload {
-            DelegatePayload::Xnnpack(graph) => {
-                let graph = graph.graph();
-                graph
-                    .xvalues()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|value| {
-                        value.xvalue_union_as_xnntensor_value().or_else(|| {
-                            value
-                                .xvalue_union_as_xnnquantized_tensor_value()
-                                .and_then(|q| q.tensor_value())
-                        })
-                    })
-                    .filter(|tensor| tensor.flags() & 1 != 0)
-                    .count()
-            }
+            DelegatePayload::Xnnpack(graph) => return xnnpack::import(self, graph, args),
             DelegatePayload::Vulkan(graph) => graph.graph().input_ids().map_or(0, |ids| ids.len()),
             DelegatePayload::Opaque(_) => {
                 return Err(
@@ -332,16 +334,21 @@ impl<'m, 'a> Importer<'m, 'a> {
             TensorStorage::Planned {
                 memory_id, offset, ..
             } => Ok(self.region_base[memory_id as usize] + offset),
-            TensorStorage::Unplanned => {
-                let offset = self.arena_end;
-                self.arena_end = (offset + ty.max_bytes(|_| 0)).next_multiple_of(ARENA_ALIGNMENT);
-                Ok(offset)
-            }
+            TensorStorage::Unplanned => Ok(self.allocate(ty)),
             TensorStorage::Constant(_) => Err(self.invalid("a constant tensor cannot be written")),
             TensorStorage::External { ref name } => {
                 Err(self.invalid(format!("external tensor data ({name}) is not supported")))
             }
         }
+    }
+
+    /// Arena space of its own for a value the file does not plan, at the
+    /// largest size its type allows.
+    fn allocate(&mut self, ty: &TensorType) -> u64 {
+        let offset = self.arena_end;
+        let bytes = ty.max_bytes(|symbol| self.graph.bound(symbol));
+        self.arena_end = (offset + bytes).next_multiple_of(ARENA_ALIGNMENT);
+        offset
     }
 
     /// The IR value for reading frontend value `index`.
@@ -426,6 +433,45 @@ impl<'m, 'a> Importer<'m, 'a> {
         });
         self.values.insert(index, id);
         Ok(id)
+    }
+
+    /// [`Importer::write`] for an output whose shape an op's rule gives as
+    /// `inferred`, which is then equated with the shape the file declares
+    /// (settling symbols); `what` names the output in messages.
+    fn write_inferred(
+        &mut self,
+        index: ValueIndex,
+        inferred: Option<&[Dim]>,
+        what: &str,
+    ) -> Result<ValueId, ImportError> {
+        let id = self.write(index, inferred)?;
+        if let Some(inferred) = inferred {
+            let declared = self.graph.value(id).ty.shape.clone();
+            self.symbols
+                .equate_shapes(inferred, &declared)
+                .map_err(|problem| self.invalid(format!("{what}: {problem}")))?;
+        }
+        Ok(id)
+    }
+
+    /// What `op`'s shape rule says of its outputs for `inputs` (settling
+    /// symbols the rule equates).
+    fn expected_shapes(
+        &mut self,
+        op: &Op,
+        inputs: &[ValueId],
+        output_count: usize,
+    ) -> Result<Vec<Expected>, ImportError> {
+        let input_shapes: Vec<Vec<Dim>> = inputs
+            .iter()
+            .map(|&input| {
+                self.symbols
+                    .resolve_shape(&self.graph.value(input).ty.shape)
+            })
+            .collect();
+        let shape_refs: Vec<&[Dim]> = input_shapes.iter().map(Vec::as_slice).collect();
+        shape::expected_shapes(op, &shape_refs, output_count, &mut self.symbols)
+            .map_err(|problem| self.invalid(format!("{}: {problem}", op.name())))
     }
 
     /// Appends a node and records where its outputs were written (shape
@@ -626,37 +672,18 @@ impl<'a> Call<'_, '_, 'a> {
         inputs: Vec<ValueId>,
         outputs: &[ValueIndex],
     ) -> Result<(), ImportError> {
-        let importer = &mut *self.importer;
-        let input_shapes: Vec<Vec<Dim>> = inputs
-            .iter()
-            .map(|&input| {
-                importer
-                    .symbols
-                    .resolve_shape(&importer.graph.value(input).ty.shape)
-            })
-            .collect();
-        let shape_refs: Vec<&[Dim]> = input_shapes.iter().map(Vec::as_slice).collect();
-        let expected =
-            shape::expected_shapes(&op, &shape_refs, outputs.len(), &mut importer.symbols)
-                .map_err(|problem| importer.invalid(format!("{}: {problem}", op.name())))?;
+        let expected = self.importer.expected_shapes(&op, &inputs, outputs.len())?;
         let mut output_ids = Vec::with_capacity(outputs.len());
         for (slot, &index) in outputs.iter().enumerate() {
             let inferred = match expected.get(slot) {
                 Some(Expected::Shape(shape)) => Some(shape.clone()),
                 _ => None,
             };
-            let id = self.importer.write(index, inferred.as_deref())?;
-            if let Some(inferred) = inferred {
-                let declared = self.importer.graph.value(id).ty.shape.clone();
+            let what = format!("{}: output {slot}", op.name());
+            output_ids.push(
                 self.importer
-                    .symbols
-                    .equate_shapes(&inferred, &declared)
-                    .map_err(|problem| {
-                        self.importer
-                            .invalid(format!("{}: output {slot}: {problem}", op.name()))
-                    })?;
-            }
-            output_ids.push(id);
+                    .write_inferred(index, inferred.as_deref(), &what)?,
+            );
         }
         self.importer.push(op, inputs, output_ids)
     }

@@ -1,0 +1,1381 @@
+//! XNNPACK delegates: the nodes of a delegate's XNNGraph become IR nodes of
+//! the method, between the kernel calls around the DelegateCall, so that
+//! they go through the same passes and code generator.
+//!
+//! A graph's external values are the call's arguments (an external id is a
+//! position in the argument list); XNNPACK sees each argument's bytes with
+//! the dims of its physical layout. Constants are borrowed from the payload
+//! or the program's named data. XNNPACK computes convolutions and pooling in
+//! NHWC while the IR's are NCHW, so each XNNPACK tensor is kept as an IR
+//! value seen through a permutation ([`Laid`]): the NHWC output of a
+//! convolution stays the NCHW value the IR computed, elementwise nodes work
+//! in whatever layout their operands share, and a transpose only changes the
+//! permutation. Permutes are emitted where a layout must change.
+//!
+//! Node types, element types and flags ptec does not implement give
+//! [`ImportError::UnsupportedXnnpack`] with the node's type and debug
+//! handle; graphs that contradict themselves (unknown ids, wrong ranks,
+//! dims that disagree with what the nodes compute) give
+//! [`ImportError::Invalid`].
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use ptec_frontend::delegate::{Xnnpack, xnnpack_schema as xnn};
+use ptec_frontend::{DelegateGraph, ValueIndex};
+
+use super::{ImportError, Importer};
+use crate::graph::{ValueData, ValueId, ValueKind};
+use crate::op::{BinaryOp, ClampRange, Op, Pair, ReduceOp, UnaryOp};
+use crate::shape::{Expected, show};
+use crate::types::{DType, Dim, Scalar, Shape, TensorType};
+
+/// The id that stands for no value (an absent bias, an unused input).
+const INVALID_ID: u32 = u32::MAX;
+/// Value flags: the value is one of the call's inputs, or outputs.
+const EXTERNAL_INPUT: u32 = 0x1;
+const EXTERNAL_OUTPUT: u32 = 0x2;
+/// Node flags: a fully connected node's filter is `[in, out]` rather than
+/// `[out, in]`; a batch matrix multiply's second operand is transposed.
+const FLAG_TRANSPOSE_WEIGHTS: u32 = 0x1;
+/// Node flag: pooling keeps the pooled dimensions (as size 1).
+const FLAG_KEEP_DIMS: u32 = 0x40;
+/// XNNPACK's NHWC tensor is the IR's NCHW value permuted by this.
+const NHWC_OF_NCHW: [usize; 4] = [0, 2, 3, 1];
+
+/// Translates one DelegateCall of an XNNPACK delegate into IR nodes.
+pub(super) fn import<'m, 'a>(
+    importer: &mut Importer<'m, 'a>,
+    delegate: &'m DelegateGraph<'a, Xnnpack>,
+    args: &[ValueIndex],
+) -> Result<(), ImportError> {
+    let graph = delegate.graph();
+    let mut translation = Translation {
+        instruction: importer.at.clone(),
+        importer,
+        constants: &delegate.constants,
+        args,
+        values: HashMap::new(),
+        order: Vec::new(),
+        tensors: HashMap::new(),
+        created: HashSet::new(),
+        retargeted: false,
+        node: NodeContext::default(),
+    };
+    for (index, value) in graph.xvalues().into_iter().flatten().enumerate() {
+        translation.index_value(index, value)?;
+    }
+    for (index, node) in graph.xnodes().into_iter().flatten().enumerate() {
+        translation.enter(index, &node);
+        translation.node(&node)?;
+    }
+    translation.importer.at = format!("{}, XNNPACK outputs", translation.instruction);
+    translation.outputs()?;
+    translation.importer.at = translation.instruction;
+    Ok(())
+}
+
+/// An XNNPACK tensor as the IR holds it: `value.permute(perm)`.
+#[derive(Clone, Debug)]
+struct Laid {
+    value: ValueId,
+    perm: Vec<usize>,
+}
+
+/// The node being translated, for messages.
+#[derive(Debug, Default)]
+struct NodeContext {
+    index: usize,
+    kind: String,
+    debug_handle: u32,
+}
+
+/// The operands of a node of one input and one output.
+#[derive(Clone, Copy, Debug)]
+struct Unary {
+    input: u32,
+    output: u32,
+    flags: u32,
+}
+
+/// What a one-input node computes.
+#[derive(Debug)]
+enum OneInput {
+    /// An elementwise op, computed in the input's layout.
+    Map(Op),
+    /// `x * x`.
+    Square,
+    /// The input itself (copies, conversions between equal types, and
+    /// clamps, whose bounds are the node's output range).
+    Same,
+    /// Softmax over the last dimension.
+    Softmax,
+    /// The mean over H and W of an NHWC tensor.
+    GlobalAveragePool,
+}
+
+/// What a two-input node computes.
+#[derive(Debug)]
+enum TwoInputs {
+    /// An elementwise op, broadcasting.
+    Map(BinaryOp),
+    /// A batched matrix product.
+    MatMul,
+}
+
+struct Translation<'i, 'm, 'a> {
+    importer: &'i mut Importer<'m, 'a>,
+    /// The DelegateCall's place in the method, for messages.
+    instruction: String,
+    constants: &'m [Option<&'a [u8]>],
+    args: &'i [ValueIndex],
+    /// Every tensor value of the graph by id, and whether it is quantized.
+    values: HashMap<u32, (xnn::XNNTensorValue<'m>, bool)>,
+    /// Value ids in the graph's order.
+    order: Vec<u32>,
+    /// The tensor each value id holds, once it has one.
+    tensors: HashMap<u32, Laid>,
+    /// The values this translation's nodes write.
+    created: HashSet<ValueId>,
+    /// Whether a node was made to write a call output directly, which
+    /// leaves the graph's edges to rebuild.
+    retargeted: bool,
+    node: NodeContext,
+}
+
+impl<'m> Translation<'_, 'm, '_> {
+    fn invalid(&self, problem: impl Into<String>) -> ImportError {
+        self.importer.invalid(problem)
+    }
+
+    fn unsupported(&self, what: impl Into<String>) -> ImportError {
+        ImportError::UnsupportedXnnpack {
+            method: self.importer.method.name.clone(),
+            at: self.instruction.clone(),
+            node: self.node.index,
+            kind: self.node.kind.clone(),
+            debug_handle: self.node.debug_handle,
+            what: what.into(),
+        }
+    }
+
+    fn index_value(&mut self, index: usize, value: xnn::XValue<'m>) -> Result<(), ImportError> {
+        let (tensor, quantized) = match value.xvalue_union_as_xnntensor_value() {
+            Some(tensor) => (tensor, false),
+            None => value
+                .xvalue_union_as_xnnquantized_tensor_value()
+                .and_then(|quantized| quantized.tensor_value())
+                .map(|tensor| (tensor, true))
+                .ok_or_else(|| self.invalid(format!("XNNPACK value {index} is not a tensor")))?,
+        };
+        let id = tensor.id_out();
+        if id == INVALID_ID || self.values.insert(id, (tensor, quantized)).is_some() {
+            return Err(self.invalid(format!(
+                "XNNPACK value {index} has id {id}, which is invalid or taken"
+            )));
+        }
+        self.order.push(id);
+        Ok(())
+    }
+
+    fn enter(&mut self, index: usize, node: &xnn::XNode<'_>) {
+        self.node = NodeContext {
+            index,
+            kind: node
+                .xnode_union_type()
+                .variant_name()
+                .unwrap_or("unknown")
+                .to_string(),
+            debug_handle: node.debug_handle(),
+        };
+        self.importer.at = format!(
+            "{}, XNNPACK node {index} ({}, debug handle {})",
+            self.instruction,
+            self.node.kind,
+            node.debug_handle()
+        );
+    }
+
+    fn node(&mut self, node: &xnn::XNode<'_>) -> Result<(), ImportError> {
+        use xnn::XNodeUnion as K;
+        let range = output_range(node);
+        let none = ClampRange::default();
+        let unary = |op| OneInput::Map(Op::Unary(op));
+        match node.xnode_union_type() {
+            K::XNNAdd => self.two(
+                node.xnode_union_as_xnnadd(),
+                TwoInputs::Map(BinaryOp::Add),
+                range,
+            ),
+            K::XNNSubtract => self.two(
+                node.xnode_union_as_xnnsubtract(),
+                TwoInputs::Map(BinaryOp::Sub),
+                range,
+            ),
+            K::XNNMultiply => self.two(
+                node.xnode_union_as_xnnmultiply(),
+                TwoInputs::Map(BinaryOp::Mul),
+                range,
+            ),
+            K::XNNDiv => self.two(
+                node.xnode_union_as_xnndiv(),
+                TwoInputs::Map(BinaryOp::Div),
+                range,
+            ),
+            K::XNNMinimum => self.two(
+                node.xnode_union_as_xnnminimum(),
+                TwoInputs::Map(BinaryOp::Minimum),
+                none,
+            ),
+            K::XNNMaximum => self.two(
+                node.xnode_union_as_xnnmaximum(),
+                TwoInputs::Map(BinaryOp::Maximum),
+                none,
+            ),
+            K::XNNBatchMatrixMultiply => self.two(
+                node.xnode_union_as_xnnbatch_matrix_multiply(),
+                TwoInputs::MatMul,
+                none,
+            ),
+            K::XNNSigmoid => self.one(
+                node.xnode_union_as_xnnsigmoid(),
+                unary(UnaryOp::Sigmoid),
+                none,
+            ),
+            K::XNNTanh => self.one(node.xnode_union_as_xnntanh(), unary(UnaryOp::Tanh), none),
+            K::XNNGelu => self.one(
+                node.xnode_union_as_xnngelu(),
+                unary(UnaryOp::Gelu { tanh: false }),
+                none,
+            ),
+            K::XNNHardswish => self.one(
+                node.xnode_union_as_xnnhardswish(),
+                unary(UnaryOp::Hardswish),
+                none,
+            ),
+            K::XNNAbs => self.one(node.xnode_union_as_xnnabs(), unary(UnaryOp::Abs), none),
+            K::XNNNegate => self.one(node.xnode_union_as_xnnnegate(), unary(UnaryOp::Neg), none),
+            K::XNNFloor => self.one(node.xnode_union_as_xnnfloor(), unary(UnaryOp::Floor), none),
+            K::XNNCeiling => self.one(node.xnode_union_as_xnnceiling(), unary(UnaryOp::Ceil), none),
+            K::XNNSquareRoot => self.one(
+                node.xnode_union_as_xnnsquare_root(),
+                unary(UnaryOp::Sqrt),
+                none,
+            ),
+            K::XNNReciprocalSquareRoot => self.one(
+                node.xnode_union_as_xnnreciprocal_square_root(),
+                unary(UnaryOp::Rsqrt),
+                none,
+            ),
+            K::XNNLog => self.one(node.xnode_union_as_xnnlog(), unary(UnaryOp::Log), none),
+            K::XNNExp => self.one(node.xnode_union_as_xnnexp(), unary(UnaryOp::Exp), none),
+            K::XNNSin => self.one(node.xnode_union_as_xnnsin(), unary(UnaryOp::Sin), none),
+            K::XNNCos => self.one(node.xnode_union_as_xnncos(), unary(UnaryOp::Cos), none),
+            K::XNNSquare => self.one(node.xnode_union_as_xnnsquare(), OneInput::Square, none),
+            K::XNNClamp => self.one(node.xnode_union_as_xnnclamp(), OneInput::Same, range),
+            K::XNNCopy => self.one(node.xnode_union_as_xnncopy(), OneInput::Same, none),
+            K::XNNConvert => self.one(node.xnode_union_as_xnnconvert(), OneInput::Same, none),
+            K::XNNSoftmax => self.one(node.xnode_union_as_xnnsoftmax(), OneInput::Softmax, none),
+            K::XNNGlobalAvgPooling2d => self.one(
+                node.xnode_union_as_xnnglobal_avg_pooling_2d(),
+                OneInput::GlobalAveragePool,
+                range,
+            ),
+            K::XNNLeakyReLU => {
+                let t = self.operands(node.xnode_union_as_xnnleaky_re_lu())?;
+                let op = Op::LeakyRelu {
+                    slope: f64::from(t.negative_slope()),
+                };
+                self.one_input(
+                    unary_of(t.input_id(), t.output_id(), t.flags()),
+                    OneInput::Map(op),
+                    none,
+                )
+            }
+            K::XNNELU => {
+                let t = self.operands(node.xnode_union_as_xnnelu())?;
+                let op = Op::Elu {
+                    alpha: f64::from(t.alpha()),
+                    scale: 1.0,
+                    input_scale: 1.0,
+                };
+                self.one_input(
+                    unary_of(t.input_id(), t.output_id(), t.flags()),
+                    OneInput::Map(op),
+                    none,
+                )
+            }
+            K::XNNFullyConnected => {
+                let t = self.operands(node.xnode_union_as_xnnfully_connected())?;
+                self.fully_connected(t, range)
+            }
+            K::XNNConv2d => {
+                let t = self.operands(node.xnode_union_as_xnnconv_2d())?;
+                self.convolution(t, false, range)
+            }
+            K::XNNDepthwiseConv2d => {
+                let t = self.operands(node.xnode_union_as_xnndepthwise_conv_2d())?;
+                self.convolution(t, true, range)
+            }
+            K::XNNMaxPooling2d => {
+                let t = self.operands(node.xnode_union_as_xnnmax_pooling_2d())?;
+                self.max_pooling(t, range)
+            }
+            K::XNNStaticTranspose => {
+                let t = self.operands(node.xnode_union_as_xnnstatic_transpose())?;
+                self.transpose(t)
+            }
+            K::XNNStaticReshape => {
+                let t = self.operands(node.xnode_union_as_xnnstatic_reshape())?;
+                self.reshape(t)
+            }
+            K::XNNStaticSlice => {
+                let t = self.operands(node.xnode_union_as_xnnstatic_slice())?;
+                self.slice(t)
+            }
+            K::XNNStaticConstantPad => {
+                let t = self.operands(node.xnode_union_as_xnnstatic_constant_pad())?;
+                self.constant_pad(t)
+            }
+            K::XNNConcatenate2 => self.concatenate(node.xnode_union_as_xnnconcatenate_2(), 2),
+            K::XNNConcatenate3 => self.concatenate(node.xnode_union_as_xnnconcatenate_3(), 3),
+            K::XNNConcatenate4 => self.concatenate(node.xnode_union_as_xnnconcatenate_4(), 4),
+            K::XNNConcatenate5 => self.concatenate(node.xnode_union_as_xnnconcatenate_5(), 5),
+            _ => Err(self.unsupported("this node type")),
+        }
+    }
+
+    /// A node's operand table; the reader checked the union has one.
+    fn operands<T>(&self, table: Option<T>) -> Result<T, ImportError> {
+        table.ok_or_else(|| self.invalid("the node has no operands"))
+    }
+
+    fn check_flags(&self, flags: u32, allowed: u32) -> Result<(), ImportError> {
+        match flags & !allowed {
+            0 => Ok(()),
+            other => Err(self.unsupported(format!("flags {other:#x}"))),
+        }
+    }
+
+    /// The IR tensor of value `id`: what a node wrote, a call argument, or
+    /// a constant.
+    fn input(&mut self, id: u32) -> Result<Laid, ImportError> {
+        if let Some(laid) = self.tensors.get(&id) {
+            return Ok(laid.clone());
+        }
+        let tensor = self.value(id)?;
+        let laid = if tensor.flags() & EXTERNAL_INPUT != 0 {
+            self.external_input(id, tensor)?
+        } else if tensor.constant_buffer_idx() != 0 {
+            self.constant(id, tensor)?
+        } else {
+            return Err(self.invalid(format!("value {id} is read before a node writes it")));
+        };
+        self.tensors.insert(id, laid.clone());
+        Ok(laid)
+    }
+
+    /// The graph's value `id`, if ptec computes with its kind.
+    fn value(&self, id: u32) -> Result<xnn::XNNTensorValue<'m>, ImportError> {
+        let &(tensor, quantized) = self
+            .values
+            .get(&id)
+            .ok_or_else(|| self.invalid(format!("value id {id} is not in the graph")))?;
+        let datatype = |kind: xnn::XNNDatatype| kind.variant_name().unwrap_or("unknown");
+        if quantized {
+            return Err(self.unsupported(format!(
+                "value {id} (quantized, {})",
+                datatype(tensor.datatype())
+            )));
+        }
+        if tensor.datatype() != xnn::XNNDatatype::xnn_datatype_fp32 {
+            return Err(self.unsupported(format!(
+                "value {id} (of element type {})",
+                datatype(tensor.datatype())
+            )));
+        }
+        if tensor.dq_datatype() != xnn::XNNDatatype::xnn_datatype_invalid {
+            return Err(self.unsupported(format!(
+                "value {id} (dynamically quantized to {})",
+                datatype(tensor.dq_datatype())
+            )));
+        }
+        Ok(tensor)
+    }
+
+    /// The dims a value declares.
+    fn dims(&self, tensor: &xnn::XNNTensorValue<'_>) -> Vec<u64> {
+        tensor.dims().into_iter().flatten().map(u64::from).collect()
+    }
+
+    fn argument(&self, external_id: u32) -> Result<ValueIndex, ImportError> {
+        self.args.get(external_id as usize).copied().ok_or_else(|| {
+            self.invalid(format!(
+                "external id {external_id} is out of range for a call of {} arguments",
+                self.args.len()
+            ))
+        })
+    }
+
+    /// A call argument, seen with the dims of its physical layout.
+    fn external_input(
+        &mut self,
+        id: u32,
+        tensor: xnn::XNNTensorValue<'m>,
+    ) -> Result<Laid, ImportError> {
+        let value = self.importer.read(self.argument(tensor.external_id())?)?;
+        let ty = self.importer.graph.value(value).ty.clone();
+        let laid = Laid {
+            value,
+            perm: ty.dim_order.iter().map(|&dim| usize::from(dim)).collect(),
+        };
+        let dims = self.dims(&tensor);
+        if self.fits(&laid, &dims) {
+            return Ok(laid);
+        }
+        // A rank-0 argument is declared with dims [1], for one.
+        match ty.fixed_shape() {
+            Some(sizes) if byte_count(&sizes) == byte_count(&dims) => {
+                let contiguous = self.materialize(&laid, &identity(ty.rank()))?;
+                let reshaped = self.emit_given(Op::Reshape, vec![contiguous], fixed(&dims))?;
+                Ok(Laid {
+                    value: reshaped,
+                    perm: identity(dims.len()),
+                })
+            }
+            _ => Err(self.invalid(format!(
+                "value {id} has dims {dims:?}, but the argument it names is {ty}"
+            ))),
+        }
+    }
+
+    /// Whether a tensor has the declared dims (symbolic dimensions are
+    /// declared at their bound).
+    fn fits(&self, laid: &Laid, dims: &[u64]) -> bool {
+        let shape = self.xnn_shape(laid);
+        shape.len() == dims.len()
+            && shape.iter().zip(dims).all(|(&dim, &declared)| match dim {
+                Dim::Fixed(size) => size == declared,
+                Dim::Symbol(symbol) => self.importer.graph.bound(symbol) == declared,
+            })
+    }
+
+    fn constant(&mut self, id: u32, tensor: xnn::XNNTensorValue<'m>) -> Result<Laid, ImportError> {
+        let index = tensor.constant_buffer_idx();
+        let bytes = self
+            .constants
+            .get(index as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| {
+                self.invalid(format!(
+                    "value {id} names constant {index}, which is absent"
+                ))
+            })?;
+        let dims = self.dims(&tensor);
+        if byte_count(&dims) != Some(bytes.len() as u64) {
+            return Err(self.invalid(format!(
+                "constant value {id} of dims {dims:?} has {} bytes",
+                bytes.len()
+            )));
+        }
+        let value = self.importer.graph.add_value(ValueData {
+            ty: contiguous(fixed(&dims)),
+            kind: ValueKind::Constant(Cow::Borrowed(bytes)),
+            offset: None,
+        });
+        Ok(Laid {
+            value,
+            perm: identity(dims.len()),
+        })
+    }
+
+    /// Records what a node wrote to value `id`, checking it against the
+    /// value's declared dims.
+    fn define(&mut self, id: u32, laid: Laid) -> Result<(), ImportError> {
+        let tensor = self.value(id)?;
+        if tensor.flags() & EXTERNAL_INPUT != 0 || tensor.constant_buffer_idx() != 0 {
+            return Err(self.invalid(format!(
+                "value {id} is an input or a constant, and a node writes it"
+            )));
+        }
+        let dims = self.dims(&tensor);
+        let shape = self.xnn_shape(&laid);
+        let agrees = shape.len() == dims.len()
+            && shape
+                .iter()
+                .zip(&dims)
+                .all(|(&dim, &declared)| dim.fixed().is_none_or(|size| size == declared));
+        if !agrees {
+            return Err(self.invalid(format!(
+                "the node computes {} for value {id}, which the graph declares {dims:?}",
+                show(&shape)
+            )));
+        }
+        if self.tensors.insert(id, laid).is_some() {
+            return Err(self.invalid(format!("value {id} is written twice")));
+        }
+        Ok(())
+    }
+
+    /// A tensor's shape as XNNPACK sees it.
+    fn xnn_shape(&self, laid: &Laid) -> Shape {
+        let stored = self
+            .importer
+            .symbols
+            .resolve_shape(&self.importer.graph.value(laid.value).ty.shape);
+        laid.perm.iter().map(|&dim| stored[dim]).collect()
+    }
+
+    /// A contiguous value `y` with `tensor = y.permute(layout)`.
+    fn materialize(&mut self, laid: &Laid, layout: &[usize]) -> Result<ValueId, ImportError> {
+        let dims = permutation_between(&laid.perm, layout);
+        let ty = &self.importer.graph.value(laid.value).ty;
+        match dims {
+            dims if dims != identity(dims.len()) => {
+                self.emit(Op::Permute { dims }, vec![laid.value])
+            }
+            _ if ty.is_contiguous() => Ok(laid.value),
+            _ => {
+                let shape = ty.shape.clone();
+                self.emit_given(Op::Copy, vec![laid.value], shape)
+            }
+        }
+    }
+
+    /// The tensor with rank `rank`: leading dimensions of size 1 added.
+    fn with_rank(&mut self, laid: Laid, rank: usize) -> Result<Laid, ImportError> {
+        let shape = self.xnn_shape(&laid);
+        if shape.len() >= rank {
+            return Ok(laid);
+        }
+        let contiguous = self.materialize(&laid, &identity(shape.len()))?;
+        let mut padded = vec![Dim::Fixed(1); rank - shape.len()];
+        padded.extend(shape);
+        Ok(Laid {
+            value: self.emit_given(Op::Reshape, vec![contiguous], padded)?,
+            perm: identity(rank),
+        })
+    }
+
+    /// Emits `op` with outputs of these element types, the shapes its rule
+    /// gives or else `given`.
+    fn emit_outputs(
+        &mut self,
+        op: Op,
+        inputs: Vec<ValueId>,
+        dtypes: &[DType],
+        given: Option<Shape>,
+    ) -> Result<Vec<ValueId>, ImportError> {
+        let expected = self.importer.expected_shapes(&op, &inputs, dtypes.len())?;
+        let mut outputs = Vec::with_capacity(dtypes.len());
+        for (slot, &dtype) in dtypes.iter().enumerate() {
+            let shape = match (expected.get(slot), &given) {
+                (Some(Expected::Shape(shape)), _) => shape.clone(),
+                (_, Some(shape)) => shape.clone(),
+                _ => {
+                    return Err(self.invalid(format!("{}: output {slot} has no shape", op.name())));
+                }
+            };
+            let ty = TensorType {
+                dtype,
+                ..contiguous(shape)
+            };
+            let offset = self.importer.allocate(&ty);
+            outputs.push(self.importer.graph.add_value(ValueData {
+                ty,
+                kind: ValueKind::Computed,
+                offset: Some(offset),
+            }));
+        }
+        self.created.extend(&outputs);
+        self.importer.push(op, inputs, outputs.clone())?;
+        Ok(outputs)
+    }
+
+    /// Emits `op`, whose one f32 output has the shape its rule gives.
+    fn emit(&mut self, op: Op, inputs: Vec<ValueId>) -> Result<ValueId, ImportError> {
+        Ok(self.emit_outputs(op, inputs, &[DType::F32], None)?[0])
+    }
+
+    /// Emits `op`, whose one f32 output has the given shape.
+    fn emit_given(
+        &mut self,
+        op: Op,
+        inputs: Vec<ValueId>,
+        shape: Shape,
+    ) -> Result<ValueId, ImportError> {
+        Ok(self.emit_outputs(op, inputs, &[DType::F32], Some(shape))?[0])
+    }
+
+    /// The tensor clamped to a node's output range.
+    fn clamp(&mut self, laid: Laid, range: ClampRange) -> Result<Laid, ImportError> {
+        if range.is_none() {
+            return Ok(laid);
+        }
+        let op = Op::Clamp {
+            min: range.min.map(Scalar::Float),
+            max: range.max.map(Scalar::Float),
+        };
+        Ok(Laid {
+            value: self.emit(op, vec![laid.value])?,
+            perm: laid.perm,
+        })
+    }
+
+    fn one(
+        &mut self,
+        table: Option<xnn::_XNNNode1x1<'_>>,
+        what: OneInput,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let t = self.operands(table)?;
+        self.one_input(
+            unary_of(t.input_id(), t.output_id(), t.flags()),
+            what,
+            range,
+        )
+    }
+
+    fn one_input(
+        &mut self,
+        operands: Unary,
+        what: OneInput,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let keep_dims = matches!(what, OneInput::GlobalAveragePool);
+        self.check_flags(operands.flags, if keep_dims { FLAG_KEEP_DIMS } else { 0 })?;
+        let x = self.input(operands.input)?;
+        let result = match what {
+            OneInput::Map(op) => Laid {
+                value: self.emit(op, vec![x.value])?,
+                perm: x.perm,
+            },
+            OneInput::Square => {
+                let op = Op::Binary {
+                    op: BinaryOp::Mul,
+                    alpha: None,
+                };
+                Laid {
+                    value: self.emit(op, vec![x.value, x.value])?,
+                    perm: x.perm,
+                }
+            }
+            OneInput::Same => x,
+            OneInput::Softmax => {
+                let dim = *x
+                    .perm
+                    .last()
+                    .ok_or_else(|| self.invalid("softmax of a rank-0 tensor"))?;
+                let op = Op::Softmax { dim, log: false };
+                Laid {
+                    value: self.emit(op, vec![x.value])?,
+                    perm: x.perm,
+                }
+            }
+            OneInput::GlobalAveragePool => {
+                self.global_average_pool(x, operands.flags & FLAG_KEEP_DIMS != 0)?
+            }
+        };
+        let result = self.clamp(result, range)?;
+        self.define(operands.output, result)
+    }
+
+    /// The mean over H and W of an NHWC tensor.
+    fn global_average_pool(&mut self, x: Laid, keep_dims: bool) -> Result<Laid, ImportError> {
+        if x.perm.len() != 4 {
+            return Err(self.invalid(format!(
+                "global average pooling of a rank-{} tensor",
+                x.perm.len()
+            )));
+        }
+        // With kept dims the result stays in the input's layout; without,
+        // it is [N, C] from the NHWC tensor.
+        let (source, layout) = if keep_dims {
+            (x.value, x.perm)
+        } else {
+            (self.materialize(&x, &identity(4))?, identity(4))
+        };
+        let mut dims = vec![layout[1], layout[2]];
+        dims.sort_unstable();
+        let op = Op::Reduce {
+            op: ReduceOp::Mean,
+            dims,
+            keepdim: keep_dims,
+        };
+        let value = self.emit(op, vec![source])?;
+        let perm = if keep_dims { layout } else { identity(2) };
+        Ok(Laid { value, perm })
+    }
+
+    fn two(
+        &mut self,
+        table: Option<xnn::_XNNNode2x1<'_>>,
+        what: TwoInputs,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let t = self.operands(table)?;
+        let transpose_b =
+            matches!(what, TwoInputs::MatMul) && t.flags() & FLAG_TRANSPOSE_WEIGHTS != 0;
+        self.check_flags(
+            t.flags(),
+            if matches!(what, TwoInputs::MatMul) {
+                FLAG_TRANSPOSE_WEIGHTS
+            } else {
+                0
+            },
+        )?;
+        let (a, b) = (self.input(t.input1_id())?, self.input(t.input2_id())?);
+        let result = match what {
+            TwoInputs::Map(op) => {
+                let rank = a.perm.len().max(b.perm.len());
+                let (a, b) = (self.with_rank(a, rank)?, self.with_rank(b, rank)?);
+                // Work in whichever operand's layout is not plain.
+                let layout = if a.perm == identity(rank) {
+                    b.perm.clone()
+                } else {
+                    a.perm.clone()
+                };
+                let inputs = vec![
+                    self.materialize(&a, &layout)?,
+                    self.materialize(&b, &layout)?,
+                ];
+                let op = Op::Binary { op, alpha: None };
+                Laid {
+                    value: self.emit(op, inputs)?,
+                    perm: layout,
+                }
+            }
+            TwoInputs::MatMul => {
+                let lhs = self.materialize(&a, &identity(a.perm.len()))?;
+                let mut rhs = self.materialize(&b, &identity(b.perm.len()))?;
+                if transpose_b {
+                    rhs = self.transpose_last(rhs, b.perm.len())?;
+                }
+                let value = self.emit(Op::MatMul, vec![lhs, rhs])?;
+                Laid {
+                    value,
+                    perm: identity(a.perm.len()),
+                }
+            }
+        };
+        let result = self.clamp(result, range)?;
+        self.define(t.output_id(), result)
+    }
+
+    /// A value with its last two dimensions swapped.
+    fn transpose_last(&mut self, value: ValueId, rank: usize) -> Result<ValueId, ImportError> {
+        if rank < 2 {
+            return Err(self.invalid(format!("transposing a rank-{rank} matrix")));
+        }
+        let mut dims = identity(rank);
+        dims.swap(rank - 2, rank - 1);
+        self.emit(Op::Permute { dims }, vec![value])
+    }
+
+    /// `out = x @ filter^T + bias` over the last dimension of `x`.
+    fn fully_connected(
+        &mut self,
+        t: xnn::XNNFullyConnected<'_>,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        self.check_flags(t.flags(), FLAG_TRANSPOSE_WEIGHTS)?;
+        let x = self.input(t.input1_id())?;
+        let filter = self.input(t.filter_id())?;
+        if filter.perm.len() != 2 || x.perm.is_empty() {
+            return Err(self.invalid(format!(
+                "a fully connected node of a rank-{} input and a rank-{} filter",
+                x.perm.len(),
+                filter.perm.len()
+            )));
+        }
+        let mut weight = self.materialize(&filter, &identity(2))?;
+        if t.flags() & FLAG_TRANSPOSE_WEIGHTS == 0 {
+            weight = self.transpose_last(weight, 2)?;
+        }
+        let shape = self.xnn_shape(&x);
+        let rank = shape.len();
+        let mut rows = self.materialize(&x, &identity(rank))?;
+        // XNNPACK flattens the leading dimensions into rows.
+        let leading = &shape[..rank - 1];
+        if rank != 2 {
+            let count = leading
+                .iter()
+                .map(|dim| dim.fixed())
+                .product::<Option<u64>>()
+                .ok_or_else(|| {
+                    self.unsupported(format!(
+                        "a rank-{rank} input {} with a dynamic dimension",
+                        show(&shape)
+                    ))
+                })?;
+            rows = self.emit_given(
+                Op::Reshape,
+                vec![rows],
+                vec![Dim::Fixed(count), shape[rank - 1]],
+            )?;
+        }
+        let product = match t.bias_id() {
+            INVALID_ID => self.emit(Op::MatMul, vec![rows, weight])?,
+            bias => {
+                let bias = self.input(bias)?;
+                let bias = self.materialize(&bias, &identity(bias.perm.len()))?;
+                let op = Op::Addmm {
+                    beta: Scalar::Int(1),
+                    alpha: Scalar::Int(1),
+                };
+                self.emit(op, vec![bias, rows, weight])?
+            }
+        };
+        let value = if rank == 2 {
+            product
+        } else {
+            let columns = self.importer.graph.value(product).ty.shape[1];
+            let mut out_shape = leading.to_vec();
+            out_shape.push(columns);
+            self.emit_given(Op::Reshape, vec![product], out_shape)?
+        };
+        let result = self.clamp(
+            Laid {
+                value,
+                perm: identity(rank),
+            },
+            range,
+        )?;
+        self.define(t.output_id(), result)
+    }
+
+    /// A 4-D input as the NCHW value an NHWC node needs.
+    fn nchw_input(&mut self, id: u32) -> Result<ValueId, ImportError> {
+        let x = self.input(id)?;
+        if x.perm.len() != 4 {
+            return Err(self.invalid(format!(
+                "value {id} has rank {} where a 4-D NHWC tensor is needed",
+                x.perm.len()
+            )));
+        }
+        self.materialize(&x, &NHWC_OF_NCHW)
+    }
+
+    /// A window's stride or dilation, which must be at least 1.
+    fn positive(&self, what: &str, [height, width]: [u32; 2]) -> Result<Pair, ImportError> {
+        if height == 0 || width == 0 {
+            return Err(self.invalid(format!("a {what} of {height}x{width}")));
+        }
+        Ok([height.into(), width.into()])
+    }
+
+    /// Pads an NCHW value by XNNPACK's (top, right, bottom, left) padding.
+    /// Returns the value and the symmetric padding left to the op: all of
+    /// it when the op can take it (`implicit`), else none after an explicit
+    /// pad with `value`.
+    fn pad_spatial(
+        &mut self,
+        x: ValueId,
+        [top, right, bottom, left]: [u32; 4],
+        value: f64,
+        implicit: bool,
+    ) -> Result<(ValueId, Pair), ImportError> {
+        if implicit && top == bottom && left == right {
+            return Ok((x, [u64::from(top), u64::from(left)]));
+        }
+        let op = Op::Pad {
+            before: vec![0, 0, u64::from(top), u64::from(left)],
+            after: vec![0, 0, u64::from(bottom), u64::from(right)],
+            value: Scalar::Float(value),
+        };
+        Ok((self.emit(op, vec![x])?, [0, 0]))
+    }
+
+    fn convolution(
+        &mut self,
+        t: xnn::_XNNNodeConv<'_>,
+        depthwise: bool,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        self.check_flags(t.flags(), 0)?;
+        let x = self.nchw_input(t.input1_id())?;
+        let filter = self.input(t.filter_id())?;
+        if filter.perm.len() != 4 {
+            return Err(self.invalid(format!("a rank-{} filter", filter.perm.len())));
+        }
+        // XNNPACK's filters are [O, KH, KW, I/groups], depthwise ones
+        // [1, KH, KW, O]; the IR's are [O, I/groups, KH, KW].
+        let filter_shape = self.xnn_shape(&filter);
+        let kernel = [
+            Dim::Fixed(t.kernel_height().into()),
+            Dim::Fixed(t.kernel_width().into()),
+        ];
+        if filter_shape[1..3] != kernel[..] {
+            return Err(self.invalid(format!(
+                "a {}x{} kernel with a filter of shape {}",
+                t.kernel_height(),
+                t.kernel_width(),
+                show(&filter_shape)
+            )));
+        }
+        let weight = self.materialize(&filter, &identity(4))?;
+        let dims = if depthwise {
+            vec![3, 0, 1, 2]
+        } else {
+            vec![0, 3, 1, 2]
+        };
+        let weight = self.emit(Op::Permute { dims }, vec![weight])?;
+        let mut inputs = vec![x, weight];
+        if t.bias_id() != INVALID_ID {
+            let bias = self.input(t.bias_id())?;
+            inputs.push(self.materialize(&bias, &identity(bias.perm.len()))?);
+        }
+        let padding = [
+            t.padding_top(),
+            t.padding_right(),
+            t.padding_bottom(),
+            t.padding_left(),
+        ];
+        let (padded, padding) = self.pad_spatial(inputs[0], padding, 0.0, true)?;
+        inputs[0] = padded;
+        let op = Op::Convolution {
+            stride: self.positive("stride", [t.subsampling_height(), t.subsampling_width()])?,
+            padding,
+            dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
+            groups: t.groups().into(),
+            bias: inputs.len() == 3,
+            clamp: range,
+            residual: false,
+        };
+        let value = self.emit(op, inputs)?;
+        self.define(
+            t.output_id(),
+            Laid {
+                value,
+                perm: NHWC_OF_NCHW.to_vec(),
+            },
+        )
+    }
+
+    fn max_pooling(
+        &mut self,
+        t: xnn::_XNNPooling2D<'_>,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        self.check_flags(t.flags(), FLAG_KEEP_DIMS)?;
+        let x = self.nchw_input(t.input_id())?;
+        let kernel = [u64::from(t.pooling_height()), u64::from(t.pooling_width())];
+        let padding = [
+            t.padding_top(),
+            t.padding_right(),
+            t.padding_bottom(),
+            t.padding_left(),
+        ];
+        // The IR's pooling pads by at most half the window.
+        let implicit =
+            2 * u64::from(padding[0]) <= kernel[0] && 2 * u64::from(padding[1]) <= kernel[1];
+        let (x, padding) = self.pad_spatial(x, padding, f64::NEG_INFINITY, implicit)?;
+        let op = Op::MaxPool2d {
+            kernel,
+            stride: self.positive("stride", [t.stride_height(), t.stride_width()])?,
+            padding,
+            dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
+            ceil_mode: false,
+        };
+        let values = self.emit_outputs(op, vec![x], &[DType::F32, DType::I64], None)?[0];
+        let result = self.clamp(
+            Laid {
+                value: values,
+                perm: NHWC_OF_NCHW.to_vec(),
+            },
+            range,
+        )?;
+        self.define(t.output_id(), result)
+    }
+
+    fn transpose(&mut self, t: xnn::XNNStaticTranspose<'_>) -> Result<(), ImportError> {
+        self.check_flags(t.flags(), 0)?;
+        let x = self.input(t.input_id())?;
+        let perm: Vec<usize> = t.perm().into_iter().flatten().map(|d| d as usize).collect();
+        if !is_permutation(&perm, x.perm.len()) {
+            return Err(self.invalid(format!(
+                "{perm:?} is not a permutation of {} dimensions",
+                x.perm.len()
+            )));
+        }
+        // tensor.permute(perm) = value.permute(x.perm).permute(perm).
+        let composed = perm.iter().map(|&dim| x.perm[dim]).collect();
+        self.define(
+            t.output_id(),
+            Laid {
+                value: x.value,
+                perm: composed,
+            },
+        )
+    }
+
+    fn reshape(&mut self, t: xnn::XNNStaticReshape<'_>) -> Result<(), ImportError> {
+        self.check_flags(t.flags(), 0)?;
+        let x = self.input(t.input_id())?;
+        let declared = self.dims(&self.value(t.output_id())?);
+        let new_shape: Vec<u64> = t.new_shape().into_iter().flatten().map(u64::from).collect();
+        // A 0 in the new shape is the dimension XNNPACK infers.
+        let consistent = new_shape.len() == declared.len()
+            && new_shape
+                .iter()
+                .zip(&declared)
+                .all(|(&size, &dim)| size == 0 || size == dim);
+        if !consistent {
+            return Err(self.invalid(format!(
+                "a reshape to {new_shape:?} whose output is declared {declared:?}"
+            )));
+        }
+        let source = self.materialize(&x, &identity(x.perm.len()))?;
+        let source_ty = self.importer.graph.value(source).ty.clone();
+        let shape = match source_ty.fixed_shape() {
+            Some(sizes) => {
+                if byte_count(&sizes) != byte_count(&declared) {
+                    return Err(self.invalid(format!("cannot reshape {source_ty} to {declared:?}")));
+                }
+                fixed(&declared)
+            }
+            None if byte_count(&declared).is_none() => {
+                return Err(self.invalid(format!("a reshape to {declared:?}")));
+            }
+            // Dynamic dimensions carry over where the bounds line up.
+            None => {
+                self.importer
+                    .symbols
+                    .view_type(
+                        &self.importer.graph,
+                        &source_ty,
+                        contiguous(fixed(&declared)),
+                    )
+                    .shape
+            }
+        };
+        let value = self.emit_given(Op::Reshape, vec![source], shape)?;
+        self.define(
+            t.output_id(),
+            Laid {
+                value,
+                perm: identity(declared.len()),
+            },
+        )
+    }
+
+    fn slice(&mut self, t: xnn::XNNStaticSlice<'_>) -> Result<(), ImportError> {
+        self.check_flags(t.flags(), 0)?;
+        let x = self.input(t.input_id())?;
+        let offsets: Vec<u64> = t.offsets().into_iter().flatten().map(u64::from).collect();
+        let sizes: Vec<u64> = t.sizes().into_iter().flatten().map(u64::from).collect();
+        let shape = self.xnn_shape(&x);
+        if offsets.len() != shape.len() || sizes.len() != shape.len() {
+            return Err(self.invalid(format!(
+                "a slice of {} offsets and {} sizes of a rank-{} tensor",
+                offsets.len(),
+                sizes.len(),
+                shape.len()
+            )));
+        }
+        let mut value = x.value;
+        for (axis, ((&start, &size), &dim)) in offsets.iter().zip(&sizes).zip(&shape).enumerate() {
+            if start == 0 && Dim::Fixed(size) == dim {
+                continue;
+            }
+            let stored = x.perm[axis];
+            let mut out = self
+                .importer
+                .symbols
+                .resolve_shape(&self.importer.graph.value(value).ty.shape);
+            out[stored] = Dim::Fixed(size);
+            value = self.emit_given(
+                Op::Slice {
+                    dim: stored,
+                    start,
+                    step: 1,
+                },
+                vec![value],
+                out,
+            )?;
+        }
+        self.define(
+            t.output_id(),
+            Laid {
+                value,
+                perm: x.perm,
+            },
+        )
+    }
+
+    fn constant_pad(&mut self, t: xnn::XNNStaticConstantPad<'_>) -> Result<(), ImportError> {
+        self.check_flags(t.flags(), 0)?;
+        let x = self.input(t.input_id())?;
+        let pre: Vec<u64> = t
+            .pre_paddings()
+            .into_iter()
+            .flatten()
+            .map(u64::from)
+            .collect();
+        let post: Vec<u64> = t
+            .post_paddings()
+            .into_iter()
+            .flatten()
+            .map(u64::from)
+            .collect();
+        let rank = x.perm.len();
+        if pre.len() != rank || post.len() != rank {
+            return Err(self.invalid(format!(
+                "paddings of {} and {} dims for a rank-{rank} tensor",
+                pre.len(),
+                post.len()
+            )));
+        }
+        let (mut before, mut after) = (vec![0; rank], vec![0; rank]);
+        for (axis, &stored) in x.perm.iter().enumerate() {
+            before[stored] = pre[axis];
+            after[stored] = post[axis];
+        }
+        let op = Op::Pad {
+            before,
+            after,
+            value: Scalar::Float(f64::from(t.padding_value())),
+        };
+        let value = self.emit(op, vec![x.value])?;
+        self.define(
+            t.output_id(),
+            Laid {
+                value,
+                perm: x.perm,
+            },
+        )
+    }
+
+    fn concatenate(
+        &mut self,
+        table: Option<xnn::_XNNCat<'_>>,
+        count: usize,
+    ) -> Result<(), ImportError> {
+        let t = self.operands(table)?;
+        self.check_flags(t.flags(), 0)?;
+        let ids = [
+            t.input1_id(),
+            t.input2_id(),
+            t.input3_id(),
+            t.input4_id(),
+            t.input5_id(),
+        ];
+        let parts = ids[..count]
+            .iter()
+            .map(|&id| self.input(id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let layout = parts[0].perm.clone();
+        let axis = t.axis() as usize;
+        if axis >= layout.len() || parts.iter().any(|part| part.perm.len() != layout.len()) {
+            return Err(self.invalid(format!(
+                "concatenation along axis {axis} of tensors of ranks {:?}",
+                parts.iter().map(|part| part.perm.len()).collect::<Vec<_>>()
+            )));
+        }
+        let inputs = parts
+            .iter()
+            .map(|part| self.materialize(part, &layout))
+            .collect::<Result<Vec<_>, _>>()?;
+        let value = self.emit(Op::Cat { dim: layout[axis] }, inputs)?;
+        self.define(
+            t.output_id(),
+            Laid {
+                value,
+                perm: layout,
+            },
+        )
+    }
+
+    /// Writes every external output into the call's argument.
+    fn outputs(&mut self) -> Result<(), ImportError> {
+        for id in self.order.clone() {
+            let (tensor, _) = self.values[&id];
+            if tensor.flags() & EXTERNAL_OUTPUT == 0 {
+                continue;
+            }
+            let laid = self
+                .tensors
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| self.invalid(format!("output value {id} is never written")))?;
+            let index = self.argument(tensor.external_id())?;
+            let file_tensor = self.importer.tensor(index)?;
+            let order: Vec<usize> = file_tensor
+                .dim_order
+                .iter()
+                .map(|&d| usize::from(d))
+                .collect();
+            let laid = if order.len() == laid.perm.len() {
+                laid
+            } else {
+                // A rank-0 output is declared with dims [1], for one: the
+                // bytes take the argument's physical sizes.
+                let physical: Vec<u64> = order
+                    .iter()
+                    .map(|&dim| file_tensor.sizes[dim] as u64)
+                    .collect();
+                let contiguous_value = self.materialize(&laid, &identity(laid.perm.len()))?;
+                Laid {
+                    value: self.emit_given(
+                        Op::Reshape,
+                        vec![contiguous_value],
+                        fixed(&physical),
+                    )?,
+                    perm: identity(order.len()),
+                }
+            };
+            // The argument holds the tensor in its dim order: the argument
+            // is tensor.permute(order^-1) = value.permute(dims).
+            let dims = permutation_between(&laid.perm, &order);
+            let stored = self
+                .importer
+                .symbols
+                .resolve_shape(&self.importer.graph.value(laid.value).ty.shape);
+            let shape: Shape = dims.iter().map(|&dim| stored[dim]).collect();
+            let op = if dims == identity(dims.len()) {
+                Op::Copy
+            } else {
+                Op::Permute { dims }
+            };
+            let output =
+                self.importer
+                    .write_inferred(index, Some(&shape), &format!("output value {id}"))?;
+            let output_ty = &self.importer.graph.value(output).ty;
+            let retarget = op == Op::Copy
+                && self.created.contains(&laid.value)
+                && output_ty.is_contiguous()
+                && output_ty.dtype == DType::F32;
+            if retarget {
+                self.retarget(laid.value, output);
+            } else {
+                self.importer.push(op, vec![laid.value], vec![output])?;
+            }
+        }
+        if self.retargeted {
+            self.importer.graph.rebuild_edges();
+        }
+        Ok(())
+    }
+
+    /// Makes the node that wrote `value` (a value of this translation, of
+    /// the output's type) write the call's output in its place, instead of
+    /// copying it there: every later read of `value` reads the output.
+    fn retarget(&mut self, value: ValueId, output: ValueId) {
+        let graph = &mut self.importer.graph;
+        for writer in graph.writers(value) {
+            for written in &mut graph.node_mut(writer).outputs {
+                if *written == value {
+                    *written = output;
+                }
+            }
+        }
+        graph.replace_reads(value, output);
+        if let Some(offset) = graph.value(output).offset {
+            self.importer.written_at.insert(offset, output);
+        }
+        for laid in self.tensors.values_mut() {
+            if laid.value == value {
+                laid.value = output;
+            }
+        }
+        self.created.remove(&value);
+        self.retargeted = true;
+    }
+}
+
+fn unary_of(input: u32, output: u32, flags: u32) -> Unary {
+    Unary {
+        input,
+        output,
+        flags,
+    }
+}
+
+/// The range a node clamps its output to (XNNPACK's output min and max;
+/// infinite bounds are none).
+fn output_range(node: &xnn::XNode<'_>) -> ClampRange {
+    let bound = |value: f32, unbounded: f32| (value != unbounded).then_some(f64::from(value));
+    node.output_min_max()
+        .map_or_else(ClampRange::default, |range| ClampRange {
+            min: bound(range.output_min(), f32::NEG_INFINITY),
+            max: bound(range.output_max(), f32::INFINITY),
+        })
+}
+
+/// The bytes of an f32 tensor of these sizes, unless they overflow.
+fn byte_count(sizes: &[u64]) -> Option<u64> {
+    sizes
+        .iter()
+        .try_fold(DType::F32.size() as u64, |count, &size| {
+            count.checked_mul(size)
+        })
+}
+
+fn identity(rank: usize) -> Vec<usize> {
+    (0..rank).collect()
+}
+
+fn is_permutation(perm: &[usize], rank: usize) -> bool {
+    let mut seen = vec![false; rank];
+    perm.len() == rank
+        && perm
+            .iter()
+            .all(|&dim| dim < rank && !std::mem::replace(&mut seen[dim], true))
+}
+
+/// The dims `d` with `value.permute(perm) = y.permute(layout)` for
+/// `y = value.permute(d)`: `d[i] = perm[layout^-1[i]]`.
+fn permutation_between(perm: &[usize], layout: &[usize]) -> Vec<usize> {
+    let mut inverse = vec![0; layout.len()];
+    for (position, &dim) in layout.iter().enumerate() {
+        inverse[dim] = position;
+    }
+    inverse.iter().map(|&position| perm[position]).collect()
+}
+
+fn fixed(sizes: &[u64]) -> Shape {
+    sizes.iter().map(|&size| Dim::Fixed(size)).collect()
+}
+
+fn contiguous(shape: Shape) -> TensorType {
+    TensorType {
+        dtype: DType::F32,
+        dim_order: (0..shape.len() as u8).collect(),
+        shape,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permutation_between_layouts() {
+        // An NHWC tensor held as its NCHW value, wanted as NCHW: no permute.
+        assert_eq!(
+            permutation_between(&NHWC_OF_NCHW, &NHWC_OF_NCHW),
+            identity(4)
+        );
+        // ... wanted as a plain NHWC value: the NCHW value permuted to NHWC.
+        assert_eq!(
+            permutation_between(&NHWC_OF_NCHW, &identity(4)),
+            NHWC_OF_NCHW
+        );
+        // A plain NHWC tensor wanted as NCHW: NHWC permuted back.
+        assert_eq!(
+            permutation_between(&identity(4), &NHWC_OF_NCHW),
+            [0, 3, 1, 2]
+        );
+        // Composition is not symmetric: perm [1,2,0] held, wanted as [2,0,1].
+        assert_eq!(permutation_between(&[1, 2, 0], &[2, 0, 1]), [2, 0, 1]);
+    }
+
+    #[test]
+    fn permutations_are_checked() {
+        assert!(is_permutation(&[2, 0, 1], 3));
+        assert!(!is_permutation(&[0, 0, 1], 3));
+        assert!(!is_permutation(&[0, 1], 3));
+        assert!(!is_permutation(&[0, 1, 3], 3));
+    }
+}
