@@ -451,7 +451,7 @@ fn conv_tile(
                     .collect();
                 for channel in 0..block as usize {
                     let tap = channel as i64 * weight_block + (ky * kernel_w + kx) * 4;
-                    let w = e.b.ins().load(types::F32, flags(), p[1], tap as i32);
+                    let w = e.b.ins().load(types::F32, tile_input(), p[1], tap as i32);
                     let w = if lane.is_vector() {
                         e.b.ins().splat(lane, w)
                     } else {
@@ -503,6 +503,16 @@ fn conv_tile(
     Ok(())
 }
 
+/// How a convolution tile reads its inputs and weights: memory that nothing
+/// writes while tiles run (the padded copy is finished before them), so the
+/// loads are pure for Cranelift's e-graph. That lets each load sit next to
+/// the multiply-adds that use it; as ordinary loads they would all stay
+/// ahead of the arithmetic, which Cranelift places at the end of the loop
+/// body, and the registers would spill.
+fn tile_input() -> MemFlagsData {
+    flags().with_readonly().with_can_move()
+}
+
 /// Loads four inputs `stride` elements apart (or one, for a scalar lane).
 fn load_strided(
     e: &mut Emitter<'_, '_, '_>,
@@ -512,14 +522,16 @@ fn load_strided(
     lane: Type,
 ) -> Value {
     if !lane.is_vector() {
-        return e.b.ins().load(types::F32, flags(), base, offset);
+        return e.b.ins().load(types::F32, tile_input(), base, offset);
     }
     match stride {
-        1 => e.b.ins().load(types::F32X4, flags(), base, offset),
+        1 => e.b.ins().load(types::F32X4, tile_input(), base, offset),
         2 => {
             // Eight consecutive floats; keep the even ones.
-            let low = e.b.ins().load(types::I8X16, flags(), base, offset);
-            let high = e.b.ins().load(types::I8X16, flags(), base, offset + 16);
+            let low = e.b.ins().load(types::I8X16, tile_input(), base, offset);
+            let high =
+                e.b.ins()
+                    .load(types::I8X16, tile_input(), base, offset + 16);
             let mask = e.b.func.dfg.immediates.push(ConstantData::from(
                 [0u8, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27].as_slice(),
             ));
@@ -531,12 +543,12 @@ fn load_strided(
             )
         }
         _ => {
-            let first = e.b.ins().load(types::F32, flags(), base, offset);
+            let first = e.b.ins().load(types::F32, tile_input(), base, offset);
             let mut vector = e.b.ins().scalar_to_vector(types::F32X4, first);
             for lane_index in 1..4u8 {
                 let element = e.b.ins().load(
                     types::F32,
-                    flags(),
+                    tile_input(),
                     base,
                     offset + (i64::from(lane_index) * stride * 4) as i32,
                 );

@@ -70,11 +70,11 @@ impl Epilogue {
         let lane = e.b.func.dfg.value_type(value);
         if let Some(min) = self.min {
             let min = super::scalar_ops::fconst(e, lane, f64::from(min));
-            value = e.b.ins().fmax(value, min);
+            value = super::scalar_ops::at_least(e, value, min);
         }
         if let Some(max) = self.max {
             let max = super::scalar_ops::fconst(e, lane, f64::from(max));
-            value = e.b.ins().fmin(value, max);
+            value = super::scalar_ops::at_most(e, value, max);
         }
         if let Some(distance) = self.residual {
             let residual_address = e.b.ins().iadd(address, distance);

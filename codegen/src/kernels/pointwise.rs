@@ -101,7 +101,7 @@ fn element(
             if let Some(min) = min {
                 let min = constant(e, min, ty, compute)?;
                 value = if compute.is_float() {
-                    e.b.ins().fmax(value, min)
+                    scalar_ops::at_least(e, value, min)
                 } else {
                     e.b.ins().smax(value, min)
                 };
@@ -109,7 +109,7 @@ fn element(
             if let Some(max) = max {
                 let max = constant(e, max, ty, compute)?;
                 value = if compute.is_float() {
-                    e.b.ins().fmin(value, max)
+                    scalar_ops::at_most(e, value, max)
                 } else {
                     e.b.ins().smin(value, max)
                 };
@@ -120,8 +120,8 @@ fn element(
         Op::LeakyRelu { slope } => {
             let zero = scalar_ops::fconst(e, ty, 0.0);
             let factor = scalar_ops::fconst(e, ty, slope);
-            let positive = e.b.ins().fmax(x[0], zero);
-            let negative = e.b.ins().fmin(x[0], zero);
+            let positive = scalar_ops::at_least(e, x[0], zero);
+            let negative = scalar_ops::at_most(e, x[0], zero);
             let scaled = e.b.ins().fmul(negative, factor);
             Ok(e.b.ins().fadd(positive, scaled))
         }

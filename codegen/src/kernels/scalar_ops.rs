@@ -4,7 +4,7 @@
 //! comparisons give bools.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
+use cranelift_codegen::ir::{Endianness, InstBuilder, MemFlagsData, Type, Value, types};
 use ptec_ir::{BinaryOp, DType, Scalar, UnaryOp};
 
 use crate::emit::Emitter;
@@ -69,13 +69,41 @@ fn sigmoid(e: &mut Emitter<'_, '_, '_>, x: Value) -> Result<Value, CodegenError>
     Ok(e.b.ins().fdiv(one, denominator))
 }
 
+/// `x`, raised to `bound` where it is below: `max(x, bound)` that keeps
+/// NaN. A compare and a select, where `fmax`'s IEEE rules for NaN and signed
+/// zeros cost x86 several more instructions.
+pub(crate) fn at_least(e: &mut Emitter<'_, '_, '_>, x: Value, bound: Value) -> Value {
+    let below = e.b.ins().fcmp(FloatCC::LessThan, x, bound);
+    select_lanes(e, below, bound, x)
+}
+
+/// `x`, lowered to `bound` where it is above: `min(x, bound)` that keeps
+/// NaN.
+pub(crate) fn at_most(e: &mut Emitter<'_, '_, '_>, x: Value, bound: Value) -> Value {
+    let above = e.b.ins().fcmp(FloatCC::GreaterThan, x, bound);
+    select_lanes(e, above, bound, x)
+}
+
+/// `condition ? a : b`, lane by lane for vectors.
+fn select_lanes(e: &mut Emitter<'_, '_, '_>, condition: Value, a: Value, b: Value) -> Value {
+    let ty = ty_of(e, a);
+    if ty.is_vector() {
+        // The comparison's lanes are all ones or all zeros.
+        let little = MemFlagsData::new().with_endianness(Endianness::Little);
+        let mask = e.b.ins().bitcast(ty, little, condition);
+        e.b.ins().bitselect(mask, a, b)
+    } else {
+        e.b.ins().select(condition, a, b)
+    }
+}
+
 /// `min(max(x + 3, 0), 6) / 6`.
 fn hardsigmoid(e: &mut Emitter<'_, '_, '_>, x: Value) -> Value {
     let ty = ty_of(e, x);
     let (three, zero, six) = (fconst(e, ty, 3.0), fconst(e, ty, 0.0), fconst(e, ty, 6.0));
     let shifted = e.b.ins().fadd(x, three);
-    let low = e.b.ins().fmax(shifted, zero);
-    let clamped = e.b.ins().fmin(low, six);
+    let low = at_least(e, shifted, zero);
+    let clamped = at_most(e, low, six);
     e.b.ins().fdiv(clamped, six)
 }
 
@@ -102,9 +130,8 @@ pub(crate) fn unary(
         Neg => e.b.ins().fneg(x),
         Abs => e.b.ins().fabs(x),
         Relu => {
-            // max(x, 0) that keeps NaN.
             let zero = fconst(e, ty, 0.0);
-            e.b.ins().fmax(x, zero)
+            at_least(e, x, zero)
         }
         Sigmoid => sigmoid(e, x)?,
         Tanh => math(e, MathFn::Tanh, &[x])?,
