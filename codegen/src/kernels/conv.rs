@@ -559,6 +559,87 @@ fn load_strided(
     }
 }
 
+/// Max pooling whose windows all lie inside the input and whose indices
+/// nothing reads: four output columns at a time, every tap a vector load
+/// (strided when the stride is 2), with no bounds checks. Returns false,
+/// emitting nothing, when that does not apply.
+fn max_pool_inside(
+    e: &mut Emitter<'_, '_, '_>,
+    node: &Node,
+    kernel: Pair,
+    stride: Pair,
+    padding: Pair,
+    dilation: Pair,
+) -> Result<bool, CodegenError> {
+    let graph = e.graph();
+    let indices_unused = node
+        .outputs
+        .get(1)
+        .is_none_or(|&indices| graph.readers(indices).is_empty() && !graph.is_live_out(indices));
+    let f32_only = graph.value(node.inputs[0]).ty.dtype == DType::F32;
+    let [batch, channels, height, width] = nchw(e, node.inputs[0], "pooling input")?;
+    let [_, _, out_h, out_w] = nchw(e, node.outputs[0], "pooling output")?;
+    let (kernel, stride, dilation) = (
+        kernel.map(|k| k as i64),
+        stride.map(|s| s as i64),
+        dilation.map(|d| d as i64),
+    );
+    let inside = padding == [0, 0]
+        && (out_h - 1) * stride[0] + (kernel[0] - 1) * dilation[0] < height
+        && (out_w - 1) * stride[1] + (kernel[1] - 1) * dilation[1] < width;
+    if !indices_unused || !f32_only || !inside || !matches!(stride[1], 1 | 2) || out_h == 0 {
+        return Ok(false);
+    }
+    let input = e.address(node.inputs[0]);
+    let output = e.address(node.outputs[0]);
+    let rows = Size::Const(batch * channels * out_h);
+    // Output rows of every plane follow each other, as do their input rows
+    // (`stride[0]` apart within a plane, a plane's leftover rows between).
+    e.counted_loop(rows, &[input, output], |e, row, p| {
+        let in_plane_row = e.b.ins().urem_imm_u(row, out_h);
+        let plane = e.b.ins().udiv_imm_u(row, out_h);
+        let plane_offset = e.b.ins().imul_imm_s(plane, height * width * 4);
+        let row_offset = e.b.ins().imul_imm_s(in_plane_row, stride[0] * width * 4);
+        let source = e.b.ins().iadd(p[0], plane_offset);
+        let source = e.b.ins().iadd(source, row_offset);
+        let mut carried = vec![source, p[1]];
+        for lanes in [4i64, 1] {
+            let count = if lanes == 4 { out_w / 4 } else { out_w % 4 };
+            let lane = if lanes == 4 { types::F32X4 } else { types::F32 };
+            carried = e.counted_loop(Size::Const(count), &carried, |e, _, q| {
+                let mut best: Option<Value> = None;
+                for ky in 0..kernel[0] {
+                    for kx in 0..kernel[1] {
+                        let offset = ((ky * dilation[0] * width + kx * dilation[1]) * 4) as i32;
+                        let value = load_strided(e, q[0], offset, stride[1], lane);
+                        best = Some(match best {
+                            None => value,
+                            Some(best) => max_keeping_nan(e, best, value),
+                        });
+                    }
+                }
+                let best = best.expect("a pooling window has a tap");
+                e.b.ins().store(flags(), best, q[1], 0);
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(q[0], lanes * stride[1] * 4),
+                    e.b.ins().iadd_imm_s(q[1], lanes * 4),
+                ])
+            })?;
+        }
+        Ok(vec![p[0], carried[1]])
+    })?;
+    Ok(true)
+}
+
+/// `value` where it is larger than `best` or NaN, else `best` (which stays
+/// NaN once it is): max pooling's NaN propagation.
+fn max_keeping_nan(e: &mut Emitter<'_, '_, '_>, best: Value, value: Value) -> Value {
+    let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, best);
+    let nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
+    let take = e.b.ins().bor(greater, nan);
+    super::scalar_ops::select_lanes(e, take, value, best)
+}
+
 /// Visits every pooling window position of every plane, giving the window's
 /// input row base and top-left coordinates.
 #[allow(clippy::too_many_arguments)] // The geometry of one pooling.
@@ -756,7 +837,11 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
             padding,
             dilation,
             ..
-        } => pooling(e, node, *kernel, *stride, *padding, *dilation, None)?,
+        } => {
+            if !max_pool_inside(e, node, *kernel, *stride, *padding, *dilation)? {
+                pooling(e, node, *kernel, *stride, *padding, *dilation, None)?;
+            }
+        }
         Op::AvgPool2d {
             kernel,
             stride,

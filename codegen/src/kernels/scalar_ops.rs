@@ -85,7 +85,12 @@ pub(crate) fn at_most(e: &mut Emitter<'_, '_, '_>, x: Value, bound: Value) -> Va
 }
 
 /// `condition ? a : b`, lane by lane for vectors.
-fn select_lanes(e: &mut Emitter<'_, '_, '_>, condition: Value, a: Value, b: Value) -> Value {
+pub(crate) fn select_lanes(
+    e: &mut Emitter<'_, '_, '_>,
+    condition: Value,
+    a: Value,
+    b: Value,
+) -> Value {
     let ty = ty_of(e, a);
     if ty.is_vector() {
         // The comparison's lanes are all ones or all zeros.
