@@ -18,6 +18,8 @@
 //! dims that disagree with what the nodes compute) give
 //! [`ImportError::Invalid`].
 
+mod quantize;
+
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
@@ -29,6 +31,7 @@ use crate::graph::{ValueData, ValueId, ValueKind};
 use crate::op::{BinaryOp, ClampRange, Op, Pair, ReduceOp, UnaryOp};
 use crate::shape::{Expected, show};
 use crate::types::{DType, Dim, Scalar, Shape, TensorType};
+use quantize::{Numbers, Quantization};
 
 /// The id that stands for no value (an absent bias, an unused input).
 const INVALID_ID: u32 = u32::MAX;
@@ -82,12 +85,19 @@ struct Laid {
     perm: Vec<usize>,
 }
 
-/// The node being translated, for messages.
+/// The node being translated.
 #[derive(Debug, Default)]
 struct NodeContext {
     index: usize,
     kind: String,
     debug_handle: u32,
+    /// Whether each element of the node's result is an element of an
+    /// input or a bound of its output range (layout changes, copies, max
+    /// pooling, clamps), so that a result quantized like its inputs stays
+    /// on their grid.
+    selects: bool,
+    /// The value ids the node has read.
+    read: Vec<u32>,
 }
 
 /// The operands of a node of one input and one output.
@@ -129,8 +139,9 @@ struct Translation<'i, 'm, 'a> {
     instruction: String,
     constants: &'m [Option<&'a [u8]>],
     args: &'i [ValueIndex],
-    /// Every tensor value of the graph by id, and whether it is quantized.
-    values: HashMap<u32, (xnn::XNNTensorValue<'m>, bool)>,
+    /// Every tensor value of the graph by id, with what its elements
+    /// stand for.
+    values: HashMap<u32, (xnn::XNNTensorValue<'m>, Numbers)>,
     /// Value ids in the graph's order.
     order: Vec<u32>,
     /// The tensor each value id holds, once it has one.
@@ -160,16 +171,20 @@ impl<'m> Translation<'_, 'm, '_> {
     }
 
     fn index_value(&mut self, index: usize, value: xnn::XValue<'m>) -> Result<(), ImportError> {
-        let (tensor, quantized) = match value.xvalue_union_as_xnntensor_value() {
-            Some(tensor) => (tensor, false),
-            None => value
-                .xvalue_union_as_xnnquantized_tensor_value()
-                .and_then(|quantized| quantized.tensor_value())
-                .map(|tensor| (tensor, true))
-                .ok_or_else(|| self.invalid(format!("XNNPACK value {index} is not a tensor")))?,
+        let quantized = value.xvalue_union_as_xnnquantized_tensor_value();
+        let tensor = match (value.xvalue_union_as_xnntensor_value(), quantized) {
+            (Some(tensor), _) => tensor,
+            (None, Some(quantized)) => quantized
+                .tensor_value()
+                .ok_or_else(|| self.invalid(format!("XNNPACK value {index} has no tensor")))?,
+            (None, None) => {
+                return Err(self.invalid(format!("XNNPACK value {index} is not a tensor")));
+            }
         };
         let id = tensor.id_out();
-        if id == INVALID_ID || self.values.insert(id, (tensor, quantized)).is_some() {
+        let numbers = Numbers::of(&tensor, quantized.as_ref(), self.constants)
+            .map_err(|problem| self.invalid(format!("XNNPACK value {index}: {problem}")))?;
+        if id == INVALID_ID || self.values.insert(id, (tensor, numbers)).is_some() {
             return Err(self.invalid(format!(
                 "XNNPACK value {index} has id {id}, which is invalid or taken"
             )));
@@ -179,7 +194,23 @@ impl<'m> Translation<'_, 'm, '_> {
     }
 
     fn enter(&mut self, index: usize, node: &xnn::XNode<'_>) {
+        use xnn::XNodeUnion as K;
         self.node = NodeContext {
+            selects: matches!(
+                node.xnode_union_type(),
+                K::XNNStaticTranspose
+                    | K::XNNStaticReshape
+                    | K::XNNStaticSlice
+                    | K::XNNMaxPooling2d
+                    | K::XNNConcatenate2
+                    | K::XNNConcatenate3
+                    | K::XNNConcatenate4
+                    | K::XNNConcatenate5
+                    | K::XNNCopy
+                    | K::XNNConvert
+                    | K::XNNClamp
+            ),
+            read: Vec::new(),
             index,
             kind: node
                 .xnode_union_type()
@@ -360,11 +391,13 @@ impl<'m> Translation<'_, 'm, '_> {
     /// The IR tensor of value `id`: what a node wrote, a call argument, or
     /// a constant.
     fn input(&mut self, id: u32) -> Result<Laid, ImportError> {
+        self.node.read.push(id);
         if let Some(laid) = self.tensors.get(&id) {
             return Ok(laid.clone());
         }
         let tensor = self.value(id)?;
         let laid = if tensor.flags() & EXTERNAL_INPUT != 0 {
+            self.check_external(id)?;
             self.external_input(id, tensor)?
         } else if tensor.constant_buffer_idx() != 0 {
             self.constant(id, tensor)?
@@ -377,30 +410,32 @@ impl<'m> Translation<'_, 'm, '_> {
 
     /// The graph's value `id`, if ptec computes with its kind.
     fn value(&self, id: u32) -> Result<xnn::XNNTensorValue<'m>, ImportError> {
-        let &(tensor, quantized) = self
+        let (tensor, numbers) = self
             .values
             .get(&id)
             .ok_or_else(|| self.invalid(format!("value id {id} is not in the graph")))?;
-        let datatype = |kind: xnn::XNNDatatype| kind.variant_name().unwrap_or("unknown");
-        if quantized {
-            return Err(self.unsupported(format!(
-                "value {id} (quantized, {})",
-                datatype(tensor.datatype())
-            )));
+        match numbers {
+            Numbers::Unsupported(what) => Err(self.unsupported(format!("value {id} {what}"))),
+            _ => Ok(*tensor),
         }
-        if tensor.datatype() != xnn::XNNDatatype::xnn_datatype_fp32 {
-            return Err(self.unsupported(format!(
-                "value {id} (of element type {})",
-                datatype(tensor.datatype())
-            )));
+    }
+
+    /// The quantization of value `id` when XNNPACK holds it as integers of
+    /// one scale and zero point.
+    fn quantization(&self, id: u32) -> Option<Quantization> {
+        match self.values.get(&id) {
+            Some((_, Numbers::PerTensor(quantization))) => Some(*quantization),
+            _ => None,
         }
-        if tensor.dq_datatype() != xnn::XNNDatatype::xnn_datatype_invalid {
-            return Err(self.unsupported(format!(
-                "value {id} (dynamically quantized to {})",
-                datatype(tensor.dq_datatype())
-            )));
+    }
+
+    /// Call arguments and outputs are f32: ptec does not exchange integer
+    /// tensors with the kernels around a delegate.
+    fn check_external(&self, id: u32) -> Result<(), ImportError> {
+        match self.values.get(&id) {
+            Some((_, Numbers::Float)) => Ok(()),
+            _ => Err(self.unsupported(format!("quantized value {id} as a call argument"))),
         }
-        Ok(tensor)
     }
 
     /// The dims a value declares.
@@ -473,15 +508,22 @@ impl<'m> Translation<'_, 'm, '_> {
                 ))
             })?;
         let dims = self.dims(&tensor);
-        if byte_count(&dims) != Some(bytes.len() as u64) {
+        let numbers = &self.values[&id].1;
+        if element_count(&dims).and_then(|count| count.checked_mul(numbers.element_size() as u64))
+            != Some(bytes.len() as u64)
+        {
             return Err(self.invalid(format!(
                 "constant value {id} of dims {dims:?} has {} bytes",
                 bytes.len()
             )));
         }
+        let bytes = match numbers.dequantize(bytes, &dims) {
+            Some(floats) => Cow::Owned(floats),
+            None => Cow::Borrowed(bytes),
+        };
         let value = self.importer.graph.add_value(ValueData {
             ty: contiguous(fixed(&dims)),
-            kind: ValueKind::Constant(Cow::Borrowed(bytes)),
+            kind: ValueKind::Constant(bytes),
             offset: None,
         });
         Ok(Laid {
@@ -490,10 +532,54 @@ impl<'m> Translation<'_, 'm, '_> {
         })
     }
 
-    /// Records what a node wrote to value `id`, checking it against the
-    /// value's declared dims.
+    /// Records what a node wrote to value `id`.
     fn define(&mut self, id: u32, laid: Laid) -> Result<(), ImportError> {
+        self.define_bounded(id, laid, ClampRange::default())
+    }
+
+    /// Records what a node wrote to value `id`, bounded by the node's
+    /// output range: clamped, or for a quantized value rounded onto its
+    /// grid within the range.
+    fn define_bounded(
+        &mut self,
+        id: u32,
+        laid: Laid,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let laid = match self.quantization(id) {
+            None => self.clamp(laid, range)?,
+            Some(quantization) => {
+                let on_grid = self.node.selects
+                    && self
+                        .node
+                        .read
+                        .iter()
+                        .all(|&input| self.quantization(input) == Some(quantization));
+                if on_grid {
+                    // The range's bounds on the grid, computed as the
+                    // grid's points are.
+                    let (low, high) = quantization.bounds(range);
+                    let point = |q: i64| Some(f64::from(q as f32 * quantization.scale));
+                    let bounds = ClampRange {
+                        min: range.min.and_then(|_| point(low)),
+                        max: range.max.and_then(|_| point(high)),
+                    };
+                    self.clamp(laid, bounds)?
+                } else {
+                    self.fake_quantize(laid, quantization, range)?
+                }
+            }
+        };
+        self.record(id, laid)
+    }
+
+    /// Records `laid` as value `id`, checking it against the value's
+    /// declared dims.
+    fn record(&mut self, id: u32, laid: Laid) -> Result<(), ImportError> {
         let tensor = self.value(id)?;
+        if tensor.flags() & EXTERNAL_OUTPUT != 0 {
+            self.check_external(id)?;
+        }
         if tensor.flags() & EXTERNAL_INPUT != 0 || tensor.constant_buffer_idx() != 0 {
             return Err(self.invalid(format!(
                 "value {id} is an input or a constant, and a node writes it"
@@ -623,6 +709,45 @@ impl<'m> Translation<'_, 'm, '_> {
         })
     }
 
+    /// The tensor rounded onto the grid of a quantization, as XNNPACK
+    /// requantizes a result: `clamp(round_even(x / scale), low, high) *
+    /// scale`, the bounds being the integer range less the zero point
+    /// (rounding before the zero point is added, as XNNPACK does, matters
+    /// at ties when the zero point is odd). XNNPACK multiplies by the
+    /// reciprocal of the scale, in f32.
+    fn fake_quantize(
+        &mut self,
+        laid: Laid,
+        quantization: Quantization,
+        range: ClampRange,
+    ) -> Result<Laid, ImportError> {
+        let (low, high) = quantization.bounds(range);
+        let scale = quantization.scale;
+        let steps = [
+            Op::BinaryScalar {
+                op: BinaryOp::Mul,
+                scalar: Scalar::Float(f64::from(1.0 / scale)),
+            },
+            Op::Unary(UnaryOp::Round),
+            Op::Clamp {
+                min: Some(Scalar::Float(low as f64)),
+                max: Some(Scalar::Float(high as f64)),
+            },
+            Op::BinaryScalar {
+                op: BinaryOp::Mul,
+                scalar: Scalar::Float(f64::from(scale)),
+            },
+        ];
+        let mut value = laid.value;
+        for op in steps {
+            value = self.emit(op, vec![value])?;
+        }
+        Ok(Laid {
+            value,
+            perm: laid.perm,
+        })
+    }
+
     fn one(
         &mut self,
         table: Option<xnn::_XNNNode1x1<'_>>,
@@ -677,8 +802,7 @@ impl<'m> Translation<'_, 'm, '_> {
                 self.global_average_pool(x, operands.flags & FLAG_KEEP_DIMS != 0)?
             }
         };
-        let result = self.clamp(result, range)?;
-        self.define(operands.output, result)
+        self.define_bounded(operands.output, result, range)
     }
 
     /// The mean over H and W of an NHWC tensor.
@@ -759,8 +883,7 @@ impl<'m> Translation<'_, 'm, '_> {
                 }
             }
         };
-        let result = self.clamp(result, range)?;
-        self.define(t.output_id(), result)
+        self.define_bounded(t.output_id(), result, range)
     }
 
     /// A value with its last two dimensions swapped.
@@ -835,14 +958,11 @@ impl<'m> Translation<'_, 'm, '_> {
             out_shape.push(columns);
             self.emit_given(Op::Reshape, vec![product], out_shape)?
         };
-        let result = self.clamp(
-            Laid {
-                value,
-                perm: identity(rank),
-            },
-            range,
-        )?;
-        self.define(t.output_id(), result)
+        let result = Laid {
+            value,
+            perm: identity(rank),
+        };
+        self.define_bounded(t.output_id(), result, range)
     }
 
     /// A 4-D input as the NCHW value an NHWC node needs.
@@ -894,6 +1014,7 @@ impl<'m> Translation<'_, 'm, '_> {
         range: ClampRange,
     ) -> Result<(), ImportError> {
         self.check_flags(t.flags(), 0)?;
+        let quantized = self.quantization(t.output_id()).is_some();
         let x = self.nchw_input(t.input1_id())?;
         let filter = self.input(t.filter_id())?;
         if filter.perm.len() != 4 {
@@ -940,17 +1061,24 @@ impl<'m> Translation<'_, 'm, '_> {
             dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
             groups: t.groups().into(),
             bias: inputs.len() == 3,
-            clamp: range,
+            // A quantized result is bounded as it is requantized.
+            clamp: if quantized {
+                ClampRange::default()
+            } else {
+                range
+            },
             residual: false,
         };
         let value = self.emit(op, inputs)?;
-        self.define(
-            t.output_id(),
-            Laid {
-                value,
-                perm: NHWC_OF_NCHW.to_vec(),
-            },
-        )
+        let result = Laid {
+            value,
+            perm: NHWC_OF_NCHW.to_vec(),
+        };
+        if quantized {
+            self.define_bounded(t.output_id(), result, range)
+        } else {
+            self.define(t.output_id(), result)
+        }
     }
 
     fn max_pooling(
@@ -979,14 +1107,11 @@ impl<'m> Translation<'_, 'm, '_> {
             ceil_mode: false,
         };
         let values = self.emit_outputs(op, vec![x], &[DType::F32, DType::I64], None)?[0];
-        let result = self.clamp(
-            Laid {
-                value: values,
-                perm: NHWC_OF_NCHW.to_vec(),
-            },
-            range,
-        )?;
-        self.define(t.output_id(), result)
+        let result = Laid {
+            value: values,
+            perm: NHWC_OF_NCHW.to_vec(),
+        };
+        self.define_bounded(t.output_id(), result, range)
     }
 
     fn transpose(&mut self, t: xnn::XNNStaticTranspose<'_>) -> Result<(), ImportError> {
@@ -1190,7 +1315,7 @@ impl<'m> Translation<'_, 'm, '_> {
     /// Writes every external output into the call's argument.
     fn outputs(&mut self) -> Result<(), ImportError> {
         for id in self.order.clone() {
-            let (tensor, _) = self.values[&id];
+            let tensor = self.values[&id].0;
             if tensor.flags() & EXTERNAL_OUTPUT == 0 {
                 continue;
             }
@@ -1303,13 +1428,16 @@ fn output_range(node: &xnn::XNode<'_>) -> ClampRange {
         })
 }
 
-/// The bytes of an f32 tensor of these sizes, unless they overflow.
-fn byte_count(sizes: &[u64]) -> Option<u64> {
+/// The elements of a tensor of these sizes, unless they overflow.
+fn element_count(sizes: &[u64]) -> Option<u64> {
     sizes
         .iter()
-        .try_fold(DType::F32.size() as u64, |count, &size| {
-            count.checked_mul(size)
-        })
+        .try_fold(1u64, |count, &size| count.checked_mul(size))
+}
+
+/// The bytes of an f32 tensor of these sizes, unless they overflow.
+fn byte_count(sizes: &[u64]) -> Option<u64> {
+    element_count(sizes)?.checked_mul(DType::F32.size() as u64)
 }
 
 fn identity(rank: usize) -> Vec<usize> {
