@@ -15,12 +15,15 @@ computes in f32 between quantize and dequantize steps and so rounds a little
 differently from XNNPACK's integer kernels. For each of them ``index.json``
 records how far ExecuTorch's own runtime lands from those outputs
 (``executorch_max_abs_err``) and the quantization step of each output
-(``output_steps``), the scale of what one rounding difference costs.
+(``output_steps``), the scale of what one rounding difference costs. Two more
+hold other element types: ``xnnpack-8da4w`` (torchao's dynamic int8 activations
+with int4 grouped weights) and ``xnnpack-fp16``; their index entries record
+ExecuTorch's error too.
 
-Files are named ``<name>.xnnpack.bpte`` and ``<name>.xnnpack-q8.bpte``; the
-script also writes ``index.json`` (per file: description, input and output
-dtypes and shapes, size, SHA-256, for fp32 files the operators left outside the
-delegates) and ``README.md``. Seeds are fixed per fixture, so a second run
+Files are named ``<name>.<variant>.bpte``; the script also writes
+``index.json`` (per file: description, input and output dtypes and shapes,
+size, SHA-256, but for q8 files the operators left outside the delegates) and
+``README.md``. Seeds are fixed per fixture, so a second run
 writes byte-identical files.
 
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
@@ -262,18 +265,62 @@ Q8_FIXTURES = [
 ]
 
 
-def executorch_error(data: bytes, cases, reference: nn.Module) -> float:
+def quantize_8da4w(model: nn.Module) -> nn.Module:
+    """torchao's 8da4w: int8 activations quantized per row at run time, int4
+    weights with a scale per group of 32 inputs."""
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig, quantize_
+
+    quantize_(
+        model,
+        Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+    )
+    return model
+
+
+# Fixtures of other element types, by variant: each file records ExecuTorch's
+# own error on its test cases too.
+TYPED_FIXTURES = [
+    (
+        "xnnpack-8da4w",
+        OpFixture(
+            "linear_8da4w",
+            "linear",
+            "8da4w Linear(64,32)+ReLU then Linear(32,8) on float32 [2,3,64]: int8 rows quantized at run time, int4 weights in groups of 32 with bf16 scales",
+            lambda: quantize_8da4w(nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8))),
+            twice(lambda: (randn(2, 3, 64),)),
+        ),
+    ),
+    (
+        "xnnpack-fp16",
+        OpFixture(
+            "linear",
+            "linear",
+            "Linear(8,4) in float16 on float16 [2,8]",
+            lambda: nn.Linear(8, 4).half(),
+            twice(lambda: (randn(2, 8, dtype=torch.float16),)),
+        ),
+    ),
+]
+
+
+def bundled_tensor(value) -> torch.Tensor:
+    """A float tensor of a bundled program's test case."""
+    tensor = value.val
+    dtype = {5: torch.float16, 6: torch.float32}[int(tensor.scalar_type)]
+    return torch.frombuffer(bytearray(bytes(tensor.data)), dtype=dtype).reshape(list(tensor.sizes))
+
+
+def executorch_error(data: bytes) -> float:
     """The largest difference between ExecuTorch's outputs (its runtime runs the
-    XNNPACK delegate) and the reference model's, over the test cases."""
-    program = deserialize_from_flatbuffer_to_bundled_program(data).program
-    method = Runtime.get().load_program(bytes(program)).load_method("forward")
+    XNNPACK delegate) and the expected ones, over the test cases."""
+    bundled = deserialize_from_flatbuffer_to_bundled_program(data)
+    method = Runtime.get().load_program(bytes(bundled.program)).load_method("forward")
     error = 0.0
-    with torch.no_grad():
-        for inputs in cases:
-            expected = reference(*inputs)
-            expected = (expected,) if isinstance(expected, torch.Tensor) else expected
-            for got, want in zip(method.execute(list(inputs)), expected):
-                error = max(error, (got - want).abs().max().item())
+    for case in bundled.method_test_suites[0].test_cases:
+        outputs = method.execute([bundled_tensor(value) for value in case.inputs])
+        for got, want in zip(outputs, case.expected_outputs):
+            error = max(error, (got.float() - bundled_tensor(want).float()).abs().max().item())
     return error
 
 
@@ -297,7 +344,7 @@ def q8_entry(fixture, data: bytes, cases, reference: nn.Module) -> dict:
         "test_cases": len(cases),
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
-        "executorch_max_abs_err": executorch_error(data, cases, reference),
+        "executorch_max_abs_err": executorch_error(data),
         "output_steps": output_steps(reference),
     }
 
@@ -307,13 +354,15 @@ def write_readme(out_dir: Path, index: dict) -> None:
         "# XNNPACK fixtures",
         "",
         "Tiny models lowered with `XnnpackPartitioner` by `scripts/gen_xnnpack_fixtures.py` with the",
-        "public ExecuTorch 1.5.1 exporter (torch 2.14.0), in fp32 (`.xnnpack.bpte`) and after PT2E static",
-        "int8 quantization (`.xnnpack-q8.bpte`). They cover the XNNPACK node types and layouts the shared",
+        "public ExecuTorch 1.5.1 exporter (torch 2.14.0), in fp32 (`.xnnpack.bpte`), after PT2E static",
+        "int8 quantization (`.xnnpack-q8.bpte`), after torchao's 8da4w dynamic quantization",
+        "(`.xnnpack-8da4w.bpte`) and in fp16 (`.xnnpack-fp16.bpte`, which ptec reports unsupported).",
+        "They cover the XNNPACK node types and layouts the shared",
         "corpus does not; each holds two test cases whose expected outputs come from eager PyTorch (for",
         "q8, the quantized model). `index.json` lists each file's description, input and output dtypes",
-        "and shapes, size and SHA-256, the operators left outside fp32 delegates, and for q8 files",
-        "ExecuTorch's own error on the test cases and the quantization step of each output; `ptec",
-        "inspect` shows the node types of each delegate.",
+        "and shapes, size and SHA-256, the operators left outside the delegates (but for q8 files), and",
+        "for quantized and fp16 files ExecuTorch's own error on the test cases (with the quantization",
+        "step of each output for q8 files); `ptec inspect` shows the node types of each delegate.",
         "",
         "Regenerate them from the repository root (deterministic: fixed seeds per fixture):",
         "",
@@ -336,6 +385,14 @@ def main() -> int:
         data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
         (out_dir / file_name).write_bytes(data)
         index[file_name] = index_entry(spec, data, cases, outputs, operators, VARIANT)
+        print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
+    for variant, spec in TYPED_FIXTURES:
+        file_name = f"{spec.name}.{variant}.bpte"
+        data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
+        (out_dir / file_name).write_bytes(data)
+        entry = index_entry(spec, data, cases, outputs, operators, variant)
+        entry["executorch_max_abs_err"] = executorch_error(data)
+        index[file_name] = entry
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
     for fixture in Q8_FIXTURES:
         file_name = f"{fixture.name}.xnnpack-q8.bpte"

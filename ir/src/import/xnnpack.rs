@@ -508,19 +508,10 @@ impl<'m> Translation<'_, 'm, '_> {
                 ))
             })?;
         let dims = self.dims(&tensor);
-        let numbers = &self.values[&id].1;
-        if element_count(&dims).and_then(|count| count.checked_mul(numbers.element_size() as u64))
-            != Some(bytes.len() as u64)
-        {
-            return Err(self.invalid(format!(
-                "constant value {id} of dims {dims:?} has {} bytes",
-                bytes.len()
-            )));
-        }
-        let bytes = match numbers.dequantize(bytes, &dims) {
-            Some(floats) => Cow::Owned(floats),
-            None => Cow::Borrowed(bytes),
-        };
+        let bytes = self.values[&id]
+            .1
+            .constant(bytes, &dims)
+            .map_err(|problem| self.invalid(format!("constant value {id}: {problem}")))?;
         let value = self.importer.graph.add_value(ValueData {
             ty: contiguous(fixed(&dims)),
             kind: ValueKind::Constant(bytes),
@@ -546,9 +537,13 @@ impl<'m> Translation<'_, 'm, '_> {
         laid: Laid,
         range: ClampRange,
     ) -> Result<(), ImportError> {
-        let laid = match self.quantization(id) {
-            None => self.clamp(laid, range)?,
-            Some(quantization) => {
+        let numbers = match self.values.get(&id) {
+            Some((_, numbers)) => numbers.clone(),
+            None => return Err(self.invalid(format!("value id {id} is not in the graph"))),
+        };
+        let laid = match numbers {
+            Numbers::Float | Numbers::Unsupported(_) => self.clamp(laid, range)?,
+            Numbers::PerTensor(quantization) => {
                 let on_grid = self.node.selects
                     && self
                         .node
@@ -568,6 +563,12 @@ impl<'m> Translation<'_, 'm, '_> {
                 } else {
                     self.fake_quantize(laid, quantization, range)?
                 }
+            }
+            Numbers::Dynamic { nonbatch_dims } => self.quantize_rows(laid, nonbatch_dims)?,
+            Numbers::PerChannel { .. } | Numbers::Blockwise { .. } => {
+                return Err(self.unsupported(format!(
+                    "a result in value {id}, quantized per channel or block"
+                )));
             }
         };
         self.record(id, laid)
@@ -745,6 +746,90 @@ impl<'m> Translation<'_, 'm, '_> {
         Ok(Laid {
             value,
             perm: laid.perm,
+        })
+    }
+
+    /// The tensor quantized row by row as XNNPACK's conversion to qdint8
+    /// does at run time, back in f32: each row of its last `nonbatch_dims`
+    /// dimensions gets an int8 scale and zero point from its range
+    /// (widened to hold 0), its elements are rounded onto that grid, and
+    /// the fully connected node that reads them computes with `(q - zero
+    /// point) * scale`.
+    fn quantize_rows(&mut self, x: Laid, nonbatch_dims: usize) -> Result<Laid, ImportError> {
+        let rank = x.perm.len();
+        let mut dims = x.perm[rank - nonbatch_dims..].to_vec();
+        dims.sort_unstable();
+        let scalar = |op, value: f64| Op::BinaryScalar {
+            op,
+            scalar: Scalar::Float(value),
+        };
+        let clamp = |min: Option<f64>, max: Option<f64>| Op::Clamp {
+            min: min.map(Scalar::Float),
+            max: max.map(Scalar::Float),
+        };
+        let binary = |op| Op::Binary { op, alpha: None };
+        let reduce = |op| Op::Reduce {
+            op,
+            dims: dims.clone(),
+            keepdim: true,
+        };
+        let (qmin, qmax) = (f64::from(i8::MIN), f64::from(i8::MAX));
+        // The row's range, widened to hold 0.
+        let low = self.emit(reduce(ReduceOp::Min), vec![x.value])?;
+        let low = self.emit(clamp(None, Some(0.0)), vec![low])?;
+        let high = self.emit(reduce(ReduceOp::Max), vec![x.value])?;
+        let high = self.emit(clamp(Some(0.0), None), vec![high])?;
+        // 255 / (high - low). A row of zeros gets a finite multiplier in
+        // place of XNNPACK's 1, which gives the same zeros (so does any
+        // width too small for a finite multiplier).
+        let width = self.emit(binary(BinaryOp::Sub), vec![high, low])?;
+        let narrowest = 2.0 * (qmax - qmin) as f32 / f32::MAX;
+        let width = self.emit(clamp(Some(f64::from(narrowest)), None), vec![width])?;
+        let levels = self.splat((qmax - qmin) as f32);
+        let multiplier = self.emit(binary(BinaryOp::Div), vec![levels, width])?;
+        // The zero point from whichever end of the range errs less.
+        let descaled_low = self.emit(binary(BinaryOp::Mul), vec![low, multiplier])?;
+        let descaled_high = self.emit(binary(BinaryOp::Mul), vec![high, multiplier])?;
+        let low_error = self.emit(scalar(BinaryOp::Add, qmin), vec![descaled_low])?;
+        let high_error = self.emit(scalar(BinaryOp::Add, qmax), vec![descaled_high])?;
+        let errors = self.emit(binary(BinaryOp::Add), vec![low_error, high_error])?;
+        let from_low = self.emit_outputs(
+            scalar(BinaryOp::Gt, 0.0),
+            vec![errors],
+            &[DType::Bool],
+            None,
+        )?[0];
+        let mut ends = Vec::new();
+        for (descaled, end) in [(descaled_low, qmin), (descaled_high, qmax)] {
+            let negated = self.emit(Op::Unary(UnaryOp::Neg), vec![descaled])?;
+            ends.push(self.emit(scalar(BinaryOp::Add, end), vec![negated])?);
+        }
+        let zero_point = self.emit(Op::Where, vec![from_low, ends[0], ends[1]])?;
+        let zero_point = self.emit(clamp(Some(qmin), Some(qmax)), vec![zero_point])?;
+        let zero_point = self.emit(Op::Unary(UnaryOp::Round), vec![zero_point])?;
+        // The conversion multiplies by 1 / (1 / multiplier), the scale the
+        // product uses being 1 / multiplier.
+        let scale = self.emit(Op::Unary(UnaryOp::Reciprocal), vec![multiplier])?;
+        let inverse = self.emit(Op::Unary(UnaryOp::Reciprocal), vec![scale])?;
+        let negated = self.emit(Op::Unary(UnaryOp::Neg), vec![zero_point])?;
+        let floor = self.emit(scalar(BinaryOp::Add, qmin), vec![negated])?;
+        let ceiling = self.emit(scalar(BinaryOp::Add, qmax), vec![negated])?;
+        let scaled = self.emit(binary(BinaryOp::Mul), vec![x.value, inverse])?;
+        let rounded = self.emit(Op::Unary(UnaryOp::Round), vec![scaled])?;
+        let bounded = self.emit(binary(BinaryOp::Maximum), vec![rounded, floor])?;
+        let bounded = self.emit(binary(BinaryOp::Minimum), vec![bounded, ceiling])?;
+        Ok(Laid {
+            value: self.emit(binary(BinaryOp::Mul), vec![bounded, scale])?,
+            perm: x.perm,
+        })
+    }
+
+    /// A constant f32 scalar.
+    fn splat(&mut self, value: f32) -> ValueId {
+        self.importer.graph.add_value(ValueData {
+            ty: contiguous(Vec::new()),
+            kind: ValueKind::Constant(Cow::Owned(value.to_le_bytes().to_vec())),
+            offset: None,
         })
     }
 
@@ -1428,16 +1513,13 @@ fn output_range(node: &xnn::XNode<'_>) -> ClampRange {
         })
 }
 
-/// The elements of a tensor of these sizes, unless they overflow.
-fn element_count(sizes: &[u64]) -> Option<u64> {
-    sizes
-        .iter()
-        .try_fold(1u64, |count, &size| count.checked_mul(size))
-}
-
 /// The bytes of an f32 tensor of these sizes, unless they overflow.
 fn byte_count(sizes: &[u64]) -> Option<u64> {
-    element_count(sizes)?.checked_mul(DType::F32.size() as u64)
+    sizes
+        .iter()
+        .try_fold(DType::F32.size() as u64, |count, &size| {
+            count.checked_mul(size)
+        })
 }
 
 fn identity(rank: usize) -> Vec<usize> {

@@ -1,14 +1,17 @@
 //! What the elements of an XNNPACK value stand for: f32 numbers, or
-//! integers with a scale and a zero point (one for the tensor, or one scale
-//! per channel for constants).
+//! integers with a scale and a zero point (one for the tensor; for
+//! constants also one scale per channel or per block of a row; for
+//! dynamically quantized activations one per row, chosen at run time).
 //!
 //! ptec computes quantized graphs in f32. Quantized constants become f32
-//! constants here ([`Numbers::dequantize`]); a value XNNPACK holds as
+//! constants here ([`Numbers::constant`]); a value XNNPACK holds as
 //! integers is rounded onto its grid after the node that computes it
 //! (`Translation::fake_quantize`), which reproduces XNNPACK's
 //! requantization: the real result divided by the scale, rounded to nearest
 //! even, offset by the zero point and clamped to the integer type (narrowed
 //! by the node's output range, [`Quantization::bounds`]).
+
+use std::borrow::Cow;
 
 use ptec_frontend::delegate::xnnpack_schema as xnn;
 
@@ -17,34 +20,65 @@ use crate::op::ClampRange;
 /// The integer type of quantized elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Integer {
+    /// 4-bit weights: nibbles standing for `nibble - 8`, two a byte (the
+    /// low one first), each row of the last dimension padded to whole
+    /// bytes.
+    I4,
     I8,
     U8,
     I32,
 }
 
 impl Integer {
-    pub(super) fn size(self) -> usize {
-        match self {
-            Integer::I8 | Integer::U8 => 1,
-            Integer::I32 => 4,
-        }
-    }
-
     fn range(self) -> (i64, i64) {
         match self {
+            Integer::I4 => (-8, 7),
             Integer::I8 => (i8::MIN.into(), i8::MAX.into()),
             Integer::U8 => (u8::MIN.into(), u8::MAX.into()),
             Integer::I32 => (i32::MIN.into(), i32::MAX.into()),
         }
     }
 
-    /// The element in `bytes`, which are `size()` long (little-endian).
-    fn read(self, bytes: &[u8]) -> i64 {
-        match self {
-            Integer::I8 => i64::from(bytes[0] as i8),
-            Integer::U8 => i64::from(bytes[0]),
-            Integer::I32 => i64::from(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+    /// The elements of a tensor of these dims stored in `bytes`
+    /// (little-endian); `None` when the bytes are not that many.
+    fn decode(self, bytes: &[u8], dims: &[u64]) -> Option<Vec<i64>> {
+        let count = dims
+            .iter()
+            .try_fold(1u64, |count, &dim| count.checked_mul(dim))?;
+        if self == Integer::I4 {
+            let row = dims.last().copied().unwrap_or(1);
+            let rows = count.checked_div(row).unwrap_or(0);
+            let row_bytes = row.div_ceil(2);
+            if rows.checked_mul(row_bytes)? != bytes.len() as u64 {
+                return None;
+            }
+            let nibble = |index: u64| {
+                let byte = bytes[((index / row) * row_bytes + (index % row) / 2) as usize];
+                let nibble = if (index % row).is_multiple_of(2) {
+                    byte & 0xf
+                } else {
+                    byte >> 4
+                };
+                i64::from(nibble) - 8
+            };
+            return Some((0..count).map(nibble).collect());
         }
+        let size = if self == Integer::I32 { 4 } else { 1 };
+        if count.checked_mul(size)? != bytes.len() as u64 {
+            return None;
+        }
+        Some(
+            bytes
+                .chunks_exact(size as usize)
+                .map(|element| match self {
+                    Integer::I8 => i64::from(element[0] as i8),
+                    Integer::U8 => i64::from(element[0]),
+                    _ => i64::from(i32::from_le_bytes([
+                        element[0], element[1], element[2], element[3],
+                    ])),
+                })
+                .collect(),
+        )
     }
 }
 
@@ -83,12 +117,19 @@ pub(super) enum Numbers {
     /// constants, qint32 biases.
     PerTensor(Quantization),
     /// Integer constants `q` standing for `q * scales[c]`, `c` the index
-    /// along `channel_dim` (zero point 0): qcint8 filters, qcint32 biases.
+    /// along `channel_dim` (zero point 0): qcint8 and qcint4 filters,
+    /// qcint32 biases.
     PerChannel {
         integer: Integer,
         scales: Vec<f32>,
         channel_dim: usize,
     },
+    /// 4-bit constants of rank 2 (qbint4) with a scale per block of
+    /// `block_size` elements of each row, row-major.
+    Blockwise { scales: Vec<f32>, block_size: u64 },
+    /// Activations quantized at run time to int8 with a scale and zero
+    /// point per row of the last `nonbatch_dims` dimensions (qdint8).
+    Dynamic { nonbatch_dims: usize },
     /// Elements ptec does not compute with, described for the error
     /// (fp16, 4-bit and dynamically quantized values).
     Unsupported(String),
@@ -120,71 +161,117 @@ impl Numbers {
             });
         };
         let params = quantized.quant_params_type();
+        let dims: Vec<u64> = tensor.dims().into_iter().flatten().map(u64::from).collect();
+        let unsupported = || Ok(unsupported_quantization(name, params));
         let integer = match datatype {
-            D::xnn_datatype_qint8 | D::xnn_datatype_qcint8 => Integer::I8,
+            D::xnn_datatype_qint8 | D::xnn_datatype_qcint8 | D::xnn_datatype_qdint8 => Integer::I8,
             D::xnn_datatype_quint8 => Integer::U8,
             D::xnn_datatype_qint32 | D::xnn_datatype_qcint32 => Integer::I32,
-            _ => return Ok(unsupported_quantization(name, params)),
+            D::xnn_datatype_qcint4 | D::xnn_datatype_qbint4 => Integer::I4,
+            _ => return unsupported(),
         };
-        let per_channel = matches!(datatype, D::xnn_datatype_qcint8 | D::xnn_datatype_qcint32);
-        if let (false, Some(params)) = (per_channel, quantized.quant_params_as_per_tensor_quant()) {
-            return per_tensor(integer, params.scale(), params.zero_point());
-        }
-        match (per_channel, quantized.quant_params_as_per_channel_quant()) {
-            (true, Some(params)) => {
-                per_channel_scales(tensor, &params, constants).map(|(scales, channel_dim)| {
-                    Numbers::PerChannel {
-                        integer,
-                        scales,
-                        channel_dim,
-                    }
-                })
+        match datatype {
+            D::xnn_datatype_qint8 | D::xnn_datatype_quint8 | D::xnn_datatype_qint32 => {
+                match quantized.quant_params_as_per_tensor_quant() {
+                    Some(params) => per_tensor(integer, params.scale(), params.zero_point()),
+                    None => unsupported(),
+                }
             }
-            _ => Ok(unsupported_quantization(name, params)),
+            D::xnn_datatype_qcint8 | D::xnn_datatype_qcint32 | D::xnn_datatype_qcint4 => {
+                match quantized.quant_params_as_per_channel_quant() {
+                    Some(params) => per_channel_scales(&dims, &params, constants).map(
+                        |(scales, channel_dim)| Numbers::PerChannel {
+                            integer,
+                            scales,
+                            channel_dim,
+                        },
+                    ),
+                    None => unsupported(),
+                }
+            }
+            D::xnn_datatype_qbint4 => match quantized.quant_params_as_per_channel_group_quant() {
+                Some(params) => blockwise(&dims, &params, constants),
+                None => unsupported(),
+            },
+            D::xnn_datatype_qdint8 => match quantized.quant_params_as_per_token_dynamic_quant() {
+                Some(params) => usize::try_from(params.num_nonbatch_dims())
+                    .ok()
+                    .filter(|&count| (1..=dims.len()).contains(&count))
+                    .map(|nonbatch_dims| Numbers::Dynamic { nonbatch_dims })
+                    .ok_or_else(|| {
+                        format!(
+                            "{} non-batch dimensions of a rank-{} tensor",
+                            params.num_nonbatch_dims(),
+                            dims.len()
+                        )
+                    }),
+                None => unsupported(),
+            },
+            _ => unsupported(),
         }
     }
 
-    /// The bytes of one element in the graph's buffers.
-    pub(super) fn element_size(&self) -> usize {
-        match self {
-            Numbers::PerTensor(quantization) => quantization.integer.size(),
-            Numbers::PerChannel { integer, .. } => integer.size(),
-            Numbers::Float | Numbers::Unsupported(_) => 4,
-        }
-    }
-
-    /// The f32 bytes of a quantized constant of these dims (little-endian
-    /// elements of `element_size()` bytes); `None` for f32 constants.
-    pub(super) fn dequantize(&self, bytes: &[u8], dims: &[u64]) -> Option<Vec<u8>> {
-        let (integer, zero_point, scales, inner) = match self {
+    /// The f32 bytes of a constant of these dims stored in `bytes`
+    /// (borrowed when they are f32 already); an error says why the bytes
+    /// cannot be that constant.
+    pub(super) fn constant<'a>(
+        &self,
+        bytes: &'a [u8],
+        dims: &[u64],
+    ) -> Result<Cow<'a, [u8]>, String> {
+        let wrong_size = || format!("{} bytes for a constant of dims {dims:?}", bytes.len());
+        let (integer, zero_point, scales): (Integer, i64, &[f32]) = match self {
+            Numbers::Float => {
+                let size = dims
+                    .iter()
+                    .try_fold(4u64, |size, &dim| size.checked_mul(dim));
+                return match size {
+                    Some(size) if size == bytes.len() as u64 => Ok(Cow::Borrowed(bytes)),
+                    _ => Err(wrong_size()),
+                };
+            }
             Numbers::PerTensor(quantization) => (
                 quantization.integer,
                 i64::from(quantization.zero_point),
                 std::slice::from_ref(&quantization.scale),
-                1,
             ),
             Numbers::PerChannel {
-                integer,
-                scales,
-                channel_dim,
-            } => {
-                let inner: u64 = dims[channel_dim + 1..].iter().product();
-                (*integer, 0, &scales[..], inner as usize)
+                integer, scales, ..
+            } => (*integer, 0, scales),
+            Numbers::Blockwise { scales, .. } => (Integer::I4, 0, scales),
+            Numbers::Dynamic { .. } | Numbers::Unsupported(_) => {
+                return Err("a constant of run-time or unknown quantization".to_string());
             }
-            Numbers::Float | Numbers::Unsupported(_) => return None,
         };
-        let size = integer.size();
-        Some(
-            bytes
-                .chunks_exact(size)
-                .enumerate()
-                .flat_map(|(index, element)| {
-                    let scale = scales[(index / inner) % scales.len()];
-                    let real = (integer.read(element) - zero_point) as f64 * f64::from(scale);
+        let elements = integer.decode(bytes, dims).ok_or_else(wrong_size)?;
+        let scale_of = |index: u64| -> f32 {
+            match self {
+                Numbers::PerChannel {
+                    scales,
+                    channel_dim,
+                    ..
+                } => {
+                    let inner: u64 = dims[channel_dim + 1..].iter().product();
+                    scales[((index / inner) % scales.len() as u64) as usize]
+                }
+                Numbers::Blockwise { block_size, .. } => {
+                    let row = dims[1];
+                    let blocks = row / block_size;
+                    scales[((index / row) * blocks + (index % row) / block_size) as usize]
+                }
+                _ => scales[0],
+            }
+        };
+        Ok(Cow::Owned(
+            elements
+                .into_iter()
+                .zip(0u64..)
+                .flat_map(|(q, index)| {
+                    let real = (q - zero_point) as f64 * f64::from(scale_of(index));
                     (real as f32).to_le_bytes()
                 })
                 .collect(),
-        )
+        ))
     }
 }
 
@@ -219,11 +306,10 @@ fn per_tensor(integer: Integer, scale: f32, zero_point: i32) -> Result<Numbers, 
 /// The scales of a per-channel quantization, inline or in a constant
 /// buffer, one per index along the channel dimension; and that dimension.
 fn per_channel_scales(
-    tensor: &xnn::XNNTensorValue<'_>,
+    dims: &[u64],
     params: &xnn::PerChannelQuant<'_>,
     constants: &[Option<&[u8]>],
 ) -> Result<(Vec<f32>, usize), String> {
-    let dims: Vec<u32> = tensor.dims().into_iter().flatten().collect();
     let channel_dim = usize::try_from(params.channel_dim())
         .ok()
         .filter(|&dim| dim < dims.len())
@@ -238,17 +324,7 @@ fn per_channel_scales(
     let scales: Vec<f32> = match params.scale_buffer_idx() {
         0 => params.scale().into_iter().flatten().collect(),
         index => {
-            let bytes = constants
-                .get(index as usize)
-                .copied()
-                .flatten()
-                .ok_or_else(|| format!("scales in constant {index}, which is absent"))?;
-            if bytes.len() != channels * 4 {
-                return Err(format!(
-                    "{} bytes of scales for {channels} channels",
-                    bytes.len()
-                ));
-            }
+            let bytes = scale_buffer(constants, index, channels * 4)?;
             bytes
                 .chunks_exact(4)
                 .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
@@ -266,6 +342,65 @@ fn per_channel_scales(
         .map(check_scale)
         .collect::<Result<_, _>>()?;
     Ok((scales, channel_dim))
+}
+
+/// The bytes of a constant buffer that holds scales, which must be `size`
+/// long.
+fn scale_buffer<'a>(
+    constants: &[Option<&'a [u8]>],
+    index: u32,
+    size: usize,
+) -> Result<&'a [u8], String> {
+    let bytes = constants
+        .get(index as usize)
+        .copied()
+        .flatten()
+        .ok_or_else(|| format!("scales in constant {index}, which is absent"))?;
+    if bytes.len() != size {
+        return Err(format!(
+            "{} bytes of scales in constant {index} where {size} are due",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The bf16 scales of a blockwise quantization, which the exporter puts in
+/// a constant buffer: one per block of each row of a rank-2 tensor.
+fn blockwise(
+    dims: &[u64],
+    params: &xnn::PerChannelGroupQuant<'_>,
+    constants: &[Option<&[u8]>],
+) -> Result<Numbers, String> {
+    let [rows, row] = dims[..] else {
+        return Err(format!("blockwise scales for dims {dims:?}"));
+    };
+    let block_size = u64::try_from(params.group_size())
+        .ok()
+        .filter(|&size| size > 0 && row % size == 0 && params.channel_dim() == 0)
+        .ok_or_else(|| {
+            format!(
+                "blocks of {} along dimension {} of dims {dims:?}",
+                params.group_size(),
+                params.channel_dim()
+            )
+        })?;
+    if params.scale_buffer_idx() == 0 {
+        return Ok(Numbers::Unsupported(
+            "(quantized, xnn_datatype_qbint4 with f32 scales in the graph)".to_string(),
+        ));
+    }
+    let count = rows
+        .checked_mul(row / block_size)
+        .and_then(|count| usize::try_from(count).ok())
+        .ok_or_else(|| format!("blockwise scales for dims {dims:?}"))?;
+    let bytes = scale_buffer(constants, params.scale_buffer_idx(), count * 2)?;
+    let scales = bytes
+        .chunks_exact(2)
+        .map(|chunk| f32::from_bits(u32::from(u16::from_le_bytes([chunk[0], chunk[1]])) << 16))
+        .map(check_scale)
+        .collect::<Result<_, _>>()?;
+    Ok(Numbers::Blockwise { scales, block_size })
 }
 
 #[cfg(test)]
@@ -305,21 +440,23 @@ mod tests {
         assert_eq!(uint8.bounds(ClampRange::default()), (-10, 245));
     }
 
+    fn floats(bytes: Result<Cow<'_, [u8]>, String>) -> Vec<f32> {
+        bytes
+            .expect("the bytes are the constant")
+            .chunks_exact(4)
+            .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+            .collect()
+    }
+
     #[test]
     fn constants_dequantize_per_tensor_and_per_channel() {
-        let floats = |bytes: Option<Vec<u8>>| -> Vec<f32> {
-            bytes
-                .expect("a quantized constant dequantizes")
-                .chunks_exact(4)
-                .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-                .collect()
-        };
         let per_tensor = Numbers::PerTensor(int8(0.5, 2));
         let bytes = [0u8, 2, 0xff, 0x80];
         assert_eq!(
-            floats(per_tensor.dequantize(&bytes, &[4])),
+            floats(per_tensor.constant(&bytes, &[4])),
             [-1.0, 0.0, -1.5, -65.0]
         );
+        assert!(per_tensor.constant(&bytes, &[5]).is_err());
         // [2, 3] with a scale per row (channel dimension 0) ...
         let rows = Numbers::PerChannel {
             integer: Integer::I8,
@@ -328,7 +465,7 @@ mod tests {
         };
         let bytes = [1u8, 2, 3, 4, 0xfc, 8];
         assert_eq!(
-            floats(rows.dequantize(&bytes, &[2, 3])),
+            floats(rows.constant(&bytes, &[2, 3])),
             [1.0, 2.0, 3.0, 1.0, -1.0, 2.0]
         );
         // ... or per column (dimension 1), int32 elements.
@@ -342,9 +479,40 @@ mod tests {
             .flat_map(|q| q.to_le_bytes())
             .collect();
         assert_eq!(
-            floats(columns.dequantize(&bytes, &[2, 3])),
+            floats(columns.constant(&bytes, &[2, 3])),
             [1.0, 1.0, 6.0, -4.0, 2.5, 12.0]
         );
-        assert_eq!(Numbers::Float.dequantize(&bytes, &[2, 3]), None);
+        // f32 constants stay the file's bytes.
+        assert!(matches!(
+            Numbers::Float.constant(&bytes, &[2, 3]),
+            Ok(Cow::Borrowed(_))
+        ));
+        assert!(Numbers::Float.constant(&bytes, &[7]).is_err());
+    }
+
+    #[test]
+    fn four_bit_constants_unpack_nibbles_low_first() {
+        // Rows of 3 nibbles take 2 bytes each; a nibble n stands for n - 8.
+        let bytes = [0x9f, 0x08, 0x70, 0x0c];
+        let per_row = Numbers::PerChannel {
+            integer: Integer::I4,
+            scales: vec![1.0, 0.5],
+            channel_dim: 0,
+        };
+        assert_eq!(
+            floats(per_row.constant(&bytes, &[2, 3])),
+            [7.0, 1.0, 0.0, -4.0, -0.5, 2.0]
+        );
+        // Blocks of 2 along rows of 4, a scale per block.
+        let blocks = Numbers::Blockwise {
+            scales: vec![1.0, 2.0, 0.5, 4.0],
+            block_size: 2,
+        };
+        let bytes = [0x9a, 0x87, 0x80, 0xf8];
+        assert_eq!(
+            floats(blocks.constant(&bytes, &[2, 4])),
+            [2.0, 1.0, -2.0, 0.0, -4.0, 0.0, 0.0, 28.0]
+        );
+        assert!(blocks.constant(&bytes[..3], &[2, 4]).is_err());
     }
 }
