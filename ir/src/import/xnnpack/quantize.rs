@@ -9,7 +9,8 @@
 //! (`Translation::fake_quantize`), which reproduces XNNPACK's
 //! requantization: the real result divided by the scale, rounded to nearest
 //! even, offset by the zero point and clamped to the integer type (narrowed
-//! by the node's output range, [`Quantization::bounds`]).
+//! by the node's output range, [`Quantization::bounds`]). Dynamically
+//! quantized rows get their grid at run time (`Translation::quantize_rows`).
 
 use std::borrow::Cow;
 
@@ -131,7 +132,8 @@ pub(super) enum Numbers {
     /// point per row of the last `nonbatch_dims` dimensions (qdint8).
     Dynamic { nonbatch_dims: usize },
     /// Elements ptec does not compute with, described for the error
-    /// (fp16, 4-bit and dynamically quantized values).
+    /// (fp16 and bf16 values, tensors marked for the legacy dynamic
+    /// quantization, other quantizations).
     Unsupported(String),
 }
 
