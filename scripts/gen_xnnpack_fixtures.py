@@ -13,8 +13,8 @@ XNNPACK quantizer, as ``gen_fixtures.py`` does), so that the node types run on
 int8 values; their expected outputs come from the quantized model, which
 computes in f32 between quantize and dequantize steps and so rounds a little
 differently from XNNPACK's integer kernels. For each of them ``index.json``
-records how far ExecuTorch's own runtime lands from those outputs
-(``executorch_max_abs_err``) and the quantization step of each output
+records how far ExecuTorch's own runtime lands from those outputs in each test
+case (``executorch_errors``) and the quantization step of each output
 (``output_steps``), the scale of what one rounding difference costs. Two more
 hold other element types: ``xnnpack-8da4w`` (torchao's dynamic int8 activations
 with int4 grouped weights) and ``xnnpack-fp16``; their index entries record
@@ -311,17 +311,20 @@ def bundled_tensor(value) -> torch.Tensor:
     return torch.frombuffer(bytearray(bytes(tensor.data)), dtype=dtype).reshape(list(tensor.sizes))
 
 
-def executorch_error(data: bytes) -> float:
-    """The largest difference between ExecuTorch's outputs (its runtime runs the
-    XNNPACK delegate) and the expected ones, over the test cases."""
+def executorch_errors(data: bytes) -> list[float]:
+    """Per test case, the largest difference between ExecuTorch's outputs (its
+    runtime runs the XNNPACK delegate) and the expected ones."""
     bundled = deserialize_from_flatbuffer_to_bundled_program(data)
     method = Runtime.get().load_program(bytes(bundled.program)).load_method("forward")
-    error = 0.0
+    errors = []
     for case in bundled.method_test_suites[0].test_cases:
         outputs = method.execute([bundled_tensor(value) for value in case.inputs])
-        for got, want in zip(outputs, case.expected_outputs):
-            error = max(error, (got.float() - bundled_tensor(want).float()).abs().max().item())
-    return error
+        differences = [
+            (got.float() - bundled_tensor(want).float()).abs().max().item()
+            for got, want in zip(outputs, case.expected_outputs)
+        ]
+        errors.append(max(differences))
+    return errors
 
 
 def output_steps(quantized: nn.Module) -> list[float]:
@@ -344,7 +347,7 @@ def q8_entry(fixture, data: bytes, cases, reference: nn.Module) -> dict:
         "test_cases": len(cases),
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
-        "executorch_max_abs_err": executorch_error(data),
+        "executorch_errors": executorch_errors(data),
         "output_steps": output_steps(reference),
     }
 
@@ -361,7 +364,7 @@ def write_readme(out_dir: Path, index: dict) -> None:
         "corpus does not; each holds two test cases whose expected outputs come from eager PyTorch (for",
         "q8, the quantized model). `index.json` lists each file's description, input and output dtypes",
         "and shapes, size and SHA-256, the operators left outside the delegates (but for q8 files), and",
-        "for quantized and fp16 files ExecuTorch's own error on the test cases (with the quantization",
+        "for quantized and fp16 files ExecuTorch's own error on each test case (with the quantization",
         "step of each output for q8 files); `ptec inspect` shows the node types of each delegate.",
         "",
         "Regenerate them from the repository root (deterministic: fixed seeds per fixture):",
@@ -391,7 +394,7 @@ def main() -> int:
         data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
         (out_dir / file_name).write_bytes(data)
         entry = index_entry(spec, data, cases, outputs, operators, variant)
-        entry["executorch_max_abs_err"] = executorch_error(data)
+        entry["executorch_errors"] = executorch_errors(data)
         index[file_name] = entry
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
     for fixture in Q8_FIXTURES:

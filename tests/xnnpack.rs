@@ -50,18 +50,19 @@ fn every_pass_can_be_switched_off() {
 }
 
 /// A quantized program, and how far ExecuTorch 1.5.1's runtime lands from
-/// its expected outputs (which come from the quantized model in eager
-/// PyTorch, rounding a little differently from XNNPACK's integer kernels).
+/// its expected outputs in each test case (the expected outputs come from
+/// the quantized model in eager PyTorch, which rounds a little differently
+/// from XNNPACK's integer kernels).
 struct Quantized {
     file: PathBuf,
-    executorch_error: f64,
-    /// How much further than ExecuTorch ptec may land.
+    executorch_errors: Vec<f64>,
+    /// How much further than ExecuTorch ptec may land, for `ptec test`.
     slack: f64,
 }
 
 impl Quantized {
     fn bound(&self) -> f64 {
-        self.executorch_error + self.slack
+        self.executorch_errors.iter().copied().fold(0.0, f64::max) + self.slack
     }
 }
 
@@ -80,6 +81,15 @@ fn half_step(step: f64) -> f64 {
 /// expected outputs, 1.1e-3 beyond the bound.
 const F32_SLACK: f64 = 1e-5;
 
+fn numbers(value: &serde_json::Value) -> Vec<f64> {
+    value
+        .as_array()
+        .expect("a list of numbers")
+        .iter()
+        .map(|number| number.as_f64().expect("a number"))
+        .collect()
+}
+
 /// The quantized fixtures of `tests/fixtures/xnnpack/`, with what their
 /// generator measured; the feature fixtures' q8 variants and the
 /// corpus's, measured with `../shared/anchor/et_run.py`.
@@ -96,59 +106,48 @@ fn quantized_programs(with_corpus: bool) -> Vec<Quantized> {
         .filter(|(_, entry)| {
             ["xnnpack-q8", "xnnpack-8da4w"].contains(&entry["variant"].as_str().unwrap_or(""))
         })
-        .map(|(name, entry)| {
-            let executorch_error = entry["executorch_max_abs_err"]
-                .as_f64()
-                .expect("index.json records ExecuTorch's error");
-            let slack = match entry["output_steps"].as_array() {
-                Some(steps) => half_step(
-                    steps
-                        .iter()
-                        .map(|step| step.as_f64().expect("a step is a number"))
-                        .fold(0.0, f64::max),
-                ),
+        .map(|(name, entry)| Quantized {
+            file: xnnpack.join(name),
+            executorch_errors: numbers(&entry["executorch_errors"]),
+            slack: match entry.get("output_steps") {
+                Some(steps) => half_step(numbers(steps).into_iter().fold(0.0, f64::max)),
                 None => F32_SLACK,
-            };
-            Quantized {
-                file: xnnpack.join(name),
-                executorch_error,
-                slack,
-            }
+            },
         })
         .collect();
     assert!(
         programs.len() >= 4,
         "the quantized XNNPACK fixtures are missing"
     );
-    let measured = |dir: &Path, name: &str, executorch_error, output_step| Quantized {
+    let measured = |dir: &Path, name: &str, executorch_errors: [f64; 2], output_step| Quantized {
         file: dir.join(name),
-        executorch_error,
+        executorch_errors: executorch_errors.to_vec(),
         slack: half_step(output_step),
     };
     let fixtures = repo_dir().join("tests/fixtures");
     programs.push(measured(
         &fixtures,
         "conv_bn.xnnpack-q8.bpte",
-        0.042457,
+        [0.042456865310668945, 0.0],
         0.042457,
     ));
     programs.push(measured(
         &fixtures,
         "linear_relu.xnnpack-q8.bpte",
-        0.0,
+        [0.0, 0.0],
         0.007759,
     ));
     if let Some(corpus) = corpus_dir().filter(|_| with_corpus) {
         programs.push(measured(
             &corpus,
             "mobilenet_v2.xnnpack-q8.bpte",
-            0.094802,
+            [0.09480199217796326, 0.08243650197982788],
             0.004122,
         ));
         programs.push(measured(
             &corpus,
             "small_cnn.xnnpack-q8.bpte",
-            0.0012987,
+            [0.0012987405061721802, 0.0],
             0.0012987,
         ));
     }
@@ -165,13 +164,36 @@ fn tolerance(bound: f64) -> [String; 4] {
     ]
 }
 
+/// ptec lands where ExecuTorch does, case by case: convolutions, fully
+/// connected nodes and average pooling accumulate the integers exactly as
+/// XNNPACK does, so their outputs are XNNPACK's (f32 rounding aside for
+/// dynamically quantized programs). Accumulating the real numbers instead
+/// put mobilenet_v2's second case at 0.0948 where ExecuTorch is at 0.0824.
 #[test]
-fn quantized_programs_are_as_close_as_executorch() {
+fn quantized_programs_land_where_executorch_does() {
+    const SAME: f64 = 1e-6;
     for program in quantized_programs(true) {
         let tolerance = tolerance(program.bound());
         let args: Vec<&str> = tolerance.iter().map(String::as_str).collect();
         let reports = ptec_test(std::slice::from_ref(&program.file), &args);
-        assert_all_pass(&reports, &format!("q8 programs within {}", program.bound()));
+        assert_all_pass(&reports, &format!("within {}", program.bound()));
+        let errors: Vec<f64> = reports[0]["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .map(|case| case["max_abs_err"].as_f64().expect("an error"))
+            .collect();
+        let same = errors.len() == program.executorch_errors.len()
+            && errors
+                .iter()
+                .zip(&program.executorch_errors)
+                .all(|(ptec, executorch)| (ptec - executorch).abs() <= SAME);
+        assert!(
+            same,
+            "{}: ptec's errors {errors:?}, ExecuTorch's {:?}",
+            program.file.display(),
+            program.executorch_errors
+        );
     }
 }
 

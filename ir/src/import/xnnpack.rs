@@ -12,6 +12,9 @@
 //! in whatever layout their operands share, and a transpose only changes the
 //! permutation. Permutes are emitted where a layout must change.
 //!
+//! Quantized values are computed in f32 as XNNPACK computes them in
+//! integers (see `quantize`).
+//!
 //! Node types, element types and flags ptec does not implement give
 //! [`ImportError::UnsupportedXnnpack`] with the node's type and debug
 //! handle; graphs that contradict themselves (unknown ids, wrong ranks,
@@ -31,7 +34,7 @@ use crate::graph::{ValueData, ValueId, ValueKind};
 use crate::op::{BinaryOp, ClampRange, Op, Pair, ReduceOp, UnaryOp};
 use crate::shape::{Expected, show};
 use crate::types::{DType, Dim, Scalar, Shape, TensorType};
-use quantize::{Numbers, Quantization};
+use quantize::{Elements, Integer, Numbers, Quantization};
 
 /// The id that stands for no value (an absent bias, an unused input).
 const INVALID_ID: u32 = u32::MAX;
@@ -131,6 +134,29 @@ enum TwoInputs {
     Map(BinaryOp),
     /// A batched matrix product.
     MatMul,
+}
+
+/// How XNNPACK computes a convolution or fully connected node whose input
+/// and output are quantized per tensor and whose filter per channel: an
+/// int32 accumulator of integer products, times a multiplier per output
+/// channel, rounded onto the output's grid.
+#[derive(Debug)]
+struct Accumulated {
+    /// `input scale * filter scale / output scale`, in f32 as XNNPACK
+    /// computes it.
+    multipliers: Vec<f32>,
+    input: Quantization,
+    output: Quantization,
+}
+
+/// The operands of a convolution or fully connected node: real numbers,
+/// or when XNNPACK accumulates integer products the integers less their
+/// zero points (exact in f32 below 2^24), and how to requantize them.
+struct Product {
+    x: Laid,
+    filter: Laid,
+    bias: Option<Laid>,
+    accumulated: Option<Accumulated>,
 }
 
 struct Translation<'i, 'm, 'a> {
@@ -400,7 +426,7 @@ impl<'m> Translation<'_, 'm, '_> {
             self.check_external(id)?;
             self.external_input(id, tensor)?
         } else if tensor.constant_buffer_idx() != 0 {
-            self.constant(id, tensor)?
+            self.constant(id, tensor, Elements::Real)?
         } else {
             return Err(self.invalid(format!("value {id} is read before a node writes it")));
         };
@@ -495,7 +521,12 @@ impl<'m> Translation<'_, 'm, '_> {
             })
     }
 
-    fn constant(&mut self, id: u32, tensor: xnn::XNNTensorValue<'m>) -> Result<Laid, ImportError> {
+    fn constant(
+        &mut self,
+        id: u32,
+        tensor: xnn::XNNTensorValue<'m>,
+        elements: Elements,
+    ) -> Result<Laid, ImportError> {
         let index = tensor.constant_buffer_idx();
         let bytes = self
             .constants
@@ -510,7 +541,7 @@ impl<'m> Translation<'_, 'm, '_> {
         let dims = self.dims(&tensor);
         let bytes = self.values[&id]
             .1
-            .constant(bytes, &dims)
+            .constant(bytes, &dims, elements)
             .map_err(|problem| self.invalid(format!("constant value {id}: {problem}")))?;
         let value = self.importer.graph.add_value(ValueData {
             ty: contiguous(fixed(&dims)),
@@ -722,13 +753,43 @@ impl<'m> Translation<'_, 'm, '_> {
         quantization: Quantization,
         range: ClampRange,
     ) -> Result<Laid, ImportError> {
+        let descaled = self.descale(laid.value, quantization.scale)?;
+        Ok(Laid {
+            value: self.round_to_grid(descaled, quantization, range)?,
+            perm: laid.perm,
+        })
+    }
+
+    /// The integers less the zero point that a value on a quantization's
+    /// grid stands for (exact: the value is one of the grid's points).
+    fn integers(
+        &mut self,
+        value: ValueId,
+        quantization: Quantization,
+    ) -> Result<ValueId, ImportError> {
+        let descaled = self.descale(value, quantization.scale)?;
+        self.emit(Op::Unary(UnaryOp::Round), vec![descaled])
+    }
+
+    /// `x * (1 / scale)`: XNNPACK scales by the reciprocal, in f32.
+    fn descale(&mut self, value: ValueId, scale: f32) -> Result<ValueId, ImportError> {
+        let op = Op::BinaryScalar {
+            op: BinaryOp::Mul,
+            scalar: Scalar::Float(f64::from(1.0 / scale)),
+        };
+        self.emit(op, vec![value])
+    }
+
+    /// A value in units of a quantization's scale rounded onto its grid:
+    /// `clamp(round_even(x), low, high) * scale`.
+    fn round_to_grid(
+        &mut self,
+        value: ValueId,
+        quantization: Quantization,
+        range: ClampRange,
+    ) -> Result<ValueId, ImportError> {
         let (low, high) = quantization.bounds(range);
-        let scale = quantization.scale;
         let steps = [
-            Op::BinaryScalar {
-                op: BinaryOp::Mul,
-                scalar: Scalar::Float(f64::from(1.0 / scale)),
-            },
             Op::Unary(UnaryOp::Round),
             Op::Clamp {
                 min: Some(Scalar::Float(low as f64)),
@@ -736,17 +797,14 @@ impl<'m> Translation<'_, 'm, '_> {
             },
             Op::BinaryScalar {
                 op: BinaryOp::Mul,
-                scalar: Scalar::Float(f64::from(scale)),
+                scalar: Scalar::Float(f64::from(quantization.scale)),
             },
         ];
-        let mut value = laid.value;
+        let mut value = value;
         for op in steps {
             value = self.emit(op, vec![value])?;
         }
-        Ok(Laid {
-            value,
-            perm: laid.perm,
-        })
+        Ok(value)
     }
 
     /// The tensor quantized row by row as XNNPACK's conversion to qdint8
@@ -824,6 +882,133 @@ impl<'m> Translation<'_, 'm, '_> {
         })
     }
 
+    /// The operands of a convolution or fully connected node, from the ids
+    /// of its input, filter, bias and output; `output_channels` is the
+    /// filter's dimension of output channels.
+    fn product(&mut self, ids: [u32; 4], output_channels: usize) -> Result<Product, ImportError> {
+        let [input, filter, bias, _] = ids;
+        let x = self.input(input)?;
+        let Some(accumulated) = self.accumulated(ids, output_channels) else {
+            let filter = self.input(filter)?;
+            let bias = match bias {
+                INVALID_ID => None,
+                bias => Some(self.input(bias)?),
+            };
+            return Ok(Product {
+                x,
+                filter,
+                bias,
+                accumulated: None,
+            });
+        };
+        let integers = Laid {
+            value: self.integers(x.value, accumulated.input)?,
+            perm: x.perm,
+        };
+        let mut integer_constant = |id| {
+            let tensor = self.value(id)?;
+            self.constant(id, tensor, Elements::Integers)
+        };
+        let filter = integer_constant(filter)?;
+        let bias = match bias {
+            INVALID_ID => None,
+            bias => Some(integer_constant(bias)?),
+        };
+        Ok(Product {
+            x: integers,
+            filter,
+            bias,
+            accumulated: Some(accumulated),
+        })
+    }
+
+    /// How XNNPACK accumulates a product node, when it does in integers:
+    /// int8 input and output of one scale each, constant int8 filter with
+    /// a scale per output channel, constant int32 bias (if any).
+    fn accumulated(&self, ids: [u32; 4], output_channels: usize) -> Option<Accumulated> {
+        let [input, filter, bias, output] = ids;
+        let input = self
+            .quantization(input)
+            .filter(|q| q.integer != Integer::I32)?;
+        let output = self.quantization(output)?;
+        let (filter_tensor, filter) = self.values.get(&filter)?;
+        let Numbers::PerChannel {
+            integer: Integer::I8,
+            scales,
+            channel_dim,
+        } = filter
+        else {
+            return None;
+        };
+        if *channel_dim != output_channels {
+            return None;
+        }
+        let bias_is_integral = match self.values.get(&bias) {
+            None => bias == INVALID_ID,
+            Some((tensor, numbers)) => {
+                tensor.constant_buffer_idx() != 0
+                    && match numbers {
+                        Numbers::PerChannel { integer, .. } => *integer == Integer::I32,
+                        Numbers::PerTensor(q) => q.integer == Integer::I32 && q.zero_point == 0,
+                        _ => false,
+                    }
+            }
+        };
+        (filter_tensor.constant_buffer_idx() != 0 && bias_is_integral).then(|| Accumulated {
+            multipliers: scales
+                .iter()
+                .map(|&scale| input.scale * scale / output.scale)
+                .collect(),
+            input,
+            output,
+        })
+    }
+
+    /// Records a product node's result: its accumulator requantized (the
+    /// channels along `channel_axis` of the value), or the real result
+    /// bounded by the node's range.
+    fn define_product(
+        &mut self,
+        id: u32,
+        result: Laid,
+        channel_axis: usize,
+        accumulated: Option<Accumulated>,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let Some(accumulated) = accumulated else {
+            return self.define_bounded(id, result, range);
+        };
+        let rank = self.importer.graph.value(result.value).ty.rank();
+        let mut dims = vec![accumulated.multipliers.len() as u64];
+        dims.resize(rank - channel_axis, 1);
+        let multipliers = self.importer.graph.add_value(ValueData {
+            ty: contiguous(fixed(&dims)),
+            kind: ValueKind::Constant(Cow::Owned(
+                accumulated
+                    .multipliers
+                    .iter()
+                    .flat_map(|multiplier| multiplier.to_le_bytes())
+                    .collect(),
+            )),
+            offset: None,
+        });
+        let scaled = self.emit(
+            Op::Binary {
+                op: BinaryOp::Mul,
+                alpha: None,
+            },
+            vec![result.value, multipliers],
+        )?;
+        let value = self.round_to_grid(scaled, accumulated.output, range)?;
+        self.record(
+            id,
+            Laid {
+                value,
+                perm: result.perm,
+            },
+        )
+    }
+
     /// A constant f32 scalar.
     fn splat(&mut self, value: f32) -> ValueId {
         self.importer.graph.add_value(ValueData {
@@ -884,14 +1069,80 @@ impl<'m> Translation<'_, 'm, '_> {
                 }
             }
             OneInput::GlobalAveragePool => {
-                self.global_average_pool(x, operands.flags & FLAG_KEEP_DIMS != 0)?
+                let keep_dims = operands.flags & FLAG_KEEP_DIMS != 0;
+                let quantized = (
+                    self.quantization(operands.input),
+                    self.quantization(operands.output),
+                );
+                if let (Some(input), Some(output)) = quantized {
+                    return self.quantized_average_pool(
+                        x,
+                        keep_dims,
+                        [input, output],
+                        operands.output,
+                        range,
+                    );
+                }
+                self.global_pool(x, keep_dims, ReduceOp::Mean)?
             }
         };
         self.define_bounded(operands.output, result, range)
     }
 
-    /// The mean over H and W of an NHWC tensor.
-    fn global_average_pool(&mut self, x: Laid, keep_dims: bool) -> Result<Laid, ImportError> {
+    /// The global average pooling of a quantized input, as XNNPACK
+    /// computes it: the int32 sum of the integers less their zero point,
+    /// times `input scale / output scale * (1 / count)`, onto the output's
+    /// grid (over H and W of fixed size; the mean of the real numbers
+    /// otherwise).
+    fn quantized_average_pool(
+        &mut self,
+        x: Laid,
+        keep_dims: bool,
+        [input, output]: [Quantization; 2],
+        output_id: u32,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let shape = self.xnn_shape(&x);
+        let count = shape.get(1..3).and_then(|spatial| {
+            spatial
+                .iter()
+                .map(|dim| dim.fixed())
+                .product::<Option<u64>>()
+        });
+        let Some(count) = count else {
+            let mean = self.global_pool(x, keep_dims, ReduceOp::Mean)?;
+            return self.define_bounded(output_id, mean, range);
+        };
+        let integers = Laid {
+            value: self.integers(x.value, input)?,
+            perm: x.perm,
+        };
+        let sum = self.global_pool(integers, keep_dims, ReduceOp::Sum)?;
+        let multiplier = input.scale / output.scale * (1.0 / count as f32);
+        let scaled = self.emit(
+            Op::BinaryScalar {
+                op: BinaryOp::Mul,
+                scalar: Scalar::Float(f64::from(multiplier)),
+            },
+            vec![sum.value],
+        )?;
+        let value = self.round_to_grid(scaled, output, range)?;
+        self.record(
+            output_id,
+            Laid {
+                value,
+                perm: sum.perm,
+            },
+        )
+    }
+
+    /// The reduction over H and W of an NHWC tensor.
+    fn global_pool(
+        &mut self,
+        x: Laid,
+        keep_dims: bool,
+        reduce: ReduceOp,
+    ) -> Result<Laid, ImportError> {
         if x.perm.len() != 4 {
             return Err(self.invalid(format!(
                 "global average pooling of a rank-{} tensor",
@@ -908,7 +1159,7 @@ impl<'m> Translation<'_, 'm, '_> {
         let mut dims = vec![layout[1], layout[2]];
         dims.sort_unstable();
         let op = Op::Reduce {
-            op: ReduceOp::Mean,
+            op: reduce,
             dims,
             keepdim: keep_dims,
         };
@@ -988,8 +1239,15 @@ impl<'m> Translation<'_, 'm, '_> {
         range: ClampRange,
     ) -> Result<(), ImportError> {
         self.check_flags(t.flags(), FLAG_TRANSPOSE_WEIGHTS)?;
-        let x = self.input(t.input1_id())?;
-        let filter = self.input(t.filter_id())?;
+        // The filter is [out, in], or [in, out] when transposed.
+        let transposed = t.flags() & FLAG_TRANSPOSE_WEIGHTS != 0;
+        let ids = [t.input1_id(), t.filter_id(), t.bias_id(), t.output_id()];
+        let Product {
+            x,
+            filter,
+            bias,
+            accumulated,
+        } = self.product(ids, usize::from(transposed))?;
         if filter.perm.len() != 2 || x.perm.is_empty() {
             return Err(self.invalid(format!(
                 "a fully connected node of a rank-{} input and a rank-{} filter",
@@ -998,7 +1256,7 @@ impl<'m> Translation<'_, 'm, '_> {
             )));
         }
         let mut weight = self.materialize(&filter, &identity(2))?;
-        if t.flags() & FLAG_TRANSPOSE_WEIGHTS == 0 {
+        if !transposed {
             weight = self.transpose_last(weight, 2)?;
         }
         let shape = self.xnn_shape(&x);
@@ -1023,10 +1281,9 @@ impl<'m> Translation<'_, 'm, '_> {
                 vec![Dim::Fixed(count), shape[rank - 1]],
             )?;
         }
-        let product = match t.bias_id() {
-            INVALID_ID => self.emit(Op::MatMul, vec![rows, weight])?,
-            bias => {
-                let bias = self.input(bias)?;
+        let product = match bias {
+            None => self.emit(Op::MatMul, vec![rows, weight])?,
+            Some(bias) => {
                 let bias = self.materialize(&bias, &identity(bias.perm.len()))?;
                 let op = Op::Addmm {
                     beta: Scalar::Int(1),
@@ -1047,19 +1304,24 @@ impl<'m> Translation<'_, 'm, '_> {
             value,
             perm: identity(rank),
         };
-        self.define_bounded(t.output_id(), result, range)
+        self.define_product(t.output_id(), result, rank - 1, accumulated, range)
     }
 
     /// A 4-D input as the NCHW value an NHWC node needs.
     fn nchw_input(&mut self, id: u32) -> Result<ValueId, ImportError> {
         let x = self.input(id)?;
+        self.as_nchw(id, &x)
+    }
+
+    /// Value `id`, held as `x`, as the NCHW value an NHWC node needs.
+    fn as_nchw(&mut self, id: u32, x: &Laid) -> Result<ValueId, ImportError> {
         if x.perm.len() != 4 {
             return Err(self.invalid(format!(
                 "value {id} has rank {} where a 4-D NHWC tensor is needed",
                 x.perm.len()
             )));
         }
-        self.materialize(&x, &NHWC_OF_NCHW)
+        self.materialize(x, &NHWC_OF_NCHW)
     }
 
     /// A window's stride or dilation, which must be at least 1.
@@ -1100,8 +1362,10 @@ impl<'m> Translation<'_, 'm, '_> {
     ) -> Result<(), ImportError> {
         self.check_flags(t.flags(), 0)?;
         let quantized = self.quantization(t.output_id()).is_some();
-        let x = self.nchw_input(t.input1_id())?;
-        let filter = self.input(t.filter_id())?;
+        let ids = [t.input1_id(), t.filter_id(), t.bias_id(), t.output_id()];
+        let product = self.product(ids, if depthwise { 3 } else { 0 })?;
+        let (x, filter, bias) = (product.x, product.filter, product.bias);
+        let x = self.as_nchw(t.input1_id(), &x)?;
         if filter.perm.len() != 4 {
             return Err(self.invalid(format!("a rank-{} filter", filter.perm.len())));
         }
@@ -1128,8 +1392,7 @@ impl<'m> Translation<'_, 'm, '_> {
         };
         let weight = self.emit(Op::Permute { dims }, vec![weight])?;
         let mut inputs = vec![x, weight];
-        if t.bias_id() != INVALID_ID {
-            let bias = self.input(t.bias_id())?;
+        if let Some(bias) = bias {
             inputs.push(self.materialize(&bias, &identity(bias.perm.len()))?);
         }
         let padding = [
@@ -1160,7 +1423,7 @@ impl<'m> Translation<'_, 'm, '_> {
             perm: NHWC_OF_NCHW.to_vec(),
         };
         if quantized {
-            self.define_bounded(t.output_id(), result, range)
+            self.define_product(t.output_id(), result, 1, product.accumulated, range)
         } else {
             self.define(t.output_id(), result)
         }

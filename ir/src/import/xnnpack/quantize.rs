@@ -4,7 +4,9 @@
 //! dynamically quantized activations one per row, chosen at run time).
 //!
 //! ptec computes quantized graphs in f32. Quantized constants become f32
-//! constants here ([`Numbers::constant`]); a value XNNPACK holds as
+//! constants here ([`Numbers::constant`]): real numbers, or the integers
+//! themselves for products XNNPACK accumulates in integers
+//! (`Translation::product`); a value XNNPACK holds as
 //! integers is rounded onto its grid after the node that computes it
 //! (`Translation::fake_quantize`), which reproduces XNNPACK's
 //! requantization: the real result divided by the scale, rounded to nearest
@@ -81,6 +83,16 @@ impl Integer {
                 .collect(),
         )
     }
+}
+
+/// What a quantized constant's f32 elements are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Elements {
+    /// The real numbers the integers stand for.
+    Real,
+    /// The integers less the zero point, for products XNNPACK accumulates
+    /// in integers (exact in f32 below 2^24).
+    Integers,
 }
 
 /// Integers `q` of one type standing for `(q - zero_point) * scale`.
@@ -214,12 +226,14 @@ impl Numbers {
     }
 
     /// The f32 bytes of a constant of these dims stored in `bytes`
-    /// (borrowed when they are f32 already); an error says why the bytes
-    /// cannot be that constant.
+    /// (borrowed when they are f32 already), as real numbers or as the
+    /// integers less the zero point; an error says why the bytes cannot be
+    /// that constant.
     pub(super) fn constant<'a>(
         &self,
         bytes: &'a [u8],
         dims: &[u64],
+        elements: Elements,
     ) -> Result<Cow<'a, [u8]>, String> {
         let wrong_size = || format!("{} bytes for a constant of dims {dims:?}", bytes.len());
         let (integer, zero_point, scales): (Integer, i64, &[f32]) = match self {
@@ -245,9 +259,10 @@ impl Numbers {
                 return Err("a constant of run-time or unknown quantization".to_string());
             }
         };
-        let elements = integer.decode(bytes, dims).ok_or_else(wrong_size)?;
+        let integers = integer.decode(bytes, dims).ok_or_else(wrong_size)?;
         let scale_of = |index: u64| -> f32 {
             match self {
+                _ if elements == Elements::Integers => 1.0,
                 Numbers::PerChannel {
                     scales,
                     channel_dim,
@@ -265,7 +280,7 @@ impl Numbers {
             }
         };
         Ok(Cow::Owned(
-            elements
+            integers
                 .into_iter()
                 .zip(0u64..)
                 .flat_map(|(q, index)| {
@@ -455,10 +470,14 @@ mod tests {
         let per_tensor = Numbers::PerTensor(int8(0.5, 2));
         let bytes = [0u8, 2, 0xff, 0x80];
         assert_eq!(
-            floats(per_tensor.constant(&bytes, &[4])),
+            floats(per_tensor.constant(&bytes, &[4], Elements::Real)),
             [-1.0, 0.0, -1.5, -65.0]
         );
-        assert!(per_tensor.constant(&bytes, &[5]).is_err());
+        assert!(per_tensor.constant(&bytes, &[5], Elements::Real).is_err());
+        assert_eq!(
+            floats(per_tensor.constant(&bytes, &[4], Elements::Integers)),
+            [-2.0, 0.0, -3.0, -130.0]
+        );
         // [2, 3] with a scale per row (channel dimension 0) ...
         let rows = Numbers::PerChannel {
             integer: Integer::I8,
@@ -467,7 +486,7 @@ mod tests {
         };
         let bytes = [1u8, 2, 3, 4, 0xfc, 8];
         assert_eq!(
-            floats(rows.constant(&bytes, &[2, 3])),
+            floats(rows.constant(&bytes, &[2, 3], Elements::Real)),
             [1.0, 2.0, 3.0, 1.0, -1.0, 2.0]
         );
         // ... or per column (dimension 1), int32 elements.
@@ -481,15 +500,19 @@ mod tests {
             .flat_map(|q| q.to_le_bytes())
             .collect();
         assert_eq!(
-            floats(columns.constant(&bytes, &[2, 3])),
+            floats(columns.constant(&bytes, &[2, 3], Elements::Real)),
             [1.0, 1.0, 6.0, -4.0, 2.5, 12.0]
         );
         // f32 constants stay the file's bytes.
         assert!(matches!(
-            Numbers::Float.constant(&bytes, &[2, 3]),
+            Numbers::Float.constant(&bytes, &[2, 3], Elements::Real),
             Ok(Cow::Borrowed(_))
         ));
-        assert!(Numbers::Float.constant(&bytes, &[7]).is_err());
+        assert!(
+            Numbers::Float
+                .constant(&bytes, &[7], Elements::Real)
+                .is_err()
+        );
     }
 
     #[test]
@@ -502,7 +525,7 @@ mod tests {
             channel_dim: 0,
         };
         assert_eq!(
-            floats(per_row.constant(&bytes, &[2, 3])),
+            floats(per_row.constant(&bytes, &[2, 3], Elements::Real)),
             [7.0, 1.0, 0.0, -4.0, -0.5, 2.0]
         );
         // Blocks of 2 along rows of 4, a scale per block.
@@ -512,9 +535,13 @@ mod tests {
         };
         let bytes = [0x9a, 0x87, 0x80, 0xf8];
         assert_eq!(
-            floats(blocks.constant(&bytes, &[2, 4])),
+            floats(blocks.constant(&bytes, &[2, 4], Elements::Real)),
             [2.0, 1.0, -2.0, 0.0, -4.0, 0.0, 0.0, 28.0]
         );
-        assert!(blocks.constant(&bytes[..3], &[2, 4]).is_err());
+        assert!(
+            blocks
+                .constant(&bytes[..3], &[2, 4], Elements::Real)
+                .is_err()
+        );
     }
 }
