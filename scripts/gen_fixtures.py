@@ -261,9 +261,10 @@ def partitioners(variant: str) -> list:
     }[variant]
 
 
-def export_bundled(fixture: Fixture, variant: str) -> tuple[bytes, list[Inputs]]:
-    """Export one fixture variant; return the serialized bundled program and
-    the inputs of its test cases."""
+def export_bundled(fixture: Fixture, variant: str) -> tuple[bytes, list[Inputs], nn.Module]:
+    """Export one fixture variant; return the serialized bundled program, the
+    inputs of its test cases and the model that computed the expected outputs
+    (for q8, the quantized one)."""
     torch.manual_seed(seed_for(fixture.name))
     model = fixture.make_model().eval()
     cases = fixture.make_cases()
@@ -293,7 +294,7 @@ def export_bundled(fixture: Fixture, variant: str) -> tuple[bytes, list[Inputs]]
                 outputs = (outputs,)
             test_cases.append(MethodTestCase(inputs=inputs, expected_outputs=list(outputs)))
     suite = MethodTestSuite(method_name="forward", test_cases=test_cases)
-    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite])), cases
+    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite])), cases, reference
 
 
 # ---------------------------------------------------------------- index
@@ -355,7 +356,7 @@ def main() -> int:
         for variant in fixture.variants:
             file_name = f"{fixture.name}.{variant}.bpte"
             try:
-                data, cases = export_bundled(fixture, variant)
+                data, cases, _ = export_bundled(fixture, variant)
             except Exception:  # noqa: BLE001 - report every failure, then fail
                 traceback.print_exc()
                 print(f"FAILED {file_name}", flush=True)

@@ -1,22 +1,36 @@
 """Generate ptec's XNNPACK test fixtures with the public ExecuTorch exporter.
 
-Each fixture is a tiny model lowered with ``XnnpackPartitioner`` (fp32), so that
-its work runs in XNNPACK delegate payloads: together they cover the XNNPACK node
+Each fixture is a tiny model lowered with ``XnnpackPartitioner``, so that its
+work runs in XNNPACK delegate payloads: together they cover the XNNPACK node
 types and layouts the shared corpus does not (elementwise nodes, slices, pads,
 concatenations of three to five inputs, pooling whose ceil mode becomes
 asymmetric padding, grouped and depthwise-multiplier convolutions, matrix
 products in their several forms, a channels-last input). Each has two test cases
 whose expected outputs come from eager PyTorch.
 
-Files are named ``<name>.xnnpack.bpte``; the script also writes ``index.json``
-(per file: description, the operators left outside the delegates, input and
-output dtypes and shapes, size, SHA-256) and ``README.md``. Seeds are fixed per
-fixture, so a second run writes byte-identical files.
+The ``xnnpack-q8`` fixtures are quantized first (PT2E static int8 with the
+XNNPACK quantizer, as ``gen_fixtures.py`` does), so that the node types run on
+int8 values; their expected outputs come from the quantized model, which
+computes in f32 between quantize and dequantize steps and so rounds a little
+differently from XNNPACK's integer kernels. For each of them ``index.json``
+records how far ExecuTorch's own runtime lands from those outputs in each test
+case (``executorch_errors``) and the quantization step of each output
+(``output_steps``), the scale of what one rounding difference costs. Two more
+hold other element types: ``xnnpack-8da4w`` (torchao's dynamic int8 activations
+with int4 grouped weights) and ``xnnpack-fp16``; their index entries record
+ExecuTorch's error too.
+
+Files are named ``<name>.<variant>.bpte``; the script also writes
+``index.json`` (per file: description, input and output dtypes and shapes,
+size, SHA-256, but for q8 files the operators left outside the delegates) and
+``README.md``. Seeds are fixed per fixture, so a second run
+writes byte-identical files.
 
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_xnnpack_fixtures.py [OUT_DIR]      # default: tests/fixtures/xnnpack
 """
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -25,9 +39,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.devtools.bundled_program.serialize import (
+    deserialize_from_flatbuffer_to_bundled_program,
+)
+from executorch.runtime import Runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fixtures import check_sizes  # noqa: E402  (sibling script)
+import gen_fixtures  # noqa: E402  (sibling script)
+from gen_fixtures import check_sizes  # noqa: E402
 from gen_op_fixtures import (  # noqa: E402
     OpFixture,
     export_bundled,
@@ -79,6 +98,48 @@ class ChannelsLast(nn.Module):
 
     def forward(self, x):
         return torch.sigmoid(self.conv(x))
+
+
+class ConvPool(nn.Module):
+    """Convolutions of each kind and the pooling between them, then a linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.grouped = nn.Conv2d(8, 4, 3, padding=2, dilation=2, groups=2)
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x = F.relu(self.conv(x))
+        x = F.max_pool2d(x, 3, stride=2, padding=1)
+        x = F.hardtanh(self.depthwise(x), 0.0, 6.0)
+        x = F.adaptive_avg_pool2d(self.grouped(x), 1).flatten(1)
+        return self.linear(x)
+
+
+class Elementwise(nn.Module):
+    """Quantized add, mul and cat (with and without a fused ReLU, one add
+    broadcasting a slice), around a hardswish XNNPACK computes in f32."""
+
+    def forward(self, x, y):
+        a = x + y[:, :1]
+        b = F.relu(a * y)
+        c = F.hardswish(F.relu(x + b))
+        return torch.cat([a, c * x], dim=1)
+
+
+class Rows(nn.Module):
+    """A linear without bias on a rank-3 input (rows flattened) with a fused
+    ReLU, then a linear with bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(6, 5, bias=False)
+        self.second = nn.Linear(5, 4)
+
+    def forward(self, x):
+        return self.second(F.relu(self.first(x)))
 
 
 def channels_last(*shape) -> torch.Tensor:
@@ -179,16 +240,132 @@ FIXTURES = [
 ]
 
 
+Q8_FIXTURES = [
+    gen_fixtures.Fixture(
+        "conv_pool",
+        "Conv2d(3,8,3,s2,p1)+ReLU, max_pool2d(3,s2,p1), depthwise Conv2d+ReLU6, Conv2d(8,4,3,groups 2,dilation 2), adaptive_avg_pool2d(1), Linear(4,3) of [1,3,12,12]",
+        ConvPool,
+        twice(lambda: (randn(1, 3, 12, 12),)),
+        ("xnnpack-q8",),
+    ),
+    gen_fixtures.Fixture(
+        "elementwise",
+        "x + y[:, :1], relu(a * y), hardswish(relu(x + b)), cat of a and c * x, float32 [1,4,5,5] inputs",
+        Elementwise,
+        twice(lambda: (randn(1, 4, 5, 5), randn(1, 4, 5, 5))),
+        ("xnnpack-q8",),
+    ),
+    gen_fixtures.Fixture(
+        "rows",
+        "Linear(6,5,no bias)+ReLU on [2,3,6], then Linear(5,4)",
+        Rows,
+        twice(lambda: (randn(2, 3, 6),)),
+        ("xnnpack-q8",),
+    ),
+]
+
+
+def quantize_8da4w(model: nn.Module) -> nn.Module:
+    """torchao's 8da4w: int8 activations quantized per row at run time, int4
+    weights with a scale per group of 32 inputs."""
+    from torchao.quantization.granularity import PerGroup
+    from torchao.quantization.quant_api import Int8DynamicActivationIntxWeightConfig, quantize_
+
+    quantize_(
+        model,
+        Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+    )
+    return model
+
+
+# Fixtures of other element types, by variant: each file records ExecuTorch's
+# own error on its test cases too.
+TYPED_FIXTURES = [
+    (
+        "xnnpack-8da4w",
+        OpFixture(
+            "linear_8da4w",
+            "linear",
+            "8da4w Linear(64,32)+ReLU then Linear(32,8) on float32 [2,3,64]: int8 rows quantized at run time, int4 weights in groups of 32 with bf16 scales",
+            lambda: quantize_8da4w(nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8))),
+            twice(lambda: (randn(2, 3, 64),)),
+        ),
+    ),
+    (
+        "xnnpack-fp16",
+        OpFixture(
+            "linear",
+            "linear",
+            "Linear(8,4) in float16 on float16 [2,8]",
+            lambda: nn.Linear(8, 4).half(),
+            twice(lambda: (randn(2, 8, dtype=torch.float16),)),
+        ),
+    ),
+]
+
+
+def bundled_tensor(value) -> torch.Tensor:
+    """A float tensor of a bundled program's test case."""
+    tensor = value.val
+    dtype = {5: torch.float16, 6: torch.float32}[int(tensor.scalar_type)]
+    return torch.frombuffer(bytearray(bytes(tensor.data)), dtype=dtype).reshape(list(tensor.sizes))
+
+
+def executorch_errors(data: bytes) -> list[float]:
+    """Per test case, the largest difference between ExecuTorch's outputs (its
+    runtime runs the XNNPACK delegate) and the expected ones."""
+    bundled = deserialize_from_flatbuffer_to_bundled_program(data)
+    method = Runtime.get().load_program(bytes(bundled.program)).load_method("forward")
+    errors = []
+    for case in bundled.method_test_suites[0].test_cases:
+        outputs = method.execute([bundled_tensor(value) for value in case.inputs])
+        differences = [
+            (got.float() - bundled_tensor(want).float()).abs().max().item()
+            for got, want in zip(outputs, case.expected_outputs)
+        ]
+        errors.append(max(differences))
+    return errors
+
+
+def output_steps(quantized: nn.Module) -> list[float]:
+    """The scale of the dequantization that produces each output."""
+    dequantize = torch.ops.quantized_decomposed.dequantize_per_tensor.default
+    output = next(node for node in quantized.graph.nodes if node.op == "output")
+    steps = []
+    for node in output.args[0]:
+        if node.target != dequantize:
+            raise ValueError(f"output {node} is not dequantized")
+        steps.append(float(node.args[1]))
+    return steps
+
+
+def q8_entry(fixture, data: bytes, cases, reference: nn.Module) -> dict:
+    return {
+        "variant": "xnnpack-q8",
+        "description": fixture.description,
+        "inputs": gen_fixtures.describe_inputs(fixture, cases[0]),
+        "test_cases": len(cases),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "executorch_errors": executorch_errors(data),
+        "output_steps": output_steps(reference),
+    }
+
+
 def write_readme(out_dir: Path, index: dict) -> None:
     lines = [
         "# XNNPACK fixtures",
         "",
-        "Tiny models lowered with `XnnpackPartitioner` (fp32) by `scripts/gen_xnnpack_fixtures.py`",
-        "with the public ExecuTorch 1.5.1 exporter (torch 2.14.0). They cover the XNNPACK node types and",
-        "layouts the shared corpus does not; each holds two test cases whose expected outputs come from",
-        "eager PyTorch. `index.json` lists each file's description, the operators left outside the",
-        "delegates, input and output dtypes and shapes, size and SHA-256; `ptec inspect` shows the node",
-        "types of each delegate.",
+        "Tiny models lowered with `XnnpackPartitioner` by `scripts/gen_xnnpack_fixtures.py` with the",
+        "public ExecuTorch 1.5.1 exporter (torch 2.14.0), in fp32 (`.xnnpack.bpte`), after PT2E static",
+        "int8 quantization (`.xnnpack-q8.bpte`), after torchao's 8da4w dynamic quantization",
+        "(`.xnnpack-8da4w.bpte`) and in fp16 (`.xnnpack-fp16.bpte`, which ptec reports unsupported).",
+        "They cover the XNNPACK node types and layouts the shared",
+        "corpus does not; each holds two test cases whose expected outputs come from eager PyTorch (for",
+        "q8, the quantized model). `index.json` lists each file's description, input and output dtypes",
+        "and shapes, size and SHA-256, the operators left outside the delegates (but for q8 files), and",
+        "for quantized and fp16 files ExecuTorch's own error on each test case (with the quantization",
+        "step of each output for q8 files); `ptec inspect` shows the node types of each delegate.",
         "",
         "Regenerate them from the repository root (deterministic: fixed seeds per fixture):",
         "",
@@ -211,6 +388,20 @@ def main() -> int:
         data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
         (out_dir / file_name).write_bytes(data)
         index[file_name] = index_entry(spec, data, cases, outputs, operators, VARIANT)
+        print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
+    for variant, spec in TYPED_FIXTURES:
+        file_name = f"{spec.name}.{variant}.bpte"
+        data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
+        (out_dir / file_name).write_bytes(data)
+        entry = index_entry(spec, data, cases, outputs, operators, variant)
+        entry["executorch_errors"] = executorch_errors(data)
+        index[file_name] = entry
+        print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
+    for fixture in Q8_FIXTURES:
+        file_name = f"{fixture.name}.xnnpack-q8.bpte"
+        data, cases, reference = gen_fixtures.export_bundled(fixture, "xnnpack-q8")
+        (out_dir / file_name).write_bytes(data)
+        index[file_name] = q8_entry(fixture, data, cases, reference)
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
 
     with open(out_dir / "index.json", "w") as out:

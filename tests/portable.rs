@@ -119,7 +119,7 @@ fn every_pass_can_be_switched_off() {
                 .filter(|path| !path.to_string_lossy().contains("mobilenet")),
         );
     }
-    assert_pass_with_each_pass_off(&files);
+    assert_pass_with_each_pass_off(&files, &[]);
 }
 
 /// The pure-Cranelift kernels (no AVX2 microkernels) give the same results.

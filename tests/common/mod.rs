@@ -104,16 +104,13 @@ pub fn corpus_programs_pass(suffix: &str, count: usize) {
 }
 
 /// The files pass with each pass switched off, and with the pipeline
-/// stopped after each.
-pub fn assert_pass_with_each_pass_off(files: &[PathBuf]) {
+/// stopped after each; `extra` goes to every `ptec test` (tolerances).
+pub fn assert_pass_with_each_pass_off(files: &[PathBuf], extra: &[&str]) {
     for pass in ptec_passes::names() {
-        assert_all_pass(
-            &ptec_test(files, &["--disable-pass", pass]),
-            &format!("--disable-pass {pass}"),
-        );
-        assert_all_pass(
-            &ptec_test(files, &["--stop-after", pass]),
-            &format!("--stop-after {pass}"),
-        );
+        for switch in ["--disable-pass", "--stop-after"] {
+            let mut args = vec![switch, pass];
+            args.extend_from_slice(extra);
+            assert_all_pass(&ptec_test(files, &args), &format!("{switch} {pass}"));
+        }
     }
 }

@@ -12,11 +12,16 @@
 //! in whatever layout their operands share, and a transpose only changes the
 //! permutation. Permutes are emitted where a layout must change.
 //!
+//! Quantized values are computed in f32 as XNNPACK computes them in
+//! integers (see `quantize`).
+//!
 //! Node types, element types and flags ptec does not implement give
 //! [`ImportError::UnsupportedXnnpack`] with the node's type and debug
 //! handle; graphs that contradict themselves (unknown ids, wrong ranks,
 //! dims that disagree with what the nodes compute) give
 //! [`ImportError::Invalid`].
+
+mod quantize;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -29,6 +34,7 @@ use crate::graph::{ValueData, ValueId, ValueKind};
 use crate::op::{BinaryOp, ClampRange, Op, Pair, ReduceOp, UnaryOp};
 use crate::shape::{Expected, show};
 use crate::types::{DType, Dim, Scalar, Shape, TensorType};
+use quantize::{Elements, Integer, Numbers, Quantization};
 
 /// The id that stands for no value (an absent bias, an unused input).
 const INVALID_ID: u32 = u32::MAX;
@@ -82,12 +88,19 @@ struct Laid {
     perm: Vec<usize>,
 }
 
-/// The node being translated, for messages.
+/// The node being translated.
 #[derive(Debug, Default)]
 struct NodeContext {
     index: usize,
     kind: String,
     debug_handle: u32,
+    /// Whether each element of the node's result is an element of an
+    /// input or a bound of its output range (layout changes, copies, max
+    /// pooling, clamps), so that a result quantized like its inputs stays
+    /// on their grid.
+    selects: bool,
+    /// The value ids the node has read.
+    read: Vec<u32>,
 }
 
 /// The operands of a node of one input and one output.
@@ -123,14 +136,38 @@ enum TwoInputs {
     MatMul,
 }
 
+/// How XNNPACK computes a convolution or fully connected node whose input
+/// and output are quantized per tensor and whose filter per channel: an
+/// int32 accumulator of integer products, times a multiplier per output
+/// channel, rounded onto the output's grid.
+#[derive(Debug)]
+struct Accumulated {
+    /// `input scale * filter scale / output scale`, in f32 as XNNPACK
+    /// computes it.
+    multipliers: Vec<f32>,
+    input: Quantization,
+    output: Quantization,
+}
+
+/// The operands of a convolution or fully connected node: real numbers,
+/// or when XNNPACK accumulates integer products the integers less their
+/// zero points (exact in f32 below 2^24), and how to requantize them.
+struct Product {
+    x: Laid,
+    filter: Laid,
+    bias: Option<Laid>,
+    accumulated: Option<Accumulated>,
+}
+
 struct Translation<'i, 'm, 'a> {
     importer: &'i mut Importer<'m, 'a>,
     /// The DelegateCall's place in the method, for messages.
     instruction: String,
     constants: &'m [Option<&'a [u8]>],
     args: &'i [ValueIndex],
-    /// Every tensor value of the graph by id, and whether it is quantized.
-    values: HashMap<u32, (xnn::XNNTensorValue<'m>, bool)>,
+    /// Every tensor value of the graph by id, with what its elements
+    /// stand for.
+    values: HashMap<u32, (xnn::XNNTensorValue<'m>, Numbers)>,
     /// Value ids in the graph's order.
     order: Vec<u32>,
     /// The tensor each value id holds, once it has one.
@@ -160,16 +197,20 @@ impl<'m> Translation<'_, 'm, '_> {
     }
 
     fn index_value(&mut self, index: usize, value: xnn::XValue<'m>) -> Result<(), ImportError> {
-        let (tensor, quantized) = match value.xvalue_union_as_xnntensor_value() {
-            Some(tensor) => (tensor, false),
-            None => value
-                .xvalue_union_as_xnnquantized_tensor_value()
-                .and_then(|quantized| quantized.tensor_value())
-                .map(|tensor| (tensor, true))
-                .ok_or_else(|| self.invalid(format!("XNNPACK value {index} is not a tensor")))?,
+        let quantized = value.xvalue_union_as_xnnquantized_tensor_value();
+        let tensor = match (value.xvalue_union_as_xnntensor_value(), quantized) {
+            (Some(tensor), _) => tensor,
+            (None, Some(quantized)) => quantized
+                .tensor_value()
+                .ok_or_else(|| self.invalid(format!("XNNPACK value {index} has no tensor")))?,
+            (None, None) => {
+                return Err(self.invalid(format!("XNNPACK value {index} is not a tensor")));
+            }
         };
         let id = tensor.id_out();
-        if id == INVALID_ID || self.values.insert(id, (tensor, quantized)).is_some() {
+        let numbers = Numbers::of(&tensor, quantized.as_ref(), self.constants)
+            .map_err(|problem| self.invalid(format!("XNNPACK value {index}: {problem}")))?;
+        if id == INVALID_ID || self.values.insert(id, (tensor, numbers)).is_some() {
             return Err(self.invalid(format!(
                 "XNNPACK value {index} has id {id}, which is invalid or taken"
             )));
@@ -179,7 +220,23 @@ impl<'m> Translation<'_, 'm, '_> {
     }
 
     fn enter(&mut self, index: usize, node: &xnn::XNode<'_>) {
+        use xnn::XNodeUnion as K;
         self.node = NodeContext {
+            selects: matches!(
+                node.xnode_union_type(),
+                K::XNNStaticTranspose
+                    | K::XNNStaticReshape
+                    | K::XNNStaticSlice
+                    | K::XNNMaxPooling2d
+                    | K::XNNConcatenate2
+                    | K::XNNConcatenate3
+                    | K::XNNConcatenate4
+                    | K::XNNConcatenate5
+                    | K::XNNCopy
+                    | K::XNNConvert
+                    | K::XNNClamp
+            ),
+            read: Vec::new(),
             index,
             kind: node
                 .xnode_union_type()
@@ -360,14 +417,16 @@ impl<'m> Translation<'_, 'm, '_> {
     /// The IR tensor of value `id`: what a node wrote, a call argument, or
     /// a constant.
     fn input(&mut self, id: u32) -> Result<Laid, ImportError> {
+        self.node.read.push(id);
         if let Some(laid) = self.tensors.get(&id) {
             return Ok(laid.clone());
         }
         let tensor = self.value(id)?;
         let laid = if tensor.flags() & EXTERNAL_INPUT != 0 {
+            self.check_external(id)?;
             self.external_input(id, tensor)?
         } else if tensor.constant_buffer_idx() != 0 {
-            self.constant(id, tensor)?
+            self.constant(id, tensor, Elements::Real)?
         } else {
             return Err(self.invalid(format!("value {id} is read before a node writes it")));
         };
@@ -377,30 +436,32 @@ impl<'m> Translation<'_, 'm, '_> {
 
     /// The graph's value `id`, if ptec computes with its kind.
     fn value(&self, id: u32) -> Result<xnn::XNNTensorValue<'m>, ImportError> {
-        let &(tensor, quantized) = self
+        let (tensor, numbers) = self
             .values
             .get(&id)
             .ok_or_else(|| self.invalid(format!("value id {id} is not in the graph")))?;
-        let datatype = |kind: xnn::XNNDatatype| kind.variant_name().unwrap_or("unknown");
-        if quantized {
-            return Err(self.unsupported(format!(
-                "value {id} (quantized, {})",
-                datatype(tensor.datatype())
-            )));
+        match numbers {
+            Numbers::Unsupported(what) => Err(self.unsupported(format!("value {id} {what}"))),
+            _ => Ok(*tensor),
         }
-        if tensor.datatype() != xnn::XNNDatatype::xnn_datatype_fp32 {
-            return Err(self.unsupported(format!(
-                "value {id} (of element type {})",
-                datatype(tensor.datatype())
-            )));
+    }
+
+    /// The quantization of value `id` when XNNPACK holds it as integers of
+    /// one scale and zero point.
+    fn quantization(&self, id: u32) -> Option<Quantization> {
+        match self.values.get(&id) {
+            Some((_, Numbers::PerTensor(quantization))) => Some(*quantization),
+            _ => None,
         }
-        if tensor.dq_datatype() != xnn::XNNDatatype::xnn_datatype_invalid {
-            return Err(self.unsupported(format!(
-                "value {id} (dynamically quantized to {})",
-                datatype(tensor.dq_datatype())
-            )));
+    }
+
+    /// Call arguments and outputs are f32: ptec does not exchange integer
+    /// tensors with the kernels around a delegate.
+    fn check_external(&self, id: u32) -> Result<(), ImportError> {
+        match self.values.get(&id) {
+            Some((_, Numbers::Float)) => Ok(()),
+            _ => Err(self.unsupported(format!("quantized value {id} as a call argument"))),
         }
-        Ok(tensor)
     }
 
     /// The dims a value declares.
@@ -460,7 +521,12 @@ impl<'m> Translation<'_, 'm, '_> {
             })
     }
 
-    fn constant(&mut self, id: u32, tensor: xnn::XNNTensorValue<'m>) -> Result<Laid, ImportError> {
+    fn constant(
+        &mut self,
+        id: u32,
+        tensor: xnn::XNNTensorValue<'m>,
+        elements: Elements,
+    ) -> Result<Laid, ImportError> {
         let index = tensor.constant_buffer_idx();
         let bytes = self
             .constants
@@ -473,15 +539,13 @@ impl<'m> Translation<'_, 'm, '_> {
                 ))
             })?;
         let dims = self.dims(&tensor);
-        if byte_count(&dims) != Some(bytes.len() as u64) {
-            return Err(self.invalid(format!(
-                "constant value {id} of dims {dims:?} has {} bytes",
-                bytes.len()
-            )));
-        }
+        let bytes = self.values[&id]
+            .1
+            .constant(bytes, &dims, elements)
+            .map_err(|problem| self.invalid(format!("constant value {id}: {problem}")))?;
         let value = self.importer.graph.add_value(ValueData {
             ty: contiguous(fixed(&dims)),
-            kind: ValueKind::Constant(Cow::Borrowed(bytes)),
+            kind: ValueKind::Constant(bytes),
             offset: None,
         });
         Ok(Laid {
@@ -490,10 +554,64 @@ impl<'m> Translation<'_, 'm, '_> {
         })
     }
 
-    /// Records what a node wrote to value `id`, checking it against the
-    /// value's declared dims.
+    /// Records what a node wrote to value `id`.
     fn define(&mut self, id: u32, laid: Laid) -> Result<(), ImportError> {
+        self.define_bounded(id, laid, ClampRange::default())
+    }
+
+    /// Records what a node wrote to value `id`, bounded by the node's
+    /// output range: clamped, or for a quantized value rounded onto its
+    /// grid within the range.
+    fn define_bounded(
+        &mut self,
+        id: u32,
+        laid: Laid,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let numbers = match self.values.get(&id) {
+            Some((_, numbers)) => numbers.clone(),
+            None => return Err(self.invalid(format!("value id {id} is not in the graph"))),
+        };
+        let laid = match numbers {
+            Numbers::Float | Numbers::Unsupported(_) => self.clamp(laid, range)?,
+            Numbers::PerTensor(quantization) => {
+                let on_grid = self.node.selects
+                    && self
+                        .node
+                        .read
+                        .iter()
+                        .all(|&input| self.quantization(input) == Some(quantization));
+                if on_grid {
+                    // The range's bounds on the grid, computed as the
+                    // grid's points are.
+                    let (low, high) = quantization.bounds(range);
+                    let point = |q: i64| Some(f64::from(q as f32 * quantization.scale));
+                    let bounds = ClampRange {
+                        min: range.min.and_then(|_| point(low)),
+                        max: range.max.and_then(|_| point(high)),
+                    };
+                    self.clamp(laid, bounds)?
+                } else {
+                    self.fake_quantize(laid, quantization, range)?
+                }
+            }
+            Numbers::Dynamic { nonbatch_dims } => self.quantize_rows(laid, nonbatch_dims)?,
+            Numbers::PerChannel { .. } | Numbers::Blockwise { .. } => {
+                return Err(self.unsupported(format!(
+                    "a result in value {id}, quantized per channel or block"
+                )));
+            }
+        };
+        self.record(id, laid)
+    }
+
+    /// Records `laid` as value `id`, checking it against the value's
+    /// declared dims.
+    fn record(&mut self, id: u32, laid: Laid) -> Result<(), ImportError> {
         let tensor = self.value(id)?;
+        if tensor.flags() & EXTERNAL_OUTPUT != 0 {
+            self.check_external(id)?;
+        }
         if tensor.flags() & EXTERNAL_INPUT != 0 || tensor.constant_buffer_idx() != 0 {
             return Err(self.invalid(format!(
                 "value {id} is an input or a constant, and a node writes it"
@@ -623,6 +741,283 @@ impl<'m> Translation<'_, 'm, '_> {
         })
     }
 
+    /// The tensor rounded onto the grid of a quantization, as XNNPACK
+    /// requantizes a result: `clamp(round_even(x / scale), low, high) *
+    /// scale`, the bounds being the integer range less the zero point
+    /// (rounding before the zero point is added, as XNNPACK does, matters
+    /// at ties when the zero point is odd). XNNPACK multiplies by the
+    /// reciprocal of the scale, in f32.
+    fn fake_quantize(
+        &mut self,
+        laid: Laid,
+        quantization: Quantization,
+        range: ClampRange,
+    ) -> Result<Laid, ImportError> {
+        let descaled = self.descale(laid.value, quantization.scale)?;
+        Ok(Laid {
+            value: self.round_to_grid(descaled, quantization, range)?,
+            perm: laid.perm,
+        })
+    }
+
+    /// The integers less the zero point that a value on a quantization's
+    /// grid stands for (exact: the value is one of the grid's points).
+    fn integers(
+        &mut self,
+        value: ValueId,
+        quantization: Quantization,
+    ) -> Result<ValueId, ImportError> {
+        let descaled = self.descale(value, quantization.scale)?;
+        self.emit(Op::Unary(UnaryOp::Round), vec![descaled])
+    }
+
+    /// `x * (1 / scale)`: XNNPACK scales by the reciprocal, in f32.
+    fn descale(&mut self, value: ValueId, scale: f32) -> Result<ValueId, ImportError> {
+        let op = Op::BinaryScalar {
+            op: BinaryOp::Mul,
+            scalar: Scalar::Float(f64::from(1.0 / scale)),
+        };
+        self.emit(op, vec![value])
+    }
+
+    /// A value in units of a quantization's scale rounded onto its grid:
+    /// `clamp(round_even(x), low, high) * scale`.
+    fn round_to_grid(
+        &mut self,
+        value: ValueId,
+        quantization: Quantization,
+        range: ClampRange,
+    ) -> Result<ValueId, ImportError> {
+        let (low, high) = quantization.bounds(range);
+        let steps = [
+            Op::Unary(UnaryOp::Round),
+            Op::Clamp {
+                min: Some(Scalar::Float(low as f64)),
+                max: Some(Scalar::Float(high as f64)),
+            },
+            Op::BinaryScalar {
+                op: BinaryOp::Mul,
+                scalar: Scalar::Float(f64::from(quantization.scale)),
+            },
+        ];
+        let mut value = value;
+        for op in steps {
+            value = self.emit(op, vec![value])?;
+        }
+        Ok(value)
+    }
+
+    /// The tensor quantized row by row as XNNPACK's conversion to qdint8
+    /// does at run time, back in f32: each row of its last `nonbatch_dims`
+    /// dimensions gets an int8 scale and zero point from its range
+    /// (widened to hold 0), its elements are rounded onto that grid, and
+    /// the fully connected node that reads them computes with `(q - zero
+    /// point) * scale`.
+    fn quantize_rows(&mut self, x: Laid, nonbatch_dims: usize) -> Result<Laid, ImportError> {
+        let rank = x.perm.len();
+        let mut dims = x.perm[rank - nonbatch_dims..].to_vec();
+        dims.sort_unstable();
+        let scalar = |op, value: f64| Op::BinaryScalar {
+            op,
+            scalar: Scalar::Float(value),
+        };
+        let clamp = |min: Option<f64>, max: Option<f64>| Op::Clamp {
+            min: min.map(Scalar::Float),
+            max: max.map(Scalar::Float),
+        };
+        let binary = |op| Op::Binary { op, alpha: None };
+        let reduce = |op| Op::Reduce {
+            op,
+            dims: dims.clone(),
+            keepdim: true,
+        };
+        let (qmin, qmax) = (f64::from(i8::MIN), f64::from(i8::MAX));
+        // The row's range, widened to hold 0.
+        let low = self.emit(reduce(ReduceOp::Min), vec![x.value])?;
+        let low = self.emit(clamp(None, Some(0.0)), vec![low])?;
+        let high = self.emit(reduce(ReduceOp::Max), vec![x.value])?;
+        let high = self.emit(clamp(Some(0.0), None), vec![high])?;
+        // 255 / (high - low). A row of zeros gets a finite multiplier in
+        // place of XNNPACK's 1, which gives the same zeros (so does any
+        // width too small for a finite multiplier).
+        let width = self.emit(binary(BinaryOp::Sub), vec![high, low])?;
+        let narrowest = 2.0 * (qmax - qmin) as f32 / f32::MAX;
+        let width = self.emit(clamp(Some(f64::from(narrowest)), None), vec![width])?;
+        let levels = self.splat((qmax - qmin) as f32);
+        let multiplier = self.emit(binary(BinaryOp::Div), vec![levels, width])?;
+        // The zero point from whichever end of the range errs less.
+        let descaled_low = self.emit(binary(BinaryOp::Mul), vec![low, multiplier])?;
+        let descaled_high = self.emit(binary(BinaryOp::Mul), vec![high, multiplier])?;
+        let low_error = self.emit(scalar(BinaryOp::Add, qmin), vec![descaled_low])?;
+        let high_error = self.emit(scalar(BinaryOp::Add, qmax), vec![descaled_high])?;
+        let errors = self.emit(binary(BinaryOp::Add), vec![low_error, high_error])?;
+        let from_low = self.emit_outputs(
+            scalar(BinaryOp::Gt, 0.0),
+            vec![errors],
+            &[DType::Bool],
+            None,
+        )?[0];
+        let mut ends = Vec::new();
+        for (descaled, end) in [(descaled_low, qmin), (descaled_high, qmax)] {
+            let negated = self.emit(Op::Unary(UnaryOp::Neg), vec![descaled])?;
+            ends.push(self.emit(scalar(BinaryOp::Add, end), vec![negated])?);
+        }
+        let zero_point = self.emit(Op::Where, vec![from_low, ends[0], ends[1]])?;
+        let zero_point = self.emit(clamp(Some(qmin), Some(qmax)), vec![zero_point])?;
+        let zero_point = self.emit(Op::Unary(UnaryOp::Round), vec![zero_point])?;
+        // The conversion multiplies by 1 / (1 / multiplier), the scale the
+        // product uses being 1 / multiplier.
+        let scale = self.emit(Op::Unary(UnaryOp::Reciprocal), vec![multiplier])?;
+        let inverse = self.emit(Op::Unary(UnaryOp::Reciprocal), vec![scale])?;
+        let negated = self.emit(Op::Unary(UnaryOp::Neg), vec![zero_point])?;
+        let floor = self.emit(scalar(BinaryOp::Add, qmin), vec![negated])?;
+        let ceiling = self.emit(scalar(BinaryOp::Add, qmax), vec![negated])?;
+        let scaled = self.emit(binary(BinaryOp::Mul), vec![x.value, inverse])?;
+        let rounded = self.emit(Op::Unary(UnaryOp::Round), vec![scaled])?;
+        let bounded = self.emit(binary(BinaryOp::Maximum), vec![rounded, floor])?;
+        let bounded = self.emit(binary(BinaryOp::Minimum), vec![bounded, ceiling])?;
+        Ok(Laid {
+            value: self.emit(binary(BinaryOp::Mul), vec![bounded, scale])?,
+            perm: x.perm,
+        })
+    }
+
+    /// The operands of a convolution or fully connected node, from the ids
+    /// of its input, filter, bias and output; `output_channels` is the
+    /// filter's dimension of output channels.
+    fn product(&mut self, ids: [u32; 4], output_channels: usize) -> Result<Product, ImportError> {
+        let [input, filter, bias, _] = ids;
+        let x = self.input(input)?;
+        let Some(accumulated) = self.accumulated(ids, output_channels) else {
+            let filter = self.input(filter)?;
+            let bias = match bias {
+                INVALID_ID => None,
+                bias => Some(self.input(bias)?),
+            };
+            return Ok(Product {
+                x,
+                filter,
+                bias,
+                accumulated: None,
+            });
+        };
+        let integers = Laid {
+            value: self.integers(x.value, accumulated.input)?,
+            perm: x.perm,
+        };
+        let mut integer_constant = |id| {
+            let tensor = self.value(id)?;
+            self.constant(id, tensor, Elements::Integers)
+        };
+        let filter = integer_constant(filter)?;
+        let bias = match bias {
+            INVALID_ID => None,
+            bias => Some(integer_constant(bias)?),
+        };
+        Ok(Product {
+            x: integers,
+            filter,
+            bias,
+            accumulated: Some(accumulated),
+        })
+    }
+
+    /// How XNNPACK accumulates a product node, when it does in integers:
+    /// int8 input and output of one scale each, constant int8 filter with
+    /// a scale per output channel, constant int32 bias (if any).
+    fn accumulated(&self, ids: [u32; 4], output_channels: usize) -> Option<Accumulated> {
+        let [input, filter, bias, output] = ids;
+        let input = self
+            .quantization(input)
+            .filter(|q| q.integer != Integer::I32)?;
+        let output = self.quantization(output)?;
+        let (filter_tensor, filter) = self.values.get(&filter)?;
+        let Numbers::PerChannel {
+            integer: Integer::I8,
+            scales,
+            channel_dim,
+        } = filter
+        else {
+            return None;
+        };
+        if *channel_dim != output_channels {
+            return None;
+        }
+        let bias_is_integral = match self.values.get(&bias) {
+            None => bias == INVALID_ID,
+            Some((tensor, numbers)) => {
+                tensor.constant_buffer_idx() != 0
+                    && match numbers {
+                        Numbers::PerChannel { integer, .. } => *integer == Integer::I32,
+                        Numbers::PerTensor(q) => q.integer == Integer::I32 && q.zero_point == 0,
+                        _ => false,
+                    }
+            }
+        };
+        (filter_tensor.constant_buffer_idx() != 0 && bias_is_integral).then(|| Accumulated {
+            multipliers: scales
+                .iter()
+                .map(|&scale| input.scale * scale / output.scale)
+                .collect(),
+            input,
+            output,
+        })
+    }
+
+    /// Records a product node's result: its accumulator requantized (the
+    /// channels along `channel_axis` of the value), or the real result
+    /// bounded by the node's range.
+    fn define_product(
+        &mut self,
+        id: u32,
+        result: Laid,
+        channel_axis: usize,
+        accumulated: Option<Accumulated>,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let Some(accumulated) = accumulated else {
+            return self.define_bounded(id, result, range);
+        };
+        let rank = self.importer.graph.value(result.value).ty.rank();
+        let mut dims = vec![accumulated.multipliers.len() as u64];
+        dims.resize(rank - channel_axis, 1);
+        let multipliers = self.importer.graph.add_value(ValueData {
+            ty: contiguous(fixed(&dims)),
+            kind: ValueKind::Constant(Cow::Owned(
+                accumulated
+                    .multipliers
+                    .iter()
+                    .flat_map(|multiplier| multiplier.to_le_bytes())
+                    .collect(),
+            )),
+            offset: None,
+        });
+        let scaled = self.emit(
+            Op::Binary {
+                op: BinaryOp::Mul,
+                alpha: None,
+            },
+            vec![result.value, multipliers],
+        )?;
+        let value = self.round_to_grid(scaled, accumulated.output, range)?;
+        self.record(
+            id,
+            Laid {
+                value,
+                perm: result.perm,
+            },
+        )
+    }
+
+    /// A constant f32 scalar.
+    fn splat(&mut self, value: f32) -> ValueId {
+        self.importer.graph.add_value(ValueData {
+            ty: contiguous(Vec::new()),
+            kind: ValueKind::Constant(Cow::Owned(value.to_le_bytes().to_vec())),
+            offset: None,
+        })
+    }
+
     fn one(
         &mut self,
         table: Option<xnn::_XNNNode1x1<'_>>,
@@ -674,15 +1069,80 @@ impl<'m> Translation<'_, 'm, '_> {
                 }
             }
             OneInput::GlobalAveragePool => {
-                self.global_average_pool(x, operands.flags & FLAG_KEEP_DIMS != 0)?
+                let keep_dims = operands.flags & FLAG_KEEP_DIMS != 0;
+                let quantized = (
+                    self.quantization(operands.input),
+                    self.quantization(operands.output),
+                );
+                if let (Some(input), Some(output)) = quantized {
+                    return self.quantized_average_pool(
+                        x,
+                        keep_dims,
+                        [input, output],
+                        operands.output,
+                        range,
+                    );
+                }
+                self.global_pool(x, keep_dims, ReduceOp::Mean)?
             }
         };
-        let result = self.clamp(result, range)?;
-        self.define(operands.output, result)
+        self.define_bounded(operands.output, result, range)
     }
 
-    /// The mean over H and W of an NHWC tensor.
-    fn global_average_pool(&mut self, x: Laid, keep_dims: bool) -> Result<Laid, ImportError> {
+    /// The global average pooling of a quantized input, as XNNPACK
+    /// computes it: the int32 sum of the integers less their zero point,
+    /// times `input scale / output scale * (1 / count)`, onto the output's
+    /// grid (over H and W of fixed size; the mean of the real numbers
+    /// otherwise).
+    fn quantized_average_pool(
+        &mut self,
+        x: Laid,
+        keep_dims: bool,
+        [input, output]: [Quantization; 2],
+        output_id: u32,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let shape = self.xnn_shape(&x);
+        let count = shape.get(1..3).and_then(|spatial| {
+            spatial
+                .iter()
+                .map(|dim| dim.fixed())
+                .product::<Option<u64>>()
+        });
+        let Some(count) = count else {
+            let mean = self.global_pool(x, keep_dims, ReduceOp::Mean)?;
+            return self.define_bounded(output_id, mean, range);
+        };
+        let integers = Laid {
+            value: self.integers(x.value, input)?,
+            perm: x.perm,
+        };
+        let sum = self.global_pool(integers, keep_dims, ReduceOp::Sum)?;
+        let multiplier = input.scale / output.scale * (1.0 / count as f32);
+        let scaled = self.emit(
+            Op::BinaryScalar {
+                op: BinaryOp::Mul,
+                scalar: Scalar::Float(f64::from(multiplier)),
+            },
+            vec![sum.value],
+        )?;
+        let value = self.round_to_grid(scaled, output, range)?;
+        self.record(
+            output_id,
+            Laid {
+                value,
+                perm: sum.perm,
+            },
+        )
+    }
+
+    /// The reduction over H and W of an NHWC tensor.
+    fn global_pool(
+        &mut self,
+        x: Laid,
+        keep_dims: bool,
+        reduce: ReduceOp,
+    ) -> Result<Laid, ImportError> {
         if x.perm.len() != 4 {
             return Err(self.invalid(format!(
                 "global average pooling of a rank-{} tensor",
@@ -699,7 +1159,7 @@ impl<'m> Translation<'_, 'm, '_> {
         let mut dims = vec![layout[1], layout[2]];
         dims.sort_unstable();
         let op = Op::Reduce {
-            op: ReduceOp::Mean,
+            op: reduce,
             dims,
             keepdim: keep_dims,
         };
@@ -759,8 +1219,7 @@ impl<'m> Translation<'_, 'm, '_> {
                 }
             }
         };
-        let result = self.clamp(result, range)?;
-        self.define(t.output_id(), result)
+        self.define_bounded(t.output_id(), result, range)
     }
 
     /// A value with its last two dimensions swapped.
@@ -780,8 +1239,15 @@ impl<'m> Translation<'_, 'm, '_> {
         range: ClampRange,
     ) -> Result<(), ImportError> {
         self.check_flags(t.flags(), FLAG_TRANSPOSE_WEIGHTS)?;
-        let x = self.input(t.input1_id())?;
-        let filter = self.input(t.filter_id())?;
+        // The filter is [out, in], or [in, out] when transposed.
+        let transposed = t.flags() & FLAG_TRANSPOSE_WEIGHTS != 0;
+        let ids = [t.input1_id(), t.filter_id(), t.bias_id(), t.output_id()];
+        let Product {
+            x,
+            filter,
+            bias,
+            accumulated,
+        } = self.product(ids, usize::from(transposed))?;
         if filter.perm.len() != 2 || x.perm.is_empty() {
             return Err(self.invalid(format!(
                 "a fully connected node of a rank-{} input and a rank-{} filter",
@@ -790,7 +1256,7 @@ impl<'m> Translation<'_, 'm, '_> {
             )));
         }
         let mut weight = self.materialize(&filter, &identity(2))?;
-        if t.flags() & FLAG_TRANSPOSE_WEIGHTS == 0 {
+        if !transposed {
             weight = self.transpose_last(weight, 2)?;
         }
         let shape = self.xnn_shape(&x);
@@ -815,10 +1281,9 @@ impl<'m> Translation<'_, 'm, '_> {
                 vec![Dim::Fixed(count), shape[rank - 1]],
             )?;
         }
-        let product = match t.bias_id() {
-            INVALID_ID => self.emit(Op::MatMul, vec![rows, weight])?,
-            bias => {
-                let bias = self.input(bias)?;
+        let product = match bias {
+            None => self.emit(Op::MatMul, vec![rows, weight])?,
+            Some(bias) => {
                 let bias = self.materialize(&bias, &identity(bias.perm.len()))?;
                 let op = Op::Addmm {
                     beta: Scalar::Int(1),
@@ -835,26 +1300,28 @@ impl<'m> Translation<'_, 'm, '_> {
             out_shape.push(columns);
             self.emit_given(Op::Reshape, vec![product], out_shape)?
         };
-        let result = self.clamp(
-            Laid {
-                value,
-                perm: identity(rank),
-            },
-            range,
-        )?;
-        self.define(t.output_id(), result)
+        let result = Laid {
+            value,
+            perm: identity(rank),
+        };
+        self.define_product(t.output_id(), result, rank - 1, accumulated, range)
     }
 
     /// A 4-D input as the NCHW value an NHWC node needs.
     fn nchw_input(&mut self, id: u32) -> Result<ValueId, ImportError> {
         let x = self.input(id)?;
+        self.as_nchw(id, &x)
+    }
+
+    /// Value `id`, held as `x`, as the NCHW value an NHWC node needs.
+    fn as_nchw(&mut self, id: u32, x: &Laid) -> Result<ValueId, ImportError> {
         if x.perm.len() != 4 {
             return Err(self.invalid(format!(
                 "value {id} has rank {} where a 4-D NHWC tensor is needed",
                 x.perm.len()
             )));
         }
-        self.materialize(&x, &NHWC_OF_NCHW)
+        self.materialize(x, &NHWC_OF_NCHW)
     }
 
     /// A window's stride or dilation, which must be at least 1.
@@ -894,8 +1361,11 @@ impl<'m> Translation<'_, 'm, '_> {
         range: ClampRange,
     ) -> Result<(), ImportError> {
         self.check_flags(t.flags(), 0)?;
-        let x = self.nchw_input(t.input1_id())?;
-        let filter = self.input(t.filter_id())?;
+        let quantized = self.quantization(t.output_id()).is_some();
+        let ids = [t.input1_id(), t.filter_id(), t.bias_id(), t.output_id()];
+        let product = self.product(ids, if depthwise { 3 } else { 0 })?;
+        let (x, filter, bias) = (product.x, product.filter, product.bias);
+        let x = self.as_nchw(t.input1_id(), &x)?;
         if filter.perm.len() != 4 {
             return Err(self.invalid(format!("a rank-{} filter", filter.perm.len())));
         }
@@ -922,8 +1392,7 @@ impl<'m> Translation<'_, 'm, '_> {
         };
         let weight = self.emit(Op::Permute { dims }, vec![weight])?;
         let mut inputs = vec![x, weight];
-        if t.bias_id() != INVALID_ID {
-            let bias = self.input(t.bias_id())?;
+        if let Some(bias) = bias {
             inputs.push(self.materialize(&bias, &identity(bias.perm.len()))?);
         }
         let padding = [
@@ -940,17 +1409,24 @@ impl<'m> Translation<'_, 'm, '_> {
             dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
             groups: t.groups().into(),
             bias: inputs.len() == 3,
-            clamp: range,
+            // A quantized result is bounded as it is requantized.
+            clamp: if quantized {
+                ClampRange::default()
+            } else {
+                range
+            },
             residual: false,
         };
         let value = self.emit(op, inputs)?;
-        self.define(
-            t.output_id(),
-            Laid {
-                value,
-                perm: NHWC_OF_NCHW.to_vec(),
-            },
-        )
+        let result = Laid {
+            value,
+            perm: NHWC_OF_NCHW.to_vec(),
+        };
+        if quantized {
+            self.define_product(t.output_id(), result, 1, product.accumulated, range)
+        } else {
+            self.define(t.output_id(), result)
+        }
     }
 
     fn max_pooling(
@@ -979,14 +1455,11 @@ impl<'m> Translation<'_, 'm, '_> {
             ceil_mode: false,
         };
         let values = self.emit_outputs(op, vec![x], &[DType::F32, DType::I64], None)?[0];
-        let result = self.clamp(
-            Laid {
-                value: values,
-                perm: NHWC_OF_NCHW.to_vec(),
-            },
-            range,
-        )?;
-        self.define(t.output_id(), result)
+        let result = Laid {
+            value: values,
+            perm: NHWC_OF_NCHW.to_vec(),
+        };
+        self.define_bounded(t.output_id(), result, range)
     }
 
     fn transpose(&mut self, t: xnn::XNNStaticTranspose<'_>) -> Result<(), ImportError> {
@@ -1190,7 +1663,7 @@ impl<'m> Translation<'_, 'm, '_> {
     /// Writes every external output into the call's argument.
     fn outputs(&mut self) -> Result<(), ImportError> {
         for id in self.order.clone() {
-            let (tensor, _) = self.values[&id];
+            let tensor = self.values[&id].0;
             if tensor.flags() & EXTERNAL_OUTPUT == 0 {
                 continue;
             }
