@@ -48,7 +48,7 @@ pub(crate) struct MethodContext<'g, 'a> {
     /// arena.
     pub scratch_bytes: u64,
     /// The GEMM microkernels the target can run, widest first.
-    pub microkernels: Vec<(crate::microkernel::Width, FuncId)>,
+    pub microkernels: Vec<(crate::microkernel::Tile, FuncId)>,
     /// Math functions declared in the module so far.
     pub math: HashMap<MathFn, FuncId>,
 }

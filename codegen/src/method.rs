@@ -109,12 +109,12 @@ pub(crate) fn compile_method<'a>(
 }
 
 /// Defines the GEMM microkernels the target of `module` can run (x86-64
-/// with FMA and AVX2, or AVX-512 too), widest first.
+/// with FMA and AVX2, or AVX-512 too), widest and tallest first.
 fn define_microkernels(
     module: &mut dyn Module,
     symbol: &str,
     mut listing: Option<&mut Listing>,
-) -> Result<Vec<(microkernel::Width, FuncId)>, CodegenError> {
+) -> Result<Vec<(microkernel::Tile, FuncId)>, CodegenError> {
     let isa = module.isa();
     let enabled = |name: &str| {
         isa.isa_flags()
@@ -131,20 +131,25 @@ fn define_microkernels(
     }
     let mut signature = module.make_signature();
     signature.params.extend([AbiParam::new(PTR); 8]);
-    let mut kernels = Vec::with_capacity(widths.len());
-    for width in widths {
-        let name = format!("{symbol}__gemm_4x{}_{width:?}", width.columns()).to_lowercase();
+    let tiles = microkernel::Tile::for_widths(&widths);
+    let mut kernels = Vec::with_capacity(tiles.len());
+    for tile in tiles {
+        let name = format!(
+            "{symbol}__gemm_{}x{}_{:?}",
+            tile.rows(),
+            tile.columns(),
+            tile.width()
+        )
+        .to_lowercase();
         let id = module.declare_function(&name, Linkage::Local, &signature)?;
-        let code = microkernel::gemm_tile(width).map_err(|error| {
-            CodegenError::Isa(format!(
-                "assembling the {width:?} GEMM microkernel: {error}"
-            ))
+        let code = microkernel::gemm_tile(tile).map_err(|error| {
+            CodegenError::Isa(format!("assembling the {tile:?} GEMM microkernel: {error}"))
         })?;
         module.define_function_bytes(id, 16, &code, &[])?;
         if let Some(listing) = listing.as_deref_mut() {
             listing.push_bytes(&name, code);
         }
-        kernels.push((width, id));
+        kernels.push((tile, id));
     }
     Ok(kernels)
 }

@@ -3,24 +3,28 @@
 //! JIT and object files share them). Cranelift's vectors are 128 bits wide;
 //! these use the CPU's 256-bit (AVX2) or 512-bit (AVX-512) registers.
 //!
-//! Each computes one tile of four rows, two registers wide (16 columns with
-//! AVX2, 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row, bias, bounds)`
-//! (System V arguments, the last two on the stack) writes
+//! Each computes one tile of four to eight rows, two registers wide (16
+//! columns with AVX2, 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row,
+//! bias, bounds)` (System V arguments, the last two on the stack) writes
 //! `C = clamp(A @ B + bias[r], bounds[0], bounds[1])` where `A[r, k]` is at
 //! `a + r * a_row + 4 * k`, `B[k, j]` at `b + k * bc_row + 4 * j` and
 //! `C[r, j]` at `c + r * bc_row + 4 * j` (byte strides), `bias` points at one
 //! f32 per row and `bounds` at two f32 (use 0 and ±inf for none). NaN results
-//! stay NaN through the clamp. Eight accumulators, two loads of B and four
-//! broadcasts of A per step of K.
+//! stay NaN through the clamp. Per step of K: two loads of B, and for each
+//! row one broadcast of A (folded into the multiply-adds with AVX-512) and
+//! two multiply-adds. Rows of A are addressed from three pointers, each
+//! followed by the next two rows at one and two row strides, so no tile
+//! needs a callee-saved register.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::{
-    AsmRegister64, CodeAssembler, dword_ptr, ptr, qword_ptr, r8, r9, r10, r11, rax, rcx, rdi, rdx,
-    rsi, rsp,
+    AsmMemoryOperand, AsmRegister64, CodeAssembler, dword_bcst, dword_ptr, ptr, qword_ptr, r8, r9,
+    r10, rax, rcx, rdi, rdx, rsi, rsp,
 };
 
-/// Rows of the tiles the microkernels compute.
-pub(crate) const ROWS: usize = 4;
+/// The most rows a microkernel computes (the length of the bias rows a
+/// caller must provide).
+pub(crate) const MAX_ROWS: usize = 8;
 
 /// The vector width a microkernel uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,16 +45,72 @@ impl Width {
     }
 }
 
-/// Emits the body of a microkernel with the vector registers given.
+/// A microkernel: its vector width and how many rows it computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tile {
+    Avx2Rows4,
+    Avx2Rows6,
+    Avx512Rows4,
+    Avx512Rows8,
+}
+
+impl Tile {
+    /// The tiles a CPU with these widths runs, widest and tallest first.
+    pub(crate) fn for_widths(widths: &[Width]) -> Vec<Tile> {
+        widths
+            .iter()
+            .flat_map(|width| match width {
+                Width::Avx512 => [Tile::Avx512Rows8, Tile::Avx512Rows4],
+                Width::Avx2 => [Tile::Avx2Rows6, Tile::Avx2Rows4],
+            })
+            .collect()
+    }
+
+    pub(crate) fn width(self) -> Width {
+        match self {
+            Tile::Avx2Rows4 | Tile::Avx2Rows6 => Width::Avx2,
+            Tile::Avx512Rows4 | Tile::Avx512Rows8 => Width::Avx512,
+        }
+    }
+
+    pub(crate) fn rows(self) -> usize {
+        match self {
+            Tile::Avx2Rows4 | Tile::Avx512Rows4 => 4,
+            Tile::Avx2Rows6 => 6,
+            Tile::Avx512Rows8 => 8,
+        }
+    }
+
+    pub(crate) fn columns(self) -> usize {
+        self.width().columns()
+    }
+}
+
+/// Row `row` of A: one of three row pointers, plus zero, one or two row
+/// strides (`r8`).
+fn a_row(row: usize) -> AsmMemoryOperand {
+    let base: AsmRegister64 = [rdi, rax, r10][row / 3];
+    match row % 3 {
+        0 => ptr(base),
+        1 => ptr(base + r8),
+        _ => ptr(base + r8 * 2),
+    }
+}
+
+/// Emits the body of a microkernel of `$rows` rows with the vector
+/// registers given (two accumulators a row); `$embedded` folds the
+/// broadcasts of A into the multiply-adds (AVX-512 only).
 macro_rules! emit_gemm_tile {
-    ($asm:ident, $bytes:expr, [$($accumulator:ident),*], $b0:ident, $b1:ident, $a:ident, $low:ident, $high:ident) => {{
-        use iced_x86::code_asm::{$($accumulator,)* $b0, $b1, $a, $low, $high};
+    ($asm:ident, $rows:expr, $bytes:expr, $embedded:expr, [$($accumulator:ident),*], $b0:ident, $b1:ident, $a:ident) => {{
+        use iced_x86::code_asm::{$($accumulator,)* $b0, $b1, $a};
         let accumulators = [$($accumulator),*];
-        // Row pointers of A: rdi, rax, r10, r11.
-        $asm.lea(rax, ptr(rdi + r8))?;
-        $asm.lea(r10, ptr(rdi + r8 * 2))?;
-        $asm.lea(r11, ptr(rax + r8 * 2))?;
-        let rows: [AsmRegister64; ROWS] = [rdi, rax, r10, r11];
+        let rows: usize = $rows;
+        // The row pointers: rdi, rax = rdi + 3 rows, r10 = rax + 3 rows.
+        let pointers = &[rdi, rax, r10][..rows.div_ceil(3)];
+        for pair in pointers.windows(2) {
+            $asm.lea(pair[1], ptr(pair[0] + r8 * 2))?;
+            $asm.add(pair[1], r8)?;
+        }
         for accumulator in accumulators {
             $asm.vxorps(accumulator, accumulator, accumulator)?;
         }
@@ -61,31 +121,40 @@ macro_rules! emit_gemm_tile {
         $asm.set_label(&mut step)?;
         $asm.vmovups($b0, ptr(rsi))?;
         $asm.vmovups($b1, ptr(rsi + $bytes))?;
-        for (row, &pointer) in rows.iter().enumerate() {
-            $asm.vbroadcastss($a, dword_ptr(pointer))?;
-            $asm.vfmadd231ps(accumulators[2 * row], $a, $b0)?;
-            $asm.vfmadd231ps(accumulators[2 * row + 1], $a, $b1)?;
+        for row in 0..rows {
+            if $embedded {
+                $asm.vfmadd231ps(accumulators[2 * row], $b0, dword_bcst(a_row(row)))?;
+                $asm.vfmadd231ps(accumulators[2 * row + 1], $b1, dword_bcst(a_row(row)))?;
+            } else {
+                $asm.vbroadcastss($a, dword_ptr(a_row(row)))?;
+                $asm.vfmadd231ps(accumulators[2 * row], $a, $b0)?;
+                $asm.vfmadd231ps(accumulators[2 * row + 1], $a, $b1)?;
+            }
+        }
+        for &pointer in pointers {
             $asm.add(pointer, 4)?;
         }
         $asm.add(rsi, r9)?;
         $asm.dec(rcx)?;
         $asm.jnz(step)?;
         $asm.set_label(&mut store)?;
-        // The stack arguments: bias rows and clamp bounds.
+        // The stack arguments: bias rows and clamp bounds (B's registers
+        // are free now and hold the bounds).
+        let (low, high) = ($b0, $b1);
         $asm.mov(rax, qword_ptr(rsp + 8))?;
         $asm.mov(r10, qword_ptr(rsp + 16))?;
-        $asm.vbroadcastss($low, dword_ptr(r10))?;
-        $asm.vbroadcastss($high, dword_ptr(r10 + 4))?;
-        for row in 0..ROWS {
+        $asm.vbroadcastss(low, dword_ptr(r10))?;
+        $asm.vbroadcastss(high, dword_ptr(r10 + 4))?;
+        for row in 0..rows {
             $asm.vbroadcastss($a, dword_ptr(rax + 4 * row as i32))?;
             for accumulator in [accumulators[2 * row], accumulators[2 * row + 1]] {
                 $asm.vaddps(accumulator, accumulator, $a)?;
                 // max(bound, x) and min(bound, x) return x when x is NaN.
-                $asm.vmaxps(accumulator, $low, accumulator)?;
-                $asm.vminps(accumulator, $high, accumulator)?;
+                $asm.vmaxps(accumulator, low, accumulator)?;
+                $asm.vminps(accumulator, high, accumulator)?;
             }
         }
-        for row in 0..ROWS {
+        for row in 0..rows {
             $asm.vmovups(ptr(rdx), accumulators[2 * row])?;
             $asm.vmovups(ptr(rdx + $bytes), accumulators[2 * row + 1])?;
             $asm.add(rdx, r9)?;
@@ -93,34 +162,55 @@ macro_rules! emit_gemm_tile {
     }};
 }
 
-/// The machine code of the microkernel of `width`; position independent.
-pub(crate) fn gemm_tile(width: Width) -> Result<Vec<u8>, IcedError> {
+/// The machine code of a microkernel; position independent.
+pub(crate) fn gemm_tile(tile: Tile) -> Result<Vec<u8>, IcedError> {
     let mut asm = CodeAssembler::new(64)?;
-    match width {
-        Width::Avx2 => {
-            emit_gemm_tile!(
-                asm,
-                32,
-                [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7],
-                ymm8,
-                ymm9,
-                ymm10,
-                ymm11,
-                ymm12
-            )
-        }
-        Width::Avx512 => {
-            emit_gemm_tile!(
-                asm,
-                64,
-                [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7],
-                zmm8,
-                zmm9,
-                zmm10,
-                zmm11,
-                zmm12
-            )
-        }
+    match tile {
+        Tile::Avx2Rows4 => emit_gemm_tile!(
+            asm,
+            4,
+            32,
+            false,
+            [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7],
+            ymm8,
+            ymm9,
+            ymm10
+        ),
+        Tile::Avx2Rows6 => emit_gemm_tile!(
+            asm,
+            6,
+            32,
+            false,
+            [
+                ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11
+            ],
+            ymm12,
+            ymm13,
+            ymm14
+        ),
+        Tile::Avx512Rows4 => emit_gemm_tile!(
+            asm,
+            4,
+            64,
+            true,
+            [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7],
+            zmm8,
+            zmm9,
+            zmm10
+        ),
+        Tile::Avx512Rows8 => emit_gemm_tile!(
+            asm,
+            8,
+            64,
+            true,
+            [
+                zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12,
+                zmm13, zmm14, zmm15
+            ],
+            zmm16,
+            zmm17,
+            zmm18
+        ),
     }
     // Leave the upper halves clean for SSE code that follows.
     asm.vzeroupper()?;

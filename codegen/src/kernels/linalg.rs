@@ -113,14 +113,13 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
     // tile's width) stays in the L1 cache while every row block uses it.
     let call = (vector && microkernel_applies(e, gemm)).then(|| MicrokernelCall::prepare(e, gemm));
     // The microkernels' widths (widest first), then Cranelift's.
-    let mut widths: Vec<Columns> = call
-        .iter()
-        .flat_map(|call| {
-            call.kernels
-                .iter()
-                .map(|(width, _)| Columns::Vectors(width.columns() / 4))
-        })
-        .collect();
+    let mut widths: Vec<Columns> = Vec::new();
+    for (tile, _) in call.iter().flat_map(|call| &call.kernels) {
+        let columns = Columns::Vectors(tile.columns() / 4);
+        if !widths.contains(&columns) {
+            widths.push(columns);
+        }
+    }
     match vector {
         true => widths.extend([Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar]),
         false => widths.push(Columns::Scalar),
@@ -159,8 +158,9 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
     Ok(())
 }
 
-/// All the rows of one column panel starting at `b` / `c`: blocks of four
-/// rows, then single rows.
+/// All the rows of one column panel starting at `b` / `c`: blocks of as
+/// many rows as the microkernels of the panel's width compute (tallest
+/// first), then of four, then single rows.
 #[allow(clippy::too_many_arguments)] // The panel's operands.
 fn column_panel(
     e: &mut Emitter<'_, '_, '_>,
@@ -174,7 +174,18 @@ fn column_panel(
     let mut carried = vec![gemm.a.base, c];
     carried.extend(bias);
     let mut left = gemm.m;
+    let mut heights: Vec<usize> = call
+        .iter()
+        .flat_map(|call| &call.kernels)
+        .filter(|(tile, _)| Columns::Vectors(tile.columns() / 4) == columns)
+        .map(|(tile, _)| tile.rows())
+        .collect();
     for rows in [TILE_ROWS, 1] {
+        if !heights.contains(&rows) {
+            heights.push(rows);
+        }
+    }
+    for rows in heights {
         let count = divide(e, left, rows as i64);
         left = remainder(e, left, rows as i64);
         let a_step = e.mul(gemm.a.row, Size::Const(rows as i64));
@@ -264,11 +275,11 @@ fn tile(
         Columns::Vectors(count) => (types::F32X4, count),
         Columns::Scalar => (types::F32, 1),
     };
-    if let (Some(call), Columns::Vectors(vectors), microkernel::ROWS) = (call, columns, rows)
-        && let Some(&(_, kernel)) = call
+    if let (Some(call), Columns::Vectors(vectors)) = (call, columns)
+        && let Some(&kernel) = call
             .kernels
             .iter()
-            .find(|(width, _)| width.columns() == 4 * vectors)
+            .find(|(tile, _)| tile.columns() == 4 * vectors && tile.rows() == rows)
     {
         return microkernel_tile(e, gemm, call, kernel, vectors, [a, b, c], bias);
     }
@@ -324,7 +335,7 @@ fn tile(
 /// clamp bounds and a zero bias for tiles without one.
 #[derive(Clone)]
 struct MicrokernelCall {
-    kernels: Vec<(microkernel::Width, cranelift_module::FuncId)>,
+    kernels: Vec<(microkernel::Tile, cranelift_module::FuncId)>,
     fused: bool,
     bounds: Value,
     zero_bias: Value,
@@ -337,11 +348,12 @@ impl MicrokernelCall {
             .is_none_or(|matrix| matrix.col == Size::Const(0) && matrix.row == Size::Const(4));
         let fused =
             gemm.alpha == 1.0 && gemm.beta == 1.0 && gemm.epilogue.residual.is_none() && row_bias;
-        // Bounds (two f32), then a zero bias (four f32).
+        // Bounds (two f32), then a zero bias (one f32 per row).
+        let bytes = 8 + 4 * microkernel::MAX_ROWS as u32;
         let slot =
-            e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 4));
+            e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 4));
         let zero = e.b.ins().f32const(0.0);
-        for offset in [8, 12, 16, 20] {
+        for offset in (8..bytes as i32).step_by(4) {
             e.b.ins().stack_store(crate::emit::PTR, zero, slot, offset);
         }
         let (low, high) = match fused {
@@ -364,14 +376,15 @@ impl MicrokernelCall {
     }
 }
 
-/// A tile of four rows and `vectors` f32x4 columns by a microkernel. It adds a per-row bias and clamps
+/// A tile of `rows` rows and `vectors` f32x4 columns by a microkernel. It
+/// adds a per-row bias and clamps
 /// by itself; anything else (alpha, beta, a bias along the columns, a
 /// residual) is applied afterwards to the products it stored.
 fn microkernel_tile(
     e: &mut Emitter<'_, '_, '_>,
     gemm: &Gemm,
     call: &MicrokernelCall,
-    kernel: cranelift_module::FuncId,
+    (tile, kernel): (microkernel::Tile, cranelift_module::FuncId),
     vectors: usize,
     [a, b, c]: [Value; 3],
     bias: Option<Value>,
@@ -391,8 +404,9 @@ fn microkernel_tile(
     if call.fused {
         return Ok(());
     }
-    let mut products = Vec::with_capacity(microkernel::ROWS * vectors);
-    for row in 0..microkernel::ROWS {
+    let rows = tile.rows();
+    let mut products = Vec::with_capacity(rows * vectors);
+    for row in 0..rows {
         let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
         for t in 0..vectors as i32 {
             products.push(
@@ -401,15 +415,7 @@ fn microkernel_tile(
             );
         }
     }
-    finish_tile(
-        e,
-        gemm,
-        microkernel::ROWS,
-        Columns::Vectors(vectors),
-        c,
-        bias,
-        &products,
-    )
+    finish_tile(e, gemm, rows, Columns::Vectors(vectors), c, bias, &products)
 }
 
 /// Applies alpha, beta * bias and the epilogue to a tile's products
