@@ -327,7 +327,10 @@ fn tile(
     })?;
     let rest = remainder(e, gemm.k, K_UNROLL);
     let result = e.counted_loop(rest, &carried, |e, _, p| Ok(step(e, p)))?;
-    finish_tile(e, gemm, rows, columns, c, bias, &result[2..])
+    let products = &result[2..];
+    finish_tile(e, gemm, rows, columns, c, bias, &mut |_, row, t| {
+        products[row * vectors + t]
+    })
 }
 
 /// What every microkernel call of one GEMM shares, prepared once outside
@@ -404,18 +407,15 @@ fn microkernel_tile(
     if call.fused {
         return Ok(());
     }
-    let rows = tile.rows();
-    let mut products = Vec::with_capacity(rows * vectors);
-    for row in 0..rows {
+    // The products it stored, each read right before it is finished (read
+    // all at once, they would not fit in registers).
+    let mut stored = |e: &mut Emitter<'_, '_, '_>, row: usize, t: usize| {
         let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
-        for t in 0..vectors as i32 {
-            products.push(
-                e.b.ins()
-                    .load(types::F32X4, flags(), c_row, c_offset + 16 * t),
-            );
-        }
-    }
-    finish_tile(e, gemm, rows, Columns::Vectors(vectors), c, bias, &products)
+        e.b.ins()
+            .load(types::F32X4, flags(), c_row, c_offset + 16 * t as i32)
+    };
+    let columns = Columns::Vectors(vectors);
+    finish_tile(e, gemm, tile.rows(), columns, c, bias, &mut stored)
 }
 
 /// Applies alpha, beta * bias and the epilogue to a tile's products
@@ -427,7 +427,7 @@ fn finish_tile(
     columns: Columns,
     c: Value,
     bias: Option<Value>,
-    products: &[Value],
+    product: &mut dyn FnMut(&mut Emitter<'_, '_, '_>, usize, usize) -> Value,
 ) -> Result<(), CodegenError> {
     let (lane, vectors) = match columns {
         Columns::Vectors(count) => (types::F32X4, count),
@@ -443,7 +443,7 @@ fn finish_tile(
             _ => None,
         };
         for t in 0..vectors {
-            let mut value = products[row * vectors + t];
+            let mut value = product(e, row, t);
             if gemm.alpha != 1.0 {
                 let alpha = super::scalar_ops::fconst(e, lane, f64::from(gemm.alpha));
                 value = e.b.ins().fmul(value, alpha);
