@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
+/// The accessors of the Vulkan graph flatbuffer, likewise.
+pub use ptec_schema::vulkan as vulkan_schema;
 /// The accessors of the XNNPACK graph flatbuffer, for reading the graphs
 /// [`DelegateGraph::graph`] hands out.
 pub use ptec_schema::xnnpack as xnnpack_schema;

@@ -2,7 +2,8 @@
 //!
 //! Kernel calls become ops following ATen's out-variant convention (the
 //! `out` arguments become the node's outputs); calls of XNNPACK delegates
-//! become the ops of their graphs' nodes (`xnnpack.rs`); moves become copies; jumps
+//! become the ops of their graphs' nodes (`xnnpack.rs`), calls of Vulkan
+//! delegates the ops of their operator calls (`vulkan.rs`); moves become copies; jumps
 //! become labels and jumps; frees are dropped (memory is planned). Values live
 //! where the file's memory plan puts them, one arena for all memory ids, so
 //! that the file's instruction-less views (a tensor that shares its base's
@@ -13,6 +14,7 @@
 
 mod aten;
 mod symbols;
+mod vulkan;
 mod xnnpack;
 
 use std::borrow::Cow;
@@ -52,6 +54,20 @@ pub enum ImportError {
         /// The node type, e.g. `XNNConvTranspose2d`.
         kind: String,
         debug_handle: u32,
+        what: String,
+    },
+    /// An operator call of a Vulkan delegate ptec cannot compile: the
+    /// operator, or a value it uses.
+    #[error(
+        "method {method}, instruction {at}: Vulkan operator call {node} ({name}): {what} is not supported"
+    )]
+    UnsupportedVulkan {
+        method: String,
+        at: String,
+        /// The call's position in the delegate graph's chain.
+        node: usize,
+        /// The operator, e.g. `aten.add.Tensor`.
+        name: String,
         what: String,
     },
     #[error("method {method}, instruction {at}: {problem}")]
@@ -121,6 +137,9 @@ struct Importer<'m, 'a> {
     /// Where the next unplanned tensor goes.
     arena_end: u64,
     symbols: Symbols,
+    /// Values a delegate's graph adds to the method's (its own tensors,
+    /// scalars and lists), numbered after them (`Method::appended_index`).
+    appended: Vec<Value<'a>>,
     /// Where the current instruction is, for messages.
     at: String,
 }
@@ -147,6 +166,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             region_base,
             arena_end: end,
             symbols: Symbols::default(),
+            appended: Vec::new(),
             at: "inputs".to_string(),
         }
     }
@@ -161,8 +181,8 @@ impl<'m, 'a> Importer<'m, 'a> {
 
     fn import(&mut self) -> Result<(), ImportError> {
         for (position, &input) in self.method.inputs.iter().enumerate() {
-            let tensor = self.tensor(input)?;
-            let mut ty = self.file_type(tensor)?;
+            let tensor = self.tensor(input)?.clone();
+            let mut ty = self.file_type(&tensor)?;
             if tensor.dynamism == ShapeDynamism::DynamicBound {
                 for (axis, dim) in ty.shape.iter_mut().enumerate() {
                     if let Dim::Fixed(bound) = *dim {
@@ -174,7 +194,7 @@ impl<'m, 'a> Importer<'m, 'a> {
                     }
                 }
             }
-            let offset = self.place(tensor, &ty)?;
+            let offset = self.place(&tensor, &ty)?;
             let id = self.graph.add_value(ValueData {
                 ty,
                 kind: ValueKind::Input(position),
@@ -240,7 +260,7 @@ impl<'m, 'a> Importer<'m, 'a> {
                 destination,
             } => {
                 let label = labels[destination];
-                match self.method.value(*condition) {
+                match self.value(*condition) {
                     Value::Bool(false) => {
                         self.graph
                             .push_node(Op::Jump(label), Vec::new(), Vec::new());
@@ -267,41 +287,35 @@ impl<'m, 'a> Importer<'m, 'a> {
 
     fn delegate(&mut self, index: DelegateIndex, args: &[ValueIndex]) -> Result<(), ImportError> {
         let delegate = self.method.delegate(index);
-        let input_count = match &delegate.payload {
-            DelegatePayload::Xnnpack(graph) => return xnnpack::import(self, graph, args),
-            DelegatePayload::Vulkan(graph) => graph.graph().input_ids().map_or(0, |ids| ids.len()),
+        match &delegate.payload {
+            DelegatePayload::Xnnpack(graph) => xnnpack::import(self, graph, args),
+            DelegatePayload::Vulkan(graph) => vulkan::import(self, graph, args),
             DelegatePayload::Opaque(_) => {
-                return Err(
-                    self.invalid(format!("backend {} is not one ptec can read", delegate.id))
-                );
+                Err(self.invalid(format!("backend {} is not one ptec can read", delegate.id)))
             }
-        };
-        if input_count > args.len() {
-            return Err(self.invalid(format!(
-                "the delegate has {input_count} inputs but the call passes {}",
-                args.len()
-            )));
         }
-        let inputs = args[..input_count]
-            .iter()
-            .map(|&arg| self.read(arg))
-            .collect::<Result<Vec<_>, _>>()?;
-        let outputs = args[input_count..]
-            .iter()
-            .map(|&arg| self.write(arg, None))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.push(
-            Op::Delegate {
-                delegate: index.index(),
-                backend: delegate.id.clone(),
-            },
-            inputs,
-            outputs,
-        )
     }
 
-    fn tensor(&self, index: ValueIndex) -> Result<&'m Tensor<'a>, ImportError> {
-        match self.method.value(index) {
+    /// A value of the method, or one a delegate's graph added.
+    fn value(&self, index: ValueIndex) -> &Value<'a> {
+        match index.index().checked_sub(self.method.values.len()) {
+            Some(appended) => &self.appended[appended],
+            None => self.method.value(index),
+        }
+    }
+
+    /// Adds a value of a delegate's graph to those of the method.
+    fn append(&mut self, value: Value<'a>) -> Result<ValueIndex, ImportError> {
+        let index = self
+            .method
+            .appended_index(self.appended.len())
+            .ok_or_else(|| self.invalid("too many values"))?;
+        self.appended.push(value);
+        Ok(index)
+    }
+
+    fn tensor(&self, index: ValueIndex) -> Result<&Tensor<'a>, ImportError> {
+        match self.value(index) {
             Value::Tensor(tensor) => Ok(tensor),
             other => Err(self.invalid(format!(
                 "value {index} must be a tensor, not a {}",
@@ -356,12 +370,12 @@ impl<'m, 'a> Importer<'m, 'a> {
         if let Some(&id) = self.values.get(&index) {
             return Ok(id);
         }
-        let tensor = self.tensor(index)?;
-        let ty = self.file_type(tensor)?;
+        let tensor = self.tensor(index)?.clone();
+        let ty = self.file_type(&tensor)?;
         let (kind, offset) = match tensor.storage {
             TensorStorage::Constant(bytes) => (ValueKind::Constant(Cow::Borrowed(bytes)), None),
             TensorStorage::Planned { initial, .. } => {
-                let offset = self.place(tensor, &ty)?;
+                let offset = self.place(&tensor, &ty)?;
                 if let Some(&base) = self.written_at.get(&offset) {
                     return self.view_of(index, base, ty, offset);
                 }
@@ -417,15 +431,15 @@ impl<'m, 'a> Importer<'m, 'a> {
         if let Some(&id) = self.values.get(&index) {
             return Ok(id);
         }
-        let tensor = self.tensor(index)?;
-        let mut ty = self.file_type(tensor)?;
+        let tensor = self.tensor(index)?.clone();
+        let mut ty = self.file_type(&tensor)?;
         if let Some(inferred) = inferred
             && inferred.len() == ty.rank()
             && tensor.dynamism == ShapeDynamism::DynamicBound
         {
             ty.shape = inferred.to_vec();
         }
-        let offset = self.place(tensor, &ty)?;
+        let offset = self.place(&tensor, &ty)?;
         let id = self.graph.add_value(ValueData {
             ty,
             kind: ValueKind::Computed,
@@ -500,7 +514,7 @@ impl<'a> Call<'_, '_, 'a> {
                 self.args.len()
             ))
         })?;
-        Ok(self.importer.method.value(index))
+        Ok(self.importer.value(index))
     }
 
     pub(crate) fn invalid(&self, problem: impl Into<String>) -> ImportError {
@@ -605,7 +619,7 @@ impl<'a> Call<'_, '_, 'a> {
         match self.value(position)? {
             Value::IntList(items) => Ok(items
                 .iter()
-                .map(|&item| match self.importer.method.value(item) {
+                .map(|&item| match self.importer.value(item) {
                     Value::Int(value) => *value,
                     _ => unreachable!("the reader checks that IntList items are Ints"),
                 })
