@@ -311,12 +311,6 @@ pub enum Op {
     Fused {
         steps: Vec<FusedStep>,
     },
-    /// A subgraph delegated to a backend, not yet compiled by ptec: the
-    /// index of the method's delegate and its backend id.
-    Delegate {
-        delegate: usize,
-        backend: String,
-    },
 }
 
 impl Op {

@@ -452,9 +452,7 @@ pub fn expected_shapes(
             shape.push(weight[1]);
             one(shape)
         }
-        Op::Label(_) | Op::JumpIfFalse(_) | Op::Jump(_) | Op::Delegate { .. } => {
-            Ok(vec![Expected::Given; output_count])
-        }
+        Op::Label(_) | Op::JumpIfFalse(_) | Op::Jump(_) => Ok(vec![Expected::Given; output_count]),
     }
 }
 

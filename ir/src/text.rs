@@ -188,7 +188,6 @@ fn attributes(op: &Op) -> String {
         ),
         Op::Full { value } => format!("value={value}"),
         Op::Arange { start, step } => format!("start={start} step={step}"),
-        Op::Delegate { delegate, backend } => format!("delegate={delegate} backend={backend}"),
         _ => String::new(),
     }
 }

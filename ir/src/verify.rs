@@ -349,6 +349,5 @@ fn arity(op: &Op) -> (Option<usize>, Option<usize>) {
         Op::Full { .. } | Op::Arange { .. } => (Some(0), Some(1)),
         Op::Label(_) | Op::Jump(_) => (Some(0), Some(0)),
         Op::JumpIfFalse(_) => (Some(1), Some(0)),
-        Op::Delegate { .. } => (None, None),
     }
 }

@@ -50,7 +50,7 @@ pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
 
 fn eligible(graph: &Graph<'_>, id: NodeId) -> bool {
     let node = graph.node(id);
-    let pure = !matches!(node.op, Op::Copy | Op::Delegate { .. });
+    let pure = node.op != Op::Copy;
     let stable_inputs = node
         .inputs
         .iter()

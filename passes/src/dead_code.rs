@@ -1,8 +1,8 @@
 //! Removes nodes whose results nothing reads: no later node, no method
-//! output, no state. Control flow and delegate calls always stay.
+//! output, no state. Control flow always stays.
 
 use crate::Context;
-use ptec_ir::{Graph, Op};
+use ptec_ir::Graph;
 
 pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
     let mut changed = false;
@@ -14,7 +14,6 @@ pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
             .filter(|&id| {
                 let node = graph.node(id);
                 !node.op.is_control()
-                    && !matches!(node.op, Op::Delegate { .. })
                     && node.outputs.iter().all(|&output| {
                         !graph.is_live_out(output) && graph.readers(output).is_empty()
                     })

@@ -29,11 +29,6 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), Code
             return Ok(());
         }
     }
-    if let ptec_ir::Op::Delegate { delegate, backend } = &node.op {
-        return Err(CodegenError::Unsupported(format!(
-            "delegates[{delegate}] ({backend}): ptec does not compile delegated subgraphs yet"
-        )));
-    }
     Err(CodegenError::Unsupported(format!(
         "the {} op",
         node.op.name()
