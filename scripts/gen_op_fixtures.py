@@ -494,6 +494,27 @@ fixture(
     twice(lambda: (randn(3, 4, dtype=torch.float16), randn(4, dtype=torch.float16))),
 )
 fixture(
+    "exp_float16",
+    "exp",
+    "exp on float16 [3,5], |x| up to ~12 (exp overflows float16 above 11.09), with NaN and infinities",
+    fn(torch.exp),
+    twice(lambda: (with_specials(3, 5, values=(NAN, INF, -INF, 11.5)).mul(3.0).to(torch.float16),)),
+)
+fixture(
+    "mul_add_float16",
+    "mul",
+    "x * 0.1 + y, float16 [3,4]: each op rounds to float16 (a fused chain must too)",
+    fn(lambda x, y: x * 0.1 + y),
+    twice(lambda: (randn(3, 4, dtype=torch.float16), randn(3, 4, dtype=torch.float16))),
+)
+fixture(
+    "to_bfloat16",
+    "_to_copy",
+    "x.to(torch.bfloat16), float32 [3,5]",
+    fn(lambda x: x.to(torch.bfloat16)),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
     "add_float64",
     "add",
     "x + y, float64 [3,4] + [4]",

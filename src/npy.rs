@@ -1,4 +1,5 @@
-//! Tensors in numpy's `.npy` format (read and written with npyz), and
+//! Tensors in numpy's `.npy` format (read and written with npyz; float16 as
+//! the `half` crate's `f16`), and
 //! conversions between the frontend's bundled test tensors and the
 //! runtime's host tensors.
 
@@ -39,6 +40,10 @@ macro_rules! with_element_type {
                 type $t = i64;
                 $body
             }
+            ElementType::F16 => {
+                type $t = half::f16;
+                $body
+            }
             ElementType::F32 => {
                 type $t = f32;
                 $body
@@ -61,6 +66,7 @@ fn element_of(descr: &str) -> Option<ElementType> {
         "<i2" => ElementType::I16,
         "<i4" => ElementType::I32,
         "<i8" => ElementType::I64,
+        "<f2" => ElementType::F16,
         "<f4" => ElementType::F32,
         "<f8" => ElementType::F64,
         _ => return None,
@@ -100,7 +106,7 @@ macro_rules! element {
         }
     )*};
 }
-element!(u8, i8, i16, i32, i64, f32, f64);
+element!(u8, i8, i16, i32, i64, half::f16, f32, f64);
 
 impl Element for bool {
     fn to_bytes(self, out: &mut Vec<u8>) {
@@ -202,6 +208,14 @@ pub fn from_test_tensor(tensor: &TestTensor<'_>) -> anyhow::Result<HostTensor> {
 
 /// The elements of a tensor as f64, for comparisons and printing.
 pub fn values(tensor: &HostTensor) -> anyhow::Result<Vec<f64>> {
+    if tensor.element == ElementType::BF16 {
+        // numpy has no bfloat16, so only this reads it.
+        return Ok(tensor
+            .data
+            .chunks_exact(2)
+            .map(|chunk| f64::from(half::bf16::from_le_bytes([chunk[0], chunk[1]])))
+            .collect());
+    }
     let mut values = Vec::with_capacity(tensor.data.len());
     with_element_type!(tensor.element, T => {
         let size = size_of::<T>();
@@ -222,6 +236,12 @@ macro_rules! to_f64_impl {
     ($($t:ty),*) => {$( impl ToF64 for $t { fn to_f64(self) -> f64 { self as f64 } } )*};
 }
 to_f64_impl!(u8, i8, i16, i32, i64, f32, f64);
+
+impl ToF64 for half::f16 {
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
 
 impl ToF64 for bool {
     fn to_f64(self) -> f64 {

@@ -31,7 +31,6 @@ fn fixtures_pass() {
 
 /// Operator fixtures ptec cannot compile yet, with what its error must say.
 const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
-    ("add_float16", "f16 tensors"),
     ("conv1d", "ptec handles 2-D"),
     (
         "conv_transpose2d",

@@ -14,6 +14,7 @@ use cranelift_module::{FuncId, Linkage, Module};
 use ptec_ir::{DType, Dim, Graph, ValueId};
 
 use crate::error::CodegenError;
+use crate::half::{self, Half};
 use crate::math::MathFn;
 
 /// The pointer type of every target ptec generates for (64-bit).
@@ -75,19 +76,37 @@ pub(crate) fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
-/// The Cranelift type that holds an element of `dtype` (booleans as bytes).
-pub(crate) fn scalar_type(dtype: DType) -> Result<Type, CodegenError> {
-    Ok(match dtype {
+/// The Cranelift type that holds an element of `dtype` (booleans as bytes,
+/// half-precision floats as their bit patterns: no arithmetic works on
+/// them before [`Emitter::convert`] widens them to [`arithmetic`]'s type).
+pub(crate) fn scalar_type(dtype: DType) -> Type {
+    match dtype {
         DType::Bool | DType::U8 | DType::I8 => types::I8,
-        DType::I16 => types::I16,
+        DType::I16 | DType::F16 | DType::BF16 => types::I16,
         DType::I32 => types::I32,
         DType::I64 => types::I64,
         DType::F32 => types::F32,
         DType::F64 => types::F64,
-        DType::F16 | DType::BF16 => {
-            return Err(CodegenError::Unsupported(format!("{dtype} tensors")));
-        }
-    })
+    }
+}
+
+/// The half-precision format of `dtype`, if it is one.
+fn half_format(dtype: DType) -> Option<Half> {
+    match dtype {
+        DType::F16 => Some(Half::F16),
+        DType::BF16 => Some(Half::BF16),
+        _ => None,
+    }
+}
+
+/// The type arithmetic on elements of `dtype` is done in: f32 for the
+/// half-precision types (as PyTorch's CPU kernels compute them, rounding
+/// each op's result back), the type itself otherwise.
+pub(crate) fn arithmetic(dtype: DType) -> DType {
+    match half_format(dtype) {
+        Some(_) => DType::F32,
+        None => dtype,
+    }
 }
 
 impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
@@ -203,9 +222,9 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
     }
 
     /// Loads an element of `dtype` at `address`.
-    pub(crate) fn load(&mut self, dtype: DType, address: Value) -> Result<Value, CodegenError> {
-        let ty = scalar_type(dtype)?;
-        Ok(self.b.ins().load(ty, flags(), address, 0))
+    pub(crate) fn load(&mut self, dtype: DType, address: Value) -> Value {
+        let ty = scalar_type(dtype);
+        self.b.ins().load(ty, flags(), address, 0)
     }
 
     pub(crate) fn store(&mut self, value: Value, address: Value) {
@@ -224,7 +243,15 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         if from == to {
             return Ok(value);
         }
-        let target = scalar_type(to)?;
+        if let Some(half) = half_format(from) {
+            let wide = half::to_f32(&mut self.b, half, value);
+            return self.convert(wide, DType::F32, to);
+        }
+        if let Some(half) = half_format(to) {
+            let wide = self.convert(value, from, DType::F32)?;
+            return Ok(half::from_f32(&mut self.b, half, wide));
+        }
+        let target = scalar_type(to);
         if to == DType::Bool {
             let truth = if from.is_float() {
                 let zero = self.float_const(from, 0.0)?;
@@ -234,7 +261,7 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
             };
             return Ok(truth);
         }
-        let source = scalar_type(from)?;
+        let source = scalar_type(from);
         let unsigned = matches!(from, DType::Bool | DType::U8);
         Ok(match (from.is_float(), to.is_float()) {
             (true, true) if source.bits() < target.bits() => self.b.ins().fpromote(target, value),
@@ -280,7 +307,7 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         if dtype.is_float() {
             return self.float_const(dtype, value.as_f64());
         }
-        let ty = scalar_type(dtype)?;
+        let ty = scalar_type(dtype);
         let value = if dtype == DType::Bool {
             i64::from(value.as_f64() != 0.0)
         } else {

@@ -7,6 +7,7 @@
 mod aot;
 mod emit;
 mod error;
+mod half;
 mod jit;
 mod kernels;
 mod listing;

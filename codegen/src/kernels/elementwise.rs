@@ -9,7 +9,7 @@ use ptec_ir::{DType, Node, Op, Scalar, ValueId};
 use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
 use super::pointwise;
 use super::scalar_ops;
-use crate::emit::{Emitter, Size};
+use crate::emit::{Emitter, Size, arithmetic};
 use crate::error::CodegenError;
 
 pub(super) fn dtype(e: &Emitter<'_, '_, '_>, value: ValueId) -> DType {
@@ -50,7 +50,7 @@ pub(super) fn map_over<'b>(
 
 pub(crate) fn where_(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
     let out = node.outputs[0];
-    let compute = dtype(e, out);
+    let compute = arithmetic(dtype(e, out));
     // The condition arrives converted to the compute type (0 or 1).
     map_over(
         e,
@@ -71,7 +71,9 @@ pub(crate) fn where_(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), Cod
     )
 }
 
-/// Copies (broadcasting and converting) the input into the output.
+/// Copies (broadcasting and converting) the input into the output. Elements
+/// of the output's type are moved as they are (half-precision ones as bit
+/// patterns).
 pub(crate) fn copy(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
     let out = node.outputs[0];
     let compute = dtype(e, out);
@@ -207,7 +209,7 @@ pub(crate) fn full(
     value: Scalar,
 ) -> Result<(), CodegenError> {
     let out = node.outputs[0];
-    let compute = dtype(e, out);
+    let compute = arithmetic(dtype(e, out));
     map_over(e, out, &[], compute, compute, true, &|e, _, ty| {
         if compute.is_float() {
             Ok(scalar_ops::fconst(e, ty, value.as_f64()))

@@ -193,7 +193,7 @@ fn nest(
 ) -> Result<(), CodegenError> {
     if map.shape.is_empty() {
         let inputs = load_inputs(e, map, &bases[1..])?;
-        let ty = crate::emit::scalar_type(map.compute)?;
+        let ty = crate::emit::scalar_type(map.compute);
         let result = (map.body)(e, &inputs, ty)?;
         return store_result(e, map, result, bases[0]);
     }
@@ -236,7 +236,7 @@ fn innermost(
     let mut hoisted: Vec<Option<Value>> = Vec::with_capacity(map.inputs.len());
     for (operand, &base) in map.inputs.iter().zip(&bases[1..]) {
         hoisted.push(if operand.strides[last] == Size::Const(0) {
-            let value = e.load(operand.dtype, base)?;
+            let value = e.load(operand.dtype, base);
             Some(e.convert(value, operand.dtype, map.compute)?)
         } else {
             None
@@ -291,7 +291,7 @@ fn scalar_loop(
     pointers: &[Value],
 ) -> Result<(), CodegenError> {
     e.counted_loop(count, pointers, |e, _, pointers| {
-        let compute_ty = crate::emit::scalar_type(map.compute)?;
+        let compute_ty = crate::emit::scalar_type(map.compute);
         let inputs = gather(e, map, hoisted, moving, pointers, compute_ty)?;
         let result = (map.body)(e, &inputs, compute_ty)?;
         store_result(e, map, result, pointers[0])?;
@@ -326,7 +326,7 @@ fn gather(
                 if ty.is_vector() {
                     e.b.ins().load(ty, flags(), pointer, 0)
                 } else {
-                    let value = e.load(operand.dtype, pointer)?;
+                    let value = e.load(operand.dtype, pointer);
                     e.convert(value, operand.dtype, map.compute)?
                 }
             }
@@ -345,7 +345,7 @@ fn load_inputs(
         .iter()
         .zip(bases)
         .map(|(operand, &base)| {
-            let value = e.load(operand.dtype, base)?;
+            let value = e.load(operand.dtype, base);
             e.convert(value, operand.dtype, map.compute)
         })
         .collect()

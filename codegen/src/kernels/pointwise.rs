@@ -9,14 +9,14 @@ use ptec_ir::{BinaryOp, DType, FusedStep, Node, Op, Scalar, StepInput, UnaryOp};
 
 use super::elementwise::{dtype, map_over};
 use super::scalar_ops::{self, binary_vectorizes, promote, unary_vectorizes};
-use crate::emit::Emitter;
+use crate::emit::{Emitter, arithmetic};
 use crate::error::CodegenError;
 
 /// The type an elementwise node computes in and the type of its result.
 fn compute_types(e: &Emitter<'_, '_, '_>, node: &Node) -> Result<(DType, DType), CodegenError> {
     let out = dtype(e, node.outputs[0]);
     let input = || dtype(e, node.inputs[0]);
-    Ok(match &node.op {
+    let (compute, result) = match &node.op {
         Op::Unary(UnaryOp::LogicalNot) => (input(), DType::Bool),
         Op::Binary { op, .. } if op.is_comparison() => {
             (promote(input(), dtype(e, node.inputs[1])), DType::Bool)
@@ -35,7 +35,8 @@ fn compute_types(e: &Emitter<'_, '_, '_>, node: &Node) -> Result<(DType, DType),
             )));
         }
         _ => (out, out),
-    })
+    };
+    Ok((arithmetic(compute), arithmetic(result)))
 }
 
 /// Whether the op's element computation also works on f32x4 vectors.
@@ -164,12 +165,15 @@ pub(super) fn elementwise(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<()
 }
 
 /// A fused chain: one map whose body evaluates every step in registers.
+/// Each step's result is rounded to the element type as if it were stored
+/// (which changes only half-precision values: they are computed in f32).
 pub(super) fn fused(
     e: &mut Emitter<'_, '_, '_>,
     node: &Node,
     steps: &[FusedStep],
 ) -> Result<(), CodegenError> {
-    let compute = dtype(e, node.outputs[0]);
+    let stored = dtype(e, node.outputs[0]);
+    let compute = arithmetic(stored);
     map_over(
         e,
         node.outputs[0],
@@ -189,7 +193,8 @@ pub(super) fn fused(
                     })
                     .collect();
                 let value = element(e, &step.op, &operands, ty, compute)?;
-                results.push(value);
+                let rounded = e.convert(value, compute, stored)?;
+                results.push(e.convert(rounded, stored, compute)?);
             }
             Ok(*results.last().expect("a fused kernel has steps"))
         },

@@ -455,11 +455,11 @@ impl<'m> Translation<'_, 'm, '_> {
         }
     }
 
-    /// Call arguments and outputs are f32: ptec does not exchange integer
+    /// Call arguments and outputs are floats: ptec does not exchange integer
     /// tensors with the kernels around a delegate.
     fn check_external(&self, id: u32) -> Result<(), ImportError> {
         match self.values.get(&id) {
-            Some((_, Numbers::Float)) => Ok(()),
+            Some((_, Numbers::Float | Numbers::Half)) => Ok(()),
             _ => Err(self.unsupported(format!("quantized value {id} as a call argument"))),
         }
     }
@@ -478,14 +478,23 @@ impl<'m> Translation<'_, 'm, '_> {
         })
     }
 
-    /// A call argument, seen with the dims of its physical layout.
+    /// A call argument, seen with the dims of its physical layout, and
+    /// converted to f32 when it is another float type.
     fn external_input(
         &mut self,
         id: u32,
         tensor: xnn::XNNTensorValue<'m>,
     ) -> Result<Laid, ImportError> {
-        let value = self.importer.read(self.argument(tensor.external_id())?)?;
+        let mut value = self.importer.read(self.argument(tensor.external_id())?)?;
         let ty = self.importer.graph.value(value).ty.clone();
+        if ty.dtype != DType::F32 {
+            if !ty.dtype.is_float() {
+                return Err(self.invalid(format!(
+                    "value {id} holds floats, but the argument it names is {ty}"
+                )));
+            }
+            value = self.emit_given(Op::Copy, vec![value], ty.shape.clone())?;
+        }
         let laid = Laid {
             value,
             perm: ty.dim_order.iter().map(|&dim| usize::from(dim)).collect(),
@@ -573,7 +582,7 @@ impl<'m> Translation<'_, 'm, '_> {
             None => return Err(self.invalid(format!("value id {id} is not in the graph"))),
         };
         let laid = match numbers {
-            Numbers::Float | Numbers::Unsupported(_) => self.clamp(laid, range)?,
+            Numbers::Float | Numbers::Half | Numbers::Unsupported(_) => self.clamp(laid, range)?,
             Numbers::PerTensor(quantization) => {
                 let on_grid = self.node.selects
                     && self
@@ -1715,12 +1724,17 @@ impl<'m> Translation<'_, 'm, '_> {
                 self.importer
                     .write_inferred(index, Some(&shape), &format!("output value {id}"))?;
             let output_ty = &self.importer.graph.value(output).ty;
+            let converts = output_ty.dtype != DType::F32;
             let retarget = op == Op::Copy
                 && self.created.contains(&laid.value)
                 && output_ty.is_contiguous()
-                && output_ty.dtype == DType::F32;
+                && !converts;
             if retarget {
                 self.retarget(laid.value, output);
+            } else if converts && op != Op::Copy {
+                // Copies convert; the permutation happens in f32 first.
+                let permuted = self.emit_given(op, vec![laid.value], shape)?;
+                self.importer.push(Op::Copy, vec![permuted], vec![output])?;
             } else {
                 self.importer.push(op, vec![laid.value], vec![output])?;
             }

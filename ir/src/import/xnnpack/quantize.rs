@@ -126,6 +126,9 @@ impl Quantization {
 pub(super) enum Numbers {
     /// f32 numbers.
     Float,
+    /// f16 numbers, which ptec computes as f32: constants are widened at
+    /// import, call arguments and outputs converted.
+    Half,
     /// Integers of one quantization: qint8 and quint8 activations and
     /// constants, qint32 biases.
     PerTensor(Quantization),
@@ -144,7 +147,7 @@ pub(super) enum Numbers {
     /// point per row of the last `nonbatch_dims` dimensions (qdint8).
     Dynamic { nonbatch_dims: usize },
     /// Elements ptec does not compute with, described for the error
-    /// (fp16 and bf16 values, tensors marked for the legacy dynamic
+    /// (bf16 values, tensors marked for the legacy dynamic
     /// quantization, other quantizations).
     Unsupported(String),
 }
@@ -168,10 +171,10 @@ impl Numbers {
             )));
         }
         let Some(quantized) = quantized else {
-            return Ok(if datatype == D::xnn_datatype_fp32 {
-                Numbers::Float
-            } else {
-                Numbers::Unsupported(format!("(of element type {name})"))
+            return Ok(match datatype {
+                D::xnn_datatype_fp32 => Numbers::Float,
+                D::xnn_datatype_fp16 => Numbers::Half,
+                _ => Numbers::Unsupported(format!("(of element type {name})")),
             });
         };
         let params = quantized.quant_params_type();
@@ -237,14 +240,27 @@ impl Numbers {
     ) -> Result<Cow<'a, [u8]>, String> {
         let wrong_size = || format!("{} bytes for a constant of dims {dims:?}", bytes.len());
         let (integer, zero_point, scales): (Integer, i64, &[f32]) = match self {
-            Numbers::Float => {
+            Numbers::Float | Numbers::Half => {
+                let element: u64 = if *self == Numbers::Half { 2 } else { 4 };
                 let size = dims
                     .iter()
-                    .try_fold(4u64, |size, &dim| size.checked_mul(dim));
-                return match size {
-                    Some(size) if size == bytes.len() as u64 => Ok(Cow::Borrowed(bytes)),
-                    _ => Err(wrong_size()),
-                };
+                    .try_fold(element, |size, &dim| size.checked_mul(dim));
+                if size != Some(bytes.len() as u64) {
+                    return Err(wrong_size());
+                }
+                return Ok(match self {
+                    Numbers::Half => Cow::Owned(
+                        bytes
+                            .chunks_exact(2)
+                            .flat_map(|chunk| {
+                                half::f16::from_le_bytes([chunk[0], chunk[1]])
+                                    .to_f32()
+                                    .to_le_bytes()
+                            })
+                            .collect(),
+                    ),
+                    _ => Cow::Borrowed(bytes),
+                });
             }
             Numbers::PerTensor(quantization) => (
                 quantization.integer,
@@ -511,6 +527,21 @@ mod tests {
         assert!(
             Numbers::Float
                 .constant(&bytes, &[7], Elements::Real)
+                .is_err()
+        );
+        // f16 constants widen exactly (1, -2.5, the smallest subnormal,
+        // infinity), two bytes an element.
+        let bytes: Vec<u8> = [0x3c00u16, 0xc100, 0x0001, 0x7c00]
+            .iter()
+            .flat_map(|bits| bits.to_le_bytes())
+            .collect();
+        assert_eq!(
+            floats(Numbers::Half.constant(&bytes, &[2, 2], Elements::Real)),
+            [1.0, -2.5, 2f32.powi(-24), f32::INFINITY]
+        );
+        assert!(
+            Numbers::Half
+                .constant(&bytes, &[4, 2], Elements::Real)
                 .is_err()
         );
     }
