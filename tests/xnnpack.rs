@@ -9,8 +9,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{
-    assert_all_pass, assert_pass_with_each_pass_off, corpus_dir, corpus_programs_pass, ptec,
-    ptec_test, repo_dir, with_suffix,
+    assert_all_pass, assert_pass_with_each_pass_off, corpus_dir, corpus_programs_pass,
+    files_pass_with_cases, ptec, ptec_test, repo_dir, with_suffix,
 };
 
 /// The fp32 XNNPACK fixtures: the feature fixtures' XNNPACK variants and
@@ -25,16 +25,7 @@ fn fixtures() -> Vec<PathBuf> {
 
 #[test]
 fn fixtures_pass() {
-    let reports = ptec_test(&fixtures(), &[]);
-    assert_all_pass(&reports, "XNNPACK fixtures");
-    for report in &reports {
-        assert!(
-            report["cases"]
-                .as_array()
-                .is_some_and(|cases| !cases.is_empty()),
-            "no test cases ran: {report}"
-        );
-    }
+    files_pass_with_cases(&fixtures(), "XNNPACK fixtures");
 }
 
 #[test]

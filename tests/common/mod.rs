@@ -87,6 +87,20 @@ pub fn assert_all_pass(reports: &[serde_json::Value], context: &str) {
     );
 }
 
+/// Every file passes `ptec test`, each having run at least one case.
+pub fn files_pass_with_cases(files: &[PathBuf], context: &str) {
+    let reports = ptec_test(files, &[]);
+    assert_all_pass(&reports, context);
+    for report in &reports {
+        assert!(
+            report["cases"]
+                .as_array()
+                .is_some_and(|cases| !cases.is_empty()),
+            "no test cases ran: {report}"
+        );
+    }
+}
+
 /// The corpus programs whose names end with `suffix` pass (there must be
 /// `count` of them); nothing runs when the corpus is absent.
 pub fn corpus_programs_pass(suffix: &str, count: usize) {
