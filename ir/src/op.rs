@@ -254,11 +254,16 @@ pub enum Op {
         bias: bool,
     },
     /// Matrix product of the last two dims, batched over the others.
-    MatMul,
-    /// `out = beta * bias + alpha * (mat1 @ mat2)`. Inputs: bias, mat1, mat2.
+    /// The result is bounded by `clamp` (a fused ReLU or clamp).
+    MatMul {
+        clamp: ClampRange,
+    },
+    /// `out = beta * bias + alpha * (mat1 @ mat2)`, bounded by `clamp`.
+    /// Inputs: bias, mat1, mat2.
     Addmm {
         beta: Scalar,
         alpha: Scalar,
+        clamp: ClampRange,
     },
     /// 2-D convolution, NCHW. Inputs: x, weight, the bias when present, and
     /// a residual when `residual`. The result is bounded by `clamp` (a fused

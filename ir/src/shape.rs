@@ -320,7 +320,7 @@ pub fn expected_shapes(
             expected.resize(output_count.max(1), Expected::Given);
             Ok(expected)
         }
-        Op::MatMul => {
+        Op::MatMul { .. } => {
             let (a, b) = (input(0)?, input(1)?);
             if a.len() < 2 || a.len() != b.len() {
                 return Err(format!("matmul of shapes {} and {}", show(a), show(b)));

@@ -88,6 +88,18 @@ fn node_line(graph: &Graph<'_>, node: &Node) -> String {
     )
 }
 
+/// A fused clamp's bounds, each as ` clamp_min=...`/` clamp_max=...`.
+fn show_clamp(clamp: crate::ClampRange) -> String {
+    let mut text = String::new();
+    if let Some(min) = clamp.min {
+        text.push_str(&format!(" clamp_min={min:?}"));
+    }
+    if let Some(max) = clamp.max {
+        text.push_str(&format!(" clamp_max={max:?}"));
+    }
+    text
+}
+
 /// The op's attributes as `key=value` pairs.
 fn attributes(op: &Op) -> String {
     match op {
@@ -144,7 +156,10 @@ fn attributes(op: &Op) -> String {
             ..
         } => format!("normalized_dims={normalized_dims} eps={eps:?}"),
         Op::BatchNorm { eps, .. } => format!("eps={eps:?}"),
-        Op::Addmm { beta, alpha } => format!("beta={beta} alpha={alpha}"),
+        Op::MatMul { clamp } => show_clamp(*clamp).trim_start().to_string(),
+        Op::Addmm { beta, alpha, clamp } => {
+            format!("beta={beta} alpha={alpha}{}", show_clamp(*clamp))
+        }
         Op::Convolution {
             stride,
             padding,
@@ -157,12 +172,7 @@ fn attributes(op: &Op) -> String {
             let mut text = format!(
                 "stride={stride:?} padding={padding:?} dilation={dilation:?} groups={groups}"
             );
-            if let Some(min) = clamp.min {
-                text.push_str(&format!(" clamp_min={min:?}"));
-            }
-            if let Some(max) = clamp.max {
-                text.push_str(&format!(" clamp_max={max:?}"));
-            }
+            text.push_str(&show_clamp(*clamp));
             if *residual {
                 text.push_str(" residual");
             }

@@ -331,7 +331,7 @@ fn arity(op: &Op) -> (Option<usize>, Option<usize>) {
         Op::Reduce { .. } | Op::ArgMax { .. } | Op::CumSum { .. } | Op::Softmax { .. } => {
             (Some(1), Some(1))
         }
-        Op::Binary { .. } | Op::MatMul | Op::Embedding => (Some(2), Some(1)),
+        Op::Binary { .. } | Op::MatMul { .. } | Op::Embedding => (Some(2), Some(1)),
         Op::Where | Op::Addmm { .. } => (Some(3), Some(1)),
         Op::Cat { .. } | Op::Fused { .. } => (None, Some(1)),
         Op::LayerNorm { weight, bias, .. } => {

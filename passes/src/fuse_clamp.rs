@@ -1,9 +1,9 @@
-//! Fuses a clamp (relu, hardtanh, clamp) into the convolution that feeds it,
-//! so the bounds apply in the convolution's epilogue instead of in a pass
-//! over memory. Applies when the convolution's result feeds only the clamp,
-//! which runs right after it (and, unless memory is planned afresh
-//! afterwards, the clamp's result does not share memory with the
-//! convolution's input).
+//! Fuses a clamp (relu, hardtanh, clamp) into the convolution or matrix
+//! product that feeds it, so the bounds apply in its epilogue instead of in a
+//! pass over memory. Applies when the producer's result feeds only the
+//! clamp, which runs right after it (and, unless memory is planned afresh
+//! afterwards, the clamp's result does not share memory with the producer's
+//! inputs).
 
 use ptec_ir::{ClampRange, DType, Graph, NodeId, Op, UnaryOp, ValueId};
 
@@ -39,25 +39,33 @@ fn fuse(graph: &mut Graph<'_>, id: NodeId, context: &Context) -> Option<()> {
     if graph.value(result).ty.dtype != DType::F32 {
         return None;
     }
-    let conv = follows(graph, id, node.inputs[0])?;
-    let Op::Convolution {
-        clamp, residual, ..
-    } = graph.node(conv).op
-    else {
-        return None;
-    };
-    // The clamp must come before a residual, so a convolution with one
-    // takes no clamp after it.
-    if !clamp.is_none() || residual || (!context.replan && overlaps_inputs(graph, conv, result)) {
+    let producer = follows(graph, id, node.inputs[0])?;
+    if !context.replan && overlaps_inputs(graph, producer, result) {
         return None;
     }
-    let conv_node = graph.node_mut(conv);
-    conv_node.outputs = vec![result];
-    if let Op::Convolution { clamp, .. } = &mut conv_node.op {
-        *clamp = range;
-    }
+    let producer_node = graph.node_mut(producer);
+    let slot = clamp_slot(&mut producer_node.op)?;
+    *slot = range;
+    producer_node.outputs = vec![result];
     graph.remove_node(id);
     Some(())
+}
+
+/// The clamp of an op that can take one now: a convolution (before any
+/// residual is added, since the clamp comes first) or a matrix product,
+/// not clamped yet.
+fn clamp_slot(op: &mut Op) -> Option<&mut ClampRange> {
+    let slot = match op {
+        Op::Convolution {
+            clamp,
+            residual: false,
+            ..
+        }
+        | Op::MatMul { clamp }
+        | Op::Addmm { clamp, .. } => clamp,
+        _ => return None,
+    };
+    slot.is_none().then_some(slot)
 }
 
 /// The node that writes `value` right before `reader` in the schedule, when

@@ -79,7 +79,7 @@ pub const PIPELINE: &[Pass] = &[
     },
     Pass {
         name: "fuse-clamp",
-        description: "fuses relu, hardtanh and clamp into the convolution that feeds them",
+        description: "fuses relu, hardtanh and clamp into the convolution or matrix product that feeds them",
         run: fuse_clamp::run,
     },
     Pass {

@@ -82,7 +82,7 @@ fn forward_copy(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
 /// sizes).
 fn unbatch_matmul(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     let node = graph.node(id);
-    if node.op != Op::MatMul {
+    if !matches!(node.op, Op::MatMul { .. }) {
         return None;
     }
     let (a, b, c) = (node.inputs[0], node.inputs[1], node.outputs[0]);

@@ -823,9 +823,8 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
                 e.b.ins().isub(residual, output)
             });
             let epilogue = Epilogue {
-                min: clamp.min.map(|min| min as f32),
-                max: clamp.max.map(|max| max as f32),
                 residual,
+                ..Epilogue::clamped(*clamp)
             };
             convolution(
                 e, node, *stride, *padding, *dilation, *groups, *bias, epilogue,

@@ -8,7 +8,7 @@
 //! (any bias broadcastable to the output) and an optional clamp.
 
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
-use ptec_ir::{DType, Node, Op, Scalar};
+use ptec_ir::{ClampRange, DType, Node, Op, Scalar};
 
 use super::map::broadcast_strides;
 use super::nest::{byte_strides, over_axes};
@@ -58,6 +58,15 @@ pub(crate) struct Epilogue {
 }
 
 impl Epilogue {
+    /// Bounds alone.
+    pub(crate) fn clamped(clamp: ClampRange) -> Epilogue {
+        Epilogue {
+            min: clamp.min.map(|min| min as f32),
+            max: clamp.max.map(|max| max as f32),
+            residual: None,
+        }
+    }
+
     /// Applies the epilogue to `value`, the result stored at
     /// `address + offset`.
     pub(crate) fn apply(
@@ -547,6 +556,7 @@ fn matmul(
     node: &Node,
     bias: Option<(ptec_ir::ValueId, Scalar)>,
     alpha: f32,
+    clamp: ClampRange,
 ) -> Result<(), CodegenError> {
     require_f32(e, node)?;
     let (a_value, b_value, c_value) = match bias {
@@ -605,7 +615,7 @@ fn matmul(
             }),
             alpha,
             beta,
-            epilogue: Epilogue::default(),
+            epilogue: Epilogue::clamped(clamp),
         };
         emit_gemm(e, &gemm)
     })
@@ -614,12 +624,13 @@ fn matmul(
 /// Dispatches the matrix products.
 pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
     match &node.op {
-        Op::MatMul => matmul(e, node, None, 1.0)?,
-        Op::Addmm { beta, alpha } => matmul(
+        Op::MatMul { clamp } => matmul(e, node, None, 1.0, *clamp)?,
+        Op::Addmm { beta, alpha, clamp } => matmul(
             e,
             node,
             Some((node.inputs[0], *beta)),
             alpha.as_f64() as f32,
+            *clamp,
         )?,
         _ => return Ok(false),
     }

@@ -408,7 +408,8 @@ pub(crate) const OPERATORS: &[(&str, Importer)] = &[
     ("aten::addmm.out", |c| {
         let inputs = vec![c.tensor(0)?, c.tensor(1)?, c.tensor(2)?];
         let (beta, alpha) = (c.scalar(3)?, c.scalar(4)?);
-        c.emit(Op::Addmm { beta, alpha }, inputs, &[5])
+        let clamp = ClampRange::default();
+        c.emit(Op::Addmm { beta, alpha, clamp }, inputs, &[5])
     }),
     ("aten::convolution.out", |c| {
         if c.bool(6)? {
@@ -684,7 +685,8 @@ fn softmax(c: &mut Call<'_, '_, '_>, log: bool) -> Result<(), ImportError> {
 
 fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let inputs = vec![c.tensor(0)?, c.tensor(1)?];
-    c.emit(Op::MatMul, inputs, &[2])
+    let clamp = ClampRange::default();
+    c.emit(Op::MatMul { clamp }, inputs, &[2])
 }
 
 /// max/min along a dim: the values (a reduction) and their indices.

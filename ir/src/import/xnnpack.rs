@@ -1221,7 +1221,12 @@ impl<'m> Translation<'_, 'm, '_> {
                 if transpose_b {
                     rhs = self.transpose_last(rhs, b.perm.len())?;
                 }
-                let value = self.emit(Op::MatMul, vec![lhs, rhs])?;
+                let value = self.emit(
+                    Op::MatMul {
+                        clamp: ClampRange::default(),
+                    },
+                    vec![lhs, rhs],
+                )?;
                 Laid {
                     value,
                     perm: identity(a.perm.len()),
@@ -1291,12 +1296,18 @@ impl<'m> Translation<'_, 'm, '_> {
             )?;
         }
         let product = match bias {
-            None => self.emit(Op::MatMul, vec![rows, weight])?,
+            None => self.emit(
+                Op::MatMul {
+                    clamp: ClampRange::default(),
+                },
+                vec![rows, weight],
+            )?,
             Some(bias) => {
                 let bias = self.materialize(&bias, &identity(bias.perm.len()))?;
                 let op = Op::Addmm {
                     beta: Scalar::Int(1),
                     alpha: Scalar::Int(1),
+                    clamp: ClampRange::default(),
                 };
                 self.emit(op, vec![bias, rows, weight])?
             }
