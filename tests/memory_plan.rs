@@ -180,3 +180,50 @@ fn encoder_reads_its_projection_weights_in_place() {
     let without = arena(&["--disable-pass", "remove-copies"]);
     assert!(without > 786_000, "{without} bytes without the pass");
 }
+
+/// An elementwise kernel whose input of the same type dies there writes its
+/// result over that input: in mobilenet_v3_small's final plan, fused kernels
+/// share memory with an input (without in-place reuse, an input read by a
+/// node is live while its output is written, so the two never share).
+#[test]
+fn elementwise_kernels_reuse_a_dying_input() {
+    let corpus = corpus_dir().expect("../shared/corpus is beside the repository");
+    let file = corpus.join("mobilenet_v3_small.portable.bpte");
+    let output = ptec(&[
+        "dump",
+        file.to_str().expect("utf-8 path"),
+        "--after",
+        "plan-memory",
+    ]);
+    let text = String::from_utf8(output.stdout).expect("UTF-8");
+    // `%7: f32[1,16,112,112] @0 = convolution(...)`: value, offset.
+    let offset_of = |line: &str| -> Option<(String, String)> {
+        let (value, rest) = line.trim().split_once(": ")?;
+        let offset = rest.split_whitespace().find(|word| word.starts_with('@'))?;
+        Some((value.to_string(), offset.to_string()))
+    };
+    let offsets: std::collections::HashMap<String, String> =
+        text.lines().filter_map(offset_of).collect();
+    let in_place = text
+        .lines()
+        .filter(|line| line.contains("= fused("))
+        .filter(|line| {
+            let Some((_, own)) = offset_of(line) else {
+                return false;
+            };
+            let arguments = line
+                .split("fused(")
+                .nth(1)
+                .and_then(|rest| rest.split(')').next());
+            arguments.is_some_and(|arguments| {
+                arguments
+                    .split(", ")
+                    .any(|input| offsets.get(input.trim()) == Some(&own))
+            })
+        })
+        .count();
+    assert!(
+        in_place >= 10,
+        "{in_place} fused kernels write over an input"
+    );
+}

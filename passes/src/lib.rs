@@ -99,7 +99,7 @@ pub const PIPELINE: &[Pass] = &[
     },
     Pass {
         name: "plan-memory",
-        description: "places every value in one arena from liveness over the final schedule",
+        description: "places every value in one arena from liveness over the final schedule, elementwise results over dying inputs",
         run: plan_memory::run,
     },
 ];

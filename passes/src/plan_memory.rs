@@ -109,11 +109,15 @@ fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, 
             entry.last = entry.last.max(position);
             entry.bytes = entry.bytes.max(size);
         };
+    let loops = has_backward_jump(graph);
     for (position, &id) in graph.schedule().iter().enumerate() {
         let node = graph.node(id);
         if let Some(alias) = view_alias(graph, id) {
             let base = *root.get(&node.inputs[0]).unwrap_or(&node.inputs[0]);
             root.insert(alias, base);
+        } else if let Some((output, base)) = (!loops).then(|| in_place(graph, &root, id)).flatten()
+        {
+            root.insert(output, base);
         }
         for &value in node.inputs.iter().chain(&node.outputs) {
             touch(graph, &root, value, position + 1);
@@ -133,6 +137,51 @@ fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, 
         touch(graph, &root, output, end);
     }
     (root, intervals)
+}
+
+/// An elementwise node whose result can take the memory of an input of the
+/// same type that nothing reads afterwards (each element is read before it
+/// is written, at the same position): the result and that input's root.
+fn in_place(
+    graph: &Graph<'_>,
+    root: &HashMap<ValueId, ValueId>,
+    id: ptec_ir::NodeId,
+) -> Option<(ValueId, ValueId)> {
+    let node = graph.node(id);
+    let elementwise = node.op.is_fusable_elementwise() || matches!(node.op, Op::Fused { .. });
+    let [output] = node.outputs[..] else {
+        return None;
+    };
+    let fresh = matches!(graph.value(output).kind, ValueKind::Computed)
+        && graph.writers(output) == [id]
+        && !graph.is_live_out(output);
+    if !elementwise || !fresh {
+        return None;
+    }
+    let schedule = graph.schedule();
+    let here = schedule.iter().position(|&node| node == id)?;
+    let last_read = |value: ValueId| {
+        graph
+            .readers(value)
+            .iter()
+            .filter_map(|reader| schedule.iter().position(|node| node == reader))
+            .max()
+    };
+    node.inputs.iter().find_map(|&input| {
+        let base = *root.get(&input).unwrap_or(&input);
+        let same_type = graph.value(input).ty == graph.value(output).ty;
+        // Every value sharing the base's memory is computed, stays inside
+        // the method and is last read here.
+        let group: Vec<ValueId> = std::iter::once(base)
+            .chain(root.iter().filter(|(_, r)| **r == base).map(|(v, _)| *v))
+            .collect();
+        let dead_after = group.iter().all(|&value| {
+            matches!(graph.value(value).kind, ValueKind::Computed)
+                && !graph.is_live_out(value)
+                && last_read(value).is_none_or(|last| last <= here)
+        });
+        (same_type && dead_after).then_some((output, base))
+    })
 }
 
 /// The output of a reshape that can share its input's memory: both
