@@ -56,19 +56,27 @@ pub fn parse_target(target: &str) -> anyhow::Result<Triple> {
     Triple::from_str(target).map_err(|error| anyhow::anyhow!("target {target:?}: {error}"))
 }
 
+/// Imports and optimizes `methods`.
+fn optimized_graphs<'a>(
+    methods: &[&Method<'a>],
+    passes: &CompileArgs,
+) -> anyhow::Result<Vec<ptec_ir::Graph<'a>>> {
+    methods
+        .iter()
+        .map(|method| {
+            optimized_graph(method, passes, |_, _| {})
+                .with_context(|| format!("optimizing method {}", method.name))
+        })
+        .collect()
+}
+
 /// Optimizes `methods` and compiles them into one object.
 pub fn compile_methods(
     methods: &[&Method<'_>],
     passes: &CompileArgs,
     options: &AotOptions,
 ) -> anyhow::Result<ObjectCode> {
-    let graphs = methods
-        .iter()
-        .map(|method| {
-            optimized_graph(method, passes, |_, _| {})
-                .with_context(|| format!("optimizing method {}", method.name))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let graphs = optimized_graphs(methods, passes)?;
     Ok(ptec_codegen::compile_object(&graphs, options)?)
 }
 
@@ -105,11 +113,8 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
         PathBuf::from(format!("{stem}.{}", options.emit.extension()))
     };
     if options.emit == Emit::Ir {
-        let mut text = String::new();
-        for method in &methods {
-            let graph = optimized_graph(method, options.passes, |_, _| {})?;
-            text.push_str(&ptec_ir::to_text(&graph));
-        }
+        let graphs = optimized_graphs(&methods, options.passes)?;
+        let text: String = graphs.iter().map(ptec_ir::to_text).collect();
         return write_text(options.output, &text);
     }
     let aot = AotOptions {

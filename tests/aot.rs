@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{corpus_dir, fixture_files, ptec, repo_dir};
+use common::{assert_all_pass, corpus_dir, ptec, ptec_test, repo_dir, with_suffix};
 use ptec_frontend::{ExecutorchFile, FileBytes, ScalarType, TestTensor, TestValue};
 
 fn temp_dir(name: &str) -> tempfile::TempDir {
@@ -55,37 +55,22 @@ fn path_str(path: &Path) -> &str {
 
 /// Every bundled case of the given programs passes through a loaded `.so`.
 fn assert_aot_passes(files: &[PathBuf]) {
-    let mut args = vec!["test", "--backend", "aot"];
-    args.extend(files.iter().map(|file| path_str(file)));
-    let output = ptec(&args);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "ptec test --backend aot failed:\n{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        stdout.contains(&format!("{} passed, 0 failed", files.len())),
-        "{stdout}"
-    );
+    let reports = ptec_test(files, &["--backend", "aot"]);
+    assert_all_pass(&reports, "ptec test --backend aot");
 }
 
 #[test]
 fn aot_backend_passes_the_fixtures() {
-    let files: Vec<PathBuf> = fixture_files()
-        .into_iter()
-        .filter(|file| path_str(file).ends_with(".portable.bpte"))
-        .collect();
-    assert_aot_passes(&files);
+    assert_aot_passes(&with_suffix(
+        &repo_dir().join("tests/fixtures"),
+        ".portable.bpte",
+    ));
 }
 
 #[test]
 fn aot_backend_passes_the_portable_corpus() {
     let dir = corpus_dir().expect("../shared/corpus is beside the repository");
-    let files: Vec<PathBuf> = common::bpte_files(&dir)
-        .into_iter()
-        .filter(|file| path_str(file).ends_with(".portable.bpte"))
-        .collect();
+    let files = with_suffix(&dir, ".portable.bpte");
     assert_eq!(files.len(), 11, "the corpus has 11 portable programs");
     assert_aot_passes(&files);
 }

@@ -9,7 +9,7 @@
 use ptec_ir::{Graph, NodeId, Op, ValueData, ValueKind};
 
 use crate::Context;
-use crate::fuse_clamp::{follows, overlaps_inputs};
+use crate::schedule::{follows, overlaps_inputs};
 use crate::tensor_data::{constant_f32, f32_bytes};
 
 pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {

@@ -5,9 +5,10 @@
 //! afterwards, the clamp's result does not share memory with the producer's
 //! inputs).
 
-use ptec_ir::{ClampRange, DType, Graph, NodeId, Op, UnaryOp, ValueId};
+use ptec_ir::{ClampRange, DType, Graph, NodeId, Op, UnaryOp};
 
 use crate::Context;
+use crate::schedule::{follows, overlaps_inputs};
 
 pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
     let mut changed = false;
@@ -66,39 +67,4 @@ fn clamp_slot(op: &mut Op) -> Option<&mut ClampRange> {
         _ => return None,
     };
     slot.is_none().then_some(slot)
-}
-
-/// The node that writes `value` right before `reader` in the schedule, when
-/// it is the value's only writer and `reader` its only reader, and nothing
-/// outside the nodes needs it.
-pub(crate) fn follows(graph: &Graph<'_>, reader: NodeId, value: ValueId) -> Option<NodeId> {
-    let schedule = graph.schedule();
-    let position = schedule.iter().position(|&id| id == reader)?;
-    let previous = *schedule.get(position.checked_sub(1)?)?;
-    let single = graph.writers(value) == [previous] && graph.readers(value) == [reader];
-    (single && !graph.is_live_out(value)).then_some(previous)
-}
-
-/// Whether `value`'s memory overlaps that of an input of `node`.
-pub(crate) fn overlaps_inputs(graph: &Graph<'_>, node: NodeId, value: ValueId) -> bool {
-    let range = |value: ValueId| {
-        let data = graph.value(value);
-        data.offset.map(|start| {
-            (
-                start,
-                start + data.ty.max_bytes(|symbol| graph.bound(symbol)),
-            )
-        })
-    };
-    let Some((start, end)) = range(value) else {
-        return true;
-    };
-    graph
-        .node(node)
-        .inputs
-        .iter()
-        .any(|&input| match range(input) {
-            Some((input_start, input_end)) => start < input_end && input_start < end,
-            None => false,
-        })
 }

@@ -10,7 +10,7 @@
 use ptec_ir::{FusedStep, Graph, NodeId, Op, StepInput, ValueId};
 
 use crate::Context;
-use crate::fuse_clamp::overlaps_inputs;
+use crate::schedule::{overlaps_inputs, unchanged_between};
 
 pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
     let mut changed = false;
@@ -75,20 +75,13 @@ fn nothing_between(
     consumer: NodeId,
     context: &Context,
 ) -> bool {
-    let schedule = graph.schedule();
-    let position = |id| schedule.iter().position(|&node| node == id);
-    let (Some(first), Some(last)) = (position(producer), position(consumer)) else {
-        return false;
-    };
     if !context.replan {
+        let schedule = graph.schedule();
+        let adjacent = schedule.windows(2).any(|pair| pair == [producer, consumer]);
         let result = graph.node(consumer).outputs[0];
-        return last == first + 1 && !overlaps_inputs(graph, producer, result);
+        return adjacent && !overlaps_inputs(graph, producer, result);
     }
-    let read = &graph.node(producer).inputs;
-    schedule[first + 1..last].iter().all(|&id| {
-        let node = graph.node(id);
-        !node.op.is_control() && !node.outputs.iter().any(|output| read.contains(output))
-    })
+    unchanged_between(graph, &graph.node(producer).inputs, producer, consumer)
 }
 
 /// A node's computation as steps over its inputs.

@@ -9,7 +9,7 @@
 use ptec_ir::{BinaryOp, DType, Graph, NodeId, Op};
 
 use crate::Context;
-use crate::fuse_clamp::{follows, overlaps_inputs};
+use crate::schedule::{follows, overlaps_inputs};
 
 pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
     let mut changed = false;

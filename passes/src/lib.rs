@@ -12,6 +12,7 @@ mod fuse_elementwise;
 mod fuse_residual;
 mod plan_memory;
 mod remove_copies;
+mod schedule;
 mod tensor_data;
 
 use std::time::{Duration, Instant};

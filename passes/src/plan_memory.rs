@@ -115,7 +115,9 @@ fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, 
         if let Some(alias) = view_alias(graph, id) {
             let base = *root.get(&node.inputs[0]).unwrap_or(&node.inputs[0]);
             root.insert(alias, base);
-        } else if let Some((output, base)) = (!loops).then(|| in_place(graph, &root, id)).flatten()
+        } else if let Some((output, base)) = (!loops)
+            .then(|| in_place(graph, &root, id, position))
+            .flatten()
         {
             root.insert(output, base);
         }
@@ -142,10 +144,12 @@ fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, 
 /// An elementwise node whose result can take the memory of an input of the
 /// same type that nothing reads afterwards (each element is read before it
 /// is written, at the same position): the result and that input's root.
+/// `here` is the node's position in the schedule.
 fn in_place(
     graph: &Graph<'_>,
     root: &HashMap<ValueId, ValueId>,
     id: ptec_ir::NodeId,
+    here: usize,
 ) -> Option<(ValueId, ValueId)> {
     let node = graph.node(id);
     let elementwise = node.op.is_fusable_elementwise() || matches!(node.op, Op::Fused { .. });
@@ -159,7 +163,6 @@ fn in_place(
         return None;
     }
     let schedule = graph.schedule();
-    let here = schedule.iter().position(|&node| node == id)?;
     let last_read = |value: ValueId| {
         graph
             .readers(value)

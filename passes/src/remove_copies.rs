@@ -9,6 +9,7 @@
 use ptec_ir::{Dim, Graph, NodeId, Op, ValueData, ValueId, ValueKind};
 
 use crate::Context;
+use crate::schedule::unchanged_between;
 
 pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
     if !context.replan {
@@ -40,7 +41,7 @@ fn compose_permutes(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     };
     let single_use = graph.readers(middle) == [id] && !graph.is_live_out(middle);
     let source = graph.node(inner).inputs[0];
-    if !single_use || !unchanged_between(graph, source, inner, id) {
+    if !single_use || !unchanged_between(graph, &[source], inner, id) {
         return None;
     }
     let composed = second.iter().map(|&axis| first[axis]).collect();
@@ -69,7 +70,7 @@ fn forward_copy(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
         return None;
     }
     let last_read = *graph.readers(output).last()?;
-    if !unchanged_between(graph, input, id, last_read) {
+    if !unchanged_between(graph, &[input], id, last_read) {
         return None;
     }
     graph.replace_reads(output, input);
@@ -113,7 +114,7 @@ fn unbatch_matmul(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
         && matrix_ty.shape[..] == b_ty.shape[rank - 2..]
         && matrix_ty.dtype == b_ty.dtype;
     let unchanged = matches!(graph.value(matrix).kind, ValueKind::Constant(_))
-        || unchanged_between(graph, matrix, writer, id);
+        || unchanged_between(graph, &[matrix], writer, id);
     if !broadcast || !unchanged {
         return None;
     }
@@ -148,19 +149,4 @@ fn only_writer(graph: &Graph<'_>, value: ValueId) -> Option<NodeId> {
         [writer] => Some(writer),
         _ => None,
     }
-}
-
-/// Whether `value` keeps its contents from `from` through `to` (schedule
-/// positions): nothing in between writes it or moves control.
-fn unchanged_between(graph: &Graph<'_>, value: ValueId, from: NodeId, to: NodeId) -> bool {
-    let schedule = graph.schedule();
-    let position = |id| schedule.iter().position(|&node| node == id);
-    let (Some(first), Some(last)) = (position(from), position(to)) else {
-        return false;
-    };
-    first < last
-        && schedule[first + 1..last].iter().all(|&id| {
-            let node = graph.node(id);
-            !node.op.is_control() && !node.outputs.contains(&value)
-        })
 }

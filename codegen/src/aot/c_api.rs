@@ -12,10 +12,11 @@ use cranelift_codegen::ir::{
     AbiParam, Block, FuncRef, InstBuilder, MemFlagsData, Type, UserFuncName, Value, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{DataDescription, DataId, FuncId, Linkage, Module};
+use cranelift_module::{DataId, FuncId, Linkage, Module};
 use ptec_runtime::c_abi::{CTensor, CTensorInfo, Status, symbol};
 use ptec_runtime::{DimSpec, MethodAbi, TensorSlot};
 
+use super::define_readonly;
 use crate::emit::PTR;
 use crate::error::CodegenError;
 use crate::listing::Listing;
@@ -81,6 +82,39 @@ struct Libc {
     memcpy: FuncId,
 }
 
+impl Libc {
+    fn import(module: &mut dyn Module) -> Result<Libc, CodegenError> {
+        let mut import = |name: &str, params: &[Type], returns: &[Type]| {
+            declare_function(module, name, Linkage::Import, params, returns)
+        };
+        Ok(Libc {
+            calloc: import("calloc", &[PTR, PTR], &[PTR])?,
+            aligned_alloc: import("aligned_alloc", &[PTR, PTR], &[PTR])?,
+            free: import("free", &[PTR], &[])?,
+            memset: import("memset", &[PTR, types::I32, PTR], &[PTR])?,
+            memcpy: import("memcpy", &[PTR, PTR, PTR], &[PTR])?,
+        })
+    }
+}
+
+/// Declares function `name` taking `params` and returning `returns`.
+fn declare_function(
+    module: &mut dyn Module,
+    name: &str,
+    linkage: Linkage,
+    params: &[Type],
+    returns: &[Type],
+) -> Result<FuncId, CodegenError> {
+    let mut signature = module.make_signature();
+    signature
+        .params
+        .extend(params.iter().map(|&ty| AbiParam::new(ty)));
+    signature
+        .returns
+        .extend(returns.iter().map(|&ty| AbiParam::new(ty)));
+    Ok(module.declare_function(name, linkage, &signature)?)
+}
+
 /// Declares and defines the C ABI of a library holding `methods`, with
 /// functions named `<prefix>_<name>`.
 pub(crate) fn define_c_api(
@@ -89,20 +123,14 @@ pub(crate) fn define_c_api(
     methods: &[MethodCode<'_>],
     listing: Option<&mut Listing>,
 ) -> Result<(), CodegenError> {
+    let libc = Libc::import(module)?;
     let mut api = Api {
         module,
         prefix,
         listing,
-        libc: None,
+        libc,
         context: FunctionBuilderContext::new(),
     };
-    api.libc = Some(Libc {
-        calloc: api.import("calloc", &[PTR, PTR], Some(PTR))?,
-        aligned_alloc: api.import("aligned_alloc", &[PTR, PTR], Some(PTR))?,
-        free: api.import("free", &[PTR], None)?,
-        memset: api.import("memset", &[PTR, types::I32, PTR], Some(PTR))?,
-        memcpy: api.import("memcpy", &[PTR, PTR, PTR], Some(PTR))?,
-    });
     let layout = InstanceLayout::new(methods);
     let table = api.method_table(methods)?;
     let messages = api.message_table(methods)?;
@@ -176,7 +204,7 @@ struct Api<'m, 'p> {
     module: &'m mut dyn Module,
     prefix: &'p str,
     listing: Option<&'m mut Listing>,
-    libc: Option<Libc>,
+    libc: Libc,
     context: FunctionBuilderContext,
 }
 
@@ -257,22 +285,6 @@ impl Body<'_, '_> {
 }
 
 impl Api<'_, '_> {
-    fn import(
-        &mut self,
-        name: &str,
-        params: &[Type],
-        result: Option<Type>,
-    ) -> Result<FuncId, CodegenError> {
-        let mut signature = self.module.make_signature();
-        signature
-            .params
-            .extend(params.iter().map(|&ty| AbiParam::new(ty)));
-        signature.returns.extend(result.map(AbiParam::new));
-        Ok(self
-            .module
-            .declare_function(name, Linkage::Import, &signature)?)
-    }
-
     /// Declares exported function `<prefix>_<name>`.
     fn declare(
         &mut self,
@@ -295,14 +307,7 @@ impl Api<'_, '_> {
         params: &[Type],
         returns: &[Type],
     ) -> Result<FuncId, CodegenError> {
-        let mut signature = self.module.make_signature();
-        signature
-            .params
-            .extend(params.iter().map(|&ty| AbiParam::new(ty)));
-        signature
-            .returns
-            .extend(returns.iter().map(|&ty| AbiParam::new(ty)));
-        Ok(self.module.declare_function(name, linkage, &signature)?)
+        declare_function(&mut *self.module, name, linkage, params, returns)
     }
 
     /// Defines declared function `id`; `body` gets the function's
@@ -330,7 +335,7 @@ impl Api<'_, '_> {
             let mut body_state = Body {
                 b,
                 module: &mut *self.module,
-                libc: self.libc.as_ref().expect("libc is imported first"),
+                libc: &self.libc,
                 exits: Vec::new(),
             };
             body(&mut body_state, &params);
@@ -360,25 +365,8 @@ impl Api<'_, '_> {
 
     /// Read-only data named `<prefix>__<name>`.
     fn data(&mut self, name: &str, blob: Blob, align: u64) -> Result<DataId, CodegenError> {
-        let id = self.module.declare_data(
-            &format!("{}__{name}", self.prefix),
-            Linkage::Local,
-            false,
-            false,
-        )?;
-        let mut description = DataDescription::new();
-        let mut bytes = blob.bytes;
-        if bytes.is_empty() {
-            bytes.push(0);
-        }
-        description.define(bytes.into_boxed_slice());
-        description.set_align(align);
-        for (offset, target) in blob.pointers {
-            let global = self.module.declare_data_in_data(target, &mut description);
-            description.write_data_addr(offset, global, 0);
-        }
-        self.module.define_data(id, &description)?;
-        Ok(id)
+        let name = format!("{}__{name}", self.prefix);
+        define_readonly(&mut *self.module, &name, blob.bytes, align, &blob.pointers)
     }
 
     fn c_string(&mut self, name: &str, text: &str) -> Result<DataId, CodegenError> {
@@ -676,21 +664,28 @@ impl Api<'_, '_> {
             let (instance, inputs, outputs) = (params[0], params[1], params[2]);
             let null_argument = body.returning_i32(Status::NullArgument as i32);
             let bad_sizes = body.returning_i32(Status::BadSizes as i32);
-            let tensor_field = |body: &mut Body<'_, '_>, tensors: Value, index: usize, field| {
-                let offset = (index * size_of::<CTensor>() + field) as i32;
-                let value = body.b.ins().load(PTR, caller_memory(), tensors, offset);
-                body.check(value, null_argument);
-                value
-            };
-            for (tensors, count) in [(inputs, abi.inputs.len()), (outputs, abi.outputs.len())] {
+            // Each tensor's data and sizes pointers, loaded and checked once,
+            // before anything is written.
+            let fields = |body: &mut Body<'_, '_>, tensors: Value, count: usize| {
                 if count > 0 {
                     body.check(tensors, null_argument);
-                    for slot in 0..count {
-                        tensor_field(body, tensors, slot, offset_of!(CTensor, data));
-                        tensor_field(body, tensors, slot, offset_of!(CTensor, sizes));
-                    }
                 }
-            }
+                (0..count)
+                    .map(|slot| {
+                        let [data, sizes] = [offset_of!(CTensor, data), offset_of!(CTensor, sizes)]
+                            .map(|field| {
+                                let offset = (slot * size_of::<CTensor>() + field) as i32;
+                                let value =
+                                    body.b.ins().load(PTR, caller_memory(), tensors, offset);
+                                body.check(value, null_argument);
+                                value
+                            });
+                        (data, sizes)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let input_fields = fields(body, inputs, abi.inputs.len());
+            let output_fields = fields(body, outputs, abi.outputs.len());
             let arena =
                 body.b
                     .ins()
@@ -702,9 +697,7 @@ impl Api<'_, '_> {
                     .ins()
                     .store(own_memory(), unset, dims, 8 * symbol as i32);
             }
-            for (slot_index, slot) in abi.inputs.iter().enumerate() {
-                let data = tensor_field(body, inputs, slot_index, offset_of!(CTensor, data));
-                let sizes = tensor_field(body, inputs, slot_index, offset_of!(CTensor, sizes));
+            for (slot, &(data, sizes)) in abi.inputs.iter().zip(&input_fields) {
                 let mut count = body.b.ins().iconst(types::I64, 1);
                 for (axis, dim) in slot.shape.iter().enumerate() {
                     let size =
@@ -762,13 +755,7 @@ impl Api<'_, '_> {
             let status = body.b.ins().iadd_imm_s(status, i64::from(error_base));
             body.b.ins().return_(&[status]);
             body.b.switch_to_block(succeeded);
-            for (slot_index, slot) in abi.outputs.iter().enumerate() {
-                let field = |body: &mut Body<'_, '_>, field: usize| {
-                    let offset = (slot_index * size_of::<CTensor>() + field) as i32;
-                    body.b.ins().load(PTR, caller_memory(), outputs, offset)
-                };
-                let data = field(body, offset_of!(CTensor, data));
-                let sizes = field(body, offset_of!(CTensor, sizes));
+            for (slot, &(data, sizes)) in abi.outputs.iter().zip(&output_fields) {
                 let mut count = body.b.ins().iconst(types::I64, 1);
                 for (axis, dim) in slot.shape.iter().enumerate() {
                     let size = match *dim {

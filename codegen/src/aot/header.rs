@@ -145,17 +145,7 @@ pub fn c_header(prefix: &str, source: &str, methods: &[MethodAbi]) -> String {
     }
     let _ = writeln!(text, "\n#endif /* PTEC_ABI_CODES */\n");
     for (index, abi) in methods.iter().enumerate() {
-        let name: String = abi
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let name = super::symbol_part(&abi.name).to_ascii_uppercase();
         let _ = writeln!(text, "#define {upper}_METHOD_{name} {index}");
     }
     let _ = write!(

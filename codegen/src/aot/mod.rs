@@ -176,15 +176,8 @@ impl ConstantData {
                 None => {
                     let name = format!("{prefix}__constant{}", self.count);
                     self.count += 1;
-                    let id = module.declare_data(&name, Linkage::Local, false, false)?;
-                    let mut description = DataDescription::new();
-                    let mut contents = bytes.to_vec();
-                    if contents.is_empty() {
-                        contents.push(0);
-                    }
-                    description.define(contents.into_boxed_slice());
-                    description.set_align(CONSTANT_ALIGNMENT);
-                    module.define_data(id, &description)?;
+                    let id =
+                        define_readonly(module, &name, bytes.to_vec(), CONSTANT_ALIGNMENT, &[])?;
                     if let Some(key) = key {
                         self.defined.insert(key, id);
                     }
@@ -193,20 +186,43 @@ impl ConstantData {
             };
             ids.push(id);
         }
-        let table = module.declare_data(
+        let addresses: Vec<(u32, DataId)> = ids
+            .into_iter()
+            .enumerate()
+            .map(|(index, id)| (8 * index as u32, id))
+            .collect();
+        let table = vec![0; 8 * addresses.len()];
+        define_readonly(
+            module,
             &format!("{symbol}__constants"),
-            Linkage::Local,
-            false,
-            false,
-        )?;
-        let mut description = DataDescription::new();
-        description.define(vec![0; 8 * ids.len().max(1)].into_boxed_slice());
-        description.set_align(8);
-        for (index, id) in ids.into_iter().enumerate() {
-            let global = module.declare_data_in_data(id, &mut description);
-            description.write_data_addr(8 * index as u32, global, 0);
-        }
-        module.define_data(table, &description)?;
-        Ok(table)
+            table,
+            8,
+            &addresses,
+        )
     }
+}
+
+/// Defines local read-only data `name` holding `bytes` (one zero byte when
+/// empty, so that it has an address), with the address of each data object
+/// in `pointers` written at its byte offset.
+pub(super) fn define_readonly(
+    module: &mut dyn Module,
+    name: &str,
+    mut bytes: Vec<u8>,
+    align: u64,
+    pointers: &[(u32, DataId)],
+) -> Result<DataId, CodegenError> {
+    let id = module.declare_data(name, Linkage::Local, false, false)?;
+    if bytes.is_empty() {
+        bytes.push(0);
+    }
+    let mut description = DataDescription::new();
+    description.define(bytes.into_boxed_slice());
+    description.set_align(align);
+    for &(offset, target) in pointers {
+        let global = module.declare_data_in_data(target, &mut description);
+        description.write_data_addr(offset, global, 0);
+    }
+    module.define_data(id, &description)?;
+    Ok(id)
 }
