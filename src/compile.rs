@@ -24,6 +24,9 @@ pub enum Emit {
     Asm,
     /// The optimized IR of each method.
     Ir,
+    /// Vulkan compute shaders: a directory of SPIR-V modules (and their
+    /// WGSL), the constants and a manifest of the dispatches.
+    Spirv,
 }
 
 impl Emit {
@@ -33,6 +36,7 @@ impl Emit {
             Emit::Obj => "o",
             Emit::Asm => "s",
             Emit::Ir => "ir",
+            Emit::Spirv => "spirv",
         }
     }
 }
@@ -116,6 +120,18 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
         let graphs = optimized_graphs(&methods, options.passes)?;
         let text: String = graphs.iter().map(ptec_ir::to_text).collect();
         return write_text(options.output, &text);
+    }
+    if options.emit == Emit::Spirv {
+        let graphs = optimized_graphs(&methods, options.passes)?;
+        let compiled = graphs
+            .iter()
+            .map(|graph| {
+                ptec_codegen::compile_vulkan(graph)
+                    .with_context(|| format!("compiling method {} for Vulkan", graph.name))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let output = options.output.map_or_else(default_output, Path::to_path_buf);
+        return crate::spirv::write_directory(&output, &compiled);
     }
     let aot = AotOptions {
         target: target.clone(),

@@ -12,6 +12,7 @@ mod instance;
 mod method;
 mod npy;
 mod run;
+mod spirv;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

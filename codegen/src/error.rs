@@ -17,6 +17,14 @@ pub enum CodegenError {
         #[source]
         source: Box<CodegenError>,
     },
+    /// naga rejected a shader ptec generated (a bug in ptec): the stage
+    /// that failed, naga's diagnostic and the shader's source.
+    #[error("naga rejected a generated shader in {stage}: {message}\n{shader}")]
+    Shader {
+        stage: String,
+        message: String,
+        shader: String,
+    },
     #[error("Cranelift: {0}")]
     Module(Box<cranelift_module::ModuleError>),
     #[error("Cranelift cannot target this machine: {0}")]

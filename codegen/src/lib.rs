@@ -14,6 +14,7 @@ mod listing;
 mod math;
 mod method;
 mod microkernel;
+mod spirv;
 mod target;
 
 pub use error::CodegenError;
@@ -34,4 +35,5 @@ impl Default for CodegenOptions {
 pub use aot::{AotOptions, Linker, ObjectCode, c_header, compile_object, link_shared_object};
 pub use jit::{JitCode, JitMethod, compile_jit};
 pub use listing::Listing;
+pub use spirv::{BufferRange, Shader, ShaderDispatch, VulkanMethod, compile_vulkan};
 pub use target_lexicon::Triple;

@@ -279,7 +279,7 @@ fn tensor_slot(graph: &Graph<'_>, value: ValueId) -> Result<TensorSlot, CodegenE
 }
 
 /// The description of the method the runtime needs.
-fn method_abi(
+pub(crate) fn method_abi(
     graph: &Graph<'_>,
     errors: Vec<String>,
     scratch_bytes: u64,

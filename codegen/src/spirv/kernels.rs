@@ -1,0 +1,832 @@
+//! One compute shader body per IR node. Most ops compute each output
+//! element from its coordinates (`per_element`); softmax, layer norm and
+//! cumulative sums walk whole rows (`per_row`). Shapes, strides and offsets
+//! are baked into the code as literals.
+
+use std::fmt::Write as _;
+
+use ptec_ir::{ClampRange, Graph, Node, Op, ReduceOp, StepInput, ValueId, ValueKind};
+
+use super::Layout;
+use super::pointwise::{compute_type, element};
+use super::wgsl::{Tensor, Ty, convert, float, index, int, scalar, unsupported};
+use crate::error::CodegenError;
+
+/// The body of a shader's `main` (after the invocation index `t` is known
+/// to be below `invocations`).
+pub(super) struct Kernel {
+    pub body: String,
+    pub invocations: u64,
+}
+
+/// What an element computation adds to the body: statements, then the
+/// element's value (of the output's compute type).
+struct Element {
+    code: String,
+    value: String,
+}
+
+impl Element {
+    fn value(value: String) -> Element {
+        Element {
+            code: String::new(),
+            value,
+        }
+    }
+}
+
+/// Whether nothing reads `value` after its writer and it is not a result.
+fn unused(graph: &Graph<'_>, value: ValueId) -> bool {
+    graph.readers(value).is_empty() && !graph.is_live_out(value)
+}
+
+/// A kernel computing each element of `out` from its coordinates `c0..`
+/// (and memory position `p`); `extra` stores more results of the same
+/// element. Outputs of one-byte elements are written a word (four elements)
+/// per invocation, keeping bytes past the end of the tensor.
+fn per_element(
+    out: &Tensor,
+    extra: impl FnOnce(&[String]) -> Result<String, CodegenError>,
+    compute: impl FnOnce(&[String]) -> Result<Element, CodegenError>,
+) -> Result<Kernel, CodegenError> {
+    let (coordinates, coords) = out.coordinates("p", "c");
+    let element = compute(&coords)?;
+    let extra = extra(&coords)?;
+    let elements = out.elements();
+    let mut body = String::new();
+    if out.dtype.size() == 4 {
+        let _ = write!(
+            body,
+            "    let p = t;\n{coordinates}{}    arena[{}u + p] = bitcast<u32>({});\n{extra}",
+            element.code,
+            out.byte_offset / 4,
+            element.value
+        );
+        return Ok(Kernel {
+            body,
+            invocations: elements,
+        });
+    }
+    if out.byte_offset % 4 != 0 || !extra.is_empty() {
+        return Err(unsupported(format!(
+            "a one-byte tensor at byte offset {}",
+            out.byte_offset
+        )));
+    }
+    let byte = match out.ty() {
+        Ty::Bool => format!("select(0u, 1u, {})", element.value),
+        _ => format!("(bitcast<u32>({}) & 255u)", element.value),
+    };
+    let word = out.byte_offset / 4;
+    let _ = write!(
+        body,
+        "    var word = 0u;
+    for (var k = 0u; k < 4u; k = k + 1u) {{
+        let p = t * 4u + k;
+        if (p < {elements}u) {{
+{coordinates}{}            word = word | ({byte} << (8u * k));
+        }} else {{
+            word = word | (arena[{word}u + t] & (255u << (8u * k)));
+        }}
+    }}
+    arena[{word}u + t] = word;
+",
+        element.code,
+    );
+    Ok(Kernel {
+        body,
+        invocations: elements.div_ceil(4),
+    })
+}
+
+fn no_extra(_: &[String]) -> Result<String, CodegenError> {
+    Ok(String::new())
+}
+
+/// The kernel of `node`, or `None` when it needs no code (a view in place).
+pub(super) fn kernel(
+    graph: &Graph<'_>,
+    layout: &Layout,
+    node: &Node,
+    in_place_view: bool,
+) -> Result<Option<Kernel>, CodegenError> {
+    if in_place_view {
+        return Ok(None);
+    }
+    if node.op.is_control() {
+        return Err(unsupported("control flow"));
+    }
+    let tensor = |value: ValueId| Tensor::of(graph, layout, value);
+    let inputs: Vec<Tensor> = node
+        .inputs
+        .iter()
+        .map(|&value| tensor(value))
+        .collect::<Result<_, _>>()?;
+    let out = tensor(node.outputs[0])?;
+    let out_ty = out.ty();
+    let kernel = match &node.op {
+        Op::Unary(_)
+        | Op::Binary { .. }
+        | Op::BinaryScalar { .. }
+        | Op::Clamp { .. }
+        | Op::LeakyRelu { .. }
+        | Op::Elu { .. } => {
+            let dtypes: Vec<_> = inputs.iter().map(|input| input.dtype).collect();
+            let ty = compute_type(&node.op, &dtypes, out.dtype)?;
+            let result_ty = match &node.op {
+                Op::Unary(ptec_ir::UnaryOp::LogicalNot) => Ty::Bool,
+                Op::Binary { op, .. } | Op::BinaryScalar { op, .. } if op.is_comparison() => {
+                    Ty::Bool
+                }
+                _ => ty,
+            };
+            per_element(&out, no_extra, |c| {
+                let operands: Vec<String> = inputs
+                    .iter()
+                    .map(|input| convert(&input.load_broadcast(c), input.ty(), ty))
+                    .collect();
+                let value = element(&node.op, &operands, ty)?;
+                Ok(Element::value(convert(&value, result_ty, out_ty)))
+            })?
+        }
+        Op::Fused { steps } => {
+            if out_ty != Ty::F32 {
+                return Err(unsupported(format!("a fused kernel of {}", out.dtype)));
+            }
+            per_element(&out, no_extra, |c| {
+                let mut code = String::new();
+                for (k, input) in inputs.iter().enumerate() {
+                    let value = convert(&input.load_broadcast(c), input.ty(), Ty::F32);
+                    let _ = writeln!(code, "    let in{k} = {value};");
+                }
+                for (k, step) in steps.iter().enumerate() {
+                    let operands: Vec<String> = step
+                        .inputs
+                        .iter()
+                        .map(|input| match *input {
+                            StepInput::Input(i) => format!("in{i}"),
+                            StepInput::Step(i) => format!("s{i}"),
+                        })
+                        .collect();
+                    let value = element(&step.op, &operands, Ty::F32)?;
+                    let _ = writeln!(code, "    let s{k} = {value};");
+                }
+                Ok(Element {
+                    code,
+                    value: format!("s{}", steps.len() - 1),
+                })
+            })?
+        }
+        Op::Where => per_element(&out, no_extra, |c| {
+            let [condition, a, b] = &inputs[..] else {
+                return Err(unsupported("where without three operands"));
+            };
+            let condition = convert(&condition.load_broadcast(c), condition.ty(), Ty::Bool);
+            let a = convert(&a.load_broadcast(c), a.ty(), out_ty);
+            let b = convert(&b.load_broadcast(c), b.ty(), out_ty);
+            Ok(Element::value(format!("select({b}, {a}, {condition})")))
+        })?,
+        Op::Copy => per_element(&out, no_extra, |c| {
+            let x = &inputs[0];
+            Ok(Element::value(convert(&x.load_broadcast(c), x.ty(), out_ty)))
+        })?,
+        // A reshape reinterprets bytes: the element at memory position p.
+        Op::Reshape => per_element(&out, no_extra, |_| Ok(Element::value(inputs[0].load("p"))))?,
+        Op::Permute { dims } => per_element(&out, no_extra, |c| {
+            let mut source = vec![String::new(); dims.len()];
+            for (j, &dim) in dims.iter().enumerate() {
+                source[dim] = c[j].clone();
+            }
+            Ok(Element::value(moved(&inputs[0], &source, out_ty)))
+        })?,
+        Op::Select { dim, index: at } => per_element(&out, no_extra, |c| {
+            let mut source = c.to_vec();
+            source.insert(*dim, index(*at)?);
+            Ok(Element::value(moved(&inputs[0], &source, out_ty)))
+        })?,
+        Op::Slice { dim, start, step } => per_element(&out, no_extra, |c| {
+            let mut source = c.to_vec();
+            source[*dim] = format!("({}u + {}u * {})", start, step, c[*dim]);
+            Ok(Element::value(moved(&inputs[0], &source, out_ty)))
+        })?,
+        Op::Cat { dim } => per_element(&out, no_extra, |c| {
+            let mut code = format!("    var v: {};\n", out_ty.name());
+            let mut start = 0;
+            let mut first = true;
+            for input in inputs.iter().filter(|input| input.sizes[*dim] > 0) {
+                let end = start + input.sizes[*dim];
+                let mut source = c.to_vec();
+                source[*dim] = format!("({} - {start}u)", c[*dim]);
+                let keyword = if first { "    if" } else { " else if" };
+                let _ = write!(
+                    code,
+                    "{keyword} ({} < {end}u) {{ v = {}; }}",
+                    c[*dim],
+                    moved(input, &source, out_ty)
+                );
+                first = false;
+                start = end;
+            }
+            code.push('\n');
+            Ok(Element {
+                code,
+                value: "v".to_string(),
+            })
+        })?,
+        Op::Pad {
+            before,
+            after: _,
+            value,
+        } => {
+            let x = &inputs[0];
+            if before.len() != x.rank() {
+                return Err(unsupported("padding fewer dimensions than the tensor has"));
+            }
+            per_element(&out, no_extra, |c| {
+                let mut code = format!("    var v = {};\n", scalar(*value, out_ty)?);
+                let mut inside = Vec::new();
+                let mut source = Vec::new();
+                for (dim, &pad) in before.iter().enumerate() {
+                    let shifted = format!("(i32({}) - {})", c[dim], int(pad as i64)?);
+                    inside.push(format!(
+                        "{shifted} >= 0i && {shifted} < {}",
+                        int(x.sizes[dim] as i64)?
+                    ));
+                    source.push(format!("u32({shifted})"));
+                }
+                let _ = writeln!(
+                    code,
+                    "    if ({}) {{ v = {}; }}",
+                    inside.join(" && "),
+                    moved(x, &source, out_ty)
+                );
+                Ok(Element {
+                    code,
+                    value: "v".to_string(),
+                })
+            })?
+        }
+        Op::Repeat { repeats: _ } => per_element(&out, no_extra, |c| {
+            let x = &inputs[0];
+            let lead = c.len() - x.rank();
+            let source: Vec<String> = (0..x.rank())
+                .map(|dim| format!("({} % {}u)", c[lead + dim], x.sizes[dim]))
+                .collect();
+            Ok(Element::value(moved(x, &source, out_ty)))
+        })?,
+        Op::Full { value } => {
+            per_element(&out, no_extra, |_| Ok(Element::value(scalar(*value, out_ty)?)))?
+        }
+        Op::Arange { start, step } => per_element(&out, no_extra, |c| {
+            let position = match out_ty {
+                Ty::F32 => format!("f32({})", c[0]),
+                _ => format!("i32({})", c[0]),
+            };
+            Ok(Element::value(format!(
+                "({} + {position} * {})",
+                scalar(*start, out_ty)?,
+                scalar(*step, out_ty)?
+            )))
+        })?,
+        Op::Reduce { op, dims, keepdim } => reduce(&inputs[0], &out, *op, dims, *keepdim)?,
+        Op::Softmax { dim, log } => softmax(&inputs[0], &out, *dim, *log)?,
+        Op::LayerNorm {
+            normalized_dims,
+            eps,
+            weight,
+            bias,
+        } => {
+            let stats = [node.outputs.get(1), node.outputs.get(2)]
+                .map(|value| value.filter(|&&value| !unused(graph, value)).map(|&value| tensor(value)));
+            let [mean, rstd] = stats;
+            layer_norm(
+                &inputs,
+                &out,
+                [mean.transpose()?, rstd.transpose()?],
+                *normalized_dims,
+                *eps,
+                [*weight, *bias],
+            )?
+        }
+        Op::BatchNorm { eps, weight, bias } => per_element(&out, no_extra, |c| {
+            let x = &inputs[0];
+            let channel = |t: &Tensor| t.load(&t.offset_at(std::slice::from_ref(&c[1])));
+            let mut rest = inputs[1..].iter();
+            let weight = weight.then(|| rest.next()).flatten();
+            let bias = bias.then(|| rest.next()).flatten();
+            let (Some(mean), Some(variance)) = (rest.next(), rest.next()) else {
+                return Err(unsupported("batch norm without running statistics"));
+            };
+            let mut value = format!(
+                "(({} - {}) / sqrt({} + {}))",
+                x.load_broadcast(c),
+                channel(mean),
+                channel(variance),
+                float(*eps)
+            );
+            if let Some(weight) = weight {
+                value = format!("({value} * {})", channel(weight));
+            }
+            if let Some(bias) = bias {
+                value = format!("({value} + {})", channel(bias));
+            }
+            Ok(Element::value(value))
+        })?,
+        Op::MatMul { clamp } => {
+            matmul(&inputs[0], &inputs[1], None, &out, (1.0, 1.0), *clamp)?
+        }
+        Op::Addmm { beta, alpha, clamp } => matmul(
+            &inputs[1],
+            &inputs[2],
+            Some(&inputs[0]),
+            &out,
+            (beta.as_f64(), alpha.as_f64()),
+            *clamp,
+        )?,
+        Op::Convolution {
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            clamp,
+            residual,
+        } => {
+            let x = &inputs[0];
+            let w = &inputs[1];
+            let mut rest = inputs[2..].iter();
+            let bias = bias.then(|| rest.next()).flatten();
+            let residual = residual.then(|| rest.next()).flatten();
+            let out_per_group = out.sizes[1] / groups;
+            let in_per_group = w.sizes[1];
+            per_element(&out, no_extra, |c| {
+                let mut code = format!(
+                    "    let group = {} / {out_per_group}u;\n    var acc = 0.0f;\n",
+                    c[1]
+                );
+                let _ = writeln!(
+                    code,
+                    "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
+        let channel = group * {in_per_group}u + ci;"
+                );
+                let spatial = window_loops(&mut code, c, x, [stride, padding, dilation], [w.sizes[2], w.sizes[3]])?;
+                let _ = writeln!(
+                    code,
+                    "{}acc = acc + {} * {};\n{}    }}",
+                    "        ".repeat(3),
+                    x.load(&x.offset_at(&[c[0].clone(), "channel".into(), spatial[0].clone(), spatial[1].clone()])),
+                    w.load(&w.offset_at(&[c[1].clone(), "ci".into(), "kh".into(), "kw".into()])),
+                    "        }\n    }\n"
+                );
+                let mut value = "acc".to_string();
+                if let Some(bias) = bias {
+                    value = format!("({value} + {})", bias.load(&bias.offset_at(&c[1..2])));
+                }
+                value = clamped(value, *clamp);
+                if let Some(residual) = residual {
+                    value = format!("({value} + {})", residual.load_broadcast(c));
+                }
+                Ok(Element { code, value })
+            })?
+        }
+        Op::MaxPool2d {
+            kernel,
+            stride,
+            padding,
+            dilation,
+            ceil_mode: _,
+        } => {
+            let x = &inputs[0];
+            let indices = node.outputs.get(1).copied().filter(|&value| !unused(graph, value));
+            let indices = indices.map(|value| index_slot(graph, value)).transpose()?;
+            let width = x.sizes[3];
+            per_element(
+                &out,
+                |c| {
+                    let Some((word, strides)) = &indices else {
+                        return Ok(String::new());
+                    };
+                    let offset: Vec<String> = c
+                        .iter()
+                        .zip(strides)
+                        .map(|(coord, stride)| format!("{coord} * {stride}u"))
+                        .collect();
+                    Ok(format!(
+                        "    let at = {word}u + 2u * ({});\n    arena[at] = bitcast<u32>(best_index);\n    arena[at + 1u] = select(0u, 0xffffffffu, best_index < 0i);\n",
+                        offset.join(" + ")
+                    ))
+                },
+                |c| {
+                    let mut code = format!(
+                        "    var best = {};\n    var best_index = -1i;\n",
+                        float(f64::NEG_INFINITY)
+                    );
+                    let spatial = window_loops(&mut code, c, x, [stride, padding, dilation], *kernel)?;
+                    let _ = writeln!(
+                        code,
+                        "            let v = {};
+            if (v > best || is_nan(v)) {{ best = v; best_index = i32({} * {width}u + {}); }}
+        }}
+    }}",
+                        x.load(&x.offset_at(&[c[0].clone(), c[1].clone(), spatial[0].clone(), spatial[1].clone()])),
+                        spatial[0],
+                        spatial[1]
+                    );
+                    Ok(Element {
+                        code,
+                        value: "best".to_string(),
+                    })
+                },
+            )?
+        }
+        Op::AvgPool2d {
+            kernel,
+            stride,
+            padding,
+            ceil_mode: _,
+            count_include_pad,
+        } => {
+            let x = &inputs[0];
+            let (height, width) = (x.sizes[2] as i64, x.sizes[3] as i64);
+            per_element(&out, no_extra, |c| {
+                let mut code = String::new();
+                let mut bounds = Vec::new();
+                for (axis, size) in [(0, height), (1, width)] {
+                    let name = ["h", "w"][axis];
+                    let _ = write!(
+                        code,
+                        "    let {name}0 = i32({}) * {} - {};
+    let {name}1 = min({name}0 + {}, {});
+    let {name}pool = {name}1 - {name}0;
+    let {name}s = max({name}0, 0i);
+    let {name}e = min({name}1, {});
+",
+                        c[2 + axis],
+                        int(stride[axis] as i64)?,
+                        int(padding[axis] as i64)?,
+                        int(kernel[axis] as i64)?,
+                        int(size + padding[axis] as i64)?,
+                        int(size)?
+                    );
+                    bounds.push(name);
+                }
+                let divisor = if *count_include_pad {
+                    "f32(hpool * wpool)"
+                } else {
+                    "f32((he - hs) * (we - ws))"
+                };
+                let _ = writeln!(
+                    code,
+                    "    var sum = 0.0f;
+    for (var ih = hs; ih < he; ih = ih + 1i) {{
+        for (var iw = ws; iw < we; iw = iw + 1i) {{
+            sum = sum + {};
+        }}
+    }}",
+                    x.load(&x.offset_at(&[c[0].clone(), c[1].clone(), "u32(ih)".into(), "u32(iw)".into()]))
+                );
+                Ok(Element {
+                    code,
+                    value: format!("(sum / {divisor})"),
+                })
+            })?
+        }
+        Op::CumSum { dim } if out_ty == Ty::F32 => cumsum(&inputs[0], &out, *dim)?,
+        other => return Err(unsupported(other.name())),
+    };
+    Ok(Some(kernel))
+}
+
+/// The element of `x` at coordinates `source`, converted to `ty`.
+fn moved(x: &Tensor, source: &[String], ty: Ty) -> String {
+    convert(&x.load(&x.offset_at(source)), x.ty(), ty)
+}
+
+fn clamped(value: String, clamp: ClampRange) -> String {
+    let mut value = value;
+    if let Some(min) = clamp.min {
+        value = format!("max({value}, {})", float(min));
+    }
+    if let Some(max) = clamp.max {
+        value = format!("min({value}, {})", float(max));
+    }
+    value
+}
+
+/// The word offset and element strides of an i64 tensor of indices, which
+/// shaders write as two words (the indices are small and non-negative).
+fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), CodegenError> {
+    let data = graph.value(value);
+    let (Some(offset), Some(sizes)) = (data.offset, data.ty.fixed_shape()) else {
+        return Err(unsupported(format!("{value}, unplanned or dynamic,")));
+    };
+    if offset % 8 != 0 || matches!(data.kind, ValueKind::Constant(_)) {
+        return Err(unsupported(format!("indices {value} at byte offset {offset}")));
+    }
+    let mut strides = vec![0; sizes.len()];
+    let mut stride = 1;
+    for &dim in data.ty.dim_order.iter().rev() {
+        strides[dim as usize] = stride;
+        stride *= sizes[dim as usize];
+    }
+    Ok((offset / 4, strides))
+}
+
+/// Opens the loops over a window (`kh`, `kw`) at output coordinates `c`,
+/// skipping positions in the padding; returns the input row and column
+/// expressions. The caller closes both loops.
+fn window_loops(
+    code: &mut String,
+    c: &[String],
+    x: &Tensor,
+    [stride, padding, dilation]: [&[u64; 2]; 3],
+    [kh, kw]: [u64; 2],
+) -> Result<[String; 2], CodegenError> {
+    let mut names = Vec::new();
+    for (axis, (name, extent)) in [("kh", kh), ("kw", kw)].into_iter().enumerate() {
+        let position = ["ih", "iw"][axis];
+        let indent = "        ".repeat(axis + 1);
+        let _ = write!(
+            code,
+            "{indent}for (var {name} = 0u; {name} < {extent}u; {name} = {name} + 1u) {{
+{indent}    let {position} = i32({} * {}u + {name} * {}u) - {};
+{indent}    if ({position} < 0i || {position} >= {}) {{ continue; }}
+",
+            c[2 + axis],
+            stride[axis],
+            dilation[axis],
+            int(padding[axis] as i64)?,
+            int(x.sizes[2 + axis] as i64)?
+        );
+        names.push(format!("u32({position})"));
+    }
+    Ok([names[0].clone(), names[1].clone()])
+}
+
+/// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading
+/// dimensions with broadcasting.
+fn matmul(
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    out: &Tensor,
+    (beta, alpha): (f64, f64),
+    clamp: ClampRange,
+) -> Result<Kernel, CodegenError> {
+    if a.rank() < 2 || b.rank() < 2 {
+        return Err(unsupported("a matrix product of vectors"));
+    }
+    let depth = a.sizes[a.rank() - 1];
+    per_element(out, no_extra, |c| {
+        let rank = c.len();
+        let operand = |t: &Tensor, rows: String, columns: String| {
+            let mut coords: Vec<String> = c[rank - t.rank()..rank - 2].to_vec();
+            coords.push(rows);
+            coords.push(columns);
+            t.load(&t.offset_at(&coords))
+        };
+        let code = format!(
+            "    var acc = 0.0f;
+    for (var k = 0u; k < {depth}u; k = k + 1u) {{
+        acc = acc + {} * {};
+    }}
+",
+            operand(a, c[rank - 2].clone(), "k".into()),
+            operand(b, "k".into(), c[rank - 1].clone())
+        );
+        let mut value = if alpha == 1.0 {
+            "acc".to_string()
+        } else {
+            format!("({} * acc)", float(alpha))
+        };
+        if let Some(bias) = bias.filter(|_| beta != 0.0) {
+            let term = bias.load_broadcast(c);
+            value = if beta == 1.0 {
+                format!("({term} + {value})")
+            } else {
+                format!("({} * {term} + {value})", float(beta))
+            };
+        }
+        Ok(Element {
+            code,
+            value: clamped(value, clamp),
+        })
+    })
+}
+
+/// The dimensions of `x` other than `skip`, and statements binding their
+/// coordinates (`r{d}`) from the invocation index `t`, row-major.
+fn row_coordinates(x: &Tensor, skip: &[usize]) -> (u64, String, Vec<String>) {
+    let kept: Vec<usize> = (0..x.rank()).filter(|dim| !skip.contains(dim)).collect();
+    let rows: u64 = kept.iter().map(|&dim| x.sizes[dim]).product();
+    let mut code = String::new();
+    let mut coords = vec!["0u".to_string(); x.rank()];
+    let mut rest = "t".to_string();
+    for (step, &dim) in kept.iter().rev().enumerate() {
+        coords[dim] = format!("r{dim}");
+        let _ = writeln!(code, "    let r{dim} = {rest} % {}u;", x.sizes[dim]);
+        let next = format!("rr{step}");
+        let _ = writeln!(code, "    let {next} = {rest} / {}u;", x.sizes[dim]);
+        rest = next;
+    }
+    (rows, code, coords)
+}
+
+fn reduce(
+    x: &Tensor,
+    out: &Tensor,
+    op: ReduceOp,
+    dims: &[usize],
+    keepdim: bool,
+) -> Result<Kernel, CodegenError> {
+    let ty = x.ty();
+    let (init, combine): (String, fn(&str) -> String) = match (op, ty) {
+        (ReduceOp::Sum | ReduceOp::Mean, Ty::F32) => ("0.0f".into(), |v| format!("acc + {v}")),
+        (ReduceOp::Prod, Ty::F32) => ("1.0f".into(), |v| format!("acc * {v}")),
+        (ReduceOp::Max, Ty::F32) => (float(f64::NEG_INFINITY), |v| format!("nan_max(acc, {v})")),
+        (ReduceOp::Min, Ty::F32) => (float(f64::INFINITY), |v| format!("nan_min(acc, {v})")),
+        (ReduceOp::Max, Ty::I32) => (int(i32::MIN.into())?, |v| format!("max(acc, {v})")),
+        (ReduceOp::Min, Ty::I32) => (int(i32::MAX.into())?, |v| format!("min(acc, {v})")),
+        (ReduceOp::Any, _) => ("false".into(), |v| format!("acc || {v}")),
+        (ReduceOp::All, _) => ("true".into(), |v| format!("acc && {v}")),
+        _ => return Err(unsupported(format!("{op:?} of {} tensors", x.dtype))),
+    };
+    let acc_ty = match op {
+        ReduceOp::Any | ReduceOp::All => Ty::Bool,
+        _ => ty,
+    };
+    let reduced: Vec<usize> = dims.to_vec();
+    let count: u64 = reduced.iter().map(|&dim| x.sizes[dim]).product();
+    per_element(out, no_extra, |c| {
+        // Input coordinates: kept dimensions from the output's, reduced ones
+        // from the loop index.
+        let mut source = Vec::new();
+        let mut next = 0;
+        for dim in 0..x.rank() {
+            if reduced.contains(&dim) {
+                source.push(format!("q{dim}"));
+                if keepdim {
+                    next += 1;
+                }
+            } else {
+                source.push(c[next].clone());
+                next += 1;
+            }
+        }
+        let mut code = format!(
+            "    var acc: {} = {init};\n    for (var q = 0u; q < {count}u; q = q + 1u) {{\n",
+            acc_ty.name()
+        );
+        let mut rest = "q".to_string();
+        for (step, &dim) in reduced.iter().rev().enumerate() {
+            let _ = writeln!(code, "        let q{dim} = {rest} % {}u;", x.sizes[dim]);
+            let _ = writeln!(code, "        let qq{step} = {rest} / {}u;", x.sizes[dim]);
+            rest = format!("qq{step}");
+        }
+        let element = convert(&x.load(&x.offset_at(&source)), ty, acc_ty);
+        let _ = writeln!(code, "        acc = {};\n    }}", combine(&element));
+        let value = match op {
+            ReduceOp::Mean => format!("(acc / {})", float(count as f64)),
+            _ => "acc".to_string(),
+        };
+        Ok(Element {
+            code,
+            value: convert(&value, acc_ty, out.ty()),
+        })
+    })
+}
+
+/// A kernel with one invocation per row of `x` along `dim`: `body` is the
+/// code run for each row, given the row's coordinates (`dim`'s replaced by
+/// the loop variable `i`).
+fn per_row(x: &Tensor, dims: &[usize], body: impl FnOnce(&[String]) -> String) -> Kernel {
+    let (rows, mut code, coords) = row_coordinates(x, dims);
+    code.push_str(&body(&coords));
+    Kernel {
+        body: code,
+        invocations: rows,
+    }
+}
+
+fn store(out: &Tensor, coords: &[String], value: &str) -> String {
+    format!(
+        "arena[{}u + {}] = bitcast<u32>({value});",
+        out.byte_offset / 4,
+        out.offset_at(coords)
+    )
+}
+
+fn softmax(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<Kernel, CodegenError> {
+    if x.ty() != Ty::F32 || out.ty() != Ty::F32 {
+        return Err(unsupported(format!("softmax of {} tensors", x.dtype)));
+    }
+    let length = x.sizes[dim];
+    Ok(per_row(x, &[dim], |coords| {
+        let mut at = coords.to_vec();
+        at[dim] = "i".into();
+        let element = x.load(&x.offset_at(&at));
+        let result = if log {
+            "v - m - log(s)"
+        } else {
+            "exp(v - m) / s"
+        };
+        format!(
+            "    var m = {};
+    for (var i = 0u; i < {length}u; i = i + 1u) {{ m = nan_max(m, {element}); }}
+    var s = 0.0f;
+    for (var i = 0u; i < {length}u; i = i + 1u) {{ s = s + exp({element} - m); }}
+    for (var i = 0u; i < {length}u; i = i + 1u) {{
+        let v = {element};
+        {}
+    }}
+",
+            float(f64::NEG_INFINITY),
+            store(out, &at, result)
+        )
+    }))
+}
+
+fn cumsum(x: &Tensor, out: &Tensor, dim: usize) -> Result<Kernel, CodegenError> {
+    let length = x.sizes[dim];
+    Ok(per_row(x, &[dim], |coords| {
+        let mut at = coords.to_vec();
+        at[dim] = "i".into();
+        format!(
+            "    var s = 0.0f;
+    for (var i = 0u; i < {length}u; i = i + 1u) {{
+        s = s + {};
+        {}
+    }}
+",
+            convert(&x.load(&x.offset_at(&at)), x.ty(), Ty::F32),
+            store(out, &at, "s")
+        )
+    }))
+}
+
+fn layer_norm(
+    inputs: &[Tensor],
+    out: &Tensor,
+    [mean, rstd]: [Option<Tensor>; 2],
+    normalized_dims: usize,
+    eps: f64,
+    [weight, bias]: [bool; 2],
+) -> Result<Kernel, CodegenError> {
+    let x = &inputs[0];
+    if x.ty() != Ty::F32 {
+        return Err(unsupported(format!("layer norm of {} tensors", x.dtype)));
+    }
+    let lead = x.rank() - normalized_dims;
+    let trailing: Vec<usize> = (lead..x.rank()).collect();
+    let count: u64 = trailing.iter().map(|&dim| x.sizes[dim]).product();
+    let mut rest = inputs[1..].iter();
+    let weight = weight.then(|| rest.next()).flatten();
+    let bias = bias.then(|| rest.next()).flatten();
+    Ok(per_row(x, &trailing, |coords| {
+        let mut at = coords.to_vec();
+        let mut split = String::new();
+        let mut index = "i".to_string();
+        for (step, &dim) in trailing.iter().rev().enumerate() {
+            at[dim] = format!("i{dim}");
+            let _ = writeln!(split, "        let i{dim} = {index} % {}u;", x.sizes[dim]);
+            let _ = writeln!(split, "        let ii{step} = {index} / {}u;", x.sizes[dim]);
+            index = format!("ii{step}");
+        }
+        let element = x.load(&x.offset_at(&at));
+        let mut normalized = "(v - mean) * rstd".to_string();
+        if let Some(weight) = weight {
+            normalized = format!("{normalized} * {}", weight.load_broadcast(&at[lead..]));
+        }
+        if let Some(bias) = bias {
+            normalized = format!("{normalized} + {}", bias.load_broadcast(&at[lead..]));
+        }
+        let statistic = |t: &Option<Tensor>, value: &str| {
+            t.as_ref()
+                .map(|t| format!("    {}\n", store(t, &coords[..t.rank()], value)))
+                .unwrap_or_default()
+        };
+        format!(
+            "    var sum = 0.0f;
+    for (var i = 0u; i < {count}u; i = i + 1u) {{
+{split}        sum = sum + {element};
+    }}
+    let mean = sum / {n};
+    var squares = 0.0f;
+    for (var i = 0u; i < {count}u; i = i + 1u) {{
+{split}        let d = {element} - mean;
+        squares = squares + d * d;
+    }}
+    let rstd = 1.0f / sqrt(squares / {n} + {eps});
+{}{}    for (var i = 0u; i < {count}u; i = i + 1u) {{
+{split}        let v = {element};
+        {}
+    }}
+",
+            statistic(&mean, "mean"),
+            statistic(&rstd, "rstd"),
+            store(out, &at, &normalized),
+            n = float(count as f64),
+            eps = float(eps),
+        )
+    }))
+}

@@ -1,0 +1,265 @@
+//! Vulkan compute shaders for a method: one shader per kernel node, written
+//! in WGSL with the node's shapes, strides and offsets baked in, checked by
+//! naga's validator and turned into SPIR-V by naga's back end.
+//!
+//! Every shader sees two storage buffers as arrays of 32-bit words: the
+//! arena (binding 0: inputs, outputs, activations and state, at the
+//! offsets the memory planner chose, the same plan the CPU code uses) and
+//! the constants (binding 1, packed here). Identical shaders are kept once;
+//! the dispatches run them in schedule order.
+
+mod kernels;
+mod pointwise;
+mod wgsl;
+
+use std::collections::HashMap;
+
+use ptec_ir::{Graph, ValueId, ValueKind};
+use ptec_runtime::MethodAbi;
+
+use crate::error::CodegenError;
+use crate::method::method_abi;
+use wgsl::{BUFFERS, FUNCTIONS, WORKGROUP_SIZE};
+
+/// Where each constant a shader reads lives in the constants buffer.
+pub(crate) struct Layout {
+    offsets: HashMap<ValueId, u64>,
+    bytes: Vec<u8>,
+}
+
+impl Layout {
+    /// Packs every constant the schedule reads, each at a multiple of 64
+    /// bytes.
+    fn new(graph: &Graph<'_>) -> Layout {
+        let mut layout = Layout {
+            offsets: HashMap::new(),
+            bytes: Vec::new(),
+        };
+        for &node in graph.schedule() {
+            for &value in &graph.node(node).inputs {
+                if let ValueKind::Constant(data) = &graph.value(value).kind {
+                    if layout.offsets.contains_key(&value) {
+                        continue;
+                    }
+                    let offset = layout.bytes.len().next_multiple_of(64);
+                    layout.bytes.resize(offset, 0);
+                    layout.bytes.extend_from_slice(data);
+                    layout.offsets.insert(value, offset as u64);
+                }
+            }
+        }
+        layout.bytes.resize(layout.bytes.len().next_multiple_of(4), 0);
+        layout
+    }
+
+    fn constant_offset(&self, value: ValueId) -> Result<u64, CodegenError> {
+        self.offsets.get(&value).copied().ok_or_else(|| {
+            CodegenError::Unsupported(format!("constant {value} is not read by any node"))
+        })
+    }
+}
+
+/// One distinct shader: its WGSL source and the SPIR-V naga made of it.
+#[derive(Clone, Debug)]
+pub struct Shader {
+    pub wgsl: String,
+    pub spirv: Vec<u32>,
+}
+
+/// A byte range of one of the two buffers that a dispatch reads or writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferRange {
+    /// The IR value (`%12`).
+    pub value: String,
+    /// `arena` or `constants`.
+    pub buffer: &'static str,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+/// One dispatch: which shader, how many workgroups, for which node.
+#[derive(Clone, Debug)]
+pub struct ShaderDispatch {
+    pub shader: usize,
+    pub workgroups: [u32; 3],
+    /// The node (`n12`) and its op's name.
+    pub node: String,
+    pub op: String,
+    pub reads: Vec<BufferRange>,
+    pub writes: Vec<BufferRange>,
+}
+
+/// A method compiled for a Vulkan device.
+#[derive(Clone, Debug)]
+pub struct VulkanMethod {
+    pub abi: MethodAbi,
+    /// The constants buffer's contents.
+    pub constants: Vec<u8>,
+    pub shaders: Vec<Shader>,
+    pub dispatches: Vec<ShaderDispatch>,
+}
+
+impl VulkanMethod {
+    /// Invocations per workgroup (x), the same for every shader.
+    pub const WORKGROUP_SIZE: u32 = WORKGROUP_SIZE as u32;
+}
+
+/// Compiles a verified, planned graph into compute shaders.
+pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
+    ptec_ir::verify(graph)?;
+    if graph.symbols().next().is_some() {
+        return Err(wgsl::unsupported("dynamic shapes"));
+    }
+    let layout = Layout::new(graph);
+    let mut shaders: Vec<Shader> = Vec::new();
+    let mut known: HashMap<String, usize> = HashMap::new();
+    let mut dispatches = Vec::new();
+    for &node_id in graph.schedule() {
+        let node = graph.node(node_id);
+        let in_context = |source: CodegenError| CodegenError::Node {
+            node: node_id.to_string(),
+            op: node.op.name(),
+            source: Box::new(source),
+        };
+        let kernel = kernels::kernel(graph, &layout, node, graph.is_view_in_place(node_id))
+            .map_err(in_context)?;
+        let Some(kernel) = kernel.filter(|kernel| kernel.invocations > 0) else {
+            continue;
+        };
+        let (source, workgroups) = shader_source(&kernel);
+        let shader = match known.get(&source) {
+            Some(&shader) => shader,
+            None => {
+                let spirv = to_spirv(&source).map_err(in_context)?;
+                shaders.push(Shader {
+                    wgsl: source.clone(),
+                    spirv,
+                });
+                known.insert(source, shaders.len() - 1);
+                shaders.len() - 1
+            }
+        };
+        let ranges = |values: &[ValueId]| -> Result<Vec<BufferRange>, CodegenError> {
+            values
+                .iter()
+                .map(|&value| buffer_range(graph, &layout, value))
+                .collect()
+        };
+        dispatches.push(ShaderDispatch {
+            shader,
+            workgroups,
+            node: node_id.to_string(),
+            op: node.op.name(),
+            reads: ranges(&node.inputs).map_err(in_context)?,
+            writes: ranges(&node.outputs).map_err(in_context)?,
+        });
+    }
+    Ok(VulkanMethod {
+        abi: method_abi(graph, Vec::new(), 0)?,
+        constants: layout.bytes,
+        shaders,
+        dispatches,
+    })
+}
+
+fn buffer_range(
+    graph: &Graph<'_>,
+    layout: &Layout,
+    value: ValueId,
+) -> Result<BufferRange, CodegenError> {
+    let data = graph.value(value);
+    let bytes = data.ty.max_bytes(|symbol| graph.bound(symbol));
+    let (buffer, offset) = match (&data.kind, data.offset) {
+        (ValueKind::Constant(_), _) => ("constants", layout.constant_offset(value)?),
+        (_, offset) => ("arena", offset.unwrap_or_default()),
+    };
+    Ok(BufferRange {
+        value: value.to_string(),
+        buffer,
+        offset,
+        bytes,
+    })
+}
+
+/// The whole shader of a kernel, and the workgroups to dispatch: a grid
+/// of at most 65,535 workgroups in x (the least every device allows), rows
+/// of them in y.
+fn shader_source(kernel: &kernels::Kernel) -> (String, [u32; 3]) {
+    const MAX_X: u64 = 65_535;
+    let groups = kernel.invocations.div_ceil(WORKGROUP_SIZE);
+    let x = groups.min(MAX_X);
+    let y = groups.div_ceil(x);
+    let main = format!(
+        "@compute @workgroup_size({WORKGROUP_SIZE})
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
+    let t = id.x + id.y * {}u;
+    if (t >= {}u) {{ return; }}
+{}}}
+",
+        x * WORKGROUP_SIZE,
+        kernel.invocations,
+        kernel.body
+    );
+    // The helper functions the code calls, and those they call.
+    let mut included = vec![false; FUNCTIONS.len()];
+    let mut text = main.clone();
+    loop {
+        let mut added = false;
+        for (k, (name, function)) in FUNCTIONS.iter().enumerate() {
+            if !included[k] && text.contains(&format!("{name}(")) {
+                included[k] = true;
+                text.push_str(function);
+                added = true;
+            }
+        }
+        if !added {
+            break;
+        }
+    }
+    let mut source = BUFFERS.to_string();
+    for (k, (_, function)) in FUNCTIONS.iter().enumerate() {
+        if included[k] {
+            source.push_str(function);
+        }
+    }
+    source.push_str(&main);
+    (source, [x as u32, y as u32, 1])
+}
+
+/// Parses, validates and translates one shader.
+fn to_spirv(source: &str) -> Result<Vec<u32>, CodegenError> {
+    use naga::back::spv;
+    use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
+    let rejected = |stage: &str, message: String| CodegenError::Shader {
+        stage: stage.to_string(),
+        message,
+        shader: source.to_string(),
+    };
+    let module = naga::front::wgsl::parse_str(source)
+        .map_err(|error| rejected("parsing", error.emit_to_string(source)))?;
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .map_err(|error| rejected("validation", error.emit_to_string(source)))?;
+    // Every index is clamped into its buffer, so that no shader reads or
+    // writes outside the two buffers whatever a bug in ptec computes.
+    let options = spv::Options {
+        lang_version: (1, 3),
+        flags: spv::WriterFlags::empty(),
+        bounds_check_policies: BoundsCheckPolicies {
+            index: BoundsCheckPolicy::Restrict,
+            buffer: BoundsCheckPolicy::Restrict,
+            ..BoundsCheckPolicies::default()
+        },
+        force_loop_bounding: false,
+        ..spv::Options::default()
+    };
+    let pipeline = spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: "main".to_string(),
+    };
+    spv::write_vec(&module, &info, &options, Some(&pipeline))
+        .map_err(|error| rejected("SPIR-V generation", error.to_string()))
+}

@@ -1,0 +1,322 @@
+//! The WGSL vocabulary the shaders are written in: the two storage buffers,
+//! literals, the types IR element types compute in, conversions between
+//! them, and tensors seen as strided views of a buffer (loads, stores,
+//! coordinates of an element).
+
+use std::fmt::Write as _;
+
+use ptec_ir::{DType, Graph, Scalar, ValueId, ValueKind};
+
+use super::Layout;
+use crate::error::CodegenError;
+
+/// Invocations per workgroup; every shader uses this size.
+pub(super) const WORKGROUP_SIZE: u64 = 64;
+
+/// The declarations every shader starts with: binding 0 is the arena,
+/// binding 1 the constants, both as 32-bit words.
+pub(super) const BUFFERS: &str = "\
+@group(0) @binding(0) var<storage, read_write> arena: array<u32>;
+@group(0) @binding(1) var<storage, read> constants: array<u32>;
+";
+
+/// Helper functions, each included only in shaders that call it.
+pub(super) const FUNCTIONS: &[(&str, &str)] = &[
+    (
+        "arena_byte",
+        "fn arena_byte(b: u32) -> u32 { return (arena[b >> 2u] >> ((b & 3u) * 8u)) & 255u; }\n",
+    ),
+    (
+        "constants_byte",
+        "fn constants_byte(b: u32) -> u32 { return (constants[b >> 2u] >> ((b & 3u) * 8u)) & 255u; }\n",
+    ),
+    (
+        "is_nan",
+        "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n",
+    ),
+    // max and min that return NaN when either operand is NaN, as torch's.
+    (
+        "nan_max",
+        "fn nan_max(a: f32, b: f32) -> f32 { return select(select(b, a, a > b), a + b, is_nan(a) || is_nan(b)); }\n",
+    ),
+    (
+        "nan_min",
+        "fn nan_min(a: f32, b: f32) -> f32 { return select(select(b, a, a < b), a + b, is_nan(a) || is_nan(b)); }\n",
+    ),
+    // erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
+    (
+        "erf_f32",
+        "fn erf_f32(x: f32) -> f32 {
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return sign(x) * (1.0 - poly * exp(-a * a));
+}
+",
+    ),
+    // exp(x) - 1 and log(1 + x) without cancellation near zero.
+    (
+        "expm1_f32",
+        "fn expm1_f32(x: f32) -> f32 {
+    let u = exp(x);
+    if (u == 1.0) { return x; }
+    let m = u - 1.0;
+    if (m == -1.0) { return -1.0; }
+    return m * x / log(u);
+}
+",
+    ),
+    (
+        "log1p_f32",
+        "fn log1p_f32(x: f32) -> f32 {
+    let u = 1.0 + x;
+    if (u == 1.0) { return x; }
+    return log(u) * x / (u - 1.0);
+}
+",
+    ),
+    // x^y with torch's results for negative bases and integral exponents.
+    (
+        "pow_f32",
+        "fn pow_f32(x: f32, y: f32) -> f32 {
+    if (y == 0.0) { return 1.0; }
+    let magnitude = pow(abs(x), y);
+    if (x >= 0.0) { return magnitude; }
+    if (y != floor(y)) { return bitcast<f32>(0x7fc00000u); }
+    return select(magnitude, -magnitude, (y * 0.5) != floor(y * 0.5));
+}
+",
+    ),
+];
+
+/// The WGSL type an element type computes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ty {
+    F32,
+    I32,
+    Bool,
+}
+
+impl Ty {
+    pub(super) fn of(dtype: DType) -> Result<Ty, CodegenError> {
+        match dtype {
+            DType::F32 => Ok(Ty::F32),
+            DType::I32 | DType::I8 | DType::U8 => Ok(Ty::I32),
+            DType::Bool => Ok(Ty::Bool),
+            other => Err(unsupported(format!("{other} tensors"))),
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Ty::F32 => "f32",
+            Ty::I32 => "i32",
+            Ty::Bool => "bool",
+        }
+    }
+}
+
+pub(super) fn unsupported(what: impl Into<String>) -> CodegenError {
+    CodegenError::Unsupported(format!("{} on the Vulkan backend", what.into()))
+}
+
+/// An f32 literal, exact: decimal when finite, a bit pattern otherwise.
+pub(super) fn float(value: f64) -> String {
+    let value = value as f32;
+    if !value.is_finite() {
+        return format!("bitcast<f32>({:#010x}u)", value.to_bits());
+    }
+    let text = format!("{value:?}");
+    if text.contains(['.', 'e']) {
+        format!("{text}f")
+    } else {
+        format!("{text}.0f")
+    }
+}
+
+/// An i32 literal.
+pub(super) fn int(value: i64) -> Result<String, CodegenError> {
+    let value = i32::try_from(value)
+        .map_err(|_| unsupported(format!("the integer {value}, beyond 32 bits,")))?;
+    Ok(if value == i32::MIN {
+        "bitcast<i32>(0x80000000u)".to_string()
+    } else {
+        format!("{value}i")
+    })
+}
+
+/// A scalar attribute as a literal of `ty`.
+pub(super) fn scalar(value: Scalar, ty: Ty) -> Result<String, CodegenError> {
+    Ok(match ty {
+        Ty::F32 => float(value.as_f64()),
+        Ty::I32 => int(value.as_i64())?,
+        Ty::Bool => (value.as_f64() != 0.0).to_string(),
+    })
+}
+
+/// A u32 literal for sizes and indices.
+pub(super) fn index(value: u64) -> Result<String, CodegenError> {
+    let value = u32::try_from(value)
+        .map_err(|_| unsupported(format!("an index of {value}, beyond 32 bits,")))?;
+    Ok(format!("{value}u"))
+}
+
+/// Converts `x` from one compute type to another, with torch's rules
+/// (floats to integers truncate, anything to bool is "not zero").
+pub(super) fn convert(x: &str, from: Ty, to: Ty) -> String {
+    match (from, to) {
+        _ if from == to => x.to_string(),
+        (Ty::F32, Ty::Bool) => format!("({x} != 0.0f)"),
+        (Ty::I32, Ty::Bool) => format!("({x} != 0i)"),
+        (Ty::Bool, Ty::F32) => format!("select(0.0f, 1.0f, {x})"),
+        (Ty::Bool, Ty::I32) => format!("select(0i, 1i, {x})"),
+        (Ty::F32, Ty::I32) => format!("i32({x})"),
+        _ => format!("f32({x})"),
+    }
+}
+
+/// Which buffer a tensor lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Buffer {
+    Arena,
+    Constants,
+}
+
+impl Buffer {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Buffer::Arena => "arena",
+            Buffer::Constants => "constants",
+        }
+    }
+}
+
+/// A tensor as a shader sees it: a buffer, a byte offset, an element type,
+/// sizes, and the stride of each dimension in elements (from its dim order).
+#[derive(Clone, Debug)]
+pub(super) struct Tensor {
+    pub buffer: Buffer,
+    pub byte_offset: u64,
+    pub dtype: DType,
+    pub sizes: Vec<u64>,
+    pub strides: Vec<u64>,
+    /// Dimensions from outermost to innermost in memory.
+    pub order: Vec<usize>,
+}
+
+impl Tensor {
+    pub(super) fn of(graph: &Graph<'_>, layout: &Layout, value: ValueId) -> Result<Tensor, CodegenError> {
+        let data = graph.value(value);
+        let sizes = data.ty.fixed_shape().ok_or_else(|| {
+            unsupported(format!("{value}, whose shape {} is dynamic,", data.ty))
+        })?;
+        let (buffer, byte_offset) = match (&data.kind, data.offset) {
+            (ValueKind::Constant(_), _) => (Buffer::Constants, layout.constant_offset(value)?),
+            (_, Some(offset)) => (Buffer::Arena, offset),
+            (_, None) => {
+                return Err(CodegenError::Unsupported(format!(
+                    "{value} has no memory planned"
+                )));
+            }
+        };
+        let order: Vec<usize> = data.ty.dim_order.iter().map(|&dim| dim as usize).collect();
+        let mut strides = vec![0; sizes.len()];
+        let mut stride = 1;
+        for &dim in order.iter().rev() {
+            strides[dim] = stride;
+            stride *= sizes[dim];
+        }
+        Ty::of(data.ty.dtype)?;
+        if data.ty.dtype.size() == 4 && byte_offset % 4 != 0 {
+            return Err(unsupported(format!(
+                "{value} at byte offset {byte_offset}, not a multiple of 4,"
+            )));
+        }
+        Ok(Tensor {
+            buffer,
+            byte_offset,
+            dtype: data.ty.dtype,
+            sizes,
+            strides,
+            order,
+        })
+    }
+
+    pub(super) fn ty(&self) -> Ty {
+        Ty::of(self.dtype).expect("checked in Tensor::of")
+    }
+
+    pub(super) fn elements(&self) -> u64 {
+        self.sizes.iter().product()
+    }
+
+    pub(super) fn rank(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The element at `offset` (an element index expression, u32), as a
+    /// value of [`Tensor::ty`].
+    pub(super) fn load(&self, offset: &str) -> String {
+        let buffer = self.buffer.name();
+        if self.dtype.size() == 4 {
+            let word = self.byte_offset / 4;
+            return format!("bitcast<{}>({buffer}[{word}u + {offset}])", self.ty().name());
+        }
+        let byte = format!("{buffer}_byte({}u + {offset})", self.byte_offset);
+        match self.dtype {
+            DType::Bool => format!("({byte} != 0u)"),
+            DType::I8 => format!("((i32({byte}) << 24u) >> 24u)"),
+            _ => format!("i32({byte})"),
+        }
+    }
+
+    /// The element offset of the element at `coords` (one expression per
+    /// dimension).
+    pub(super) fn offset_at(&self, coords: &[String]) -> String {
+        let terms: Vec<String> = coords
+            .iter()
+            .zip(&self.strides)
+            .zip(&self.sizes)
+            .filter(|((_, _), size)| **size > 1)
+            .map(|((coord, stride), _)| {
+                if *stride == 1 {
+                    coord.clone()
+                } else {
+                    format!("{coord} * {stride}u")
+                }
+            })
+            .collect();
+        if terms.is_empty() {
+            "0u".to_string()
+        } else {
+            format!("({})", terms.join(" + "))
+        }
+    }
+
+    /// The element this tensor contributes at the output coordinates
+    /// `coords`, broadcasting (dimensions aligned right, size 1 repeated).
+    pub(super) fn load_broadcast(&self, coords: &[String]) -> String {
+        let skip = coords.len() - self.rank();
+        self.load(&self.offset_at(&coords[skip..]))
+    }
+
+    /// Statements binding `{prefix}{d}` to the coordinate along each
+    /// dimension `d` of the element at memory position `position`.
+    pub(super) fn coordinates(&self, position: &str, prefix: &str) -> (String, Vec<String>) {
+        let mut code = String::new();
+        let names: Vec<String> = (0..self.rank()).map(|dim| format!("{prefix}{dim}")).collect();
+        let mut rest = position.to_string();
+        for (step, &dim) in self.order.iter().rev().enumerate() {
+            let size = self.sizes[dim];
+            if step + 1 == self.rank() {
+                let _ = writeln!(code, "    let {} = {rest};", names[dim]);
+            } else {
+                let _ = writeln!(code, "    let {} = {rest} % {size}u;", names[dim]);
+                let next = format!("{prefix}r{step}");
+                let _ = writeln!(code, "    let {next} = {rest} / {size}u;");
+                rest = next;
+            }
+        }
+        (code, names)
+    }
+}

@@ -1,0 +1,104 @@
+//! `ptec compile --emit spirv`: each method's compute shaders as `.spv`
+//! files (with the WGSL they were made from), the constants buffer, and a
+//! manifest saying how to run them: buffers, bindings, dispatch order,
+//! workgroup counts and the byte ranges each dispatch reads and writes.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use ptec_codegen::{BufferRange, VulkanMethod};
+use ptec_runtime::TensorSlot;
+use serde_json::{Value, json};
+
+/// Writes the shaders of `methods` (name and compiled method) into
+/// `directory`, creating it.
+pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(directory)
+        .with_context(|| format!("creating {}", directory.display()))?;
+    let write = |name: &str, bytes: &[u8]| {
+        let path = directory.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    };
+    let mut manifests = Vec::new();
+    for method in methods {
+        let name = &method.abi.name;
+        let mut shaders = Vec::new();
+        for (index, shader) in method.shaders.iter().enumerate() {
+            let stem = format!("{name}_{index:03}");
+            let words: Vec<u8> = shader.spirv.iter().flat_map(|word| word.to_le_bytes()).collect();
+            write(&format!("{stem}.spv"), &words)?;
+            write(&format!("{stem}.wgsl"), shader.wgsl.as_bytes())?;
+            shaders.push(json!({
+                "spirv": format!("{stem}.spv"),
+                "wgsl": format!("{stem}.wgsl"),
+                "entry_point": "main",
+                "workgroup_size": [VulkanMethod::WORKGROUP_SIZE, 1, 1],
+            }));
+        }
+        let constants = format!("{name}_constants.bin");
+        write(&constants, &method.constants)?;
+        let ranges = |ranges: &[BufferRange]| -> Vec<Value> {
+            ranges
+                .iter()
+                .map(|range| {
+                    json!({
+                        "value": range.value,
+                        "buffer": range.buffer,
+                        "offset": range.offset,
+                        "bytes": range.bytes,
+                    })
+                })
+                .collect()
+        };
+        let dispatches: Vec<Value> = method
+            .dispatches
+            .iter()
+            .map(|dispatch| {
+                json!({
+                    "node": dispatch.node,
+                    "op": dispatch.op,
+                    "shader": dispatch.shader,
+                    "workgroups": dispatch.workgroups,
+                    "reads": ranges(&dispatch.reads),
+                    "writes": ranges(&dispatch.writes),
+                })
+            })
+            .collect();
+        manifests.push(json!({
+            "name": name,
+            "buffers": [
+                {"binding": 0, "name": "arena", "bytes": method.abi.arena_bytes, "access": "read_write"},
+                {"binding": 1, "name": "constants", "bytes": method.constants.len(), "access": "read", "file": constants},
+            ],
+            "inputs": method.abi.inputs.iter().map(slot).collect::<Vec<_>>(),
+            "outputs": method.abi.outputs.iter().map(slot).collect::<Vec<_>>(),
+            "shaders": shaders,
+            "dispatches": dispatches,
+        }));
+    }
+    let manifest = json!({
+        "format": "ptec-spirv-1",
+        "target_env": "vulkan1.1",
+        "descriptor_set": 0,
+        "methods": manifests,
+    });
+    write("manifest.json", serde_json::to_string_pretty(&manifest)?.as_bytes())
+}
+
+/// A boundary tensor: where it lives in the arena and what it holds.
+fn slot(slot: &TensorSlot) -> Value {
+    let sizes: Vec<Value> = slot
+        .shape
+        .iter()
+        .map(|dim| match dim {
+            ptec_runtime::DimSpec::Fixed(size) => json!(size),
+            ptec_runtime::DimSpec::Symbol(_) => Value::Null,
+        })
+        .collect();
+    json!({
+        "offset": slot.offset,
+        "dtype": slot.element.name(),
+        "sizes": sizes,
+        "dim_order": slot.dim_order,
+    })
+}
