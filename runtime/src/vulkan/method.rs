@@ -1,0 +1,394 @@
+//! A [`DeviceProgram`] made ready to run on a device: its buffers, one
+//! compute pipeline per shader, the descriptor set every shader sees, and
+//! the one command buffer that runs all dispatches, recorded once and
+//! submitted on every run.
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::device::VulkanDevice;
+use super::error::{VulkanError, failed};
+use super::memory::{Buffer, HOST_SHARED, Mapping, upload_constants};
+use super::program::{DeviceProgram, buffer_bytes};
+
+/// The descriptor bindings of set 0, as every shader declares them.
+const ARENA_BINDING: u32 = 0;
+const CONSTANTS_BINDING: u32 = 1;
+
+/// A program on a device, ready to run: write inputs into [`Self::arena_mut`]
+/// at their offsets, [`Self::run`], read outputs from [`Self::arena`].
+pub struct DeviceMethod {
+    /// Declared first so that it is dropped first: it waits for the device
+    /// and destroys what uses the buffers before they go.
+    objects: Objects,
+    arena: Buffer,
+    /// The arena's persistent host mapping.
+    mapping: Mapping,
+    /// The program's arena size (the buffer may be a little larger).
+    arena_len: usize,
+    constants: Buffer,
+    constant_len: usize,
+    dispatches: usize,
+}
+
+// SAFETY: the mapping is host memory that only this method reaches, through
+// `&self` for reads and `&mut self` for writes; Vulkan handles may be used
+// from any thread, and the queue and command pool they need serialized are
+// locked by the device.
+unsafe impl Send for DeviceMethod {}
+// SAFETY: as above; `&self` only reads the mapping.
+unsafe impl Sync for DeviceMethod {}
+
+impl std::fmt::Debug for DeviceMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceMethod")
+            .field("device", &self.objects.device.name())
+            .field("arena_bytes", &self.arena_len)
+            .field("constant_bytes", &self.constant_len)
+            .field("pipelines", &self.objects.pipelines.len())
+            .field("dispatches", &self.dispatches)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeviceMethod {
+    /// Checks `program` against the device's limits, then makes its arena
+    /// (host-visible, mapped and zeroed), uploads its constants, builds a
+    /// pipeline per shader and records the command buffer that runs it.
+    pub fn new(device: Arc<VulkanDevice>, program: &DeviceProgram) -> Result<Self, VulkanError> {
+        program.check(device.limits())?;
+        let arena = Buffer::new(
+            &device,
+            "arena",
+            buffer_bytes(program.arena_bytes),
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+            &[
+                HOST_SHARED | vk::MemoryPropertyFlags::DEVICE_LOCAL,
+                HOST_SHARED,
+            ],
+        )?;
+        let mapping = arena.map()?;
+        // SAFETY: the mapping is `mapping.len` bytes that nothing else uses.
+        unsafe { mapping.start.as_ptr().write_bytes(0, mapping.len) };
+        let arena_len =
+            usize::try_from(program.arena_bytes).map_or(mapping.len, |len| len.min(mapping.len));
+        let constants = upload_constants(
+            &device,
+            &program.constants,
+            buffer_bytes(program.constants.len() as u64),
+        )?;
+        let mut objects = Objects::new(device);
+        objects.build(program, &arena, &constants)?;
+        Ok(DeviceMethod {
+            objects,
+            arena,
+            mapping,
+            arena_len,
+            constants,
+            constant_len: program.constants.len(),
+            dispatches: program.dispatches.len(),
+        })
+    }
+
+    /// Runs every dispatch in order and waits until they are done.
+    pub fn run(&mut self) -> Result<(), VulkanError> {
+        let objects = &mut self.objects;
+        let device = &objects.device;
+        if objects.in_flight {
+            // The last run failed while waiting; its work must end first.
+            device.wait(objects.fence)?;
+            objects.in_flight = false;
+        }
+        // SAFETY: the fence is this method's and not in use (no submission
+        // is in flight).
+        unsafe { device.raw().reset_fences(&[objects.fence]) }.map_err(failed("vkResetFences"))?;
+        device.submit(objects.command_buffer, objects.fence)?;
+        objects.in_flight = true;
+        device.wait(objects.fence)?;
+        objects.in_flight = false;
+        Ok(())
+    }
+
+    /// The arena, as the last run left it: outputs are read here.
+    pub fn arena(&self) -> &[u8] {
+        // SAFETY: the mapping lives as long as `self.arena`, holds at least
+        // `arena_len` bytes, and the device does not write it outside `run`,
+        // which needs `&mut self`.
+        unsafe { std::slice::from_raw_parts(self.mapping.start.as_ptr(), self.arena_len) }
+    }
+
+    /// The arena, to write inputs into before a run.
+    pub fn arena_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `arena`, and `&mut self` makes this the only view.
+        unsafe { std::slice::from_raw_parts_mut(self.mapping.start.as_ptr(), self.arena_len) }
+    }
+
+    pub fn device(&self) -> &Arc<VulkanDevice> {
+        &self.objects.device
+    }
+
+    pub fn arena_bytes(&self) -> usize {
+        self.arena_len
+    }
+
+    pub fn constant_bytes(&self) -> usize {
+        self.constant_len
+    }
+
+    /// One compute pipeline per shader of the program.
+    pub fn pipelines(&self) -> usize {
+        self.objects.pipelines.len()
+    }
+
+    pub fn dispatches(&self) -> usize {
+        self.dispatches
+    }
+
+    /// The bytes of device memory the method holds in buffers (the arena
+    /// and constants, each rounded up to whole words).
+    pub fn buffer_bytes(&self) -> u64 {
+        self.arena.bytes + self.constants.bytes
+    }
+}
+
+/// The Vulkan objects of a method besides its buffers. Each starts null and
+/// is destroyed on drop whether or not it was made, since destroying a null
+/// handle does nothing: a method that fails half-way cleans up alike.
+struct Objects {
+    device: Arc<VulkanDevice>,
+    set_layout: vk::DescriptorSetLayout,
+    pipeline_layout: vk::PipelineLayout,
+    pipelines: Vec<vk::Pipeline>,
+    descriptor_pool: vk::DescriptorPool,
+    command_buffer: vk::CommandBuffer,
+    fence: vk::Fence,
+    /// Whether the command buffer was submitted and not yet seen finished.
+    in_flight: bool,
+}
+
+impl Objects {
+    fn new(device: Arc<VulkanDevice>) -> Self {
+        Objects {
+            device,
+            set_layout: vk::DescriptorSetLayout::null(),
+            pipeline_layout: vk::PipelineLayout::null(),
+            pipelines: Vec::new(),
+            descriptor_pool: vk::DescriptorPool::null(),
+            command_buffer: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            in_flight: false,
+        }
+    }
+
+    fn build(
+        &mut self,
+        program: &DeviceProgram,
+        arena: &Buffer,
+        constants: &Buffer,
+    ) -> Result<(), VulkanError> {
+        let device = Arc::clone(&self.device);
+        let raw = device.raw();
+        let bindings = [ARENA_BINDING, CONSTANTS_BINDING].map(|binding| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(binding)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        });
+        let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // SAFETY (this and each creation below): a plain object creation
+        // with a valid create-info whose pointers live across the call.
+        self.set_layout = unsafe { raw.create_descriptor_set_layout(&set_info, None) }
+            .map_err(failed("vkCreateDescriptorSetLayout"))?;
+        let set_layouts = [self.set_layout];
+        let layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+        // SAFETY: see above.
+        self.pipeline_layout = unsafe { raw.create_pipeline_layout(&layout_info, None) }
+            .map_err(failed("vkCreatePipelineLayout"))?;
+        for (shader, words) in program.shaders.iter().enumerate() {
+            let pipeline = self.pipeline(words).map_err(|source| VulkanError::Shader {
+                shader,
+                source: Box::new(source),
+            })?;
+            self.pipelines.push(pipeline);
+        }
+        let descriptor_set = self.descriptor_set(arena, constants)?;
+        self.fence = device.create_fence()?;
+        self.command_buffer = device.allocate_command_buffer()?;
+        device.record(
+            self.command_buffer,
+            vk::CommandBufferUsageFlags::empty(),
+            |raw, commands| self.record(raw, commands, descriptor_set, program),
+        )
+    }
+
+    /// A compute pipeline for one checked SPIR-V module.
+    fn pipeline(&self, words: &[u32]) -> Result<vk::Pipeline, VulkanError> {
+        let raw = self.device.raw();
+        let module_info = vk::ShaderModuleCreateInfo::default().code(words);
+        // SAFETY: the module passed `DeviceProgram::check`: a SPIR-V header,
+        // well-formed instruction lengths and a `main` compute entry point.
+        let module = unsafe { raw.create_shader_module(&module_info, None) }
+            .map_err(failed("vkCreateShaderModule"))?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = [vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(self.pipeline_layout)];
+        // SAFETY: the module and layout are live; the module is only needed
+        // while the pipeline is created, so it goes right after.
+        let created = unsafe {
+            let created = raw.create_compute_pipelines(vk::PipelineCache::null(), &info, None);
+            raw.destroy_shader_module(module, None);
+            created
+        };
+        match created {
+            Ok(pipelines) => pipelines.first().copied().ok_or(VulkanError::Call {
+                call: "vkCreateComputePipelines",
+                result: vk::Result::INCOMPLETE,
+            }),
+            Err((_, result)) => Err(failed("vkCreateComputePipelines")(result)),
+        }
+    }
+
+    /// The descriptor set every shader sees: the arena and the constants.
+    fn descriptor_set(
+        &mut self,
+        arena: &Buffer,
+        constants: &Buffer,
+    ) -> Result<vk::DescriptorSet, VulkanError> {
+        let raw = self.device.raw();
+        let sizes = [vk::DescriptorPoolSize::default()
+            .ty(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(2)];
+        let pool_info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(1)
+            .pool_sizes(&sizes);
+        // SAFETY: a plain object creation with a valid create-info.
+        self.descriptor_pool = unsafe { raw.create_descriptor_pool(&pool_info, None) }
+            .map_err(failed("vkCreateDescriptorPool"))?;
+        let set_layouts = [self.set_layout];
+        let allocation = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(self.descriptor_pool)
+            .set_layouts(&set_layouts);
+        // SAFETY: the pool has room for exactly this set.
+        let set = unsafe { raw.allocate_descriptor_sets(&allocation) }
+            .map_err(failed("vkAllocateDescriptorSets"))?
+            .first()
+            .copied()
+            .ok_or(VulkanError::Call {
+                call: "vkAllocateDescriptorSets",
+                result: vk::Result::INCOMPLETE,
+            })?;
+        let infos =
+            [(ARENA_BINDING, arena), (CONSTANTS_BINDING, constants)].map(|(binding, buffer)| {
+                (
+                    binding,
+                    [vk::DescriptorBufferInfo::default()
+                        .buffer(buffer.handle)
+                        .offset(0)
+                        .range(buffer.bytes)],
+                )
+            });
+        let writes = infos.each_ref().map(|(binding, info)| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(*binding)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(info)
+        });
+        // SAFETY: the set and buffers are live, each range lies within its
+        // buffer and within maxStorageBufferRange (checked), and the set is
+        // not in use.
+        unsafe { raw.update_descriptor_sets(&writes, &[]) };
+        Ok(set)
+    }
+
+    /// The commands of a run: every dispatch in order, each after a barrier
+    /// that makes earlier shader writes (of this run's dispatches or of the
+    /// last run) visible to it, and a barrier that makes the last writes
+    /// visible to the host.
+    fn record(
+        &self,
+        raw: &ash::Device,
+        commands: vk::CommandBuffer,
+        set: vk::DescriptorSet,
+        program: &DeviceProgram,
+    ) {
+        let barrier = |dst_stage, dst_access| {
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .dst_access_mask(dst_access);
+            // SAFETY: the command buffer is recording.
+            unsafe {
+                raw.cmd_pipeline_barrier(
+                    commands,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    dst_stage,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                );
+            }
+        };
+        // SAFETY: the command buffer is recording; the set matches the
+        // layout every pipeline was made with.
+        unsafe {
+            raw.cmd_bind_descriptor_sets(
+                commands,
+                vk::PipelineBindPoint::COMPUTE,
+                self.pipeline_layout,
+                0,
+                &[set],
+                &[],
+            );
+        }
+        let mut bound = None;
+        for dispatch in &program.dispatches {
+            barrier(
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+            );
+            let [x, y, z] = dispatch.workgroups;
+            // SAFETY: the command buffer is recording; the shader index and
+            // workgroup counts passed `DeviceProgram::check`.
+            unsafe {
+                if bound != Some(dispatch.shader) {
+                    let pipeline = self.pipelines[dispatch.shader];
+                    raw.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline);
+                    bound = Some(dispatch.shader);
+                }
+                raw.cmd_dispatch(commands, x, y, z);
+            }
+        }
+        barrier(vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ);
+    }
+}
+
+impl Drop for Objects {
+    fn drop(&mut self) {
+        let device = &self.device;
+        if self.in_flight {
+            // Nothing may be destroyed while the device runs it. A lost
+            // device counts as finished, so the error changes nothing here.
+            let _ = device.wait(self.fence);
+        }
+        let raw = device.raw();
+        // SAFETY: the device runs none of these objects any more (above),
+        // each is this device's or null, and users go before what they use.
+        unsafe {
+            device.free_command_buffer(self.command_buffer);
+            raw.destroy_fence(self.fence, None);
+            raw.destroy_descriptor_pool(self.descriptor_pool, None);
+            for &pipeline in &self.pipelines {
+                raw.destroy_pipeline(pipeline, None);
+            }
+            raw.destroy_pipeline_layout(self.pipeline_layout, None);
+            raw.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}

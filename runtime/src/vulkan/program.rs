@@ -1,0 +1,361 @@
+//! What a Vulkan device runs, as plain data the code generator builds
+//! ([`DeviceProgram`]), and the check that a program fits a device's limits
+//! ([`DeviceProgram::check`]) before any Vulkan object is made from it.
+
+use thiserror::Error;
+
+use super::spirv::{self, SpirvError};
+
+/// What a device runs: one arena of activations, inputs and outputs; the
+/// constants; and compute dispatches in order.
+///
+/// Every shader sees descriptor set 0 with two storage buffers: binding 0 is
+/// the arena (read-write), binding 1 the constants (read-only).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeviceProgram {
+    pub arena_bytes: u64,
+    /// Every constant, packed by the code generator.
+    pub constants: Vec<u8>,
+    /// SPIR-V modules, each with a compute entry point named `main` whose
+    /// workgroup size is baked in.
+    pub shaders: Vec<Vec<u32>>,
+    /// Run in this order, each seeing what the ones before it wrote.
+    pub dispatches: Vec<Dispatch>,
+}
+
+/// One `vkCmdDispatch`: which shader, and how many workgroups along x, y, z.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dispatch {
+    pub shader: usize,
+    pub workgroups: [u32; 3],
+}
+
+/// The limits of a device that a program must keep to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// `maxComputeWorkGroupCount`: workgroups one dispatch may launch.
+    pub max_workgroup_count: [u32; 3],
+    /// `maxComputeWorkGroupSize`: invocations a workgroup may have along each axis.
+    pub max_workgroup_size: [u32; 3],
+    /// `maxComputeWorkGroupInvocations`: invocations a workgroup may have in all.
+    pub max_workgroup_invocations: u32,
+    /// `maxStorageBufferRange`: the largest buffer a shader may see.
+    pub max_storage_buffer_range: u32,
+    /// `maxMemoryAllocationSize`: the largest single allocation.
+    pub max_allocation_bytes: u64,
+}
+
+/// Why a program cannot run on a device.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProgramError {
+    #[error("dispatch {dispatch} names shader {shader}, but the program has {shaders} shaders")]
+    NoSuchShader {
+        dispatch: usize,
+        shader: usize,
+        shaders: usize,
+    },
+
+    #[error("dispatch {dispatch} launches no workgroups along {axis}")]
+    NoWorkgroups { dispatch: usize, axis: char },
+
+    #[error(
+        "dispatch {dispatch} launches {count} workgroups along {axis}, above the device's maxComputeWorkGroupCount of {limit}"
+    )]
+    TooManyWorkgroups {
+        dispatch: usize,
+        axis: char,
+        count: u32,
+        limit: u32,
+    },
+
+    #[error("shader {shader}: {source}")]
+    Spirv {
+        shader: usize,
+        #[source]
+        source: SpirvError,
+    },
+
+    #[error(
+        "shader {shader} has workgroups of {size:?} invocations, beyond the device's maxComputeWorkGroupSize {limit:?}"
+    )]
+    WorkgroupTooLarge {
+        shader: usize,
+        size: [u32; 3],
+        limit: [u32; 3],
+    },
+
+    #[error(
+        "shader {shader} has workgroups of {invocations} invocations, above the device's maxComputeWorkGroupInvocations of {limit}"
+    )]
+    TooManyInvocations {
+        shader: usize,
+        invocations: u64,
+        limit: u32,
+    },
+
+    #[error(
+        "the {buffer} needs a buffer of {bytes} bytes, above the device's {limit_name} of {limit}"
+    )]
+    BufferTooLarge {
+        buffer: &'static str,
+        bytes: u64,
+        limit_name: &'static str,
+        limit: u64,
+    },
+}
+
+const AXES: [char; 3] = ['x', 'y', 'z'];
+
+impl DeviceProgram {
+    /// Checks that every dispatch names a shader, launches between 1 and
+    /// the device's maximum of workgroups, every shader is a SPIR-V module
+    /// with a `main` compute entry point whose workgroups the device allows,
+    /// and both buffers fit the device.
+    pub fn check(&self, limits: &DeviceLimits) -> Result<(), ProgramError> {
+        for (shader, words) in self.shaders.iter().enumerate() {
+            check_shader(shader, words, limits)?;
+        }
+        for (index, dispatch) in self.dispatches.iter().enumerate() {
+            check_dispatch(index, dispatch, self.shaders.len(), limits)?;
+        }
+        check_buffer("arena", self.arena_bytes, limits)?;
+        check_buffer("constants", self.constants.len() as u64, limits)
+    }
+}
+
+fn check_shader(shader: usize, words: &[u32], limits: &DeviceLimits) -> Result<(), ProgramError> {
+    let entry =
+        spirv::compute_entry(words).map_err(|source| ProgramError::Spirv { shader, source })?;
+    let Some(size) = entry.workgroup_size else {
+        return Ok(());
+    };
+    if size
+        .iter()
+        .zip(limits.max_workgroup_size)
+        .any(|(&n, max)| n > max)
+    {
+        return Err(ProgramError::WorkgroupTooLarge {
+            shader,
+            size,
+            limit: limits.max_workgroup_size,
+        });
+    }
+    let invocations = size.iter().map(|&n| u64::from(n)).product::<u64>();
+    if invocations > u64::from(limits.max_workgroup_invocations) {
+        return Err(ProgramError::TooManyInvocations {
+            shader,
+            invocations,
+            limit: limits.max_workgroup_invocations,
+        });
+    }
+    Ok(())
+}
+
+fn check_dispatch(
+    index: usize,
+    dispatch: &Dispatch,
+    shaders: usize,
+    limits: &DeviceLimits,
+) -> Result<(), ProgramError> {
+    if dispatch.shader >= shaders {
+        return Err(ProgramError::NoSuchShader {
+            dispatch: index,
+            shader: dispatch.shader,
+            shaders,
+        });
+    }
+    for ((axis, count), limit) in AXES
+        .into_iter()
+        .zip(dispatch.workgroups)
+        .zip(limits.max_workgroup_count)
+    {
+        if count == 0 {
+            return Err(ProgramError::NoWorkgroups {
+                dispatch: index,
+                axis,
+            });
+        }
+        if count > limit {
+            return Err(ProgramError::TooManyWorkgroups {
+                dispatch: index,
+                axis,
+                count,
+                limit,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The size of the buffer that holds `bytes`: Vulkan forbids empty buffers,
+/// and shaders see storage buffers as arrays of 4-byte words, so a whole
+/// number of them, at least one.
+pub(crate) fn buffer_bytes(bytes: u64) -> u64 {
+    bytes.div_ceil(4).max(1).saturating_mul(4)
+}
+
+fn check_buffer(
+    buffer: &'static str,
+    bytes: u64,
+    limits: &DeviceLimits,
+) -> Result<(), ProgramError> {
+    let needed = buffer_bytes(bytes);
+    let too_large = |limit_name, limit| ProgramError::BufferTooLarge {
+        buffer,
+        bytes: needed,
+        limit_name,
+        limit,
+    };
+    let range = u64::from(limits.max_storage_buffer_range);
+    if needed > range {
+        return Err(too_large("maxStorageBufferRange", range));
+    }
+    if needed > limits.max_allocation_bytes {
+        return Err(too_large(
+            "maxMemoryAllocationSize",
+            limits.max_allocation_bytes,
+        ));
+    }
+    // The arena is mapped into the host's address space whole.
+    let host = u64::try_from(usize::MAX).unwrap_or(u64::MAX);
+    if needed > host {
+        return Err(too_large("host address space", host));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vulkan::spirv::tests::compute_shader;
+
+    const LIMITS: DeviceLimits = DeviceLimits {
+        max_workgroup_count: [65535, 65535, 65535],
+        max_workgroup_size: [1024, 1024, 64],
+        max_workgroup_invocations: 1024,
+        max_storage_buffer_range: 1 << 27,
+        max_allocation_bytes: 1 << 30,
+    };
+
+    fn program(dispatches: &[Dispatch]) -> DeviceProgram {
+        DeviceProgram {
+            arena_bytes: 16,
+            constants: vec![0; 8],
+            shaders: vec![compute_shader([64, 1, 1])],
+            dispatches: dispatches.to_vec(),
+        }
+    }
+
+    #[test]
+    fn accepts_a_program_that_fits() {
+        let dispatch = Dispatch {
+            shader: 0,
+            workgroups: [65535, 2, 1],
+        };
+        assert_eq!(program(&[dispatch]).check(&LIMITS), Ok(()));
+    }
+
+    #[test]
+    fn refuses_dispatches_the_device_cannot_run() {
+        let no_shader = Dispatch {
+            shader: 1,
+            workgroups: [1, 1, 1],
+        };
+        assert_eq!(
+            program(&[no_shader]).check(&LIMITS),
+            Err(ProgramError::NoSuchShader {
+                dispatch: 0,
+                shader: 1,
+                shaders: 1
+            })
+        );
+        let ok = Dispatch {
+            shader: 0,
+            workgroups: [1, 1, 1],
+        };
+        let empty = Dispatch {
+            shader: 0,
+            workgroups: [4, 0, 1],
+        };
+        assert_eq!(
+            program(&[ok, empty]).check(&LIMITS),
+            Err(ProgramError::NoWorkgroups {
+                dispatch: 1,
+                axis: 'y'
+            })
+        );
+        let many = Dispatch {
+            shader: 0,
+            workgroups: [1, 1, 65536],
+        };
+        assert_eq!(
+            program(&[many]).check(&LIMITS),
+            Err(ProgramError::TooManyWorkgroups {
+                dispatch: 0,
+                axis: 'z',
+                count: 65536,
+                limit: 65535
+            })
+        );
+    }
+
+    #[test]
+    fn refuses_workgroups_the_device_cannot_hold() {
+        let mut wide = program(&[]);
+        wide.shaders.push(compute_shader([1, 1, 65]));
+        assert_eq!(
+            wide.check(&LIMITS),
+            Err(ProgramError::WorkgroupTooLarge {
+                shader: 1,
+                size: [1, 1, 65],
+                limit: [1024, 1024, 64]
+            })
+        );
+        let mut many = program(&[]);
+        many.shaders[0] = compute_shader([64, 32, 1]);
+        assert_eq!(
+            many.check(&LIMITS),
+            Err(ProgramError::TooManyInvocations {
+                shader: 0,
+                invocations: 2048,
+                limit: 1024
+            })
+        );
+    }
+
+    #[test]
+    fn refuses_buffers_above_the_limits() {
+        let mut large = program(&[]);
+        large.arena_bytes = (1 << 27) + 1;
+        assert_eq!(
+            large.check(&LIMITS),
+            Err(ProgramError::BufferTooLarge {
+                buffer: "arena",
+                bytes: (1 << 27) + 4,
+                limit_name: "maxStorageBufferRange",
+                limit: 1 << 27,
+            })
+        );
+        let small_allocations = DeviceLimits {
+            max_allocation_bytes: 4,
+            ..LIMITS
+        };
+        assert_eq!(
+            program(&[]).check(&small_allocations),
+            Err(ProgramError::BufferTooLarge {
+                buffer: "arena",
+                bytes: 16,
+                limit_name: "maxMemoryAllocationSize",
+                limit: 4,
+            })
+        );
+    }
+
+    #[test]
+    fn buffers_are_whole_words_and_never_empty() {
+        assert_eq!(buffer_bytes(0), 4);
+        assert_eq!(buffer_bytes(5), 8);
+        assert_eq!(buffer_bytes(8), 8);
+        assert_eq!(buffer_bytes(u64::MAX), u64::MAX);
+    }
+}

@@ -1,0 +1,304 @@
+//! The Vulkan runtime on a real device (Mesa's lavapipe where there is no
+//! GPU): WGSL compute shaders compiled to SPIR-V with naga, run as
+//! `DeviceProgram`s and checked against the same computation on the CPU, and
+//! bad programs refused with the right error.
+//!
+//! Without a Vulkan loader or device the tests fail under CI (`.ci/run`
+//! installs lavapipe); elsewhere they say on the terminal that they did not
+//! run (written past the test harness's capture, so it is never silent).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use naga::back::spv;
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use ptec_runtime::vulkan::{
+    DeviceMethod, DeviceProgram, Dispatch, ProgramError, SpirvError, VulkanDevice, VulkanError,
+    spirv_from_bytes,
+};
+
+/// Elements of each array the test programs compute: not a multiple of the
+/// workgroup size, so the last workgroup has idle invocations.
+const N: usize = 100;
+const WORKGROUP_SIZE: usize = 64;
+
+/// The device, or `None` after saying why `test` did not run.
+fn device(test: &str) -> Option<Arc<VulkanDevice>> {
+    match VulkanDevice::open() {
+        Ok(device) => Some(Arc::new(device)),
+        Err(problem) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: no Vulkan device: {problem}"
+            );
+            let notice = format!("\nNOT RUN {test}: {problem}\n");
+            std::io::stderr()
+                .write_all(notice.as_bytes())
+                .expect("stderr is writable");
+            None
+        }
+    }
+}
+
+/// A compute shader over the arena and the constants, as f32 arrays, whose
+/// entry point `entry` runs `body` for each element `i` below `N`.
+fn shader_named(entry: &str, body: &str) -> Vec<u32> {
+    let source = format!(
+        "@group(0) @binding(0) var<storage, read_write> arena: array<f32>;
+         @group(0) @binding(1) var<storage, read> constants: array<f32>;
+         const N: u32 = {N}u;
+         @compute @workgroup_size({WORKGROUP_SIZE})
+         fn {entry}(@builtin(global_invocation_id) id: vec3<u32>) {{
+             let i = id.x;
+             if i < N {{ {body} }}
+         }}"
+    );
+    let module = naga::front::wgsl::parse_str(&source).expect("the WGSL parses");
+    let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
+        .validate(&module)
+        .expect("the WGSL is valid");
+    let pipeline = spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: entry.to_owned(),
+    };
+    spv::write_vec(&module, &info, &spv::Options::default(), Some(&pipeline))
+        .expect("naga writes SPIR-V")
+}
+
+fn shader(body: &str) -> Vec<u32> {
+    shader_named("main", body)
+}
+
+fn workgroups() -> [u32; 3] {
+    [N.div_ceil(WORKGROUP_SIZE) as u32, 1, 1]
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|value| value.to_le_bytes())
+        .collect()
+}
+
+/// `len` f32s of `arena` from element `start`.
+fn read_f32s(arena: &[u8], start: usize, len: usize) -> Vec<f32> {
+    arena[start * 4..(start + len) * 4]
+        .chunks_exact(4)
+        .map(|bytes| f32::from_le_bytes(bytes.try_into().expect("4 bytes")))
+        .collect()
+}
+
+fn write_f32s(arena: &mut [u8], start: usize, values: &[f32]) {
+    arena[start * 4..(start + values.len()) * 4].copy_from_slice(&f32_bytes(values));
+}
+
+/// The arena holds x (elements 0..N) and y (N..2N); the constants hold c.
+/// Three dispatches: x *= c, then y = x + 1, then x *= c again, so the
+/// second sees what the first wrote and not what the third will, and the
+/// first shader's pipeline is bound again after the second's.
+fn scale_then_increment(constants: &[f32]) -> DeviceProgram {
+    let scale = Dispatch {
+        shader: 0,
+        workgroups: workgroups(),
+    };
+    let increment = Dispatch {
+        shader: 1,
+        workgroups: workgroups(),
+    };
+    DeviceProgram {
+        arena_bytes: (2 * N * 4) as u64,
+        constants: f32_bytes(constants),
+        shaders: vec![
+            shader("arena[i] = arena[i] * constants[i];"),
+            shader("arena[N + i] = arena[i] + 1.0;"),
+        ],
+        dispatches: vec![scale, increment, scale],
+    }
+}
+
+/// Writes x, runs, and compares x and y with the CPU's results.
+fn run_and_check(method: &mut DeviceMethod, x: &[f32], c: &[f32]) {
+    write_f32s(method.arena_mut(), 0, x);
+    method.run().expect("the program runs");
+    let once: Vec<f32> = x.iter().zip(c).map(|(x, c)| x * c).collect();
+    let twice: Vec<f32> = once.iter().zip(c).map(|(x, c)| x * c).collect();
+    let incremented: Vec<f32> = once.iter().map(|x| x + 1.0).collect();
+    assert_eq!(read_f32s(method.arena(), 0, N), twice);
+    assert_eq!(read_f32s(method.arena(), N, N), incremented);
+}
+
+fn constants() -> Vec<f32> {
+    (0..N).map(|i| 0.25 * i as f32 - 3.0).collect()
+}
+
+#[test]
+fn dispatches_run_in_order_and_see_earlier_writes() {
+    let Some(device) = device("dispatches_run_in_order_and_see_earlier_writes") else {
+        return;
+    };
+    assert!(!device.name().is_empty());
+    assert!(device.api_version().major == 1 && device.api_version().minor >= 1);
+    let c = constants();
+    let mut method = DeviceMethod::new(device, &scale_then_increment(&c)).expect("a valid program");
+    assert_eq!(method.pipelines(), 2);
+    assert_eq!(method.dispatches(), 3);
+    assert_eq!(method.arena_bytes(), 2 * N * 4);
+    assert_eq!(method.constant_bytes(), N * 4);
+    assert!(
+        method.arena().iter().all(|&byte| byte == 0),
+        "the arena starts zeroed"
+    );
+
+    let x: Vec<f32> = (0..N).map(|i| i as f32 * 0.5).collect();
+    run_and_check(&mut method, &x, &c);
+    let x: Vec<f32> = (0..N).map(|i| 7.0 - i as f32).collect();
+    run_and_check(&mut method, &x, &c);
+}
+
+#[test]
+fn methods_share_a_device_across_threads() {
+    let Some(device) = device("methods_share_a_device_across_threads") else {
+        return;
+    };
+    let c = constants();
+    std::thread::scope(|scope| {
+        for thread in 0..3 {
+            let device = Arc::clone(&device);
+            let c = &c;
+            scope.spawn(move || {
+                let mut method =
+                    DeviceMethod::new(device, &scale_then_increment(c)).expect("a valid program");
+                for run in 0..4 {
+                    let x: Vec<f32> = (0..N).map(|i| (i + thread * 10 + run) as f32).collect();
+                    run_and_check(&mut method, &x, c);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn empty_buffers_and_no_dispatches_are_allowed() {
+    let Some(device) = device("empty_buffers_and_no_dispatches_are_allowed") else {
+        return;
+    };
+    let mut method =
+        DeviceMethod::new(device, &DeviceProgram::default()).expect("an empty program");
+    method.run().expect("an empty program runs");
+    assert!(method.arena().is_empty());
+    assert_eq!(method.pipelines(), 0);
+}
+
+/// The error `DeviceMethod::new` gives for `program`.
+fn refusal(device: &Arc<VulkanDevice>, program: &DeviceProgram) -> ProgramError {
+    match DeviceMethod::new(Arc::clone(device), program) {
+        Err(VulkanError::Program(error)) => error,
+        other => panic!("expected a program error, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_programs_are_refused_with_what_is_wrong() {
+    let Some(device) = device("bad_programs_are_refused_with_what_is_wrong") else {
+        return;
+    };
+    let good = scale_then_increment(&constants());
+
+    let mut bad = good.clone();
+    bad.dispatches[2].shader = 2;
+    assert_eq!(
+        refusal(&device, &bad),
+        ProgramError::NoSuchShader {
+            dispatch: 2,
+            shader: 2,
+            shaders: 2
+        }
+    );
+
+    let mut bad = good.clone();
+    bad.dispatches[1].workgroups = [2, 1, 0];
+    assert_eq!(
+        refusal(&device, &bad),
+        ProgramError::NoWorkgroups {
+            dispatch: 1,
+            axis: 'z'
+        }
+    );
+
+    let limit = device.limits().max_workgroup_count[0];
+    if let Some(count) = limit.checked_add(1) {
+        let mut bad = good.clone();
+        bad.dispatches[0].workgroups = [count, 1, 1];
+        assert_eq!(
+            refusal(&device, &bad),
+            ProgramError::TooManyWorkgroups {
+                dispatch: 0,
+                axis: 'x',
+                count,
+                limit
+            }
+        );
+    }
+
+    let range = device.limits().max_storage_buffer_range;
+    let mut bad = good.clone();
+    bad.arena_bytes = u64::from(range) + 1;
+    assert!(matches!(
+        refusal(&device, &bad),
+        ProgramError::BufferTooLarge {
+            buffer: "arena",
+            limit_name: "maxStorageBufferRange",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn bad_spirv_never_reaches_the_driver() {
+    let Some(device) = device("bad_spirv_never_reaches_the_driver") else {
+        return;
+    };
+    let with_shader = |words: Vec<u32>| {
+        let mut program = scale_then_increment(&constants());
+        program.shaders[1] = words;
+        refusal(&device, &program)
+    };
+    let spirv_error = |source| ProgramError::Spirv { shader: 1, source };
+
+    assert_eq!(
+        with_shader(vec![0xdead_beef; 16]),
+        spirv_error(SpirvError::BadMagic { found: 0xdead_beef })
+    );
+    assert_eq!(
+        with_shader(Vec::new()),
+        spirv_error(SpirvError::TooShort { words: 0 })
+    );
+    let mut overlong = shader("arena[i] = 0.0;");
+    overlong.truncate(5);
+    overlong.push(0xffff_0011);
+    assert_eq!(
+        with_shader(overlong),
+        spirv_error(SpirvError::BadWordCount {
+            at: 5,
+            count: 0xffff,
+            left: 1
+        })
+    );
+    assert_eq!(
+        with_shader(shader_named("run", "arena[i] = 0.0;")),
+        spirv_error(SpirvError::NoComputeMain)
+    );
+}
+
+#[test]
+fn spirv_is_read_from_bytes_whole_words_only() {
+    let words = shader("arena[i] = 1.0;");
+    let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+    assert_eq!(spirv_from_bytes(&bytes), Ok(words));
+    assert_eq!(
+        spirv_from_bytes(&bytes[..bytes.len() - 1]),
+        Err(SpirvError::NotWords {
+            bytes: bytes.len() - 1
+        })
+    );
+}
