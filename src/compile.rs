@@ -130,7 +130,9 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
                     .with_context(|| format!("compiling method {} for Vulkan", graph.name))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let output = options.output.map_or_else(default_output, Path::to_path_buf);
+        let output = options
+            .output
+            .map_or_else(default_output, Path::to_path_buf);
         return crate::spirv::write_directory(&output, &compiled);
     }
     let aot = AotOptions {

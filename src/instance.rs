@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use ptec_frontend::Method;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ptec_runtime::library::{Library, LibraryInstance};
+use ptec_runtime::vulkan::{DeviceProgram, Dispatch, VulkanDevice, VulkanInstance};
 use ptec_runtime::{HostTensor, Instance, RuntimeError, TensorRef};
 
 use crate::compile::{compile_methods, write_shared_object};
@@ -20,6 +21,9 @@ pub enum Backend {
     /// Compile to a shared object, load it and call it through its C ABI,
     /// as a C program would.
     Aot,
+    /// Generate Vulkan compute shaders (SPIR-V, with naga) and run them on
+    /// a Vulkan device (`PTEC_VULKAN_DEVICE` picks one).
+    Vulkan,
 }
 
 /// A loaded method, from either back end.
@@ -30,6 +34,7 @@ pub enum Runner<'a> {
         instance: LibraryInstance,
         method: usize,
     },
+    Vulkan(Box<VulkanInstance>),
 }
 
 impl Runner<'_> {
@@ -37,6 +42,7 @@ impl Runner<'_> {
         match self {
             Runner::Jit(instance) => instance.run(inputs),
             Runner::Aot { instance, method } => instance.run(*method, inputs),
+            Runner::Vulkan(instance) => instance.run(inputs),
         }
     }
 }
@@ -131,11 +137,47 @@ pub fn load<'a>(
             }))
         }
         Backend::Aot => load_shared_object(method, passes)?,
+        Backend::Vulkan => {
+            let compiled = ptec_codegen::compile_vulkan(&graph)
+                .with_context(|| format!("compiling method {} for Vulkan", method.name))?;
+            let program = DeviceProgram {
+                arena_bytes: compiled.abi.arena_bytes,
+                constants: compiled.constants,
+                shaders: compiled
+                    .shaders
+                    .into_iter()
+                    .map(|shader| shader.spirv)
+                    .collect(),
+                dispatches: compiled
+                    .dispatches
+                    .iter()
+                    .map(|dispatch| Dispatch {
+                        shader: dispatch.shader,
+                        workgroups: dispatch.workgroups,
+                    })
+                    .collect(),
+            };
+            let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program)
+                .with_context(|| {
+                    format!("loading method {} onto the Vulkan device", method.name)
+                })?;
+            Runner::Vulkan(Box::new(instance))
+        }
     };
     Ok(Loaded {
         instance,
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
     })
+}
+
+/// The Vulkan device, opened once per process.
+fn vulkan_device() -> anyhow::Result<Arc<VulkanDevice>> {
+    static DEVICE: OnceLock<Arc<VulkanDevice>> = OnceLock::new();
+    if let Some(device) = DEVICE.get() {
+        return Ok(device.clone());
+    }
+    let device = Arc::new(VulkanDevice::open().context("opening a Vulkan device")?);
+    Ok(DEVICE.get_or_init(|| device).clone())
 }
 
 /// Compiles `method` into a shared object for this machine, links it in a

@@ -25,7 +25,11 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> anyhow::Re
         let mut shaders = Vec::new();
         for (index, shader) in method.shaders.iter().enumerate() {
             let stem = format!("{name}_{index:03}");
-            let words: Vec<u8> = shader.spirv.iter().flat_map(|word| word.to_le_bytes()).collect();
+            let words: Vec<u8> = shader
+                .spirv
+                .iter()
+                .flat_map(|word| word.to_le_bytes())
+                .collect();
             write(&format!("{stem}.spv"), &words)?;
             write(&format!("{stem}.wgsl"), shader.wgsl.as_bytes())?;
             shaders.push(json!({
@@ -82,7 +86,10 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> anyhow::Re
         "descriptor_set": 0,
         "methods": manifests,
     });
-    write("manifest.json", serde_json::to_string_pretty(&manifest)?.as_bytes())
+    write(
+        "manifest.json",
+        serde_json::to_string_pretty(&manifest)?.as_bytes(),
+    )
 }
 
 /// A boundary tensor: where it lives in the arena and what it holds.

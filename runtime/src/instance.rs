@@ -5,7 +5,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::any::Any;
 use std::borrow::Cow;
 
-use crate::abi::{DimSpec, ElementType, EntryFn, MethodAbi, TensorSlot};
+use crate::abi::{DimSpec, ElementType, EntryFn, MethodAbi};
 use crate::layout::{load_in_order, store_in_order};
 
 /// Why a call failed.
@@ -133,12 +133,7 @@ impl<'c> Instance<'c> {
         code: Box<dyn Any>,
     ) -> Result<Self, RuntimeError> {
         let mut arena = Arena::new(abi.arena_bytes)?;
-        for state in &abi.states {
-            if let Some(initial) = &state.initial {
-                let start = state.offset as usize;
-                arena.bytes_mut()[start..start + initial.len()].copy_from_slice(initial);
-            }
-        }
+        write_initial_state(&abi, arena.bytes_mut());
         Ok(Instance {
             dims: abi.dim_bounds.iter().map(|&bound| bound as i64).collect(),
             abi,
@@ -165,53 +160,7 @@ impl<'c> Instance<'c> {
     /// Checks the inputs, settles symbolic dimensions and copies the inputs
     /// into the arena.
     pub fn bind(&mut self, inputs: &[TensorRef<'_>]) -> Result<(), RuntimeError> {
-        let expected = self
-            .abi
-            .inputs
-            .iter()
-            .map(|slot| (slot.element, slot.shape.len()));
-        check_inputs(&self.abi.name, expected, inputs)?;
-        let mut dims: Vec<Option<u64>> = vec![None; self.abi.dim_bounds.len()];
-        for (index, (slot, input)) in self.abi.inputs.iter().zip(inputs).enumerate() {
-            let shape_error = |problem: String| RuntimeError::InputShape { index, problem };
-            for (axis, (spec, &size)) in slot.shape.iter().zip(input.sizes).enumerate() {
-                match *spec {
-                    DimSpec::Fixed(fixed) if fixed != size => {
-                        return Err(shape_error(format!(
-                            "dimension {axis} must be {fixed}, got shape {:?}",
-                            input.sizes
-                        )));
-                    }
-                    DimSpec::Fixed(_) => {}
-                    DimSpec::Symbol(symbol) => {
-                        let bound = self.abi.dim_bounds[symbol];
-                        if size > bound {
-                            return Err(shape_error(format!(
-                                "dimension {axis} is {size}, above its bound {bound}"
-                            )));
-                        }
-                        match dims[symbol] {
-                            Some(seen) if seen != size => {
-                                return Err(shape_error(format!(
-                                    "dimension {axis} is {size}, but another input gives this dimension size {seen}"
-                                )));
-                            }
-                            _ => dims[symbol] = Some(size),
-                        }
-                    }
-                }
-            }
-        }
-        for (symbol, size) in dims.iter().enumerate() {
-            if let Some(size) = size {
-                self.dims[symbol] = *size as i64;
-            }
-        }
-        for (slot, input) in self.abi.inputs.iter().zip(inputs) {
-            let start = slot.offset as usize;
-            store_in_order(&mut self.arena.bytes_mut()[start..], input, &slot.dim_order);
-        }
-        Ok(())
+        bind_inputs(&self.abi, &mut self.dims, self.arena.bytes_mut(), inputs)
     }
 
     /// Calls the generated code on the bound inputs.
@@ -243,31 +192,103 @@ impl<'c> Instance<'c> {
 
     /// The outputs of the last call, as contiguous tensors.
     pub fn outputs(&self) -> Vec<HostTensor> {
-        self.abi
-            .outputs
-            .iter()
-            .map(|slot| self.read_slot(slot))
-            .collect()
+        read_outputs(&self.abi, &self.dims, self.arena.bytes())
     }
+}
 
-    fn read_slot(&self, slot: &TensorSlot) -> HostTensor {
-        let sizes: Vec<u64> = slot
-            .shape
-            .iter()
-            .map(|dim| match *dim {
-                DimSpec::Fixed(size) => size,
-                DimSpec::Symbol(symbol) => self.dims[symbol] as u64,
-            })
-            .collect();
-        let bytes = sizes.iter().product::<u64>() as usize * slot.element.size();
-        let start = slot.offset as usize;
-        let stored = &self.arena.bytes()[start..start + bytes];
-        HostTensor {
-            element: slot.element,
-            data: load_in_order(stored, &sizes, slot.element.size(), &slot.dim_order),
-            sizes,
+/// Writes the initial contents of the method's state into a fresh arena.
+pub(crate) fn write_initial_state(abi: &MethodAbi, arena: &mut [u8]) {
+    for state in &abi.states {
+        if let Some(initial) = &state.initial {
+            let start = state.offset as usize;
+            arena[start..start + initial.len()].copy_from_slice(initial);
         }
     }
+}
+
+/// Checks the inputs against `abi`, settles symbolic dimensions into
+/// `dims` and copies the inputs into `arena`.
+pub(crate) fn bind_inputs(
+    abi: &MethodAbi,
+    dims: &mut [i64],
+    arena: &mut [u8],
+    inputs: &[TensorRef<'_>],
+) -> Result<(), RuntimeError> {
+    let expected = abi
+        .inputs
+        .iter()
+        .map(|slot| (slot.element, slot.shape.len()));
+    check_inputs(&abi.name, expected, inputs)?;
+    let mut settled: Vec<Option<u64>> = vec![None; abi.dim_bounds.len()];
+    for (index, (slot, input)) in abi.inputs.iter().zip(inputs).enumerate() {
+        let shape_error = |problem: String| RuntimeError::InputShape { index, problem };
+        for (axis, (spec, &size)) in slot.shape.iter().zip(input.sizes).enumerate() {
+            match *spec {
+                DimSpec::Fixed(fixed) if fixed != size => {
+                    return Err(shape_error(format!(
+                        "dimension {axis} must be {fixed}, got shape {:?}",
+                        input.sizes
+                    )));
+                }
+                DimSpec::Fixed(_) => {}
+                DimSpec::Symbol(symbol) => {
+                    let bound = abi.dim_bounds[symbol];
+                    if size > bound {
+                        return Err(shape_error(format!(
+                            "dimension {axis} is {size}, above its bound {bound}"
+                        )));
+                    }
+                    match settled[symbol] {
+                        Some(seen) if seen != size => {
+                            return Err(shape_error(format!(
+                                "dimension {axis} is {size}, but another input gives this dimension size {seen}"
+                            )));
+                        }
+                        _ => settled[symbol] = Some(size),
+                    }
+                }
+            }
+        }
+    }
+    for (symbol, size) in settled.iter().enumerate() {
+        if let Some(size) = size {
+            dims[symbol] = *size as i64;
+        }
+    }
+    for (slot, input) in abi.inputs.iter().zip(inputs) {
+        let start = slot.offset as usize;
+        store_in_order(&mut arena[start..], input, &slot.dim_order);
+    }
+    Ok(())
+}
+
+/// The outputs in `arena`, as contiguous tensors.
+pub(crate) fn read_outputs(abi: &MethodAbi, dims: &[i64], arena: &[u8]) -> Vec<HostTensor> {
+    abi.outputs
+        .iter()
+        .map(|slot| {
+            let sizes: Vec<u64> = slot
+                .shape
+                .iter()
+                .map(|dim| match *dim {
+                    DimSpec::Fixed(size) => size,
+                    DimSpec::Symbol(symbol) => dims[symbol] as u64,
+                })
+                .collect();
+            let bytes = sizes.iter().product::<u64>() as usize * slot.element.size();
+            let start = slot.offset as usize;
+            HostTensor {
+                element: slot.element,
+                data: load_in_order(
+                    &arena[start..start + bytes],
+                    &sizes,
+                    slot.element.size(),
+                    &slot.dim_order,
+                ),
+                sizes,
+            }
+        })
+        .collect()
 }
 
 /// Checks what every back end needs before it touches memory: the number of

@@ -188,7 +188,11 @@ pub(super) fn kernel(
         })?,
         Op::Copy => per_element(&out, no_extra, |c| {
             let x = &inputs[0];
-            Ok(Element::value(convert(&x.load_broadcast(c), x.ty(), out_ty)))
+            Ok(Element::value(convert(
+                &x.load_broadcast(c),
+                x.ty(),
+                out_ty,
+            )))
         })?,
         // A reshape reinterprets bytes: the element at memory position p.
         Op::Reshape => per_element(&out, no_extra, |_| Ok(Element::value(inputs[0].load("p"))))?,
@@ -274,9 +278,9 @@ pub(super) fn kernel(
                 .collect();
             Ok(Element::value(moved(x, &source, out_ty)))
         })?,
-        Op::Full { value } => {
-            per_element(&out, no_extra, |_| Ok(Element::value(scalar(*value, out_ty)?)))?
-        }
+        Op::Full { value } => per_element(&out, no_extra, |_| {
+            Ok(Element::value(scalar(*value, out_ty)?))
+        })?,
         Op::Arange { start, step } => per_element(&out, no_extra, |c| {
             let position = match out_ty {
                 Ty::F32 => format!("f32({})", c[0]),
@@ -296,8 +300,11 @@ pub(super) fn kernel(
             weight,
             bias,
         } => {
-            let stats = [node.outputs.get(1), node.outputs.get(2)]
-                .map(|value| value.filter(|&&value| !unused(graph, value)).map(|&value| tensor(value)));
+            let stats = [node.outputs.get(1), node.outputs.get(2)].map(|value| {
+                value
+                    .filter(|&&value| !unused(graph, value))
+                    .map(|&value| tensor(value))
+            });
             let [mean, rstd] = stats;
             layer_norm(
                 &inputs,
@@ -332,9 +339,7 @@ pub(super) fn kernel(
             }
             Ok(Element::value(value))
         })?,
-        Op::MatMul { clamp } => {
-            matmul(&inputs[0], &inputs[1], None, &out, (1.0, 1.0), *clamp)?
-        }
+        Op::MatMul { clamp } => matmul(&inputs[0], &inputs[1], None, &out, (1.0, 1.0), *clamp)?,
         Op::Addmm { beta, alpha, clamp } => matmul(
             &inputs[1],
             &inputs[2],
@@ -369,12 +374,23 @@ pub(super) fn kernel(
                     "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
         let channel = group * {in_per_group}u + ci;"
                 );
-                let spatial = window_loops(&mut code, c, x, [stride, padding, dilation], [w.sizes[2], w.sizes[3]])?;
+                let spatial = window_loops(
+                    &mut code,
+                    c,
+                    x,
+                    [stride, padding, dilation],
+                    [w.sizes[2], w.sizes[3]],
+                )?;
                 let _ = writeln!(
                     code,
-                    "{}acc = acc + {} * {};\n{}    }}",
+                    "{}acc = fma({}, {}, acc);\n{}    }}",
                     "        ".repeat(3),
-                    x.load(&x.offset_at(&[c[0].clone(), "channel".into(), spatial[0].clone(), spatial[1].clone()])),
+                    x.load(&x.offset_at(&[
+                        c[0].clone(),
+                        "channel".into(),
+                        spatial[0].clone(),
+                        spatial[1].clone()
+                    ])),
                     w.load(&w.offset_at(&[c[1].clone(), "ci".into(), "kh".into(), "kw".into()])),
                     "        }\n    }\n"
                 );
@@ -397,7 +413,11 @@ pub(super) fn kernel(
             ceil_mode: _,
         } => {
             let x = &inputs[0];
-            let indices = node.outputs.get(1).copied().filter(|&value| !unused(graph, value));
+            let indices = node
+                .outputs
+                .get(1)
+                .copied()
+                .filter(|&value| !unused(graph, value));
             let indices = indices.map(|value| index_slot(graph, value)).transpose()?;
             let width = x.sizes[3];
             per_element(
@@ -421,14 +441,20 @@ pub(super) fn kernel(
                         "    var best = {};\n    var best_index = -1i;\n",
                         float(f64::NEG_INFINITY)
                     );
-                    let spatial = window_loops(&mut code, c, x, [stride, padding, dilation], *kernel)?;
+                    let spatial =
+                        window_loops(&mut code, c, x, [stride, padding, dilation], *kernel)?;
                     let _ = writeln!(
                         code,
                         "            let v = {};
             if (v > best || is_nan(v)) {{ best = v; best_index = i32({} * {width}u + {}); }}
         }}
     }}",
-                        x.load(&x.offset_at(&[c[0].clone(), c[1].clone(), spatial[0].clone(), spatial[1].clone()])),
+                        x.load(&x.offset_at(&[
+                            c[0].clone(),
+                            c[1].clone(),
+                            spatial[0].clone(),
+                            spatial[1].clone()
+                        ])),
                         spatial[0],
                         spatial[1]
                     );
@@ -483,7 +509,12 @@ pub(super) fn kernel(
             sum = sum + {};
         }}
     }}",
-                    x.load(&x.offset_at(&[c[0].clone(), c[1].clone(), "u32(ih)".into(), "u32(iw)".into()]))
+                    x.load(&x.offset_at(&[
+                        c[0].clone(),
+                        c[1].clone(),
+                        "u32(ih)".into(),
+                        "u32(iw)".into()
+                    ]))
                 );
                 Ok(Element {
                     code,
@@ -521,7 +552,9 @@ fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), Code
         return Err(unsupported(format!("{value}, unplanned or dynamic,")));
     };
     if offset % 8 != 0 || matches!(data.kind, ValueKind::Constant(_)) {
-        return Err(unsupported(format!("indices {value} at byte offset {offset}")));
+        return Err(unsupported(format!(
+            "indices {value} at byte offset {offset}"
+        )));
     }
     let mut strides = vec![0; sizes.len()];
     let mut stride = 1;
@@ -545,7 +578,7 @@ fn window_loops(
     let mut names = Vec::new();
     for (axis, (name, extent)) in [("kh", kh), ("kw", kw)].into_iter().enumerate() {
         let position = ["ih", "iw"][axis];
-        let indent = "        ".repeat(axis + 1);
+        let indent = "    ".repeat(axis + 1);
         let _ = write!(
             code,
             "{indent}for (var {name} = 0u; {name} < {extent}u; {name} = {name} + 1u) {{
@@ -588,7 +621,7 @@ fn matmul(
         let code = format!(
             "    var acc = 0.0f;
     for (var k = 0u; k < {depth}u; k = k + 1u) {{
-        acc = acc + {} * {};
+        acc = fma({}, {}, acc);
     }}
 ",
             operand(a, c[rank - 2].clone(), "k".into()),
@@ -657,6 +690,10 @@ fn reduce(
     };
     let reduced: Vec<usize> = dims.to_vec();
     let count: u64 = reduced.iter().map(|&dim| x.sizes[dim]).product();
+    let finish = |acc: &str| match op {
+        ReduceOp::Mean => format!("({acc} / {})", float(count as f64)),
+        _ => acc.to_string(),
+    };
     per_element(out, no_extra, |c| {
         // Input coordinates: kept dimensions from the output's, reduced ones
         // from the loop index.
@@ -673,10 +710,15 @@ fn reduce(
                 next += 1;
             }
         }
-        let mut code = format!(
-            "    var acc: {} = {init};\n    for (var q = 0u; q < {count}u; q = q + 1u) {{\n",
-            acc_ty.name()
-        );
+        let mut code = format!("    var acc: {} = {init};\n", acc_ty.name());
+        if count == 0 {
+            // An empty reduction: the initial value (and 0 / 0 for a mean).
+            return Ok(Element {
+                code,
+                value: convert(&finish("acc"), acc_ty, out.ty()),
+            });
+        }
+        let _ = writeln!(code, "    for (var q = 0u; q < {count}u; q = q + 1u) {{");
         let mut rest = "q".to_string();
         for (step, &dim) in reduced.iter().rev().enumerate() {
             let _ = writeln!(code, "        let q{dim} = {rest} % {}u;", x.sizes[dim]);
@@ -685,13 +727,9 @@ fn reduce(
         }
         let element = convert(&x.load(&x.offset_at(&source)), ty, acc_ty);
         let _ = writeln!(code, "        acc = {};\n    }}", combine(&element));
-        let value = match op {
-            ReduceOp::Mean => format!("(acc / {})", float(count as f64)),
-            _ => "acc".to_string(),
-        };
         Ok(Element {
             code,
-            value: convert(&value, acc_ty, out.ty()),
+            value: convert(&finish("acc"), acc_ty, out.ty()),
         })
     })
 }

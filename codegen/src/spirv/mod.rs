@@ -8,6 +8,7 @@
 //! the constants (binding 1, packed here). Identical shaders are kept once;
 //! the dispatches run them in schedule order.
 
+mod exact;
 mod kernels;
 mod pointwise;
 mod wgsl;
@@ -48,7 +49,9 @@ impl Layout {
                 }
             }
         }
-        layout.bytes.resize(layout.bytes.len().next_multiple_of(4), 0);
+        layout
+            .bytes
+            .resize(layout.bytes.len().next_multiple_of(4), 0);
         layout
     }
 
@@ -261,5 +264,6 @@ fn to_spirv(source: &str) -> Result<Vec<u32>, CodegenError> {
         entry_point: "main".to_string(),
     };
     spv::write_vec(&module, &info, &options, Some(&pipeline))
+        .map(exact::mark_exact)
         .map_err(|error| rejected("SPIR-V generation", error.to_string()))
 }

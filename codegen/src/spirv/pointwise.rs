@@ -12,7 +12,10 @@ use crate::error::CodegenError;
 pub(super) fn compute_type(op: &Op, inputs: &[DType], out: DType) -> Result<Ty, CodegenError> {
     let operands = |dtypes: &[DType]| -> Result<Ty, CodegenError> {
         if dtypes.iter().any(|dtype| dtype.is_float()) {
-            match dtypes.iter().find(|dtype| dtype.is_float() && **dtype != DType::F32) {
+            match dtypes
+                .iter()
+                .find(|dtype| dtype.is_float() && **dtype != DType::F32)
+            {
                 Some(other) => Err(unsupported(format!("{other} arithmetic"))),
                 None => Ok(Ty::F32),
             }
@@ -28,7 +31,14 @@ pub(super) fn compute_type(op: &Op, inputs: &[DType], out: DType) -> Result<Ty, 
             // Integers of up to 32 bits compare exactly in i32, and bools
             // as 0 and 1.
             match operands(inputs)? {
-                Ty::Bool if !matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor) => Ok(Ty::I32),
+                Ty::Bool
+                    if !matches!(
+                        op,
+                        BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor
+                    ) =>
+                {
+                    Ok(Ty::I32)
+                }
                 ty => Ok(ty),
             }
         }
@@ -57,7 +67,10 @@ fn at_most(x: &str, max: &str) -> String {
 }
 
 fn hardsigmoid(x: &str) -> String {
-    format!("({} / 6.0f)", at_most(&at_least(&format!("({x} + 3.0f)"), "0.0f"), "6.0f"))
+    format!(
+        "({} / 6.0f)",
+        at_most(&at_least(&format!("({x} + 3.0f)"), "0.0f"), "6.0f")
+    )
 }
 
 fn unary(op: UnaryOp, x: &str, ty: Ty) -> Result<String, CodegenError> {
@@ -95,7 +108,10 @@ fn unary(op: UnaryOp, x: &str, ty: Ty) -> Result<String, CodegenError> {
         Cos => format!("cos({x})"),
         Erf => format!("erf_f32({x})"),
         Gelu { tanh: false } => {
-            format!("({x} * 0.5f * (1.0f + erf_f32({x} * {})))", float(std::f64::consts::FRAC_1_SQRT_2))
+            format!(
+                "({x} * 0.5f * (1.0f + erf_f32({x} * {})))",
+                float(std::f64::consts::FRAC_1_SQRT_2)
+            )
         }
         Gelu { tanh: true } => format!(
             "({x} * 0.5f * (1.0f + tanh({} * ({x} + 0.044715f * {x} * {x} * {x}))))",
@@ -203,6 +219,10 @@ pub(super) fn element(op: &Op, x: &[String], ty: Ty) -> Result<String, CodegenEr
             float(input_scale),
             x = x[0]
         )),
-        _ => Err(unsupported(format!("{} into a {} tensor", op.name(), ty.name()))),
+        _ => Err(unsupported(format!(
+            "{} into a {} tensor",
+            op.name(),
+            ty.name()
+        ))),
     }
 }

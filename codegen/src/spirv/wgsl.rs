@@ -166,7 +166,8 @@ pub(super) fn index(value: u64) -> Result<String, CodegenError> {
 pub(super) fn convert(x: &str, from: Ty, to: Ty) -> String {
     match (from, to) {
         _ if from == to => x.to_string(),
-        (Ty::F32, Ty::Bool) => format!("({x} != 0.0f)"),
+        // On the bits: devices may flush subnormals to zero in comparisons.
+        (Ty::F32, Ty::Bool) => format!("((bitcast<u32>({x}) & 0x7fffffffu) != 0u)"),
         (Ty::I32, Ty::Bool) => format!("({x} != 0i)"),
         (Ty::Bool, Ty::F32) => format!("select(0.0f, 1.0f, {x})"),
         (Ty::Bool, Ty::I32) => format!("select(0i, 1i, {x})"),
@@ -205,11 +206,16 @@ pub(super) struct Tensor {
 }
 
 impl Tensor {
-    pub(super) fn of(graph: &Graph<'_>, layout: &Layout, value: ValueId) -> Result<Tensor, CodegenError> {
+    pub(super) fn of(
+        graph: &Graph<'_>,
+        layout: &Layout,
+        value: ValueId,
+    ) -> Result<Tensor, CodegenError> {
         let data = graph.value(value);
-        let sizes = data.ty.fixed_shape().ok_or_else(|| {
-            unsupported(format!("{value}, whose shape {} is dynamic,", data.ty))
-        })?;
+        let sizes = data
+            .ty
+            .fixed_shape()
+            .ok_or_else(|| unsupported(format!("{value}, whose shape {} is dynamic,", data.ty)))?;
         let (buffer, byte_offset) = match (&data.kind, data.offset) {
             (ValueKind::Constant(_), _) => (Buffer::Constants, layout.constant_offset(value)?),
             (_, Some(offset)) => (Buffer::Arena, offset),
@@ -260,7 +266,10 @@ impl Tensor {
         let buffer = self.buffer.name();
         if self.dtype.size() == 4 {
             let word = self.byte_offset / 4;
-            return format!("bitcast<{}>({buffer}[{word}u + {offset}])", self.ty().name());
+            return format!(
+                "bitcast<{}>({buffer}[{word}u + {offset}])",
+                self.ty().name()
+            );
         }
         let byte = format!("{buffer}_byte({}u + {offset})", self.byte_offset);
         match self.dtype {
@@ -304,7 +313,9 @@ impl Tensor {
     /// dimension `d` of the element at memory position `position`.
     pub(super) fn coordinates(&self, position: &str, prefix: &str) -> (String, Vec<String>) {
         let mut code = String::new();
-        let names: Vec<String> = (0..self.rank()).map(|dim| format!("{prefix}{dim}")).collect();
+        let names: Vec<String> = (0..self.rank())
+            .map(|dim| format!("{prefix}{dim}"))
+            .collect();
         let mut rest = position.to_string();
         for (step, &dim) in self.order.iter().rev().enumerate() {
             let size = self.sizes[dim];

@@ -29,6 +29,7 @@
 
 mod device;
 mod error;
+mod instance;
 mod memory;
 mod method;
 mod program;
@@ -36,6 +37,7 @@ mod spirv;
 
 pub use device::{ApiVersion, DeviceType, VulkanDevice};
 pub use error::VulkanError;
+pub use instance::VulkanInstance;
 pub use method::DeviceMethod;
 pub use program::{DeviceLimits, DeviceProgram, Dispatch, ProgramError};
 pub use spirv::{SpirvError, spirv_from_bytes};
