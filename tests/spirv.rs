@@ -10,20 +10,12 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{assert_all_pass, corpus_dir, fixture_files, ptec, ptec_test, repo_dir, with_suffix};
-
-/// Says that `test` did not run and why (failing under CI).
-fn not_run(test: &str, problem: &str) {
-    assert!(std::env::var_os("CI").is_none(), "{test}: {problem}");
-    let notice = format!("\nNOT RUN {test}: {problem}\n");
-    std::io::stderr()
-        .write_all(notice.as_bytes())
-        .expect("stderr is writable");
-}
+use common::{
+    assert_all_pass, corpus_dir, fixture_files, not_run, ptec, ptec_test, repo_dir, with_suffix,
+};
 
 /// Whether ptec can open a Vulkan device here.
 fn device_available(test: &str) -> bool {

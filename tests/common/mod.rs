@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // Each test binary uses its own subset.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -127,4 +128,14 @@ pub fn assert_pass_with_each_pass_off(files: &[PathBuf], extra: &[&str]) {
             assert_all_pass(&ptec_test(files, &args), &format!("{switch} {pass}"));
         }
     }
+}
+
+/// Says on the terminal (past the harness's capture) that `test` did not
+/// run and why; under CI (`CI` set) a test that cannot run fails instead.
+pub fn not_run(test: &str, problem: &str) {
+    assert!(std::env::var_os("CI").is_none(), "{test}: {problem}");
+    let notice = format!("\nNOT RUN {test}: {problem}\n");
+    std::io::stderr()
+        .write_all(notice.as_bytes())
+        .expect("stderr is writable");
 }

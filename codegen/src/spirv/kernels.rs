@@ -67,7 +67,7 @@ fn per_element(
             invocations: elements,
         });
     }
-    if out.byte_offset % 4 != 0 || !extra.is_empty() {
+    if !out.byte_offset.is_multiple_of(4) || !extra.is_empty() {
         return Err(unsupported(format!(
             "a one-byte tensor at byte offset {}",
             out.byte_offset
@@ -383,8 +383,7 @@ pub(super) fn kernel(
                 )?;
                 let _ = writeln!(
                     code,
-                    "{}acc = fma({}, {}, acc);\n{}    }}",
-                    "        ".repeat(3),
+                    "            acc = fma({}, {}, acc);\n        }}\n    }}\n    }}",
                     x.load(&x.offset_at(&[
                         c[0].clone(),
                         "channel".into(),
@@ -392,7 +391,6 @@ pub(super) fn kernel(
                         spatial[1].clone()
                     ])),
                     w.load(&w.offset_at(&[c[1].clone(), "ci".into(), "kh".into(), "kw".into()])),
-                    "        }\n    }\n"
                 );
                 let mut value = "acc".to_string();
                 if let Some(bias) = bias {
@@ -551,7 +549,7 @@ fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), Code
     let (Some(offset), Some(sizes)) = (data.offset, data.ty.fixed_shape()) else {
         return Err(unsupported(format!("{value}, unplanned or dynamic,")));
     };
-    if offset % 8 != 0 || matches!(data.kind, ValueKind::Constant(_)) {
+    if !offset.is_multiple_of(8) || matches!(data.kind, ValueKind::Constant(_)) {
         return Err(unsupported(format!(
             "indices {value} at byte offset {offset}"
         )));

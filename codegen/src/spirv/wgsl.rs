@@ -233,7 +233,7 @@ impl Tensor {
             stride *= sizes[dim];
         }
         Ty::of(data.ty.dtype)?;
-        if data.ty.dtype.size() == 4 && byte_offset % 4 != 0 {
+        if data.ty.dtype.size() == 4 && !byte_offset.is_multiple_of(4) {
             return Err(unsupported(format!(
                 "{value} at byte offset {byte_offset}, not a multiple of 4,"
             )));
