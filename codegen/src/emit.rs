@@ -221,6 +221,16 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         }
     }
 
+    /// `a * b + addend`, fused when the CPU has FMA.
+    pub(crate) fn multiply_add(&mut self, a: Value, b: Value, addend: Value) -> Value {
+        if self.cx.has_fma {
+            self.b.ins().fma(a, b, addend)
+        } else {
+            let product = self.b.ins().fmul(a, b);
+            self.b.ins().fadd(product, addend)
+        }
+    }
+
     /// Loads an element of `dtype` at `address`.
     pub(crate) fn load(&mut self, dtype: DType, address: Value) -> Value {
         let ty = scalar_type(dtype);

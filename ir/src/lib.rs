@@ -22,5 +22,5 @@ pub use graph::{Graph, Node, NodeId, SymbolData, ValueData, ValueId, ValueKind};
 pub use import::{ImportError, import_method, supported_operators};
 pub use op::{BinaryOp, ClampRange, FusedStep, LabelId, Op, Pair, ReduceOp, StepInput, UnaryOp};
 pub use text::{to_dot, to_text};
-pub use types::{DType, Dim, Scalar, Shape, SymbolId, TensorType};
+pub use types::{CHANNELS_LAST, DType, Dim, FILTER_HWIO, Scalar, Shape, SymbolId, TensorType};
 pub use verify::{VerifyError, verify, verify_unplanned};

@@ -100,6 +100,14 @@ impl fmt::Display for Dim {
 
 pub type Shape = Vec<Dim>;
 
+/// The dim order of an `[N, C, H, W]` value stored channels-last (NHWC).
+pub const CHANNELS_LAST: [u8; 4] = [0, 2, 3, 1];
+
+/// The dim order of a convolution filter `[O, I, H, W]` stored as HWIO: for
+/// each kernel tap, a matrix of input by output channels, which is what
+/// convolutions with a channels-last result multiply by.
+pub const FILTER_HWIO: [u8; 4] = [2, 3, 1, 0];
+
 /// The type of a tensor value: element type, shape and the order its
 /// dimensions are laid out in memory (outermost first).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -6,9 +6,9 @@
 use std::borrow::Cow;
 
 use crate::Context;
-use ptec_ir::{Dim, Graph, NodeId, Op, TensorType, ValueKind};
+use ptec_ir::{Graph, NodeId, Op, ValueKind};
 
-use crate::tensor_data::{cast, constant_bytes};
+use crate::tensor_data::{cast, constant_bytes, relayout};
 
 pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
     let mut changed = false;
@@ -61,48 +61,4 @@ fn fold(graph: &Graph<'_>, id: NodeId) -> Option<Vec<u8>> {
         Op::Permute { dims } => Some(relayout(bytes, from, to, dims)),
         _ => None,
     }
-}
-
-/// Element strides of a tensor in its dim order.
-fn strides(ty: &TensorType) -> Vec<usize> {
-    let mut strides = vec![0; ty.rank()];
-    let mut stride = 1;
-    for &dim in ty.dim_order.iter().rev() {
-        strides[dim as usize] = stride;
-        stride *= match ty.shape[dim as usize] {
-            Dim::Fixed(size) => size as usize,
-            Dim::Symbol(_) => unreachable!("only fixed shapes are folded"),
-        };
-    }
-    strides
-}
-
-/// The bytes of `to`, whose axis `k` reads axis `axes[k]` of `from`.
-fn relayout(bytes: &[u8], from: &TensorType, to: &TensorType, axes: &[usize]) -> Vec<u8> {
-    let element = to.dtype.size();
-    let shape: Vec<usize> = to
-        .shape
-        .iter()
-        .filter_map(|dim| dim.fixed())
-        .map(|size| size as usize)
-        .collect();
-    let (from_strides, to_strides) = (strides(from), strides(to));
-    let read: Vec<usize> = axes.iter().map(|&axis| from_strides[axis]).collect();
-    let count: usize = shape.iter().product();
-    let mut out = vec![0; count * element];
-    let mut index = vec![0; shape.len()];
-    for _ in 0..count {
-        let source: usize = index.iter().zip(&read).map(|(i, s)| i * s).sum();
-        let target: usize = index.iter().zip(&to_strides).map(|(i, s)| i * s).sum();
-        out[target * element..(target + 1) * element]
-            .copy_from_slice(&bytes[source * element..(source + 1) * element]);
-        for axis in (0..shape.len()).rev() {
-            index[axis] += 1;
-            if index[axis] < shape[axis] {
-                break;
-            }
-            index[axis] = 0;
-        }
-    }
-    out
 }

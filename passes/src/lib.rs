@@ -11,6 +11,7 @@ mod fuse_clamp;
 mod fuse_elementwise;
 mod fuse_residual;
 mod plan_memory;
+mod propagate_dim_order;
 mod remove_copies;
 mod schedule;
 mod tensor_data;
@@ -97,6 +98,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "dead-code",
         description: "removes nodes whose results nothing reads",
         run: dead_code::run,
+    },
+    Pass {
+        name: "propagate-dim-order",
+        description: "stores convolution results, and the elementwise ops after them, channels-last where nothing observes their layout",
+        run: propagate_dim_order::run,
     },
     Pass {
         name: "plan-memory",

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use ptec_ir::{DType, Graph, ValueId, ValueKind};
+use ptec_ir::{DType, Dim, Graph, TensorType, ValueId, ValueKind};
 
 /// The bytes of a constant value.
 pub(crate) fn constant_bytes<'g>(graph: &'g Graph<'_>, value: ValueId) -> Option<&'g [u8]> {
@@ -101,4 +101,53 @@ pub(crate) fn cast(bytes: &[u8], from: DType, to: DType) -> Option<Vec<u8>> {
         write_element(to, read_element(from, chunk)?, &mut out)?;
     }
     Some(out)
+}
+
+/// Element strides of a tensor in its dim order.
+fn strides(ty: &TensorType) -> Vec<usize> {
+    let mut strides = vec![0; ty.rank()];
+    let mut stride = 1;
+    for &dim in ty.dim_order.iter().rev() {
+        strides[dim as usize] = stride;
+        stride *= match ty.shape[dim as usize] {
+            Dim::Fixed(size) => size as usize,
+            Dim::Symbol(_) => unreachable!("only fixed shapes are folded"),
+        };
+    }
+    strides
+}
+
+/// The bytes of `to`, whose axis `k` reads axis `axes[k]` of `from`.
+pub(crate) fn relayout(
+    bytes: &[u8],
+    from: &TensorType,
+    to: &TensorType,
+    axes: &[usize],
+) -> Vec<u8> {
+    let element = to.dtype.size();
+    let shape: Vec<usize> = to
+        .shape
+        .iter()
+        .filter_map(|dim| dim.fixed())
+        .map(|size| size as usize)
+        .collect();
+    let (from_strides, to_strides) = (strides(from), strides(to));
+    let read: Vec<usize> = axes.iter().map(|&axis| from_strides[axis]).collect();
+    let count: usize = shape.iter().product();
+    let mut out = vec![0; count * element];
+    let mut index = vec![0; shape.len()];
+    for _ in 0..count {
+        let source: usize = index.iter().zip(&read).map(|(i, s)| i * s).sum();
+        let target: usize = index.iter().zip(&to_strides).map(|(i, s)| i * s).sum();
+        out[target * element..(target + 1) * element]
+            .copy_from_slice(&bytes[source * element..(source + 1) * element]);
+        for axis in (0..shape.len()).rev() {
+            index[axis] += 1;
+            if index[axis] < shape[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    out
 }

@@ -1,33 +1,42 @@
-//! 2-D convolution and pooling over contiguous NCHW f32 tensors.
+//! 2-D convolutions with an NCHW result, and pooling over contiguous NCHW
+//! f32 tensors. (Convolutions with a channels-last result are in
+//! `conv_nhwc.rs`.)
 //!
-//! Pointwise convolutions (1x1, stride 1, no padding, one group) are GEMMs:
-//! weight [Co, Ci] times each image [Ci, H*W]. Other convolutions are built
-//! from row updates: for each output row and each (input channel, kernel
-//! row, kernel column), the output columns whose input column lies inside
-//! the image (a range known at compile time) get `weight * input` added, four
-//! at a time when the stride is 1. Pooling windows are walked with bounds
-//! checks, NaN winning max pooling as in PyTorch.
+//! Pointwise convolutions (1x1, stride 1, no padding, one group) of an NCHW
+//! input are GEMMs: weight [Co, Ci] times each image [Ci, H*W]. Others first
+//! copy each image (a channels-last one too) into zero-padded NCHW planes in
+//! scratch memory; one group goes through im2col and the GEMM's
+//! microkernels, several are built from row updates: for each output row
+//! and each (input channel, kernel row, kernel column), `weight * input` is
+//! added to tiles of output columns in registers. Pooling windows are
+//! walked with bounds checks, NaN winning max pooling as in PyTorch.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value, types,
 };
-use ptec_ir::{DType, Node, Op, Pair, ValueId};
+use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, Node, Op, Pair, ValueId};
 
+use super::conv_nhwc::{self, ChannelsLast};
 use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
 use super::map::{Operand, emit_copy};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
-/// The fixed sizes of a contiguous 4-D f32 value.
-fn nchw(e: &Emitter<'_, '_, '_>, value: ValueId, what: &str) -> Result<[i64; 4], CodegenError> {
+/// The fixed sizes of a 4-D f32 value laid out in `order`.
+fn fixed_4d(
+    e: &Emitter<'_, '_, '_>,
+    value: ValueId,
+    order: [u8; 4],
+    what: &str,
+) -> Result<[i64; 4], CodegenError> {
     let ty = &e.graph().value(value).ty;
     let shape = ty
         .fixed_shape()
-        .filter(|shape| shape.len() == 4 && ty.is_contiguous() && ty.dtype == DType::F32);
+        .filter(|shape| shape.len() == 4 && ty.dim_order == order && ty.dtype == DType::F32);
     let shape = shape.ok_or_else(|| {
         CodegenError::Unsupported(format!(
-            "{what} other than a fixed-size contiguous NCHW f32 tensor ({ty})"
+            "{what} other than a fixed-size f32 tensor of dim order {order:?} ({ty})"
         ))
     })?;
     Ok([
@@ -36,6 +45,45 @@ fn nchw(e: &Emitter<'_, '_, '_>, value: ValueId, what: &str) -> Result<[i64; 4],
         shape[2] as i64,
         shape[3] as i64,
     ])
+}
+
+/// The fixed sizes of a contiguous 4-D f32 value.
+fn nchw(e: &Emitter<'_, '_, '_>, value: ValueId, what: &str) -> Result<[i64; 4], CodegenError> {
+    fixed_4d(e, value, [0, 1, 2, 3], what)
+}
+
+/// A fixed-size 4-D f32 activation, NCHW or channels-last.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Activation {
+    /// Sizes along N, C, H, W.
+    pub sizes: [i64; 4],
+    /// Element strides along N, C, H, W.
+    pub strides: [i64; 4],
+    pub channels_last: bool,
+}
+
+fn activation(
+    e: &Emitter<'_, '_, '_>,
+    value: ValueId,
+    what: &str,
+) -> Result<Activation, CodegenError> {
+    let channels_last = e.graph().value(value).ty.dim_order == CHANNELS_LAST;
+    let order = if channels_last {
+        CHANNELS_LAST
+    } else {
+        [0, 1, 2, 3]
+    };
+    let sizes = fixed_4d(e, value, order, what)?;
+    let [_, c, h, w] = sizes;
+    let strides = match channels_last {
+        true => [h * w * c, 1, w * c, c],
+        false => [c * h * w, h * w, w, 1],
+    };
+    Ok(Activation {
+        sizes,
+        strides,
+        channels_last,
+    })
 }
 
 /// The geometry of a direct convolution over a zero-padded group plane.
@@ -62,16 +110,44 @@ fn convolution(
     bias: bool,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
-    let [batch, channels, height, width] = nchw(e, node.inputs[0], "convolution input")?;
+    let source = activation(e, node.inputs[0], "convolution input")?;
+    let result = activation(e, node.outputs[0], "convolution output")?;
+    if result.channels_last {
+        let filter = fixed_4d(
+            e,
+            node.inputs[1],
+            FILTER_HWIO,
+            "convolution weight of a channels-last result",
+        )?;
+        let conv = ChannelsLast {
+            input: source,
+            filter,
+            output: result,
+            stride: stride.map(|s| s as i64),
+            padding: padding.map(|p| p as i64),
+            dilation: dilation.map(|d| d as i64),
+            groups: groups as i64,
+        };
+        let bias = bias.then(|| e.address(node.inputs[2]));
+        let pointers = [node.inputs[0], node.inputs[1], node.outputs[0]].map(|v| e.address(v));
+        return conv_nhwc::convolution(e, &conv, pointers, bias, epilogue);
+    }
+    let [batch, channels, height, width] = source.sizes;
     let [out_channels, group_channels, kernel_h, kernel_w] =
         nchw(e, node.inputs[1], "convolution weight")?;
-    let [_, _, out_h, out_w] = nchw(e, node.outputs[0], "convolution output")?;
+    let [_, _, out_h, out_w] = result.sizes;
+    let source_strides = [source.strides[1], source.strides[2], source.strides[3]];
     let input = e.address(node.inputs[0]);
     let weight = e.address(node.inputs[1]);
     let output = e.address(node.outputs[0]);
     let bias_base = bias.then(|| e.address(node.inputs[2]));
-    let pointwise =
-        kernel_h == 1 && kernel_w == 1 && stride == [1, 1] && padding == [0, 0] && groups == 1;
+    // A channels-last input goes through a padded copy like the others.
+    let pointwise = kernel_h == 1
+        && kernel_w == 1
+        && stride == [1, 1]
+        && padding == [0, 0]
+        && groups == 1
+        && !source.channels_last;
     if pointwise {
         let plane = height * width;
         return e
@@ -103,11 +179,11 @@ fn convolution(
             dilation: [dilation[0] as i64, dilation[1] as i64],
             out: [out_h, out_w],
         };
-        let source = [input, output];
         return im2col_gemm(
             e,
             &geometry,
-            source,
+            [input, output],
+            source_strides,
             weight,
             bias_base,
             [batch, out_channels],
@@ -146,6 +222,7 @@ fn convolution(
                 pad_copy(
                     e,
                     g[0],
+                    source_strides,
                     scratch,
                     group_channels,
                     [height, width],
@@ -174,7 +251,7 @@ fn convolution(
                 )?;
                 Ok(vec![
                     e.b.ins()
-                        .iadd_imm_s(g[0], group_channels * height * width * 4),
+                        .iadd_imm_s(g[0], group_channels * source_strides[0] * 4),
                     after[0],
                     after[1],
                     after[2],
@@ -235,6 +312,7 @@ fn im2col_gemm(
     e: &mut Emitter<'_, '_, '_>,
     geometry: &Geometry,
     [input, output]: [Value; 2],
+    input_strides: [i64; 3],
     weight: Value,
     bias: Option<Value>,
     [batch, out_channels]: [i64; 2],
@@ -258,6 +336,7 @@ fn im2col_gemm(
         pad_copy(
             e,
             image[0],
+            input_strides,
             scratch,
             channels,
             [height, width],
@@ -315,11 +394,14 @@ fn im2col_gemm(
     Ok(())
 }
 
-/// Copies `channels` planes of `size` from `source` into `target`, each
-/// surrounded by `padding` zeros (planes of `padded` size).
+/// Copies `channels` planes of `size` from `source` (element strides along
+/// channels, rows and columns) into `target`, each surrounded by `padding`
+/// zeros (planes of `padded` size).
+#[allow(clippy::too_many_arguments)] // Both sides of the copy.
 fn pad_copy(
     e: &mut Emitter<'_, '_, '_>,
     source: Value,
+    strides: [i64; 3],
     target: Value,
     channels: i64,
     size: [i64; 2],
@@ -327,43 +409,44 @@ fn pad_copy(
     padded: [i64; 2],
 ) -> Result<(), CodegenError> {
     if padding != [0, 0] {
-        let zero = e.b.ins().f32const(0.0);
-        let zeros = e.b.ins().splat(types::F32X4, zero);
-        let total = channels * padded[0] * padded[1];
-        let after = e.counted_loop(Size::Const(total / 4), &[target], |e, _, p| {
-            e.b.ins().store(flags(), zeros, p[0], 0);
-            Ok(vec![e.b.ins().iadd_imm_s(p[0], 16)])
-        })?;
-        e.counted_loop(Size::Const(total % 4), &after, |e, _, p| {
-            e.b.ins().store(flags(), zero, p[0], 0);
-            Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
-        })?;
+        fill_zeros(e, target, channels * padded[0] * padded[1])?;
     }
     let first =
         e.b.ins()
             .iadd_imm_s(target, (padding[0] * padded[1] + padding[1]) * 4);
-    e.counted_loop(
-        Size::Const(channels * size[0]),
-        &[source, first],
-        |e, row, p| {
-            let line = |base| Operand {
-                base,
-                dtype: DType::F32,
-                strides: vec![Size::Const(1)],
-            };
-            emit_copy(e, vec![Size::Const(size[1])], line(p[1]), line(p[0]))?;
-            // The next row starts a plane's padding later at each plane's end.
-            let next_target = e.b.ins().iadd_imm_s(p[1], padded[1] * 4);
-            let next_row = e.b.ins().iadd_imm_s(row, 1);
-            let plane_end = e.b.ins().urem_imm_u(next_row, size[0]);
-            let at_end = e.b.ins().icmp_imm_s(IntCC::Equal, plane_end, 0);
-            let skip =
-                e.b.ins()
-                    .iadd_imm_s(next_target, 2 * padding[0] * padded[1] * 4);
-            let next_target = e.b.ins().select(at_end, skip, next_target);
-            Ok(vec![e.b.ins().iadd_imm_s(p[0], size[1] * 4), next_target])
-        },
-    )?;
+    emit_copy(
+        e,
+        [channels, size[0], size[1]].map(Size::Const).to_vec(),
+        f32_operand(first, [padded[0] * padded[1], padded[1], 1]),
+        f32_operand(source, strides),
+    )
+}
+
+/// An f32 operand of a three-dimensional copy, with element strides.
+pub(super) fn f32_operand(base: Value, strides: [i64; 3]) -> Operand {
+    Operand {
+        base,
+        dtype: DType::F32,
+        strides: strides.map(Size::Const).to_vec(),
+    }
+}
+
+/// Stores `count` f32 zeros from `target` on.
+pub(super) fn fill_zeros(
+    e: &mut Emitter<'_, '_, '_>,
+    target: Value,
+    count: i64,
+) -> Result<(), CodegenError> {
+    let zero = e.b.ins().f32const(0.0);
+    let zeros = e.b.ins().splat(types::F32X4, zero);
+    let after = e.counted_loop(Size::Const(count / 4), &[target], |e, _, p| {
+        e.b.ins().store(flags(), zeros, p[0], 0);
+        Ok(vec![e.b.ins().iadd_imm_s(p[0], 16)])
+    })?;
+    e.counted_loop(Size::Const(count % 4), &after, |e, _, p| {
+        e.b.ins().store(flags(), zero, p[0], 0);
+        Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
+    })?;
     Ok(())
 }
 
@@ -430,7 +513,6 @@ fn conv_tile(
     let [kernel_h, kernel_w] = geometry.kernel;
     let plane_bytes = geometry.padded[0] * geometry.padded[1] * 4;
     let weight_block = geometry.group_channels * kernel_h * kernel_w * 4;
-    let has_fma = e.cx.has_fma;
     let result = e.counted_loop(Size::Const(geometry.group_channels), &carried, |e, _, p| {
         let mut sums = p[2..].to_vec();
         for ky in 0..kernel_h {
@@ -459,12 +541,7 @@ fn conv_tile(
                     };
                     for (t, &value) in values.iter().enumerate() {
                         let slot = channel * vectors + t;
-                        sums[slot] = if has_fma {
-                            e.b.ins().fma(w, value, sums[slot])
-                        } else {
-                            let product = e.b.ins().fmul(w, value);
-                            e.b.ins().fadd(product, sums[slot])
-                        };
+                        sums[slot] = e.multiply_add(w, value, sums[slot]);
                     }
                 }
             }
@@ -509,7 +586,7 @@ fn conv_tile(
 /// the multiply-adds that use it; as ordinary loads they would all stay
 /// ahead of the arithmetic, which Cranelift places at the end of the loop
 /// body, and the registers would spill.
-fn tile_input() -> MemFlagsData {
+pub(super) fn tile_input() -> MemFlagsData {
     flags().with_readonly().with_can_move()
 }
 
@@ -816,7 +893,17 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, Co
             clamp,
             residual,
         } => {
-            // The residual is read at a fixed distance from each output.
+            // The residual is read at a fixed distance from each output, so
+            // it must be laid out as the output is.
+            let residual_value = node.inputs.get(2 + usize::from(*bias));
+            if *residual
+                && residual_value.map(|&value| &e.graph().value(value).ty)
+                    != Some(&e.graph().value(node.outputs[0]).ty)
+            {
+                return Err(CodegenError::Unsupported(
+                    "a convolution residual of another type or layout than the result".into(),
+                ));
+            }
             let residual = residual.then(|| {
                 let output = e.address(node.outputs[0]);
                 let residual = e.address(node.inputs[2 + usize::from(*bias)]);

@@ -295,7 +295,6 @@ fn tile(
     let zero = super::scalar_ops::fconst(e, lane, 0.0);
     let mut carried = vec![a, b];
     carried.extend(std::iter::repeat_n(zero, rows * vectors));
-    let has_fma = e.cx.has_fma;
     // One step of K: two vectors of B, four broadcasts of A, eight FMAs.
     let step = |e: &mut Emitter<'_, '_, '_>, p: &[Value]| -> Vec<Value> {
         let b_values: Vec<Value> = (0..vectors)
@@ -312,12 +311,7 @@ fn tile(
             };
             for (t, &b_value) in b_values.iter().enumerate() {
                 let slot = row * vectors + t;
-                accumulators[slot] = if has_fma {
-                    e.b.ins().fma(a_value, b_value, accumulators[slot])
-                } else {
-                    let product = e.b.ins().fmul(a_value, b_value);
-                    e.b.ins().fadd(accumulators[slot], product)
-                };
+                accumulators[slot] = e.multiply_add(a_value, b_value, accumulators[slot]);
             }
         }
         let mut next = vec![e.add_size(p[0], gemm.a.col), e.add_size(p[1], gemm.b.row)];
@@ -504,18 +498,9 @@ pub(crate) fn scale_shift_row(
     let shift4 = e.b.ins().splat(types::F32X4, shift);
     let vectors = divide(e, count, 4);
     let rest = remainder(e, count, 4);
-    let has_fma = e.cx.has_fma;
-    let multiply_add = |e: &mut Emitter<'_, '_, '_>, x: Value, s: Value, t: Value| {
-        if has_fma {
-            e.b.ins().fma(x, s, t)
-        } else {
-            let product = e.b.ins().fmul(x, s);
-            e.b.ins().fadd(product, t)
-        }
-    };
     let after = e.counted_loop(vectors, &[input, output], |e, _, p| {
         let x = e.b.ins().load(types::F32X4, flags(), p[0], 0);
-        let y = multiply_add(e, x, scale4, shift4);
+        let y = e.multiply_add(x, scale4, shift4);
         e.b.ins().store(flags(), y, p[1], 0);
         Ok(vec![
             e.b.ins().iadd_imm_s(p[0], 16),
@@ -524,7 +509,7 @@ pub(crate) fn scale_shift_row(
     })?;
     e.counted_loop(rest, &after, |e, _, p| {
         let x = e.b.ins().load(types::F32, flags(), p[0], 0);
-        let y = multiply_add(e, x, scale, shift);
+        let y = e.multiply_add(x, scale, shift);
         e.b.ins().store(flags(), y, p[1], 0);
         Ok(vec![
             e.b.ins().iadd_imm_s(p[0], 4),

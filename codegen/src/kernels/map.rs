@@ -3,8 +3,9 @@
 //! and stores it. Elementwise ops, copies, permutations, slices and casts are
 //! all strided maps.
 //!
-//! Before emitting, dimensions that are contiguous for every operand are
-//! merged and size-1 dimensions dropped; operands that do not move along the
+//! Before emitting, size-1 dimensions are dropped, the others walked in the
+//! output's memory order and merged where every operand walks them
+//! contiguously; operands that do not move along the
 //! innermost dimension are loaded once outside it; and when every operand is
 //! f32 and moves by 0 or 1 element in the innermost dimension, that loop
 //! handles 4 elements at a time (f32x4) with a scalar tail.
@@ -99,8 +100,8 @@ impl Map<'_> {
         std::iter::once(&self.output).chain(&self.inputs)
     }
 
-    /// Merges dimensions every operand walks contiguously, and drops
-    /// dimensions of size 1.
+    /// Drops dimensions of size 1, walks the others in the output's memory
+    /// order, and merges dimensions every operand walks contiguously.
     fn simplify(&mut self) {
         let mut axis = 0;
         while axis < self.shape.len() {
@@ -113,6 +114,7 @@ impl Map<'_> {
                 axis += 1;
             }
         }
+        self.walk_output_order();
         let mut axis = self.shape.len();
         while axis >= 2 {
             axis -= 1;
@@ -136,6 +138,29 @@ impl Map<'_> {
                     operand.strides.remove(outer);
                 }
             }
+        }
+    }
+
+    /// Reorders the axes by the output's strides, outermost first, when
+    /// they are constants: each element of a map is computed on its own, so
+    /// any order is right, and this one makes the innermost loop contiguous
+    /// for an output stored in another dim order (channels-last).
+    fn walk_output_order(&mut self) {
+        let Some(strides) = self
+            .output
+            .strides
+            .iter()
+            .map(|stride| stride.constant())
+            .collect::<Option<Vec<i64>>>()
+        else {
+            return;
+        };
+        let mut order: Vec<usize> = (0..strides.len()).collect();
+        order.sort_by_key(|&axis| std::cmp::Reverse(strides[axis]));
+        let permute = |values: &[Size]| order.iter().map(|&axis| values[axis]).collect();
+        self.shape = permute(&self.shape);
+        for operand in std::iter::once(&mut self.output).chain(&mut self.inputs) {
+            operand.strides = permute(&operand.strides);
         }
     }
 

@@ -2,6 +2,7 @@
 //! function specialised to the node's shapes, strides and element types.
 
 mod conv;
+mod conv_nhwc;
 mod elementwise;
 mod gather;
 mod linalg;

@@ -1,0 +1,487 @@
+//! 2-D convolutions whose result is channels-last (NHWC), reading an NCHW
+//! or channels-last input and a filter stored as HWIO (`FILTER_HWIO`).
+//!
+//! In NHWC the channels of a pixel are contiguous, and so are a filter
+//! tap's output channels in HWIO, so each kind of convolution is a loop
+//! over pixels with the channels innermost:
+//! - pointwise (1x1, stride 1, no padding, one group): one GEMM per image,
+//!   `[H*W, Ci] @ [Ci, Co]`, the bias along the columns;
+//! - depthwise (a group per channel): per pixel, vectors of channels times
+//!   the filter's vectors for each tap. The output is split at compile time
+//!   into rectangles whose windows meet the same taps inside the image (the
+//!   interior, and each border row and column), so no pixel tests bounds
+//!   and nothing is padded;
+//! - others: per group, im2col into scratch (one row per output pixel, one
+//!   column per tap and input channel, zeros where a window leaves the
+//!   image) times the group's block of the filter.
+
+use std::ops::Range;
+
+use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
+
+use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
+use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
+use super::map::emit_copy;
+use crate::emit::{Emitter, Size, flags};
+use crate::error::CodegenError;
+
+/// The geometry of a convolution with a channels-last result.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChannelsLast {
+    pub input: Activation,
+    /// The filter's sizes `[O, I, H, W]` (stored HWIO).
+    pub filter: [i64; 4],
+    pub output: Activation,
+    pub stride: [i64; 2],
+    pub padding: [i64; 2],
+    pub dilation: [i64; 2],
+    pub groups: i64,
+}
+
+impl ChannelsLast {
+    fn out_channels(&self) -> i64 {
+        self.filter[0]
+    }
+
+    fn group_channels(&self) -> i64 {
+        self.filter[1]
+    }
+
+    fn kernel(&self) -> [i64; 2] {
+        [self.filter[2], self.filter[3]]
+    }
+
+    /// Output pixels of one image.
+    fn pixels(&self) -> i64 {
+        self.output.sizes[2] * self.output.sizes[3]
+    }
+}
+
+/// Emits the convolution; `pointers` are the input's, the filter's and the
+/// output's addresses.
+pub(super) fn convolution(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    pointers: [Value; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let channels = conv.input.sizes[1];
+    let pointwise = conv.kernel() == [1, 1]
+        && conv.stride == [1, 1]
+        && conv.padding == [0, 0]
+        && conv.groups == 1;
+    let depthwise =
+        conv.groups == channels && conv.group_channels() == 1 && conv.out_channels() == channels;
+    if pointwise {
+        pointwise_gemm(e, conv, pointers, bias, epilogue)
+    } else if depthwise {
+        depthwise_direct(e, conv, pointers, bias, epilogue)
+    } else {
+        im2col_gemm(e, conv, pointers, bias, epilogue)
+    }
+}
+
+/// Loops over the images of the batch, carrying the input and output
+/// pointers of each.
+fn per_image(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    [input, output]: [Value; 2],
+    body: &mut dyn FnMut(&mut Emitter<'_, '_, '_>, Value, Value) -> Result<(), CodegenError>,
+) -> Result<(), CodegenError> {
+    let (input_step, output_step) = (conv.input.strides[0] * 4, conv.output.strides[0] * 4);
+    e.counted_loop(
+        Size::Const(conv.input.sizes[0]),
+        &[input, output],
+        |e, _, p| {
+            body(e, p[0], p[1])?;
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], input_step),
+                e.b.ins().iadd_imm_s(p[1], output_step),
+            ])
+        },
+    )?;
+    Ok(())
+}
+
+/// A contiguous f32 matrix of rows `row` elements apart, or, with `row`
+/// 0, a row broadcast to every row.
+fn rows(base: Value, row: i64) -> Matrix {
+    Matrix {
+        base,
+        row: Size::Const(row * 4),
+        col: Size::Const(4),
+    }
+}
+
+/// `output [pixels, n] = a [pixels, k] @ filter [k, n]` plus the bias along
+/// the columns, through the epilogue; the filter's and output's rows are
+/// the output's channels apart.
+#[allow(clippy::too_many_arguments)] // The operands of one product.
+fn gemm_by_filter(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    a: Matrix,
+    [k, n]: [i64; 2],
+    filter: Value,
+    output: Value,
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let out_channels = conv.out_channels();
+    let gemm = Gemm {
+        m: Size::Const(conv.pixels()),
+        n: Size::Const(n),
+        k: Size::Const(k),
+        a,
+        b: rows(filter, out_channels),
+        c: rows(output, out_channels),
+        bias: bias.map(|base| rows(base, 0)),
+        alpha: 1.0,
+        beta: 1.0,
+        epilogue,
+    };
+    emit_gemm(e, &gemm)
+}
+
+/// A pointwise convolution: per image, the pixels (rows) by their input
+/// channels, read in the input's own layout, times the filter.
+fn pointwise_gemm(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    [input, filter, output]: [Value; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    // Pixels follow each other `strides[3]` apart in both layouts.
+    let [_, channel_stride, _, pixel_stride] = conv.input.strides;
+    let sizes = [conv.input.sizes[1], conv.out_channels()];
+    per_image(e, conv, [input, output], &mut |e, image, out| {
+        let a = Matrix {
+            base: image,
+            row: Size::Const(pixel_stride * 4),
+            col: Size::Const(channel_stride * 4),
+        };
+        gemm_by_filter(e, conv, a, sizes, filter, out, bias, epilogue)
+    })
+}
+
+/// The geometry of a convolution along one axis: input and output sizes,
+/// the kernel's size, stride, dilation and padding.
+#[derive(Clone, Copy, Debug)]
+struct Axis {
+    input: i64,
+    output: i64,
+    kernel: i64,
+    stride: i64,
+    dilation: i64,
+    padding: i64,
+}
+
+impl Axis {
+    fn of(conv: &ChannelsLast, axis: usize) -> Axis {
+        Axis {
+            input: conv.input.sizes[2 + axis],
+            output: conv.output.sizes[2 + axis],
+            kernel: conv.filter[2 + axis],
+            stride: conv.stride[axis],
+            dilation: conv.dilation[axis],
+            padding: conv.padding[axis],
+        }
+    }
+
+    /// The input position tap `tap` of output `index` reads.
+    fn position(&self, index: i64, tap: i64) -> i64 {
+        index * self.stride + tap * self.dilation - self.padding
+    }
+
+    fn inside(&self, index: i64, tap: i64) -> bool {
+        (0..self.input).contains(&self.position(index, tap))
+    }
+
+    /// The outputs whose tap `tap` lies inside the input (a range, as
+    /// positions grow with the output).
+    fn outputs_meeting(&self, tap: i64) -> Range<i64> {
+        let start = (0..self.output)
+            .find(|&index| self.inside(index, tap))
+            .unwrap_or(self.output);
+        let end = (start..self.output)
+            .find(|&index| !self.inside(index, tap))
+            .unwrap_or(self.output);
+        start..end
+    }
+
+    /// The taps of output `index` that lie inside the input.
+    fn taps_inside(&self, index: i64) -> Range<i64> {
+        let start = (0..self.kernel)
+            .find(|&tap| self.inside(index, tap))
+            .unwrap_or(self.kernel);
+        let end = (start..self.kernel)
+            .find(|&tap| !self.inside(index, tap))
+            .unwrap_or(self.kernel);
+        start..end
+    }
+
+    /// The outputs split into runs that read the same taps inside the
+    /// input: the interior, and each output near a border.
+    fn spans(&self) -> Vec<Span> {
+        let mut spans: Vec<Span> = Vec::new();
+        for index in 0..self.output {
+            let taps = self.taps_inside(index);
+            match spans.last_mut() {
+                Some(last) if last.taps == taps => last.count += 1,
+                _ => spans.push(Span {
+                    start: index,
+                    count: 1,
+                    taps,
+                }),
+            }
+        }
+        spans
+    }
+}
+
+/// The outputs `[start, start + count)` along one axis, whose windows meet
+/// the input at the same taps.
+#[derive(Clone, Debug, PartialEq)]
+struct Span {
+    start: i64,
+    count: i64,
+    taps: Range<i64>,
+}
+
+/// A depthwise convolution, computed directly from a channels-last input
+/// (the input is copied into scratch as one first when it is NCHW).
+fn depthwise_direct(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    [input, filter, output]: [Value; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let [_, channels, height, width] = conv.input.sizes;
+    let out_w = conv.output.sizes[3];
+    let kernel_w = conv.kernel()[1];
+    let (row_spans, column_spans) = (Axis::of(conv, 0).spans(), Axis::of(conv, 1).spans());
+    let packed = (!conv.input.channels_last).then(|| e.scratch((conv.input.strides[0] * 4) as u64));
+    per_image(e, conv, [input, output], &mut |e, image, out| {
+        let source = match packed {
+            Some(scratch) => {
+                let [_, c, h, w] = conv.input.strides;
+                emit_copy(
+                    e,
+                    [channels, height, width].map(Size::Const).to_vec(),
+                    f32_operand(scratch, [1, width * channels, channels]),
+                    f32_operand(image, [c, h, w]),
+                )?;
+                scratch
+            }
+            None => image,
+        };
+        for rows in &row_spans {
+            for columns in &column_spans {
+                // Where the window of the span's first pixel starts (maybe
+                // outside the image: only taps inside are read).
+                let origin = (rows.start * conv.stride[0] - conv.padding[0]) * width
+                    + columns.start * conv.stride[1]
+                    - conv.padding[1];
+                let window = e.b.ins().iadd_imm_s(source, origin * channels * 4);
+                let first = (rows.start * out_w + columns.start) * channels * 4;
+                let first = e.b.ins().iadd_imm_s(out, first);
+                let taps = DepthwiseTaps {
+                    rows: rows.taps.clone(),
+                    columns: columns.taps.clone(),
+                    kernel_w,
+                    dilation: conv.dilation,
+                    width,
+                    channels,
+                };
+                e.counted_loop(Size::Const(rows.count), &[window, first], |e, _, row| {
+                    e.counted_loop(Size::Const(columns.count), row, |e, _, pixel| {
+                        depthwise_pixel(e, &taps, [pixel[0], filter, pixel[1]], bias, epilogue)?;
+                        Ok(vec![
+                            e.b.ins()
+                                .iadd_imm_s(pixel[0], conv.stride[1] * channels * 4),
+                            e.b.ins().iadd_imm_s(pixel[1], channels * 4),
+                        ])
+                    })?;
+                    Ok(vec![
+                        e.b.ins()
+                            .iadd_imm_s(row[0], conv.stride[0] * width * channels * 4),
+                        e.b.ins().iadd_imm_s(row[1], out_w * channels * 4),
+                    ])
+                })?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The taps a span of depthwise outputs reads, and the strides to find them.
+struct DepthwiseTaps {
+    rows: Range<i64>,
+    columns: Range<i64>,
+    kernel_w: i64,
+    dilation: [i64; 2],
+    width: i64,
+    channels: i64,
+}
+
+/// Every channel of one output pixel: blocks of 16 channels (four
+/// independent chains of multiply-adds), then 8, 4 and single channels.
+fn depthwise_pixel(
+    e: &mut Emitter<'_, '_, '_>,
+    taps: &DepthwiseTaps,
+    [window, filter, output]: [Value; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let mut carried = vec![window, filter, output];
+    carried.extend(bias);
+    let mut left = taps.channels;
+    for lanes in [16, 8, 4, 1] {
+        let count = left / lanes;
+        left %= lanes;
+        carried = e.counted_loop(Size::Const(count), &carried, |e, _, p| {
+            depthwise_block(e, taps, lanes, p, epilogue)?;
+            Ok(p.iter()
+                .map(|&pointer| e.b.ins().iadd_imm_s(pointer, lanes * 4))
+                .collect())
+        })?;
+    }
+    Ok(())
+}
+
+/// `lanes` channels of one pixel: `p` holds the window's, the filter's, the
+/// output's and (when there is one) the bias's pointers at the first.
+fn depthwise_block(
+    e: &mut Emitter<'_, '_, '_>,
+    taps: &DepthwiseTaps,
+    lanes: i64,
+    p: &[Value],
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let (lane, vectors): (Type, i64) = match lanes {
+        1 => (types::F32, 1),
+        _ => (types::F32X4, lanes / 4),
+    };
+    let mut sums: Vec<Value> = (0..vectors)
+        .map(|t| match p.get(3) {
+            Some(&bias) => e.b.ins().load(lane, tile_input(), bias, (t * 16) as i32),
+            None => super::scalar_ops::fconst(e, lane, 0.0),
+        })
+        .collect();
+    for ky in taps.rows.clone() {
+        for kx in taps.columns.clone() {
+            let pixel = ky * taps.dilation[0] * taps.width + kx * taps.dilation[1];
+            let tap = ky * taps.kernel_w + kx;
+            for (t, sum) in sums.iter_mut().enumerate() {
+                let offset = t as i64 * 16;
+                let x = e.b.ins().load(
+                    lane,
+                    tile_input(),
+                    p[0],
+                    (pixel * taps.channels * 4 + offset) as i32,
+                );
+                let w = e.b.ins().load(
+                    lane,
+                    tile_input(),
+                    p[1],
+                    (tap * taps.channels * 4 + offset) as i32,
+                );
+                *sum = e.multiply_add(x, w, *sum);
+            }
+        }
+    }
+    for (t, sum) in sums.into_iter().enumerate() {
+        let offset = t as i32 * 16;
+        let value = epilogue.apply(e, sum, p[2], offset);
+        e.b.ins().store(flags(), value, p[2], offset);
+    }
+    Ok(())
+}
+
+/// Any other convolution: per image and group, the windows unfolded into
+/// scratch (im2col), times the group's block of the filter.
+fn im2col_gemm(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    [input, filter, output]: [Value; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let [_, channel_stride, row_stride, column_stride] = conv.input.strides;
+    let out_w = conv.output.sizes[3];
+    let [kernel_h, kernel_w] = conv.kernel();
+    let group_channels = conv.group_channels();
+    let group_outputs = conv.out_channels() / conv.groups;
+    let taps = kernel_h * kernel_w * group_channels;
+    let columns = e.scratch((conv.pixels() * taps * 4) as u64);
+    let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
+    // Every group and image writes the same cells, so the cells of taps
+    // outside the image stay zero from here on.
+    let clipped = axes
+        .iter()
+        .any(|axis| (0..axis.kernel).any(|tap| axis.outputs_meeting(tap) != (0..axis.output)));
+    if clipped {
+        fill_zeros(e, columns, conv.pixels() * taps)?;
+    }
+    per_image(e, conv, [input, output], &mut |e, image, out| {
+        let bases = [image, filter, out, bias.unwrap_or(out)];
+        e.counted_loop(Size::Const(conv.groups), &bases, |e, _, g| {
+            for ky in 0..kernel_h {
+                for kx in 0..kernel_w {
+                    // The output pixels whose window meets tap (ky, kx)
+                    // inside the image.
+                    let (ys, xs) = (axes[0].outputs_meeting(ky), axes[1].outputs_meeting(kx));
+                    if ys.is_empty() || xs.is_empty() {
+                        continue;
+                    }
+                    let (oy0, oy1, ox0, ox1) = (ys.start, ys.end, xs.start, xs.end);
+                    let (iy0, ix0) = (axes[0].position(oy0, ky), axes[1].position(ox0, kx));
+                    let from =
+                        e.b.ins()
+                            .iadd_imm_s(g[0], (iy0 * row_stride + ix0 * column_stride) * 4);
+                    let cell = (oy0 * out_w + ox0) * taps + (ky * kernel_w + kx) * group_channels;
+                    let to = e.b.ins().iadd_imm_s(columns, cell * 4);
+                    emit_copy(
+                        e,
+                        [oy1 - oy0, ox1 - ox0, group_channels]
+                            .map(Size::Const)
+                            .to_vec(),
+                        f32_operand(to, [out_w * taps, taps, 1]),
+                        f32_operand(
+                            from,
+                            [
+                                conv.stride[0] * row_stride,
+                                conv.stride[1] * column_stride,
+                                channel_stride,
+                            ],
+                        ),
+                    )?;
+                }
+            }
+            let group_bias = bias.map(|_| g[3]);
+            let a = rows(columns, taps);
+            gemm_by_filter(
+                e,
+                conv,
+                a,
+                [taps, group_outputs],
+                g[1],
+                g[2],
+                group_bias,
+                epilogue,
+            )?;
+            Ok(vec![
+                e.b.ins()
+                    .iadd_imm_s(g[0], group_channels * channel_stride * 4),
+                e.b.ins().iadd_imm_s(g[1], group_outputs * 4),
+                e.b.ins().iadd_imm_s(g[2], group_outputs * 4),
+                e.b.ins().iadd_imm_s(g[3], group_outputs * 4),
+            ])
+        })?;
+        Ok(())
+    })
+}

@@ -1,0 +1,226 @@
+//! Channels-last layouts: `propagate-dim-order` stores convolution chains
+//! channels-last without adding kernels or changing results, and the
+//! convolution kernel computes every combination of NCHW and channels-last
+//! input and output alike.
+
+mod common;
+
+use std::borrow::Cow;
+
+use common::{corpus_dir, ptec, ptec_test, repo_dir};
+use ptec_codegen::{CodegenOptions, compile_jit};
+use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
+use ptec_ir::{CHANNELS_LAST, FILTER_HWIO, Graph, Op, TensorType, ValueData, ValueKind};
+use ptec_runtime::{ElementType, HostTensor, Instance, TensorRef};
+
+const CHANNELS_LAST_TEXT: &str = "{order [0, 2, 3, 1]}";
+
+/// The optimized IR of a file's first method.
+fn optimized_ir(file: &str, extra: &[&str]) -> String {
+    let mut args = vec!["compile", file, "--emit", "ir"];
+    args.extend_from_slice(extra);
+    let output = ptec(&args);
+    assert!(output.status.success(), "{file}: compile --emit ir fails");
+    String::from_utf8(output.stdout).expect("the IR is text")
+}
+
+/// How many nodes apply `op` (by the name in the IR text form), and how many
+/// values of those nodes' results are channels-last.
+fn count(ir: &str, op: &str) -> (usize, usize) {
+    let needle = format!("= {op}(");
+    let nodes: Vec<&str> = ir.lines().filter(|line| line.contains(&needle)).collect();
+    let channels_last = nodes
+        .iter()
+        .filter(|line| {
+            line.split(" = ")
+                .next()
+                .is_some_and(|lhs| lhs.contains(CHANNELS_LAST_TEXT))
+        })
+        .count();
+    (nodes.len(), channels_last)
+}
+
+fn kernels(file: &str) -> u64 {
+    let output = ptec(&["inspect", file, "--json"]);
+    assert!(output.status.success(), "{file}: inspect fails");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    report["methods"][0]["kernels"]
+        .as_u64()
+        .expect("a kernel count")
+}
+
+/// Checks a program whose convolutions should all become channels-last:
+/// they do (and none without the pass), the kernel count stays at most one
+/// a convolution plus two, and every bundled test still passes.
+fn check_channels_last_chain(file: &str, expected_convolutions: usize) {
+    let (convolutions, channels_last) = count(&optimized_ir(file, &[]), "convolution");
+    assert_eq!(convolutions, expected_convolutions, "{file}");
+    assert_eq!(
+        channels_last, convolutions,
+        "{file}: not every convolution result is channels-last"
+    );
+    let (_, without) = count(
+        &optimized_ir(file, &["--disable-pass", "propagate-dim-order"]),
+        "convolution",
+    );
+    assert_eq!(without, 0, "{file}: channels-last results without the pass");
+    let kernels = kernels(file);
+    assert!(
+        kernels <= convolutions as u64 + 2,
+        "{file}: {kernels} kernels"
+    );
+    passes_its_tests(file);
+}
+
+#[test]
+fn mobilenet_v2_convolutions_are_channels_last() {
+    let Some(corpus) = corpus_dir() else {
+        eprintln!("skipped: the shared corpus is not there");
+        return;
+    };
+    let file = corpus.join("mobilenet_v2.portable.bpte");
+    check_channels_last_chain(&file.display().to_string(), 52);
+}
+
+#[test]
+fn fixture_convolution_chain_is_channels_last() {
+    let file = repo_dir().join("tests/fixtures/xnnpack/channels_last.xnnpack.bpte");
+    let file = file.display().to_string();
+    let (convolutions, channels_last) = count(&optimized_ir(&file, &[]), "convolution");
+    assert!(convolutions > 0 && channels_last > 0, "{file}");
+    passes_its_tests(&file);
+}
+
+fn passes_its_tests(file: &str) {
+    let reports = ptec_test(&[file.into()], &[]);
+    assert_eq!(reports[0]["pass"], true, "{file}: {:#}", reports[0]);
+}
+
+/// The bytes of an f32 filter `[O, I, H, W]` stored HWIO.
+fn hwio_bytes(bytes: &[u8], [o, i, h, w]: [usize; 4]) -> Vec<u8> {
+    let mut out = vec![0; bytes.len()];
+    for (index, element) in bytes.chunks_exact(4).enumerate() {
+        let (oo, rest) = (index / (i * h * w), index % (i * h * w));
+        let (ii, rest) = (rest / (h * w), rest % (h * w));
+        let (yy, xx) = (rest / w, rest % w);
+        let target = ((yy * w + xx) * i + ii) * o + oo;
+        out[target * 4..target * 4 + 4].copy_from_slice(element);
+    }
+    out
+}
+
+/// Makes the graph's input and output, the convolution's operands, the
+/// given layouts (the runtime converts at the boundary), storing the filter
+/// HWIO for a channels-last output. False when the graph is not one
+/// convolution from input to output.
+fn relayout(graph: &mut Graph<'_>, input_last: bool, output_last: bool) -> bool {
+    let convolutions: Vec<_> = graph
+        .schedule()
+        .iter()
+        .copied()
+        .filter(|&id| matches!(graph.node(id).op, Op::Convolution { .. }))
+        .collect();
+    let [conv] = convolutions[..] else {
+        return false;
+    };
+    let node = graph.node(conv).clone();
+    let filter = graph.value(node.inputs[1]).clone();
+    let direct = graph.inputs() == [node.inputs[0]]
+        && graph.outputs() == [node.outputs[0]]
+        && graph.value(node.inputs[0]).ty.rank() == 4;
+    let (ValueKind::Constant(bytes), true) = (&filter.kind, direct) else {
+        return false;
+    };
+    if output_last {
+        let sizes: Vec<usize> = filter
+            .ty
+            .shape
+            .iter()
+            .map(|d| d.fixed().expect("fixed") as usize)
+            .collect();
+        let packed = hwio_bytes(bytes, [sizes[0], sizes[1], sizes[2], sizes[3]]);
+        let packed = graph.add_value(ValueData {
+            ty: TensorType {
+                dim_order: FILTER_HWIO.to_vec(),
+                ..filter.ty.clone()
+            },
+            kind: ValueKind::Constant(Cow::Owned(packed)),
+            offset: None,
+        });
+        graph.node_mut(conv).inputs[1] = packed;
+        graph.value_mut(node.outputs[0]).ty.dim_order = CHANNELS_LAST.to_vec();
+    }
+    if input_last {
+        graph.value_mut(node.inputs[0]).ty.dim_order = CHANNELS_LAST.to_vec();
+    }
+    graph.rebuild_edges();
+    true
+}
+
+fn run(graph: &Graph<'_>, input: &HostTensor) -> Vec<HostTensor> {
+    let jit = compile_jit(graph, &CodegenOptions::default()).expect("the method compiles");
+    // SAFETY: the code, constants and ABI come from one compilation.
+    let mut instance =
+        unsafe { Instance::new(jit.abi, jit.entry, jit.constants, Box::new(jit.code)) }
+            .expect("the instance is created");
+    let inputs = [TensorRef {
+        element: input.element,
+        sizes: &input.sizes,
+        data: &input.data,
+    }];
+    instance.run(&inputs).expect("the method runs")
+}
+
+fn f32s(tensor: &HostTensor) -> Vec<f32> {
+    tensor
+        .data
+        .chunks_exact(4)
+        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+        .collect()
+}
+
+#[test]
+fn convolutions_compute_alike_in_every_layout() {
+    let dir = repo_dir().join("tests/fixtures/ops");
+    let mut checked = 0;
+    for path in common::bpte_files(&dir) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !name.starts_with("conv2d") {
+            continue;
+        }
+        let bytes = FileBytes::open(&path).expect("the file opens");
+        let file = ExecutorchFile::read(bytes.bytes()).expect("the file reads");
+        let input = match &file.test_suites()[0].cases[0].inputs[0] {
+            TestValue::Tensor(tensor) => HostTensor {
+                element: ElementType::F32,
+                sizes: tensor.sizes.iter().map(|&s| s as u64).collect(),
+                data: tensor.data.to_vec(),
+            },
+            other => panic!("{name}: a tensor input, not {other:?}"),
+        };
+        let method = &file.program().methods[0];
+        let mut graph = ptec_ir::import_method(method).expect("the method imports");
+        ptec_passes::run_pipeline(&mut graph, &ptec_passes::PassOptions::default(), |_, _| {})
+            .expect("the passes run");
+        let expected = f32s(&run(&graph, &input)[0]);
+        for (input_last, output_last) in [(true, false), (false, true), (true, true)] {
+            let mut changed = graph.clone();
+            assert!(relayout(&mut changed, input_last, output_last), "{name}");
+            let got = f32s(&run(&changed, &input)[0]);
+            let worst = got
+                .iter()
+                .zip(&expected)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(
+                got.len() == expected.len() && worst <= 1e-4,
+                "{name}, input channels-last {input_last}, output {output_last}: off by {worst}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} convolution fixtures");
+}
