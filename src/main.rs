@@ -146,7 +146,20 @@ enum Command {
     },
 }
 
+/// Restores the default action of SIGPIPE, which Rust programs ignore, so
+/// that a reader closing the pipe (`ptec inspect FILE | head`) ends ptec
+/// quietly, as it ends any Unix tool, instead of making `println!` panic.
+fn restore_sigpipe() {
+    // SAFETY: called first in `main`, before any thread exists, with a
+    // valid signal number and disposition.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     // Ok(false): the command ran but found failures (failing tests).
     let result = match cli.command {

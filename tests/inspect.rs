@@ -151,3 +151,21 @@ fn exit_codes() {
     );
     assert_eq!(ptec(&["no-such-command"]).status.code(), Some(2));
 }
+
+/// A reader that closes the pipe early ends ptec quietly (by SIGPIPE, as
+/// any Unix tool), without a panic on stderr.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let file = common::repo_dir().join("tests/fixtures/add.portable.bpte");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ptec"))
+        .args(["dump", "--after", "all", file.to_str().expect("utf-8 path")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ptec starts");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("ptec ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
