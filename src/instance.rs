@@ -101,7 +101,7 @@ pub fn optimized_graph<'a>(
                 "no change"
             };
             eprintln!(
-                "pass {:<18} {:>9.3} ms  {changed}",
+                "pass {:<21} {:>9.3} ms  {changed}",
                 report.name,
                 report.time.as_secs_f64() * 1e3
             );

@@ -172,8 +172,13 @@ fn main() -> ExitCode {
             passes,
         } => dump::run(&file, method.as_deref(), format, after.as_deref(), &passes).map(|()| true),
         Command::Passes => {
+            let width = ptec_passes::PIPELINE
+                .iter()
+                .map(|pass| pass.name.len())
+                .max()
+                .unwrap_or_default();
             for pass in ptec_passes::PIPELINE {
-                println!("{:<18} {}", pass.name, pass.description);
+                println!("{:<width$}  {}", pass.name, pass.description);
             }
             Ok(true)
         }
