@@ -8,7 +8,7 @@ use ptec_frontend::Method;
 use std::sync::{Arc, OnceLock};
 
 use ptec_runtime::library::{Library, LibraryInstance};
-use ptec_runtime::vulkan::{DeviceProgram, Dispatch, VulkanDevice, VulkanInstance};
+use ptec_runtime::vulkan::{VulkanDevice, VulkanInstance};
 use ptec_runtime::{HostTensor, Instance, RuntimeError, TensorRef};
 
 use crate::compile::{compile_methods, write_shared_object};
@@ -140,23 +140,7 @@ pub fn load<'a>(
         Backend::Vulkan => {
             let compiled = ptec_codegen::compile_vulkan(&graph)
                 .with_context(|| format!("compiling method {} for Vulkan", method.name))?;
-            let program = DeviceProgram {
-                arena_bytes: compiled.abi.arena_bytes,
-                constants: compiled.constants,
-                shaders: compiled
-                    .shaders
-                    .into_iter()
-                    .map(|shader| shader.spirv)
-                    .collect(),
-                dispatches: compiled
-                    .dispatches
-                    .iter()
-                    .map(|dispatch| Dispatch {
-                        shader: dispatch.shader,
-                        workgroups: dispatch.workgroups,
-                    })
-                    .collect(),
-            };
+            let program = compiled.device_program();
             let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program)
                 .with_context(|| {
                     format!("loading method {} onto the Vulkan device", method.name)

@@ -135,6 +135,19 @@ impl TensorType {
             .all(|(index, &dim)| index == dim as usize)
     }
 
+    /// The stride (in elements) of each dimension in memory, when every
+    /// dimension is fixed.
+    pub fn fixed_strides(&self) -> Option<Vec<u64>> {
+        let sizes = self.fixed_shape()?;
+        let mut strides = vec![0; sizes.len()];
+        let mut stride = 1;
+        for &dim in self.dim_order.iter().rev() {
+            strides[dim as usize] = stride;
+            stride *= sizes[dim as usize];
+        }
+        Some(strides)
+    }
+
     /// Bytes at the largest size the shape allows, given symbol bounds.
     pub fn max_bytes(&self, bound: impl Fn(SymbolId) -> u64) -> u64 {
         self.shape

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use ptec_ir::{DType, Dim, Graph, TensorType, ValueId, ValueKind};
+use ptec_ir::{DType, Graph, TensorType, ValueId, ValueKind};
 
 /// The bytes of a constant value.
 pub(crate) fn constant_bytes<'g>(graph: &'g Graph<'_>, value: ValueId) -> Option<&'g [u8]> {
@@ -103,18 +103,14 @@ pub(crate) fn cast(bytes: &[u8], from: DType, to: DType) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Element strides of a tensor in its dim order.
+/// Element strides of a tensor in its dim order (folded values have fixed
+/// shapes).
 fn strides(ty: &TensorType) -> Vec<usize> {
-    let mut strides = vec![0; ty.rank()];
-    let mut stride = 1;
-    for &dim in ty.dim_order.iter().rev() {
-        strides[dim as usize] = stride;
-        stride *= match ty.shape[dim as usize] {
-            Dim::Fixed(size) => size as usize,
-            Dim::Symbol(_) => unreachable!("only fixed shapes are folded"),
-        };
-    }
-    strides
+    ty.fixed_strides()
+        .expect("only fixed shapes are folded")
+        .into_iter()
+        .map(|stride| stride as usize)
+        .collect()
 }
 
 /// The bytes of `to`, whose axis `k` reads axis `axes[k]` of `from`.

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use ptec_ir::{ClampRange, Graph, Node, Op, ReduceOp, StepInput, ValueId, ValueKind};
 
 use super::Layout;
-use super::pointwise::{compute_type, element};
+use super::pointwise::{at_least, at_most, compute_type, element};
 use super::wgsl::{Tensor, Ty, convert, float, index, int, scalar, unsupported};
 use crate::error::CodegenError;
 
@@ -73,7 +73,7 @@ fn per_element(
             out.byte_offset
         )));
     }
-    let byte = match out.ty() {
+    let byte = match out.ty {
         Ty::Bool => format!("select(0u, 1u, {})", element.value),
         _ => format!("(bitcast<u32>({}) & 255u)", element.value),
     };
@@ -123,7 +123,7 @@ pub(super) fn kernel(
         .map(|&value| tensor(value))
         .collect::<Result<_, _>>()?;
     let out = tensor(node.outputs[0])?;
-    let out_ty = out.ty();
+    let out_ty = out.ty;
     let kernel = match &node.op {
         Op::Unary(_)
         | Op::Binary { .. }
@@ -143,7 +143,7 @@ pub(super) fn kernel(
             per_element(&out, no_extra, |c| {
                 let operands: Vec<String> = inputs
                     .iter()
-                    .map(|input| convert(&input.load_broadcast(c), input.ty(), ty))
+                    .map(|input| convert(&input.load_broadcast(c), input.ty, ty))
                     .collect();
                 let value = element(&node.op, &operands, ty)?;
                 Ok(Element::value(convert(&value, result_ty, out_ty)))
@@ -156,7 +156,7 @@ pub(super) fn kernel(
             per_element(&out, no_extra, |c| {
                 let mut code = String::new();
                 for (k, input) in inputs.iter().enumerate() {
-                    let value = convert(&input.load_broadcast(c), input.ty(), Ty::F32);
+                    let value = convert(&input.load_broadcast(c), input.ty, Ty::F32);
                     let _ = writeln!(code, "    let in{k} = {value};");
                 }
                 for (k, step) in steps.iter().enumerate() {
@@ -181,18 +181,14 @@ pub(super) fn kernel(
             let [condition, a, b] = &inputs[..] else {
                 return Err(unsupported("where without three operands"));
             };
-            let condition = convert(&condition.load_broadcast(c), condition.ty(), Ty::Bool);
-            let a = convert(&a.load_broadcast(c), a.ty(), out_ty);
-            let b = convert(&b.load_broadcast(c), b.ty(), out_ty);
+            let condition = convert(&condition.load_broadcast(c), condition.ty, Ty::Bool);
+            let a = convert(&a.load_broadcast(c), a.ty, out_ty);
+            let b = convert(&b.load_broadcast(c), b.ty, out_ty);
             Ok(Element::value(format!("select({b}, {a}, {condition})")))
         })?,
         Op::Copy => per_element(&out, no_extra, |c| {
             let x = &inputs[0];
-            Ok(Element::value(convert(
-                &x.load_broadcast(c),
-                x.ty(),
-                out_ty,
-            )))
+            Ok(Element::value(convert(&x.load_broadcast(c), x.ty, out_ty)))
         })?,
         // A reshape reinterprets bytes: the element at memory position p.
         Op::Reshape => per_element(&out, no_extra, |_| Ok(Element::value(inputs[0].load("p"))))?,
@@ -528,16 +524,17 @@ pub(super) fn kernel(
 
 /// The element of `x` at coordinates `source`, converted to `ty`.
 fn moved(x: &Tensor, source: &[String], ty: Ty) -> String {
-    convert(&x.load(&x.offset_at(source)), x.ty(), ty)
+    convert(&x.load(&x.offset_at(source)), x.ty, ty)
 }
 
+/// `value` bounded by a fused clamp, as the elementwise clamp bounds it.
 fn clamped(value: String, clamp: ClampRange) -> String {
     let mut value = value;
     if let Some(min) = clamp.min {
-        value = format!("max({value}, {})", float(min));
+        value = at_least(&value, &float(min));
     }
     if let Some(max) = clamp.max {
-        value = format!("min({value}, {})", float(max));
+        value = at_most(&value, &float(max));
     }
     value
 }
@@ -546,19 +543,13 @@ fn clamped(value: String, clamp: ClampRange) -> String {
 /// shaders write as two words (the indices are small and non-negative).
 fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), CodegenError> {
     let data = graph.value(value);
-    let (Some(offset), Some(sizes)) = (data.offset, data.ty.fixed_shape()) else {
+    let (Some(offset), Some(strides)) = (data.offset, data.ty.fixed_strides()) else {
         return Err(unsupported(format!("{value}, unplanned or dynamic,")));
     };
     if !offset.is_multiple_of(8) || matches!(data.kind, ValueKind::Constant(_)) {
         return Err(unsupported(format!(
             "indices {value} at byte offset {offset}"
         )));
-    }
-    let mut strides = vec![0; sizes.len()];
-    let mut stride = 1;
-    for &dim in data.ty.dim_order.iter().rev() {
-        strides[dim as usize] = stride;
-        stride *= sizes[dim as usize];
     }
     Ok((offset / 4, strides))
 }
@@ -670,7 +661,7 @@ fn reduce(
     dims: &[usize],
     keepdim: bool,
 ) -> Result<Kernel, CodegenError> {
-    let ty = x.ty();
+    let ty = x.ty;
     let (init, combine): (String, fn(&str) -> String) = match (op, ty) {
         (ReduceOp::Sum | ReduceOp::Mean, Ty::F32) => ("0.0f".into(), |v| format!("acc + {v}")),
         (ReduceOp::Prod, Ty::F32) => ("1.0f".into(), |v| format!("acc * {v}")),
@@ -713,7 +704,7 @@ fn reduce(
             // An empty reduction: the initial value (and 0 / 0 for a mean).
             return Ok(Element {
                 code,
-                value: convert(&finish("acc"), acc_ty, out.ty()),
+                value: convert(&finish("acc"), acc_ty, out.ty),
             });
         }
         let _ = writeln!(code, "    for (var q = 0u; q < {count}u; q = q + 1u) {{");
@@ -727,7 +718,7 @@ fn reduce(
         let _ = writeln!(code, "        acc = {};\n    }}", combine(&element));
         Ok(Element {
             code,
-            value: convert(&finish("acc"), acc_ty, out.ty()),
+            value: convert(&finish("acc"), acc_ty, out.ty),
         })
     })
 }
@@ -753,7 +744,7 @@ fn store(out: &Tensor, coords: &[String], value: &str) -> String {
 }
 
 fn softmax(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<Kernel, CodegenError> {
-    if x.ty() != Ty::F32 || out.ty() != Ty::F32 {
+    if x.ty != Ty::F32 || out.ty != Ty::F32 {
         return Err(unsupported(format!("softmax of {} tensors", x.dtype)));
     }
     let length = x.sizes[dim];
@@ -794,7 +785,7 @@ fn cumsum(x: &Tensor, out: &Tensor, dim: usize) -> Result<Kernel, CodegenError> 
         {}
     }}
 ",
-            convert(&x.load(&x.offset_at(&at)), x.ty(), Ty::F32),
+            convert(&x.load(&x.offset_at(&at)), x.ty, Ty::F32),
             store(out, &at, "s")
         )
     }))
@@ -809,7 +800,7 @@ fn layer_norm(
     [weight, bias]: [bool; 2],
 ) -> Result<Kernel, CodegenError> {
     let x = &inputs[0];
-    if x.ty() != Ty::F32 {
+    if x.ty != Ty::F32 {
         return Err(unsupported(format!("layer norm of {} tensors", x.dtype)));
     }
     let lead = x.rank() - normalized_dims;

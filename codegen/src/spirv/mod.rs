@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use ptec_ir::{Graph, ValueId, ValueKind};
 use ptec_runtime::MethodAbi;
+use ptec_runtime::vulkan::{DeviceProgram, Dispatch};
 
 use crate::error::CodegenError;
 use crate::method::method_abi;
@@ -105,6 +106,28 @@ pub struct VulkanMethod {
 impl VulkanMethod {
     /// Invocations per workgroup (x), the same for every shader.
     pub const WORKGROUP_SIZE: u32 = WORKGROUP_SIZE as u32;
+
+    /// What the Vulkan runtime runs: the buffers' sizes and contents, the
+    /// SPIR-V modules and the dispatches.
+    pub fn device_program(&self) -> DeviceProgram {
+        DeviceProgram {
+            arena_bytes: self.abi.arena_bytes,
+            constants: self.constants.clone(),
+            shaders: self
+                .shaders
+                .iter()
+                .map(|shader| shader.spirv.clone())
+                .collect(),
+            dispatches: self
+                .dispatches
+                .iter()
+                .map(|dispatch| Dispatch {
+                    shader: dispatch.shader,
+                    workgroups: dispatch.workgroups,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Compiles a verified, planned graph into compute shaders.

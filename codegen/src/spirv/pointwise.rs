@@ -57,12 +57,12 @@ pub(super) fn compute_type(op: &Op, inputs: &[DType], out: DType) -> Result<Ty, 
 }
 
 /// `x` clamped below by `min`, keeping NaN.
-fn at_least(x: &str, min: &str) -> String {
+pub(super) fn at_least(x: &str, min: &str) -> String {
     format!("select({x}, {min}, {x} < {min})")
 }
 
 /// `x` clamped above by `max`, keeping NaN.
-fn at_most(x: &str, max: &str) -> String {
+pub(super) fn at_most(x: &str, max: &str) -> String {
     format!("select({x}, {max}, {x} > {max})")
 }
 

@@ -199,6 +199,8 @@ pub(super) struct Tensor {
     pub buffer: Buffer,
     pub byte_offset: u64,
     pub dtype: DType,
+    /// The type its elements compute in.
+    pub ty: Ty,
     pub sizes: Vec<u64>,
     pub strides: Vec<u64>,
     /// Dimensions from outermost to innermost in memory.
@@ -225,14 +227,8 @@ impl Tensor {
                 )));
             }
         };
-        let order: Vec<usize> = data.ty.dim_order.iter().map(|&dim| dim as usize).collect();
-        let mut strides = vec![0; sizes.len()];
-        let mut stride = 1;
-        for &dim in order.iter().rev() {
-            strides[dim] = stride;
-            stride *= sizes[dim];
-        }
-        Ty::of(data.ty.dtype)?;
+        let ty = Ty::of(data.ty.dtype)?;
+        let strides = data.ty.fixed_strides().unwrap_or_default();
         if data.ty.dtype.size() == 4 && !byte_offset.is_multiple_of(4) {
             return Err(unsupported(format!(
                 "{value} at byte offset {byte_offset}, not a multiple of 4,"
@@ -242,14 +238,11 @@ impl Tensor {
             buffer,
             byte_offset,
             dtype: data.ty.dtype,
+            ty,
             sizes,
             strides,
-            order,
+            order: data.ty.dim_order.iter().map(|&dim| dim as usize).collect(),
         })
-    }
-
-    pub(super) fn ty(&self) -> Ty {
-        Ty::of(self.dtype).expect("checked in Tensor::of")
     }
 
     pub(super) fn elements(&self) -> u64 {
@@ -266,10 +259,7 @@ impl Tensor {
         let buffer = self.buffer.name();
         if self.dtype.size() == 4 {
             let word = self.byte_offset / 4;
-            return format!(
-                "bitcast<{}>({buffer}[{word}u + {offset}])",
-                self.ty().name()
-            );
+            return format!("bitcast<{}>({buffer}[{word}u + {offset}])", self.ty.name());
         }
         let byte = format!("{buffer}_byte({}u + {offset})", self.byte_offset);
         match self.dtype {
