@@ -1,33 +1,20 @@
-//! Reading and writing the bytes of constant tensors, for passes that
-//! compute new constants.
+//! Computing on the bytes of constant tensors: casts and layout changes
+//! with PyTorch's rules, for ops' constant-folding rules and for passes
+//! that compute new constants.
 
 use std::borrow::Cow;
 
-use ptec_ir::{DType, Graph, TensorType, ValueId, ValueKind};
+use crate::types::{DType, TensorType};
 
-/// The bytes of a constant value.
-pub(crate) fn constant_bytes<'g>(graph: &'g Graph<'_>, value: ValueId) -> Option<&'g [u8]> {
-    match &graph.value(value).kind {
-        ValueKind::Constant(bytes) => Some(bytes),
-        _ => None,
-    }
+/// The elements of f32 tensor bytes.
+pub fn f32_elements(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+        .collect()
 }
 
-/// The elements of an f32 constant.
-pub(crate) fn constant_f32(graph: &Graph<'_>, value: ValueId) -> Option<Vec<f32>> {
-    if graph.value(value).ty.dtype != DType::F32 {
-        return None;
-    }
-    let bytes = constant_bytes(graph, value)?;
-    Some(
-        bytes
-            .chunks_exact(4)
-            .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-            .collect(),
-    )
-}
-
-pub(crate) fn f32_bytes(values: &[f32]) -> Cow<'static, [u8]> {
+pub fn f32_bytes(values: &[f32]) -> Cow<'static, [u8]> {
     Cow::Owned(
         values
             .iter()
@@ -95,7 +82,7 @@ fn write_element(dtype: DType, element: Element, out: &mut Vec<u8>) -> Option<()
 
 /// Converts every element of `bytes` from `from` to `to`; `None` for the
 /// half-precision types.
-pub(crate) fn cast(bytes: &[u8], from: DType, to: DType) -> Option<Vec<u8>> {
+pub fn cast(bytes: &[u8], from: DType, to: DType) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(bytes.len() / from.size() * to.size());
     for chunk in bytes.chunks_exact(from.size()) {
         write_element(to, read_element(from, chunk)?, &mut out)?;
@@ -103,38 +90,32 @@ pub(crate) fn cast(bytes: &[u8], from: DType, to: DType) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Element strides of a tensor in its dim order (folded values have fixed
-/// shapes).
-fn strides(ty: &TensorType) -> Vec<usize> {
-    ty.fixed_strides()
-        .expect("only fixed shapes are folded")
-        .into_iter()
-        .map(|stride| stride as usize)
-        .collect()
-}
-
-/// The bytes of `to`, whose axis `k` reads axis `axes[k]` of `from`.
-pub(crate) fn relayout(
+/// The bytes of `to`, whose axis `k` reads axis `axes[k]` of `from`;
+/// `None` unless both have fixed shapes, the same element type, `axes`
+/// names an axis of `from` for each of `to`'s, and `bytes` holds `from`.
+pub fn relayout(
     bytes: &[u8],
     from: &TensorType,
     to: &TensorType,
     axes: &[usize],
-) -> Vec<u8> {
+) -> Option<Vec<u8>> {
     let element = to.dtype.size();
-    let shape: Vec<usize> = to
-        .shape
-        .iter()
-        .filter_map(|dim| dim.fixed())
-        .map(|size| size as usize)
-        .collect();
-    let (from_strides, to_strides) = (strides(from), strides(to));
-    let read: Vec<usize> = axes.iter().map(|&axis| from_strides[axis]).collect();
-    let count: usize = shape.iter().product();
-    let mut out = vec![0; count * element];
-    let mut index = vec![0; shape.len()];
+    let (from_shape, shape) = (from.fixed_shape()?, to.fixed_shape()?);
+    let (from_strides, to_strides) = (from.fixed_strides()?, to.fixed_strides()?);
+    let count: u64 = shape.iter().product();
+    let fits = from.dtype == to.dtype
+        && axes.len() == shape.len()
+        && axes.iter().zip(&shape).all(|(&axis, &size)| from_shape.get(axis) == Some(&size))
+        && bytes.len() as u64 == from_shape.iter().product::<u64>() * element as u64;
+    if !fits {
+        return None;
+    }
+    let read: Vec<u64> = axes.iter().map(|&axis| from_strides[axis]).collect();
+    let mut out = vec![0; count as usize * element];
+    let mut index = vec![0u64; shape.len()];
     for _ in 0..count {
-        let source: usize = index.iter().zip(&read).map(|(i, s)| i * s).sum();
-        let target: usize = index.iter().zip(&to_strides).map(|(i, s)| i * s).sum();
+        let source = index.iter().zip(&read).map(|(i, s)| i * s).sum::<u64>() as usize;
+        let target = index.iter().zip(&to_strides).map(|(i, s)| i * s).sum::<u64>() as usize;
         out[target * element..(target + 1) * element]
             .copy_from_slice(&bytes[source * element..(source + 1) * element]);
         for axis in (0..shape.len()).rev() {
@@ -145,5 +126,5 @@ pub(crate) fn relayout(
             index[axis] = 0;
         }
     }
-    out
+    Some(out)
 }
