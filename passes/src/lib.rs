@@ -197,3 +197,15 @@ pub fn run_pipeline(
     }
     Ok(reports)
 }
+
+/// Runs the pass named `name` alone, without verifying before or after, and
+/// says whether it changed the graph: for tests and tools that study one
+/// pass. Unlike [`run_pipeline`], it leaves the graph unplaced unless the
+/// pass is `plan-memory`.
+pub fn run_pass(graph: &mut Graph<'_>, name: &str) -> Result<bool, PassError> {
+    let pass = PIPELINE
+        .iter()
+        .find(|pass| pass.name == name)
+        .ok_or_else(|| PassError::UnknownPass(name.to_string()))?;
+    Ok((pass.run)(graph))
+}
