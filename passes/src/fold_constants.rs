@@ -33,9 +33,6 @@ fn fold(graph: &Graph<'_>, id: NodeId) -> Option<(ValueId, Vec<u8>)> {
     let &[output] = node.outputs() else {
         return None;
     };
-    if graph.is_live_out(output) || graph.writers(output).len() != 1 {
-        return None;
-    }
     let inputs: Vec<(&TensorType, &[u8])> = node
         .inputs()
         .into_iter()
@@ -44,6 +41,9 @@ fn fold(graph: &Graph<'_>, id: NodeId) -> Option<(ValueId, Vec<u8>)> {
             value.constant_bytes().map(|bytes| (&value.ty, bytes))
         })
         .collect::<Option<_>>()?;
+    if graph.is_live_out(output) || graph.writers(output).len() != 1 {
+        return None;
+    }
     let bytes = node.op().def().fold(&inputs, &graph.value(output).ty)?;
     Some((output, bytes))
 }
