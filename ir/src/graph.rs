@@ -96,6 +96,14 @@ impl<'a> ValueData<'a> {
             offset: None,
         }
     }
+
+    /// The bytes of a constant; `None` for any other value.
+    pub fn constant_bytes(&self) -> Option<&[u8]> {
+        match &self.kind {
+            ValueKind::Constant(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
 }
 
 /// A symbolic dimension and what bounds it.
