@@ -52,72 +52,256 @@ const OPERATORS: &[(&str, Rule, &[OpKind])] = &[
     ("aten::hardtanh.out", hardtanh, ELEMENTWISE),
     ("aten::clamp.out", clamp, ELEMENTWISE),
     // Elementwise, two operands.
-    ("aten::add.out", |c| binary_alpha(c, BinaryOp::Add), ELEMENTWISE),
-    ("aten::sub.out", |c| binary_alpha(c, BinaryOp::Sub), ELEMENTWISE),
-    ("aten::add.Scalar_out", |c| scalar_alpha(c, BinaryOp::Add), ELEMENTWISE),
-    ("aten::sub.Scalar_out", |c| scalar_alpha(c, BinaryOp::Sub), ELEMENTWISE),
+    (
+        "aten::add.out",
+        |c| binary_alpha(c, BinaryOp::Add),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::sub.out",
+        |c| binary_alpha(c, BinaryOp::Sub),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::add.Scalar_out",
+        |c| scalar_alpha(c, BinaryOp::Add),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::sub.Scalar_out",
+        |c| scalar_alpha(c, BinaryOp::Sub),
+        ELEMENTWISE,
+    ),
     ("aten::mul.out", |c| binary(c, BinaryOp::Mul), ELEMENTWISE),
     ("aten::div.out", |c| binary(c, BinaryOp::Div), ELEMENTWISE),
     ("aten::div.out_mode", div_mode, ELEMENTWISE),
-    ("aten::floor_divide.out", |c| binary(c, BinaryOp::FloorDiv), ELEMENTWISE),
-    ("aten::remainder.Tensor_out", |c| binary(c, BinaryOp::Remainder), ELEMENTWISE),
-    ("aten::pow.Tensor_Tensor_out", |c| binary(c, BinaryOp::Pow), ELEMENTWISE),
-    ("aten::maximum.out", |c| binary(c, BinaryOp::Maximum), ELEMENTWISE),
-    ("aten::minimum.out", |c| binary(c, BinaryOp::Minimum), ELEMENTWISE),
-    ("aten::eq.Tensor_out", |c| binary(c, BinaryOp::Eq), ELEMENTWISE),
-    ("aten::ne.Tensor_out", |c| binary(c, BinaryOp::Ne), ELEMENTWISE),
-    ("aten::lt.Tensor_out", |c| binary(c, BinaryOp::Lt), ELEMENTWISE),
-    ("aten::le.Tensor_out", |c| binary(c, BinaryOp::Le), ELEMENTWISE),
-    ("aten::gt.Tensor_out", |c| binary(c, BinaryOp::Gt), ELEMENTWISE),
-    ("aten::ge.Tensor_out", |c| binary(c, BinaryOp::Ge), ELEMENTWISE),
-    ("aten::logical_and.out", |c| binary(c, BinaryOp::LogicalAnd), ELEMENTWISE),
-    ("aten::logical_or.out", |c| binary(c, BinaryOp::LogicalOr), ELEMENTWISE),
-    ("aten::logical_xor.out", |c| binary(c, BinaryOp::LogicalXor), ELEMENTWISE),
-    ("aten::mul.Scalar_out", |c| with_scalar(c, BinaryOp::Mul), ELEMENTWISE),
-    ("aten::div.Scalar_out", |c| with_scalar(c, BinaryOp::Div), ELEMENTWISE),
-    ("aten::remainder.Scalar_out", |c| with_scalar(c, BinaryOp::Remainder), ELEMENTWISE),
-    ("aten::pow.Tensor_Scalar_out", |c| with_scalar(c, BinaryOp::Pow), ELEMENTWISE),
-    ("aten::eq.Scalar_out", |c| with_scalar(c, BinaryOp::Eq), ELEMENTWISE),
-    ("aten::ne.Scalar_out", |c| with_scalar(c, BinaryOp::Ne), ELEMENTWISE),
-    ("aten::lt.Scalar_out", |c| with_scalar(c, BinaryOp::Lt), ELEMENTWISE),
-    ("aten::le.Scalar_out", |c| with_scalar(c, BinaryOp::Le), ELEMENTWISE),
-    ("aten::gt.Scalar_out", |c| with_scalar(c, BinaryOp::Gt), ELEMENTWISE),
-    ("aten::ge.Scalar_out", |c| with_scalar(c, BinaryOp::Ge), ELEMENTWISE),
+    (
+        "aten::floor_divide.out",
+        |c| binary(c, BinaryOp::FloorDiv),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::remainder.Tensor_out",
+        |c| binary(c, BinaryOp::Remainder),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::pow.Tensor_Tensor_out",
+        |c| binary(c, BinaryOp::Pow),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::maximum.out",
+        |c| binary(c, BinaryOp::Maximum),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::minimum.out",
+        |c| binary(c, BinaryOp::Minimum),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::eq.Tensor_out",
+        |c| binary(c, BinaryOp::Eq),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::ne.Tensor_out",
+        |c| binary(c, BinaryOp::Ne),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::lt.Tensor_out",
+        |c| binary(c, BinaryOp::Lt),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::le.Tensor_out",
+        |c| binary(c, BinaryOp::Le),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::gt.Tensor_out",
+        |c| binary(c, BinaryOp::Gt),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::ge.Tensor_out",
+        |c| binary(c, BinaryOp::Ge),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::logical_and.out",
+        |c| binary(c, BinaryOp::LogicalAnd),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::logical_or.out",
+        |c| binary(c, BinaryOp::LogicalOr),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::logical_xor.out",
+        |c| binary(c, BinaryOp::LogicalXor),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::mul.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Mul),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::div.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Div),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::remainder.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Remainder),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::pow.Tensor_Scalar_out",
+        |c| with_scalar(c, BinaryOp::Pow),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::eq.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Eq),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::ne.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Ne),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::lt.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Lt),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::le.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Le),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::gt.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Gt),
+        ELEMENTWISE,
+    ),
+    (
+        "aten::ge.Scalar_out",
+        |c| with_scalar(c, BinaryOp::Ge),
+        ELEMENTWISE,
+    ),
     ("aten::where.self_out", where_, ELEMENTWISE),
     // Copies and layout changes.
     ("aten::clone.out", |c| copy(c, 2), &[OpKind::Copy]),
     ("aten::_to_copy.out", |c| copy(c, 3), &[OpKind::Copy]),
-    ("dim_order_ops::_to_dim_order_copy.out", |c| copy(c, 3), &[OpKind::Copy]),
-    ("dim_order_ops::_clone_dim_order.out", |c| copy(c, 3), &[OpKind::Copy]),
+    (
+        "dim_order_ops::_to_dim_order_copy.out",
+        |c| copy(c, 3),
+        &[OpKind::Copy],
+    ),
+    (
+        "dim_order_ops::_clone_dim_order.out",
+        |c| copy(c, 3),
+        &[OpKind::Copy],
+    ),
     ("aten::expand_copy.out", |c| copy(c, 3), &[OpKind::Copy]),
     ("aten::copy.out", copy_from, &[OpKind::Copy]),
     ("aten::copy_", copy_into, &[OpKind::Copy]),
     ("aten::view_copy.out", |c| reshape(c, 2), &[OpKind::Reshape]),
-    ("aten::_unsafe_view.out", |c| reshape(c, 2), &[OpKind::Reshape]),
-    ("aten::unsqueeze_copy.out", |c| reshape(c, 2), &[OpKind::Reshape]),
-    ("aten::squeeze_copy.dims_out", |c| reshape(c, 2), &[OpKind::Reshape]),
-    ("aten::squeeze_copy.dim_out", |c| reshape(c, 2), &[OpKind::Reshape]),
-    ("aten::squeeze_copy.out", |c| reshape(c, 1), &[OpKind::Reshape]),
+    (
+        "aten::_unsafe_view.out",
+        |c| reshape(c, 2),
+        &[OpKind::Reshape],
+    ),
+    (
+        "aten::unsqueeze_copy.out",
+        |c| reshape(c, 2),
+        &[OpKind::Reshape],
+    ),
+    (
+        "aten::squeeze_copy.dims_out",
+        |c| reshape(c, 2),
+        &[OpKind::Reshape],
+    ),
+    (
+        "aten::squeeze_copy.dim_out",
+        |c| reshape(c, 2),
+        &[OpKind::Reshape],
+    ),
+    (
+        "aten::squeeze_copy.out",
+        |c| reshape(c, 1),
+        &[OpKind::Reshape],
+    ),
     ("aten::permute_copy.out", permute, &[OpKind::Permute]),
     ("aten::t_copy.out", transpose_matrix, &[OpKind::Permute]),
-    ("aten::transpose_copy.int_out", transpose, &[OpKind::Permute]),
+    (
+        "aten::transpose_copy.int_out",
+        transpose,
+        &[OpKind::Permute],
+    ),
     ("aten::select_copy.int_out", select, &[OpKind::Select]),
     ("aten::slice_copy.Tensor_out", slice, &[OpKind::Slice]),
-    ("aten::split_with_sizes_copy.out", split_with_sizes, &[OpKind::Slice]),
+    (
+        "aten::split_with_sizes_copy.out",
+        split_with_sizes,
+        &[OpKind::Slice],
+    ),
     ("aten::constant_pad_nd.out", constant_pad, &[OpKind::Pad]),
     ("aten::repeat.out", repeat, &[OpKind::Repeat]),
-    ("aten::index_select.out", index_select, &[OpKind::IndexSelect]),
+    (
+        "aten::index_select.out",
+        index_select,
+        &[OpKind::IndexSelect],
+    ),
     ("aten::cat.out", cat, &[OpKind::Cat]),
     // Reductions and normalizations.
-    ("aten::sum.IntList_out", |c| reduce(c, ReduceOp::Sum), &[OpKind::Reduce]),
-    ("aten::mean.out", |c| reduce(c, ReduceOp::Mean), &[OpKind::Reduce]),
-    ("aten::amax.out", |c| reduce_list(c, ReduceOp::Max), &[OpKind::Reduce]),
-    ("aten::amin.out", |c| reduce_list(c, ReduceOp::Min), &[OpKind::Reduce]),
+    (
+        "aten::sum.IntList_out",
+        |c| reduce(c, ReduceOp::Sum),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::mean.out",
+        |c| reduce(c, ReduceOp::Mean),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::amax.out",
+        |c| reduce_list(c, ReduceOp::Max),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::amin.out",
+        |c| reduce_list(c, ReduceOp::Min),
+        &[OpKind::Reduce],
+    ),
     ("aten::any.out", any_along, &[OpKind::Reduce]),
-    ("aten::any.all_out", |c| reduce_all(c, ReduceOp::Any), &[OpKind::Reduce]),
-    ("aten::all.all_out", |c| reduce_all(c, ReduceOp::All), &[OpKind::Reduce]),
-    ("aten::argmax.out", |c| arg_reduce(c, Extreme::Max), &[OpKind::ArgReduce]),
-    ("aten::argmin.out", |c| arg_reduce(c, Extreme::Min), &[OpKind::ArgReduce]),
+    (
+        "aten::any.all_out",
+        |c| reduce_all(c, ReduceOp::Any),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::all.all_out",
+        |c| reduce_all(c, ReduceOp::All),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::argmax.out",
+        |c| arg_reduce(c, Extreme::Max),
+        &[OpKind::ArgReduce],
+    ),
+    (
+        "aten::argmin.out",
+        |c| arg_reduce(c, Extreme::Min),
+        &[OpKind::ArgReduce],
+    ),
     // Values and indices: a reduction and an arg-reduction of one input.
     (
         "aten::max.dim_max",
@@ -129,13 +313,33 @@ const OPERATORS: &[(&str, Rule, &[OpKind])] = &[
         |c| extreme_along(c, Extreme::Min),
         &[OpKind::Reduce, OpKind::ArgReduce],
     ),
-    ("aten::max.unary_out", |c| reduce_all(c, ReduceOp::Max), &[OpKind::Reduce]),
-    ("aten::min.unary_out", |c| reduce_all(c, ReduceOp::Min), &[OpKind::Reduce]),
+    (
+        "aten::max.unary_out",
+        |c| reduce_all(c, ReduceOp::Max),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::min.unary_out",
+        |c| reduce_all(c, ReduceOp::Min),
+        &[OpKind::Reduce],
+    ),
     ("aten::prod.int_out", prod, &[OpKind::Reduce]),
     ("aten::cumsum.out", cumsum, &[OpKind::CumSum]),
-    ("aten::_softmax.out", |c| softmax(c, false), &[OpKind::Softmax]),
-    ("aten::_log_softmax.out", |c| softmax(c, true), &[OpKind::Softmax]),
-    ("aten::native_layer_norm.out", layer_norm, &[OpKind::LayerNorm]),
+    (
+        "aten::_softmax.out",
+        |c| softmax(c, false),
+        &[OpKind::Softmax],
+    ),
+    (
+        "aten::_log_softmax.out",
+        |c| softmax(c, true),
+        &[OpKind::Softmax],
+    ),
+    (
+        "aten::native_layer_norm.out",
+        layer_norm,
+        &[OpKind::LayerNorm],
+    ),
     (
         "aten::_native_batch_norm_legit_no_training.out",
         batch_norm,
@@ -146,16 +350,40 @@ const OPERATORS: &[(&str, Rule, &[OpKind])] = &[
     ("aten::bmm.out", matmul, &[OpKind::MatMul]),
     ("aten::addmm.out", addmm, &[OpKind::Addmm]),
     ("aten::convolution.out", convolution, &[OpKind::Convolution]),
-    ("aten::max_pool2d_with_indices.out", max_pool2d, &[OpKind::MaxPool2d]),
+    (
+        "aten::max_pool2d_with_indices.out",
+        max_pool2d,
+        &[OpKind::MaxPool2d],
+    ),
     ("aten::avg_pool2d.out", avg_pool2d, &[OpKind::AvgPool2d]),
-    ("aten::_adaptive_avg_pool2d.out", adaptive_avg_pool2d, &[OpKind::AvgPool2d]),
+    (
+        "aten::_adaptive_avg_pool2d.out",
+        adaptive_avg_pool2d,
+        &[OpKind::AvgPool2d],
+    ),
     ("aten::embedding.out", embedding, &[OpKind::Embedding]),
     // Creation.
     ("aten::full.out", |c| fill_from(c, 1, 2), &[OpKind::Full]),
-    ("aten::full_like.out", |c| fill_from(c, 1, 3), &[OpKind::Full]),
-    ("aten::scalar_tensor.out", |c| fill_from(c, 0, 1), &[OpKind::Full]),
-    ("aten::zeros_like.out", |c| fill(c, Scalar::Int(0), 2), &[OpKind::Full]),
-    ("aten::ones_like.out", |c| fill(c, Scalar::Int(1), 2), &[OpKind::Full]),
+    (
+        "aten::full_like.out",
+        |c| fill_from(c, 1, 3),
+        &[OpKind::Full],
+    ),
+    (
+        "aten::scalar_tensor.out",
+        |c| fill_from(c, 0, 1),
+        &[OpKind::Full],
+    ),
+    (
+        "aten::zeros_like.out",
+        |c| fill(c, Scalar::Int(0), 2),
+        &[OpKind::Full],
+    ),
+    (
+        "aten::ones_like.out",
+        |c| fill(c, Scalar::Int(1), 2),
+        &[OpKind::Full],
+    ),
     ("aten::arange.start_out", arange_start, &[OpKind::Arange]),
     ("aten::arange.out", arange, &[OpKind::Arange]),
 ];
@@ -241,12 +469,17 @@ fn pair(c: &Call<'_, '_, '_>, position: usize, default: u64) -> Result<Pair, Imp
     }
 }
 
-fn elementwise(c: &mut Call<'_, '_, '_>, func: Func, inputs: &[usize], out: usize) -> Result<(), ImportError> {
+fn elementwise(
+    c: &mut Call<'_, '_, '_>,
+    func: Func,
+    inputs: &[usize],
+    out: usize,
+) -> Result<(), ImportError> {
     let inputs = inputs
         .iter()
         .map(|&position| c.tensor(position))
         .collect::<Result<Vec<_>, _>>()?;
-    c.emit(Elementwise::new(func, inputs), &[out])
+    c.emit(Elementwise::op(func, inputs), &[out])
 }
 
 fn leaky_relu(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {

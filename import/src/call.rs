@@ -238,7 +238,10 @@ impl Call<'_, '_, '_> {
                 Some(ptec_ir::ops::Expected::Shape(shape)) => Some(shape.as_slice()),
                 _ => None,
             };
-            written.push(self.importer.write(output, inferred, op.def().name(), slot)?);
+            written.push(
+                self.importer
+                    .write(output, inferred, op.def().name(), slot)?,
+            );
         }
         self.importer.push(op, written);
         Ok(())

@@ -141,7 +141,8 @@ pub enum ImportError {
     Invalid {
         method: String,
         location: Location,
-        problem: Problem,
+        /// Boxed: the problems are many and rarely built.
+        problem: Box<Problem>,
     },
 }
 

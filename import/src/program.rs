@@ -127,7 +127,7 @@ impl<'m, 'a> Importer<'m, 'a> {
         ImportError::Invalid {
             method: self.method.name.clone(),
             location: self.at.clone(),
-            problem,
+            problem: Box::new(problem),
         }
     }
 
@@ -315,10 +315,9 @@ impl<'m, 'a> Importer<'m, 'a> {
         match &delegate.payload {
             DelegatePayload::Xnnpack(graph) => crate::xnnpack::import(self, graph, args),
             DelegatePayload::Vulkan(graph) => crate::vulkan::import(self, graph, args),
-            DelegatePayload::Opaque(_) => Err(self.contradiction(format!(
-                "backend {} is not one ptec can read",
-                delegate.id
-            ))),
+            DelegatePayload::Opaque(_) => {
+                Err(self.contradiction(format!("backend {} is not one ptec can read", delegate.id)))
+            }
         }
     }
 
@@ -367,9 +366,9 @@ impl<'m, 'a> Importer<'m, 'a> {
             TensorStorage::Constant(_) => {
                 Err(self.contradiction("a constant tensor cannot be written"))
             }
-            TensorStorage::External { ref name } => Err(self.contradiction(format!(
-                "external tensor data ({name}) is not supported"
-            ))),
+            TensorStorage::External { ref name } => {
+                Err(self.contradiction(format!("external tensor data ({name}) is not supported")))
+            }
         }
     }
 
@@ -432,7 +431,13 @@ impl<'m, 'a> Importer<'m, 'a> {
     }
 
     /// An instruction-less view: `index` reinterprets the bytes of `base`.
-    fn view_of(&mut self, index: ValueIndex, base: ValueId, ty: TensorType, offset: u64) -> ValueId {
+    fn view_of(
+        &mut self,
+        index: ValueIndex,
+        base: ValueId,
+        ty: TensorType,
+        offset: u64,
+    ) -> ValueId {
         let base_ty = self.graph.value(base).ty.clone();
         let ty = if base_ty.fixed_shape().is_some() {
             ty

@@ -96,7 +96,7 @@ fn expectation(outcome: &str) -> String {
         _ => {
             let mut section = format!("{EXPECT}\n");
             for line in lines {
-                section.push_str(&format!("; {line}").trim_end().to_string());
+                section.push_str(format!("; {line}").trim_end());
                 section.push('\n');
             }
             section

@@ -288,7 +288,8 @@ impl<'a> Graph<'a> {
             self.next_label = self.next_label.max(label.0 + 1);
         }
         self.nodes.push(Some(Node { op, outputs }));
-        self.node_vertices.push(self.flow.add_node(Vertex::Node(id)));
+        self.node_vertices
+            .push(self.flow.add_node(Vertex::Node(id)));
         self.connect(id, Direction::Incoming);
         self.connect(id, Direction::Outgoing);
         self.schedule.insert(position, id);

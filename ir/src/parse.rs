@@ -11,9 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::graph::{Graph, ValueData, ValueId, ValueKind};
 use crate::op::{Op, parse_op};
-use crate::ops::attributes::{
-    AttributeReader, AttributeValue, FormError, OperandReader, StepText,
-};
+use crate::ops::attributes::{AttributeReader, AttributeValue, FormError, OperandReader, StepText};
 use crate::ops::control::{Jump, JumpIfFalse, Label, LabelId};
 use crate::types::{DType, Dim, SymbolId, TensorType};
 
@@ -103,12 +101,10 @@ fn lex_lines(text: &str) -> Result<Vec<(usize, Line)>, ParseError> {
         if trimmed.is_empty() || trimmed.starts_with(';') {
             continue;
         }
-        let line = Cursor::new(trimmed)
-            .line()
-            .map_err(|problem| ParseError {
-                line: index + 1,
-                problem,
-            })?;
+        let line = Cursor::new(trimmed).line().map_err(|problem| ParseError {
+            line: index + 1,
+            problem,
+        })?;
         lines.push((index + 1, line));
     }
     Ok(lines)
@@ -414,9 +410,7 @@ impl<'t> Cursor<'t> {
         let is_steps = self.word().is_ok() && self.peek() == Some('(');
         self.at = start;
         if !is_steps {
-            return self
-                .list(Self::attribute_value)
-                .map(AttributeValue::List);
+            return self.list(Self::attribute_value).map(AttributeValue::List);
         }
         self.expect("[")?;
         let mut steps = Vec::new();
@@ -497,7 +491,9 @@ impl Builder {
             // A value several nodes write (or a node writes a value of
             // another kind, which the verifier judges) is declared alike
             // each time.
-            Some((ty, offset, _)) if source.is_none() && *ty == result.ty && *offset == result.offset => {
+            Some((ty, offset, _))
+                if source.is_none() && *ty == result.ty && *offset == result.offset =>
+            {
                 Ok(())
             }
             Some(_) => Err(ParseProblem::Redeclared(number)),
@@ -517,7 +513,9 @@ impl Builder {
                     graph = Some(new);
                 }
                 Line::Symbol { bound, origin } => symbols.push((bound, origin)),
-                Line::Value { result, source } => self.declare(result, Some(source)).map_err(at(line))?,
+                Line::Value { result, source } => {
+                    self.declare(result, Some(source)).map_err(at(line))?
+                }
                 Line::Node {
                     results,
                     name,
@@ -556,7 +554,11 @@ impl Builder {
         }
         let symbol_count = graph.symbols().count();
         let ids = self.add_values(&mut graph, symbol_count).map_err(at(0))?;
-        let id = |number: usize| ids.get(&number).copied().ok_or(ParseProblem::Undeclared(number));
+        let id = |number: usize| {
+            ids.get(&number)
+                .copied()
+                .ok_or(ParseProblem::Undeclared(number))
+        };
         for (line, statement) in body {
             let node = (|| -> Parsed<()> {
                 match statement {

@@ -105,7 +105,10 @@ pub fn relayout(
     let count: u64 = shape.iter().product();
     let fits = from.dtype == to.dtype
         && axes.len() == shape.len()
-        && axes.iter().zip(&shape).all(|(&axis, &size)| from_shape.get(axis) == Some(&size))
+        && axes
+            .iter()
+            .zip(&shape)
+            .all(|(&axis, &size)| from_shape.get(axis) == Some(&size))
         && bytes.len() as u64 == from_shape.iter().product::<u64>() * element as u64;
     if !fits {
         return None;
@@ -115,7 +118,11 @@ pub fn relayout(
     let mut index = vec![0u64; shape.len()];
     for _ in 0..count {
         let source = index.iter().zip(&read).map(|(i, s)| i * s).sum::<u64>() as usize;
-        let target = index.iter().zip(&to_strides).map(|(i, s)| i * s).sum::<u64>() as usize;
+        let target = index
+            .iter()
+            .zip(&to_strides)
+            .map(|(i, s)| i * s)
+            .sum::<u64>() as usize;
         out[target * element..(target + 1) * element]
             .copy_from_slice(&bytes[source * element..(source + 1) * element]);
         for axis in (0..shape.len()).rev() {

@@ -63,8 +63,12 @@ pub fn to_text_with(graph: &Graph<'_>, constants: Constants) -> String {
     for (id, value) in graph.values().filter(|(id, _)| referenced.contains(id)) {
         let source = match &value.kind {
             ValueKind::Input(index) => format!("input {index}"),
-            ValueKind::Constant(bytes) => format!("constant {}", data(bytes, value.ty.dtype, constants)),
-            ValueKind::State { initial: Some(bytes) } => {
+            ValueKind::Constant(bytes) => {
+                format!("constant {}", data(bytes, value.ty.dtype, constants))
+            }
+            ValueKind::State {
+                initial: Some(bytes),
+            } => {
                 format!("state {}", data(bytes, value.ty.dtype, constants))
             }
             ValueKind::State { initial: None } => "state".to_string(),

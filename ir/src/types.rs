@@ -173,9 +173,12 @@ impl TensorType {
     /// dimension is fixed.
     pub fn fixed_strides(&self) -> Option<Vec<u64>> {
         let sizes = self.fixed_shape()?;
-        Some(strides_in_order(&sizes, &self.dim_order, 1, |stride, size| {
-            stride * size
-        }))
+        Some(strides_in_order(
+            &sizes,
+            &self.dim_order,
+            1,
+            |stride, size| stride * size,
+        ))
     }
 
     /// Bytes at the largest size the shape allows, given symbol bounds.

@@ -27,7 +27,10 @@ pub struct VerifyError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Location {
     Value(ValueId),
-    Node { node: NodeId, op: &'static str },
+    Node {
+        node: NodeId,
+        op: &'static str,
+    },
     /// The method's output.
     Output(ValueId),
 }
@@ -49,7 +52,7 @@ pub enum Problem {
     DimOrder(Vec<u8>),
     #[error("constant of type {ty} holds {bytes} bytes, not {expected}")]
     ConstantSize {
-        ty: TensorType,
+        ty: Box<TensorType>,
         bytes: usize,
         expected: u64,
     },
@@ -58,7 +61,7 @@ pub enum Problem {
     #[error("bytes at offset {offset} of type {ty} lie outside the {arena}-byte arena")]
     OutsideArena {
         offset: u64,
-        ty: TensorType,
+        ty: Box<TensorType>,
         arena: u64,
     },
     #[error("{0} is read before anything writes it")]
@@ -109,7 +112,8 @@ fn check(graph: &Graph<'_>, placement: Placement) -> Result<(), VerifyError> {
     let referenced = graph.referenced_values();
     for (id, _) in graph.values() {
         if referenced.contains(&id) {
-            check_value(graph, id, placement).map_err(|problem| fail(Location::Value(id), problem))?;
+            check_value(graph, id, placement)
+                .map_err(|problem| fail(Location::Value(id), problem))?;
         }
     }
 
@@ -181,7 +185,7 @@ fn check_value(graph: &Graph<'_>, id: ValueId, placement: Placement) -> Result<(
         (ValueKind::Constant(data), _) => {
             if data.len() as u64 != bytes || ty.fixed_shape().is_none() {
                 return Err(Problem::ConstantSize {
-                    ty: ty.clone(),
+                    ty: Box::new(ty.clone()),
                     bytes: data.len(),
                     expected: bytes,
                 });
@@ -190,10 +194,13 @@ fn check_value(graph: &Graph<'_>, id: ValueId, placement: Placement) -> Result<(
         (_, None) if placement == Placement::Pending => {}
         (_, None) => return Err(Problem::Unplaced),
         (_, Some(offset)) => {
-            if offset.checked_add(bytes).is_none_or(|end| end > graph.arena_size()) {
+            if offset
+                .checked_add(bytes)
+                .is_none_or(|end| end > graph.arena_size())
+            {
                 return Err(Problem::OutsideArena {
                     offset,
-                    ty: ty.clone(),
+                    ty: Box::new(ty.clone()),
                     arena: graph.arena_size(),
                 });
             }

@@ -2,7 +2,9 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::linalg::ClampRange;
-use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, Outputs, Slot, fixed, one, shapes_of};
+use super::{
+    DimEquality, Expected, LayoutRule, OpDef, OpError, Outputs, Slot, fixed, one, shapes_of,
+};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, Shape, TensorType};
@@ -128,7 +130,10 @@ impl OpDef for Convolution {
             (Slot::Positional, self.weight),
         ];
         operands.extend(self.bias.map(|bias| (Slot::Named("bias"), bias)));
-        operands.extend(self.residual.map(|residual| (Slot::Named("residual"), residual)));
+        operands.extend(
+            self.residual
+                .map(|residual| (Slot::Named("residual"), residual)),
+        );
         operands
     }
 
@@ -151,7 +156,9 @@ impl OpDef for Convolution {
             shapes: shapes_of(inputs),
         };
         if x.len() != 4 || w.len() != 4 {
-            return Err(mismatch("convolution of operands other than 4-D (ptec handles 2-D)"));
+            return Err(mismatch(
+                "convolution of operands other than 4-D (ptec handles 2-D)",
+            ));
         }
         let channels = fixed(x[1], "input channels")?;
         let out_channels = fixed(w[0], "output channels")?;
@@ -173,7 +180,9 @@ impl OpDef for Convolution {
         }
         let mut rest = inputs[2..].iter();
         if self.bias.is_some() && rest.next().map(|bias| bias.shape.as_slice()) != Some(&[w[0]]) {
-            return Err(mismatch("convolution with a bias not one per output channel"));
+            return Err(mismatch(
+                "convolution with a bias not one per output channel",
+            ));
         }
         let mut shape = vec![x[0], w[0]];
         for axis in 0..2 {
@@ -187,7 +196,9 @@ impl OpDef for Convolution {
             )?));
         }
         if self.residual.is_some() && rest.next().map(|residual| &residual.shape) != Some(&shape) {
-            return Err(mismatch("convolution with a residual of another shape than its output"));
+            return Err(mismatch(
+                "convolution with a residual of another shape than its output",
+            ));
         }
         one(shape)
     }

@@ -204,7 +204,8 @@ impl UnaryOp {
                 Sign => {
                     let positive = Expr::compare(Comparison::Gt, x.clone(), integer(0));
                     let negative = Expr::compare(Comparison::Lt, x, integer(0));
-                    Ok(Expr::unary(Unary::FromBool, positive) - Expr::unary(Unary::FromBool, negative))
+                    Ok(Expr::unary(Unary::FromBool, positive)
+                        - Expr::unary(Unary::FromBool, negative))
                 }
                 Floor | Ceil | Round | Trunc => Ok(x),
                 _ => Err(undefined()),
@@ -227,14 +228,20 @@ impl UnaryOp {
             Erf => math(MathFn::Erf, x),
             // x/2 * (1 + erf(x / sqrt(2)))
             Gelu => {
-                let erf = math(MathFn::Erf, x.clone() * real(std::f64::consts::FRAC_1_SQRT_2));
+                let erf = math(
+                    MathFn::Erf,
+                    x.clone() * real(std::f64::consts::FRAC_1_SQRT_2),
+                );
                 (x * real(0.5)) * (real(1.0) + erf)
             }
             // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
             GeluTanh => {
                 let cube = (x.clone() * x.clone()) * x.clone();
                 let inner = x.clone() + cube * real(0.044715);
-                let tanh = math(MathFn::Tanh, inner * real((2.0 / std::f64::consts::PI).sqrt()));
+                let tanh = math(
+                    MathFn::Tanh,
+                    inner * real((2.0 / std::f64::consts::PI).sqrt()),
+                );
                 (x * real(0.5)) * (real(1.0) + tanh)
             }
             Hardswish => x.clone() * hardsigmoid(x),
@@ -557,8 +564,8 @@ impl Func {
                 scale,
                 input_scale,
             } => {
-                let negative =
-                    Expr::math(MathFn::Expm1, vec![x.clone() * real(input_scale.0)]) * real(alpha.0);
+                let negative = Expr::math(MathFn::Expm1, vec![x.clone() * real(input_scale.0)])
+                    * real(alpha.0);
                 let positive = Expr::compare(Comparison::Gt, x.clone(), real(0.0));
                 Ok(Expr::select(positive, x, negative) * real(scale.0))
             }
@@ -623,7 +630,9 @@ impl Func {
                     max: attributes.optional_scalar("max")?,
                 })
             })(),
-            "leaky_relu" => attributes.real("slope").map(|slope| Func::LeakyRelu { slope }),
+            "leaky_relu" => attributes
+                .real("slope")
+                .map(|slope| Func::LeakyRelu { slope }),
             "elu" => (|| {
                 Ok(Func::Elu {
                     alpha: attributes.real("alpha")?,
@@ -718,12 +727,13 @@ pub struct Elementwise {
 }
 
 impl Elementwise {
-    pub fn new(func: Func, inputs: Vec<ValueId>) -> Op {
+    /// The op applying `func` to `inputs`.
+    pub fn op(func: Func, inputs: Vec<ValueId>) -> Op {
         Op::Elementwise(Elementwise { func, inputs })
     }
 
     pub fn unary(op: UnaryOp, x: ValueId) -> Op {
-        Elementwise::new(Func::Unary(op), vec![x])
+        Elementwise::op(Func::Unary(op), vec![x])
     }
 }
 
@@ -778,5 +788,5 @@ pub(crate) fn parse(
     attributes: &mut AttributeReader,
 ) -> Option<Result<Op, FormError>> {
     let func = Func::parse(name, attributes)?;
-    Some(func.map(|func| Elementwise::new(func, operands.rest())))
+    Some(func.map(|func| Elementwise::op(func, operands.rest())))
 }

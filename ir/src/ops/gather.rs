@@ -40,7 +40,10 @@ impl OpDef for IndexSelect {
     }
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
-        vec![(Slot::Positional, self.input), (Slot::Positional, self.index)]
+        vec![
+            (Slot::Positional, self.input),
+            (Slot::Positional, self.index),
+        ]
     }
 
     fn operands_mut(&mut self) -> Vec<&mut ValueId> {

@@ -111,8 +111,8 @@ impl OpDef for Copy {
         } else {
             Err(OpError::Output {
                 what: "copy",
-                from: from.clone(),
-                to: to.clone(),
+                from: Box::new(from.clone()),
+                to: Box::new(to.clone()),
             })
         }
     }
@@ -180,8 +180,8 @@ impl OpDef for Reshape {
         } else {
             Err(OpError::Output {
                 what: "view",
-                from: from.clone(),
-                to: to.clone(),
+                from: Box::new(from.clone()),
+                to: Box::new(to.clone()),
             })
         }
     }
@@ -493,9 +493,13 @@ pub(crate) fn parse(
     attributes: &mut AttributeReader,
 ) -> Option<Result<Op, FormError>> {
     let parsed = (|| {
-        Ok(match name {
-            "copy" => Op::Copy(Copy { input: operands.positional("input")? }),
-            "reshape" => Op::Reshape(Reshape { input: operands.positional("input")? }),
+        Ok(Some(match name {
+            "copy" => Op::Copy(Copy {
+                input: operands.positional("input")?,
+            }),
+            "reshape" => Op::Reshape(Reshape {
+                input: operands.positional("input")?,
+            }),
             "permute" => Op::Permute(Permute {
                 input: operands.positional("input")?,
                 dims: attributes.ints("dims")?,
@@ -526,8 +530,7 @@ pub(crate) fn parse(
                 repeats: attributes.ints("repeats")?,
             }),
             _ => return Ok(None),
-        })
-        .map(Some)
+        }))
     })();
     parsed.transpose()
 }

@@ -79,7 +79,9 @@ impl OpDef for MatMul {
             shapes: shapes_of(inputs),
         };
         if a.len() < 2 || a.len() != b.len() {
-            return Err(mismatch("matmul of operands of ranks other than one rank of at least 2"));
+            return Err(mismatch(
+                "matmul of operands of ranks other than one rank of at least 2",
+            ));
         }
         let rank = a.len();
         let mut shape = Vec::with_capacity(rank);

@@ -167,7 +167,10 @@ pub trait OpDef {
 pub enum OpError {
     /// Operands whose shapes the op cannot combine.
     #[error("{what}: {}", show_shapes(shapes))]
-    Shapes { what: &'static str, shapes: Vec<Shape> },
+    Shapes {
+        what: &'static str,
+        shapes: Vec<Shape>,
+    },
     /// A dimension the op needs to know at compile time is symbolic.
     #[error("{what} must have a fixed size, not {dim}")]
     NotFixed { what: &'static str, dim: Dim },
@@ -196,8 +199,8 @@ pub enum OpError {
     #[error("cannot {what} {from} into {to}")]
     Output {
         what: &'static str,
-        from: TensorType,
-        to: TensorType,
+        from: Box<TensorType>,
+        to: Box<TensorType>,
     },
 }
 

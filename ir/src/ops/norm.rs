@@ -79,7 +79,10 @@ impl OpDef for LayerNorm {
             });
         };
         let affine = &x[split..];
-        if inputs[1..].iter().any(|parameter| parameter.shape != affine) {
+        if inputs[1..]
+            .iter()
+            .any(|parameter| parameter.shape != affine)
+        {
             return Err(OpError::Shapes {
                 what: "layer norm of an input with affine parameters of other shapes",
                 shapes: shapes_of(inputs),
@@ -133,7 +136,11 @@ impl OpDef for BatchNorm {
         _eq: &mut dyn DimEquality,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
-        if x.len() < 2 || inputs[1..].iter().any(|parameter| parameter.shape != [x[1]]) {
+        if x.len() < 2
+            || inputs[1..]
+                .iter()
+                .any(|parameter| parameter.shape != [x[1]])
+        {
             return Err(OpError::Shapes {
                 what: "batch norm of an input with parameters not one per channel",
                 shapes: shapes_of(inputs),
