@@ -11,13 +11,12 @@ mod half;
 mod jit;
 mod kernels;
 mod listing;
-mod math;
 mod method;
 mod microkernel;
 mod spirv;
 mod target;
 
-pub use error::CodegenError;
+pub use error::{Backend, CodegenError, support};
 
 /// Code generation options, built once and passed in.
 #[derive(Debug, Clone, Copy)]

@@ -7,6 +7,7 @@
 
 use half::{bf16, f16};
 use ptec_codegen::{CodegenOptions, compile_jit};
+use ptec_ir::ops::layout::Copy;
 use ptec_ir::{DType, Dim, Graph, Op, TensorType, ValueData, ValueId, ValueKind};
 use ptec_runtime::{ElementType, HostTensor, Instance, TensorRef};
 
@@ -40,7 +41,7 @@ fn conversions(patterns: usize, samples: usize) -> Graph<'static> {
         (floats, DType::BF16, samples),
     ] {
         let output = value(&mut graph, dtype, count, ValueKind::Computed);
-        graph.push_node(Op::Copy, vec![input], vec![output]);
+        graph.push_node(Op::Copy(Copy { input }), vec![output]);
         outputs.push(output);
     }
     graph.set_outputs(outputs);
