@@ -1,5 +1,5 @@
-//! Reductions (sum, mean, prod, max, min, any, all), argmax, cumulative
-//! sums, softmax and the normalizations (layer norm, inference batch norm).
+//! Reductions (sum, mean, prod, max, min, any, all), arg-reductions
+//! (argmax, argmin), cumulative sums, softmax and the normalizations (layer norm, inference batch norm).
 //! Each walks the positions that are kept outside and folds the reduced
 //! axes inside; contiguous f32 rows are folded four lanes at a time.
 

@@ -1,7 +1,10 @@
-//! One compute shader body per IR node. Most ops compute each output
-//! element from its coordinates (`per_element`); softmax, layer norm and
-//! cumulative sums walk whole rows (`per_row`). Shapes, strides and offsets
-//! are baked into the code as literals.
+//! One compute shader body per IR node, from one match over every op: the
+//! kinds of op no shader expresses are refused with [`support`]'s reason.
+//! Most ops compute each output element from its coordinates
+//! (`per_element`; elementwise functions as the IR's expressions lowered by
+//! `expr.rs`); softmax, layer norm and cumulative sums walk whole rows
+//! (`per_row`). Shapes, strides and offsets are baked into the code as
+//! literals.
 
 use std::fmt::Write as _;
 
