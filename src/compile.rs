@@ -110,10 +110,11 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
             .map_or_else(default_output, Path::to_path_buf);
         return crate::spirv::write_directory(&output, &compiled);
     }
-    let aot = options
-        .passes
-        .options()
-        .aot(target.clone(), options.prefix, options.emit == Emit::Asm);
+    let aot =
+        options
+            .passes
+            .options()
+            .aot(target.clone(), options.prefix, options.emit == Emit::Asm);
     let graphs = optimized_graphs(&methods, options.passes)?;
     let object = ptec_compiler::object(&graphs, &aot)?;
     if let Some(header) = options.header {
@@ -138,7 +139,9 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
         },
         None => Linker::for_target(target.as_ref()),
     };
-    Ok(ptec_compiler::write_shared_object(&object, &linker, &output)?)
+    Ok(ptec_compiler::write_shared_object(
+        &object, &linker, &output,
+    )?)
 }
 
 /// Writes `text` to `output`, or to standard output.

@@ -27,20 +27,27 @@ pub fn run(backend: Option<Backend>, json: bool) -> anyhow::Result<()> {
     let shown = |candidate: &Backend| backend.is_none_or(|backend| backend == *candidate);
     let entries: Vec<Entry> = ptec_compiler::operators()
         .into_iter()
-        .map(|OperatorSupport { key, source, supported, refused }| Entry {
-            key,
-            source: source.name(),
-            supported: supported
-                .iter()
-                .filter(|backend| shown(backend))
-                .map(ToString::to_string)
-                .collect(),
-            refused: refused
-                .into_iter()
-                .filter(|(backend, _)| shown(backend))
-                .map(|(backend, why)| (backend.to_string(), why))
-                .collect(),
-        })
+        .map(
+            |OperatorSupport {
+                 key,
+                 source,
+                 supported,
+                 refused,
+             }| Entry {
+                key,
+                source: source.name(),
+                supported: supported
+                    .iter()
+                    .filter(|backend| shown(backend))
+                    .map(ToString::to_string)
+                    .collect(),
+                refused: refused
+                    .into_iter()
+                    .filter(|(backend, _)| shown(backend))
+                    .map(|(backend, why)| (backend.to_string(), why))
+                    .collect(),
+            },
+        )
         .collect();
     if json {
         println!("{}", serde_json::to_string(&Report { operators: entries })?);
@@ -54,7 +61,12 @@ pub fn run(backend: Option<Backend>, json: bool) -> anyhow::Result<()> {
                 .iter()
                 .map(|(backend, why)| format!("{backend} refused ({why})")),
         );
-        println!("{:<8} {:<52} {}", entry.source, entry.key, verdicts.join(", "));
+        println!(
+            "{:<8} {:<52} {}",
+            entry.source,
+            entry.key,
+            verdicts.join(", ")
+        );
     }
     let supported = entries
         .iter()

@@ -210,9 +210,10 @@ fn convolutions_compute_alike_in_every_layout() {
             other => panic!("{name}: a tensor input, not {other:?}"),
         };
         let method = &file.program().methods[0];
-        let graph = ptec_compiler::optimize(method, &ptec_passes::PassOptions::default(), |_, _| {})
-            .expect("the method imports and optimizes")
-            .graph;
+        let graph =
+            ptec_compiler::optimize(method, &ptec_passes::PassOptions::default(), |_, _| {})
+                .expect("the method imports and optimizes")
+                .graph;
         let expected = f32s(&run(&graph, &input)[0]);
         for (input_last, output_last) in [(true, false), (false, true), (true, true)] {
             let mut changed = graph.clone();

@@ -26,7 +26,10 @@ fn operators() -> Vec<Value> {
 fn tables(operators: &[Value]) -> String {
     let mut text = String::new();
     for (source, title) in [
-        ("program", "Kernel calls of programs (ATen and `dim_order_ops` keys)"),
+        (
+            "program",
+            "Kernel calls of programs (ATen and `dim_order_ops` keys)",
+        ),
         ("xnnpack", "XNNPACK node types"),
         ("vulkan", "Vulkan operators"),
     ] {
@@ -60,14 +63,20 @@ fn operators_json_has_the_documented_form() {
         let supported = operator["supported"].as_array().expect("supported");
         let refused = operator["refused"].as_object().expect("refused");
         assert!(operator["key"].is_string() && operator["source"].is_string());
-        assert_eq!(supported.len() + refused.len(), BACKENDS.len(), "{operator}");
+        assert_eq!(
+            supported.len() + refused.len(),
+            BACKENDS.len(),
+            "{operator}"
+        );
     }
     // Each back end's answers can be asked for alone.
     let output = common::ptec(&["operators", "--backend", "vulkan", "--json"]);
     let vulkan: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     for operator in vulkan["operators"].as_array().expect("operators") {
         let answers = operator["supported"].as_array().map_or(0, Vec::len)
-            + operator["refused"].as_object().map_or(0, |refused| refused.len());
+            + operator["refused"]
+                .as_object()
+                .map_or(0, |refused| refused.len());
         assert_eq!(answers, 1, "{operator}");
     }
 }

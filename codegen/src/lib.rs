@@ -36,5 +36,6 @@ impl Default for CodegenOptions {
 pub use aot::{AotOptions, Linker, ObjectCode, c_header, compile_object, link_shared_object};
 pub use jit::{JitCode, JitMethod, compile_jit};
 pub use listing::Listing;
+pub use method::element_type;
 pub use spirv::{BufferRange, Shader, ShaderDispatch, VulkanMethod, compile_vulkan};
 pub use target_lexicon::Triple;

@@ -245,8 +245,8 @@ fn define_listed(
 }
 
 /// The runtime's name for an element type: the one mapping between them,
-/// for every back end.
-fn element_type(dtype: DType) -> ElementType {
+/// for every back end and the bundled tensors of the command line.
+pub fn element_type(dtype: DType) -> ElementType {
     match dtype {
         DType::Bool => ElementType::Bool,
         DType::U8 => ElementType::U8,

@@ -27,6 +27,8 @@ pub enum Error {
     Link(CodegenError),
     #[error(transparent)]
     Runtime(#[from] ptec_runtime::RuntimeError),
+    #[error(transparent)]
+    Library(#[from] ptec_runtime::library::LibraryError),
     #[error("loading method {method} onto the Vulkan device: {source}")]
     Vulkan {
         method: String,

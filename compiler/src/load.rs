@@ -98,7 +98,11 @@ pub struct Loaded<'a> {
 }
 
 /// Compiles `method` for `backend` and makes an instance of it.
-pub fn load<'a>(method: &Method<'a>, backend: Backend, options: &Options) -> Result<Loaded<'a>, Error> {
+pub fn load<'a>(
+    method: &Method<'a>,
+    backend: Backend,
+    options: &Options,
+) -> Result<Loaded<'a>, Error> {
     let start = Instant::now();
     let optimized = optimize(method, &options.passes, |_, _| {})?;
     let graph = &optimized.graph;
@@ -120,11 +124,12 @@ pub fn load<'a>(method: &Method<'a>, backend: Backend, options: &Options) -> Res
         Backend::Vulkan => {
             let compiled = vulkan(graph)?;
             let program = compiled.device_program();
-            let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program)
-                .map_err(|source| Error::Vulkan {
+            let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program).map_err(
+                |source| Error::Vulkan {
                     method: method.name.clone(),
                     source,
-                })?;
+                },
+            )?;
             Runner::Vulkan(Box::new(instance))
         }
     };
@@ -149,7 +154,10 @@ fn vulkan_device() -> Result<Arc<VulkanDevice>, Error> {
 /// it in a temporary directory, loads it and creates an instance.
 fn load_shared_object<'a>(graph: &Graph<'_>, options: &Options) -> Result<Runner<'a>, Error> {
     const PREFIX: &str = "ptec";
-    let object = object(std::slice::from_ref(graph), &options.aot(None, PREFIX, false))?;
+    let object = object(
+        std::slice::from_ref(graph),
+        &options.aot(None, PREFIX, false),
+    )?;
     let directory = tempfile::tempdir().map_err(|source| Error::Io {
         what: "creating a temporary directory".into(),
         source,

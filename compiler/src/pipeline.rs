@@ -129,7 +129,11 @@ pub fn vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, Error> {
 
 /// Writes `object` as a shared object at `output`, linked by `linker`
 /// (through an object file in a temporary directory).
-pub fn write_shared_object(object: &ObjectCode, linker: &Linker, output: &Path) -> Result<(), Error> {
+pub fn write_shared_object(
+    object: &ObjectCode,
+    linker: &Linker,
+    output: &Path,
+) -> Result<(), Error> {
     let io = |what: String| move |source| Error::Io { what, source };
     let directory = tempfile::tempdir().map_err(io("creating a temporary directory".into()))?;
     let object_path = directory.path().join("model.o");
@@ -142,7 +146,12 @@ impl Options {
     /// What `compile` needs for an object for `target` (this machine when
     /// `None`), its symbols prefixed with `prefix`, with a listing of the
     /// machine code when asked.
-    pub fn aot(&self, target: Option<ptec_codegen::Triple>, prefix: &str, listing: bool) -> AotOptions {
+    pub fn aot(
+        &self,
+        target: Option<ptec_codegen::Triple>,
+        prefix: &str,
+        listing: bool,
+    ) -> AotOptions {
         AotOptions {
             target,
             prefix: prefix.to_string(),
