@@ -1056,10 +1056,20 @@ fn walk_method(method: &Method<'_>) -> u64 {
                 + payload.constant_bytes()
                 + payload.node_histogram().len() as u64,
         );
-        // The graphs are read through lazy flatbuffer accessors: formatting
-        // one visits every field.
+        // Formatting a graph visits every value it holds (the XNNPACK
+        // graph's are decoded; the Vulkan graph's are read through lazy
+        // flatbuffer accessors). Looking up the values its ids name relies
+        // on the reader's checks.
         total = total.wrapping_add(match payload {
-            DelegatePayload::Xnnpack(graph) => format!("{:?}", graph.graph()).len() as u64,
+            DelegatePayload::Xnnpack(graph) => {
+                for &id in graph.input_ids.iter().chain(&graph.output_ids) {
+                    assert!(
+                        graph.value(id).is_some(),
+                        "XNNPACK value id {id} is unknown"
+                    );
+                }
+                format!("{graph:?}").len() as u64
+            }
             DelegatePayload::Vulkan(graph) => format!("{:?}", graph.graph()).len() as u64,
             DelegatePayload::Opaque(data) => data.len() as u64,
         });

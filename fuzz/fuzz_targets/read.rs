@@ -134,12 +134,13 @@ fn walk_method(method: &Method<'_>) -> u64 {
                 + payload.constant_bytes()
                 + payload.node_histogram().len() as u64,
         );
-        // The delegate graphs are read lazily through the flatbuffer
-        // accessors: format them whole to visit every field.
+        // Format the delegate graphs whole to visit every value they hold:
+        // the XNNPACK graph's are decoded, the Vulkan graph's read lazily
+        // through the flatbuffer accessors.
         let mut sink = Sink(0);
         match payload {
             DelegatePayload::Xnnpack(graph) => {
-                let _ = write!(sink, "{:?}", graph.graph());
+                let _ = write!(sink, "{graph:?}");
                 total = total.wrapping_add(graph.constants.len() as u64);
             }
             DelegatePayload::Vulkan(graph) => {

@@ -1,22 +1,24 @@
 //! Delegate payloads: the XNNPACK ("XH00" header, XN00/XN01 graph, constant
 //! data) and Vulkan ("VH00" header, VK00 graph, constant bytes) blobs, split
-//! and verified, with every constant they name resolved to bytes in the file.
+//! and verified, with every constant they name resolved to bytes in the
+//! file; XNNPACK graphs are decoded into plain typed values by `xnnpack.rs`.
+
+pub mod xnnpack;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-/// The accessors of the Vulkan graph flatbuffer, likewise.
-pub use ptec_schema::vulkan as vulkan_schema;
-/// The accessors of the XNNPACK graph flatbuffer, for reading the graphs
+/// The accessors of the Vulkan graph flatbuffer, for reading the graphs
 /// [`DelegateGraph::graph`] hands out.
-pub use ptec_schema::xnnpack as xnnpack_schema;
-use ptec_schema::{vulkan as vk, xnnpack as xnn};
+pub use ptec_schema::vulkan as vulkan_schema;
+use ptec_schema::vulkan as vk;
 
 use crate::bytes::{expect_identifier, slice, tag_at, u16_at, u32_at, u64_at, verified_flatbuffer};
 use crate::error::{Error, Result};
 use crate::model::NamedData;
 use crate::pte::{vec_of, vec_of_scalars};
+use xnnpack::XnnpackGraph;
 
 /// The backend ids ExecuTorch's partitioners write.
 pub const XNNPACK_BACKEND: &str = "XnnpackBackend";
@@ -25,7 +27,7 @@ pub const VULKAN_BACKEND: &str = "VulkanBackend";
 /// A delegate's payload, split by backend.
 #[derive(Debug)]
 pub enum DelegatePayload<'a> {
-    Xnnpack(DelegateGraph<'a, Xnnpack>),
+    Xnnpack(XnnpackGraph<'a>),
     Vulkan(DelegateGraph<'a, Vulkan>),
     /// A backend ptec does not know: the raw bytes.
     Opaque(&'a [u8]),
@@ -35,7 +37,7 @@ impl DelegatePayload<'_> {
     /// How many nodes (operator calls) the delegated graph has.
     pub fn node_count(&self) -> Option<usize> {
         match self {
-            DelegatePayload::Xnnpack(graph) => Some(graph.node_kinds.len()),
+            DelegatePayload::Xnnpack(graph) => Some(graph.nodes.len()),
             DelegatePayload::Vulkan(graph) => Some(graph.node_kinds.len()),
             DelegatePayload::Opaque(_) => None,
         }
@@ -43,37 +45,40 @@ impl DelegatePayload<'_> {
 
     /// Bytes of the constants the graph uses.
     pub fn constant_bytes(&self) -> u64 {
-        let constants = match self {
-            DelegatePayload::Xnnpack(graph) => &graph.constants,
-            DelegatePayload::Vulkan(graph) => &graph.constants,
-            DelegatePayload::Opaque(_) => return 0,
-        };
-        constants
-            .iter()
-            .flatten()
-            .map(|data| data.len() as u64)
-            .sum()
+        match self {
+            DelegatePayload::Xnnpack(graph) => graph
+                .constants
+                .iter()
+                .flatten()
+                .map(|data| data.len() as u64)
+                .sum(),
+            DelegatePayload::Vulkan(graph) => graph
+                .constants
+                .iter()
+                .flatten()
+                .map(|data| data.len() as u64)
+                .sum(),
+            DelegatePayload::Opaque(_) => 0,
+        }
     }
 
     /// The graph's node kinds with their counts (XNNPACK node types such as
     /// `XNNConv2d`, Vulkan operator names such as `aten.add.Tensor`).
     pub fn node_histogram(&self) -> BTreeMap<&str, usize> {
-        let kinds: &[String] = match self {
-            DelegatePayload::Xnnpack(graph) => &graph.node_kinds,
-            DelegatePayload::Vulkan(graph) => &graph.node_kinds,
-            DelegatePayload::Opaque(_) => &[],
+        let kinds: Vec<&str> = match self {
+            DelegatePayload::Xnnpack(graph) => {
+                graph.nodes.iter().map(|node| node.op.name()).collect()
+            }
+            DelegatePayload::Vulkan(graph) => graph.node_kinds.iter().map(String::as_str).collect(),
+            DelegatePayload::Opaque(_) => Vec::new(),
         };
         let mut histogram = BTreeMap::new();
         for kind in kinds {
-            *histogram.entry(kind.as_str()).or_default() += 1;
+            *histogram.entry(kind).or_default() += 1;
         }
         histogram
     }
 }
-
-/// Marks a [`DelegateGraph`] that holds an XNNPACK graph.
-#[derive(Debug)]
-pub enum Xnnpack {}
 
 /// Marks a [`DelegateGraph`] that holds a Vulkan graph.
 #[derive(Debug)]
@@ -85,30 +90,61 @@ pub struct DelegateGraph<'a, Backend> {
     /// The graph's flatbuffer, verified; borrowed from the file unless it
     /// had to be mended (see `verified_flatbuffer`).
     flatbuffer: Cow<'a, [u8]>,
-    /// The file identifier the graph carries (`XN00`, `XN01`, `VK00`).
+    /// The file identifier the graph carries (`VK00`).
     pub identifier: [u8; 4],
-    /// The bytes of each entry of the graph's constant table, by index;
-    /// `None` for XNNPACK's reserved entry 0.
+    /// The bytes of each entry of the graph's constant table, by index.
     pub constants: Vec<Option<&'a [u8]>>,
     /// The kind of each node, in order.
     pub node_kinds: Vec<String>,
     backend: PhantomData<Backend>,
 }
 
-impl DelegateGraph<'_, Xnnpack> {
-    pub fn graph(&self) -> xnn::XNNGraph<'_> {
-        // SAFETY: `flatbuffer` passed the verifier for this root type when
-        // the graph was read, and it is immutable since.
-        unsafe { flatbuffers::root_unchecked::<xnn::XNNGraph>(&self.flatbuffer) }
-    }
-}
-
 impl DelegateGraph<'_, Vulkan> {
     pub fn graph(&self) -> vk::VkGraph<'_> {
-        // SAFETY: as for the XNNPACK graph above.
+        // SAFETY: `flatbuffer` passed the verifier for this root type when
+        // the graph was read, and it is immutable since.
         unsafe { flatbuffers::root_unchecked::<vk::VkGraph>(&self.flatbuffer) }
     }
 }
+
+/// Declares a Rust enum that mirrors an enum of a graph schema: a variant
+/// for each value the schema defines, and `Unknown` with the code for the
+/// others, since a file may hold any code; `name` is the schema's name of
+/// the value, as messages show it.
+macro_rules! mirror_enum {
+    (
+        $(#[$doc:meta])*
+        $name:ident: $schema:ty, $code:ty {
+            $($variant:ident = $value:ident,)*
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($variant,)*
+            /// A code the schema does not define.
+            Unknown($code),
+        }
+
+        impl $name {
+            fn decode(value: $schema) -> Self {
+                match value {
+                    $(<$schema>::$value => $name::$variant,)*
+                    other => $name::Unknown(other.0),
+                }
+            }
+
+            /// The schema's name of the value, or `unknown`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => stringify!($value),)*
+                    $name::Unknown(_) => "unknown",
+                }
+            }
+        }
+    };
+}
+use mirror_enum;
 
 pub(crate) fn read_payload<'a>(
     backend: &str,
@@ -117,7 +153,7 @@ pub(crate) fn read_payload<'a>(
     path: &str,
 ) -> Result<DelegatePayload<'a>> {
     match backend {
-        XNNPACK_BACKEND => read_xnnpack(data, named_data, path).map(DelegatePayload::Xnnpack),
+        XNNPACK_BACKEND => xnnpack::read(data, named_data, path).map(DelegatePayload::Xnnpack),
         VULKAN_BACKEND => read_vulkan(data, named_data, path).map(DelegatePayload::Vulkan),
         _ => Ok(DelegatePayload::Opaque(data)),
     }
@@ -208,84 +244,6 @@ fn resolve_constant<'a>(
             "delegate constant data",
         ),
     }
-}
-
-fn read_xnnpack<'a>(
-    data: &'a [u8],
-    named_data: &NamedData<'a>,
-    path: &str,
-) -> Result<DelegateGraph<'a, Xnnpack>> {
-    const WHAT: &str = "XNNPACK payload";
-    let has_header = tag_at(data, 4) == Some(*b"XH00");
-    let regions = if has_header {
-        split_header(data, WHAT, path)?
-    } else {
-        Regions {
-            flatbuffer: data,
-            constants: &[],
-        }
-    };
-    let what = format!("{path}: XNNPACK graph");
-    let identifier = expect_identifier(regions.flatbuffer, &[b"XN00", b"XN01"], &what)?;
-    let flatbuffer = verified_flatbuffer(regions.flatbuffer, &what, |bytes, options| {
-        flatbuffers::root_with_opts::<xnn::XNNGraph>(options, bytes).map(|_| ())
-    })?;
-    // SAFETY: verified just above.
-    let graph = unsafe { flatbuffers::root_unchecked::<xnn::XNNGraph>(&flatbuffer) };
-    let mut constants = vec![None];
-    if has_header {
-        for (index, entry) in vec_of(graph.constant_data()).enumerate().skip(1) {
-            let at = || format!("{path}: XNNPACK constant_data[{index}]");
-            constants.push(Some(resolve_constant(
-                entry.offset(),
-                entry.size_(),
-                entry.named_key(),
-                regions.constants,
-                named_data,
-                &at,
-            )?));
-        }
-    } else {
-        // Without a header the graph keeps its constants inline, in the file.
-        let Cow::Borrowed(in_file) = flatbuffer else {
-            return Err(Error::Unsupported {
-                at: format!("{path}: XNNPACK graph"),
-                what: "inline constants in a graph with misaligned empty vectors".to_string(),
-            });
-        };
-        // SAFETY: these are the bytes verified above, unmended.
-        let graph = unsafe { flatbuffers::root_unchecked::<xnn::XNNGraph>(in_file) };
-        constants.extend(
-            vec_of(graph.constant_buffer())
-                .skip(1)
-                .map(|buffer| Some(buffer.storage().map_or(&[][..], |storage| storage.bytes()))),
-        );
-    }
-    let node_kinds = vec_of(graph.xnodes())
-        .enumerate()
-        .map(|(index, node)| {
-            node.xnode_union_type()
-                .variant_name()
-                .filter(|_| node.xnode_union().is_some())
-                .map(str::to_string)
-                .ok_or_else(|| {
-                    Error::invalid(
-                        format!("{path}: XNNPACK xnodes[{index}]"),
-                        format!(
-                            "unknown node type (union tag {})",
-                            node.xnode_union_type().0
-                        ),
-                    )
-                })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(DelegateGraph {
-        flatbuffer,
-        identifier,
-        constants,
-        node_kinds,
-        backend: PhantomData,
-    })
 }
 
 fn read_vulkan<'a>(
