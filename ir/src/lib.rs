@@ -7,8 +7,8 @@
 //! writer to reader, and a schedule that orders the nodes, labels and jumps
 //! included. [`import_method`] builds one from the frontend's checked values;
 //! [`verify`] checks one; [`to_text`] and [`to_dot`] print one. The IR parses
-//! no bytes: the frontend hands over XNNPACK delegate graphs decoded into
-//! typed values, and Vulkan ones as flatbuffers it verified.
+//! no bytes: the frontend hands over delegate graphs decoded into typed
+//! values.
 
 mod graph;
 mod import;

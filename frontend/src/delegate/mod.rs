@@ -1,23 +1,18 @@
 //! Delegate payloads: the XNNPACK ("XH00" header, XN00/XN01 graph, constant
 //! data) and Vulkan ("VH00" header, VK00 graph, constant bytes) blobs, split
-//! and verified, with every constant they name resolved to bytes in the
-//! file; XNNPACK graphs are decoded into plain typed values by `xnnpack.rs`.
+//! here, with every constant they name resolved to bytes in the file; their
+//! graphs are verified and decoded into plain typed values by `xnnpack.rs`
+//! and `vulkan.rs`, so that no consumer reads a flatbuffer.
 
+pub mod vulkan;
 pub mod xnnpack;
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 
-/// The accessors of the Vulkan graph flatbuffer, for reading the graphs
-/// [`DelegateGraph::graph`] hands out.
-pub use ptec_schema::vulkan as vulkan_schema;
-use ptec_schema::vulkan as vk;
-
-use crate::bytes::{expect_identifier, slice, tag_at, u16_at, u32_at, u64_at, verified_flatbuffer};
+use crate::bytes::{slice, u16_at, u32_at, u64_at};
 use crate::error::{Error, Result};
 use crate::model::NamedData;
-use crate::pte::{vec_of, vec_of_scalars};
+use vulkan::VulkanGraph;
 use xnnpack::XnnpackGraph;
 
 /// The backend ids ExecuTorch's partitioners write.
@@ -28,7 +23,7 @@ pub const VULKAN_BACKEND: &str = "VulkanBackend";
 #[derive(Debug)]
 pub enum DelegatePayload<'a> {
     Xnnpack(XnnpackGraph<'a>),
-    Vulkan(DelegateGraph<'a, Vulkan>),
+    Vulkan(VulkanGraph<'a>),
     /// A backend ptec does not know: the raw bytes.
     Opaque(&'a [u8]),
 }
@@ -38,7 +33,7 @@ impl DelegatePayload<'_> {
     pub fn node_count(&self) -> Option<usize> {
         match self {
             DelegatePayload::Xnnpack(graph) => Some(graph.nodes.len()),
-            DelegatePayload::Vulkan(graph) => Some(graph.node_kinds.len()),
+            DelegatePayload::Vulkan(graph) => Some(graph.chain.len()),
             DelegatePayload::Opaque(_) => None,
         }
     }
@@ -52,12 +47,9 @@ impl DelegatePayload<'_> {
                 .flatten()
                 .map(|data| data.len() as u64)
                 .sum(),
-            DelegatePayload::Vulkan(graph) => graph
-                .constants
-                .iter()
-                .flatten()
-                .map(|data| data.len() as u64)
-                .sum(),
+            DelegatePayload::Vulkan(graph) => {
+                graph.constants.iter().map(|data| data.len() as u64).sum()
+            }
             DelegatePayload::Opaque(_) => 0,
         }
     }
@@ -69,7 +61,9 @@ impl DelegatePayload<'_> {
             DelegatePayload::Xnnpack(graph) => {
                 graph.nodes.iter().map(|node| node.op.name()).collect()
             }
-            DelegatePayload::Vulkan(graph) => graph.node_kinds.iter().map(String::as_str).collect(),
+            DelegatePayload::Vulkan(graph) => {
+                graph.chain.iter().map(|call| call.name.as_str()).collect()
+            }
             DelegatePayload::Opaque(_) => Vec::new(),
         };
         let mut histogram = BTreeMap::new();
@@ -77,33 +71,6 @@ impl DelegatePayload<'_> {
             *histogram.entry(kind).or_default() += 1;
         }
         histogram
-    }
-}
-
-/// Marks a [`DelegateGraph`] that holds a Vulkan graph.
-#[derive(Debug)]
-pub enum Vulkan {}
-
-/// A verified delegate graph with its constants resolved.
-#[derive(Debug)]
-pub struct DelegateGraph<'a, Backend> {
-    /// The graph's flatbuffer, verified; borrowed from the file unless it
-    /// had to be mended (see `verified_flatbuffer`).
-    flatbuffer: Cow<'a, [u8]>,
-    /// The file identifier the graph carries (`VK00`).
-    pub identifier: [u8; 4],
-    /// The bytes of each entry of the graph's constant table, by index.
-    pub constants: Vec<Option<&'a [u8]>>,
-    /// The kind of each node, in order.
-    pub node_kinds: Vec<String>,
-    backend: PhantomData<Backend>,
-}
-
-impl DelegateGraph<'_, Vulkan> {
-    pub fn graph(&self) -> vk::VkGraph<'_> {
-        // SAFETY: `flatbuffer` passed the verifier for this root type when
-        // the graph was read, and it is immutable since.
-        unsafe { flatbuffers::root_unchecked::<vk::VkGraph>(&self.flatbuffer) }
     }
 }
 
@@ -154,7 +121,7 @@ pub(crate) fn read_payload<'a>(
 ) -> Result<DelegatePayload<'a>> {
     match backend {
         XNNPACK_BACKEND => xnnpack::read(data, named_data, path).map(DelegatePayload::Xnnpack),
-        VULKAN_BACKEND => read_vulkan(data, named_data, path).map(DelegatePayload::Vulkan),
+        VULKAN_BACKEND => vulkan::read(data, named_data, path).map(DelegatePayload::Vulkan),
         _ => Ok(DelegatePayload::Opaque(data)),
     }
 }
@@ -244,69 +211,4 @@ fn resolve_constant<'a>(
             "delegate constant data",
         ),
     }
-}
-
-fn read_vulkan<'a>(
-    data: &'a [u8],
-    named_data: &NamedData<'a>,
-    path: &str,
-) -> Result<DelegateGraph<'a, Vulkan>> {
-    const WHAT: &str = "Vulkan payload";
-    let regions = if tag_at(data, 4) == Some(*b"VH00") {
-        split_header(data, WHAT, path)?
-    } else {
-        Regions {
-            flatbuffer: data,
-            constants: &[],
-        }
-    };
-    let what = format!("{path}: Vulkan graph");
-    let identifier = expect_identifier(regions.flatbuffer, &[b"VK00"], &what)?;
-    let flatbuffer = verified_flatbuffer(regions.flatbuffer, &what, |bytes, options| {
-        flatbuffers::root_with_opts::<vk::VkGraph>(options, bytes).map(|_| ())
-    })?;
-    // SAFETY: verified just above.
-    let graph = unsafe { flatbuffers::root_unchecked::<vk::VkGraph>(&flatbuffer) };
-    let constants = vec_of(graph.constants())
-        .enumerate()
-        .map(|(index, entry)| {
-            let at = || format!("{path}: Vulkan constants[{index}]");
-            resolve_constant(
-                entry.offset(),
-                entry.length(),
-                entry.named_key(),
-                regions.constants,
-                named_data,
-                &at,
-            )
-            .map(Some)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let value_count = graph.values().map_or(0, |values| values.len());
-    let node_kinds = vec_of(graph.chain())
-        .enumerate()
-        .map(|(index, call)| {
-            let at = || format!("{path}: Vulkan chain[{index}]");
-            for (arg, id) in vec_of_scalars(call.args()).enumerate() {
-                if usize::try_from(id).map_or(true, |id| id >= value_count) {
-                    return Err(Error::OutOfRange {
-                        at: format!("{}.args[{arg}]", at()),
-                        what: "value id",
-                        index: i64::from(id),
-                        len: value_count,
-                    });
-                }
-            }
-            call.name()
-                .map(str::to_string)
-                .ok_or_else(|| Error::invalid(at(), "the operator call has no name"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(DelegateGraph {
-        flatbuffer,
-        identifier,
-        constants,
-        node_kinds,
-        backend: PhantomData,
-    })
 }
