@@ -23,10 +23,10 @@
 
 use std::collections::HashMap;
 
-use ptec_frontend::delegate::{Vulkan, vulkan_schema as vk};
-use ptec_frontend::{
-    DelegateGraph, ScalarType, ShapeDynamism, Tensor, TensorStorage, Value, ValueIndex,
+use ptec_frontend::delegate::vulkan::{
+    VkCall, VkDataType, VkTensor, VkValue, VkValueId, VulkanGraph,
 };
+use ptec_frontend::{ScalarType, ShapeDynamism, Tensor, TensorStorage, Value, ValueIndex};
 
 use super::{Call, ImportError, Importer, aten};
 
@@ -173,12 +173,10 @@ const OPERATORS: &[(&str, Translate)] = &[
 /// Translates one DelegateCall of a Vulkan delegate into IR nodes.
 pub(super) fn import<'m, 'a>(
     importer: &mut Importer<'m, 'a>,
-    delegate: &'m DelegateGraph<'a, Vulkan>,
+    graph: &'m VulkanGraph<'a>,
     args: &[ValueIndex],
 ) -> Result<(), ImportError> {
-    let graph = delegate.graph();
-    let inputs: Vec<u32> = graph.input_ids().into_iter().flatten().collect();
-    let outputs: Vec<u32> = graph.output_ids().into_iter().flatten().collect();
+    let (inputs, outputs) = (&graph.input_ids, &graph.output_ids);
     if inputs.len() + outputs.len() != args.len() {
         return Err(importer.invalid(format!(
             "the Vulkan graph has {} inputs and {} outputs but the call passes {} arguments",
@@ -191,27 +189,25 @@ pub(super) fn import<'m, 'a>(
     let mut translation = Translation {
         importer,
         graph,
-        constants: &delegate.constants,
         instruction: instruction.clone(),
         values: HashMap::new(),
         node: 0,
         name: String::new(),
     };
-    for (&id, &arg) in inputs.iter().chain(&outputs).zip(args) {
+    for (&id, &arg) in inputs.iter().chain(outputs).zip(args) {
         if translation.values.insert(id, arg).is_some() {
             return Err(translation.invalid(format!(
                 "value {id} is more than one of the graph's inputs and outputs"
             )));
         }
     }
-    let calls: Vec<vk::OperatorCall<'_>> = graph.chain().into_iter().flatten().collect();
-    for (node, call) in calls.iter().enumerate() {
+    for (node, call) in graph.chain.iter().enumerate() {
         translation.enter(node, call);
         if !OPERATORS.iter().any(|(name, _)| *name == translation.name) {
             return Err(translation.unsupported("the operator"));
         }
     }
-    for (node, call) in calls.iter().enumerate() {
+    for (node, call) in graph.chain.iter().enumerate() {
         translation.enter(node, call);
         translation.call(call)?;
     }
@@ -229,12 +225,11 @@ pub(super) fn import<'m, 'a>(
 
 struct Translation<'i, 'm, 'a> {
     importer: &'i mut Importer<'m, 'a>,
-    graph: vk::VkGraph<'m>,
-    constants: &'m [Option<&'a [u8]>],
+    graph: &'m VulkanGraph<'a>,
     /// The DelegateCall's place in the method, for messages.
     instruction: String,
     /// The method value each graph value id has become, once it has one.
-    values: HashMap<u32, ValueIndex>,
+    values: HashMap<VkValueId, ValueIndex>,
     /// The operator call being translated: its position in the chain and
     /// its name.
     node: usize,
@@ -256,15 +251,14 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         }
     }
 
-    fn enter(&mut self, node: usize, call: &vk::OperatorCall<'_>) {
+    fn enter(&mut self, node: usize, call: &VkCall) {
         self.node = node;
-        self.name = call.name().unwrap_or_default().to_string();
+        self.name = call.name.clone();
         self.importer.at = format!("{}, Vulkan chain[{node}] ({})", self.instruction, self.name);
     }
 
-    fn call(&mut self, call: &vk::OperatorCall<'_>) -> Result<(), ImportError> {
-        let ids: Vec<i32> = call.args().into_iter().flatten().collect();
-        let Some((&output, operands)) = ids.split_last() else {
+    fn call(&mut self, call: &VkCall) -> Result<(), ImportError> {
+        let Some((&output, operands)) = call.args.split_last() else {
             return Err(self.invalid("the operator call has no output"));
         };
         let mut args = operands
@@ -301,7 +295,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 
     /// The outputs of a call: its output value, or the items of a
     /// ValueList when it returns several tensors.
-    fn outputs(&mut self, id: i32) -> Result<Vec<ValueIndex>, ImportError> {
+    fn outputs(&mut self, id: VkValueId) -> Result<Vec<ValueIndex>, ImportError> {
         let index = self.value(id)?;
         Ok(match self.importer.value(index) {
             Value::TensorList(items) => items.clone(),
@@ -319,83 +313,45 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     }
 
     /// The method value graph value `id` stands for, made on first use.
-    fn value(&mut self, id: i32) -> Result<ValueIndex, ImportError> {
-        let key =
-            u32::try_from(id).map_err(|_| self.invalid(format!("value id {id} is negative")))?;
-        if let Some(&index) = self.values.get(&key) {
+    fn value(&mut self, id: VkValueId) -> Result<ValueIndex, ImportError> {
+        if let Some(&index) = self.values.get(&id) {
             return Ok(index);
         }
-        let value = self
-            .graph
-            .values()
-            .filter(|values| (key as usize) < values.len())
-            .map(|values| values.get(key as usize))
-            .ok_or_else(|| self.invalid(format!("value id {id} is out of range")))?;
-        let translated = self.translate(id, &value)?;
+        let translated = self.translate(id, self.graph.value(id))?;
         let index = self.importer.append(translated)?;
-        self.values.insert(key, index);
+        self.values.insert(id, index);
         Ok(index)
     }
 
-    fn translate(&mut self, id: i32, value: &vk::VkValue<'m>) -> Result<Value<'a>, ImportError> {
-        let kind = value.value_type();
-        Ok(match kind {
-            vk::GraphTypes::Null => Value::Null,
-            vk::GraphTypes::Int => Value::Int(value.value_as_int().map_or(0, |v| v.int_val())),
-            vk::GraphTypes::Double => {
-                Value::Double(value.value_as_double().map_or(0.0, |v| v.double_val()))
-            }
-            vk::GraphTypes::Bool => {
-                Value::Bool(value.value_as_bool().is_some_and(|v| v.bool_val()))
-            }
-            vk::GraphTypes::String => Value::String(
-                value
-                    .value_as_string()
-                    .and_then(|v| v.string_val())
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-            vk::GraphTypes::IntList => {
-                let items: Vec<i64> = value
-                    .value_as_int_list()
-                    .and_then(|list| list.items())
-                    .into_iter()
-                    .flatten()
-                    .collect();
+    fn translate(
+        &mut self,
+        id: VkValueId,
+        value: &'m VkValue<'a>,
+    ) -> Result<Value<'a>, ImportError> {
+        Ok(match value {
+            VkValue::Null => Value::Null,
+            &VkValue::Int(value) => Value::Int(value),
+            &VkValue::Double(value) => Value::Double(value),
+            &VkValue::Bool(value) => Value::Bool(value),
+            VkValue::String(value) => Value::String(value.clone()),
+            VkValue::IntList(items) => {
                 let boxed = items
-                    .into_iter()
-                    .map(|item| self.importer.append(Value::Int(item)))
+                    .iter()
+                    .map(|&item| self.importer.append(Value::Int(item)))
                     .collect::<Result<Vec<_>, _>>()?;
                 Value::IntList(boxed)
             }
-            vk::GraphTypes::DoubleList => Value::DoubleList(
-                value
-                    .value_as_double_list()
-                    .and_then(|list| list.items())
-                    .into_iter()
-                    .flatten()
-                    .collect(),
-            ),
-            vk::GraphTypes::BoolList => Value::BoolList(
-                value
-                    .value_as_bool_list()
-                    .and_then(|list| list.items())
-                    .into_iter()
-                    .flatten()
-                    .collect(),
-            ),
-            vk::GraphTypes::ValueList => self.value_list(id, value)?,
-            vk::GraphTypes::VkTensor => match value.value_as_vk_tensor() {
-                Some(tensor) => Value::Tensor(self.tensor(id, &tensor)?),
-                None => return Err(self.invalid(format!("value {id} has no tensor"))),
-            },
-            vk::GraphTypes::SymInt => {
+            VkValue::DoubleList(items) => Value::DoubleList(items.clone()),
+            VkValue::BoolList(items) => Value::BoolList(items.clone()),
+            VkValue::ValueList(items) => self.value_list(id, items)?,
+            VkValue::Tensor(tensor) => Value::Tensor(self.tensor(id, tensor)?),
+            VkValue::SymInt(_) => {
                 return Err(self.unsupported(format!(
                     "value {id}, a SymInt (an integer the graph computes at run time)"
                 )));
             }
-            other => {
-                return Err(self.invalid(format!("value {id} has unknown kind {}", other.0)));
+            VkValue::Unknown(kind) => {
+                return Err(self.invalid(format!("value {id} has unknown kind {kind}")));
             }
         })
     }
@@ -403,51 +359,31 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     /// A ValueList: tensors (a tuple of outputs, or a list argument) or
     /// integers (a size list). Its items are no lists themselves, which
     /// also keeps a list from containing itself.
-    fn value_list(&mut self, id: i32, value: &vk::VkValue<'m>) -> Result<Value<'a>, ImportError> {
-        let items: Vec<i32> = value
-            .value_as_value_list()
-            .and_then(|list| list.items())
-            .into_iter()
-            .flatten()
-            .collect();
-        let values = self
-            .graph
-            .values()
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>();
-        let mut kinds = Vec::with_capacity(items.len());
-        for &item in &items {
-            let kind = usize::try_from(item)
-                .ok()
-                .and_then(|item| values.get(item))
-                .map(vk::VkValue::value_type)
-                .ok_or_else(|| {
-                    self.invalid(format!("value {id} lists value id {item}, out of range"))
-                })?;
-            kinds.push(kind);
-        }
-        let indices = if kinds.iter().all(|&kind| kind == vk::GraphTypes::VkTensor)
-            || kinds.iter().all(|&kind| kind == vk::GraphTypes::Int)
+    fn value_list(&mut self, id: VkValueId, items: &[VkValueId]) -> Result<Value<'a>, ImportError> {
+        let values: Vec<&VkValue<'_>> = items.iter().map(|&item| self.graph.value(item)).collect();
+        let indices = if values
+            .iter()
+            .all(|value| matches!(value, VkValue::Tensor(_)))
+            || values.iter().all(|value| matches!(value, VkValue::Int(_)))
         {
             items
                 .iter()
                 .map(|&item| self.value(item))
                 .collect::<Result<Vec<_>, _>>()?
-        } else if kinds.contains(&vk::GraphTypes::SymInt) {
+        } else if values
+            .iter()
+            .any(|value| matches!(value, VkValue::SymInt(_)))
+        {
             return Err(self.unsupported(format!(
                 "value {id}, a list holding SymInts (integers the graph computes at run time)"
             )));
         } else {
             return Err(self.invalid(format!(
                 "value {id} lists values of mixed kinds {:?}",
-                kinds
-                    .iter()
-                    .map(|kind| kind.variant_name().unwrap_or("unknown"))
-                    .collect::<Vec<_>>()
+                values.iter().map(|value| value.kind()).collect::<Vec<_>>()
             )));
         };
-        Ok(if kinds.first() == Some(&vk::GraphTypes::Int) {
+        Ok(if matches!(values.first(), Some(VkValue::Int(_))) {
             Value::IntList(indices)
         } else {
             Value::TensorList(indices)
@@ -456,31 +392,20 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 
     /// A tensor of the graph: a constant, or a value an operator call
     /// writes.
-    fn tensor(&self, id: i32, tensor: &vk::VkTensor<'m>) -> Result<Tensor<'a>, ImportError> {
-        let datatype = tensor.datatype();
-        let dtype = scalar_type(datatype).ok_or_else(|| {
+    fn tensor(&self, id: VkValueId, tensor: &VkTensor<'a>) -> Result<Tensor<'a>, ImportError> {
+        let dtype = scalar_type(tensor.datatype).ok_or_else(|| {
             self.unsupported(format!(
                 "value {id}, a tensor of element type {}",
-                datatype.variant_name().unwrap_or("unknown")
+                tensor.datatype.name()
             ))
         })?;
-        let sizes: Vec<i64> = tensor.dims().into_iter().flatten().map(i64::from).collect();
+        let sizes: Vec<i64> = tensor.dims.iter().map(|&size| i64::from(size)).collect();
         let dim_order = (0..sizes.len())
             .map(u8::try_from)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| self.invalid(format!("value {id} has {} dims", sizes.len())))?;
-        let storage = match usize::try_from(tensor.constant_id()) {
-            Ok(constant) => {
-                let bytes = self
-                    .constants
-                    .get(constant)
-                    .copied()
-                    .flatten()
-                    .ok_or_else(|| {
-                        self.invalid(format!(
-                            "value {id} names constant {constant}, out of range"
-                        ))
-                    })?;
+        let storage = match tensor.constant {
+            Some(bytes) => {
                 let expected = sizes
                     .iter()
                     .try_fold(dtype.element_size() as u64, |bytes, &size| {
@@ -494,7 +419,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                 }
                 TensorStorage::Constant(bytes)
             }
-            Err(_) => TensorStorage::Unplanned,
+            None => TensorStorage::Unplanned,
         };
         Ok(Tensor {
             dtype,
@@ -551,17 +476,17 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 }
 
 /// The element type of a Vulkan tensor.
-fn scalar_type(datatype: vk::VkDataType) -> Option<ScalarType> {
+fn scalar_type(datatype: VkDataType) -> Option<ScalarType> {
     Some(match datatype {
-        vk::VkDataType::BOOL => ScalarType::Bool,
-        vk::VkDataType::UINT8 => ScalarType::Byte,
-        vk::VkDataType::INT8 => ScalarType::Char,
-        vk::VkDataType::INT32 => ScalarType::Int,
-        vk::VkDataType::FLOAT16 => ScalarType::Half,
-        vk::VkDataType::FLOAT32 => ScalarType::Float,
-        vk::VkDataType::FLOAT64 => ScalarType::Double,
-        vk::VkDataType::INT64 => ScalarType::Long,
-        _ => return None,
+        VkDataType::Bool => ScalarType::Bool,
+        VkDataType::Uint8 => ScalarType::Byte,
+        VkDataType::Int8 => ScalarType::Char,
+        VkDataType::Int32 => ScalarType::Int,
+        VkDataType::Float16 => ScalarType::Half,
+        VkDataType::Float32 => ScalarType::Float,
+        VkDataType::Float64 => ScalarType::Double,
+        VkDataType::Int64 => ScalarType::Long,
+        VkDataType::Unset | VkDataType::Unknown(_) => return None,
     })
 }
 

@@ -15,19 +15,24 @@
 //! Quantized values are computed in f32 as XNNPACK computes them in
 //! integers (see `quantize`).
 //!
-//! Node types, element types and flags ptec does not implement give
-//! [`ImportError::UnsupportedXnnpack`] with the node's type and debug
-//! handle; graphs that contradict themselves (unknown ids, wrong ranks,
-//! dims that disagree with what the nodes compute) give
-//! [`ImportError::Invalid`].
+//! The graph comes decoded by the frontend, which checked that every value
+//! id it names is one of its values. Node types, element types and flags
+//! ptec does not implement give [`ImportError::UnsupportedXnnpack`] with
+//! the node's type and debug handle; graphs that contradict themselves
+//! otherwise (wrong ranks, dims that disagree with what the nodes compute,
+//! values read before a node writes them) give [`ImportError::Invalid`].
 
 mod quantize;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use ptec_frontend::delegate::{Xnnpack, xnnpack_schema as xnn};
-use ptec_frontend::{DelegateGraph, ValueIndex};
+use ptec_frontend::ValueIndex;
+use ptec_frontend::delegate::xnnpack::{
+    Concatenate, ConvNode, FullyConnected, Node1x1, Node2x1, OutputRange, Pooling2d,
+    StaticConstantPad, StaticReshape, StaticSlice, StaticTranspose, XnnNode, XnnOp, XnnTensorValue,
+    XnnValueId, XnnpackGraph,
+};
 
 use super::{ImportError, Importer};
 use crate::graph::{ValueData, ValueId, ValueKind};
@@ -36,11 +41,6 @@ use crate::shape::{Expected, show};
 use crate::types::{DType, Dim, Scalar, Shape, TensorType};
 use quantize::{Elements, Integer, Numbers, Quantization};
 
-/// The id that stands for no value (an absent bias, an unused input).
-const INVALID_ID: u32 = u32::MAX;
-/// Value flags: the value is one of the call's inputs, or outputs.
-const EXTERNAL_INPUT: u32 = 0x1;
-const EXTERNAL_OUTPUT: u32 = 0x2;
 /// Node flags: a fully connected node's filter is `[in, out]` rather than
 /// `[out, in]`; a batch matrix multiply's second operand is transposed.
 const FLAG_TRANSPOSE_WEIGHTS: u32 = 0x1;
@@ -52,28 +52,26 @@ const NHWC_OF_NCHW: [usize; 4] = [0, 2, 3, 1];
 /// Translates one DelegateCall of an XNNPACK delegate into IR nodes.
 pub(super) fn import<'m, 'a>(
     importer: &mut Importer<'m, 'a>,
-    delegate: &'m DelegateGraph<'a, Xnnpack>,
+    graph: &'m XnnpackGraph<'a>,
     args: &[ValueIndex],
 ) -> Result<(), ImportError> {
-    let graph = delegate.graph();
     let mut translation = Translation {
         instruction: importer.at.clone(),
         importer,
-        constants: &delegate.constants,
+        graph,
         args,
-        values: HashMap::new(),
-        order: Vec::new(),
+        numbers: HashMap::new(),
         tensors: HashMap::new(),
         created: HashSet::new(),
         retargeted: false,
         node: NodeContext::default(),
     };
-    for (index, value) in graph.xvalues().into_iter().flatten().enumerate() {
-        translation.index_value(index, value)?;
+    for (index, value) in graph.values().iter().enumerate() {
+        translation.classify(index, value)?;
     }
-    for (index, node) in graph.xnodes().into_iter().flatten().enumerate() {
-        translation.enter(index, &node);
-        translation.node(&node)?;
+    for (index, node) in graph.nodes.iter().enumerate() {
+        translation.enter(index, node);
+        translation.node(node)?;
     }
     translation.importer.at = format!("{}, XNNPACK outputs", translation.instruction);
     translation.outputs()?;
@@ -92,7 +90,7 @@ struct Laid {
 #[derive(Debug, Default)]
 struct NodeContext {
     index: usize,
-    kind: String,
+    kind: &'static str,
     debug_handle: u32,
     /// Whether each element of the node's result is an element of an
     /// input or a bound of its output range (layout changes, copies, max
@@ -100,15 +98,7 @@ struct NodeContext {
     /// on their grid.
     selects: bool,
     /// The value ids the node has read.
-    read: Vec<u32>,
-}
-
-/// The operands of a node of one input and one output.
-#[derive(Clone, Copy, Debug)]
-struct Unary {
-    input: u32,
-    output: u32,
-    flags: u32,
+    read: Vec<XnnValueId>,
 }
 
 /// What a one-input node computes.
@@ -149,6 +139,15 @@ struct Accumulated {
     output: Quantization,
 }
 
+/// The value ids of a convolution or fully connected node.
+#[derive(Clone, Copy, Debug)]
+struct ProductIds {
+    input: XnnValueId,
+    filter: XnnValueId,
+    bias: Option<XnnValueId>,
+    output: XnnValueId,
+}
+
 /// The operands of a convolution or fully connected node: real numbers,
 /// or when XNNPACK accumulates integer products the integers less their
 /// zero points (exact in f32 below 2^24), and how to requantize them.
@@ -163,15 +162,12 @@ struct Translation<'i, 'm, 'a> {
     importer: &'i mut Importer<'m, 'a>,
     /// The DelegateCall's place in the method, for messages.
     instruction: String,
-    constants: &'m [Option<&'a [u8]>],
+    graph: &'m XnnpackGraph<'a>,
     args: &'i [ValueIndex],
-    /// Every tensor value of the graph by id, with what its elements
-    /// stand for.
-    values: HashMap<u32, (xnn::XNNTensorValue<'m>, Numbers)>,
-    /// Value ids in the graph's order.
-    order: Vec<u32>,
+    /// What the elements of every value of the graph stand for, by id.
+    numbers: HashMap<XnnValueId, Numbers>,
     /// The tensor each value id holds, once it has one.
-    tensors: HashMap<u32, Laid>,
+    tensors: HashMap<XnnValueId, Laid>,
     /// The values this translation's nodes write.
     created: HashSet<ValueId>,
     /// Whether a node was made to write a call output directly, which
@@ -180,7 +176,7 @@ struct Translation<'i, 'm, 'a> {
     node: NodeContext,
 }
 
-impl<'m> Translation<'_, 'm, '_> {
+impl<'m, 'a> Translation<'_, 'm, 'a> {
     fn invalid(&self, problem: impl Into<String>) -> ImportError {
         self.importer.invalid(problem)
     }
@@ -190,221 +186,120 @@ impl<'m> Translation<'_, 'm, '_> {
             method: self.importer.method.name.clone(),
             at: self.instruction.clone(),
             node: self.node.index,
-            kind: self.node.kind.clone(),
+            kind: self.node.kind.to_string(),
             debug_handle: self.node.debug_handle,
             what: what.into(),
         }
     }
 
-    fn index_value(&mut self, index: usize, value: xnn::XValue<'m>) -> Result<(), ImportError> {
-        let quantized = value.xvalue_union_as_xnnquantized_tensor_value();
-        let tensor = match (value.xvalue_union_as_xnntensor_value(), quantized) {
-            (Some(tensor), _) => tensor,
-            (None, Some(quantized)) => quantized
-                .tensor_value()
-                .ok_or_else(|| self.invalid(format!("XNNPACK value {index} has no tensor")))?,
-            (None, None) => {
-                return Err(self.invalid(format!("XNNPACK value {index} is not a tensor")));
-            }
-        };
-        let id = tensor.id_out();
-        let numbers = Numbers::of(&tensor, quantized.as_ref(), self.constants)
+    /// Records what the elements of the graph's value `index` stand for.
+    fn classify(&mut self, index: usize, value: &XnnTensorValue<'_>) -> Result<(), ImportError> {
+        let numbers = Numbers::of(value)
             .map_err(|problem| self.invalid(format!("XNNPACK value {index}: {problem}")))?;
-        if id == INVALID_ID || self.values.insert(id, (tensor, numbers)).is_some() {
-            return Err(self.invalid(format!(
-                "XNNPACK value {index} has id {id}, which is invalid or taken"
-            )));
-        }
-        self.order.push(id);
+        self.numbers.insert(value.id, numbers);
         Ok(())
     }
 
-    fn enter(&mut self, index: usize, node: &xnn::XNode<'_>) {
-        use xnn::XNodeUnion as K;
+    fn enter(&mut self, index: usize, node: &XnnNode) {
         self.node = NodeContext {
             selects: matches!(
-                node.xnode_union_type(),
-                K::XNNStaticTranspose
-                    | K::XNNStaticReshape
-                    | K::XNNStaticSlice
-                    | K::XNNMaxPooling2d
-                    | K::XNNConcatenate2
-                    | K::XNNConcatenate3
-                    | K::XNNConcatenate4
-                    | K::XNNConcatenate5
-                    | K::XNNCopy
-                    | K::XNNConvert
-                    | K::XNNClamp
+                node.op,
+                XnnOp::StaticTranspose(_)
+                    | XnnOp::StaticReshape(_)
+                    | XnnOp::StaticSlice(_)
+                    | XnnOp::MaxPooling2d(_)
+                    | XnnOp::Concatenate2(_)
+                    | XnnOp::Concatenate3(_)
+                    | XnnOp::Concatenate4(_)
+                    | XnnOp::Concatenate5(_)
+                    | XnnOp::Copy(_)
+                    | XnnOp::Convert(_)
+                    | XnnOp::Clamp(_)
             ),
             read: Vec::new(),
             index,
-            kind: node
-                .xnode_union_type()
-                .variant_name()
-                .unwrap_or("unknown")
-                .to_string(),
-            debug_handle: node.debug_handle(),
+            kind: node.op.name(),
+            debug_handle: node.debug_handle,
         };
         self.importer.at = format!(
             "{}, XNNPACK node {index} ({}, debug handle {})",
-            self.instruction,
-            self.node.kind,
-            node.debug_handle()
+            self.instruction, self.node.kind, node.debug_handle
         );
     }
 
-    fn node(&mut self, node: &xnn::XNode<'_>) -> Result<(), ImportError> {
-        use xnn::XNodeUnion as K;
-        let range = output_range(node);
+    fn node(&mut self, node: &XnnNode) -> Result<(), ImportError> {
+        let range = output_range(node.output_range);
         let none = ClampRange::default();
         let unary = |op| OneInput::Map(Op::Unary(op));
-        match node.xnode_union_type() {
-            K::XNNAdd => self.two(
-                node.xnode_union_as_xnnadd(),
-                TwoInputs::Map(BinaryOp::Add),
-                range,
-            ),
-            K::XNNSubtract => self.two(
-                node.xnode_union_as_xnnsubtract(),
-                TwoInputs::Map(BinaryOp::Sub),
-                range,
-            ),
-            K::XNNMultiply => self.two(
-                node.xnode_union_as_xnnmultiply(),
-                TwoInputs::Map(BinaryOp::Mul),
-                range,
-            ),
-            K::XNNDiv => self.two(
-                node.xnode_union_as_xnndiv(),
-                TwoInputs::Map(BinaryOp::Div),
-                range,
-            ),
-            K::XNNMinimum => self.two(
-                node.xnode_union_as_xnnminimum(),
-                TwoInputs::Map(BinaryOp::Minimum),
-                none,
-            ),
-            K::XNNMaximum => self.two(
-                node.xnode_union_as_xnnmaximum(),
-                TwoInputs::Map(BinaryOp::Maximum),
-                none,
-            ),
-            K::XNNBatchMatrixMultiply => self.two(
-                node.xnode_union_as_xnnbatch_matrix_multiply(),
-                TwoInputs::MatMul,
-                none,
-            ),
-            K::XNNSigmoid => self.one(
-                node.xnode_union_as_xnnsigmoid(),
-                unary(UnaryOp::Sigmoid),
-                none,
-            ),
-            K::XNNTanh => self.one(node.xnode_union_as_xnntanh(), unary(UnaryOp::Tanh), none),
-            K::XNNGelu => self.one(
-                node.xnode_union_as_xnngelu(),
-                unary(UnaryOp::Gelu { tanh: false }),
-                none,
-            ),
-            K::XNNHardswish => self.one(
-                node.xnode_union_as_xnnhardswish(),
-                unary(UnaryOp::Hardswish),
-                none,
-            ),
-            K::XNNAbs => self.one(node.xnode_union_as_xnnabs(), unary(UnaryOp::Abs), none),
-            K::XNNNegate => self.one(node.xnode_union_as_xnnnegate(), unary(UnaryOp::Neg), none),
-            K::XNNFloor => self.one(node.xnode_union_as_xnnfloor(), unary(UnaryOp::Floor), none),
-            K::XNNCeiling => self.one(node.xnode_union_as_xnnceiling(), unary(UnaryOp::Ceil), none),
-            K::XNNSquareRoot => self.one(
-                node.xnode_union_as_xnnsquare_root(),
-                unary(UnaryOp::Sqrt),
-                none,
-            ),
-            K::XNNReciprocalSquareRoot => self.one(
-                node.xnode_union_as_xnnreciprocal_square_root(),
-                unary(UnaryOp::Rsqrt),
-                none,
-            ),
-            K::XNNLog => self.one(node.xnode_union_as_xnnlog(), unary(UnaryOp::Log), none),
-            K::XNNExp => self.one(node.xnode_union_as_xnnexp(), unary(UnaryOp::Exp), none),
-            K::XNNSin => self.one(node.xnode_union_as_xnnsin(), unary(UnaryOp::Sin), none),
-            K::XNNCos => self.one(node.xnode_union_as_xnncos(), unary(UnaryOp::Cos), none),
-            K::XNNSquare => self.one(node.xnode_union_as_xnnsquare(), OneInput::Square, none),
-            K::XNNClamp => self.one(node.xnode_union_as_xnnclamp(), OneInput::Same, range),
-            K::XNNCopy => self.one(node.xnode_union_as_xnncopy(), OneInput::Same, none),
-            K::XNNConvert => self.one(node.xnode_union_as_xnnconvert(), OneInput::Same, none),
-            K::XNNSoftmax => self.one(node.xnode_union_as_xnnsoftmax(), OneInput::Softmax, none),
-            K::XNNGlobalAvgPooling2d => self.one(
-                node.xnode_union_as_xnnglobal_avg_pooling_2d(),
-                OneInput::GlobalAveragePool,
-                range,
-            ),
-            K::XNNLeakyReLU => {
-                let t = self.operands(node.xnode_union_as_xnnleaky_re_lu())?;
+        match &node.op {
+            XnnOp::Add(t) => self.two(t, TwoInputs::Map(BinaryOp::Add), range),
+            XnnOp::Subtract(t) => self.two(t, TwoInputs::Map(BinaryOp::Sub), range),
+            XnnOp::Multiply(t) => self.two(t, TwoInputs::Map(BinaryOp::Mul), range),
+            XnnOp::Div(t) => self.two(t, TwoInputs::Map(BinaryOp::Div), range),
+            XnnOp::Minimum(t) => self.two(t, TwoInputs::Map(BinaryOp::Minimum), none),
+            XnnOp::Maximum(t) => self.two(t, TwoInputs::Map(BinaryOp::Maximum), none),
+            XnnOp::BatchMatrixMultiply(t) => self.two(t, TwoInputs::MatMul, none),
+            XnnOp::Sigmoid(t) => self.one(t, unary(UnaryOp::Sigmoid), none),
+            XnnOp::Tanh(t) => self.one(t, unary(UnaryOp::Tanh), none),
+            XnnOp::Gelu(t) => self.one(t, unary(UnaryOp::Gelu { tanh: false }), none),
+            XnnOp::Hardswish(t) => self.one(t, unary(UnaryOp::Hardswish), none),
+            XnnOp::Abs(t) => self.one(t, unary(UnaryOp::Abs), none),
+            XnnOp::Negate(t) => self.one(t, unary(UnaryOp::Neg), none),
+            XnnOp::Floor(t) => self.one(t, unary(UnaryOp::Floor), none),
+            XnnOp::Ceiling(t) => self.one(t, unary(UnaryOp::Ceil), none),
+            XnnOp::SquareRoot(t) => self.one(t, unary(UnaryOp::Sqrt), none),
+            XnnOp::ReciprocalSquareRoot(t) => self.one(t, unary(UnaryOp::Rsqrt), none),
+            XnnOp::Log(t) => self.one(t, unary(UnaryOp::Log), none),
+            XnnOp::Exp(t) => self.one(t, unary(UnaryOp::Exp), none),
+            XnnOp::Sin(t) => self.one(t, unary(UnaryOp::Sin), none),
+            XnnOp::Cos(t) => self.one(t, unary(UnaryOp::Cos), none),
+            XnnOp::Square(t) => self.one(t, OneInput::Square, none),
+            XnnOp::Clamp(t) => self.one(t, OneInput::Same, range),
+            XnnOp::Copy(t) => self.one(t, OneInput::Same, none),
+            XnnOp::Convert(t) => self.one(t, OneInput::Same, none),
+            XnnOp::Softmax(t) => self.one(t, OneInput::Softmax, none),
+            XnnOp::GlobalAvgPooling2d(t) => self.one(t, OneInput::GlobalAveragePool, range),
+            XnnOp::LeakyRelu(t) => {
                 let op = Op::LeakyRelu {
-                    slope: f64::from(t.negative_slope()),
+                    slope: f64::from(t.negative_slope),
                 };
-                self.one_input(
-                    unary_of(t.input_id(), t.output_id(), t.flags()),
+                self.one(
+                    &node_1x1(t.input, t.output, t.flags),
                     OneInput::Map(op),
                     none,
                 )
             }
-            K::XNNELU => {
-                let t = self.operands(node.xnode_union_as_xnnelu())?;
+            XnnOp::Elu(t) => {
                 let op = Op::Elu {
-                    alpha: f64::from(t.alpha()),
+                    alpha: f64::from(t.alpha),
                     scale: 1.0,
                     input_scale: 1.0,
                 };
-                self.one_input(
-                    unary_of(t.input_id(), t.output_id(), t.flags()),
+                self.one(
+                    &node_1x1(t.input, t.output, t.flags),
                     OneInput::Map(op),
                     none,
                 )
             }
-            K::XNNFullyConnected => {
-                let t = self.operands(node.xnode_union_as_xnnfully_connected())?;
-                self.fully_connected(t, range)
-            }
-            K::XNNConv2d => {
-                let t = self.operands(node.xnode_union_as_xnnconv_2d())?;
-                self.convolution(t, false, range)
-            }
-            K::XNNDepthwiseConv2d => {
-                let t = self.operands(node.xnode_union_as_xnndepthwise_conv_2d())?;
-                self.convolution(t, true, range)
-            }
-            K::XNNMaxPooling2d => {
-                let t = self.operands(node.xnode_union_as_xnnmax_pooling_2d())?;
-                self.max_pooling(t, range)
-            }
-            K::XNNStaticTranspose => {
-                let t = self.operands(node.xnode_union_as_xnnstatic_transpose())?;
-                self.transpose(t)
-            }
-            K::XNNStaticReshape => {
-                let t = self.operands(node.xnode_union_as_xnnstatic_reshape())?;
-                self.reshape(t)
-            }
-            K::XNNStaticSlice => {
-                let t = self.operands(node.xnode_union_as_xnnstatic_slice())?;
-                self.slice(t)
-            }
-            K::XNNStaticConstantPad => {
-                let t = self.operands(node.xnode_union_as_xnnstatic_constant_pad())?;
-                self.constant_pad(t)
-            }
-            K::XNNConcatenate2 => self.concatenate(node.xnode_union_as_xnnconcatenate_2(), 2),
-            K::XNNConcatenate3 => self.concatenate(node.xnode_union_as_xnnconcatenate_3(), 3),
-            K::XNNConcatenate4 => self.concatenate(node.xnode_union_as_xnnconcatenate_4(), 4),
-            K::XNNConcatenate5 => self.concatenate(node.xnode_union_as_xnnconcatenate_5(), 5),
-            _ => Err(self.unsupported("this node type")),
+            XnnOp::FullyConnected(t) => self.fully_connected(t, range),
+            XnnOp::Conv2d(t) => self.convolution(t, false, range),
+            XnnOp::DepthwiseConv2d(t) => self.convolution(t, true, range),
+            XnnOp::MaxPooling2d(t) => self.max_pooling(t, range),
+            XnnOp::StaticTranspose(t) => self.transpose(t),
+            XnnOp::StaticReshape(t) => self.reshape(t),
+            XnnOp::StaticSlice(t) => self.slice(t),
+            XnnOp::StaticConstantPad(t) => self.constant_pad(t),
+            XnnOp::Concatenate2(t)
+            | XnnOp::Concatenate3(t)
+            | XnnOp::Concatenate4(t)
+            | XnnOp::Concatenate5(t) => self.concatenate(t),
+            XnnOp::AvgPooling2d(_)
+            | XnnOp::ConvTranspose2d(_)
+            | XnnOp::PRelu(_)
+            | XnnOp::StaticResizeBilinear2d(_)
+            | XnnOp::ArgMaxPooling2d(_)
+            | XnnOp::ScaledDotProductAttention(_) => Err(self.unsupported("this node type")),
         }
-    }
-
-    /// A node's operand table; the reader checked the union has one.
-    fn operands<T>(&self, table: Option<T>) -> Result<T, ImportError> {
-        table.ok_or_else(|| self.invalid("the node has no operands"))
     }
 
     fn check_flags(&self, flags: u32, allowed: u32) -> Result<(), ImportError> {
@@ -416,17 +311,17 @@ impl<'m> Translation<'_, 'm, '_> {
 
     /// The IR tensor of value `id`: what a node wrote, a call argument, or
     /// a constant.
-    fn input(&mut self, id: u32) -> Result<Laid, ImportError> {
+    fn input(&mut self, id: XnnValueId) -> Result<Laid, ImportError> {
         self.node.read.push(id);
         if let Some(laid) = self.tensors.get(&id) {
             return Ok(laid.clone());
         }
         let tensor = self.value(id)?;
-        let laid = if tensor.flags() & EXTERNAL_INPUT != 0 {
+        let laid = if tensor.external_input {
             self.check_external(id)?;
-            self.external_input(id, tensor)?
-        } else if tensor.constant_buffer_idx() != 0 {
-            self.constant(id, tensor, Elements::Real)?
+            self.external_input(tensor)?
+        } else if tensor.constant.is_some() {
+            self.constant(tensor, Elements::Real)?
         } else {
             return Err(self.invalid(format!("value {id} is read before a node writes it")));
         };
@@ -435,41 +330,45 @@ impl<'m> Translation<'_, 'm, '_> {
     }
 
     /// The graph's value `id`, if ptec computes with its kind.
-    fn value(&self, id: u32) -> Result<xnn::XNNTensorValue<'m>, ImportError> {
-        let (tensor, numbers) = self
-            .values
-            .get(&id)
+    fn value(&self, id: XnnValueId) -> Result<&'m XnnTensorValue<'a>, ImportError> {
+        let tensor = self
+            .graph
+            .value(id)
             .ok_or_else(|| self.invalid(format!("value id {id} is not in the graph")))?;
-        match numbers {
-            Numbers::Unsupported(what) => Err(self.unsupported(format!("value {id} {what}"))),
-            _ => Ok(*tensor),
+        match self.numbers.get(&id) {
+            Some(Numbers::Unsupported(what)) => Err(self.unsupported(format!("value {id} {what}"))),
+            _ => Ok(tensor),
         }
     }
 
     /// The quantization of value `id` when XNNPACK holds it as integers of
     /// one scale and zero point.
-    fn quantization(&self, id: u32) -> Option<Quantization> {
-        match self.values.get(&id) {
-            Some((_, Numbers::PerTensor(quantization))) => Some(*quantization),
+    fn quantization(&self, id: XnnValueId) -> Option<Quantization> {
+        match self.numbers.get(&id) {
+            Some(Numbers::PerTensor(quantization)) => Some(*quantization),
             _ => None,
         }
     }
 
     /// Call arguments and outputs are floats: ptec does not exchange integer
     /// tensors with the kernels around a delegate.
-    fn check_external(&self, id: u32) -> Result<(), ImportError> {
-        match self.values.get(&id) {
-            Some((_, Numbers::Float | Numbers::Half)) => Ok(()),
+    fn check_external(&self, id: XnnValueId) -> Result<(), ImportError> {
+        match self.numbers.get(&id) {
+            Some(Numbers::Float | Numbers::Half) => Ok(()),
             _ => Err(self.unsupported(format!("quantized value {id} as a call argument"))),
         }
     }
 
     /// The dims a value declares.
-    fn dims(&self, tensor: &xnn::XNNTensorValue<'_>) -> Vec<u64> {
-        tensor.dims().into_iter().flatten().map(u64::from).collect()
+    fn dims(&self, tensor: &XnnTensorValue<'_>) -> Vec<u64> {
+        tensor.dims.iter().map(|&dim| u64::from(dim)).collect()
     }
 
-    fn argument(&self, external_id: u32) -> Result<ValueIndex, ImportError> {
+    /// The call argument an external value is.
+    fn argument(&self, tensor: &XnnTensorValue<'_>) -> Result<ValueIndex, ImportError> {
+        let external_id = tensor.external_id.ok_or_else(|| {
+            self.invalid(format!("external value {} has no external id", tensor.id))
+        })?;
         self.args.get(external_id as usize).copied().ok_or_else(|| {
             self.invalid(format!(
                 "external id {external_id} is out of range for a call of {} arguments",
@@ -480,12 +379,9 @@ impl<'m> Translation<'_, 'm, '_> {
 
     /// A call argument, seen with the dims of its physical layout, and
     /// converted to f32 when it is another float type.
-    fn external_input(
-        &mut self,
-        id: u32,
-        tensor: xnn::XNNTensorValue<'m>,
-    ) -> Result<Laid, ImportError> {
-        let mut value = self.importer.read(self.argument(tensor.external_id())?)?;
+    fn external_input(&mut self, tensor: &XnnTensorValue<'_>) -> Result<Laid, ImportError> {
+        let id = tensor.id;
+        let mut value = self.importer.read(self.argument(tensor)?)?;
         let ty = self.importer.graph.value(value).ty.clone();
         if ty.dtype != DType::F32 {
             if !ty.dtype.is_float() {
@@ -499,7 +395,7 @@ impl<'m> Translation<'_, 'm, '_> {
             value,
             perm: ty.dim_order.iter().map(|&dim| usize::from(dim)).collect(),
         };
-        let dims = self.dims(&tensor);
+        let dims = self.dims(tensor);
         if self.fits(&laid, &dims) {
             return Ok(laid);
         }
@@ -532,24 +428,15 @@ impl<'m> Translation<'_, 'm, '_> {
 
     fn constant(
         &mut self,
-        id: u32,
-        tensor: xnn::XNNTensorValue<'m>,
+        tensor: &XnnTensorValue<'a>,
         elements: Elements,
     ) -> Result<Laid, ImportError> {
-        let index = tensor.constant_buffer_idx();
-        let bytes = self
-            .constants
-            .get(index as usize)
-            .copied()
-            .flatten()
-            .ok_or_else(|| {
-                self.invalid(format!(
-                    "value {id} names constant {index}, which is absent"
-                ))
-            })?;
-        let dims = self.dims(&tensor);
-        let bytes = self.values[&id]
-            .1
+        let id = tensor.id;
+        let bytes = tensor
+            .constant
+            .ok_or_else(|| self.invalid(format!("value {id} is not a constant")))?;
+        let dims = self.dims(tensor);
+        let bytes = self.numbers[&id]
             .constant(bytes, &dims, elements)
             .map_err(|problem| self.invalid(format!("constant value {id}: {problem}")))?;
         let value = self.importer.graph.add_value(ValueData {
@@ -564,7 +451,7 @@ impl<'m> Translation<'_, 'm, '_> {
     }
 
     /// Records what a node wrote to value `id`.
-    fn define(&mut self, id: u32, laid: Laid) -> Result<(), ImportError> {
+    fn define(&mut self, id: XnnValueId, laid: Laid) -> Result<(), ImportError> {
         self.define_bounded(id, laid, ClampRange::default())
     }
 
@@ -573,12 +460,12 @@ impl<'m> Translation<'_, 'm, '_> {
     /// grid within the range.
     fn define_bounded(
         &mut self,
-        id: u32,
+        id: XnnValueId,
         laid: Laid,
         range: ClampRange,
     ) -> Result<(), ImportError> {
-        let numbers = match self.values.get(&id) {
-            Some((_, numbers)) => numbers.clone(),
+        let numbers = match self.numbers.get(&id) {
+            Some(numbers) => numbers.clone(),
             None => return Err(self.invalid(format!("value id {id} is not in the graph"))),
         };
         let laid = match numbers {
@@ -616,17 +503,17 @@ impl<'m> Translation<'_, 'm, '_> {
 
     /// Records `laid` as value `id`, checking it against the value's
     /// declared dims.
-    fn record(&mut self, id: u32, laid: Laid) -> Result<(), ImportError> {
+    fn record(&mut self, id: XnnValueId, laid: Laid) -> Result<(), ImportError> {
         let tensor = self.value(id)?;
-        if tensor.flags() & EXTERNAL_OUTPUT != 0 {
+        if tensor.external_output {
             self.check_external(id)?;
         }
-        if tensor.flags() & EXTERNAL_INPUT != 0 || tensor.constant_buffer_idx() != 0 {
+        if tensor.external_input || tensor.constant.is_some() {
             return Err(self.invalid(format!(
                 "value {id} is an input or a constant, and a node writes it"
             )));
         }
-        let dims = self.dims(&tensor);
+        let dims = self.dims(tensor);
         let shape = self.xnn_shape(&laid);
         let agrees = shape.len() == dims.len()
             && shape
@@ -891,18 +778,13 @@ impl<'m> Translation<'_, 'm, '_> {
         })
     }
 
-    /// The operands of a convolution or fully connected node, from the ids
-    /// of its input, filter, bias and output; `output_channels` is the
-    /// filter's dimension of output channels.
-    fn product(&mut self, ids: [u32; 4], output_channels: usize) -> Result<Product, ImportError> {
-        let [input, filter, bias, _] = ids;
-        let x = self.input(input)?;
+    /// The operands of a convolution or fully connected node;
+    /// `output_channels` is the filter's dimension of output channels.
+    fn product(&mut self, ids: ProductIds, output_channels: usize) -> Result<Product, ImportError> {
+        let x = self.input(ids.input)?;
         let Some(accumulated) = self.accumulated(ids, output_channels) else {
-            let filter = self.input(filter)?;
-            let bias = match bias {
-                INVALID_ID => None,
-                bias => Some(self.input(bias)?),
-            };
+            let filter = self.input(ids.filter)?;
+            let bias = ids.bias.map(|bias| self.input(bias)).transpose()?;
             return Ok(Product {
                 x,
                 filter,
@@ -916,13 +798,10 @@ impl<'m> Translation<'_, 'm, '_> {
         };
         let mut integer_constant = |id| {
             let tensor = self.value(id)?;
-            self.constant(id, tensor, Elements::Integers)
+            self.constant(tensor, Elements::Integers)
         };
-        let filter = integer_constant(filter)?;
-        let bias = match bias {
-            INVALID_ID => None,
-            bias => Some(integer_constant(bias)?),
-        };
+        let filter = integer_constant(ids.filter)?;
+        let bias = ids.bias.map(integer_constant).transpose()?;
         Ok(Product {
             x: integers,
             filter,
@@ -934,36 +813,34 @@ impl<'m> Translation<'_, 'm, '_> {
     /// How XNNPACK accumulates a product node, when it does in integers:
     /// int8 input and output of one scale each, constant int8 filter with
     /// a scale per output channel, constant int32 bias (if any).
-    fn accumulated(&self, ids: [u32; 4], output_channels: usize) -> Option<Accumulated> {
-        let [input, filter, bias, output] = ids;
+    fn accumulated(&self, ids: ProductIds, output_channels: usize) -> Option<Accumulated> {
         let input = self
-            .quantization(input)
+            .quantization(ids.input)
             .filter(|q| q.integer != Integer::I32)?;
-        let output = self.quantization(output)?;
-        let (filter_tensor, filter) = self.values.get(&filter)?;
+        let output = self.quantization(ids.output)?;
+        let filter_tensor = self.graph.value(ids.filter)?;
         let Numbers::PerChannel {
             integer: Integer::I8,
             scales,
             channel_dim,
-        } = filter
+        } = self.numbers.get(&ids.filter)?
         else {
             return None;
         };
         if *channel_dim != output_channels {
             return None;
         }
-        let bias_is_integral = match self.values.get(&bias) {
-            None => bias == INVALID_ID,
-            Some((tensor, numbers)) => {
-                tensor.constant_buffer_idx() != 0
-                    && match numbers {
-                        Numbers::PerChannel { integer, .. } => *integer == Integer::I32,
-                        Numbers::PerTensor(q) => q.integer == Integer::I32 && q.zero_point == 0,
-                        _ => false,
-                    }
-            }
-        };
-        (filter_tensor.constant_buffer_idx() != 0 && bias_is_integral).then(|| Accumulated {
+        let bias_is_integral = ids.bias.is_none_or(|bias| {
+            self.graph
+                .value(bias)
+                .is_some_and(|tensor| tensor.constant.is_some())
+                && match self.numbers.get(&bias) {
+                    Some(Numbers::PerChannel { integer, .. }) => *integer == Integer::I32,
+                    Some(Numbers::PerTensor(q)) => q.integer == Integer::I32 && q.zero_point == 0,
+                    _ => false,
+                }
+        });
+        (filter_tensor.constant.is_some() && bias_is_integral).then(|| Accumulated {
             multipliers: scales
                 .iter()
                 .map(|&scale| input.scale * scale / output.scale)
@@ -978,7 +855,7 @@ impl<'m> Translation<'_, 'm, '_> {
     /// bounded by the node's range.
     fn define_product(
         &mut self,
-        id: u32,
+        id: XnnValueId,
         result: Laid,
         channel_axis: usize,
         accumulated: Option<Accumulated>,
@@ -1029,21 +906,7 @@ impl<'m> Translation<'_, 'm, '_> {
 
     fn one(
         &mut self,
-        table: Option<xnn::_XNNNode1x1<'_>>,
-        what: OneInput,
-        range: ClampRange,
-    ) -> Result<(), ImportError> {
-        let t = self.operands(table)?;
-        self.one_input(
-            unary_of(t.input_id(), t.output_id(), t.flags()),
-            what,
-            range,
-        )
-    }
-
-    fn one_input(
-        &mut self,
-        operands: Unary,
+        operands: &Node1x1,
         what: OneInput,
         range: ClampRange,
     ) -> Result<(), ImportError> {
@@ -1108,7 +971,7 @@ impl<'m> Translation<'_, 'm, '_> {
         x: Laid,
         keep_dims: bool,
         [input, output]: [Quantization; 2],
-        output_id: u32,
+        output_id: XnnValueId,
         range: ClampRange,
     ) -> Result<(), ImportError> {
         let shape = self.xnn_shape(&x);
@@ -1177,24 +1040,18 @@ impl<'m> Translation<'_, 'm, '_> {
         Ok(Laid { value, perm })
     }
 
-    fn two(
-        &mut self,
-        table: Option<xnn::_XNNNode2x1<'_>>,
-        what: TwoInputs,
-        range: ClampRange,
-    ) -> Result<(), ImportError> {
-        let t = self.operands(table)?;
+    fn two(&mut self, t: &Node2x1, what: TwoInputs, range: ClampRange) -> Result<(), ImportError> {
         let transpose_b =
-            matches!(what, TwoInputs::MatMul) && t.flags() & FLAG_TRANSPOSE_WEIGHTS != 0;
+            matches!(what, TwoInputs::MatMul) && t.flags & FLAG_TRANSPOSE_WEIGHTS != 0;
         self.check_flags(
-            t.flags(),
+            t.flags,
             if matches!(what, TwoInputs::MatMul) {
                 FLAG_TRANSPOSE_WEIGHTS
             } else {
                 0
             },
         )?;
-        let (a, b) = (self.input(t.input1_id())?, self.input(t.input2_id())?);
+        let (a, b) = (self.input(t.input1)?, self.input(t.input2)?);
         let result = match what {
             TwoInputs::Map(op) => {
                 let rank = a.perm.len().max(b.perm.len());
@@ -1233,7 +1090,7 @@ impl<'m> Translation<'_, 'm, '_> {
                 }
             }
         };
-        self.define_bounded(t.output_id(), result, range)
+        self.define_bounded(t.output, result, range)
     }
 
     /// A value with its last two dimensions swapped.
@@ -1249,13 +1106,18 @@ impl<'m> Translation<'_, 'm, '_> {
     /// `out = x @ filter^T + bias` over the last dimension of `x`.
     fn fully_connected(
         &mut self,
-        t: xnn::XNNFullyConnected<'_>,
+        t: &FullyConnected,
         range: ClampRange,
     ) -> Result<(), ImportError> {
-        self.check_flags(t.flags(), FLAG_TRANSPOSE_WEIGHTS)?;
+        self.check_flags(t.flags, FLAG_TRANSPOSE_WEIGHTS)?;
         // The filter is [out, in], or [in, out] when transposed.
-        let transposed = t.flags() & FLAG_TRANSPOSE_WEIGHTS != 0;
-        let ids = [t.input1_id(), t.filter_id(), t.bias_id(), t.output_id()];
+        let transposed = t.flags & FLAG_TRANSPOSE_WEIGHTS != 0;
+        let ids = ProductIds {
+            input: t.input,
+            filter: t.filter,
+            bias: t.bias,
+            output: t.output,
+        };
         let Product {
             x,
             filter,
@@ -1324,17 +1186,17 @@ impl<'m> Translation<'_, 'm, '_> {
             value,
             perm: identity(rank),
         };
-        self.define_product(t.output_id(), result, rank - 1, accumulated, range)
+        self.define_product(t.output, result, rank - 1, accumulated, range)
     }
 
     /// A 4-D input as the NCHW value an NHWC node needs.
-    fn nchw_input(&mut self, id: u32) -> Result<ValueId, ImportError> {
+    fn nchw_input(&mut self, id: XnnValueId) -> Result<ValueId, ImportError> {
         let x = self.input(id)?;
         self.as_nchw(id, &x)
     }
 
     /// Value `id`, held as `x`, as the NCHW value an NHWC node needs.
-    fn as_nchw(&mut self, id: u32, x: &Laid) -> Result<ValueId, ImportError> {
+    fn as_nchw(&mut self, id: XnnValueId, x: &Laid) -> Result<ValueId, ImportError> {
         if x.perm.len() != 4 {
             return Err(self.invalid(format!(
                 "value {id} has rank {} where a 4-D NHWC tensor is needed",
@@ -1376,16 +1238,21 @@ impl<'m> Translation<'_, 'm, '_> {
 
     fn convolution(
         &mut self,
-        t: xnn::_XNNNodeConv<'_>,
+        t: &ConvNode,
         depthwise: bool,
         range: ClampRange,
     ) -> Result<(), ImportError> {
-        self.check_flags(t.flags(), 0)?;
-        let quantized = self.quantization(t.output_id()).is_some();
-        let ids = [t.input1_id(), t.filter_id(), t.bias_id(), t.output_id()];
+        self.check_flags(t.flags, 0)?;
+        let quantized = self.quantization(t.output).is_some();
+        let ids = ProductIds {
+            input: t.input,
+            filter: t.filter,
+            bias: t.bias,
+            output: t.output,
+        };
         let product = self.product(ids, if depthwise { 3 } else { 0 })?;
         let (x, filter, bias) = (product.x, product.filter, product.bias);
-        let x = self.as_nchw(t.input1_id(), &x)?;
+        let x = self.as_nchw(t.input, &x)?;
         if filter.perm.len() != 4 {
             return Err(self.invalid(format!("a rank-{} filter", filter.perm.len())));
         }
@@ -1393,14 +1260,14 @@ impl<'m> Translation<'_, 'm, '_> {
         // [1, KH, KW, O]; the IR's are [O, I/groups, KH, KW].
         let filter_shape = self.xnn_shape(&filter);
         let kernel = [
-            Dim::Fixed(t.kernel_height().into()),
-            Dim::Fixed(t.kernel_width().into()),
+            Dim::Fixed(t.kernel_height.into()),
+            Dim::Fixed(t.kernel_width.into()),
         ];
         if filter_shape[1..3] != kernel[..] {
             return Err(self.invalid(format!(
                 "a {}x{} kernel with a filter of shape {}",
-                t.kernel_height(),
-                t.kernel_width(),
+                t.kernel_height,
+                t.kernel_width,
                 show(&filter_shape)
             )));
         }
@@ -1416,18 +1283,18 @@ impl<'m> Translation<'_, 'm, '_> {
             inputs.push(self.materialize(&bias, &identity(bias.perm.len()))?);
         }
         let padding = [
-            t.padding_top(),
-            t.padding_right(),
-            t.padding_bottom(),
-            t.padding_left(),
+            t.padding_top,
+            t.padding_right,
+            t.padding_bottom,
+            t.padding_left,
         ];
         let (padded, padding) = self.pad_spatial(inputs[0], padding, 0.0, true)?;
         inputs[0] = padded;
         let op = Op::Convolution {
-            stride: self.positive("stride", [t.subsampling_height(), t.subsampling_width()])?,
+            stride: self.positive("stride", [t.subsampling_height, t.subsampling_width])?,
             padding,
-            dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
-            groups: t.groups().into(),
+            dilation: self.positive("dilation", [t.dilation_height, t.dilation_width])?,
+            groups: t.groups.into(),
             bias: inputs.len() == 3,
             // A quantized result is bounded as it is requantized.
             clamp: if quantized {
@@ -1443,25 +1310,21 @@ impl<'m> Translation<'_, 'm, '_> {
             perm: NHWC_OF_NCHW.to_vec(),
         };
         if quantized {
-            self.define_product(t.output_id(), result, 1, product.accumulated, range)
+            self.define_product(t.output, result, 1, product.accumulated, range)
         } else {
-            self.define(t.output_id(), result)
+            self.define(t.output, result)
         }
     }
 
-    fn max_pooling(
-        &mut self,
-        t: xnn::_XNNPooling2D<'_>,
-        range: ClampRange,
-    ) -> Result<(), ImportError> {
-        self.check_flags(t.flags(), FLAG_KEEP_DIMS)?;
-        let x = self.nchw_input(t.input_id())?;
-        let kernel = [u64::from(t.pooling_height()), u64::from(t.pooling_width())];
+    fn max_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
+        self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
+        let x = self.nchw_input(t.input)?;
+        let kernel = [u64::from(t.pooling_height), u64::from(t.pooling_width)];
         let padding = [
-            t.padding_top(),
-            t.padding_right(),
-            t.padding_bottom(),
-            t.padding_left(),
+            t.padding_top,
+            t.padding_right,
+            t.padding_bottom,
+            t.padding_left,
         ];
         // The IR's pooling pads by at most half the window.
         let implicit =
@@ -1469,9 +1332,9 @@ impl<'m> Translation<'_, 'm, '_> {
         let (x, padding) = self.pad_spatial(x, padding, f64::NEG_INFINITY, implicit)?;
         let op = Op::MaxPool2d {
             kernel,
-            stride: self.positive("stride", [t.stride_height(), t.stride_width()])?,
+            stride: self.positive("stride", [t.stride_height, t.stride_width])?,
             padding,
-            dilation: self.positive("dilation", [t.dilation_height(), t.dilation_width()])?,
+            dilation: self.positive("dilation", [t.dilation_height, t.dilation_width])?,
             ceil_mode: false,
         };
         let values = self.emit_outputs(op, vec![x], &[DType::F32, DType::I64], None)?[0];
@@ -1479,13 +1342,13 @@ impl<'m> Translation<'_, 'm, '_> {
             value: values,
             perm: NHWC_OF_NCHW.to_vec(),
         };
-        self.define_bounded(t.output_id(), result, range)
+        self.define_bounded(t.output, result, range)
     }
 
-    fn transpose(&mut self, t: xnn::XNNStaticTranspose<'_>) -> Result<(), ImportError> {
-        self.check_flags(t.flags(), 0)?;
-        let x = self.input(t.input_id())?;
-        let perm: Vec<usize> = t.perm().into_iter().flatten().map(|d| d as usize).collect();
+    fn transpose(&mut self, t: &StaticTranspose) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let perm: Vec<usize> = t.perm.iter().map(|&d| d as usize).collect();
         if !is_permutation(&perm, x.perm.len()) {
             return Err(self.invalid(format!(
                 "{perm:?} is not a permutation of {} dimensions",
@@ -1495,7 +1358,7 @@ impl<'m> Translation<'_, 'm, '_> {
         // tensor.permute(perm) = value.permute(x.perm).permute(perm).
         let composed = perm.iter().map(|&dim| x.perm[dim]).collect();
         self.define(
-            t.output_id(),
+            t.output,
             Laid {
                 value: x.value,
                 perm: composed,
@@ -1503,11 +1366,11 @@ impl<'m> Translation<'_, 'm, '_> {
         )
     }
 
-    fn reshape(&mut self, t: xnn::XNNStaticReshape<'_>) -> Result<(), ImportError> {
-        self.check_flags(t.flags(), 0)?;
-        let x = self.input(t.input_id())?;
-        let declared = self.dims(&self.value(t.output_id())?);
-        let new_shape: Vec<u64> = t.new_shape().into_iter().flatten().map(u64::from).collect();
+    fn reshape(&mut self, t: &StaticReshape) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let declared = self.dims(self.value(t.output)?);
+        let new_shape: Vec<u64> = t.new_shape.iter().map(|&size| u64::from(size)).collect();
         // A 0 in the new shape is the dimension XNNPACK infers.
         let consistent = new_shape.len() == declared.len()
             && new_shape
@@ -1545,7 +1408,7 @@ impl<'m> Translation<'_, 'm, '_> {
         };
         let value = self.emit_given(Op::Reshape, vec![source], shape)?;
         self.define(
-            t.output_id(),
+            t.output,
             Laid {
                 value,
                 perm: identity(declared.len()),
@@ -1553,11 +1416,11 @@ impl<'m> Translation<'_, 'm, '_> {
         )
     }
 
-    fn slice(&mut self, t: xnn::XNNStaticSlice<'_>) -> Result<(), ImportError> {
-        self.check_flags(t.flags(), 0)?;
-        let x = self.input(t.input_id())?;
-        let offsets: Vec<u64> = t.offsets().into_iter().flatten().map(u64::from).collect();
-        let sizes: Vec<u64> = t.sizes().into_iter().flatten().map(u64::from).collect();
+    fn slice(&mut self, t: &StaticSlice) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let offsets: Vec<u64> = t.offsets.iter().map(|&offset| u64::from(offset)).collect();
+        let sizes: Vec<u64> = t.sizes.iter().map(|&size| u64::from(size)).collect();
         let shape = self.xnn_shape(&x);
         if offsets.len() != shape.len() || sizes.len() != shape.len() {
             return Err(self.invalid(format!(
@@ -1589,7 +1452,7 @@ impl<'m> Translation<'_, 'm, '_> {
             )?;
         }
         self.define(
-            t.output_id(),
+            t.output,
             Laid {
                 value,
                 perm: x.perm,
@@ -1597,21 +1460,11 @@ impl<'m> Translation<'_, 'm, '_> {
         )
     }
 
-    fn constant_pad(&mut self, t: xnn::XNNStaticConstantPad<'_>) -> Result<(), ImportError> {
-        self.check_flags(t.flags(), 0)?;
-        let x = self.input(t.input_id())?;
-        let pre: Vec<u64> = t
-            .pre_paddings()
-            .into_iter()
-            .flatten()
-            .map(u64::from)
-            .collect();
-        let post: Vec<u64> = t
-            .post_paddings()
-            .into_iter()
-            .flatten()
-            .map(u64::from)
-            .collect();
+    fn constant_pad(&mut self, t: &StaticConstantPad) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let pre: Vec<u64> = t.pre_paddings.iter().map(|&pad| u64::from(pad)).collect();
+        let post: Vec<u64> = t.post_paddings.iter().map(|&pad| u64::from(pad)).collect();
         let rank = x.perm.len();
         if pre.len() != rank || post.len() != rank {
             return Err(self.invalid(format!(
@@ -1628,11 +1481,11 @@ impl<'m> Translation<'_, 'm, '_> {
         let op = Op::Pad {
             before,
             after,
-            value: Scalar::Float(f64::from(t.padding_value())),
+            value: Scalar::Float(f64::from(t.padding_value)),
         };
         let value = self.emit(op, vec![x.value])?;
         self.define(
-            t.output_id(),
+            t.output,
             Laid {
                 value,
                 perm: x.perm,
@@ -1640,26 +1493,15 @@ impl<'m> Translation<'_, 'm, '_> {
         )
     }
 
-    fn concatenate(
-        &mut self,
-        table: Option<xnn::_XNNCat<'_>>,
-        count: usize,
-    ) -> Result<(), ImportError> {
-        let t = self.operands(table)?;
-        self.check_flags(t.flags(), 0)?;
-        let ids = [
-            t.input1_id(),
-            t.input2_id(),
-            t.input3_id(),
-            t.input4_id(),
-            t.input5_id(),
-        ];
-        let parts = ids[..count]
+    fn concatenate(&mut self, t: &Concatenate) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let parts = t
+            .inputs
             .iter()
             .map(|&id| self.input(id))
             .collect::<Result<Vec<_>, _>>()?;
         let layout = parts[0].perm.clone();
-        let axis = t.axis() as usize;
+        let axis = t.axis as usize;
         if axis >= layout.len() || parts.iter().any(|part| part.perm.len() != layout.len()) {
             return Err(self.invalid(format!(
                 "concatenation along axis {axis} of tensors of ranks {:?}",
@@ -1672,7 +1514,7 @@ impl<'m> Translation<'_, 'm, '_> {
             .collect::<Result<Vec<_>, _>>()?;
         let value = self.emit(Op::Cat { dim: layout[axis] }, inputs)?;
         self.define(
-            t.output_id(),
+            t.output,
             Laid {
                 value,
                 perm: layout,
@@ -1682,17 +1524,17 @@ impl<'m> Translation<'_, 'm, '_> {
 
     /// Writes every external output into the call's argument.
     fn outputs(&mut self) -> Result<(), ImportError> {
-        for id in self.order.clone() {
-            let tensor = self.values[&id].0;
-            if tensor.flags() & EXTERNAL_OUTPUT == 0 {
+        for tensor in self.graph.values() {
+            if !tensor.external_output {
                 continue;
             }
+            let id = tensor.id;
             let laid = self
                 .tensors
                 .get(&id)
                 .cloned()
                 .ok_or_else(|| self.invalid(format!("output value {id} is never written")))?;
-            let index = self.argument(tensor.external_id())?;
+            let index = self.argument(tensor)?;
             let file_tensor = self.importer.tensor(index)?;
             let order: Vec<usize> = file_tensor
                 .dim_order
@@ -1782,8 +1624,9 @@ impl<'m> Translation<'_, 'm, '_> {
     }
 }
 
-fn unary_of(input: u32, output: u32, flags: u32) -> Unary {
-    Unary {
+/// The operands of a one-input node whose table has more fields.
+fn node_1x1(input: XnnValueId, output: XnnValueId, flags: u32) -> Node1x1 {
+    Node1x1 {
         input,
         output,
         flags,
@@ -1792,13 +1635,12 @@ fn unary_of(input: u32, output: u32, flags: u32) -> Unary {
 
 /// The range a node clamps its output to (XNNPACK's output min and max;
 /// infinite bounds are none).
-fn output_range(node: &xnn::XNode<'_>) -> ClampRange {
+fn output_range(range: Option<OutputRange>) -> ClampRange {
     let bound = |value: f32, unbounded: f32| (value != unbounded).then_some(f64::from(value));
-    node.output_min_max()
-        .map_or_else(ClampRange::default, |range| ClampRange {
-            min: bound(range.output_min(), f32::NEG_INFINITY),
-            max: bound(range.output_max(), f32::INFINITY),
-        })
+    range.map_or_else(ClampRange::default, |range| ClampRange {
+        min: bound(range.min, f32::NEG_INFINITY),
+        max: bound(range.max, f32::INFINITY),
+    })
 }
 
 /// The bytes of an f32 tensor of these sizes, unless they overflow.

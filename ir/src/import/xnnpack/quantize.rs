@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use ptec_frontend::delegate::xnnpack_schema as xnn;
+use ptec_frontend::delegate::xnnpack::{XnnDatatype, XnnQuantization, XnnScales, XnnTensorValue};
 
 use crate::op::ClampRange;
 
@@ -153,77 +153,71 @@ pub(super) enum Numbers {
 }
 
 impl Numbers {
-    /// Classifies a value of the graph; `constants` holds the per-channel
-    /// scales kept in constant buffers. An error says how the value
+    /// Classifies a value of the graph. An error says how the value
     /// contradicts itself.
-    pub(super) fn of(
-        tensor: &xnn::XNNTensorValue<'_>,
-        quantized: Option<&xnn::XNNQuantizedTensorValue<'_>>,
-        constants: &[Option<&[u8]>],
-    ) -> Result<Numbers, String> {
-        use xnn::XNNDatatype as D;
-        let datatype = tensor.datatype();
-        let name = datatype.variant_name().unwrap_or("unknown");
-        if tensor.dq_datatype() != D::xnn_datatype_invalid {
-            let target = tensor.dq_datatype().variant_name().unwrap_or("unknown");
+    pub(super) fn of(tensor: &XnnTensorValue<'_>) -> Result<Numbers, String> {
+        use XnnDatatype as D;
+        let name = tensor.datatype.name();
+        if tensor.dq_datatype != D::Invalid {
             return Ok(Numbers::Unsupported(format!(
-                "(dynamically quantized to {target})"
+                "(dynamically quantized to {})",
+                tensor.dq_datatype.name()
             )));
         }
-        let Some(quantized) = quantized else {
-            return Ok(match datatype {
-                D::xnn_datatype_fp32 => Numbers::Float,
-                D::xnn_datatype_fp16 => Numbers::Half,
+        let Some(quantization) = &tensor.quantization else {
+            return Ok(match tensor.datatype {
+                D::Fp32 => Numbers::Float,
+                D::Fp16 => Numbers::Half,
                 _ => Numbers::Unsupported(format!("(of element type {name})")),
             });
         };
-        let params = quantized.quant_params_type();
-        let dims: Vec<u64> = tensor.dims().into_iter().flatten().map(u64::from).collect();
-        let unsupported = || Ok(unsupported_quantization(name, params));
-        let integer = match datatype {
-            D::xnn_datatype_qint8 | D::xnn_datatype_qcint8 | D::xnn_datatype_qdint8 => Integer::I8,
-            D::xnn_datatype_quint8 => Integer::U8,
-            D::xnn_datatype_qint32 | D::xnn_datatype_qcint32 => Integer::I32,
-            D::xnn_datatype_qcint4 | D::xnn_datatype_qbint4 => Integer::I4,
+        let dims: Vec<u64> = tensor.dims.iter().map(|&dim| u64::from(dim)).collect();
+        let unsupported = || Ok(unsupported_quantization(name, quantization));
+        let integer = match tensor.datatype {
+            D::Qint8 | D::Qcint8 | D::Qdint8 => Integer::I8,
+            D::Quint8 => Integer::U8,
+            D::Qint32 | D::Qcint32 => Integer::I32,
+            D::Qcint4 | D::Qbint4 => Integer::I4,
             _ => return unsupported(),
         };
-        match datatype {
-            D::xnn_datatype_qint8 | D::xnn_datatype_quint8 | D::xnn_datatype_qint32 => {
-                match quantized.quant_params_as_per_tensor_quant() {
-                    Some(params) => per_tensor(integer, params.scale(), params.zero_point()),
-                    None => unsupported(),
+        match (tensor.datatype, quantization) {
+            (
+                D::Qint8 | D::Quint8 | D::Qint32,
+                &XnnQuantization::PerTensor { scale, zero_point },
+            ) => per_tensor(integer, scale, zero_point),
+            (
+                D::Qcint8 | D::Qcint32 | D::Qcint4,
+                XnnQuantization::PerChannel {
+                    scales,
+                    channel_dim,
+                },
+            ) => per_channel_scales(&dims, scales, *channel_dim).map(|(scales, channel_dim)| {
+                Numbers::PerChannel {
+                    integer,
+                    scales,
+                    channel_dim,
                 }
-            }
-            D::xnn_datatype_qcint8 | D::xnn_datatype_qcint32 | D::xnn_datatype_qcint4 => {
-                match quantized.quant_params_as_per_channel_quant() {
-                    Some(params) => per_channel_scales(&dims, &params, constants).map(
-                        |(scales, channel_dim)| Numbers::PerChannel {
-                            integer,
-                            scales,
-                            channel_dim,
-                        },
-                    ),
-                    None => unsupported(),
-                }
-            }
-            D::xnn_datatype_qbint4 => match quantized.quant_params_as_per_channel_group_quant() {
-                Some(params) => blockwise(&dims, &params, constants),
-                None => unsupported(),
-            },
-            D::xnn_datatype_qdint8 => match quantized.quant_params_as_per_token_dynamic_quant() {
-                Some(params) => usize::try_from(params.num_nonbatch_dims())
+            }),
+            (
+                D::Qbint4,
+                XnnQuantization::PerChannelGroup {
+                    scales,
+                    channel_dim,
+                    group_size,
+                },
+            ) => blockwise(&dims, scales, *channel_dim, *group_size),
+            (D::Qdint8, &XnnQuantization::PerTokenDynamic { num_nonbatch_dims }) => {
+                usize::try_from(num_nonbatch_dims)
                     .ok()
                     .filter(|&count| (1..=dims.len()).contains(&count))
                     .map(|nonbatch_dims| Numbers::Dynamic { nonbatch_dims })
                     .ok_or_else(|| {
                         format!(
-                            "{} non-batch dimensions of a rank-{} tensor",
-                            params.num_nonbatch_dims(),
+                            "{num_nonbatch_dims} non-batch dimensions of a rank-{} tensor",
                             dims.len()
                         )
-                    }),
-                None => unsupported(),
-            },
+                    })
+            }
             _ => unsupported(),
         }
     }
@@ -308,9 +302,8 @@ impl Numbers {
     }
 }
 
-fn unsupported_quantization(name: &str, params: xnn::XNNQuantParams) -> Numbers {
-    let params = params.variant_name().unwrap_or("no parameters");
-    Numbers::Unsupported(format!("(quantized, {name} with {params})"))
+fn unsupported_quantization(name: &str, quantization: &XnnQuantization) -> Numbers {
+    Numbers::Unsupported(format!("(quantized, {name} with {})", quantization.name()))
 }
 
 /// A scale XNNPACK accepts: positive and normal.
@@ -320,6 +313,18 @@ fn check_scale(scale: f32) -> Result<f32, String> {
     } else {
         Err(format!("a quantization scale of {scale}"))
     }
+}
+
+/// `count` scales XNNPACK accepts; `of` says what they are for.
+fn check_scales(
+    scales: &[f32],
+    count: usize,
+    of: impl FnOnce() -> String,
+) -> Result<Vec<f32>, String> {
+    if scales.len() != count {
+        return Err(format!("{} scales for {}", scales.len(), of()));
+    }
+    scales.iter().map(|&scale| check_scale(scale)).collect()
 }
 
 fn per_tensor(integer: Integer, scale: f32, zero_point: i32) -> Result<Numbers, String> {
@@ -336,103 +341,58 @@ fn per_tensor(integer: Integer, scale: f32, zero_point: i32) -> Result<Numbers, 
     }))
 }
 
-/// The scales of a per-channel quantization, inline or in a constant
-/// buffer, one per index along the channel dimension; and that dimension.
+/// The scales of a per-channel quantization, one per index along the
+/// channel dimension; and that dimension.
 fn per_channel_scales(
     dims: &[u64],
-    params: &xnn::PerChannelQuant<'_>,
-    constants: &[Option<&[u8]>],
+    scales: &XnnScales,
+    channel_dim: i32,
 ) -> Result<(Vec<f32>, usize), String> {
-    let channel_dim = usize::try_from(params.channel_dim())
+    let channel_dim = usize::try_from(channel_dim)
         .ok()
         .filter(|&dim| dim < dims.len())
         .ok_or_else(|| {
             format!(
-                "channel dimension {} of a rank-{} tensor",
-                params.channel_dim(),
+                "channel dimension {channel_dim} of a rank-{} tensor",
                 dims.len()
             )
         })?;
     let channels = dims[channel_dim] as usize;
-    let scales: Vec<f32> = match params.scale_buffer_idx() {
-        0 => params.scale().into_iter().flatten().collect(),
-        index => {
-            let bytes = scale_buffer(constants, index, channels * 4)?;
-            bytes
-                .chunks_exact(4)
-                .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-                .collect()
-        }
-    };
-    if scales.len() != channels {
-        return Err(format!(
-            "{} scales for {channels} channels along dimension {channel_dim}",
-            scales.len()
-        ));
-    }
-    let scales = scales
-        .into_iter()
-        .map(check_scale)
-        .collect::<Result<_, _>>()?;
+    let scales = check_scales(scales.values(), channels, || {
+        format!("{channels} channels along dimension {channel_dim}")
+    })?;
     Ok((scales, channel_dim))
 }
 
-/// The bytes of a constant buffer that holds scales, which must be `size`
-/// long.
-fn scale_buffer<'a>(
-    constants: &[Option<&'a [u8]>],
-    index: u32,
-    size: usize,
-) -> Result<&'a [u8], String> {
-    let bytes = constants
-        .get(index as usize)
-        .copied()
-        .flatten()
-        .ok_or_else(|| format!("scales in constant {index}, which is absent"))?;
-    if bytes.len() != size {
-        return Err(format!(
-            "{} bytes of scales in constant {index} where {size} are due",
-            bytes.len()
-        ));
-    }
-    Ok(bytes)
-}
-
-/// The bf16 scales of a blockwise quantization, which the exporter puts in
-/// a constant buffer: one per block of each row of a rank-2 tensor.
+/// The scales of a blockwise quantization, which the exporter puts in a
+/// constant buffer as bf16: one per block of each row of a rank-2 tensor.
 fn blockwise(
     dims: &[u64],
-    params: &xnn::PerChannelGroupQuant<'_>,
-    constants: &[Option<&[u8]>],
+    scales: &XnnScales,
+    channel_dim: i32,
+    group_size: i32,
 ) -> Result<Numbers, String> {
     let [rows, row] = dims[..] else {
         return Err(format!("blockwise scales for dims {dims:?}"));
     };
-    let block_size = u64::try_from(params.group_size())
+    let block_size = u64::try_from(group_size)
         .ok()
-        .filter(|&size| size > 0 && row % size == 0 && params.channel_dim() == 0)
+        .filter(|&size| size > 0 && row % size == 0 && channel_dim == 0)
         .ok_or_else(|| {
-            format!(
-                "blocks of {} along dimension {} of dims {dims:?}",
-                params.group_size(),
-                params.channel_dim()
-            )
+            format!("blocks of {group_size} along dimension {channel_dim} of dims {dims:?}")
         })?;
-    if params.scale_buffer_idx() == 0 {
+    let XnnScales::Buffer(scales) = scales else {
         return Ok(Numbers::Unsupported(
             "(quantized, xnn_datatype_qbint4 with f32 scales in the graph)".to_string(),
         ));
-    }
+    };
     let count = rows
         .checked_mul(row / block_size)
         .and_then(|count| usize::try_from(count).ok())
         .ok_or_else(|| format!("blockwise scales for dims {dims:?}"))?;
-    let bytes = scale_buffer(constants, params.scale_buffer_idx(), count * 2)?;
-    let scales = bytes
-        .chunks_exact(2)
-        .map(|chunk| f32::from_bits(u32::from(u16::from_le_bytes([chunk[0], chunk[1]])) << 16))
-        .map(check_scale)
-        .collect::<Result<_, _>>()?;
+    let scales = check_scales(scales, count, || {
+        format!("{count} blocks of {block_size} of dims {dims:?}")
+    })?;
     Ok(Numbers::Blockwise { scales, block_size })
 }
 
