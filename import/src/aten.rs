@@ -411,6 +411,18 @@ fn table() -> &'static HashMap<String, Entry> {
     })
 }
 
+/// The table's key of the unary function whose ATen name is `name`.
+pub(crate) fn unary_key(name: &str) -> Option<&'static str> {
+    table()
+        .get_key_value(&format!("aten::{name}.out"))
+        .map(|(key, _)| key.as_str())
+}
+
+/// The kinds of op the entry `key` emits.
+pub(crate) fn emits(key: &str) -> Option<&'static [OpKind]> {
+    table().get(key).map(|entry| entry.emits)
+}
+
 pub(crate) fn is_supported(key: &str) -> bool {
     table().contains_key(key)
 }

@@ -372,22 +372,32 @@ impl<'m, 'a> Importer<'m, 'a> {
         }
     }
 
+    /// The type a tensor argument declares (upper-bound sizes for the
+    /// method's dynamic tensors).
+    pub(crate) fn declared_type(&self, tensor: TensorRef) -> Result<TensorType, ImportError> {
+        match tensor {
+            TensorRef::Method(index) => self.file_type(self.tensor(index)?),
+            TensorRef::Ir(id) => Ok(self.graph.value(id).ty.clone()),
+        }
+    }
+
     /// The sizes a tensor argument declares.
     pub(crate) fn declared_sizes(&self, tensor: TensorRef) -> Result<Vec<i64>, ImportError> {
-        match tensor {
-            TensorRef::Method(index) => Ok(self.tensor(index)?.sizes.clone()),
-            TensorRef::Ir(id) => Ok(self
-                .graph
-                .value(id)
-                .ty
-                .shape
-                .iter()
-                .map(|dim| match *dim {
-                    Dim::Fixed(size) => size as i64,
-                    Dim::Symbol(symbol) => self.graph.bound(symbol) as i64,
-                })
-                .collect()),
-        }
+        let ty = self.declared_type(tensor)?;
+        Ok(ty
+            .shape
+            .iter()
+            .map(|dim| match *dim {
+                Dim::Fixed(size) => size as i64,
+                Dim::Symbol(symbol) => self.graph.bound(symbol) as i64,
+            })
+            .collect())
+    }
+
+    /// Whether a tensor of the method has a value yet (it was an input,
+    /// read, or written).
+    pub(crate) fn is_written(&self, index: ValueIndex) -> bool {
+        self.values.contains_key(&index)
     }
 
     /// The IR value for reading a tensor.
@@ -537,14 +547,20 @@ impl<'m, 'a> Importer<'m, 'a> {
             })
     }
 
+    /// Records that `value` now holds what the file's plan places where it
+    /// lives (a delegate's node writes a call output directly).
+    pub(crate) fn record_written(&mut self, value: ValueId) {
+        if let Some(&offset) = self.file_offsets.get(&value) {
+            self.written_at.insert(offset, value);
+        }
+    }
+
     /// Appends a node and records where the file's plan has its outputs
     /// written (shape rules were applied by `Call::emit_to`, and the
     /// verifier checks them again).
     pub(crate) fn push(&mut self, op: Op, outputs: Vec<ValueId>) {
-        for output in &outputs {
-            if let Some(&offset) = self.file_offsets.get(output) {
-                self.written_at.insert(offset, *output);
-            }
+        for &output in &outputs {
+            self.record_written(output);
         }
         self.graph.push_node(op, outputs);
     }

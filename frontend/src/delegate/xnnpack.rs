@@ -212,8 +212,29 @@ macro_rules! node_types {
         impl XnnOp {
             /// The schema's name of the node type (`XNNConv2d`).
             pub fn name(&self) -> &'static str {
+                self.kind().name()
+            }
+
+            pub fn kind(&self) -> XnnOpKind {
                 match self {
-                    $(XnnOp::$variant(_) => stringify!($member),)*
+                    $(XnnOp::$variant(_) => XnnOpKind::$variant,)*
+                }
+            }
+        }
+
+        /// The node types of [`XnnOp`], without their operands.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum XnnOpKind {
+            $($variant,)*
+        }
+
+        impl XnnOpKind {
+            pub const ALL: &[XnnOpKind] = &[$(XnnOpKind::$variant,)*];
+
+            /// The schema's name of the node type (`XNNConv2d`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(XnnOpKind::$variant => stringify!($member),)*
                 }
             }
         }

@@ -18,7 +18,8 @@ use std::borrow::Cow;
 
 use ptec_frontend::delegate::xnnpack::{XnnDatatype, XnnQuantization, XnnScales, XnnTensorValue};
 
-use crate::op::ClampRange;
+use ptec_ir::Real;
+use ptec_ir::ops::linalg::ClampRange;
 
 /// The integer type of quantized elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,8 +111,8 @@ impl Quantization {
     /// the type, rounded to nearest even).
     pub(super) fn bounds(self, range: ClampRange) -> (i64, i64) {
         let (min, max) = self.integer.range();
-        let quantize = |bound: f64| {
-            let shifted = bound as f32 / self.scale + self.zero_point as f32;
+        let quantize = |bound: Real| {
+            let shifted = bound.0 as f32 / self.scale + self.zero_point as f32;
             shifted.clamp(min as f32, max as f32).round_ties_even() as i64
         };
         let zero_point = i64::from(self.zero_point);
