@@ -416,14 +416,14 @@ mod tests {
         assert_eq!(q.bounds(ClampRange::default()), (-125, 130));
         // ReLU: 0 is the zero point; ReLU6: 6 / 0.05 = 120.
         let relu6 = ClampRange {
-            min: Some(0.0),
-            max: Some(6.0),
+            min: Some(Real(0.0)),
+            max: Some(Real(6.0)),
         };
         assert_eq!(q.bounds(relu6), (0, 120));
         // Bounds beyond the type stay within it; ties round to even.
         let wide = ClampRange {
-            min: Some(-100.0),
-            max: Some(0.125),
+            min: Some(Real(-100.0)),
+            max: Some(Real(0.125)),
         };
         assert_eq!(int8(0.25, 0).bounds(wide), (-128, 0));
         let uint8 = Quantization {
