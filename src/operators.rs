@@ -54,19 +54,21 @@ pub fn run(backend: Option<Backend>, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     for entry in &entries {
-        let mut verdicts: Vec<String> = entry.supported.clone();
-        verdicts.extend(
-            entry
-                .refused
-                .iter()
-                .map(|(backend, why)| format!("{backend} refused ({why})")),
-        );
-        println!(
-            "{:<8} {:<52} {}",
-            entry.source,
-            entry.key,
+        let reasons: Vec<&String> = entry.refused.values().collect();
+        let verdict = if entry.supported.is_empty() && reasons.windows(2).all(|w| w[0] == w[1]) {
+            format!(
+                "refused: {}",
+                reasons.first().map_or("", |why| why.as_str())
+            )
+        } else {
+            let mut verdicts = entry.supported.clone();
+            verdicts.extend(Backend::ALL.iter().filter_map(|backend| {
+                let why = entry.refused.get(backend.name())?;
+                Some(format!("not {backend} ({why})"))
+            }));
             verdicts.join(", ")
-        );
+        };
+        println!("{:<8} {:<52} {verdict}", entry.source, entry.key);
     }
     let supported = entries
         .iter()

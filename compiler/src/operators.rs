@@ -32,7 +32,7 @@ pub fn operators() -> Vec<OperatorSupport> {
             let mut refused = BTreeMap::new();
             for backend in Backend::ALL {
                 let verdict = match &operator.emits {
-                    Err(why) => Err(format!("the importer refuses it: {why}")),
+                    Err(why) => Err(why.clone()),
                     Ok(kinds) => kinds
                         .iter()
                         .find_map(|&kind| {

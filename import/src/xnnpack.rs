@@ -56,7 +56,9 @@ const FLAG_KEEP_DIMS: u32 = 0x40;
 /// XNNPACK's NHWC tensor is the IR's NCHW value permuted by this.
 const NHWC_OF_NCHW: [usize; 4] = [0, 2, 3, 1];
 
-/// What the importer says of a node type it does not translate.
+/// What the importer says of a node type it does not translate (the error
+/// reads "... XNNPACK node 3 (XNNPReLU, ...): this node type is not
+/// supported").
 const UNTRANSLATED: &str = "this node type";
 
 /// The kinds of op a node of each type becomes (besides the elementwise
@@ -127,7 +129,7 @@ pub(crate) fn node_types() -> Vec<Operator> {
             source: OperatorSource::Xnnpack,
             emits: translation(kind)
                 .map(|own| LAYOUT_AND_RESULTS.iter().chain(own).copied().collect())
-                .map_err(|why| format!("{why} is not supported")),
+                .map_err(|why| format!("ptec does not translate {why} yet")),
         })
         .collect()
 }
