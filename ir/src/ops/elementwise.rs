@@ -24,6 +24,7 @@ pub enum MathFn {
     Tanh,
     Sin,
     Cos,
+    Tan,
     Erf,
     Expm1,
     Log1p,
@@ -49,6 +50,7 @@ impl MathFn {
             MathFn::Tanh => ("tanhf", "tanh"),
             MathFn::Sin => ("sinf", "sin"),
             MathFn::Cos => ("cosf", "cos"),
+            MathFn::Tan => ("tanf", "tan"),
             MathFn::Erf => ("erff", "erf"),
             MathFn::Expm1 => ("expm1f", "expm1"),
             MathFn::Log1p => ("log1pf", "log1p"),
@@ -71,6 +73,7 @@ impl MathFn {
             MathFn::Tanh => ShaderMath::Builtin("tanh"),
             MathFn::Sin => ShaderMath::Builtin("sin"),
             MathFn::Cos => ShaderMath::Builtin("cos"),
+            MathFn::Tan => ShaderMath::Builtin("tan"),
             MathFn::Erf => ShaderMath::Helper("erf_f32"),
             MathFn::Expm1 => ShaderMath::Helper("expm1_f32"),
             MathFn::Log1p => ShaderMath::Helper("log1p_f32"),
@@ -95,6 +98,7 @@ pub enum UnaryOp {
     Reciprocal,
     Sin,
     Cos,
+    Tan,
     Erf,
     /// GELU with erf.
     Gelu,
@@ -114,7 +118,7 @@ pub enum UnaryOp {
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 26] = [
+    pub const ALL: [UnaryOp; 27] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Relu,
@@ -127,6 +131,7 @@ impl UnaryOp {
         UnaryOp::Reciprocal,
         UnaryOp::Sin,
         UnaryOp::Cos,
+        UnaryOp::Tan,
         UnaryOp::Erf,
         UnaryOp::Gelu,
         UnaryOp::GeluTanh,
@@ -157,6 +162,7 @@ impl UnaryOp {
             UnaryOp::Reciprocal => "reciprocal",
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
+            UnaryOp::Tan => "tan",
             UnaryOp::Erf => "erf",
             UnaryOp::Gelu => "gelu",
             UnaryOp::GeluTanh => "gelu_tanh",
@@ -225,6 +231,7 @@ impl UnaryOp {
             Reciprocal => real(1.0) / x,
             Sin => math(MathFn::Sin, x),
             Cos => math(MathFn::Cos, x),
+            Tan => math(MathFn::Tan, x),
             Erf => math(MathFn::Erf, x),
             // x/2 * (1 + erf(x / sqrt(2)))
             Gelu => {
