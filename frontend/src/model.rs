@@ -131,16 +131,6 @@ pub struct Method<'a> {
 }
 
 impl<'a> Method<'a> {
-    /// The index `offset` places past the method's last value: where a
-    /// consumer that adds values of its own (a delegate graph's, at import)
-    /// numbers them, so that they never collide with the method's; `None`
-    /// past the range of indices.
-    pub fn appended_index(&self, offset: usize) -> Option<ValueIndex> {
-        u32::try_from(self.values.len().checked_add(offset)?)
-            .ok()
-            .map(ValueIndex)
-    }
-
     pub fn value(&self, index: ValueIndex) -> &Value<'a> {
         &self.values[index.index()]
     }
