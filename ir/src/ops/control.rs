@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::no_operands;
 use super::{DimEquality, Expected, OpDef, OpError, Outputs, Slot};
 use crate::graph::ValueId;
 use crate::types::{DType, TensorType};
@@ -46,13 +47,7 @@ impl OpDef for Label {
         "label"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        Vec::new()
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        Vec::new()
-    }
+    no_operands!();
 
     fn outputs(&self) -> Outputs {
         Outputs::Exactly(0)
@@ -73,13 +68,7 @@ impl OpDef for Jump {
         "jump"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        Vec::new()
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        Vec::new()
-    }
+    no_operands!();
 
     fn outputs(&self) -> Outputs {
         Outputs::Exactly(0)

@@ -2,6 +2,7 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::linalg::ClampRange;
+use super::one_input;
 use super::{
     DimEquality, Expected, LayoutRule, OpDef, OpError, Outputs, Slot, fixed, one, shapes_of,
 };
@@ -231,13 +232,7 @@ impl OpDef for MaxPool2d {
         "max_pool2d"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        vec![(Slot::Positional, self.input)]
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn outputs(&self) -> Outputs {
         Outputs::Exactly(2)
@@ -274,13 +269,7 @@ impl OpDef for AvgPool2d {
         "avg_pool2d"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        vec![(Slot::Positional, self.input)]
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,

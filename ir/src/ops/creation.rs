@@ -2,8 +2,8 @@
 //! output's shape is the one the program declares.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, OpDef, OpError, Slot};
-use crate::graph::ValueId;
+use super::no_operands;
+use super::{DimEquality, Expected, OpDef, OpError};
 use crate::op::Op;
 use crate::types::{Scalar, TensorType};
 
@@ -29,13 +29,7 @@ impl OpDef for Full {
         "full"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        Vec::new()
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        Vec::new()
-    }
+    no_operands!();
 
     fn infer(
         &self,
@@ -56,13 +50,7 @@ impl OpDef for Arange {
         "arange"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        Vec::new()
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        Vec::new()
-    }
+    no_operands!();
 
     fn infer(
         &self,

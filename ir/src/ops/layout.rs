@@ -3,6 +3,7 @@
 //! slices, concatenations, padding and tiling.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
+use super::one_input;
 use super::{
     DimEquality, Expected, LayoutRule, OpDef, OpError, Slot, axis, broadcasts_to, fixed, one,
     shapes_of, show,
@@ -77,23 +78,12 @@ pub struct Repeat {
     pub repeats: Vec<u64>,
 }
 
-/// The operand list of an op that reads one value.
-fn single(input: ValueId) -> Vec<(Slot, ValueId)> {
-    vec![(Slot::Positional, input)]
-}
-
 impl OpDef for Copy {
     fn name(&self) -> &'static str {
         "copy"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -141,13 +131,7 @@ impl OpDef for Reshape {
         "reshape"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -199,13 +183,7 @@ impl OpDef for Permute {
         "permute"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -248,13 +226,7 @@ impl OpDef for Select {
         "select"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -287,13 +259,7 @@ impl OpDef for Slice {
         "slice"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -398,13 +364,7 @@ impl OpDef for Pad {
         "pad"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -442,13 +402,7 @@ impl OpDef for Repeat {
         "repeat"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,

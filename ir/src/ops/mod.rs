@@ -34,6 +34,34 @@ use crate::graph::ValueId;
 use crate::types::{Dim, Shape, TensorType};
 use attributes::AttributeWriter;
 
+/// The operand methods of an op whose one operand is the field `input`.
+macro_rules! one_input {
+    () => {
+        fn operands(&self) -> Vec<($crate::ops::Slot, $crate::ValueId)> {
+            vec![($crate::ops::Slot::Positional, self.input)]
+        }
+
+        fn operands_mut(&mut self) -> Vec<&mut $crate::ValueId> {
+            vec![&mut self.input]
+        }
+    };
+}
+pub(crate) use one_input;
+
+/// The operand methods of an op that reads no value.
+macro_rules! no_operands {
+    () => {
+        fn operands(&self) -> Vec<($crate::ops::Slot, $crate::ValueId)> {
+            Vec::new()
+        }
+
+        fn operands_mut(&mut self) -> Vec<&mut $crate::ValueId> {
+            Vec::new()
+        }
+    };
+}
+pub(crate) use no_operands;
+
 /// How an operand is written in the text form: positionally, or by name
 /// (optional operands, and those after one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

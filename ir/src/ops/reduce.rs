@@ -2,7 +2,8 @@
 //! softmax.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, Slot, axis, one, reduced};
+use super::one_input;
+use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, axis, one, reduced};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, TensorType};
@@ -86,22 +87,12 @@ pub struct Softmax {
     pub log: bool,
 }
 
-fn single(input: ValueId) -> Vec<(Slot, ValueId)> {
-    vec![(Slot::Positional, input)]
-}
-
 impl OpDef for Reduce {
     fn name(&self) -> &'static str {
         self.op.name()
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -134,13 +125,7 @@ impl OpDef for ArgReduce {
         }
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -170,13 +155,7 @@ impl OpDef for CumSum {
         "cum_sum"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
@@ -200,13 +179,7 @@ impl OpDef for Softmax {
         "softmax"
     }
 
-    fn operands(&self) -> Vec<(Slot, ValueId)> {
-        single(self.input)
-    }
-
-    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
-        vec![&mut self.input]
-    }
+    one_input!();
 
     fn infer(
         &self,
