@@ -10,9 +10,9 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ptec_codegen::{CodegenOptions, compile_jit};
+use ptec_compiler::{Backend, Options, Runner};
 use ptec_frontend::{ExecutorchFile, FileBytes, ScalarType, TestValue};
-use ptec_runtime::{ElementType, Instance, TensorRef};
+use ptec_runtime::{ElementType, TensorRef};
 
 /// The programs benchmarked: small fixtures, and mobilenet_v2 when present.
 fn programs() -> Vec<PathBuf> {
@@ -35,16 +35,11 @@ fn name(path: &Path) -> String {
 }
 
 /// Imports, optimizes and JIT-compiles the first method of `file`.
-fn compile<'a>(file: &ExecutorchFile<'a>) -> Instance<'a> {
+fn compile<'a>(file: &ExecutorchFile<'a>) -> Runner<'a> {
     let method = &file.program().methods[0];
-    let mut graph = ptec_ir::import_method(method).expect("the method imports");
-    ptec_passes::run_pipeline(&mut graph, &ptec_passes::PassOptions::default(), |_, _| {})
-        .expect("the passes run");
-    let jit = compile_jit(&graph, &CodegenOptions::default()).expect("the method compiles");
-    // SAFETY: the entry point was generated for this ABI and these
-    // constants; the boxed code keeps it alive.
-    unsafe { Instance::new(jit.abi, jit.entry, jit.constants, Box::new(jit.code)) }
-        .expect("the instance is created")
+    ptec_compiler::load(method, Backend::Jit, &Options::default())
+        .expect("the method compiles")
+        .runner
 }
 
 fn benchmarks(c: &mut Criterion) {

@@ -8,9 +8,13 @@ portable kernels are timed afterwards, apart: their runs take seconds, and on
 a VM that slows down under sustained load they would penalise whichever
 measurement follows them.
 
+With --baseline OTHER_PTEC, another ptec binary (a build of an earlier
+commit) is timed in the same rounds too, for before/after comparisons of a
+change in one run.
+
 Usage (with the anchor environment of ../shared/anchor/setup.sh):
   $ANCHOR_PY scripts/compare_speed.py [--ptec target/release/ptec] [--rounds 3]
-      [--corpus ../shared/corpus] [--skip-et-portable]
+      [--corpus ../shared/corpus] [--skip-et-portable] [--baseline OTHER_PTEC]
       [--ptec-variant portable] [--et-variant xnnpack] MODEL...
 """
 import argparse
@@ -57,22 +61,31 @@ def main():
                         help="the file ptec runs: MODEL.VARIANT.bpte (portable, xnnpack, xnnpack-q8)")
     parser.add_argument("--et-variant", default="xnnpack",
                         help="the file ExecuTorch runs: MODEL.VARIANT.bpte")
+    parser.add_argument("--baseline",
+                        help="another ptec binary to time in the same rounds (before/after a change)")
     parser.add_argument("models", nargs="+")
     args = parser.parse_args()
 
-    print(f"| model | ptec JIT ({args.ptec_variant}) ms | ExecuTorch ({args.et_variant}) ms | ratio ptec/ET | ExecuTorch portable ms |")
-    print("|---|---|---|---|---|")
+    baseline_columns = " baseline ptec ms | ratio ptec/baseline |" if args.baseline else ""
+    print(f"| model | ptec JIT ({args.ptec_variant}) ms | ExecuTorch ({args.et_variant}) ms | ratio ptec/ET |{baseline_columns} ExecuTorch portable ms |")
+    print("|---|---|---|---|" + ("---|---|" if args.baseline else "") + "---|")
     for model in args.models:
         portable = os.path.join(args.corpus, f"{model}.portable.bpte")
         ptec_file = os.path.join(args.corpus, f"{model}.{args.ptec_variant}.bpte")
         xnnpack = os.path.join(args.corpus, f"{model}.{args.et_variant}.bpte")
-        ptec_times, et_times = [], []
+        ptec_times, et_times, baseline_times = [], [], []
         for _ in range(args.rounds):
             ptec_times.append(ptec_median(args.ptec, ptec_file, args.iters))
             et_times.append(et_median(xnnpack, args.iters))
+            if args.baseline:
+                baseline_times.append(ptec_median(args.baseline, ptec_file, args.iters))
         ptec_ms, et_ms = statistics.median(ptec_times), statistics.median(et_times)
+        baseline = ""
+        if args.baseline:
+            baseline_ms = statistics.median(baseline_times)
+            baseline = f" {baseline_ms:.3f} | {ptec_ms / baseline_ms:.2f} |"
         portable_ms = "not run" if args.skip_et_portable else f"{et_median(portable, max(1, args.iters // 4)):.3f}"
-        print(f"| {model} | {ptec_ms:.3f} | {et_ms:.3f} | {ptec_ms / et_ms:.2f} | {portable_ms} |", flush=True)
+        print(f"| {model} | {ptec_ms:.3f} | {et_ms:.3f} | {ptec_ms / et_ms:.2f} |{baseline} {portable_ms} |", flush=True)
 
 
 if __name__ == "__main__":

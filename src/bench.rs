@@ -46,12 +46,12 @@ pub fn run(path: &Path, options: BenchOptions<'_>) -> anyhow::Result<()> {
     let inputs = refs(&inputs);
     let mut loaded = load(method, options.backend, options.passes)?;
     for _ in 0..options.warmup {
-        loaded.instance.run(&inputs)?;
+        loaded.runner.run(&inputs)?;
     }
     let mut times = Vec::with_capacity(options.iters);
     for _ in 0..options.iters {
         let start = Instant::now();
-        let outputs = loaded.instance.run(&inputs)?;
+        let outputs = loaded.runner.run(&inputs)?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
         std::hint::black_box(outputs);
     }

@@ -138,7 +138,7 @@ fn run_cases(
                 .map(test_input)
                 .collect::<anyhow::Result<_>>()?;
             let outputs = loaded
-                .instance
+                .runner
                 .run(&refs(&inputs))
                 .with_context(|| format!("case {index} of {}", suite.method))?;
             let mut report = CaseReport {

@@ -7,10 +7,10 @@ use std::str::FromStr as _;
 
 use anyhow::{Context as _, bail};
 use clap::ValueEnum;
-use ptec_codegen::{AotOptions, CodegenOptions, Linker, ObjectCode, Triple};
+use ptec_codegen::{Linker, Triple};
 use ptec_frontend::{ExecutorchFile, FileBytes, Method};
 
-use crate::instance::{CompileArgs, optimized_graph};
+use crate::instance::CompileArgs;
 use crate::method::select_method;
 
 /// What `ptec compile` writes.
@@ -65,38 +65,16 @@ fn optimized_graphs<'a>(
     methods: &[&Method<'a>],
     passes: &CompileArgs,
 ) -> anyhow::Result<Vec<ptec_ir::Graph<'a>>> {
+    let options = passes.options();
     methods
         .iter()
         .map(|method| {
-            optimized_graph(method, passes, |_, _| {})
-                .with_context(|| format!("optimizing method {}", method.name))
+            let optimized = ptec_compiler::optimize(method, &options.passes, |_, _| {})
+                .with_context(|| format!("optimizing method {}", method.name))?;
+            passes.report(&optimized.reports);
+            Ok(optimized.graph)
         })
         .collect()
-}
-
-/// Optimizes `methods` and compiles them into one object.
-pub fn compile_methods(
-    methods: &[&Method<'_>],
-    passes: &CompileArgs,
-    options: &AotOptions,
-) -> anyhow::Result<ObjectCode> {
-    let graphs = optimized_graphs(methods, passes)?;
-    Ok(ptec_codegen::compile_object(&graphs, options)?)
-}
-
-/// Writes `object` as a shared object at `output` (through an object file
-/// in a temporary directory).
-pub fn write_shared_object(
-    object: &ObjectCode,
-    linker: &Linker,
-    output: &Path,
-) -> anyhow::Result<()> {
-    let directory = tempfile::tempdir().context("creating a temporary directory")?;
-    let object_path = directory.path().join("model.o");
-    std::fs::write(&object_path, &object.bytes)
-        .with_context(|| format!("writing {}", object_path.display()))?;
-    ptec_codegen::link_shared_object(linker, &object_path, output)?;
-    Ok(())
 }
 
 pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
@@ -125,25 +103,20 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
         let graphs = optimized_graphs(&methods, options.passes)?;
         let compiled = graphs
             .iter()
-            .map(|graph| {
-                ptec_codegen::compile_vulkan(graph)
-                    .with_context(|| format!("compiling method {} for Vulkan", graph.name))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .map(ptec_compiler::vulkan)
+            .collect::<Result<Vec<_>, _>>()?;
         let output = options
             .output
             .map_or_else(default_output, Path::to_path_buf);
         return crate::spirv::write_directory(&output, &compiled);
     }
-    let aot = AotOptions {
-        target: target.clone(),
-        prefix: options.prefix.to_string(),
-        codegen: CodegenOptions {
-            microkernels: !options.passes.no_microkernels,
-        },
-        listing: options.emit == Emit::Asm,
-    };
-    let object = compile_methods(&methods, options.passes, &aot)?;
+    let aot =
+        options
+            .passes
+            .options()
+            .aot(target.clone(), options.prefix, options.emit == Emit::Asm);
+    let graphs = optimized_graphs(&methods, options.passes)?;
+    let object = ptec_compiler::object(&graphs, &aot)?;
     if let Some(header) = options.header {
         let source = path.file_name().unwrap_or_default().to_string_lossy();
         let text = ptec_codegen::c_header(options.prefix, &source, &object.methods);
@@ -166,7 +139,9 @@ pub fn run(path: &Path, options: CompileOptions<'_>) -> anyhow::Result<()> {
         },
         None => Linker::for_target(target.as_ref()),
     };
-    write_shared_object(&object, &linker, &output)
+    Ok(ptec_compiler::write_shared_object(
+        &object, &linker, &output,
+    )?)
 }
 
 /// Writes `text` to `output`, or to standard output.

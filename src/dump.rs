@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use clap::ValueEnum;
 use ptec_frontend::{ExecutorchFile, FileBytes};
 
-use crate::instance::{CompileArgs, optimized_graph};
+use crate::instance::CompileArgs;
 use crate::method::select_method;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -32,8 +32,8 @@ pub fn run(
         DumpFormat::Dot => ptec_ir::to_dot(graph),
     };
     let Some(after) = after else {
-        let graph = ptec_ir::import_method(method)?;
-        ptec_ir::verify(&graph)?;
+        let graph = ptec_import::import_method(method)?;
+        ptec_ir::verify_unplanned(&graph)?;
         print!("{}", render(&graph));
         return Ok(());
     };
@@ -44,7 +44,7 @@ pub fn run(
         );
     }
     let mut shown = false;
-    optimized_graph(method, passes, |pass, graph| {
+    let optimized = ptec_compiler::optimize(method, &passes.options().passes, |pass, graph| {
         if after == "all" || after == pass.name {
             if after == "all" {
                 println!("; after {}", pass.name);
@@ -53,6 +53,7 @@ pub fn run(
             shown = true;
         }
     })?;
+    passes.report(&optimized.reports);
     if !shown {
         anyhow::bail!(
             "pass {after} did not run (it is disabled, or the pipeline stopped before it)"

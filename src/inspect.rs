@@ -76,19 +76,14 @@ struct CompiledReport {
 
 impl CompiledReport {
     fn new(method: &Method<'_>) -> anyhow::Result<Self> {
-        let mut optimized = ptec_ir::import_method(method)?;
-        ptec_ir::verify(&optimized)?;
-        let ops = optimized.kernel_count();
-        ptec_passes::run_pipeline(
-            &mut optimized,
-            &ptec_passes::PassOptions::default(),
-            |_, _| {},
-        )?;
+        let optimized =
+            ptec_compiler::optimize(method, &ptec_passes::PassOptions::default(), |_, _| {})?;
+        let graph = &optimized.graph;
         Ok(CompiledReport {
-            ops,
-            kernels: optimized.kernel_count(),
-            planned_bytes: optimized.arena_size(),
-            live_peak_bytes: ptec_passes::live_peak(&optimized),
+            ops: optimized.imported_kernels,
+            kernels: graph.kernel_count(),
+            planned_bytes: graph.arena_size(),
+            live_peak_bytes: ptec_passes::live_peak(graph),
         })
     }
 }

@@ -11,6 +11,7 @@ mod inspect;
 mod instance;
 mod method;
 mod npy;
+mod operators;
 mod run;
 mod spirv;
 
@@ -58,6 +59,17 @@ enum Command {
     },
     /// List the optimizer's passes, in pipeline order.
     Passes,
+    /// List every operator key ptec imports (ATen kernels of programs,
+    /// XNNPACK node types, Vulkan operators) and, per back end, whether it
+    /// runs it or why not.
+    Operators {
+        /// Only this back end: jit, aot or vulkan.
+        #[arg(long)]
+        backend: Option<Backend>,
+        /// Print `{"operators":[{"key","source","supported","refused"}]}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Compile a method and run it once on .npy inputs (default: a bundled
     /// program's first test case).
     Run {
@@ -70,7 +82,9 @@ enum Command {
         /// Write each output to DIR/output_N.npy instead of printing it.
         #[arg(long)]
         output_dir: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "jit")]
+        /// jit (compiled in-process), aot (a shared object called through
+        /// its C ABI) or vulkan (compute shaders on a Vulkan device).
+        #[arg(long, default_value_t = Backend::Jit)]
         backend: Backend,
         #[command(flatten)]
         passes: CompileArgs,
@@ -80,7 +94,9 @@ enum Command {
     Test {
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        #[arg(long, value_enum, default_value = "jit")]
+        /// jit (compiled in-process), aot (a shared object called through
+        /// its C ABI) or vulkan (compute shaders on a Vulkan device).
+        #[arg(long, default_value_t = Backend::Jit)]
         backend: Backend,
         /// Relative tolerance for floats.
         #[arg(long, default_value_t = 1e-3)]
@@ -137,7 +153,9 @@ enum Command {
         iters: usize,
         #[arg(long, default_value_t = 3)]
         warmup: usize,
-        #[arg(long, value_enum, default_value = "jit")]
+        /// jit (compiled in-process), aot (a shared object called through
+        /// its C ABI) or vulkan (compute shaders on a Vulkan device).
+        #[arg(long, default_value_t = Backend::Jit)]
         backend: Backend,
         #[arg(long)]
         json: bool,
@@ -182,6 +200,7 @@ fn main() -> ExitCode {
             }
             Ok(true)
         }
+        Command::Operators { backend, json } => operators::run(backend, json).map(|()| true),
         Command::Run {
             file,
             method,

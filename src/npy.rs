@@ -171,19 +171,8 @@ pub fn write(path: &Path, tensor: &HostTensor) -> anyhow::Result<()> {
 
 /// The runtime element type of a file scalar type.
 pub fn element_type(scalar: ScalarType) -> anyhow::Result<ElementType> {
-    Ok(match scalar {
-        ScalarType::Bool => ElementType::Bool,
-        ScalarType::Byte => ElementType::U8,
-        ScalarType::Char => ElementType::I8,
-        ScalarType::Short => ElementType::I16,
-        ScalarType::Int => ElementType::I32,
-        ScalarType::Long => ElementType::I64,
-        ScalarType::Half => ElementType::F16,
-        ScalarType::BFloat16 => ElementType::BF16,
-        ScalarType::Float => ElementType::F32,
-        ScalarType::Double => ElementType::F64,
-        other => bail!("{other} tensors are not supported"),
-    })
+    ptec_compiler::element_type_of(scalar)
+        .with_context(|| format!("{scalar} tensors are not supported"))
 }
 
 /// A bundled test tensor as a host tensor (row-major).

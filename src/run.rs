@@ -65,7 +65,7 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
     let method = select_method(file.program(), options.method)?;
     let inputs = method_inputs(&file, &method.name, options.inputs)?;
     let mut loaded = load(method, options.backend, options.passes)?;
-    let outputs = loaded.instance.run(&refs(&inputs))?;
+    let outputs = loaded.runner.run(&refs(&inputs))?;
     match options.output_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)

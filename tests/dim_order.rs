@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use common::{corpus_dir, ptec, ptec_test, repo_dir};
 use ptec_codegen::{CodegenOptions, compile_jit};
 use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
+use ptec_ir::ops::conv::Convolution;
 use ptec_ir::{CHANNELS_LAST, FILTER_HWIO, Graph, Op, TensorType, ValueData, ValueKind};
 use ptec_runtime::{ElementType, HostTensor, Instance, TensorRef};
 
@@ -118,16 +119,19 @@ fn relayout(graph: &mut Graph<'_>, input_last: bool, output_last: bool) -> bool 
         .schedule()
         .iter()
         .copied()
-        .filter(|&id| matches!(graph.node(id).op, Op::Convolution { .. }))
+        .filter(|&id| matches!(graph.op(id), Op::Convolution(_)))
         .collect();
     let [conv] = convolutions[..] else {
         return false;
     };
-    let node = graph.node(conv).clone();
-    let filter = graph.value(node.inputs[1]).clone();
-    let direct = graph.inputs() == [node.inputs[0]]
-        && graph.outputs() == [node.outputs[0]]
-        && graph.value(node.inputs[0]).ty.rank() == 4;
+    let Op::Convolution(convolution) = graph.op(conv).clone() else {
+        return false;
+    };
+    let output = graph.node(conv).outputs()[0];
+    let filter = graph.value(convolution.weight).clone();
+    let direct = graph.inputs() == [convolution.input]
+        && graph.outputs() == [output]
+        && graph.value(convolution.input).ty.rank() == 4;
     let (ValueKind::Constant(bytes), true) = (&filter.kind, direct) else {
         return false;
     };
@@ -139,21 +143,25 @@ fn relayout(graph: &mut Graph<'_>, input_last: bool, output_last: bool) -> bool 
             .map(|d| d.fixed().expect("fixed") as usize)
             .collect();
         let packed = hwio_bytes(bytes, [sizes[0], sizes[1], sizes[2], sizes[3]]);
-        let packed = graph.add_value(ValueData {
-            ty: TensorType {
+        let packed = graph.add_value(ValueData::constant(
+            TensorType {
                 dim_order: FILTER_HWIO.to_vec(),
                 ..filter.ty.clone()
             },
-            kind: ValueKind::Constant(Cow::Owned(packed)),
-            offset: None,
-        });
-        graph.node_mut(conv).inputs[1] = packed;
-        graph.value_mut(node.outputs[0]).ty.dim_order = CHANNELS_LAST.to_vec();
+            Cow::Owned(packed),
+        ));
+        graph.set_op(
+            conv,
+            Op::Convolution(Convolution {
+                weight: packed,
+                ..convolution.clone()
+            }),
+        );
+        graph.value_mut(output).ty.dim_order = CHANNELS_LAST.to_vec();
     }
     if input_last {
-        graph.value_mut(node.inputs[0]).ty.dim_order = CHANNELS_LAST.to_vec();
+        graph.value_mut(convolution.input).ty.dim_order = CHANNELS_LAST.to_vec();
     }
-    graph.rebuild_edges();
     true
 }
 
@@ -202,9 +210,10 @@ fn convolutions_compute_alike_in_every_layout() {
             other => panic!("{name}: a tensor input, not {other:?}"),
         };
         let method = &file.program().methods[0];
-        let mut graph = ptec_ir::import_method(method).expect("the method imports");
-        ptec_passes::run_pipeline(&mut graph, &ptec_passes::PassOptions::default(), |_, _| {})
-            .expect("the passes run");
+        let graph =
+            ptec_compiler::optimize(method, &ptec_passes::PassOptions::default(), |_, _| {})
+                .expect("the method imports and optimizes")
+                .graph;
         let expected = f32s(&run(&graph, &input)[0]);
         for (input_last, output_last) in [(true, false), (false, true), (true, true)] {
             let mut changed = graph.clone();

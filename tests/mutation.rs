@@ -1056,11 +1056,23 @@ fn walk_method(method: &Method<'_>) -> u64 {
                 + payload.constant_bytes()
                 + payload.node_histogram().len() as u64,
         );
-        // The graphs are read through lazy flatbuffer accessors: formatting
-        // one visits every field.
+        // Formatting a decoded graph visits every value it holds; looking up
+        // the values its ids name relies on the reader's checks.
         total = total.wrapping_add(match payload {
-            DelegatePayload::Xnnpack(graph) => format!("{:?}", graph.graph()).len() as u64,
-            DelegatePayload::Vulkan(graph) => format!("{:?}", graph.graph()).len() as u64,
+            DelegatePayload::Xnnpack(graph) => {
+                for &id in graph.input_ids.iter().chain(&graph.output_ids) {
+                    assert!(
+                        graph.value(id).is_some(),
+                        "XNNPACK value id {id} is unknown"
+                    );
+                }
+                format!("{graph:?}").len() as u64
+            }
+            DelegatePayload::Vulkan(graph) => {
+                let ids = graph.chain.iter().flat_map(|call| &call.args);
+                let kinds: usize = ids.map(|&id| graph.value(id).kind().len()).sum();
+                format!("{graph:?}").len() as u64 + kinds as u64
+            }
             DelegatePayload::Opaque(data) => data.len() as u64,
         });
     }

@@ -107,7 +107,7 @@ fn unsupported_ops_are_named() {
     let reports = ptec_test(&[cond], &["--backend", "vulkan"]);
     let error = reports[0]["error"].as_str().unwrap_or_default();
     assert!(
-        error.contains("(jump_if_false): not supported yet: control flow on the Vulkan backend"),
+        error.contains("(jump_if_false): not supported yet on the Vulkan backend: control flow"),
         "{}",
         reports[0]
     );

@@ -11,11 +11,11 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{FuncId, Linkage, Module};
-use ptec_ir::{DType, Dim, Graph, ValueId};
+use ptec_ir::ops::elementwise::MathFn;
+use ptec_ir::{DType, Dim, Graph, Op, ValueId};
 
-use crate::error::CodegenError;
+use crate::error::{Backend, CodegenError};
 use crate::half::{self, Half};
-use crate::math::MathFn;
 
 /// The pointer type of every target ptec generates for (64-bit).
 pub(crate) const PTR: Type = types::I64;
@@ -50,8 +50,8 @@ pub(crate) struct MethodContext<'g, 'a> {
     pub scratch_bytes: u64,
     /// The GEMM microkernels the target can run, widest first.
     pub microkernels: Vec<(crate::microkernel::Tile, FuncId)>,
-    /// Math functions declared in the module so far.
-    pub math: HashMap<MathFn, FuncId>,
+    /// C math functions declared in the module so far, by symbol.
+    pub math: HashMap<&'static str, FuncId>,
 }
 
 /// Where scratch memory starts in the arena.
@@ -64,10 +64,13 @@ pub(crate) struct Emitter<'k, 'g, 'a> {
     pub b: FunctionBuilder<'k>,
     pub cx: &'k mut MethodContext<'g, 'a>,
     module: &'k mut dyn Module,
+    /// The op of the node whose kernel this is, named in refusals.
+    op: &'g Op,
     arena: Value,
     constants: Value,
     dims: Value,
-    imported: HashMap<MathFn, FuncRef>,
+    /// C math functions this kernel calls, by symbol.
+    imported: HashMap<&'static str, FuncRef>,
     /// The block each error code returns from.
     error_blocks: HashMap<i32, Block>,
 }
@@ -78,7 +81,8 @@ pub(crate) fn flags() -> MemFlagsData {
 
 /// The Cranelift type that holds an element of `dtype` (booleans as bytes,
 /// half-precision floats as their bit patterns: no arithmetic works on
-/// them before [`Emitter::convert`] widens them to [`arithmetic`]'s type).
+/// them before [`Emitter::convert`] widens them to
+/// [`DType::arithmetic`]'s type).
 pub(crate) fn scalar_type(dtype: DType) -> Type {
     match dtype {
         DType::Bool | DType::U8 | DType::I8 => types::I8,
@@ -99,21 +103,12 @@ fn half_format(dtype: DType) -> Option<Half> {
     }
 }
 
-/// The type arithmetic on elements of `dtype` is done in: f32 for the
-/// half-precision types (as PyTorch's CPU kernels compute them, rounding
-/// each op's result back), the type itself otherwise.
-pub(crate) fn arithmetic(dtype: DType) -> DType {
-    match half_format(dtype) {
-        Some(_) => DType::F32,
-        None => dtype,
-    }
-}
-
 impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
     pub(crate) fn new(
         mut b: FunctionBuilder<'k>,
         cx: &'k mut MethodContext<'g, 'a>,
         module: &'k mut dyn Module,
+        op: &'g Op,
     ) -> Self {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
@@ -124,6 +119,7 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
             b,
             cx,
             module,
+            op,
             arena: params[0],
             constants: params[1],
             dims: params[2],
@@ -146,6 +142,11 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
 
     pub(crate) fn graph(&self) -> &'g Graph<'a> {
         self.cx.graph
+    }
+
+    /// The error refusing this kernel's op on the CPU, for `why`.
+    pub(crate) fn unsupported(&self, why: impl Into<String>) -> CodegenError {
+        CodegenError::unsupported(self.op, Backend::Cpu, why)
     }
 
     /// The size of a dimension.
@@ -300,11 +301,7 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         Ok(match dtype {
             DType::F64 => self.b.ins().f64const(value),
             DType::F32 => self.b.ins().f32const(value as f32),
-            other => {
-                return Err(CodegenError::Unsupported(format!(
-                    "float constants of type {other}"
-                )));
-            }
+            other => return Err(self.unsupported(format!("float constants of type {other}"))),
         })
     }
 
@@ -386,34 +383,36 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         Ok(self.b.block_params(exit).to_vec())
     }
 
-    /// Calls a math function of the C library.
+    /// Calls a function of the C math library on `args`, f32 or f64
+    /// values, by its C symbol: the JIT resolves it in this process, the
+    /// linker of an AOT object in libm.
     pub(crate) fn call_math(
         &mut self,
         function: MathFn,
         args: &[Value],
     ) -> Result<Value, CodegenError> {
-        let func_ref = match self.imported.get(&function) {
+        let ty = self.b.func.dfg.value_type(args[0]);
+        let symbol = function.c_symbol(ty == types::F64);
+        let func_ref = match self.imported.get(symbol) {
             Some(&func_ref) => func_ref,
             None => {
-                let id = match self.cx.math.get(&function) {
+                let id = match self.cx.math.get(symbol) {
                     Some(&id) => id,
                     None => {
                         let mut signature = self.module.make_signature();
                         for _ in 0..function.arity() {
-                            signature.params.push(AbiParam::new(function.ty()));
+                            signature.params.push(AbiParam::new(ty));
                         }
-                        signature.returns.push(AbiParam::new(function.ty()));
-                        let id = self.module.declare_function(
-                            function.symbol(),
-                            Linkage::Import,
-                            &signature,
-                        )?;
-                        self.cx.math.insert(function, id);
+                        signature.returns.push(AbiParam::new(ty));
+                        let id =
+                            self.module
+                                .declare_function(symbol, Linkage::Import, &signature)?;
+                        self.cx.math.insert(symbol, id);
                         id
                     }
                 };
                 let func_ref = self.module.declare_func_in_func(id, self.b.func);
-                self.imported.insert(function, func_ref);
+                self.imported.insert(symbol, func_ref);
                 func_ref
             }
         };

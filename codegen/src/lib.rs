@@ -2,7 +2,9 @@
 //! Cranelift. Every node becomes a kernel function specialised to its shapes,
 //! strides and element types (symbolic dimensions are read at run time);
 //! the method's entry point calls them in order. The same generator serves
-//! the JIT and object files through cranelift-module's `Module` trait.
+//! the JIT and object files through cranelift-module's `Module` trait. The
+//! Vulkan back end (`spirv`) turns a planned graph into compute shaders
+//! instead. [`support`] says which kinds of op each back end lowers.
 
 mod aot;
 mod emit;
@@ -11,13 +13,12 @@ mod half;
 mod jit;
 mod kernels;
 mod listing;
-mod math;
 mod method;
 mod microkernel;
 mod spirv;
 mod target;
 
-pub use error::CodegenError;
+pub use error::{Backend, CodegenError, support};
 
 /// Code generation options, built once and passed in.
 #[derive(Debug, Clone, Copy)]
@@ -35,5 +36,6 @@ impl Default for CodegenOptions {
 pub use aot::{AotOptions, Linker, ObjectCode, c_header, compile_object, link_shared_object};
 pub use jit::{JitCode, JitMethod, compile_jit};
 pub use listing::Listing;
+pub use method::element_type;
 pub use spirv::{BufferRange, Shader, ShaderDispatch, VulkanMethod, compile_vulkan};
 pub use target_lexicon::Triple;

@@ -11,12 +11,13 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AbiParam, Block, InstBuilder, Signature, UserFuncName, types};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{FuncId, Linkage, Module};
-use ptec_ir::{DType, Dim, Graph, Op, ValueId, ValueKind};
+use ptec_ir::ops::control::{Jump, JumpIfFalse, Label, LabelId};
+use ptec_ir::{DType, Dim, Graph, NodeId, Op, ValueId, ValueKind};
 use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
 
 use crate::CodegenOptions;
 use crate::emit::{Emitter, MethodContext, PTR, flags, scratch_offset};
-use crate::error::CodegenError;
+use crate::error::{Backend, CodegenError};
 use crate::kernels;
 use crate::listing::Listing;
 use crate::microkernel;
@@ -79,19 +80,19 @@ pub(crate) fn compile_method<'a>(
     let mut kernel_of = HashMap::new();
     for &node_id in graph.schedule() {
         let node = graph.node(node_id);
-        if node.op.is_control() || graph.is_view_in_place(node_id) {
+        if node.op().is_control() || graph.is_view_in_place(node_id) {
             continue;
         }
-        let name = format!("{symbol}__{node_id}_{}", node.op.name());
+        let name = format!("{symbol}__{node_id}_{}", node.op().name());
         let id = module.declare_function(&name, Linkage::Local, &signature)?;
         context.func.signature = signature.clone();
         context.func.name = UserFuncName::user(0, id.as_u32());
         {
             let builder = FunctionBuilder::new(&mut context.func, &mut builder_context);
-            let mut emitter = Emitter::new(builder, &mut cx, module);
+            let mut emitter = Emitter::new(builder, &mut cx, module, node.op());
             kernels::lower(&mut emitter, node).map_err(|source| CodegenError::Node {
                 node: node_id.to_string(),
-                op: node.op.name(),
+                op: node.op().name().to_string(),
                 source: Box::new(source),
             })?;
             emitter.finish();
@@ -103,7 +104,7 @@ pub(crate) fn compile_method<'a>(
     let entry = define_entry(module, graph, symbol, &signature, &kernel_of, listing)?;
     Ok(CompiledMethod {
         entry,
-        abi: method_abi(graph, cx.errors, cx.scratch_bytes)?,
+        abi: method_abi(graph, Backend::Cpu, cx.errors, cx.scratch_bytes)?,
         constants,
     })
 }
@@ -161,7 +162,7 @@ fn define_entry(
     graph: &Graph<'_>,
     symbol: &str,
     signature: &Signature,
-    kernel_of: &HashMap<ptec_ir::NodeId, FuncId>,
+    kernel_of: &HashMap<NodeId, FuncId>,
     listing: Option<&mut Listing>,
 ) -> Result<FuncId, CodegenError> {
     let id = module.declare_function(symbol, Linkage::Local, signature)?;
@@ -177,26 +178,26 @@ fn define_entry(
     let params = b.block_params(entry).to_vec();
     let fail = b.create_block();
     b.append_block_param(fail, types::I32);
-    let mut labels: HashMap<ptec_ir::LabelId, Block> = HashMap::new();
+    let mut labels: HashMap<LabelId, Block> = HashMap::new();
     let mut label_block = |b: &mut FunctionBuilder<'_>, label| {
         *labels.entry(label).or_insert_with(|| b.create_block())
     };
     for &node_id in graph.schedule() {
         let node = graph.node(node_id);
-        match node.op {
-            Op::Label(label) => {
+        match *node.op() {
+            Op::Label(Label { label }) => {
                 let block = label_block(&mut b, label);
                 b.ins().jump(block, &[]);
                 b.switch_to_block(block);
             }
-            Op::Jump(label) => {
+            Op::Jump(Jump { label }) => {
                 let block = label_block(&mut b, label);
                 b.ins().jump(block, &[]);
                 let unreachable = b.create_block();
                 b.switch_to_block(unreachable);
             }
-            Op::JumpIfFalse(label) => {
-                let offset = graph.value(node.inputs[0]).offset.unwrap_or(0);
+            Op::JumpIfFalse(JumpIfFalse { condition, label }) => {
+                let offset = graph.value(condition).offset.unwrap_or(0);
                 let condition = b.ins().load(types::I8, flags(), params[0], offset as i32);
                 let target = label_block(&mut b, label);
                 let next = b.create_block();
@@ -243,7 +244,9 @@ fn define_listed(
     Ok(())
 }
 
-fn element_type(dtype: DType) -> ElementType {
+/// The runtime's name for an element type: the one mapping between them,
+/// for every back end and the bundled tensors of the command line.
+pub fn element_type(dtype: DType) -> ElementType {
     match dtype {
         DType::Bool => ElementType::Bool,
         DType::U8 => ElementType::U8,
@@ -258,11 +261,16 @@ fn element_type(dtype: DType) -> ElementType {
     }
 }
 
-fn tensor_slot(graph: &Graph<'_>, value: ValueId) -> Result<TensorSlot, CodegenError> {
+fn tensor_slot(
+    graph: &Graph<'_>,
+    backend: Backend,
+    value: ValueId,
+) -> Result<TensorSlot, CodegenError> {
     let data = graph.value(value);
     Ok(TensorSlot {
-        offset: data.offset.ok_or_else(|| {
-            CodegenError::Unsupported("a constant as a method input or output".into())
+        offset: data.offset.ok_or_else(|| CodegenError::UnsupportedMethod {
+            backend,
+            why: format!("{value}, a constant, as a method input or output"),
         })?,
         element: element_type(data.ty.dtype),
         shape: data
@@ -281,6 +289,7 @@ fn tensor_slot(graph: &Graph<'_>, value: ValueId) -> Result<TensorSlot, CodegenE
 /// The description of the method the runtime needs.
 pub(crate) fn method_abi(
     graph: &Graph<'_>,
+    backend: Backend,
     errors: Vec<String>,
     scratch_bytes: u64,
 ) -> Result<MethodAbi, CodegenError> {
@@ -289,7 +298,7 @@ pub(crate) fn method_abi(
         .filter_map(|(_, value)| match (&value.kind, value.offset) {
             (ValueKind::State { initial }, Some(offset)) => Some(StateSlot {
                 offset,
-                initial: initial.map(<[u8]>::to_vec),
+                initial: initial.as_deref().map(<[u8]>::to_vec),
             }),
             _ => None,
         })
@@ -300,12 +309,12 @@ pub(crate) fn method_abi(
         inputs: graph
             .inputs()
             .iter()
-            .map(|&input| tensor_slot(graph, input))
+            .map(|&input| tensor_slot(graph, backend, input))
             .collect::<Result<_, _>>()?,
         outputs: graph
             .outputs()
             .iter()
-            .map(|&output| tensor_slot(graph, output))
+            .map(|&output| tensor_slot(graph, backend, output))
             .collect::<Result<_, _>>()?,
         states,
         dim_bounds: graph.symbols().map(|(_, symbol)| symbol.bound).collect(),

@@ -5,10 +5,13 @@
 //! overflow and special boundaries, and at pseudo-random bit patterns, to
 //! f16 and bf16. NaNs become the quiet NaNs PyTorch's `c10` writes.
 
+mod common;
+
+use common::{elements, run_jit};
 use half::{bf16, f16};
-use ptec_codegen::{CodegenOptions, compile_jit};
+use ptec_ir::ops::layout::Copy;
 use ptec_ir::{DType, Dim, Graph, Op, TensorType, ValueData, ValueId, ValueKind};
-use ptec_runtime::{ElementType, HostTensor, Instance, TensorRef};
+use ptec_runtime::HostTensor;
 
 /// A graph of four copies that convert: f16 and bf16 inputs to f32, and one
 /// f32 input to f16 and to bf16 (inputs and outputs in that order).
@@ -40,7 +43,7 @@ fn conversions(patterns: usize, samples: usize) -> Graph<'static> {
         (floats, DType::BF16, samples),
     ] {
         let output = value(&mut graph, dtype, count, ValueKind::Computed);
-        graph.push_node(Op::Copy, vec![input], vec![output]);
+        graph.push_node(Op::Copy(Copy { input }), vec![output]);
         outputs.push(output);
     }
     graph.set_outputs(outputs);
@@ -51,50 +54,9 @@ fn conversions(patterns: usize, samples: usize) -> Graph<'static> {
 /// Runs the conversions on every 16-bit pattern and on `samples`.
 fn convert(samples: &[f32]) -> Vec<HostTensor> {
     let graph = conversions(1 << 16, samples.len());
-    let method = compile_jit(&graph, &CodegenOptions::default()).expect("compiles");
-    // SAFETY: `entry` was generated for `abi` and reads its constants from
-    // this table; the boxed code keeps it alive.
-    let mut instance = unsafe {
-        Instance::new(
-            method.abi,
-            method.entry,
-            method.constants,
-            Box::new(method.code),
-        )
-    }
-    .expect("an instance");
     let patterns: Vec<u8> = (0..=u16::MAX).flat_map(u16::to_le_bytes).collect();
     let floats: Vec<u8> = samples.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let pattern_sizes = [1u64 << 16];
-    let sample_sizes = [samples.len() as u64];
-    let input = |element, sizes, data| TensorRef {
-        element,
-        sizes,
-        data,
-    };
-    instance
-        .run(&[
-            input(ElementType::F16, &pattern_sizes, &patterns),
-            input(ElementType::BF16, &pattern_sizes, &patterns),
-            input(ElementType::F32, &sample_sizes, &floats),
-        ])
-        .expect("runs")
-}
-
-fn f32s(tensor: &HostTensor) -> Vec<f32> {
-    tensor
-        .data
-        .chunks_exact(4)
-        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-        .collect()
-}
-
-fn u16s(tensor: &HostTensor) -> Vec<u16> {
-    tensor
-        .data
-        .chunks_exact(2)
-        .map(|chunk| u16::from_le_bytes([chunk[0], chunk[1]]))
-        .collect()
+    run_jit(&graph, &[&patterns, &patterns, &floats]).expect("runs")
 }
 
 /// f32 values that probe rounding to f16 and bf16.
@@ -162,7 +124,7 @@ fn half_conversions_match_the_half_crate() {
     let [from_f16, from_bf16, to_f16, to_bf16] = &outputs[..] else {
         panic!("four outputs");
     };
-    for (bits, got) in (0..=u16::MAX).zip(f32s(from_f16)) {
+    for (bits, got) in (0..=u16::MAX).zip(elements(from_f16, f32::from_le_bytes)) {
         let wanted = f16::from_bits(bits).to_f32();
         if wanted.is_nan() {
             // NaNs keep their sign and payload.
@@ -177,7 +139,7 @@ fn half_conversions_match_the_half_crate() {
             assert_eq!(got.to_bits(), wanted.to_bits(), "f16 {bits:#06x}");
         }
     }
-    for (bits, got) in (0..=u16::MAX).zip(f32s(from_bf16)) {
+    for (bits, got) in (0..=u16::MAX).zip(elements(from_bf16, f32::from_le_bytes)) {
         let wanted = bf16::from_bits(bits).to_f32();
         if wanted.is_nan() {
             // The top half of an f32, signalling NaNs too (`half` quiets
@@ -187,7 +149,11 @@ fn half_conversions_match_the_half_crate() {
             assert_eq!(got.to_bits(), wanted.to_bits(), "bf16 {bits:#06x}");
         }
     }
-    for ((&x, got_f16), got_bf16) in samples.iter().zip(u16s(to_f16)).zip(u16s(to_bf16)) {
+    for ((&x, got_f16), got_bf16) in samples
+        .iter()
+        .zip(elements(to_f16, u16::from_le_bytes))
+        .zip(elements(to_bf16, u16::from_le_bytes))
+    {
         let (wanted_f16, wanted_bf16) = if x.is_nan() {
             let sign = (x.to_bits() >> 16) as u16 & 0x8000;
             (sign | 0x7e00, 0x7fc0)

@@ -18,7 +18,7 @@ mod scalar_type;
 mod source;
 
 pub use bpte::{BundledProgram, TestCase, TestSuite, TestTensor, TestValue, read_bundled_program};
-pub use delegate::{DelegateGraph, DelegatePayload};
+pub use delegate::DelegatePayload;
 pub use error::{Error, Result};
 pub use model::{
     CompileSpec, Delegate, DelegateIndex, ExtendedHeader, Instruction, Method, NamedData, Operator,

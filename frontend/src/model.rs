@@ -4,13 +4,13 @@
 //! checked against the table it points into.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use crate::delegate::DelegatePayload;
 use crate::scalar_type::ScalarType;
 
-/// Declares a typed index into one table of a method, so that a value index
-/// can never be used where an operator index is meant.
+/// Declares a typed index into one table of a method or of a delegate
+/// graph, so that a value index can never be used where an operator index
+/// is meant.
 macro_rules! typed_index {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
         $(#[$doc])*
@@ -23,13 +23,14 @@ macro_rules! typed_index {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(f, concat!($prefix, "{}"), self.0)
             }
         }
     };
 }
+pub(crate) use typed_index;
 
 typed_index!(
     /// An index into [`Method::values`].
@@ -130,16 +131,6 @@ pub struct Method<'a> {
 }
 
 impl<'a> Method<'a> {
-    /// The index `offset` places past the method's last value: where a
-    /// consumer that adds values of its own (a delegate graph's, at import)
-    /// numbers them, so that they never collide with the method's; `None`
-    /// past the range of indices.
-    pub fn appended_index(&self, offset: usize) -> Option<ValueIndex> {
-        u32::try_from(self.values.len().checked_add(offset)?)
-            .ok()
-            .map(ValueIndex)
-    }
-
     pub fn value(&self, index: ValueIndex) -> &Value<'a> {
         &self.values[index.index()]
     }

@@ -1,9 +1,9 @@
 //! Fuzz target `read`: feeds arbitrary bytes to `ExecutorchFile::read`, the
 //! entry point ptec uses for untrusted `.pte` and `.bpte` files, and, when the
 //! bytes are accepted, walks everything the result holds — methods, values,
-//! instructions, delegates and their graphs, test suites — so that the lazy
-//! accessors and the guarantees the reader documents (every index checked,
-//! no byte count overflows) are exercised too.
+//! instructions, delegates and their decoded graphs, test suites — so that
+//! the guarantees the reader documents (every index checked, no byte count
+//! overflows) are exercised too.
 //!
 //! The reader must never panic, read out of bounds or hang: libFuzzer reports
 //! a panic or a sanitizer finding as a crash and a slow input as a timeout.
@@ -134,16 +134,16 @@ fn walk_method(method: &Method<'_>) -> u64 {
                 + payload.constant_bytes()
                 + payload.node_histogram().len() as u64,
         );
-        // The delegate graphs are read lazily through the flatbuffer
-        // accessors: format them whole to visit every field.
+        // Format the decoded delegate graphs whole to visit every value
+        // they hold.
         let mut sink = Sink(0);
         match payload {
             DelegatePayload::Xnnpack(graph) => {
-                let _ = write!(sink, "{:?}", graph.graph());
+                let _ = write!(sink, "{graph:?}");
                 total = total.wrapping_add(graph.constants.len() as u64);
             }
             DelegatePayload::Vulkan(graph) => {
-                let _ = write!(sink, "{:?}", graph.graph());
+                let _ = write!(sink, "{graph:?}");
                 total = total.wrapping_add(graph.constants.len() as u64);
             }
             DelegatePayload::Opaque(data) => total = total.wrapping_add(data.len() as u64),

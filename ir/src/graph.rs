@@ -1,15 +1,25 @@
-//! The graph of one method: values (what they are), nodes on a petgraph
-//! graph whose edges run from a value's writer to its readers (how data
-//! flows), and the schedule (the order nodes run in, labels and jumps
+//! The graph of one method: values (what they are), nodes that apply ops to
+//! them, and the schedule (the order nodes run in, labels and jumps
 //! included).
+//!
+//! A petgraph graph holds the dataflow and is its single source of truth:
+//! each value and each node is a vertex, an edge runs from a value to each
+//! node that reads it and from a node to each value it writes, so readers
+//! and writers come from a vertex's edges. Nodes can be changed only
+//! through the methods here, which keep the edges, the ops' operands and the
+//! schedule consistent; no pass rebuilds anything.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::cell::OnceCell;
+use std::collections::HashSet;
 use std::fmt;
 
+use petgraph::Direction;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
 
 use crate::op::Op;
+use crate::ops::control::LabelId;
 use crate::types::{Dim, SymbolId, TensorType};
 
 /// A value of a graph.
@@ -30,17 +40,17 @@ impl fmt::Display for ValueId {
 
 /// A node of a graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeId(NodeIndex);
+pub struct NodeId(u32);
 
 impl NodeId {
     pub fn index(self) -> usize {
-        self.0.index()
+        self.0 as usize
     }
 }
 
 impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "n{}", self.0.index())
+        write!(f, "n{}", self.0)
     }
 }
 
@@ -54,7 +64,7 @@ pub enum ValueKind<'a> {
     Constant(Cow<'a, [u8]>),
     /// A buffer that keeps its contents from one call to the next; zeros, or
     /// the given bytes, before the first call.
-    State { initial: Option<&'a [u8]> },
+    State { initial: Option<Cow<'a, [u8]>> },
     /// Written by nodes.
     Computed,
 }
@@ -64,8 +74,36 @@ pub enum ValueKind<'a> {
 pub struct ValueData<'a> {
     pub ty: TensorType,
     pub kind: ValueKind<'a>,
-    /// Byte offset in the method's arena; `None` for constants.
+    /// Byte offset in the method's arena, once memory is planned; `None`
+    /// for constants.
     pub offset: Option<u64>,
+}
+
+impl<'a> ValueData<'a> {
+    /// A value nodes write, not placed in memory yet.
+    pub fn computed(ty: TensorType) -> Self {
+        ValueData {
+            ty,
+            kind: ValueKind::Computed,
+            offset: None,
+        }
+    }
+
+    pub fn constant(ty: TensorType, bytes: Cow<'a, [u8]>) -> Self {
+        ValueData {
+            ty,
+            kind: ValueKind::Constant(bytes),
+            offset: None,
+        }
+    }
+
+    /// The bytes of a constant; `None` for any other value.
+    pub fn constant_bytes(&self) -> Option<&[u8]> {
+        match &self.kind {
+            ValueKind::Constant(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
 }
 
 /// A symbolic dimension and what bounds it.
@@ -76,12 +114,35 @@ pub struct SymbolData {
     pub origin: String,
 }
 
-/// One application of an op.
-#[derive(Clone, Debug)]
+/// One application of an op: the op (with the values it reads) and the
+/// values it writes. Changed only through [`Graph`].
+#[derive(Clone, Debug, PartialEq)]
 pub struct Node {
-    pub op: Op,
-    pub inputs: Vec<ValueId>,
-    pub outputs: Vec<ValueId>,
+    op: Op,
+    outputs: Vec<ValueId>,
+}
+
+impl Node {
+    pub fn op(&self) -> &Op {
+        &self.op
+    }
+
+    pub fn outputs(&self) -> &[ValueId] {
+        &self.outputs
+    }
+
+    /// The values the op reads, in slot order.
+    pub fn inputs(&self) -> Vec<ValueId> {
+        self.op.inputs()
+    }
+}
+
+/// A vertex of the dataflow graph: a value (found through
+/// `Graph::value_vertices`) or a node.
+#[derive(Clone, Copy, Debug)]
+enum Vertex {
+    Value,
+    Node(NodeId),
 }
 
 /// The dataflow graph of one method.
@@ -89,15 +150,21 @@ pub struct Node {
 pub struct Graph<'a> {
     pub name: String,
     values: Vec<ValueData<'a>>,
-    nodes: StableDiGraph<Node, ValueId>,
+    value_vertices: Vec<NodeIndex>,
+    /// Each node by id; `None` once removed (ids are never reused).
+    nodes: Vec<Option<Node>>,
+    node_vertices: Vec<NodeIndex>,
+    flow: StableDiGraph<Vertex, ()>,
     schedule: Vec<NodeId>,
+    /// Each node's place in the schedule, by node index, computed when
+    /// first asked for after the schedule changed.
+    positions: OnceCell<Vec<usize>>,
     inputs: Vec<ValueId>,
     outputs: Vec<ValueId>,
     symbols: Vec<SymbolData>,
     /// Bytes of the arena that `offset`s point into.
     arena_size: u64,
-    /// The node that last wrote each value, while nodes are appended.
-    last_writer: HashMap<ValueId, NodeId>,
+    next_label: u32,
 }
 
 impl<'a> Graph<'a> {
@@ -105,22 +172,35 @@ impl<'a> Graph<'a> {
         Graph {
             name: name.into(),
             values: Vec::new(),
-            nodes: StableDiGraph::new(),
+            value_vertices: Vec::new(),
+            nodes: Vec::new(),
+            node_vertices: Vec::new(),
+            flow: StableDiGraph::new(),
             schedule: Vec::new(),
+            positions: OnceCell::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),
             symbols: Vec::new(),
             arena_size: 0,
-            last_writer: HashMap::new(),
+            next_label: 0,
         }
     }
 
     pub fn add_value(&mut self, data: ValueData<'a>) -> ValueId {
         let id = ValueId(self.values.len() as u32);
-        if let ValueKind::Input(_) = data.kind {
-            self.inputs.push(id);
-        }
+        let input = matches!(data.kind, ValueKind::Input(_));
         self.values.push(data);
+        self.value_vertices.push(self.flow.add_node(Vertex::Value));
+        if input {
+            // The method's inputs, by position.
+            self.inputs.push(id);
+            let values = &self.values;
+            self.inputs
+                .sort_by_key(|input| match values[input.index()].kind {
+                    ValueKind::Input(position) => position,
+                    _ => usize::MAX,
+                });
+        }
         id
     }
 
@@ -128,6 +208,8 @@ impl<'a> Graph<'a> {
         &self.values[id.index()]
     }
 
+    /// A value's type, kind and place; changing them leaves the dataflow
+    /// as it is.
     pub fn value_mut(&mut self, id: ValueId) -> &mut ValueData<'a> {
         &mut self.values[id.index()]
     }
@@ -143,6 +225,11 @@ impl<'a> Graph<'a> {
         self.values.len()
     }
 
+    /// The value with this number, if the graph has it.
+    pub fn value_id(&self, index: usize) -> Option<ValueId> {
+        (index < self.values.len()).then_some(ValueId(index as u32))
+    }
+
     pub fn add_symbol(&mut self, bound: u64, origin: String) -> SymbolId {
         self.symbols.push(SymbolData { bound, origin });
         SymbolId(self.symbols.len() as u32 - 1)
@@ -150,6 +237,13 @@ impl<'a> Graph<'a> {
 
     pub fn symbol(&self, id: SymbolId) -> &SymbolData {
         &self.symbols[id.index()]
+    }
+
+    pub fn symbols(&self) -> impl Iterator<Item = (SymbolId, &SymbolData)> {
+        self.symbols
+            .iter()
+            .enumerate()
+            .map(|(index, data)| (SymbolId(index as u32), data))
     }
 
     /// Drops symbols no value's type mentions, renumbering the rest.
@@ -170,157 +264,217 @@ impl<'a> Graph<'a> {
         self.symbols = kept;
     }
 
-    pub fn symbols(&self) -> impl Iterator<Item = (SymbolId, &SymbolData)> {
-        self.symbols
-            .iter()
-            .enumerate()
-            .map(|(index, data)| (SymbolId(index as u32), data))
+    /// The largest value of a symbol, for sizing memory.
+    pub fn bound(&self, symbol: SymbolId) -> u64 {
+        self.symbol(symbol).bound
     }
 
-    /// Appends a node to the schedule, with edges from the latest writers of
-    /// its inputs.
-    pub fn push_node(&mut self, op: Op, inputs: Vec<ValueId>, outputs: Vec<ValueId>) -> NodeId {
-        let writers: Vec<(NodeId, ValueId)> = inputs
-            .iter()
-            .filter_map(|input| self.last_writer.get(input).map(|&writer| (writer, *input)))
-            .collect();
-        let written = outputs.clone();
-        let id = NodeId(self.nodes.add_node(Node {
-            op,
-            inputs,
-            outputs,
-        }));
-        for (writer, value) in writers {
-            self.nodes.add_edge(writer.0, id.0, value);
-        }
-        for value in written {
-            self.last_writer.insert(value, id);
-        }
-        self.schedule.push(id);
-        id
+    /// A label no node uses yet.
+    pub fn new_label(&mut self) -> LabelId {
+        self.next_label += 1;
+        LabelId(self.next_label - 1)
     }
 
-    /// Inserts a node into the schedule at `position`; call
-    /// [`Graph::rebuild_edges`] once the rewrites of a pass are done.
-    pub fn insert_node(
-        &mut self,
-        position: usize,
-        op: Op,
-        inputs: Vec<ValueId>,
-        outputs: Vec<ValueId>,
-    ) -> NodeId {
-        let id = NodeId(self.nodes.add_node(Node {
-            op,
-            inputs,
-            outputs,
-        }));
+    /// Appends a node to the schedule.
+    pub fn push_node(&mut self, op: Op, outputs: Vec<ValueId>) -> NodeId {
+        let position = self.schedule.len();
+        self.insert_node(position, op, outputs)
+    }
+
+    /// Inserts a node into the schedule at `position`.
+    pub fn insert_node(&mut self, position: usize, op: Op, outputs: Vec<ValueId>) -> NodeId {
+        let id = NodeId(self.nodes.len() as u32);
+        if let Some(label) = op.label() {
+            self.next_label = self.next_label.max(label.0 + 1);
+        }
+        self.nodes.push(Some(Node { op, outputs }));
+        self.node_vertices
+            .push(self.flow.add_node(Vertex::Node(id)));
+        self.connect(id, Direction::Incoming);
+        self.connect(id, Direction::Outgoing);
         self.schedule.insert(position, id);
+        self.positions.take();
         id
     }
 
     pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id.0]
+        self.nodes[id.index()]
+            .as_ref()
+            .unwrap_or_else(|| panic!("node {id} was removed"))
     }
 
-    /// Changes a node in place; call [`Graph::rebuild_edges`] once the
-    /// rewrites of a pass are done.
-    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
-        &mut self.nodes[id.0]
+    pub fn op(&self, id: NodeId) -> &Op {
+        &self.node(id).op
+    }
+
+    fn node_slot(&mut self, id: NodeId) -> &mut Node {
+        self.nodes[id.index()]
+            .as_mut()
+            .unwrap_or_else(|| panic!("node {id} was removed"))
+    }
+
+    /// Replaces a node's op (and so what it reads).
+    pub fn set_op(&mut self, id: NodeId, op: Op) {
+        if let Some(label) = op.label() {
+            self.next_label = self.next_label.max(label.0 + 1);
+        }
+        self.node_slot(id).op = op;
+        self.disconnect(id, Direction::Incoming);
+        self.connect(id, Direction::Incoming);
+    }
+
+    /// Replaces the values a node writes.
+    pub fn set_node_outputs(&mut self, id: NodeId, outputs: Vec<ValueId>) {
+        self.node_slot(id).outputs = outputs;
+        self.disconnect(id, Direction::Outgoing);
+        self.connect(id, Direction::Outgoing);
     }
 
     /// Makes every node that reads `old` read `new` instead.
     pub fn replace_reads(&mut self, old: ValueId, new: ValueId) {
-        for &id in &self.schedule {
-            for input in &mut self.nodes[id.0].inputs {
-                if *input == old {
-                    *input = new;
+        for reader in self.readers(old) {
+            let mut op = self.node(reader).op.clone();
+            for operand in op.def_mut().operands_mut() {
+                if *operand == old {
+                    *operand = new;
                 }
             }
+            self.set_op(reader, op);
         }
     }
 
     /// Removes a node from the graph and the schedule.
     pub fn remove_node(&mut self, id: NodeId) {
-        self.nodes.remove_node(id.0);
+        self.flow.remove_node(self.node_vertices[id.index()]);
+        self.nodes[id.index()] = None;
         self.schedule.retain(|&node| node != id);
-        self.last_writer.retain(|_, writer| *writer != id);
+        self.positions.take();
     }
 
-    /// Recomputes the dataflow edges from the schedule: each input is
-    /// connected to the latest node before it that writes the value.
-    pub fn rebuild_edges(&mut self) {
-        self.nodes.clear_edges();
-        let mut last_writer: HashMap<ValueId, NodeId> = HashMap::new();
-        for &id in &self.schedule {
-            let node = &self.nodes[id.0];
-            let edges: Vec<(NodeId, ValueId)> = node
-                .inputs
-                .iter()
-                .filter_map(|input| last_writer.get(input).map(|&writer| (writer, *input)))
-                .collect();
-            for &output in &node.outputs {
-                last_writer.insert(output, id);
-            }
-            for (writer, value) in edges {
-                self.nodes.add_edge(writer.0, id.0, value);
-            }
+    /// Adds the edges of a node's reads (`Incoming`) or writes
+    /// (`Outgoing`), one per distinct value.
+    fn connect(&mut self, id: NodeId, direction: Direction) {
+        let node = self.node(id);
+        let mut values = match direction {
+            Direction::Incoming => node.op.inputs(),
+            Direction::Outgoing => node.outputs.clone(),
+        };
+        values.sort_unstable();
+        values.dedup();
+        let vertex = self.node_vertices[id.index()];
+        for value in values {
+            let value_vertex = *self
+                .value_vertices
+                .get(value.index())
+                .unwrap_or_else(|| panic!("node {id} names {value}, which the graph lacks"));
+            match direction {
+                Direction::Incoming => self.flow.add_edge(value_vertex, vertex, ()),
+                Direction::Outgoing => self.flow.add_edge(vertex, value_vertex, ()),
+            };
         }
-        self.last_writer = last_writer;
+    }
+
+    fn disconnect(&mut self, id: NodeId, direction: Direction) {
+        let vertex = self.node_vertices[id.index()];
+        let edges: Vec<_> = self
+            .flow
+            .edges_directed(vertex, direction)
+            .map(|edge| edge.id())
+            .collect();
+        for edge in edges {
+            self.flow.remove_edge(edge);
+        }
+    }
+
+    /// The nodes at the other end of a value's edges, in schedule order.
+    fn neighbours(&self, value: ValueId, direction: Direction) -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = self
+            .flow
+            .neighbors_directed(self.value_vertices[value.index()], direction)
+            .filter_map(|vertex| match self.flow[vertex] {
+                Vertex::Node(id) => Some(id),
+                Vertex::Value => None,
+            })
+            .collect();
+        nodes.sort_by_key(|&node| self.position(node));
+        nodes
     }
 
     /// The nodes that read `value`, in schedule order.
     pub fn readers(&self, value: ValueId) -> Vec<NodeId> {
-        self.schedule
-            .iter()
-            .copied()
-            .filter(|&id| self.nodes[id.0].inputs.contains(&value))
-            .collect()
+        self.neighbours(value, Direction::Outgoing)
     }
 
     /// The nodes that write `value`, in schedule order.
     pub fn writers(&self, value: ValueId) -> Vec<NodeId> {
-        self.schedule
-            .iter()
-            .copied()
-            .filter(|&id| self.nodes[id.0].outputs.contains(&value))
-            .collect()
+        self.neighbours(value, Direction::Incoming)
+    }
+
+    /// The node's place in the schedule.
+    pub fn position(&self, id: NodeId) -> usize {
+        let positions = self.positions.get_or_init(|| {
+            let mut positions = vec![usize::MAX; self.nodes.len()];
+            for (position, node) in self.schedule.iter().enumerate() {
+                positions[node.index()] = position;
+            }
+            positions
+        });
+        positions[id.index()]
+    }
+
+    /// The nodes in the order they run.
+    pub fn schedule(&self) -> &[NodeId] {
+        &self.schedule
+    }
+
+    /// Each dataflow edge between nodes: a writer, a reader and the value
+    /// between them.
+    pub fn edges(&self) -> Vec<(NodeId, NodeId, ValueId)> {
+        let mut edges = Vec::new();
+        for (value, _) in self.values() {
+            let readers = self.readers(value);
+            for writer in self.writers(value) {
+                edges.extend(readers.iter().map(|&reader| (writer, reader, value)));
+            }
+        }
+        edges
     }
 
     /// Whether a node is a view that needs no code: a reshape whose output
     /// already lives where its input does.
     pub fn is_view_in_place(&self, id: NodeId) -> bool {
-        let node = &self.nodes[id.0];
-        matches!(node.op, Op::Reshape)
-            && self.values[node.inputs[0].index()].offset.is_some()
-            && self.values[node.inputs[0].index()].offset
-                == self.values[node.outputs[0].index()].offset
+        let node = self.node(id);
+        let Op::Reshape(reshape) = &node.op else {
+            return false;
+        };
+        let offset = self.value(reshape.input).offset;
+        offset.is_some() && node.outputs.first().map(|&out| self.value(out).offset) == Some(offset)
     }
 
     /// The nodes that run code: not labels or jumps, not views in place.
     pub fn kernel_count(&self) -> usize {
         self.schedule
             .iter()
-            .filter(|&&id| !self.nodes[id.0].op.is_control() && !self.is_view_in_place(id))
+            .filter(|&&id| !self.node(id).op.is_control() && !self.is_view_in_place(id))
             .count()
     }
 
     /// The values that nodes, the method's inputs and outputs, or its state
     /// refer to; passes can leave others behind, unused.
-    pub fn referenced_values(&self) -> std::collections::HashSet<ValueId> {
-        let mut referenced: std::collections::HashSet<ValueId> = self
-            .schedule
-            .iter()
-            .flat_map(|&id| {
-                let node = &self.nodes[id.0];
-                node.inputs.iter().chain(&node.outputs).copied()
+    pub fn referenced_values(&self) -> HashSet<ValueId> {
+        let mut referenced: HashSet<ValueId> = self
+            .values()
+            .filter(|&(id, value)| {
+                matches!(value.kind, ValueKind::State { .. })
+                    || self
+                        .flow
+                        .neighbors_undirected(self.value_vertices[id.index()])
+                        .next()
+                        .is_some()
             })
+            .map(|(id, _)| id)
             .collect();
         referenced.extend(self.inputs.iter().chain(&self.outputs).copied());
-        referenced.extend(
-            self.values()
-                .filter(|(_, value)| matches!(value.kind, ValueKind::State { .. }))
-                .map(|(id, _)| id),
-        );
         referenced
     }
 
@@ -329,19 +483,6 @@ impl<'a> Graph<'a> {
     pub fn is_live_out(&self, value: ValueId) -> bool {
         self.outputs.contains(&value)
             || matches!(self.values[value.index()].kind, ValueKind::State { .. })
-    }
-
-    /// The nodes in the order they run.
-    pub fn schedule(&self) -> &[NodeId] {
-        &self.schedule
-    }
-
-    /// Each dataflow edge: writer, reader and the value between them.
-    pub fn edges(&self) -> impl Iterator<Item = (NodeId, NodeId, ValueId)> + '_ {
-        use petgraph::visit::{EdgeRef, IntoEdgeReferences};
-        self.nodes
-            .edge_references()
-            .map(|edge| (NodeId(edge.source()), NodeId(edge.target()), *edge.weight()))
     }
 
     pub fn inputs(&self) -> &[ValueId] {
@@ -362,10 +503,5 @@ impl<'a> Graph<'a> {
 
     pub fn set_arena_size(&mut self, size: u64) {
         self.arena_size = size;
-    }
-
-    /// The largest value of a symbol, for sizing memory.
-    pub fn bound(&self, symbol: SymbolId) -> u64 {
-        self.symbol(symbol).bound
     }
 }

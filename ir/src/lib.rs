@@ -3,24 +3,32 @@
 //!
 //! A [`Graph`] holds values (element type, shape with fixed or symbolic
 //! dimensions, dim order, and where each lives), nodes that apply [`Op`]s
-//! (with typed attributes) on a petgraph graph whose edges carry values from
-//! writer to reader, and a schedule that orders the nodes, labels and jumps
-//! included. [`import_method`] builds one from the frontend's checked values;
-//! [`verify`] checks one; [`to_text`] and [`to_dot`] print one. The IR parses
-//! no bytes: XNNPACK delegate graphs are read through the accessors of
-//! flatbuffers the frontend verified.
+//! on a petgraph graph whose edges join values to the nodes that read and
+//! write them, and a schedule that orders the nodes, labels and jumps
+//! included. Every op is defined once, in its family's module under
+//! [`ops`]: its typed operands and attributes, its shape rule, what the
+//! verifier requires of it, its text form, its constant folding, how it
+//! fuses and how it reads layouts; elementwise semantics are scalar
+//! expressions ([`ops::expr`]) that every back end lowers. [`verify`] checks
+//! a graph; [`to_text`] prints one and [`parse`] reads it back; [`to_dot`]
+//! draws one. The IR depends on no other ptec crate: importers build it.
 
+pub mod filetest;
 mod graph;
-mod import;
 mod op;
-pub mod shape;
+pub mod ops;
+mod parse;
+pub mod tensor_data;
 mod text;
 mod types;
 mod verify;
 
 pub use graph::{Graph, Node, NodeId, SymbolData, ValueData, ValueId, ValueKind};
-pub use import::{ImportError, import_method, supported_operators};
-pub use op::{BinaryOp, ClampRange, FusedStep, LabelId, Op, Pair, ReduceOp, StepInput, UnaryOp};
-pub use text::{to_dot, to_text};
-pub use types::{CHANNELS_LAST, DType, Dim, FILTER_HWIO, Scalar, Shape, SymbolId, TensorType};
-pub use verify::{VerifyError, verify, verify_unplanned};
+pub use op::{Op, OpKind};
+pub use parse::{ParseError, ParseProblem, parse};
+pub use text::{Constants, ELIDED_ABOVE, to_dot, to_text, to_text_with};
+pub use types::{
+    CHANNELS_LAST, DType, Dim, FILTER_HWIO, Real, Scalar, Shape, SymbolId, TensorType,
+    strides_in_order,
+};
+pub use verify::{Location, Problem, VerifyError, verify, verify_unplanned};

@@ -1,21 +1,56 @@
-//! The IR's text form (stable and diff-friendly: one value or node per line,
-//! in schedule order) and its DOT rendering.
+//! The IR's text form, stable and diff-friendly (one value or node per
+//! line, in schedule order), and its DOT rendering. [`crate::parse`] reads
+//! the text form back.
+//!
+//! ```text
+//! graph forward (arena 2048 bytes) {
+//!   symbol s0 <= 32  // input 0 dim 0
+//!   %0: f32[s0,3] @0 = input 0
+//!   %1: f32[3] = constant [1.0, 2.0, 3.0]
+//!   %2: f32[s0,3] @64 = add(%0, %1) alpha=2
+//!   return %2
+//! }
+//! ```
+//!
+//! The arena appears once memory is planned, offsets (`@64`) likewise.
+//! Constants and initialized state show their elements, or only their size
+//! when they are large (see [`Constants`]); labels and jumps are written
+//! `L0:`, `jump L0` and `jump_if_false %3 L0`.
 
 use std::fmt::Write as _;
 
 use crate::graph::{Graph, Node, ValueId, ValueKind};
 use crate::op::Op;
+use crate::ops::Slot;
+use crate::ops::attributes::AttributeWriter;
+use crate::types::DType;
+
+/// How much of a constant's data the text shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Constants {
+    /// Elements of constants of at most [`ELIDED_ABOVE`] elements, only
+    /// the byte count of larger ones (which parse back as zeros).
+    Elided,
+    /// Every element: the text parses back into the same graph.
+    Full,
+}
+
+/// The most elements a constant shows in [`Constants::Elided`] text.
+pub const ELIDED_ABOVE: usize = 16;
+
+/// The graph as text, large constants elided.
+pub fn to_text(graph: &Graph<'_>) -> String {
+    to_text_with(graph, Constants::Elided)
+}
 
 /// The graph as text.
-pub fn to_text(graph: &Graph<'_>) -> String {
+pub fn to_text_with(graph: &Graph<'_>, constants: Constants) -> String {
     let mut out = String::new();
-    writeln!(
-        out,
-        "graph {} (arena {} bytes) {{",
-        graph.name,
-        graph.arena_size()
-    )
-    .ok();
+    let arena = match graph.arena_size() {
+        0 => String::new(),
+        bytes => format!(" (arena {bytes} bytes)"),
+    };
+    writeln!(out, "graph {}{arena} {{", graph.name).ok();
     for (symbol, data) in graph.symbols() {
         writeln!(
             out,
@@ -26,18 +61,20 @@ pub fn to_text(graph: &Graph<'_>) -> String {
     }
     let referenced = graph.referenced_values();
     for (id, value) in graph.values().filter(|(id, _)| referenced.contains(id)) {
-        let place = value
-            .offset
-            .map(|offset| format!(" @{offset}"))
-            .unwrap_or_default();
         let source = match &value.kind {
             ValueKind::Input(index) => format!("input {index}"),
-            ValueKind::Constant(bytes) => format!("constant {} bytes", bytes.len()),
-            ValueKind::State { initial: Some(_) } => "state (initialized)".to_string(),
+            ValueKind::Constant(bytes) => {
+                format!("constant {}", data(bytes, value.ty.dtype, constants))
+            }
+            ValueKind::State {
+                initial: Some(bytes),
+            } => {
+                format!("state {}", data(bytes, value.ty.dtype, constants))
+            }
             ValueKind::State { initial: None } => "state".to_string(),
             ValueKind::Computed => continue,
         };
-        writeln!(out, "  {id}: {}{place} = {source}", value.ty).ok();
+        writeln!(out, "  {} = {source}", result(graph, id)).ok();
     }
     for &node in graph.schedule() {
         writeln!(out, "  {}", node_line(graph, graph.node(node))).ok();
@@ -48,158 +85,78 @@ pub fn to_text(graph: &Graph<'_>) -> String {
     out
 }
 
+/// `%3: f32[2,3] @64`.
+fn result(graph: &Graph<'_>, id: ValueId) -> String {
+    let value = graph.value(id);
+    let place = value
+        .offset
+        .map(|offset| format!(" @{offset}"))
+        .unwrap_or_default();
+    format!("{id}: {}{place}", value.ty)
+}
+
+/// A constant's elements, `[1.0, 2.0]` (half-precision ones as bit
+/// patterns, `0x3c00`), or `N bytes` when elided.
+fn data(bytes: &[u8], dtype: DType, constants: Constants) -> String {
+    let count = bytes.len() / dtype.size();
+    if constants == Constants::Elided && count > ELIDED_ABOVE {
+        return format!("{} bytes", bytes.len());
+    }
+    let elements: Vec<String> = bytes
+        .chunks_exact(dtype.size())
+        .map(|element| element_text(element, dtype))
+        .collect();
+    format!("[{}]", elements.join(", "))
+}
+
+fn element_text(element: &[u8], dtype: DType) -> String {
+    let mut bits = [0u8; 8];
+    bits[..element.len()].copy_from_slice(element);
+    let raw = u64::from_le_bytes(bits);
+    match dtype {
+        DType::Bool => (raw != 0).to_string(),
+        DType::U8 => raw.to_string(),
+        DType::I8 => (raw as u8 as i8).to_string(),
+        DType::I16 => (raw as u16 as i16).to_string(),
+        DType::I32 => (raw as u32 as i32).to_string(),
+        DType::I64 => (raw as i64).to_string(),
+        DType::F16 | DType::BF16 => format!("{raw:#06x}"),
+        DType::F32 => format!("{:?}", f32::from_bits(raw as u32)),
+        DType::F64 => format!("{:?}", f64::from_bits(raw)),
+    }
+}
+
 fn node_line(graph: &Graph<'_>, node: &Node) -> String {
-    let list = |values: &[ValueId]| {
-        values
-            .iter()
-            .map(ValueId::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match &node.op {
-        Op::Label(label) => return format!("{label}:"),
-        Op::Jump(label) => return format!("jump {label}"),
-        Op::JumpIfFalse(label) => return format!("jump_if_false {} {label}", list(&node.inputs)),
+    match node.op() {
+        Op::Label(label) => return format!("{}:", label.label),
+        Op::Jump(jump) => return format!("jump {}", jump.label),
+        Op::JumpIfFalse(jump) => return format!("jump_if_false {} {}", jump.condition, jump.label),
         _ => {}
     }
     let results: Vec<String> = node
-        .outputs
+        .outputs()
         .iter()
-        .map(|&output| {
-            let value = graph.value(output);
-            let place = value
-                .offset
-                .map(|offset| format!(" @{offset}"))
-                .unwrap_or_default();
-            format!("{output}: {}{place}", value.ty)
+        .map(|&output| result(graph, output))
+        .collect();
+    let def = node.op().def();
+    let operands: Vec<String> = def
+        .operands()
+        .into_iter()
+        .map(|(slot, value)| match slot {
+            Slot::Positional => value.to_string(),
+            Slot::Named(name) => format!("{name}={value}"),
         })
         .collect();
-    let attributes = attributes(&node.op);
-    let attributes = if attributes.is_empty() {
-        String::new()
-    } else {
-        format!(" {attributes}")
-    };
+    let mut attributes = AttributeWriter::default();
+    def.attributes(&mut attributes);
+    let attributes = attributes.finish();
+    let space = if attributes.is_empty() { "" } else { " " };
     format!(
-        "{} = {}({}){attributes}",
+        "{} = {}({}){space}{attributes}",
         results.join(", "),
-        node.op.name(),
-        list(&node.inputs)
+        def.name(),
+        operands.join(", ")
     )
-}
-
-/// A fused clamp's bounds, each as ` clamp_min=...`/` clamp_max=...`.
-fn show_clamp(clamp: crate::ClampRange) -> String {
-    let mut text = String::new();
-    if let Some(min) = clamp.min {
-        text.push_str(&format!(" clamp_min={min:?}"));
-    }
-    if let Some(max) = clamp.max {
-        text.push_str(&format!(" clamp_max={max:?}"));
-    }
-    text
-}
-
-/// The op's attributes as `key=value` pairs.
-fn attributes(op: &Op) -> String {
-    match op {
-        Op::Binary {
-            alpha: Some(alpha), ..
-        } => format!("alpha={alpha}"),
-        Op::BinaryScalar { scalar, .. } => format!("scalar={scalar}"),
-        Op::Clamp { min, max } => {
-            let show = |bound: &Option<_>| {
-                bound.map_or("none".to_string(), |b: crate::Scalar| b.to_string())
-            };
-            format!("min={} max={}", show(min), show(max))
-        }
-        Op::Permute { dims } => format!("dims={dims:?}"),
-        Op::LeakyRelu { slope } => format!("slope={slope:?}"),
-        Op::Fused { steps } => {
-            let steps: Vec<String> = steps
-                .iter()
-                .map(|step| {
-                    let inputs: Vec<String> = step.inputs.iter().map(ToString::to_string).collect();
-                    let attributes = attributes(&step.op);
-                    let space = if attributes.is_empty() { "" } else { " " };
-                    format!(
-                        "{}({}){space}{attributes}",
-                        step.op.name(),
-                        inputs.join(", ")
-                    )
-                })
-                .collect();
-            format!("steps=[{}]", steps.join("; "))
-        }
-        Op::Elu {
-            alpha,
-            scale,
-            input_scale,
-        } => format!("alpha={alpha:?} scale={scale:?} input_scale={input_scale:?}"),
-        Op::Pad {
-            before,
-            after,
-            value,
-        } => format!("before={before:?} after={after:?} value={value}"),
-        Op::Repeat { repeats } => format!("repeats={repeats:?}"),
-        Op::IndexSelect { dim } => format!("dim={dim}"),
-        Op::ArgMin { dim, keepdim } => format!("dim={dim:?} keepdim={keepdim}"),
-        Op::Select { dim, index } => format!("dim={dim} index={index}"),
-        Op::Slice { dim, start, step } => format!("dim={dim} start={start} step={step}"),
-        Op::Cat { dim } | Op::CumSum { dim } => format!("dim={dim}"),
-        Op::Reduce { dims, keepdim, .. } => format!("dims={dims:?} keepdim={keepdim}"),
-        Op::ArgMax { dim, keepdim } => format!("dim={dim:?} keepdim={keepdim}"),
-        Op::Softmax { dim, log } => format!("dim={dim} log={log}"),
-        Op::LayerNorm {
-            normalized_dims,
-            eps,
-            ..
-        } => format!("normalized_dims={normalized_dims} eps={eps:?}"),
-        Op::BatchNorm { eps, .. } => format!("eps={eps:?}"),
-        Op::MatMul { clamp } => show_clamp(*clamp).trim_start().to_string(),
-        Op::Addmm { beta, alpha, clamp } => {
-            format!("beta={beta} alpha={alpha}{}", show_clamp(*clamp))
-        }
-        Op::Convolution {
-            stride,
-            padding,
-            dilation,
-            groups,
-            clamp,
-            residual,
-            ..
-        } => {
-            let mut text = format!(
-                "stride={stride:?} padding={padding:?} dilation={dilation:?} groups={groups}"
-            );
-            text.push_str(&show_clamp(*clamp));
-            if *residual {
-                text.push_str(" residual");
-            }
-            text
-        }
-        Op::MaxPool2d {
-            kernel,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        } => format!(
-            "kernel={kernel:?} stride={stride:?} padding={padding:?} dilation={dilation:?} ceil_mode={ceil_mode}"
-        ),
-        Op::AvgPool2d {
-            kernel,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-        } => format!(
-            "kernel={kernel:?} stride={stride:?} padding={padding:?} ceil_mode={ceil_mode} count_include_pad={count_include_pad}"
-        ),
-        Op::Full { value } => format!("value={value}"),
-        Op::Arange { start, step } => format!("start={start} step={step}"),
-        _ => String::new(),
-    }
 }
 
 /// The graph in Graphviz DOT: one box per node, edges labelled by value.

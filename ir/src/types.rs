@@ -2,6 +2,7 @@
 //! with an upper bound), tensor types and scalar attributes.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 /// An element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,6 +20,39 @@ pub enum DType {
 }
 
 impl DType {
+    pub const ALL: [DType; 10] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The element type of a name in the text form (`f32`).
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|dtype| dtype.name() == name)
+    }
+
+    /// Whether integers of this type are unsigned (bool and u8).
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::Bool | DType::U8)
+    }
+
+    /// The type arithmetic on elements of this type is done in: f32 for
+    /// the half-precision types (as PyTorch's CPU kernels compute them,
+    /// rounding each op's result back), the type itself otherwise.
+    pub fn arithmetic(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            other => other,
+        }
+    }
+
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
@@ -139,13 +173,12 @@ impl TensorType {
     /// dimension is fixed.
     pub fn fixed_strides(&self) -> Option<Vec<u64>> {
         let sizes = self.fixed_shape()?;
-        let mut strides = vec![0; sizes.len()];
-        let mut stride = 1;
-        for &dim in self.dim_order.iter().rev() {
-            strides[dim as usize] = stride;
-            stride *= sizes[dim as usize];
-        }
-        Some(strides)
+        Some(strides_in_order(
+            &sizes,
+            &self.dim_order,
+            1,
+            |stride, size| stride * size,
+        ))
     }
 
     /// Bytes at the largest size the shape allows, given symbol bounds.
@@ -179,12 +212,39 @@ impl fmt::Display for TensorType {
 }
 
 /// A scalar attribute of an op: PyTorch's `Scalar` keeps the kind of the
-/// Python value it came from.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Python value it came from. Floats compare and hash by their bits, as
+/// every float attribute does ([`Real`]): two ops are the same op only when
+/// they compute the same thing, so `-0.0` differs from `0.0` and a NaN equals
+/// itself.
+#[derive(Clone, Copy, Debug)]
 pub enum Scalar {
     Bool(bool),
     Int(i64),
     Float(f64),
+}
+
+impl PartialEq for Scalar {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Scalar::Bool(a), Scalar::Bool(b)) => a == b,
+            (Scalar::Int(a), Scalar::Int(b)) => a == b,
+            (Scalar::Float(a), Scalar::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Scalar {}
+
+impl Hash for Scalar {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Scalar::Bool(value) => value.hash(state),
+            Scalar::Int(value) => value.hash(state),
+            Scalar::Float(value) => value.to_bits().hash(state),
+        }
+    }
 }
 
 impl Scalar {
@@ -215,4 +275,49 @@ impl fmt::Display for Scalar {
             Scalar::Float(value) => write!(f, "{value:?}"),
         }
     }
+}
+
+/// A real-number attribute (an epsilon, a slope, a clamp bound), compared
+/// and hashed by its bits so that ops holding one can be keys.
+#[derive(Clone, Copy, Debug)]
+pub struct Real(pub f64);
+
+impl PartialEq for Real {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Real {}
+
+impl Hash for Real {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
+impl fmt::Display for Real {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// The stride of each dimension of a tensor of `sizes` laid out in
+/// `dim_order` (outermost first), in elements: the innermost dimension moves
+/// by `one`, each outer one by the product of the sizes inside it. Generic
+/// over the size type so that the code generator derives strides of
+/// symbolic shapes with the same rule.
+pub fn strides_in_order<S: Copy>(
+    sizes: &[S],
+    dim_order: &[u8],
+    one: S,
+    mut times: impl FnMut(S, S) -> S,
+) -> Vec<S> {
+    let mut strides = vec![one; sizes.len()];
+    let mut stride = one;
+    for &dim in dim_order.iter().rev() {
+        strides[usize::from(dim)] = stride;
+        stride = times(stride, sizes[usize::from(dim)]);
+    }
+    strides
 }

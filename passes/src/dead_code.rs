@@ -1,10 +1,9 @@
 //! Removes nodes whose results nothing reads: no later node, no method
 //! output, no state. Control flow always stays.
 
-use crate::Context;
 use ptec_ir::Graph;
 
-pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
+pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
     let mut changed = false;
     loop {
         let dead: Vec<_> = graph
@@ -13,8 +12,8 @@ pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
             .copied()
             .filter(|&id| {
                 let node = graph.node(id);
-                !node.op.is_control()
-                    && node.outputs.iter().all(|&output| {
+                !node.op().is_control()
+                    && node.outputs().iter().all(|&output| {
                         !graph.is_live_out(output) && graph.readers(output).is_empty()
                     })
             })

@@ -1,120 +1,127 @@
 //! Folds an inference batch norm into the convolution that feeds it:
 //! `bn(conv(x, w) + b)` is `conv(x, w * s) + (b - mean) * s + beta` with
 //! `s = gamma / sqrt(var + eps)` per output channel. Applies when every
-//! parameter is an f32 constant and the convolution's result feeds only the
-//! batch norm, which runs right after it. Unless memory is planned afresh
-//! afterwards, the batch norm's result must also not share memory with the
-//! convolution's input (the convolution now writes it).
+//! parameter is an f32 constant, the convolution's epilogue is still empty
+//! (the batch norm must come before a clamp or a residual), and the
+//! convolution's result feeds only the batch norm, which runs right after
+//! it.
 
-use ptec_ir::{Graph, NodeId, Op, ValueData, ValueKind};
+use ptec_ir::ops::conv::Convolution;
+use ptec_ir::ops::norm::BatchNorm;
+use ptec_ir::tensor_data::{f32_bytes, f32_elements};
+use ptec_ir::{DType, Graph, NodeId, Op, ValueData, ValueId};
 
-use crate::Context;
-use crate::schedule::{follows, overlaps_inputs};
-use crate::tensor_data::{constant_f32, f32_bytes};
+use crate::epilogue::absorb;
+use crate::schedule::follows;
 
-pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
+pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
     let mut changed = false;
     let norms: Vec<NodeId> = graph
         .schedule()
         .iter()
         .copied()
-        .filter(|&id| matches!(graph.node(id).op, Op::BatchNorm { .. }))
+        .filter(|&id| matches!(graph.op(id), Op::BatchNorm(_)))
         .collect();
     for norm in norms {
-        changed |= fold(graph, norm, context).is_some();
+        changed |= fold(graph, norm).is_some();
     }
     changed
 }
 
-fn fold(graph: &mut Graph<'_>, norm: NodeId, context: &Context) -> Option<()> {
-    let Op::BatchNorm { eps, weight, bias } = graph.node(norm).op else {
+/// The elements of an f32 constant.
+fn constant_f32(graph: &Graph<'_>, value: ValueId) -> Option<Vec<f32>> {
+    let data = graph.value(value);
+    (data.ty.dtype == DType::F32)
+        .then(|| data.constant_bytes().map(f32_elements))
+        .flatten()
+}
+
+/// Whether an op applies nothing after computing its result: no clamp and
+/// no residual in its epilogue.
+fn epilogue_is_empty(op: &mut Op) -> bool {
+    let def = op.def_mut();
+    def.clamp_epilogue().is_none_or(|clamp| clamp.is_none())
+        && def
+            .residual_epilogue()
+            .is_none_or(|residual| residual.is_none())
+}
+
+fn fold(graph: &mut Graph<'_>, norm: NodeId) -> Option<()> {
+    let Op::BatchNorm(batch_norm) = graph.op(norm) else {
         return None;
     };
-    let norm_node = graph.node(norm).clone();
-    let conv = follows(graph, norm, norm_node.inputs[0])?;
-    let Op::Convolution {
+    let BatchNorm {
+        input,
+        weight,
+        bias,
+        mean,
+        variance,
+        eps,
+    } = batch_norm.clone();
+    let conv = follows(graph, norm, input)?;
+    let mut op = graph.op(conv).clone();
+    if !epilogue_is_empty(&mut op) {
+        return None;
+    }
+    let Op::Convolution(Convolution {
+        weight: filter,
         bias: conv_bias,
-        clamp,
-        residual,
         ..
-    } = graph.node(conv).op
+    }) = &mut op
     else {
         return None;
     };
-    if !clamp.is_none() || residual {
-        return None;
-    }
-    let conv_node = graph.node(conv).clone();
-    let result = norm_node.outputs[0];
-    let extra_outputs_unused = norm_node.outputs[1..]
+    let extra_outputs_unused = graph
+        .node(norm)
+        .outputs()
         .iter()
+        .skip(1)
         .all(|&output| !graph.is_live_out(output) && graph.readers(output).is_empty());
-    if !extra_outputs_unused || (!context.replan && overlaps_inputs(graph, conv, result)) {
+    if !extra_outputs_unused {
         return None;
     }
-    let filter = constant_f32(graph, conv_node.inputs[1])?;
-    let channels = graph.value(conv_node.inputs[1]).ty.shape[0].fixed()? as usize;
-    let per_channel = filter.len() / channels.max(1);
-    let old_bias = match conv_bias {
-        true => constant_f32(graph, conv_node.inputs[2])?,
-        false => vec![0.0; channels],
+    let weights = constant_f32(graph, *filter)?;
+    let channels = graph.value(*filter).ty.shape.first()?.fixed()? as usize;
+    let per_channel = weights.len() / channels.max(1);
+    let old_bias = match *conv_bias {
+        Some(bias) => constant_f32(graph, bias)?,
+        None => vec![0.0; channels],
     };
-    let mut parameter = 1;
-    let mut next = |present: bool| {
-        present.then(|| {
-            parameter += 1;
-            norm_node.inputs[parameter - 1]
-        })
+    let parameter = |value: Option<ValueId>, default: f32| match value {
+        Some(value) => constant_f32(graph, value),
+        None => Some(vec![default; channels]),
     };
-    let gamma = next(weight).map(|value| constant_f32(graph, value));
-    let beta = next(bias).map(|value| constant_f32(graph, value));
-    let mean = constant_f32(graph, norm_node.inputs[parameter])?;
-    let variance = constant_f32(graph, norm_node.inputs[parameter + 1])?;
-    let gamma = gamma.unwrap_or(Some(vec![1.0; channels]))?;
-    let beta = beta.unwrap_or(Some(vec![0.0; channels]))?;
-    if [
+    let gamma = parameter(weight, 1.0)?;
+    let beta = parameter(bias, 0.0)?;
+    let mean_values = constant_f32(graph, mean)?;
+    let variance_values = constant_f32(graph, variance)?;
+    let lengths = [
         old_bias.len(),
         gamma.len(),
         beta.len(),
-        mean.len(),
-        variance.len(),
-    ]
-    .iter()
-    .any(|&len| len != channels)
-    {
+        mean_values.len(),
+        variance_values.len(),
+    ];
+    if lengths.iter().any(|&len| len != channels) {
         return None;
     }
     let scale: Vec<f64> = (0..channels)
-        .map(|c| f64::from(gamma[c]) / (f64::from(variance[c]) + eps).sqrt())
+        .map(|c| f64::from(gamma[c]) / (f64::from(variance_values[c]) + eps.0).sqrt())
         .collect();
-    let new_filter: Vec<f32> = filter
+    let new_weights: Vec<f32> = weights
         .iter()
         .enumerate()
         .map(|(index, &w)| (f64::from(w) * scale[index / per_channel]) as f32)
         .collect();
     let new_bias: Vec<f32> = (0..channels)
         .map(|c| {
-            ((f64::from(old_bias[c]) - f64::from(mean[c])) * scale[c] + f64::from(beta[c])) as f32
+            let shifted = f64::from(old_bias[c]) - f64::from(mean_values[c]);
+            (shifted * scale[c] + f64::from(beta[c])) as f32
         })
         .collect();
-    let filter_ty = graph.value(conv_node.inputs[1]).ty.clone();
-    let bias_ty = graph.value(norm_node.inputs[parameter]).ty.clone();
-    let filter_value = graph.add_value(ValueData {
-        ty: filter_ty,
-        kind: ValueKind::Constant(f32_bytes(&new_filter)),
-        offset: None,
-    });
-    let bias_value = graph.add_value(ValueData {
-        ty: bias_ty,
-        kind: ValueKind::Constant(f32_bytes(&new_bias)),
-        offset: None,
-    });
-    let node = graph.node_mut(conv);
-    node.inputs = vec![conv_node.inputs[0], filter_value, bias_value];
-    node.outputs = vec![result];
-    if let Op::Convolution { bias, .. } = &mut node.op {
-        *bias = true;
-    }
-    graph.remove_node(norm);
-    Some(())
+    let filter_ty = graph.value(*filter).ty.clone();
+    let bias_ty = graph.value(mean).ty.clone();
+    *filter = graph.add_value(ValueData::constant(filter_ty, f32_bytes(&new_weights)));
+    *conv_bias = Some(graph.add_value(ValueData::constant(bias_ty, f32_bytes(&new_bias))));
+    absorb(graph, conv, norm, op)
 }

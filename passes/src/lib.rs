@@ -1,10 +1,14 @@
 //! ptec's optimizer: a pipeline of named passes over a method's graph. Each
 //! pass takes verified IR to verified IR (the verifier runs after every pass
 //! when asked, and always in debug builds), is timed, can be switched off,
-//! and the pipeline can stop after any of them. Passes do no I/O.
+//! and the pipeline can stop after any of them. Passes may rewrite dataflow
+//! freely: values have no memory until `plan-memory` places them, and the
+//! pipeline places them itself when that pass does not run. Passes do no
+//! I/O.
 
 mod common_subexpressions;
 mod dead_code;
+mod epilogue;
 mod fold_batch_norm;
 mod fold_constants;
 mod fuse_clamp;
@@ -14,7 +18,6 @@ mod plan_memory;
 mod propagate_dim_order;
 mod remove_copies;
 mod schedule;
-mod tensor_data;
 
 use std::time::{Duration, Instant};
 
@@ -25,22 +28,19 @@ pub use plan_memory::live_peak;
 /// Why the pipeline stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum PassError {
+    // Verifier errors are boxed: they are large, and rare.
     #[error("after pass {pass}: {source}")]
     Verify {
         pass: &'static str,
         #[source]
-        source: VerifyError,
+        source: Box<VerifyError>,
     },
+    /// The pipeline placed every value in memory of its own, as
+    /// `plan-memory` did not run, and the result does not verify.
+    #[error("after placing every value in memory of its own: {0}")]
+    Placement(#[source] Box<VerifyError>),
     #[error("unknown pass {0:?} (the passes are: {passes})", passes = names().join(", "))]
     UnknownPass(String),
-}
-
-/// What a pass may know about the rest of the pipeline.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Context {
-    /// Whether memory will be planned afresh after this pass, so that it may
-    /// ignore where values live now.
-    pub replan: bool,
 }
 
 /// One pass: rewrites the graph in place and says whether it changed it.
@@ -48,7 +48,7 @@ pub(crate) struct Context {
 pub struct Pass {
     pub name: &'static str,
     pub description: &'static str,
-    run: fn(&mut Graph<'_>, &Context) -> bool,
+    run: fn(&mut Graph<'_>) -> bool,
 }
 
 impl std::fmt::Debug for Pass {
@@ -106,7 +106,7 @@ pub const PIPELINE: &[Pass] = &[
     },
     Pass {
         name: "plan-memory",
-        description: "places every value in one arena from liveness over the final schedule, elementwise results over dying inputs",
+        description: "places every value in one arena from liveness over the final schedule, elementwise results over dying inputs (each value apart when the schedule loops)",
         run: plan_memory::run,
     },
 ];
@@ -146,39 +146,37 @@ pub struct PassReport {
     pub time: Duration,
 }
 
-/// Runs the pipeline on `graph` (which must be verified), calling `after`
-/// with the graph after each pass that ran.
+/// Runs the pipeline on `graph` (which must pass
+/// [`ptec_ir::verify_unplanned`]), calling `after` with the graph after each
+/// pass that ran. The graph that comes back is always placed in memory: by
+/// `plan-memory`, or, when that pass is switched off or the pipeline stops
+/// before it, with every value in memory of its own.
 pub fn run_pipeline(
     graph: &mut Graph<'_>,
     options: &PassOptions,
     mut after: impl FnMut(&Pass, &Graph<'_>),
 ) -> Result<Vec<PassReport>, PassError> {
     options.validate()?;
-    let stop = options.stop_after.as_deref();
-    let planning_stops = stop.is_some_and(|stop| stop != PLAN_MEMORY);
-    let context = Context {
-        replan: !options.disabled.iter().any(|name| name == PLAN_MEMORY) && !planning_stops,
-    };
+    let verify = options.verify || cfg!(debug_assertions);
     let mut reports = Vec::new();
-    // Until memory is planned afresh, passes may leave new values unplaced.
-    let mut placed = !context.replan;
+    // Until memory is planned, passes may leave values without memory.
+    let mut placed = false;
     for pass in PIPELINE {
         if options.disabled.iter().any(|name| name == pass.name) {
             continue;
         }
         let start = Instant::now();
-        let changed = (pass.run)(graph, &context);
-        graph.rebuild_edges();
+        let changed = (pass.run)(graph);
         let time = start.elapsed();
         placed |= pass.name == PLAN_MEMORY;
-        if options.verify || cfg!(debug_assertions) {
+        if verify {
             let verified = match placed {
                 true => ptec_ir::verify(graph),
                 false => ptec_ir::verify_unplanned(graph),
             };
             verified.map_err(|source| PassError::Verify {
                 pass: pass.name,
-                source,
+                source: Box::new(source),
             })?;
         }
         after(pass, graph);
@@ -191,5 +189,23 @@ pub fn run_pipeline(
             break;
         }
     }
+    if !placed {
+        plan_memory::place_separately(graph);
+        if verify {
+            ptec_ir::verify(graph).map_err(|source| PassError::Placement(Box::new(source)))?;
+        }
+    }
     Ok(reports)
+}
+
+/// Runs the pass named `name` alone, without verifying before or after, and
+/// says whether it changed the graph: for tests and tools that study one
+/// pass. Unlike [`run_pipeline`], it leaves the graph unplaced unless the
+/// pass is `plan-memory`.
+pub fn run_pass(graph: &mut Graph<'_>, name: &str) -> Result<bool, PassError> {
+    let pass = PIPELINE
+        .iter()
+        .find(|pass| pass.name == name)
+        .ok_or_else(|| PassError::UnknownPass(name.to_string()))?;
+    Ok((pass.run)(graph))
 }

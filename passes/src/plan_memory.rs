@@ -1,5 +1,5 @@
 //! Memory planning: gives every non-constant value an offset in one arena,
-//! from liveness over the final schedule, replacing the file's plan.
+//! from liveness over the final schedule.
 //!
 //! A value lives from its first write to its last read (inputs from the
 //! start; outputs and state to the end, state across calls). A view
@@ -9,13 +9,15 @@
 //! the lowest offset that no value alive at the same time occupies, aligned
 //! to 64 bytes (16 for values smaller than that; sizes round to 16), and the
 //! smallest arena wins.
-//! A schedule with a backward jump (a loop) keeps the file's plan.
+//!
+//! A schedule with a backward jump (a loop) has no such liveness: there,
+//! and wherever the pipeline does not run this pass, every value gets
+//! memory of its own ([`place_separately`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use ptec_ir::{Graph, Op, ValueId, ValueKind};
-
-use crate::Context;
+use ptec_ir::ops::layout::Reshape;
+use ptec_ir::{Graph, NodeId, Op, ValueId, ValueKind};
 
 /// Alignment of values of at least this many bytes; smaller ones get
 /// `SMALL_ALIGNMENT`.
@@ -37,9 +39,10 @@ struct Interval {
     bytes: u64,
 }
 
-pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
+pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
     if has_backward_jump(graph) {
-        return false;
+        place_separately(graph);
+        return true;
     }
     let (root, intervals) = lifetimes(graph);
     let (offsets, size) = place(&intervals);
@@ -53,6 +56,29 @@ pub(crate) fn run(graph: &mut Graph<'_>, _context: &Context) -> bool {
     }
     graph.set_arena_size(size);
     true
+}
+
+/// Places every non-constant value that the graph refers to in memory of
+/// its own, one after another in the order of their ids, each 64-byte
+/// aligned: always correct, as nothing shares memory, and what a graph gets
+/// when memory is not planned.
+pub(crate) fn place_separately(graph: &mut Graph<'_>) {
+    let referenced = graph.referenced_values();
+    let mut arena = 0;
+    for index in 0..graph.value_count() {
+        let Some(id) = graph.value_id(index) else {
+            continue;
+        };
+        let value = graph.value(id);
+        let placed = referenced.contains(&id) && !matches!(value.kind, ValueKind::Constant(_));
+        let bytes = value.ty.max_bytes(|symbol| graph.bound(symbol));
+        let offset = placed.then_some(arena);
+        if placed {
+            arena += bytes.next_multiple_of(ALIGNMENT);
+        }
+        graph.value_mut(id).offset = offset;
+    }
+    graph.set_arena_size(arena);
 }
 
 /// The most bytes alive at once: no plan of this schedule can use less.
@@ -112,8 +138,8 @@ fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, 
     let loops = has_backward_jump(graph);
     for (position, &id) in graph.schedule().iter().enumerate() {
         let node = graph.node(id);
-        if let Some(alias) = view_alias(graph, id) {
-            let base = *root.get(&node.inputs[0]).unwrap_or(&node.inputs[0]);
+        if let Some((input, alias)) = view_alias(graph, id) {
+            let base = *root.get(&input).unwrap_or(&input);
             root.insert(alias, base);
         } else if let Some((output, base)) = (!loops)
             .then(|| in_place(graph, &root, id, position))
@@ -121,7 +147,7 @@ fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, 
         {
             root.insert(output, base);
         }
-        for &value in node.inputs.iter().chain(&node.outputs) {
+        for &value in node.inputs().iter().chain(node.outputs()) {
             touch(graph, &root, value, position + 1);
         }
     }
@@ -148,29 +174,27 @@ fn lifetimes(graph: &Graph<'_>) -> (HashMap<ValueId, ValueId>, HashMap<ValueId, 
 fn in_place(
     graph: &Graph<'_>,
     root: &HashMap<ValueId, ValueId>,
-    id: ptec_ir::NodeId,
+    id: NodeId,
     here: usize,
 ) -> Option<(ValueId, ValueId)> {
     let node = graph.node(id);
-    let elementwise = node.op.is_fusable_elementwise() || matches!(node.op, Op::Fused { .. });
-    let [output] = node.outputs[..] else {
+    let &[output] = node.outputs() else {
         return None;
     };
     let fresh = matches!(graph.value(output).kind, ValueKind::Computed)
         && graph.writers(output) == [id]
         && !graph.is_live_out(output);
-    if !elementwise || !fresh {
+    if !node.op().is_fusable_elementwise() || !fresh {
         return None;
     }
-    let schedule = graph.schedule();
+    // Readers come in schedule order, so the last is the last read.
     let last_read = |value: ValueId| {
         graph
             .readers(value)
-            .iter()
-            .filter_map(|reader| schedule.iter().position(|node| node == reader))
-            .max()
+            .last()
+            .map(|&reader| graph.position(reader))
     };
-    node.inputs.iter().find_map(|&input| {
+    node.inputs().into_iter().find_map(|input| {
         let base = *root.get(&input).unwrap_or(&input);
         let same_type = graph.value(input).ty == graph.value(output).ty;
         // Every value sharing the base's memory is computed, stays inside
@@ -187,14 +211,15 @@ fn in_place(
     })
 }
 
-/// The output of a reshape that can share its input's memory: both
-/// contiguous, of one element type, each written by one node only.
-fn view_alias(graph: &Graph<'_>, id: ptec_ir::NodeId) -> Option<ValueId> {
+/// The input and output of a reshape whose output can share its input's
+/// memory: both contiguous, of one element type, each written by one node
+/// only.
+fn view_alias(graph: &Graph<'_>, id: NodeId) -> Option<(ValueId, ValueId)> {
     let node = graph.node(id);
-    if !matches!(node.op, Op::Reshape) {
+    let Op::Reshape(Reshape { input }) = *node.op() else {
         return None;
-    }
-    let (input, output) = (node.inputs[0], node.outputs[0]);
+    };
+    let output = *node.outputs().first()?;
     let (from, to) = (graph.value(input), graph.value(output));
     let shareable_input = match from.kind {
         ValueKind::Input(_) => true,
@@ -207,18 +232,17 @@ fn view_alias(graph: &Graph<'_>, id: ptec_ir::NodeId) -> Option<ValueId> {
         && same_layout
         && graph.writers(output).len() == 1
         && !graph.is_live_out(output))
-    .then_some(output)
+    .then_some((input, output))
 }
 
 fn has_backward_jump(graph: &Graph<'_>) -> bool {
-    let mut seen_labels = std::collections::HashSet::new();
-    graph.schedule().iter().any(|&id| match graph.node(id).op {
+    let mut seen_labels = HashSet::new();
+    graph.schedule().iter().any(|&id| match graph.op(id) {
         Op::Label(label) => {
-            seen_labels.insert(label);
+            seen_labels.insert(label.label);
             false
         }
-        Op::Jump(label) | Op::JumpIfFalse(label) => seen_labels.contains(&label),
-        _ => false,
+        op => op.label().is_some_and(|label| seen_labels.contains(&label)),
     })
 }
 

@@ -19,43 +19,66 @@
 //! NHWC and writes NCHW), which costs no extra kernel.
 //!
 //! The filters of channels-last convolutions are stored HWIO, converted
-//! here once. The pass needs memory planned afresh (the file's plan may
-//! place a result over its input, which must then share its layout).
+//! here once. How each op reads and writes dim orders is its
+//! [`LayoutRule`]; only convolutions ([`LayoutRule::Convolution`]) write a
+//! layout other than their type's, and this pass knows their filter.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+use ptec_ir::ops::LayoutRule;
+use ptec_ir::ops::conv::Convolution;
+use ptec_ir::tensor_data::relayout;
 use ptec_ir::{
     CHANNELS_LAST, DType, FILTER_HWIO, Graph, NodeId, Op, TensorType, ValueData, ValueId, ValueKind,
 };
 
-use crate::Context;
-use crate::tensor_data::{constant_bytes, relayout};
+/// What the pass decided: the values to store channels-last, and the HWIO
+/// form of the filter of each convolution that proposed its result.
+struct Choice {
+    chosen: HashSet<ValueId>,
+    filters: HashMap<ValueId, (TensorType, Vec<u8>)>,
+}
 
-pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
-    if !context.replan {
-        return false;
-    }
-    let chosen = choose(graph);
+pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
+    let Choice {
+        chosen,
+        mut filters,
+    } = choose(graph);
     if chosen.is_empty() {
         return false;
     }
-    let mut filters: HashMap<ValueId, ValueId> = HashMap::new();
+    // Each filter becomes one HWIO constant, however many convolutions
+    // read it.
+    let mut packed: HashMap<ValueId, ValueId> = HashMap::new();
     for id in graph.schedule().to_vec() {
-        let node = graph.node(id);
-        if !matches!(node.op, Op::Convolution { .. }) || !chosen.contains(&node.outputs[0]) {
+        let Op::Convolution(conv) = graph.op(id) else {
+            continue;
+        };
+        if !graph
+            .node(id)
+            .outputs()
+            .iter()
+            .all(|output| chosen.contains(output))
+        {
             continue;
         }
-        let filter = node.inputs[1];
-        let packed = match filters.get(&filter) {
-            Some(&packed) => packed,
+        let mut conv = conv.clone();
+        let hwio = match packed.get(&conv.weight) {
+            Some(&hwio) => hwio,
+            // A convolution proposes its result only once its filter is
+            // converted, so a chosen one always finds it.
             None => {
-                let packed = hwio(graph, filter);
-                filters.insert(filter, packed);
-                packed
+                let Some((ty, bytes)) = filters.remove(&conv.weight) else {
+                    continue;
+                };
+                let hwio = graph.add_value(ValueData::constant(ty, Cow::Owned(bytes)));
+                packed.insert(conv.weight, hwio);
+                hwio
             }
         };
-        graph.node_mut(id).inputs[1] = packed;
+        conv.weight = hwio;
+        graph.set_op(id, Op::Convolution(conv));
     }
     for value in chosen {
         graph.value_mut(value).ty.dim_order = CHANNELS_LAST.to_vec();
@@ -65,17 +88,36 @@ pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
 
 /// The values to store channels-last: the largest set where every value
 /// satisfies the rules of the module's comment given the others.
-fn choose(graph: &Graph<'_>) -> HashSet<ValueId> {
+fn choose(graph: &Graph<'_>) -> Choice {
     let mut writer: HashMap<ValueId, NodeId> = HashMap::new();
     let mut chosen: HashSet<ValueId> = HashSet::new();
+    let mut filters = HashMap::new();
     for &id in graph.schedule() {
         let node = graph.node(id);
-        let proposes = match node.op {
-            Op::Convolution { .. } => is_nchw_constant(graph, node.inputs[1]),
-            ref op => is_map(op),
+        let candidates: Vec<ValueId> = node
+            .outputs()
+            .iter()
+            .copied()
+            .filter(|&output| is_candidate(graph, output))
+            .collect();
+        if candidates.is_empty() {
+            continue;
+        }
+        let proposes = match (node.op().def().layout(), node.op()) {
+            (LayoutRule::Elementwise, _) => true,
+            (LayoutRule::Convolution, Op::Convolution(conv)) => {
+                let filter = conv.weight;
+                if !filters.contains_key(&filter)
+                    && let Some(hwio) = hwio(graph, filter)
+                {
+                    filters.insert(filter, hwio);
+                }
+                filters.contains_key(&filter)
+            }
+            _ => false,
         };
-        for &output in &node.outputs {
-            if proposes && is_candidate(graph, output) {
+        if proposes {
+            for output in candidates {
                 writer.insert(output, id);
                 chosen.insert(output);
             }
@@ -95,7 +137,7 @@ fn choose(graph: &Graph<'_>) -> HashSet<ValueId> {
             })
             .collect();
         if broken.is_empty() {
-            return chosen;
+            return Choice { chosen, filters };
         }
         for value in broken {
             chosen.remove(&value);
@@ -117,43 +159,35 @@ fn is_fixed_nchw_f32(ty: &TensorType) -> bool {
     ty.rank() == 4 && ty.dtype == DType::F32 && ty.is_contiguous() && ty.fixed_shape().is_some()
 }
 
-/// A constant filter this pass can store HWIO.
-fn is_nchw_constant(graph: &Graph<'_>, value: ValueId) -> bool {
-    let data = graph.value(value);
-    matches!(data.kind, ValueKind::Constant(_)) && is_fixed_nchw_f32(&data.ty)
-}
-
-/// Elementwise ops: strided maps over the output's shape that read and
-/// write any dim order.
-fn is_map(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Unary(_)
-            | Op::Binary { .. }
-            | Op::BinaryScalar { .. }
-            | Op::Clamp { .. }
-            | Op::LeakyRelu { .. }
-            | Op::Elu { .. }
-            | Op::Where
-            | Op::Fused { .. }
-    )
+/// The type and bytes of `filter` stored HWIO, when it is a constant this
+/// pass can convert.
+fn hwio(graph: &Graph<'_>, filter: ValueId) -> Option<(TensorType, Vec<u8>)> {
+    let data = graph.value(filter);
+    if !is_fixed_nchw_f32(&data.ty) {
+        return None;
+    }
+    let to = TensorType {
+        dim_order: FILTER_HWIO.to_vec(),
+        ..data.ty.clone()
+    };
+    let bytes = relayout(data.constant_bytes()?, &data.ty, &to, &[0, 1, 2, 3])?;
+    Some((to, bytes))
 }
 
 /// Whether `writer` may compute `value` channels-last given the values
 /// chosen: a convolution whose residual (if any) is chosen too, or an
-/// elementwise op with a chosen input of the same shape.
+/// elementwise op with a chosen operand of the same shape.
 fn computed_channels_last(
     graph: &Graph<'_>,
     writer: NodeId,
     value: ValueId,
     chosen: &HashSet<ValueId>,
 ) -> bool {
-    let node = graph.node(writer);
-    match node.op {
-        Op::Convolution { residual, bias, .. } => {
-            !residual || chosen.contains(&node.inputs[2 + usize::from(bias)])
-        }
-        _ => node.inputs.iter().any(|input| {
+    match graph.op(writer) {
+        Op::Convolution(conv) => conv
+            .residual
+            .is_none_or(|residual| chosen.contains(&residual)),
+        op => op.inputs().iter().any(|input| {
             chosen.contains(input) && graph.value(*input).ty.shape == graph.value(value).ty.shape
         }),
     }
@@ -168,36 +202,21 @@ fn reads_channels_last(
     chosen: &HashSet<ValueId>,
 ) -> bool {
     let node = graph.node(reader);
-    match node.op {
-        Op::Convolution { residual, bias, .. } => {
-            let residual_slot = residual.then_some(2 + usize::from(bias));
-            node.inputs
-                .iter()
-                .enumerate()
-                .filter(|&(_, &input)| input == value)
-                .all(|(slot, _)| {
-                    slot == 0 || (Some(slot) == residual_slot && chosen.contains(&node.outputs[0]))
-                })
+    match (node.op().def().layout(), node.op()) {
+        (LayoutRule::Elementwise | LayoutRule::ReadsAny, _) => true,
+        // As the input, or as the residual of a channels-last result.
+        (LayoutRule::Convolution, Op::Convolution(conv)) => {
+            let Convolution {
+                weight,
+                bias,
+                residual,
+                ..
+            } = conv;
+            *weight != value
+                && *bias != Some(value)
+                && (*residual != Some(value)
+                    || node.outputs().iter().all(|out| chosen.contains(out)))
         }
-        Op::Copy | Op::Reduce { .. } => true,
-        ref op => is_map(op),
+        _ => false,
     }
-}
-
-/// A new constant holding `filter` (a constant, as chosen) stored HWIO.
-fn hwio(graph: &mut Graph<'_>, filter: ValueId) -> ValueId {
-    let from = graph.value(filter).ty.clone();
-    let to = TensorType {
-        dim_order: FILTER_HWIO.to_vec(),
-        ..from.clone()
-    };
-    let Some(bytes) = constant_bytes(graph, filter) else {
-        return filter;
-    };
-    let bytes = relayout(bytes, &from, &to, &[0, 1, 2, 3]);
-    graph.add_value(ValueData {
-        ty: to,
-        kind: ValueKind::Constant(Cow::Owned(bytes)),
-        offset: None,
-    })
 }

@@ -3,18 +3,16 @@
 //! input, and a permute of a permute becomes one permute. A batched matmul by
 //! a matrix copied across the batch (how exported attention projections
 //! look) becomes one matrix product that reads the matrix itself. The reads
-//! move to the copies' inputs, so this needs memory planned afresh
-//! afterwards, and those inputs must not change before they are read.
+//! move to the copies' inputs, which must therefore not change before they
+//! are read.
 
-use ptec_ir::{Dim, Graph, NodeId, Op, ValueData, ValueId, ValueKind};
+use ptec_ir::ops::layout::{Copy, Permute, Reshape};
+use ptec_ir::ops::linalg::MatMul;
+use ptec_ir::{Dim, Graph, NodeId, Op, TensorType, ValueData, ValueId, ValueKind};
 
-use crate::Context;
 use crate::schedule::unchanged_between;
 
-pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
-    if !context.replan {
-        return false;
-    }
+pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
     let mut changed = false;
     let nodes: Vec<NodeId> = graph.schedule().to_vec();
     for id in nodes {
@@ -22,48 +20,52 @@ pub(crate) fn run(graph: &mut Graph<'_>, context: &Context) -> bool {
         // A forwarded copy is gone; the other rewrites keep the node.
         changed |= forward_copy(graph, id).is_some() || unbatch_matmul(graph, id).is_some();
     }
-    if changed {
-        graph.rebuild_edges();
-    }
     changed
 }
 
 /// `permute(permute(x, first), second)` → `permute(x, composed)`, when the
 /// inner result feeds only the outer permute.
 fn compose_permutes(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
-    let Op::Permute { dims: second } = &graph.node(id).op else {
+    let Op::Permute(Permute {
+        input: middle,
+        dims: second,
+    }) = graph.op(id)
+    else {
         return None;
     };
-    let middle = graph.node(id).inputs[0];
-    let inner = only_writer(graph, middle)?;
-    let Op::Permute { dims: first } = &graph.node(inner).op else {
+    let inner = only_writer(graph, *middle)?;
+    let Op::Permute(Permute {
+        input: source,
+        dims: first,
+    }) = graph.op(inner)
+    else {
         return None;
     };
-    let single_use = graph.readers(middle) == [id] && !graph.is_live_out(middle);
-    let source = graph.node(inner).inputs[0];
-    if !single_use || !unchanged_between(graph, &[source], inner, id) {
+    let single_use = graph.readers(*middle) == [id] && !graph.is_live_out(*middle);
+    if !single_use || !unchanged_between(graph, &[*source], inner, id) {
         return None;
     }
-    let composed = second.iter().map(|&axis| first[axis]).collect();
-    let node = graph.node_mut(id);
-    node.op = Op::Permute { dims: composed };
-    node.inputs = vec![source];
+    let composed = Permute {
+        input: *source,
+        dims: second.iter().map(|&axis| first[axis]).collect(),
+    };
+    graph.set_op(id, Op::Permute(composed));
     graph.remove_node(inner);
     Some(())
 }
 
 /// Replaces the result of a copy that changes nothing by its input.
 fn forward_copy(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
-    let node = graph.node(id);
-    let identity = match &node.op {
-        Op::Copy => true,
-        Op::Permute { dims } => dims.iter().enumerate().all(|(index, &axis)| index == axis),
-        _ => false,
+    let input = match graph.op(id) {
+        Op::Copy(Copy { input }) => *input,
+        Op::Permute(Permute { input, dims })
+            if dims.iter().enumerate().all(|(index, &axis)| index == axis) =>
+        {
+            *input
+        }
+        _ => return None,
     };
-    if !identity {
-        return None;
-    }
-    let (input, output) = (node.inputs[0], node.outputs[0]);
+    let output = *graph.node(id).outputs().first()?;
     let same_type = graph.value(input).ty == graph.value(output).ty;
     let input_fixed = !matches!(graph.value(input).kind, ValueKind::State { .. });
     if !same_type || !input_fixed || graph.is_live_out(output) || graph.writers(output) != [id] {
@@ -73,8 +75,8 @@ fn forward_copy(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     if !unchanged_between(graph, &[input], id, last_read) {
         return None;
     }
-    graph.replace_reads(output, input);
     graph.remove_node(id);
+    graph.replace_reads(output, input);
     Some(())
 }
 
@@ -82,11 +84,10 @@ fn forward_copy(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
 /// k], w))`, for contiguous fixed shapes (M is the product of a's leading
 /// sizes).
 fn unbatch_matmul(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
-    let node = graph.node(id);
-    if !matches!(node.op, Op::MatMul { .. }) {
+    let Op::MatMul(MatMul { a, b, clamp }) = *graph.op(id) else {
         return None;
-    }
-    let (a, b, c) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+    };
+    let c = *graph.node(id).outputs().first()?;
     let (a_ty, b_ty, c_ty) = (
         graph.value(a).ty.clone(),
         graph.value(b).ty.clone(),
@@ -101,16 +102,17 @@ fn unbatch_matmul(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     // Through a reshape that keeps the shape, to the broadcasting copy.
     let mut expanded = b;
     let mut writer = only_writer(graph, expanded)?;
-    if graph.node(writer).op == Op::Reshape
-        && graph.value(graph.node(writer).inputs[0]).ty.shape == b_ty.shape
+    if let Op::Reshape(Reshape { input }) = *graph.op(writer)
+        && graph.value(input).ty.shape == b_ty.shape
     {
-        expanded = graph.node(writer).inputs[0];
+        expanded = input;
         writer = only_writer(graph, expanded)?;
     }
-    let matrix = graph.node(writer).inputs[0];
+    let Op::Copy(Copy { input: matrix }) = *graph.op(writer) else {
+        return None;
+    };
     let matrix_ty = &graph.value(matrix).ty;
-    let broadcast = graph.node(writer).op == Op::Copy
-        && matrix_ty.rank() == 2
+    let broadcast = matrix_ty.rank() == 2
         && matrix_ty.shape[..] == b_ty.shape[rank - 2..]
         && matrix_ty.dtype == b_ty.dtype;
     let unchanged = matches!(graph.value(matrix).kind, ValueKind::Constant(_))
@@ -119,27 +121,31 @@ fn unbatch_matmul(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
         return None;
     }
     let rows: u64 = a_shape[..rank - 1].iter().product();
-    let flat = |graph: &mut Graph<'_>, ty: &ptec_ir::TensorType, columns: u64| {
-        graph.add_value(ValueData {
-            ty: ptec_ir::TensorType {
-                dtype: ty.dtype,
-                shape: vec![Dim::Fixed(rows), Dim::Fixed(columns)],
-                dim_order: vec![0, 1],
-            },
-            kind: ValueKind::Computed,
-            offset: None,
-        })
+    let flat = |graph: &mut Graph<'_>, ty: &TensorType, columns: u64| {
+        graph.add_value(ValueData::computed(TensorType {
+            dtype: ty.dtype,
+            shape: vec![Dim::Fixed(rows), Dim::Fixed(columns)],
+            dim_order: vec![0, 1],
+        }))
     };
     let (flat_a, flat_c) = (
         flat(graph, &a_ty, a_shape[rank - 1]),
         flat(graph, &c_ty, c_shape[rank - 1]),
     );
-    let position = graph.schedule().iter().position(|&node| node == id)?;
-    graph.insert_node(position + 1, Op::Reshape, vec![flat_c], vec![c]);
-    graph.insert_node(position, Op::Reshape, vec![a], vec![flat_a]);
-    let node = graph.node_mut(id);
-    node.inputs = vec![flat_a, matrix];
-    node.outputs = vec![flat_c];
+    let position = graph.position(id);
+    graph.insert_node(
+        position + 1,
+        Op::Reshape(Reshape { input: flat_c }),
+        vec![c],
+    );
+    graph.insert_node(position, Op::Reshape(Reshape { input: a }), vec![flat_a]);
+    let product = MatMul {
+        a: flat_a,
+        b: matrix,
+        clamp,
+    };
+    graph.set_op(id, Op::MatMul(product));
+    graph.set_node_outputs(id, vec![flat_c]);
     Some(())
 }
 

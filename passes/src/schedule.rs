@@ -1,6 +1,6 @@
 //! Facts about a graph's schedule that fusing and forwarding passes share:
-//! which node writes a value right before its reader, whether values keep
-//! their contents between two nodes, and whether planned memory overlaps.
+//! which node writes a value right before its reader, and whether values
+//! keep their contents between two nodes.
 
 use ptec_ir::{Graph, NodeId, ValueId};
 
@@ -8,35 +8,11 @@ use ptec_ir::{Graph, NodeId, ValueId};
 /// it is the value's only writer and `reader` its only reader, and nothing
 /// outside the nodes needs it.
 pub(crate) fn follows(graph: &Graph<'_>, reader: NodeId, value: ValueId) -> Option<NodeId> {
-    let schedule = graph.schedule();
-    let position = schedule.iter().position(|&id| id == reader)?;
-    let previous = *schedule.get(position.checked_sub(1)?)?;
+    let previous = *graph
+        .schedule()
+        .get(graph.position(reader).checked_sub(1)?)?;
     let single = graph.writers(value) == [previous] && graph.readers(value) == [reader];
     (single && !graph.is_live_out(value)).then_some(previous)
-}
-
-/// Whether `value`'s memory overlaps that of an input of `node`.
-pub(crate) fn overlaps_inputs(graph: &Graph<'_>, node: NodeId, value: ValueId) -> bool {
-    let range = |value: ValueId| {
-        let data = graph.value(value);
-        data.offset.map(|start| {
-            (
-                start,
-                start + data.ty.max_bytes(|symbol| graph.bound(symbol)),
-            )
-        })
-    };
-    let Some((start, end)) = range(value) else {
-        return true;
-    };
-    graph
-        .node(node)
-        .inputs
-        .iter()
-        .any(|&input| match range(input) {
-            Some((input_start, input_end)) => start < input_end && input_start < end,
-            None => false,
-        })
 }
 
 /// Whether every one of `values` keeps its contents from `from` through `to`
@@ -47,14 +23,10 @@ pub(crate) fn unchanged_between(
     from: NodeId,
     to: NodeId,
 ) -> bool {
-    let schedule = graph.schedule();
-    let position = |id| schedule.iter().position(|&node| node == id);
-    let (Some(first), Some(last)) = (position(from), position(to)) else {
-        return false;
-    };
+    let (first, last) = (graph.position(from), graph.position(to));
     first < last
-        && schedule[first + 1..last].iter().all(|&id| {
+        && graph.schedule()[first + 1..last].iter().all(|&id| {
             let node = graph.node(id);
-            !node.op.is_control() && !node.outputs.iter().any(|output| values.contains(output))
+            !node.op().is_control() && !node.outputs().iter().any(|output| values.contains(output))
         })
 }

@@ -73,7 +73,7 @@ pub fn compile_object(
     options: &AotOptions,
 ) -> Result<ObjectCode, CodegenError> {
     if !is_c_identifier(&options.prefix) {
-        return Err(CodegenError::Unsupported(format!(
+        return Err(CodegenError::Options(format!(
             "symbol prefix {:?}: it must be a C identifier",
             options.prefix
         )));
@@ -86,7 +86,7 @@ pub fn compile_object(
     if triple.pointer_width() != Ok(PointerWidth::U64)
         || triple.endianness() != Ok(Endianness::Little)
     {
-        return Err(CodegenError::Unsupported(format!(
+        return Err(CodegenError::Options(format!(
             "target {triple}: only 64-bit little-endian targets have the C ABI's layout"
         )));
     }

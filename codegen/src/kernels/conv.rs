@@ -15,7 +15,8 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value, types,
 };
-use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, Node, Op, Pair, ValueId};
+use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
+use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, ValueId, strides_in_order};
 
 use super::conv_nhwc::{self, ChannelsLast};
 use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
@@ -35,7 +36,7 @@ fn fixed_4d(
         .fixed_shape()
         .filter(|shape| shape.len() == 4 && ty.dim_order == order && ty.dtype == DType::F32);
     let shape = shape.ok_or_else(|| {
-        CodegenError::Unsupported(format!(
+        e.unsupported(format!(
             "{what} other than a fixed-size f32 tensor of dim order {order:?} ({ty})"
         ))
     })?;
@@ -74,11 +75,8 @@ fn activation(
         [0, 1, 2, 3]
     };
     let sizes = fixed_4d(e, value, order, what)?;
-    let [_, c, h, w] = sizes;
-    let strides = match channels_last {
-        true => [h * w * c, 1, w * c, c],
-        false => [c * h * w, h * w, w, 1],
-    };
+    let strides = strides_in_order(&sizes, &order, 1, |stride, size| stride * size);
+    let strides = [strides[0], strides[1], strides[2], strides[3]];
     Ok(Activation {
         sizes,
         strides,
@@ -99,23 +97,56 @@ struct Geometry {
     out: [i64; 2],
 }
 
-#[allow(clippy::too_many_arguments)] // The geometry of one convolution.
-fn convolution(
+/// A convolution into `output`: its clamp, then its residual, are the
+/// epilogue of whichever kernel computes it.
+pub(super) fn convolution(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    stride: Pair,
-    padding: Pair,
-    dilation: Pair,
-    groups: u64,
-    bias: bool,
+    op: &Convolution,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    // The residual is read at a fixed distance from each output, so it
+    // must be laid out as the output is.
+    let residual = match op.residual {
+        Some(residual) if e.graph().value(residual).ty != e.graph().value(output).ty => {
+            return Err(
+                e.unsupported("a convolution residual of another type or layout than the result")
+            );
+        }
+        Some(residual) => {
+            let output = e.address(output);
+            let residual = e.address(residual);
+            Some(e.b.ins().isub(residual, output))
+        }
+        None => None,
+    };
+    let epilogue = Epilogue {
+        residual,
+        ..Epilogue::clamped(op.clamp)
+    };
+    convolve(e, op, output, epilogue)
+}
+
+fn convolve(
+    e: &mut Emitter<'_, '_, '_>,
+    &Convolution {
+        input: input_value,
+        weight: weight_value,
+        bias,
+        stride,
+        padding,
+        dilation,
+        groups,
+        ..
+    }: &Convolution,
+    output_value: ValueId,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
-    let source = activation(e, node.inputs[0], "convolution input")?;
-    let result = activation(e, node.outputs[0], "convolution output")?;
+    let source = activation(e, input_value, "convolution input")?;
+    let result = activation(e, output_value, "convolution output")?;
     if result.channels_last {
         let filter = fixed_4d(
             e,
-            node.inputs[1],
+            weight_value,
             FILTER_HWIO,
             "convolution weight of a channels-last result",
         )?;
@@ -128,19 +159,19 @@ fn convolution(
             dilation: dilation.map(|d| d as i64),
             groups: groups as i64,
         };
-        let bias = bias.then(|| e.address(node.inputs[2]));
-        let pointers = [node.inputs[0], node.inputs[1], node.outputs[0]].map(|v| e.address(v));
+        let bias = bias.map(|bias| e.address(bias));
+        let pointers = [input_value, weight_value, output_value].map(|v| e.address(v));
         return conv_nhwc::convolution(e, &conv, pointers, bias, epilogue);
     }
     let [batch, channels, height, width] = source.sizes;
     let [out_channels, group_channels, kernel_h, kernel_w] =
-        nchw(e, node.inputs[1], "convolution weight")?;
+        nchw(e, weight_value, "convolution weight")?;
     let [_, _, out_h, out_w] = result.sizes;
     let source_strides = [source.strides[1], source.strides[2], source.strides[3]];
-    let input = e.address(node.inputs[0]);
-    let weight = e.address(node.inputs[1]);
-    let output = e.address(node.outputs[0]);
-    let bias_base = bias.then(|| e.address(node.inputs[2]));
+    let input = e.address(input_value);
+    let weight = e.address(weight_value);
+    let output = e.address(output_value);
+    let bias_base = bias.map(|bias| e.address(bias));
     // A channels-last input goes through a padded copy like the others.
     let pointwise = kernel_h == 1
         && kernel_w == 1
@@ -506,7 +537,7 @@ fn conv_tile(
 ) -> Result<(), CodegenError> {
     let vectors = if lanes == 1 { 1 } else { (lanes / 4) as usize };
     let lane = if lanes == 1 { types::F32 } else { types::F32X4 };
-    let zero = super::scalar_ops::fconst(e, lane, 0.0);
+    let zero = super::expr::fconst(e, lane, 0.0);
     let accumulators = block as usize * vectors;
     let mut carried = vec![input, weight];
     carried.extend(std::iter::repeat_n(zero, accumulators));
@@ -642,20 +673,23 @@ fn load_strided(
 /// emitting nothing, when that does not apply.
 fn max_pool_inside(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    kernel: Pair,
-    stride: Pair,
-    padding: Pair,
-    dilation: Pair,
+    &MaxPool2d {
+        input: input_value,
+        kernel,
+        stride,
+        padding,
+        dilation,
+        ..
+    }: &MaxPool2d,
+    outputs: &[ValueId],
 ) -> Result<bool, CodegenError> {
     let graph = e.graph();
-    let indices_unused = node
-        .outputs
+    let indices_unused = outputs
         .get(1)
         .is_none_or(|&indices| graph.readers(indices).is_empty() && !graph.is_live_out(indices));
-    let f32_only = graph.value(node.inputs[0]).ty.dtype == DType::F32;
-    let [batch, channels, height, width] = nchw(e, node.inputs[0], "pooling input")?;
-    let [_, _, out_h, out_w] = nchw(e, node.outputs[0], "pooling output")?;
+    let f32_only = graph.value(input_value).ty.dtype == DType::F32;
+    let [batch, channels, height, width] = nchw(e, input_value, "pooling input")?;
+    let [_, _, out_h, out_w] = nchw(e, outputs[0], "pooling output")?;
     let (kernel, stride, dilation) = (
         kernel.map(|k| k as i64),
         stride.map(|s| s as i64),
@@ -667,8 +701,8 @@ fn max_pool_inside(
     if !indices_unused || !f32_only || !inside || !matches!(stride[1], 1 | 2) || out_h == 0 {
         return Ok(false);
     }
-    let input = e.address(node.inputs[0]);
-    let output = e.address(node.outputs[0]);
+    let input = e.address(input_value);
+    let output = e.address(outputs[0]);
     let rows = Size::Const(batch * channels * out_h);
     // Output rows of every plane follow each other, as do their input rows
     // (`stride[0]` apart within a plane, a plane's leftover rows between).
@@ -714,34 +748,76 @@ fn max_keeping_nan(e: &mut Emitter<'_, '_, '_>, best: Value, value: Value) -> Va
     let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, best);
     let nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
     let take = e.b.ins().bor(greater, nan);
-    super::scalar_ops::select_lanes(e, take, value, best)
+    super::expr::select_lanes(e, take, value, best)
 }
 
-/// Visits every pooling window position of every plane, giving the window's
-/// input row base and top-left coordinates.
-#[allow(clippy::too_many_arguments)] // The geometry of one pooling.
-fn pooling(
+/// Max pooling into `outputs` (the maxima, and their indices when the node
+/// has them).
+pub(super) fn max_pool(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
+    op: &MaxPool2d,
+    outputs: &[ValueId],
+) -> Result<(), CodegenError> {
+    if max_pool_inside(e, op, outputs)? {
+        return Ok(());
+    }
+    let window = Window {
+        kernel: op.kernel,
+        stride: op.stride,
+        padding: op.padding,
+        dilation: op.dilation,
+    };
+    pooling(e, op.input, outputs, window, None)
+}
+
+pub(super) fn avg_pool(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &AvgPool2d,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    let window = Window {
+        kernel: op.kernel,
+        stride: op.stride,
+        padding: op.padding,
+        dilation: [1, 1],
+    };
+    pooling(e, op.input, &[output], window, Some(op.count_include_pad))
+}
+
+/// The windows of a pooling.
+#[derive(Clone, Copy)]
+struct Window {
     kernel: Pair,
     stride: Pair,
     padding: Pair,
     dilation: Pair,
+}
+
+/// Visits every pooling window position of every plane, giving the window's
+/// input row base and top-left coordinates.
+fn pooling(
+    e: &mut Emitter<'_, '_, '_>,
+    input_value: ValueId,
+    outputs: &[ValueId],
+    Window {
+        kernel,
+        stride,
+        padding,
+        dilation,
+    }: Window,
     average: Option<bool>,
 ) -> Result<(), CodegenError> {
-    let [batch, channels, height, width] = nchw(e, node.inputs[0], "pooling input")?;
-    let [_, _, out_h, out_w] = nchw(e, node.outputs[0], "pooling output")?;
-    let indices = node.outputs.get(1).copied();
+    let [batch, channels, height, width] = nchw(e, input_value, "pooling input")?;
+    let [_, _, out_h, out_w] = nchw(e, outputs[0], "pooling output")?;
+    let indices = outputs.get(1).copied();
     if let Some(indices) = indices
         && e.graph().value(indices).ty.dtype != DType::I64
     {
-        return Err(CodegenError::Unsupported(
-            "max pooling indices other than int64".into(),
-        ));
+        return Err(e.unsupported("max pooling indices other than int64"));
     }
     let planes = batch * channels;
-    let input = e.address(node.inputs[0]);
-    let output = e.address(node.outputs[0]);
+    let input = e.address(input_value);
+    let output = e.address(outputs[0]);
     let mut carried = vec![input, output];
     carried.extend(indices.map(|indices| e.address(indices)));
     e.counted_loop(Size::Const(planes), &carried, |e, _, plane| {
@@ -879,71 +955,4 @@ fn window(
         None => carried[0],
     };
     Ok((value, carried[1]))
-}
-
-/// Dispatches convolution and pooling.
-pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
-    match &node.op {
-        Op::Convolution {
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            clamp,
-            residual,
-        } => {
-            // The residual is read at a fixed distance from each output, so
-            // it must be laid out as the output is.
-            let residual_value = node.inputs.get(2 + usize::from(*bias));
-            if *residual
-                && residual_value.map(|&value| &e.graph().value(value).ty)
-                    != Some(&e.graph().value(node.outputs[0]).ty)
-            {
-                return Err(CodegenError::Unsupported(
-                    "a convolution residual of another type or layout than the result".into(),
-                ));
-            }
-            let residual = residual.then(|| {
-                let output = e.address(node.outputs[0]);
-                let residual = e.address(node.inputs[2 + usize::from(*bias)]);
-                e.b.ins().isub(residual, output)
-            });
-            let epilogue = Epilogue {
-                residual,
-                ..Epilogue::clamped(*clamp)
-            };
-            convolution(
-                e, node, *stride, *padding, *dilation, *groups, *bias, epilogue,
-            )?
-        }
-        Op::MaxPool2d {
-            kernel,
-            stride,
-            padding,
-            dilation,
-            ..
-        } => {
-            if !max_pool_inside(e, node, *kernel, *stride, *padding, *dilation)? {
-                pooling(e, node, *kernel, *stride, *padding, *dilation, None)?;
-            }
-        }
-        Op::AvgPool2d {
-            kernel,
-            stride,
-            padding,
-            count_include_pad,
-            ..
-        } => pooling(
-            e,
-            node,
-            *kernel,
-            *stride,
-            *padding,
-            [1, 1],
-            Some(*count_include_pad),
-        )?,
-        _ => return Ok(false),
-    }
-    Ok(true)
 }

@@ -369,7 +369,7 @@ fn depthwise_block(
     let mut sums: Vec<Value> = (0..vectors)
         .map(|t| match p.get(3) {
             Some(&bias) => e.b.ins().load(lane, tile_input(), bias, (t * 16) as i32),
-            None => super::scalar_ops::fconst(e, lane, 0.0),
+            None => super::expr::fconst(e, lane, 0.0),
         })
         .collect();
     for ky in taps.rows.clone() {

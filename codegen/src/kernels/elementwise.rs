@@ -1,23 +1,22 @@
-//! Kernels that are strided maps: elementwise ops, casts and copies, and
-//! the layout ops (permute, select, slice, cat, reshape), plus fills and
-//! ranges.
+//! Kernels that are strided maps besides the elementwise functions
+//! (`pointwise.rs`): casts and copies, the layout ops (reshape, permute,
+//! select, slice, cat, pad, repeat), fills and ranges.
 
 use cranelift_codegen::ir::InstBuilder;
-use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use ptec_ir::{DType, Node, Op, Scalar, ValueId};
+use ptec_ir::ops::creation::Arange;
+use ptec_ir::ops::layout::{Cat, Pad, Permute, Repeat, Reshape, Select, Slice};
+use ptec_ir::{DType, Scalar, ValueId, strides_in_order};
 
+use super::expr::{self, Lowering};
 use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
-use super::pointwise;
-use super::scalar_ops;
-use crate::emit::{Emitter, Size, arithmetic};
+use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
 
 pub(super) fn dtype(e: &Emitter<'_, '_, '_>, value: ValueId) -> DType {
     e.graph().value(value).ty.dtype
 }
 
-/// A map whose output is `node`'s first output and whose inputs are read
-/// broadcast to the output's shape.
+/// A map over `output` whose inputs are read broadcast to its shape.
 pub(super) fn map_over<'b>(
     e: &mut Emitter<'_, '_, '_>,
     output: ValueId,
@@ -48,36 +47,16 @@ pub(super) fn map_over<'b>(
     )
 }
 
-pub(crate) fn where_(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let compute = arithmetic(dtype(e, out));
-    // The condition arrives converted to the compute type (0 or 1).
-    map_over(
-        e,
-        out,
-        &node.inputs,
-        compute,
-        compute,
-        false,
-        &|e, x, ty| {
-            let truth = if compute.is_float() {
-                let zero = scalar_ops::fconst(e, ty, 0.0);
-                e.b.ins().fcmp(FloatCC::NotEqual, x[0], zero)
-            } else {
-                e.b.ins().icmp_imm_s(IntCC::NotEqual, x[0], 0)
-            };
-            Ok(e.b.ins().select(truth, x[1], x[2]))
-        },
-    )
-}
-
 /// Copies (broadcasting and converting) the input into the output. Elements
 /// of the output's type are moved as they are (half-precision ones as bit
 /// patterns).
-pub(crate) fn copy(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let compute = dtype(e, out);
-    map_over(e, out, &node.inputs, compute, compute, true, &|_, x, _| {
+pub(crate) fn copy(
+    e: &mut Emitter<'_, '_, '_>,
+    input: ValueId,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    let compute = dtype(e, output);
+    map_over(e, output, &[input], compute, compute, true, &|_, x, _| {
         Ok(x[0])
     })
 }
@@ -96,9 +75,13 @@ fn strided_copy(
 
 /// A reshape that moves bytes: both sides are contiguous, so the input is
 /// read in the output's row-major order.
-pub(crate) fn reshape(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
+pub(crate) fn reshape(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Reshape,
+    output: ValueId,
+) -> Result<(), CodegenError> {
     // Views in place never get here (`Graph::is_view_in_place`).
-    let (input, output) = (node.inputs[0], node.outputs[0]);
+    let input = op.input;
     let ty = e.graph().value(output).ty.clone();
     let strides = layout_strides(e, &ty.shape, &ty.dim_order);
     let base = e.address(input);
@@ -112,18 +95,18 @@ pub(crate) fn reshape(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), Co
 
 pub(crate) fn permute(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    dims: &[usize],
+    op: &Permute,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let input_ty = e.graph().value(node.inputs[0]).ty.clone();
+    let input_ty = e.graph().value(op.input).ty.clone();
     let own = layout_strides(e, &input_ty.shape, &input_ty.dim_order);
-    let base = e.address(node.inputs[0]);
+    let base = e.address(op.input);
     let operand = Operand {
         base,
         dtype: input_ty.dtype,
-        strides: dims.iter().map(|&dim| own[dim]).collect(),
+        strides: op.dims.iter().map(|&dim| own[dim]).collect(),
     };
-    strided_copy(e, node.outputs[0], operand)
+    strided_copy(e, output, operand)
 }
 
 /// The input's address at position `start` along `dim`, and its strides.
@@ -145,42 +128,40 @@ fn offset_along(e: &mut Emitter<'_, '_, '_>, value: ValueId, dim: usize, start: 
 
 pub(crate) fn select(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    dim: usize,
-    index: u64,
+    op: &Select,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let mut input = offset_along(e, node.inputs[0], dim, index);
-    input.strides.remove(dim);
-    strided_copy(e, node.outputs[0], input)
+    let mut input = offset_along(e, op.input, op.dim, op.index);
+    input.strides.remove(op.dim);
+    strided_copy(e, output, input)
 }
 
 pub(crate) fn slice(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    dim: usize,
-    start: u64,
-    step: u64,
+    op: &Slice,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let mut input = offset_along(e, node.inputs[0], dim, start);
-    input.strides[dim] = e.mul(input.strides[dim], Size::Const(step as i64));
-    strided_copy(e, node.outputs[0], input)
+    let mut input = offset_along(e, op.input, op.dim, op.start);
+    input.strides[op.dim] = e.mul(input.strides[op.dim], Size::Const(op.step as i64));
+    strided_copy(e, output, input)
 }
 
 /// Each input is copied into its place along `dim` of the output.
 pub(crate) fn cat(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    dim: usize,
+    op: &Cat,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
+    let dim = op.dim;
+    let out_ty = e.graph().value(output).ty.clone();
     let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
-    let out_base = e.address(node.outputs[0]);
+    let out_base = e.address(output);
     let mut position = 0i64;
-    for &input in &node.inputs {
+    for &input in &op.inputs {
         let ty = e.graph().value(input).ty.clone();
         let along = ty.shape[dim]
             .fixed()
-            .ok_or_else(|| CodegenError::Unsupported("cat along a symbolic dimension".into()))?;
+            .ok_or_else(|| e.unsupported("cat along a symbolic dimension"))?;
         let sizes = e.shape(&ty.shape);
         let skip = e.mul(
             out_strides[dim],
@@ -203,19 +184,15 @@ pub(crate) fn cat(
     Ok(())
 }
 
+/// Fills the output with `value`, converted to its element type.
 pub(crate) fn full(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
     value: Scalar,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
-    let compute = arithmetic(dtype(e, out));
-    map_over(e, out, &[], compute, compute, true, &|e, _, ty| {
-        if compute.is_float() {
-            Ok(scalar_ops::fconst(e, ty, value.as_f64()))
-        } else {
-            e.constant(compute, value)
-        }
+    let compute = dtype(e, output).arithmetic();
+    map_over(e, output, &[], compute, compute, true, &|e, _, ty| {
+        expr::constant(e, value, Lowering { compute, ty })
     })
 }
 
@@ -223,11 +200,9 @@ pub(crate) fn full(
 /// for integer ones.
 pub(crate) fn arange(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    start: Scalar,
-    step: Scalar,
+    &Arange { start, step }: &Arange,
+    out: ValueId,
 ) -> Result<(), CodegenError> {
-    let out = node.outputs[0];
     let ty = e.graph().value(out).ty.clone();
     let count = e.dim(ty.shape[0]);
     let base = e.address(out);
@@ -261,16 +236,15 @@ pub(crate) fn arange(
 /// interior.
 pub(crate) fn pad(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    before: &[u64],
-    value: Scalar,
+    op: &Pad,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    full(e, node, value)?;
-    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
-    let in_ty = e.graph().value(node.inputs[0]).ty.clone();
+    full(e, op.value, output)?;
+    let out_ty = e.graph().value(output).ty.clone();
+    let in_ty = e.graph().value(op.input).ty.clone();
     let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
-    let mut base = e.address(node.outputs[0]);
-    for (axis, &skip) in before.iter().enumerate() {
+    let mut base = e.address(output);
+    for (axis, &skip) in op.before.iter().enumerate() {
         let bytes = e.mul(
             out_strides[axis],
             Size::Const(skip as i64 * out_ty.dtype.size() as i64),
@@ -278,7 +252,7 @@ pub(crate) fn pad(
         base = e.add_size(base, bytes);
     }
     let sizes = e.shape(&in_ty.shape);
-    let input = operand(e, node.inputs[0], &in_ty.shape);
+    let input = operand(e, op.input, &in_ty.shape);
     emit_copy(
         e,
         sizes,
@@ -295,15 +269,14 @@ pub(crate) fn pad(
 /// contiguously, the input ignores the repeat axes.
 pub(crate) fn repeat(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    repeats: &[u64],
+    op: &Repeat,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
-    let in_ty = e.graph().value(node.inputs[0]).ty.clone();
+    let repeats = &op.repeats;
+    let out_ty = e.graph().value(output).ty.clone();
+    let in_ty = e.graph().value(op.input).ty.clone();
     if !out_ty.is_contiguous() {
-        return Err(CodegenError::Unsupported(
-            "repeat into a permuted tensor".into(),
-        ));
+        return Err(e.unsupported("repeat into a permuted tensor"));
     }
     let in_strides = layout_strides(e, &in_ty.shape, &in_ty.dim_order);
     let lead = repeats.len() - in_ty.rank();
@@ -321,15 +294,11 @@ pub(crate) fn repeat(
         sizes.push(size);
     }
     // Row-major strides of the [r0, s0, r1, s1, ...] view of the output.
-    let mut out_steps = vec![Size::Const(0); shape.len()];
-    let mut stride = 1i64;
-    for axis in (0..shape.len()).rev() {
-        out_steps[axis] = Size::Const(stride);
-        stride *= shape[axis];
-    }
-    let base = e.address(node.outputs[0]);
+    let row_major: Vec<u8> = (0..shape.len() as u8).collect();
+    let out_steps = strides_in_order(&shape, &row_major, 1, |stride, size| stride * size);
+    let base = e.address(output);
     let input = Operand {
-        base: e.address(node.inputs[0]),
+        base: e.address(op.input),
         dtype: in_ty.dtype,
         strides: in_steps,
     };
@@ -339,34 +308,8 @@ pub(crate) fn repeat(
         Operand {
             base,
             dtype: out_ty.dtype,
-            strides: out_steps,
+            strides: out_steps.into_iter().map(Size::Const).collect(),
         },
         input,
     )
-}
-
-/// Dispatches the map-shaped ops.
-pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
-    match &node.op {
-        Op::Unary(_)
-        | Op::Binary { .. }
-        | Op::BinaryScalar { .. }
-        | Op::Clamp { .. }
-        | Op::LeakyRelu { .. }
-        | Op::Elu { .. } => pointwise::elementwise(e, node)?,
-        Op::Fused { steps } => pointwise::fused(e, node, steps)?,
-        Op::Where => where_(e, node)?,
-        Op::Copy => copy(e, node)?,
-        Op::Reshape => reshape(e, node)?,
-        Op::Permute { dims } => permute(e, node, dims)?,
-        Op::Select { dim, index } => select(e, node, *dim, *index)?,
-        Op::Slice { dim, start, step } => slice(e, node, *dim, *start, *step)?,
-        Op::Cat { dim } => cat(e, node, *dim)?,
-        Op::Full { value } => full(e, node, *value)?,
-        Op::Arange { start, step } => arange(e, node, *start, *step)?,
-        Op::Pad { before, value, .. } => pad(e, node, before, *value)?,
-        Op::Repeat { repeats } => repeat(e, node, repeats)?,
-        _ => return Ok(false),
-    }
-    Ok(true)
 }

@@ -4,7 +4,8 @@
 
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::IntCC;
-use ptec_ir::{DType, Node, Op};
+use ptec_ir::ops::gather::{Embedding, IndexSelect};
+use ptec_ir::{DType, ValueId};
 
 use super::map::{Operand, emit_copy, layout_strides};
 use crate::emit::{Emitter, Size};
@@ -12,8 +13,11 @@ use crate::error::CodegenError;
 
 /// `out[i, :] = weight[indices[i], :]`; an index outside the table is an
 /// error, as in PyTorch.
-fn embedding(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
-    let (weight, indices, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+pub(super) fn embedding(
+    e: &mut Emitter<'_, '_, '_>,
+    &Embedding { weight, indices }: &Embedding,
+    output: ValueId,
+) -> Result<(), CodegenError> {
     let weight_ty = e.graph().value(weight).ty.clone();
     let index_ty = e.graph().value(indices).ty.clone();
     let out_ty = e.graph().value(output).ty.clone();
@@ -22,9 +26,9 @@ fn embedding(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenErro
         || !out_ty.is_contiguous()
         || weight_ty.dtype != out_ty.dtype
     {
-        return Err(CodegenError::Unsupported(
-            "embedding of non-contiguous tensors".into(),
-        ));
+        return Err(
+            e.unsupported("embedding of non-contiguous tensors, or into another element type")
+        );
     }
     let rows = e.dim(weight_ty.shape[0]);
     let rows = e.value_of(rows);
@@ -61,15 +65,22 @@ fn embedding(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenErro
 /// `out = x.index_select(dim, index)`: for each index, the slice of `x` at
 /// that position of `dim` is copied to the slice of `out` at the index's
 /// position.
-fn index_select(e: &mut Emitter<'_, '_, '_>, node: &Node, dim: usize) -> Result<(), CodegenError> {
-    let (input, indices, output) = (node.inputs[0], node.inputs[1], node.outputs[0]);
+pub(super) fn index_select(
+    e: &mut Emitter<'_, '_, '_>,
+    &IndexSelect {
+        input,
+        index: indices,
+        dim,
+    }: &IndexSelect,
+    output: ValueId,
+) -> Result<(), CodegenError> {
     let in_ty = e.graph().value(input).ty.clone();
     let index_ty = e.graph().value(indices).ty.clone();
     let out_ty = e.graph().value(output).ty.clone();
     if in_ty.rank() == 0 || !matches!(index_ty.dtype, DType::I64 | DType::I32) {
-        return Err(CodegenError::Unsupported(
-            "index_select of a 0-dim tensor or with non-integer indices".into(),
-        ));
+        return Err(
+            e.unsupported("index_select of a 0-dim tensor, or with indices other than i32 or i64")
+        );
     }
     let mut in_strides = layout_strides(e, &in_ty.shape, &in_ty.dim_order);
     let mut out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
@@ -116,14 +127,4 @@ fn index_select(e: &mut Emitter<'_, '_, '_>, node: &Node, dim: usize) -> Result<
         ])
     })?;
     Ok(())
-}
-
-/// Dispatches the gathers.
-pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
-    match &node.op {
-        Op::Embedding => embedding(e, node)?,
-        Op::IndexSelect { dim } => index_select(e, node, *dim)?,
-        _ => return Ok(false),
-    }
-    Ok(true)
 }

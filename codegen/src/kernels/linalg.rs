@@ -8,8 +8,10 @@
 //! (any bias broadcastable to the output) and an optional clamp.
 
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
-use ptec_ir::{ClampRange, DType, Node, Op, Scalar};
+use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
+use ptec_ir::{DType, Scalar, ValueId};
 
+use super::expr::{at_least, at_most, fconst};
 use super::map::broadcast_strides;
 use super::nest::{byte_strides, over_axes};
 use crate::emit::{Emitter, Size, flags};
@@ -61,8 +63,8 @@ impl Epilogue {
     /// Bounds alone.
     pub(crate) fn clamped(clamp: ClampRange) -> Epilogue {
         Epilogue {
-            min: clamp.min.map(|min| min as f32),
-            max: clamp.max.map(|max| max as f32),
+            min: clamp.min.map(|min| min.0 as f32),
+            max: clamp.max.map(|max| max.0 as f32),
             residual: None,
         }
     }
@@ -78,12 +80,12 @@ impl Epilogue {
     ) -> Value {
         let lane = e.b.func.dfg.value_type(value);
         if let Some(min) = self.min {
-            let min = super::scalar_ops::fconst(e, lane, f64::from(min));
-            value = super::scalar_ops::at_least(e, value, min);
+            let min = fconst(e, lane, f64::from(min));
+            value = at_least(e, value, min);
         }
         if let Some(max) = self.max {
-            let max = super::scalar_ops::fconst(e, lane, f64::from(max));
-            value = super::scalar_ops::at_most(e, value, max);
+            let max = fconst(e, lane, f64::from(max));
+            value = at_most(e, value, max);
         }
         if let Some(distance) = self.residual {
             let residual_address = e.b.ins().iadd(address, distance);
@@ -292,7 +294,7 @@ fn tile(
     {
         return microkernel_tile(e, gemm, call, kernel, vectors, [a, b, c], bias);
     }
-    let zero = super::scalar_ops::fconst(e, lane, 0.0);
+    let zero = fconst(e, lane, 0.0);
     let mut carried = vec![a, b];
     carried.extend(std::iter::repeat_n(zero, rows * vectors));
     // One step of K: two vectors of B, four broadcasts of A, eight FMAs.
@@ -448,7 +450,7 @@ fn finish_tile(
         for t in 0..vectors {
             let mut value = product(e, row, t);
             if gemm.alpha != 1.0 {
-                let alpha = super::scalar_ops::fconst(e, lane, f64::from(gemm.alpha));
+                let alpha = fconst(e, lane, f64::from(gemm.alpha));
                 value = e.b.ins().fmul(value, alpha);
             }
             if let Some(((address, offset), moving)) = bias_row {
@@ -460,7 +462,7 @@ fn finish_tile(
                     moving,
                 );
                 if gemm.beta != 1.0 {
-                    let beta = super::scalar_ops::fconst(e, lane, f64::from(gemm.beta));
+                    let beta = fconst(e, lane, f64::from(gemm.beta));
                     bias_value = e.b.ins().fmul(bias_value, beta);
                 }
                 value = e.b.ins().fadd(value, bias_value);
@@ -519,35 +521,56 @@ pub(crate) fn scale_shift_row(
     Ok(())
 }
 
-fn require_f32(e: &Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
-    let all_f32 = node
-        .inputs
+/// Fails unless every operand and the result are f32.
+fn require_f32(
+    e: &Emitter<'_, '_, '_>,
+    values: &[ValueId],
+    what: &str,
+) -> Result<(), CodegenError> {
+    let all_f32 = values
         .iter()
-        .chain(&node.outputs)
         .all(|&value| e.graph().value(value).ty.dtype == DType::F32);
     if all_f32 {
         Ok(())
     } else {
-        Err(CodegenError::Unsupported(format!(
-            "{} of non-f32 tensors",
-            node.op.name()
-        )))
+        Err(e.unsupported(format!("{what} of tensors other than f32")))
     }
 }
 
-/// A GEMM per batch position of `[.., M, K] @ [.., K, N]`.
-fn matmul(
+/// `a @ b`, batched over leading dimensions, clamped.
+pub(super) fn matmul(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    bias: Option<(ptec_ir::ValueId, Scalar)>,
+    &MatMul { a, b, clamp }: &MatMul,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    require_f32(e, &[a, b, output], "a matrix product")?;
+    product(e, [a, b, output], None, 1.0, clamp)
+}
+
+/// `beta * bias + alpha * (a @ b)`, clamped.
+pub(super) fn addmm(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Addmm,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    require_f32(e, &[op.bias, op.a, op.b, output], "addmm")?;
+    product(
+        e,
+        [op.a, op.b, output],
+        Some((op.bias, op.beta)),
+        op.alpha.as_f64() as f32,
+        op.clamp,
+    )
+}
+
+/// A GEMM per batch position of `[.., M, K] @ [.., K, N]`.
+fn product(
+    e: &mut Emitter<'_, '_, '_>,
+    [a_value, b_value, c_value]: [ValueId; 3],
+    bias: Option<(ValueId, Scalar)>,
     alpha: f32,
     clamp: ClampRange,
 ) -> Result<(), CodegenError> {
-    require_f32(e, node)?;
-    let (a_value, b_value, c_value) = match bias {
-        Some(_) => (node.inputs[1], node.inputs[2], node.outputs[0]),
-        None => (node.inputs[0], node.inputs[1], node.outputs[0]),
-    };
     let c_ty = e.graph().value(c_value).ty.clone();
     let a_ty = e.graph().value(a_value).ty.clone();
     let rank = c_ty.rank();
@@ -604,20 +627,4 @@ fn matmul(
         };
         emit_gemm(e, &gemm)
     })
-}
-
-/// Dispatches the matrix products.
-pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
-    match &node.op {
-        Op::MatMul { clamp } => matmul(e, node, None, 1.0, *clamp)?,
-        Op::Addmm { beta, alpha, clamp } => matmul(
-            e,
-            node,
-            Some((node.inputs[0], *beta)),
-            alpha.as_f64() as f32,
-            *clamp,
-        )?,
-        _ => return Ok(false),
-    }
-    Ok(true)
 }

@@ -11,7 +11,7 @@
 //! handles 4 elements at a time (f32x4) with a scalar tail.
 
 use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
-use ptec_ir::{DType, Dim, TensorType};
+use ptec_ir::{DType, Dim, TensorType, strides_in_order};
 
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
@@ -44,20 +44,17 @@ pub(crate) struct Map<'b> {
     pub body: Body<'b>,
 }
 
-/// Strides (in elements) of a tensor of `shape` stored in `dim_order`.
+/// Strides (in elements) of a tensor of `shape` stored in `dim_order`, by
+/// the IR's rule, folded where the sizes are constants.
 pub(crate) fn layout_strides(
     e: &mut Emitter<'_, '_, '_>,
     shape: &[Dim],
     dim_order: &[u8],
 ) -> Vec<Size> {
-    let mut strides = vec![Size::Const(0); shape.len()];
-    let mut stride = Size::Const(1);
-    for &dim in dim_order.iter().rev() {
-        strides[dim as usize] = stride;
-        let size = e.dim(shape[dim as usize]);
-        stride = e.mul(stride, size);
-    }
-    strides
+    let sizes = e.shape(shape);
+    strides_in_order(&sizes, dim_order, Size::Const(1), |stride, size| {
+        e.mul(stride, size)
+    })
 }
 
 /// The strides with which a tensor of type `ty` is read when broadcast to

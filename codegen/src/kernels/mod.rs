@@ -1,51 +1,142 @@
 //! Kernel generators: each turns one IR node into the body of a Cranelift
 //! function specialised to the node's shapes, strides and element types.
+//! [`lower`] is the one dispatch from an op to its kernel, a match over
+//! every [`Op`], so that a new op does not compile until the CPU lowers it
+//! or refuses it; [`support`] is the CPU's answer for each kind of op.
 
 mod conv;
 mod conv_nhwc;
 mod elementwise;
+mod expr;
 mod gather;
 mod linalg;
 mod map;
 mod nest;
 mod pointwise;
 mod reduce;
-mod scalar_ops;
 
-use ptec_ir::Node;
+use ptec_ir::{Node, Op, OpKind};
 
-use crate::emit::{Emitter, arithmetic};
+use crate::emit::Emitter;
 use crate::error::CodegenError;
+
+/// Whether the CPU lowers ops of `kind`: it lowers every kind, refusing
+/// only some element types, layouts or attributes of a node.
+pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
+    match kind {
+        OpKind::Elementwise
+        | OpKind::Fused
+        | OpKind::Copy
+        | OpKind::Reshape
+        | OpKind::Permute
+        | OpKind::Select
+        | OpKind::Slice
+        | OpKind::Cat
+        | OpKind::Pad
+        | OpKind::Repeat
+        | OpKind::IndexSelect
+        | OpKind::Embedding
+        | OpKind::Reduce
+        | OpKind::ArgReduce
+        | OpKind::CumSum
+        | OpKind::Softmax
+        | OpKind::LayerNorm
+        | OpKind::BatchNorm
+        | OpKind::MatMul
+        | OpKind::Addmm
+        | OpKind::Convolution
+        | OpKind::MaxPool2d
+        | OpKind::AvgPool2d
+        | OpKind::Full
+        | OpKind::Arange
+        | OpKind::Label
+        | OpKind::Jump
+        | OpKind::JumpIfFalse => Ok(()),
+    }
+}
+
+/// Whether the op's kernel converts each element as it loads and stores it,
+/// which is how half-precision values (held as bit patterns) are computed in
+/// f32: maps and gathers do; the other kernels compute on elements as they
+/// are loaded.
+fn converts_elements(op: &Op) -> bool {
+    match op {
+        Op::Elementwise(_)
+        | Op::Fused(_)
+        | Op::Copy(_)
+        | Op::Reshape(_)
+        | Op::Permute(_)
+        | Op::Select(_)
+        | Op::Slice(_)
+        | Op::Cat(_)
+        | Op::Pad(_)
+        | Op::Repeat(_)
+        | Op::IndexSelect(_)
+        | Op::Embedding(_)
+        | Op::Full(_)
+        | Op::Arange(_)
+        | Op::Label(_)
+        | Op::Jump(_)
+        | Op::JumpIfFalse(_) => true,
+        Op::Reduce(_)
+        | Op::ArgReduce(_)
+        | Op::CumSum(_)
+        | Op::Softmax(_)
+        | Op::LayerNorm(_)
+        | Op::BatchNorm(_)
+        | Op::MatMul(_)
+        | Op::Addmm(_)
+        | Op::Convolution(_)
+        | Op::MaxPool2d(_)
+        | Op::AvgPool2d(_) => false,
+    }
+}
 
 /// Emits the kernel of `node` into `e`.
 pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
-    for lower in [elementwise::lower, gather::lower] {
-        if lower(e, node)? {
-            return Ok(());
-        }
-    }
-    // The other kernels compute on elements as they are loaded, so they
-    // take no half-precision values (maps and gathers convert them).
     let graph = e.graph();
-    if let Some(half) = node
-        .inputs
-        .iter()
-        .chain(&node.outputs)
-        .map(|&value| graph.value(value).ty.dtype)
-        .find(|&dtype| arithmetic(dtype) != dtype)
+    let op = node.op();
+    if !converts_elements(op)
+        && let Some(half) = op
+            .inputs()
+            .into_iter()
+            .chain(node.outputs().iter().copied())
+            .map(|value| graph.value(value).ty.dtype)
+            .find(|&dtype| dtype.arithmetic() != dtype)
     {
-        return Err(CodegenError::Unsupported(format!(
-            "the {} op on {half} tensors",
-            node.op.name()
+        return Err(e.unsupported(format!(
+            "{half} tensors, which only maps and gathers convert"
         )));
     }
-    for lower in [reduce::lower, linalg::lower, conv::lower] {
-        if lower(e, node)? {
-            return Ok(());
-        }
+    let outputs = node.outputs();
+    match op {
+        Op::Elementwise(op) => pointwise::elementwise(e, op, outputs[0]),
+        Op::Fused(op) => pointwise::fused(e, op, outputs[0]),
+        Op::Copy(op) => elementwise::copy(e, op.input, outputs[0]),
+        Op::Reshape(op) => elementwise::reshape(e, op, outputs[0]),
+        Op::Permute(op) => elementwise::permute(e, op, outputs[0]),
+        Op::Select(op) => elementwise::select(e, op, outputs[0]),
+        Op::Slice(op) => elementwise::slice(e, op, outputs[0]),
+        Op::Cat(op) => elementwise::cat(e, op, outputs[0]),
+        Op::Pad(op) => elementwise::pad(e, op, outputs[0]),
+        Op::Repeat(op) => elementwise::repeat(e, op, outputs[0]),
+        Op::Full(op) => elementwise::full(e, op.value, outputs[0]),
+        Op::Arange(op) => elementwise::arange(e, op, outputs[0]),
+        Op::IndexSelect(op) => gather::index_select(e, op, outputs[0]),
+        Op::Embedding(op) => gather::embedding(e, op, outputs[0]),
+        Op::Reduce(op) => reduce::reduce(e, op, outputs[0]),
+        Op::ArgReduce(op) => reduce::arg_reduce(e, op, outputs[0]),
+        Op::CumSum(op) => reduce::cumsum(e, op, outputs[0]),
+        Op::Softmax(op) => reduce::softmax(e, op, outputs[0]),
+        Op::LayerNorm(op) => reduce::layer_norm(e, op, outputs),
+        Op::BatchNorm(op) => reduce::batch_norm(e, op, outputs[0]),
+        Op::MatMul(op) => linalg::matmul(e, op, outputs[0]),
+        Op::Addmm(op) => linalg::addmm(e, op, outputs[0]),
+        Op::Convolution(op) => conv::convolution(e, op, outputs[0]),
+        Op::MaxPool2d(op) => conv::max_pool(e, op, outputs),
+        Op::AvgPool2d(op) => conv::avg_pool(e, op, outputs[0]),
+        // Control flow has no kernel: the entry point turns labels and
+        // jumps into blocks and branches (`method.rs`), and asks for none.
+        Op::Label(_) | Op::Jump(_) | Op::JumpIfFalse(_) => Ok(()),
     }
-    Err(CodegenError::Unsupported(format!(
-        "the {} op",
-        node.op.name()
-    )))
 }

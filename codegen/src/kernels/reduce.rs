@@ -1,29 +1,32 @@
-//! Reductions (sum, mean, prod, max, min, any, all), argmax, cumulative
-//! sums, softmax and the normalizations (layer norm, inference batch norm).
+//! Reductions (sum, mean, prod, max, min, any, all), arg-reductions
+//! (argmax, argmin), cumulative sums, softmax and the normalizations (layer norm, inference batch norm).
 //! Each walks the positions that are kept outside and folds the reduced
 //! axes inside; contiguous f32 rows are folded four lanes at a time.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
-use ptec_ir::{DType, Node, ReduceOp};
+use ptec_ir::ops::OpDef;
+use ptec_ir::ops::elementwise::MathFn;
+use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
+use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax};
+use ptec_ir::{DType, ValueId};
 
+use super::expr::fconst;
 use super::nest::{byte_strides, count_as_float, count_of, fold_axes, over_axes};
-use super::scalar_ops::fconst;
 use crate::emit::{Emitter, Size, flags, scalar_type};
 use crate::error::CodegenError;
-use crate::math::MathFn;
 
 /// Output byte strides along the input's axes: the output's own strides for
 /// kept axes, 0 for reduced ones.
 fn output_strides(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    output: usize,
+    input: ValueId,
+    output: ValueId,
     reduced: &[usize],
     keepdim: bool,
 ) -> Vec<Size> {
-    let input_rank = e.graph().value(node.inputs[0]).ty.rank();
-    let own = byte_strides(e, node.outputs[output]);
+    let input_rank = e.graph().value(input).ty.rank();
+    let own = byte_strides(e, output);
     let mut next = 0;
     (0..input_rank)
         .map(|axis| {
@@ -42,7 +45,7 @@ fn output_strides(
 
 /// Whether `axes` are the trailing axes of a contiguous input, so that each
 /// fold reads one contiguous row.
-fn contiguous_row(e: &Emitter<'_, '_, '_>, input: ptec_ir::ValueId, axes: &[usize]) -> bool {
+fn contiguous_row(e: &Emitter<'_, '_, '_>, input: ValueId, axes: &[usize]) -> bool {
     let ty = &e.graph().value(input).ty;
     let rank = ty.rank();
     ty.is_contiguous() && !axes.is_empty() && {
@@ -136,17 +139,20 @@ pub(crate) fn fold_row_f32(
 
 pub(crate) fn reduce(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    op: ReduceOp,
-    axes: &[usize],
-    keepdim: bool,
+    &Reduce {
+        input,
+        op,
+        ref dims,
+        keepdim,
+    }: &Reduce,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let input = node.inputs[0];
+    let axes = dims.as_slice();
     let in_ty = e.graph().value(input).ty.clone();
-    let out_dtype = e.graph().value(node.outputs[0]).ty.dtype;
+    let out_dtype = e.graph().value(output).ty.dtype;
     let sizes = e.shape(&in_ty.shape);
     let in_strides = byte_strides(e, input);
-    let out_strides = output_strides(e, node, 0, axes, keepdim);
+    let out_strides = output_strides(e, input, output, axes, keepdim);
     let kept: Vec<usize> = (0..in_ty.rank())
         .filter(|axis| !axes.contains(axis))
         .collect();
@@ -165,7 +171,7 @@ pub(crate) fn reduce(
             ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min
         )
         && contiguous_row(e, input, axes);
-    let bases = [e.address(input), e.address(node.outputs[0])];
+    let bases = [e.address(input), e.address(output)];
     over_axes(
         e,
         &sizes,
@@ -201,9 +207,7 @@ pub(crate) fn reduce(
                     let divisor = count_as_float(e, count, compute_ty);
                     e.b.ins().fdiv(total, divisor)
                 } else {
-                    return Err(CodegenError::Unsupported(
-                        "the mean of an integer tensor".into(),
-                    ));
+                    return Err(e.unsupported("the mean of an integer tensor"));
                 };
             }
             let total = e.convert(total, compute, out_dtype)?;
@@ -213,21 +217,22 @@ pub(crate) fn reduce(
     )
 }
 
-/// Index of the largest (or, not `largest`, smallest) element along an
-/// axis (or of all elements); the first NaN wins either way, as in PyTorch.
-pub(crate) fn arg_extreme(
+/// Index of the largest (or smallest) element along an axis (or of all
+/// elements); the first NaN wins either way, as in PyTorch.
+pub(crate) fn arg_reduce(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    dim: Option<usize>,
-    keepdim: bool,
-    largest: bool,
+    &ArgReduce {
+        input,
+        extreme,
+        dim,
+        keepdim,
+    }: &ArgReduce,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let input = node.inputs[0];
+    let largest = extreme == Extreme::Max;
     let in_ty = e.graph().value(input).ty.clone();
     if !in_ty.is_contiguous() && dim.is_none() {
-        return Err(CodegenError::Unsupported(
-            "argmax over all dims of a permuted tensor".into(),
-        ));
+        return Err(e.unsupported("an arg-reduction over all dims of a permuted tensor"));
     }
     let axes: Vec<usize> = match dim {
         Some(dim) => vec![dim],
@@ -238,7 +243,7 @@ pub(crate) fn arg_extreme(
     let out_strides = if dim.is_none() && !keepdim {
         vec![Size::Const(0); in_ty.rank()]
     } else {
-        output_strides(e, node, 0, &axes, keepdim)
+        output_strides(e, input, output, &axes, keepdim)
     };
     let kept: Vec<usize> = (0..in_ty.rank())
         .filter(|axis| !axes.contains(axis))
@@ -249,8 +254,8 @@ pub(crate) fn arg_extreme(
         DType::I64
     };
     let compute_ty = scalar_type(compute);
-    let out_dtype = e.graph().value(node.outputs[0]).ty.dtype;
-    let bases = [e.address(input), e.address(node.outputs[0])];
+    let out_dtype = e.graph().value(output).ty.dtype;
+    let bases = [e.address(input), e.address(output)];
     over_axes(
         e,
         &sizes,
@@ -331,20 +336,19 @@ pub(crate) fn arg_extreme(
 /// Running sums along an axis, in the output's type.
 pub(crate) fn cumsum(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    dim: usize,
+    &CumSum { input, dim }: &CumSum,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let input = node.inputs[0];
     let in_ty = e.graph().value(input).ty.clone();
-    let out_dtype = e.graph().value(node.outputs[0]).ty.dtype;
+    let out_dtype = e.graph().value(output).ty.dtype;
     if in_ty.rank() == 0 {
-        return super::elementwise::copy(e, node);
+        return super::elementwise::copy(e, input, output);
     }
     let sizes = e.shape(&in_ty.shape);
-    let strides = [byte_strides(e, input), byte_strides(e, node.outputs[0])];
+    let strides = [byte_strides(e, input), byte_strides(e, output)];
     let kept: Vec<usize> = (0..in_ty.rank()).filter(|&axis| axis != dim).collect();
     let compute_ty = scalar_type(out_dtype);
-    let bases = [e.address(input), e.address(node.outputs[0])];
+    let bases = [e.address(input), e.address(output)];
     over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
         let zero = if out_dtype.is_float() {
             fconst(e, compute_ty, 0.0)
@@ -379,31 +383,24 @@ pub(crate) fn cumsum(
 /// sum, then scale.
 pub(crate) fn softmax(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    dim: usize,
-    log: bool,
+    &Softmax { input, dim, log }: &Softmax,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let input = node.inputs[0];
     let in_ty = e.graph().value(input).ty.clone();
-    let dtype = e.graph().value(node.outputs[0]).ty.dtype;
+    let dtype = e.graph().value(output).ty.dtype;
     if !dtype.is_float() || in_ty.dtype != dtype {
-        return Err(CodegenError::Unsupported(format!(
-            "softmax of {} into {dtype}",
-            in_ty.dtype
-        )));
+        return Err(e.unsupported(format!("softmax of {} into {dtype}", in_ty.dtype)));
     }
     if in_ty.rank() == 0 {
-        return Err(CodegenError::Unsupported(
-            "softmax of a 0-dim tensor".into(),
-        ));
+        return Err(e.unsupported("softmax of a 0-dim tensor"));
     }
     let ty = scalar_type(dtype);
     let sizes = e.shape(&in_ty.shape);
-    let strides = [byte_strides(e, input), byte_strides(e, node.outputs[0])];
+    let strides = [byte_strides(e, input), byte_strides(e, output)];
     let kept: Vec<usize> = (0..in_ty.rank()).filter(|&axis| axis != dim).collect();
     let (in_step, out_step) = (strides[0][dim], strides[1][dim]);
     let count = sizes[dim];
-    let bases = [e.address(input), e.address(node.outputs[0])];
+    let bases = [e.address(input), e.address(output)];
     over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
         let lowest = fconst(e, ty, f64::NEG_INFINITY);
         let max = e.counted_loop(count, &[pointers[0], lowest], |e, _, c| {
@@ -414,7 +411,7 @@ pub(crate) fn softmax(
         let sum = e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
             let value = e.b.ins().load(ty, flags(), c[0], 0);
             let shifted = e.b.ins().fsub(value, max);
-            let exp = e.call_math(MathFn::Exp.for_type(ty), &[shifted])?;
+            let exp = e.call_math(MathFn::Exp, &[shifted])?;
             if !log {
                 e.b.ins().store(flags(), exp, c[1], 0);
             }
@@ -425,7 +422,7 @@ pub(crate) fn softmax(
             ])
         })?[2];
         if log {
-            let log_sum = e.call_math(MathFn::Log.for_type(ty), &[sum])?;
+            let log_sum = e.call_math(MathFn::Log, &[sum])?;
             let shift = e.b.ins().fadd(max, log_sum);
             e.counted_loop(count, &[pointers[0], pointers[1]], |e, _, c| {
                 let value = e.b.ins().load(ty, flags(), c[0], 0);
@@ -451,22 +448,21 @@ pub(crate) fn softmax(
 /// input: out = (x - mean) * rstd * weight + bias; also writes mean and rstd.
 pub(crate) fn layer_norm(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    normalized_dims: usize,
-    eps: f64,
-    weight: bool,
-    bias: bool,
+    &LayerNorm {
+        input,
+        weight,
+        bias,
+        normalized_dims,
+        eps,
+    }: &LayerNorm,
+    outputs: &[ValueId],
 ) -> Result<(), CodegenError> {
-    let input = node.inputs[0];
     let in_ty = e.graph().value(input).ty.clone();
-    let output_contiguous = node
-        .outputs
+    let output_contiguous = outputs
         .iter()
         .all(|&output| e.graph().value(output).ty.is_contiguous());
     if in_ty.dtype != DType::F32 || !in_ty.is_contiguous() || !output_contiguous {
-        return Err(CodegenError::Unsupported(
-            "layer norm other than of contiguous f32 tensors".into(),
-        ));
+        return Err(e.unsupported("layer norm other than of contiguous f32 tensors"));
     }
     let rank = in_ty.rank();
     let sizes = e.shape(&in_ty.shape);
@@ -476,13 +472,13 @@ pub(crate) fn layer_norm(
     let outer: Vec<usize> = (0..rank - normalized_dims).collect();
     let outer_sizes: Vec<Size> = outer.iter().map(|&axis| sizes[axis]).collect();
     let rows = e.product(&outer_sizes);
-    let weight_base = weight.then(|| e.address(node.inputs[1]));
-    let bias_base = bias.then(|| e.address(node.inputs[1 + usize::from(weight)]));
+    let weight_base = weight.map(|weight| e.address(weight));
+    let bias_base = bias.map(|bias| e.address(bias));
     let pointers = [
         e.address(input),
-        e.address(node.outputs[0]),
-        e.address(node.outputs[1]),
-        e.address(node.outputs[2]),
+        e.address(outputs[LayerNorm::OUT]),
+        e.address(outputs[LayerNorm::MEAN]),
+        e.address(outputs[LayerNorm::RSTD]),
     ];
     e.counted_loop(rows, &pointers, |e, _, p| {
         let sum = fold_row_f32(e, ReduceOp::Sum, p[0], row)?;
@@ -499,7 +495,7 @@ pub(crate) fn layer_norm(
             ])
         })?[1];
         let variance = e.b.ins().fdiv(squares, n);
-        let epsilon = e.b.ins().f32const(eps as f32);
+        let epsilon = e.b.ins().f32const(eps.0 as f32);
         let shifted = e.b.ins().fadd(variance, epsilon);
         let root = e.b.ins().sqrt(shifted);
         let one = e.b.ins().f32const(1.0);
@@ -513,13 +509,13 @@ pub(crate) fn layer_norm(
             let mut result = e.b.ins().fmul(centered, rstd);
             let mut next = vec![e.b.ins().iadd_imm_s(c[0], 4), e.b.ins().iadd_imm_s(c[1], 4)];
             let mut slot = 2;
-            if weight {
+            if weight.is_some() {
                 let w = e.b.ins().load(types::F32, flags(), c[slot], 0);
                 result = e.b.ins().fmul(result, w);
                 next.push(e.b.ins().iadd_imm_s(c[slot], 4));
                 slot += 1;
             }
-            if bias {
+            if bias.is_some() {
                 let b = e.b.ins().load(types::F32, flags(), c[slot], 0);
                 result = e.b.ins().fadd(result, b);
                 next.push(e.b.ins().iadd_imm_s(c[slot], 4));
@@ -543,31 +539,34 @@ pub(crate) fn layer_norm(
 /// is scaled by weight / sqrt(var + eps) and shifted by bias - mean * scale.
 pub(crate) fn batch_norm(
     e: &mut Emitter<'_, '_, '_>,
-    node: &Node,
-    eps: f64,
-    weight: bool,
-    bias: bool,
+    op: &BatchNorm,
+    output: ValueId,
 ) -> Result<(), CodegenError> {
-    let input = node.inputs[0];
+    let BatchNorm {
+        input,
+        weight,
+        bias,
+        mean,
+        variance,
+        eps,
+    } = *op;
     let in_ty = e.graph().value(input).ty.clone();
-    let out_ty = e.graph().value(node.outputs[0]).ty.clone();
-    let parameters_f32 = node
-        .inputs
-        .iter()
-        .all(|&value| e.graph().value(value).ty.dtype == DType::F32);
+    let out_ty = e.graph().value(output).ty.clone();
+    let parameters_f32 = op
+        .operands()
+        .into_iter()
+        .all(|(_, value)| e.graph().value(value).ty.dtype == DType::F32);
     if !parameters_f32 || !in_ty.is_contiguous() || !out_ty.is_contiguous() {
-        return Err(CodegenError::Unsupported(
-            "batch norm other than of contiguous f32 tensors".into(),
-        ));
+        return Err(e.unsupported("batch norm other than of contiguous f32 tensors"));
     }
     let sizes = e.shape(&in_ty.shape);
     let spatial = e.product(&sizes[2..]);
     let spatial_bytes = e.mul(spatial, Size::Const(4));
-    let mean = e.address(node.inputs[1 + usize::from(weight) + usize::from(bias)]);
-    let variance = e.address(node.inputs[2 + usize::from(weight) + usize::from(bias)]);
-    let weight_base = weight.then(|| e.address(node.inputs[1]));
-    let bias_base = bias.then(|| e.address(node.inputs[1 + usize::from(weight)]));
-    let pointers = [e.address(input), e.address(node.outputs[0])];
+    let mean = e.address(mean);
+    let variance = e.address(variance);
+    let weight_base = weight.map(|weight| e.address(weight));
+    let bias_base = bias.map(|bias| e.address(bias));
+    let pointers = [e.address(input), e.address(output)];
     let channels = sizes[1];
     e.counted_loop(sizes[0], &pointers, |e, _, p| {
         let mut carried = vec![p[0], p[1], mean, variance];
@@ -576,7 +575,7 @@ pub(crate) fn batch_norm(
         let after = e.counted_loop(channels, &carried, |e, _, c| {
             let m = e.b.ins().load(types::F32, flags(), c[2], 0);
             let v = e.b.ins().load(types::F32, flags(), c[3], 0);
-            let epsilon = e.b.ins().f32const(eps as f32);
+            let epsilon = e.b.ins().f32const(eps.0 as f32);
             let shifted = e.b.ins().fadd(v, epsilon);
             let root = e.b.ins().sqrt(shifted);
             let one = e.b.ins().f32const(1.0);
@@ -588,7 +587,7 @@ pub(crate) fn batch_norm(
                 e.b.ins().iadd_imm_s(c[3], 4),
             ];
             let mut slot = 4;
-            if weight {
+            if weight.is_some() {
                 let w = e.b.ins().load(types::F32, flags(), c[slot], 0);
                 scale = e.b.ins().fmul(scale, w);
                 next.push(e.b.ins().iadd_imm_s(c[slot], 4));
@@ -596,7 +595,7 @@ pub(crate) fn batch_norm(
             }
             let mut shift = e.b.ins().fmul(m, scale);
             shift = e.b.ins().fneg(shift);
-            if bias {
+            if bias.is_some() {
                 let b = e.b.ins().load(types::F32, flags(), c[slot], 0);
                 shift = e.b.ins().fadd(shift, b);
                 next.push(e.b.ins().iadd_imm_s(c[slot], 4));
@@ -609,25 +608,4 @@ pub(crate) fn batch_norm(
         Ok(vec![after[0], after[1]])
     })?;
     Ok(())
-}
-
-/// Dispatches the reduction-shaped ops.
-pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<bool, CodegenError> {
-    use ptec_ir::Op;
-    match &node.op {
-        Op::Reduce { op, dims, keepdim } => reduce(e, node, *op, dims, *keepdim)?,
-        Op::ArgMax { dim, keepdim } => arg_extreme(e, node, *dim, *keepdim, true)?,
-        Op::ArgMin { dim, keepdim } => arg_extreme(e, node, *dim, *keepdim, false)?,
-        Op::CumSum { dim } => cumsum(e, node, *dim)?,
-        Op::Softmax { dim, log } => softmax(e, node, *dim, *log)?,
-        Op::LayerNorm {
-            normalized_dims,
-            eps,
-            weight,
-            bias,
-        } => layer_norm(e, node, *normalized_dims, *eps, *weight, *bias)?,
-        Op::BatchNorm { eps, weight, bias } => batch_norm(e, node, *eps, *weight, *bias)?,
-        _ => return Ok(false),
-    }
-    Ok(true)
 }

@@ -1,16 +1,26 @@
-//! One compute shader body per IR node. Most ops compute each output
-//! element from its coordinates (`per_element`); softmax, layer norm and
-//! cumulative sums walk whole rows (`per_row`). Shapes, strides and offsets
-//! are baked into the code as literals.
+//! One compute shader body per IR node, from one match over every op: the
+//! kinds of op no shader expresses are refused with [`support`]'s reason.
+//! Most ops compute each output element from its coordinates
+//! (`per_element`; elementwise functions as the IR's expressions lowered by
+//! `expr.rs`); softmax, layer norm and cumulative sums walk whole rows
+//! (`per_row`). Shapes, strides and offsets are baked into the code as
+//! literals.
 
 use std::fmt::Write as _;
 
-use ptec_ir::{ClampRange, Graph, Node, Op, ReduceOp, StepInput, ValueId, ValueKind};
+use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d};
+use ptec_ir::ops::elementwise::Undefined;
+use ptec_ir::ops::expr::Expr;
+use ptec_ir::ops::fused::StepInput;
+use ptec_ir::ops::linalg::ClampRange;
+use ptec_ir::ops::norm::LayerNorm;
+use ptec_ir::ops::reduce::ReduceOp;
+use ptec_ir::{DType, Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
-use super::Layout;
-use super::pointwise::{at_least, at_most, compute_type, element};
-use super::wgsl::{Tensor, Ty, convert, float, index, int, scalar, unsupported};
-use crate::error::CodegenError;
+use super::expr::{self, at_least, at_most};
+use super::wgsl::{Refusal, Tensor, Ty, convert, float, index, int, refuse, scalar};
+use super::{Layout, support};
+use crate::error::{Backend, CodegenError};
 
 /// The body of a shader's `main` (after the invocation index `t` is known
 /// to be below `invocations`).
@@ -46,9 +56,9 @@ fn unused(graph: &Graph<'_>, value: ValueId) -> bool {
 /// per invocation, keeping bytes past the end of the tensor.
 fn per_element(
     out: &Tensor,
-    extra: impl FnOnce(&[String]) -> Result<String, CodegenError>,
-    compute: impl FnOnce(&[String]) -> Result<Element, CodegenError>,
-) -> Result<Kernel, CodegenError> {
+    extra: impl FnOnce(&[String]) -> Result<String, Refusal>,
+    compute: impl FnOnce(&[String]) -> Result<Element, Refusal>,
+) -> Result<Kernel, Refusal> {
     let (coordinates, coords) = out.coordinates("p", "c");
     let element = compute(&coords)?;
     let extra = extra(&coords)?;
@@ -68,7 +78,7 @@ fn per_element(
         });
     }
     if !out.byte_offset.is_multiple_of(4) || !extra.is_empty() {
-        return Err(unsupported(format!(
+        return Err(refuse(format!(
             "a one-byte tensor at byte offset {}",
             out.byte_offset
         )));
@@ -99,7 +109,7 @@ fn per_element(
     })
 }
 
-fn no_extra(_: &[String]) -> Result<String, CodegenError> {
+fn no_extra(_: &[String]) -> Result<String, Refusal> {
     Ok(String::new())
 }
 
@@ -113,413 +123,498 @@ pub(super) fn kernel(
     if in_place_view {
         return Ok(None);
     }
-    if node.op.is_control() {
-        return Err(unsupported("control flow"));
+    let op = node.op();
+    lower(graph, layout, op, node.outputs())
+        .map(Some)
+        .map_err(|Refusal(why)| CodegenError::unsupported(op, Backend::Vulkan, why))
+}
+
+/// The refusal of a kind of op no shader expresses, with the reason
+/// [`support`] gives, so that the dispatch and the table cannot disagree.
+fn refused(kind: OpKind) -> Refusal {
+    match support(kind) {
+        Err(why) => refuse(why),
+        // A dispatch that refuses what the table accepts is a bug, which the
+        // dispatch tests catch; the node is still refused.
+        Ok(()) => refuse("no shader, although the table of supported ops lists one"),
     }
+}
+
+/// The shader of one node: a match over every op, so that a new op does not
+/// compile until shaders express it or refuse it.
+fn lower(
+    graph: &Graph<'_>,
+    layout: &Layout,
+    op: &Op,
+    outputs: &[ValueId],
+) -> Result<Kernel, Refusal> {
     let tensor = |value: ValueId| Tensor::of(graph, layout, value);
-    let inputs: Vec<Tensor> = node
-        .inputs
-        .iter()
-        .map(|&value| tensor(value))
-        .collect::<Result<_, _>>()?;
-    let out = tensor(node.outputs[0])?;
-    let out_ty = out.ty;
-    let kernel = match &node.op {
-        Op::Unary(_)
-        | Op::Binary { .. }
-        | Op::BinaryScalar { .. }
-        | Op::Clamp { .. }
-        | Op::LeakyRelu { .. }
-        | Op::Elu { .. } => {
-            let dtypes: Vec<_> = inputs.iter().map(|input| input.dtype).collect();
-            let ty = compute_type(&node.op, &dtypes, out.dtype)?;
-            let result_ty = match &node.op {
-                Op::Unary(ptec_ir::UnaryOp::LogicalNot) => Ty::Bool,
-                Op::Binary { op, .. } | Op::BinaryScalar { op, .. } if op.is_comparison() => {
-                    Ty::Bool
-                }
-                _ => ty,
-            };
-            per_element(&out, no_extra, |c| {
-                let operands: Vec<String> = inputs
-                    .iter()
-                    .map(|input| convert(&input.load_broadcast(c), input.ty, ty))
-                    .collect();
-                let value = element(&node.op, &operands, ty)?;
-                Ok(Element::value(convert(&value, result_ty, out_ty)))
-            })?
+    let tensors = |values: &[ValueId]| -> Result<Vec<Tensor>, Refusal> {
+        values.iter().map(|&value| tensor(value)).collect()
+    };
+    let optional = |value: Option<ValueId>| value.map(tensor).transpose();
+    let out = || tensor(outputs[0]);
+    match op {
+        Op::Label(_)
+        | Op::Jump(_)
+        | Op::JumpIfFalse(_)
+        | Op::IndexSelect(_)
+        | Op::Embedding(_)
+        | Op::ArgReduce(_) => Err(refused(op.kind())),
+        Op::Elementwise(op) => {
+            let (inputs, out) = (tensors(&op.inputs)?, out()?);
+            let dtypes: Vec<DType> = inputs.iter().map(|input| input.dtype).collect();
+            let (compute, result) = op.func.types(&dtypes, out.dtype).map_err(undefined)?;
+            let expr = op.func.expr(compute).map_err(undefined)?;
+            let reads = (0..inputs.len()).map(StepInput::Input).collect();
+            let step = Step { expr, reads };
+            pointwise(&inputs, &out, [Ty::of(compute)?, Ty::of(result)?], &[step])
         }
-        Op::Fused { steps } => {
-            if out_ty != Ty::F32 {
-                return Err(unsupported(format!("a fused kernel of {}", out.dtype)));
-            }
-            per_element(&out, no_extra, |c| {
-                let mut code = String::new();
-                for (k, input) in inputs.iter().enumerate() {
-                    let value = convert(&input.load_broadcast(c), input.ty, Ty::F32);
-                    let _ = writeln!(code, "    let in{k} = {value};");
-                }
-                for (k, step) in steps.iter().enumerate() {
-                    let operands: Vec<String> = step
-                        .inputs
-                        .iter()
-                        .map(|input| match *input {
-                            StepInput::Input(i) => format!("in{i}"),
-                            StepInput::Step(i) => format!("s{i}"),
-                        })
-                        .collect();
-                    let value = element(&step.op, &operands, Ty::F32)?;
-                    let _ = writeln!(code, "    let s{k} = {value};");
-                }
-                Ok(Element {
-                    code,
-                    value: format!("s{}", steps.len() - 1),
+        Op::Fused(op) => {
+            let (inputs, out) = (tensors(&op.inputs)?, out()?);
+            // Every operand and step is of the output's type (the verifier
+            // checks), which each step computes in.
+            let steps = op
+                .steps
+                .iter()
+                .map(|step| {
+                    let operands = vec![out.dtype; step.inputs.len()];
+                    let (compute, _) = step.func.types(&operands, out.dtype).map_err(undefined)?;
+                    let expr = step.func.expr(compute).map_err(undefined)?;
+                    Ok(Step {
+                        expr,
+                        reads: step.inputs.clone(),
+                    })
                 })
-            })?
+                .collect::<Result<Vec<_>, Refusal>>()?;
+            let ty = Ty::of(out.dtype)?;
+            pointwise(&inputs, &out, [ty, ty], &steps)
         }
-        Op::Where => per_element(&out, no_extra, |c| {
-            let [condition, a, b] = &inputs[..] else {
-                return Err(unsupported("where without three operands"));
-            };
-            let condition = convert(&condition.load_broadcast(c), condition.ty, Ty::Bool);
-            let a = convert(&a.load_broadcast(c), a.ty, out_ty);
-            let b = convert(&b.load_broadcast(c), b.ty, out_ty);
-            Ok(Element::value(format!("select({b}, {a}, {condition})")))
-        })?,
-        Op::Copy => per_element(&out, no_extra, |c| {
-            let x = &inputs[0];
-            Ok(Element::value(convert(&x.load_broadcast(c), x.ty, out_ty)))
-        })?,
-        // A reshape reinterprets bytes: the element at memory position p.
-        Op::Reshape => per_element(&out, no_extra, |_| Ok(Element::value(inputs[0].load("p"))))?,
-        Op::Permute { dims } => per_element(&out, no_extra, |c| {
-            let mut source = vec![String::new(); dims.len()];
-            for (j, &dim) in dims.iter().enumerate() {
-                source[dim] = c[j].clone();
-            }
-            Ok(Element::value(moved(&inputs[0], &source, out_ty)))
-        })?,
-        Op::Select { dim, index: at } => per_element(&out, no_extra, |c| {
-            let mut source = c.to_vec();
-            source.insert(*dim, index(*at)?);
-            Ok(Element::value(moved(&inputs[0], &source, out_ty)))
-        })?,
-        Op::Slice { dim, start, step } => per_element(&out, no_extra, |c| {
-            let mut source = c.to_vec();
-            source[*dim] = format!("({}u + {}u * {})", start, step, c[*dim]);
-            Ok(Element::value(moved(&inputs[0], &source, out_ty)))
-        })?,
-        Op::Cat { dim } => per_element(&out, no_extra, |c| {
-            let mut code = format!("    var v: {};\n", out_ty.name());
-            let mut start = 0;
-            let mut first = true;
-            for input in inputs.iter().filter(|input| input.sizes[*dim] > 0) {
-                let end = start + input.sizes[*dim];
-                let mut source = c.to_vec();
-                source[*dim] = format!("({} - {start}u)", c[*dim]);
-                let keyword = if first { "    if" } else { " else if" };
-                let _ = write!(
-                    code,
-                    "{keyword} ({} < {end}u) {{ v = {}; }}",
-                    c[*dim],
-                    moved(input, &source, out_ty)
-                );
-                first = false;
-                start = end;
-            }
-            code.push('\n');
-            Ok(Element {
-                code,
-                value: "v".to_string(),
+        Op::Copy(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            per_element(&out, no_extra, |c| {
+                Ok(Element::value(convert(&x.load_broadcast(c), x.ty, out.ty)))
             })
-        })?,
-        Op::Pad {
-            before,
-            after: _,
-            value,
-        } => {
-            let x = &inputs[0];
-            if before.len() != x.rank() {
-                return Err(unsupported("padding fewer dimensions than the tensor has"));
-            }
-            per_element(&out, no_extra, |c| {
-                let mut code = format!("    var v = {};\n", scalar(*value, out_ty)?);
-                let mut inside = Vec::new();
-                let mut source = Vec::new();
-                for (dim, &pad) in before.iter().enumerate() {
-                    let shifted = format!("(i32({}) - {})", c[dim], int(pad as i64)?);
-                    inside.push(format!(
-                        "{shifted} >= 0i && {shifted} < {}",
-                        int(x.sizes[dim] as i64)?
-                    ));
-                    source.push(format!("u32({shifted})"));
-                }
-                let _ = writeln!(
-                    code,
-                    "    if ({}) {{ v = {}; }}",
-                    inside.join(" && "),
-                    moved(x, &source, out_ty)
-                );
-                Ok(Element {
-                    code,
-                    value: "v".to_string(),
-                })
-            })?
         }
-        Op::Repeat { repeats: _ } => per_element(&out, no_extra, |c| {
-            let x = &inputs[0];
-            let lead = c.len() - x.rank();
-            let source: Vec<String> = (0..x.rank())
-                .map(|dim| format!("({} % {}u)", c[lead + dim], x.sizes[dim]))
-                .collect();
-            Ok(Element::value(moved(x, &source, out_ty)))
-        })?,
-        Op::Full { value } => per_element(&out, no_extra, |_| {
-            Ok(Element::value(scalar(*value, out_ty)?))
-        })?,
-        Op::Arange { start, step } => per_element(&out, no_extra, |c| {
-            let position = match out_ty {
-                Ty::F32 => format!("f32({})", c[0]),
-                _ => format!("i32({})", c[0]),
+        // A reshape reinterprets bytes: the element at memory position p.
+        Op::Reshape(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            per_element(&out, no_extra, |_| Ok(Element::value(x.load("p"))))
+        }
+        Op::Permute(op) => permute(&tensor(op.input)?, &out()?, &op.dims),
+        Op::Select(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            per_element(&out, no_extra, |c| {
+                let mut source = c.to_vec();
+                source.insert(op.dim, index(op.index)?);
+                Ok(Element::value(moved(&x, &source, out.ty)))
+            })
+        }
+        Op::Slice(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            per_element(&out, no_extra, |c| {
+                let mut source = c.to_vec();
+                source[op.dim] = format!("({}u + {}u * {})", op.start, op.step, c[op.dim]);
+                Ok(Element::value(moved(&x, &source, out.ty)))
+            })
+        }
+        Op::Cat(op) => cat(&tensors(&op.inputs)?, &out()?, op.dim),
+        Op::Pad(op) => pad(&tensor(op.input)?, &out()?, &op.before, op.value),
+        Op::Repeat(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            per_element(&out, no_extra, |c| {
+                let lead = c.len() - x.rank();
+                let source: Vec<String> = (0..x.rank())
+                    .map(|dim| format!("({} % {}u)", c[lead + dim], x.sizes[dim]))
+                    .collect();
+                Ok(Element::value(moved(&x, &source, out.ty)))
+            })
+        }
+        Op::Full(op) => {
+            let out = out()?;
+            per_element(&out, no_extra, |_| {
+                Ok(Element::value(scalar(op.value, out.ty)?))
+            })
+        }
+        Op::Arange(op) => {
+            let out = out()?;
+            per_element(&out, no_extra, |c| {
+                let position = match out.ty {
+                    Ty::F32 => format!("f32({})", c[0]),
+                    Ty::I32 | Ty::Bool => format!("i32({})", c[0]),
+                };
+                Ok(Element::value(format!(
+                    "({} + {position} * {})",
+                    scalar(op.start, out.ty)?,
+                    scalar(op.step, out.ty)?
+                )))
+            })
+        }
+        Op::Reduce(op) => reduce(&tensor(op.input)?, &out()?, op.op, &op.dims, op.keepdim),
+        Op::CumSum(op) => cumsum(&tensor(op.input)?, &out()?, op.dim),
+        Op::Softmax(op) => softmax(&tensor(op.input)?, &out()?, op.dim, op.log),
+        Op::LayerNorm(op) => {
+            // Statistics nothing reads are not written.
+            let statistic = |index: usize| {
+                let value = outputs.get(index).copied();
+                optional(value.filter(|&value| !unused(graph, value)))
             };
-            Ok(Element::value(format!(
-                "({} + {position} * {})",
-                scalar(*start, out_ty)?,
-                scalar(*step, out_ty)?
-            )))
-        })?,
-        Op::Reduce { op, dims, keepdim } => reduce(&inputs[0], &out, *op, dims, *keepdim)?,
-        Op::Softmax { dim, log } => softmax(&inputs[0], &out, *dim, *log)?,
-        Op::LayerNorm {
-            normalized_dims,
-            eps,
-            weight,
-            bias,
-        } => {
-            let stats = [node.outputs.get(1), node.outputs.get(2)].map(|value| {
-                value
-                    .filter(|&&value| !unused(graph, value))
-                    .map(|&value| tensor(value))
-            });
-            let [mean, rstd] = stats;
             layer_norm(
-                &inputs,
-                &out,
-                [mean.transpose()?, rstd.transpose()?],
-                *normalized_dims,
-                *eps,
-                [*weight, *bias],
-            )?
+                &tensor(op.input)?,
+                [optional(op.weight)?, optional(op.bias)?],
+                &out()?,
+                [statistic(LayerNorm::MEAN)?, statistic(LayerNorm::RSTD)?],
+                op.normalized_dims,
+                op.eps.0,
+            )
         }
-        Op::BatchNorm { eps, weight, bias } => per_element(&out, no_extra, |c| {
-            let x = &inputs[0];
-            let channel = |t: &Tensor| t.load(&t.offset_at(std::slice::from_ref(&c[1])));
-            let mut rest = inputs[1..].iter();
-            let weight = weight.then(|| rest.next()).flatten();
-            let bias = bias.then(|| rest.next()).flatten();
-            let (Some(mean), Some(variance)) = (rest.next(), rest.next()) else {
-                return Err(unsupported("batch norm without running statistics"));
-            };
-            let mut value = format!(
-                "(({} - {}) / sqrt({} + {}))",
-                x.load_broadcast(c),
-                channel(mean),
-                channel(variance),
-                float(*eps)
-            );
-            if let Some(weight) = weight {
-                value = format!("({value} * {})", channel(weight));
-            }
-            if let Some(bias) = bias {
-                value = format!("({value} + {})", channel(bias));
-            }
-            Ok(Element::value(value))
-        })?,
-        Op::MatMul { clamp } => matmul(&inputs[0], &inputs[1], None, &out, (1.0, 1.0), *clamp)?,
-        Op::Addmm { beta, alpha, clamp } => matmul(
-            &inputs[1],
-            &inputs[2],
-            Some(&inputs[0]),
-            &out,
-            (beta.as_f64(), alpha.as_f64()),
-            *clamp,
-        )?,
-        Op::Convolution {
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            clamp,
-            residual,
-        } => {
-            let x = &inputs[0];
-            let w = &inputs[1];
-            let mut rest = inputs[2..].iter();
-            let bias = bias.then(|| rest.next()).flatten();
-            let residual = residual.then(|| rest.next()).flatten();
-            let out_per_group = out.sizes[1] / groups;
-            let in_per_group = w.sizes[1];
-            per_element(&out, no_extra, |c| {
-                let mut code = format!(
-                    "    let group = {} / {out_per_group}u;\n    var acc = 0.0f;\n",
-                    c[1]
-                );
-                let _ = writeln!(
-                    code,
-                    "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
-        let channel = group * {in_per_group}u + ci;"
-                );
-                let spatial = window_loops(
-                    &mut code,
-                    c,
-                    x,
-                    [stride, padding, dilation],
-                    [w.sizes[2], w.sizes[3]],
-                )?;
-                let _ = writeln!(
-                    code,
-                    "            acc = fma({}, {}, acc);\n        }}\n    }}\n    }}",
-                    x.load(&x.offset_at(&[
-                        c[0].clone(),
-                        "channel".into(),
-                        spatial[0].clone(),
-                        spatial[1].clone()
-                    ])),
-                    w.load(&w.offset_at(&[c[1].clone(), "ci".into(), "kh".into(), "kw".into()])),
-                );
-                let mut value = "acc".to_string();
-                if let Some(bias) = bias {
-                    value = format!("({value} + {})", bias.load(&bias.offset_at(&c[1..2])));
-                }
-                value = clamped(value, *clamp);
-                if let Some(residual) = residual {
-                    value = format!("({value} + {})", residual.load_broadcast(c));
-                }
-                Ok(Element { code, value })
-            })?
-        }
-        Op::MaxPool2d {
-            kernel,
-            stride,
-            padding,
-            dilation,
-            ceil_mode: _,
-        } => {
-            let x = &inputs[0];
-            let indices = node
-                .outputs
+        Op::BatchNorm(op) => batch_norm(
+            &tensor(op.input)?,
+            [&tensor(op.mean)?, &tensor(op.variance)?],
+            [optional(op.weight)?, optional(op.bias)?],
+            &out()?,
+            op.eps.0,
+        ),
+        Op::MatMul(op) => matmul(
+            [&tensor(op.a)?, &tensor(op.b)?],
+            None,
+            &out()?,
+            (1.0, 1.0),
+            op.clamp,
+        ),
+        Op::Addmm(op) => matmul(
+            [&tensor(op.a)?, &tensor(op.b)?],
+            Some(&tensor(op.bias)?),
+            &out()?,
+            (op.beta.as_f64(), op.alpha.as_f64()),
+            op.clamp,
+        ),
+        Op::Convolution(op) => convolution(
+            [&tensor(op.input)?, &tensor(op.weight)?],
+            [optional(op.bias)?, optional(op.residual)?],
+            &out()?,
+            op,
+        ),
+        Op::MaxPool2d(op) => {
+            let indices = outputs
                 .get(1)
                 .copied()
                 .filter(|&value| !unused(graph, value));
             let indices = indices.map(|value| index_slot(graph, value)).transpose()?;
-            let width = x.sizes[3];
-            per_element(
-                &out,
-                |c| {
-                    let Some((word, strides)) = &indices else {
-                        return Ok(String::new());
-                    };
-                    let offset: Vec<String> = c
-                        .iter()
-                        .zip(strides)
-                        .map(|(coord, stride)| format!("{coord} * {stride}u"))
-                        .collect();
-                    Ok(format!(
-                        "    let at = {word}u + 2u * ({});\n    arena[at] = bitcast<u32>(best_index);\n    arena[at + 1u] = select(0u, 0xffffffffu, best_index < 0i);\n",
-                        offset.join(" + ")
-                    ))
-                },
-                |c| {
-                    let mut code = format!(
-                        "    var best = {};\n    var best_index = -1i;\n",
-                        float(f64::NEG_INFINITY)
-                    );
-                    let spatial =
-                        window_loops(&mut code, c, x, [stride, padding, dilation], *kernel)?;
-                    let _ = writeln!(
-                        code,
-                        "            let v = {};
+            max_pool(&tensor(op.input)?, &out()?, op, indices)
+        }
+        Op::AvgPool2d(op) => avg_pool(&tensor(op.input)?, &out()?, op),
+    }
+}
+
+/// A function undefined in the types a node asks for.
+fn undefined(error: Undefined) -> Refusal {
+    refuse(error.to_string())
+}
+
+/// One step of an elementwise kernel: an expression of the kernel's
+/// operands (`in0`, ...) and earlier steps' results (`s0`, ...).
+struct Step {
+    expr: Expr,
+    reads: Vec<StepInput>,
+}
+
+/// Elementwise steps at each element: the operands converted to the
+/// compute type (`types[0]`), each step bound to `s{k}`, and the last
+/// step's result (of type `types[1]`) converted to the output's.
+fn pointwise(
+    inputs: &[Tensor],
+    out: &Tensor,
+    [compute, result]: [Ty; 2],
+    steps: &[Step],
+) -> Result<Kernel, Refusal> {
+    per_element(out, no_extra, |c| {
+        let mut code = String::new();
+        for (k, input) in inputs.iter().enumerate() {
+            let value = convert(&input.load_broadcast(c), input.ty, compute);
+            let _ = writeln!(code, "    let in{k} = {value};");
+        }
+        for (k, step) in steps.iter().enumerate() {
+            // The names of the operands and steps are `StepInput`'s own.
+            let operands: Vec<String> = step.reads.iter().map(StepInput::to_string).collect();
+            let value = expr::lower(&step.expr, &operands, compute)?;
+            let _ = writeln!(code, "    let s{k} = {value};");
+        }
+        let last = format!("s{}", steps.len().saturating_sub(1));
+        Ok(Element {
+            code,
+            value: convert(&last, result, out.ty),
+        })
+    })
+}
+
+fn permute(x: &Tensor, out: &Tensor, dims: &[usize]) -> Result<Kernel, Refusal> {
+    per_element(out, no_extra, |c| {
+        let mut source = vec![String::new(); dims.len()];
+        for (j, &dim) in dims.iter().enumerate() {
+            source[dim] = c[j].clone();
+        }
+        Ok(Element::value(moved(x, &source, out.ty)))
+    })
+}
+
+fn cat(inputs: &[Tensor], out: &Tensor, dim: usize) -> Result<Kernel, Refusal> {
+    per_element(out, no_extra, |c| {
+        let mut code = format!("    var v: {};\n", out.ty.name());
+        let mut start = 0;
+        let mut first = true;
+        for input in inputs.iter().filter(|input| input.sizes[dim] > 0) {
+            let end = start + input.sizes[dim];
+            let mut source = c.to_vec();
+            source[dim] = format!("({} - {start}u)", c[dim]);
+            let keyword = if first { "    if" } else { " else if" };
+            let _ = write!(
+                code,
+                "{keyword} ({} < {end}u) {{ v = {}; }}",
+                c[dim],
+                moved(input, &source, out.ty)
+            );
+            first = false;
+            start = end;
+        }
+        code.push('\n');
+        Ok(Element {
+            code,
+            value: "v".to_string(),
+        })
+    })
+}
+
+fn pad(x: &Tensor, out: &Tensor, before: &[u64], value: Scalar) -> Result<Kernel, Refusal> {
+    if before.len() != x.rank() {
+        return Err(refuse("padding fewer dimensions than the tensor has"));
+    }
+    per_element(out, no_extra, |c| {
+        let mut code = format!("    var v = {};\n", scalar(value, out.ty)?);
+        let mut inside = Vec::new();
+        let mut source = Vec::new();
+        for (dim, &pad) in before.iter().enumerate() {
+            let shifted = format!("(i32({}) - {})", c[dim], int(pad as i64)?);
+            inside.push(format!(
+                "{shifted} >= 0i && {shifted} < {}",
+                int(x.sizes[dim] as i64)?
+            ));
+            source.push(format!("u32({shifted})"));
+        }
+        let _ = writeln!(
+            code,
+            "    if ({}) {{ v = {}; }}",
+            inside.join(" && "),
+            moved(x, &source, out.ty)
+        );
+        Ok(Element {
+            code,
+            value: "v".to_string(),
+        })
+    })
+}
+
+/// Inference batch norm: each channel normalized by its running statistics,
+/// then scaled and shifted.
+fn batch_norm(
+    x: &Tensor,
+    [mean, variance]: [&Tensor; 2],
+    [weight, bias]: [Option<Tensor>; 2],
+    out: &Tensor,
+    eps: f64,
+) -> Result<Kernel, Refusal> {
+    per_element(out, no_extra, |c| {
+        let channel = |t: &Tensor| t.load(&t.offset_at(std::slice::from_ref(&c[1])));
+        let mut value = format!(
+            "(({} - {}) / sqrt({} + {}))",
+            x.load_broadcast(c),
+            channel(mean),
+            channel(variance),
+            float(eps)
+        );
+        if let Some(weight) = &weight {
+            value = format!("({value} * {})", channel(weight));
+        }
+        if let Some(bias) = &bias {
+            value = format!("({value} + {})", channel(bias));
+        }
+        Ok(Element::value(value))
+    })
+}
+
+/// A direct convolution, each output element a sum over its window, then
+/// the bias, the clamp and the residual.
+fn convolution(
+    [x, w]: [&Tensor; 2],
+    [bias, residual]: [Option<Tensor>; 2],
+    out: &Tensor,
+    op: &Convolution,
+) -> Result<Kernel, Refusal> {
+    let Convolution {
+        stride,
+        padding,
+        dilation,
+        groups,
+        clamp,
+        ..
+    } = op;
+    let out_per_group = out.sizes[1] / groups;
+    let in_per_group = w.sizes[1];
+    per_element(out, no_extra, |c| {
+        let mut code = format!(
+            "    let group = {} / {out_per_group}u;\n    var acc = 0.0f;\n",
+            c[1]
+        );
+        let _ = writeln!(
+            code,
+            "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
+        let channel = group * {in_per_group}u + ci;"
+        );
+        let spatial = window_loops(
+            &mut code,
+            c,
+            x,
+            [stride, padding, dilation],
+            [w.sizes[2], w.sizes[3]],
+        )?;
+        let _ = writeln!(
+            code,
+            "            acc = fma({}, {}, acc);\n        }}\n    }}\n    }}",
+            x.load(&x.offset_at(&[
+                c[0].clone(),
+                "channel".into(),
+                spatial[0].clone(),
+                spatial[1].clone()
+            ])),
+            w.load(&w.offset_at(&[c[1].clone(), "ci".into(), "kh".into(), "kw".into()])),
+        );
+        let mut value = "acc".to_string();
+        if let Some(bias) = &bias {
+            value = format!("({value} + {})", bias.load(&bias.offset_at(&c[1..2])));
+        }
+        value = clamped(value, *clamp);
+        if let Some(residual) = &residual {
+            value = format!("({value} + {})", residual.load_broadcast(c));
+        }
+        Ok(Element { code, value })
+    })
+}
+
+fn max_pool(
+    x: &Tensor,
+    out: &Tensor,
+    MaxPool2d {
+        kernel,
+        stride,
+        padding,
+        dilation,
+        ..
+    }: &MaxPool2d,
+    indices: Option<(u64, Vec<u64>)>,
+) -> Result<Kernel, Refusal> {
+    let width = x.sizes[3];
+    per_element(
+        out,
+        |c| {
+            let Some((word, strides)) = &indices else {
+                return Ok(String::new());
+            };
+            let offset: Vec<String> = c
+                .iter()
+                .zip(strides)
+                .map(|(coord, stride)| format!("{coord} * {stride}u"))
+                .collect();
+            Ok(format!(
+                "    let at = {word}u + 2u * ({});\n    arena[at] = bitcast<u32>(best_index);\n    arena[at + 1u] = select(0u, 0xffffffffu, best_index < 0i);\n",
+                offset.join(" + ")
+            ))
+        },
+        |c| {
+            let mut code = format!(
+                "    var best = {};\n    var best_index = -1i;\n",
+                float(f64::NEG_INFINITY)
+            );
+            let spatial = window_loops(&mut code, c, x, [stride, padding, dilation], *kernel)?;
+            let _ = writeln!(
+                code,
+                "            let v = {};
             if (v > best || is_nan(v)) {{ best = v; best_index = i32({} * {width}u + {}); }}
         }}
     }}",
-                        x.load(&x.offset_at(&[
-                            c[0].clone(),
-                            c[1].clone(),
-                            spatial[0].clone(),
-                            spatial[1].clone()
-                        ])),
-                        spatial[0],
-                        spatial[1]
-                    );
-                    Ok(Element {
-                        code,
-                        value: "best".to_string(),
-                    })
-                },
-            )?
-        }
-        Op::AvgPool2d {
-            kernel,
-            stride,
-            padding,
-            ceil_mode: _,
-            count_include_pad,
-        } => {
-            let x = &inputs[0];
-            let (height, width) = (x.sizes[2] as i64, x.sizes[3] as i64);
-            per_element(&out, no_extra, |c| {
-                let mut code = String::new();
-                let mut bounds = Vec::new();
-                for (axis, size) in [(0, height), (1, width)] {
-                    let name = ["h", "w"][axis];
-                    let _ = write!(
-                        code,
-                        "    let {name}0 = i32({}) * {} - {};
+                x.load(&x.offset_at(&[
+                    c[0].clone(),
+                    c[1].clone(),
+                    spatial[0].clone(),
+                    spatial[1].clone()
+                ])),
+                spatial[0],
+                spatial[1]
+            );
+            Ok(Element {
+                code,
+                value: "best".to_string(),
+            })
+        },
+    )
+}
+
+fn avg_pool(
+    x: &Tensor,
+    out: &Tensor,
+    AvgPool2d {
+        kernel,
+        stride,
+        padding,
+        count_include_pad,
+        ..
+    }: &AvgPool2d,
+) -> Result<Kernel, Refusal> {
+    let (height, width) = (x.sizes[2] as i64, x.sizes[3] as i64);
+    per_element(out, no_extra, |c| {
+        let mut code = String::new();
+        for (axis, size) in [(0, height), (1, width)] {
+            let name = ["h", "w"][axis];
+            let _ = write!(
+                code,
+                "    let {name}0 = i32({}) * {} - {};
     let {name}1 = min({name}0 + {}, {});
     let {name}pool = {name}1 - {name}0;
     let {name}s = max({name}0, 0i);
     let {name}e = min({name}1, {});
 ",
-                        c[2 + axis],
-                        int(stride[axis] as i64)?,
-                        int(padding[axis] as i64)?,
-                        int(kernel[axis] as i64)?,
-                        int(size + padding[axis] as i64)?,
-                        int(size)?
-                    );
-                    bounds.push(name);
-                }
-                let divisor = if *count_include_pad {
-                    "f32(hpool * wpool)"
-                } else {
-                    "f32((he - hs) * (we - ws))"
-                };
-                let _ = writeln!(
-                    code,
-                    "    var sum = 0.0f;
+                c[2 + axis],
+                int(stride[axis] as i64)?,
+                int(padding[axis] as i64)?,
+                int(kernel[axis] as i64)?,
+                int(size + padding[axis] as i64)?,
+                int(size)?
+            );
+        }
+        let divisor = if *count_include_pad {
+            "f32(hpool * wpool)"
+        } else {
+            "f32((he - hs) * (we - ws))"
+        };
+        let _ = writeln!(
+            code,
+            "    var sum = 0.0f;
     for (var ih = hs; ih < he; ih = ih + 1i) {{
         for (var iw = ws; iw < we; iw = iw + 1i) {{
             sum = sum + {};
         }}
     }}",
-                    x.load(&x.offset_at(&[
-                        c[0].clone(),
-                        c[1].clone(),
-                        "u32(ih)".into(),
-                        "u32(iw)".into()
-                    ]))
-                );
-                Ok(Element {
-                    code,
-                    value: format!("(sum / {divisor})"),
-                })
-            })?
-        }
-        Op::CumSum { dim } if out_ty == Ty::F32 => cumsum(&inputs[0], &out, *dim)?,
-        other => return Err(unsupported(other.name())),
-    };
-    Ok(Some(kernel))
+            x.load(&x.offset_at(&[
+                c[0].clone(),
+                c[1].clone(),
+                "u32(ih)".into(),
+                "u32(iw)".into()
+            ]))
+        );
+        Ok(Element {
+            code,
+            value: format!("(sum / {divisor})"),
+        })
+    })
 }
 
 /// The element of `x` at coordinates `source`, converted to `ty`.
@@ -531,25 +626,23 @@ fn moved(x: &Tensor, source: &[String], ty: Ty) -> String {
 fn clamped(value: String, clamp: ClampRange) -> String {
     let mut value = value;
     if let Some(min) = clamp.min {
-        value = at_least(&value, &float(min));
+        value = at_least(&value, &float(min.0));
     }
     if let Some(max) = clamp.max {
-        value = at_most(&value, &float(max));
+        value = at_most(&value, &float(max.0));
     }
     value
 }
 
 /// The word offset and element strides of an i64 tensor of indices, which
 /// shaders write as two words (the indices are small and non-negative).
-fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), CodegenError> {
+fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), Refusal> {
     let data = graph.value(value);
     let (Some(offset), Some(strides)) = (data.offset, data.ty.fixed_strides()) else {
-        return Err(unsupported(format!("{value}, unplanned or dynamic,")));
+        return Err(refuse(format!("{value}, unplanned or dynamic,")));
     };
     if !offset.is_multiple_of(8) || matches!(data.kind, ValueKind::Constant(_)) {
-        return Err(unsupported(format!(
-            "indices {value} at byte offset {offset}"
-        )));
+        return Err(refuse(format!("indices {value} at byte offset {offset}")));
     }
     Ok((offset / 4, strides))
 }
@@ -563,7 +656,7 @@ fn window_loops(
     x: &Tensor,
     [stride, padding, dilation]: [&[u64; 2]; 3],
     [kh, kw]: [u64; 2],
-) -> Result<[String; 2], CodegenError> {
+) -> Result<[String; 2], Refusal> {
     let mut names = Vec::new();
     for (axis, (name, extent)) in [("kh", kh), ("kw", kw)].into_iter().enumerate() {
         let position = ["ih", "iw"][axis];
@@ -588,15 +681,14 @@ fn window_loops(
 /// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading
 /// dimensions with broadcasting.
 fn matmul(
-    a: &Tensor,
-    b: &Tensor,
+    [a, b]: [&Tensor; 2],
     bias: Option<&Tensor>,
     out: &Tensor,
     (beta, alpha): (f64, f64),
     clamp: ClampRange,
-) -> Result<Kernel, CodegenError> {
+) -> Result<Kernel, Refusal> {
     if a.rank() < 2 || b.rank() < 2 {
-        return Err(unsupported("a matrix product of vectors"));
+        return Err(refuse("a matrix product of vectors"));
     }
     let depth = a.sizes[a.rank() - 1];
     per_element(out, no_extra, |c| {
@@ -660,7 +752,7 @@ fn reduce(
     op: ReduceOp,
     dims: &[usize],
     keepdim: bool,
-) -> Result<Kernel, CodegenError> {
+) -> Result<Kernel, Refusal> {
     let ty = x.ty;
     let (init, combine): (String, fn(&str) -> String) = match (op, ty) {
         (ReduceOp::Sum | ReduceOp::Mean, Ty::F32) => ("0.0f".into(), |v| format!("acc + {v}")),
@@ -671,7 +763,7 @@ fn reduce(
         (ReduceOp::Min, Ty::I32) => (int(i32::MAX.into())?, |v| format!("min(acc, {v})")),
         (ReduceOp::Any, _) => ("false".into(), |v| format!("acc || {v}")),
         (ReduceOp::All, _) => ("true".into(), |v| format!("acc && {v}")),
-        _ => return Err(unsupported(format!("{op:?} of {} tensors", x.dtype))),
+        _ => return Err(refuse(format!("{op:?} of {} tensors", x.dtype))),
     };
     let acc_ty = match op {
         ReduceOp::Any | ReduceOp::All => Ty::Bool,
@@ -743,9 +835,9 @@ fn store(out: &Tensor, coords: &[String], value: &str) -> String {
     )
 }
 
-fn softmax(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<Kernel, CodegenError> {
+fn softmax(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<Kernel, Refusal> {
     if x.ty != Ty::F32 || out.ty != Ty::F32 {
-        return Err(unsupported(format!("softmax of {} tensors", x.dtype)));
+        return Err(refuse(format!("softmax of {} tensors", x.dtype)));
     }
     let length = x.sizes[dim];
     Ok(per_row(x, &[dim], |coords| {
@@ -773,7 +865,14 @@ fn softmax(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<Kernel, Co
     }))
 }
 
-fn cumsum(x: &Tensor, out: &Tensor, dim: usize) -> Result<Kernel, CodegenError> {
+/// Running sums, in f32.
+fn cumsum(x: &Tensor, out: &Tensor, dim: usize) -> Result<Kernel, Refusal> {
+    if out.ty != Ty::F32 {
+        return Err(refuse(format!(
+            "cumulative sums into {} elements",
+            out.dtype
+        )));
+    }
     let length = x.sizes[dim];
     Ok(per_row(x, &[dim], |coords| {
         let mut at = coords.to_vec();
@@ -792,23 +891,19 @@ fn cumsum(x: &Tensor, out: &Tensor, dim: usize) -> Result<Kernel, CodegenError> 
 }
 
 fn layer_norm(
-    inputs: &[Tensor],
+    x: &Tensor,
+    [weight, bias]: [Option<Tensor>; 2],
     out: &Tensor,
     [mean, rstd]: [Option<Tensor>; 2],
     normalized_dims: usize,
     eps: f64,
-    [weight, bias]: [bool; 2],
-) -> Result<Kernel, CodegenError> {
-    let x = &inputs[0];
+) -> Result<Kernel, Refusal> {
     if x.ty != Ty::F32 {
-        return Err(unsupported(format!("layer norm of {} tensors", x.dtype)));
+        return Err(refuse(format!("layer norm of {} tensors", x.dtype)));
     }
     let lead = x.rank() - normalized_dims;
     let trailing: Vec<usize> = (lead..x.rank()).collect();
     let count: u64 = trailing.iter().map(|&dim| x.sizes[dim]).product();
-    let mut rest = inputs[1..].iter();
-    let weight = weight.then(|| rest.next()).flatten();
-    let bias = bias.then(|| rest.next()).flatten();
     Ok(per_row(x, &trailing, |coords| {
         let mut at = coords.to_vec();
         let mut split = String::new();

@@ -6,22 +6,57 @@
 //! arena (binding 0: inputs, outputs, activations and state, at the
 //! offsets the memory planner chose, the same plan the CPU code uses) and
 //! the constants (binding 1, packed here). Identical shaders are kept once;
-//! the dispatches run them in schedule order.
+//! the dispatches run them in schedule order. [`support`] says which kinds
+//! of op shaders express at all (`kernels.rs` dispatches each node, `expr.rs`
+//! lowers elementwise expressions).
 
 mod exact;
+mod expr;
 mod kernels;
-mod pointwise;
 mod wgsl;
 
 use std::collections::HashMap;
 
-use ptec_ir::{Graph, ValueId, ValueKind};
+use ptec_ir::{Graph, OpKind, ValueId, ValueKind};
 use ptec_runtime::MethodAbi;
 use ptec_runtime::vulkan::{DeviceProgram, Dispatch};
 
-use crate::error::CodegenError;
+use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
-use wgsl::{BUFFERS, FUNCTIONS, WORKGROUP_SIZE};
+use wgsl::{BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, refuse};
+
+/// Whether shaders express ops of `kind` at all, or why none of them.
+pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
+    match kind {
+        OpKind::Label | OpKind::Jump | OpKind::JumpIfFalse => Err("control flow"),
+        OpKind::IndexSelect | OpKind::Embedding => Err(
+            "gathers, whose indices out of range the CPU reports as an error and a shader cannot",
+        ),
+        OpKind::ArgReduce => Err("arg-reductions, whose indices are 64-bit integers"),
+        OpKind::Elementwise
+        | OpKind::Fused
+        | OpKind::Copy
+        | OpKind::Reshape
+        | OpKind::Permute
+        | OpKind::Select
+        | OpKind::Slice
+        | OpKind::Cat
+        | OpKind::Pad
+        | OpKind::Repeat
+        | OpKind::Reduce
+        | OpKind::CumSum
+        | OpKind::Softmax
+        | OpKind::LayerNorm
+        | OpKind::BatchNorm
+        | OpKind::MatMul
+        | OpKind::Addmm
+        | OpKind::Convolution
+        | OpKind::MaxPool2d
+        | OpKind::AvgPool2d
+        | OpKind::Full
+        | OpKind::Arange => Ok(()),
+    }
+}
 
 /// Where each constant a shader reads lives in the constants buffer.
 pub(crate) struct Layout {
@@ -38,7 +73,7 @@ impl Layout {
             bytes: Vec::new(),
         };
         for &node in graph.schedule() {
-            for &value in &graph.node(node).inputs {
+            for value in graph.node(node).inputs() {
                 if let ValueKind::Constant(data) = &graph.value(value).kind {
                     if layout.offsets.contains_key(&value) {
                         continue;
@@ -56,10 +91,11 @@ impl Layout {
         layout
     }
 
-    fn constant_offset(&self, value: ValueId) -> Result<u64, CodegenError> {
-        self.offsets.get(&value).copied().ok_or_else(|| {
-            CodegenError::Unsupported(format!("constant {value} is not read by any node"))
-        })
+    fn constant_offset(&self, value: ValueId) -> Result<u64, Refusal> {
+        self.offsets
+            .get(&value)
+            .copied()
+            .ok_or_else(|| refuse(format!("constant {value}, which no node reads")))
     }
 }
 
@@ -134,7 +170,10 @@ impl VulkanMethod {
 pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
     ptec_ir::verify(graph)?;
     if graph.symbols().next().is_some() {
-        return Err(wgsl::unsupported("dynamic shapes"));
+        return Err(CodegenError::UnsupportedMethod {
+            backend: Backend::Vulkan,
+            why: "dynamic shapes".to_string(),
+        });
     }
     let layout = Layout::new(graph);
     let mut shaders: Vec<Shader> = Vec::new();
@@ -144,7 +183,7 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
         let node = graph.node(node_id);
         let in_context = |source: CodegenError| CodegenError::Node {
             node: node_id.to_string(),
-            op: node.op.name(),
+            op: node.op().name().to_string(),
             source: Box::new(source),
         };
         let kernel = kernels::kernel(graph, &layout, node, graph.is_view_in_place(node_id))
@@ -169,19 +208,22 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
             values
                 .iter()
                 .map(|&value| buffer_range(graph, &layout, value))
-                .collect()
+                .collect::<Result<_, _>>()
+                .map_err(|Refusal(why)| {
+                    in_context(CodegenError::unsupported(node.op(), Backend::Vulkan, why))
+                })
         };
         dispatches.push(ShaderDispatch {
             shader,
             workgroups,
             node: node_id.to_string(),
-            op: node.op.name(),
-            reads: ranges(&node.inputs).map_err(in_context)?,
-            writes: ranges(&node.outputs).map_err(in_context)?,
+            op: node.op().name().to_string(),
+            reads: ranges(&node.inputs())?,
+            writes: ranges(node.outputs())?,
         });
     }
     Ok(VulkanMethod {
-        abi: method_abi(graph, Vec::new(), 0)?,
+        abi: method_abi(graph, Backend::Vulkan, Vec::new(), 0)?,
         constants: layout.bytes,
         shaders,
         dispatches,
@@ -192,7 +234,7 @@ fn buffer_range(
     graph: &Graph<'_>,
     layout: &Layout,
     value: ValueId,
-) -> Result<BufferRange, CodegenError> {
+) -> Result<BufferRange, Refusal> {
     let data = graph.value(value);
     let bytes = data.ty.max_bytes(|symbol| graph.bound(symbol));
     let (buffer, offset) = match (&data.kind, data.offset) {

@@ -1,14 +1,14 @@
 //! The WGSL vocabulary the shaders are written in: the two storage buffers,
-//! literals, the types IR element types compute in, conversions between
-//! them, and tensors seen as strided views of a buffer (loads, stores,
-//! coordinates of an element).
+//! the prelude of helper functions, literals, the types IR element types
+//! compute in, conversions between them, and tensors seen as strided views
+//! of a buffer (loads, stores, coordinates of an element); and
+//! [`Refusal`], why a shader cannot express something.
 
 use std::fmt::Write as _;
 
 use ptec_ir::{DType, Graph, Scalar, ValueId, ValueKind};
 
 use super::Layout;
-use crate::error::CodegenError;
 
 /// Invocations per workgroup; every shader uses this size.
 pub(super) const WORKGROUP_SIZE: u64 = 64;
@@ -20,7 +20,8 @@ pub(super) const BUFFERS: &str = "\
 @group(0) @binding(1) var<storage, read> constants: array<u32>;
 ";
 
-/// Helper functions, each included only in shaders that call it.
+/// Helper functions, each included only in shaders that call it (by name:
+/// the IR's math functions name theirs, `MathFn::shader`).
 pub(super) const FUNCTIONS: &[(&str, &str)] = &[
     (
         "arena_byte",
@@ -98,12 +99,17 @@ pub(super) enum Ty {
 }
 
 impl Ty {
-    pub(super) fn of(dtype: DType) -> Result<Ty, CodegenError> {
+    /// The type elements of `dtype` compute in. 64-bit and half-precision
+    /// elements have none (WGSL has neither without extensions), and
+    /// shaders load and store only 32-bit words and bytes.
+    pub(super) fn of(dtype: DType) -> Result<Ty, Refusal> {
         match dtype {
             DType::F32 => Ok(Ty::F32),
             DType::I32 | DType::I8 | DType::U8 => Ok(Ty::I32),
             DType::Bool => Ok(Ty::Bool),
-            other => Err(unsupported(format!("{other} tensors"))),
+            DType::I16 | DType::I64 | DType::F16 | DType::BF16 | DType::F64 => {
+                Err(refuse(format!("{dtype} elements")))
+            }
         }
     }
 
@@ -116,8 +122,22 @@ impl Ty {
     }
 }
 
-pub(super) fn unsupported(what: impl Into<String>) -> CodegenError {
-    CodegenError::Unsupported(format!("{} on the Vulkan backend", what.into()))
+/// Why a shader cannot express what a node asks: the reason of the
+/// node's `CodegenError::Unsupported` on the Vulkan backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Refusal(pub String);
+
+pub(super) fn refuse(why: impl Into<String>) -> Refusal {
+    Refusal(why.into())
+}
+
+/// The name of a prelude function, when the prelude has it.
+pub(super) fn helper(name: &str) -> Result<&'static str, Refusal> {
+    FUNCTIONS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|&(known, _)| known)
+        .ok_or_else(|| refuse(format!("{name}, which the shader prelude lacks")))
 }
 
 /// An f32 literal, exact: decimal when finite, a bit pattern otherwise.
@@ -135,9 +155,9 @@ pub(super) fn float(value: f64) -> String {
 }
 
 /// An i32 literal.
-pub(super) fn int(value: i64) -> Result<String, CodegenError> {
-    let value = i32::try_from(value)
-        .map_err(|_| unsupported(format!("the integer {value}, beyond 32 bits,")))?;
+pub(super) fn int(value: i64) -> Result<String, Refusal> {
+    let value =
+        i32::try_from(value).map_err(|_| refuse(format!("the integer {value}, beyond 32 bits")))?;
     Ok(if value == i32::MIN {
         "bitcast<i32>(0x80000000u)".to_string()
     } else {
@@ -146,7 +166,7 @@ pub(super) fn int(value: i64) -> Result<String, CodegenError> {
 }
 
 /// A scalar attribute as a literal of `ty`.
-pub(super) fn scalar(value: Scalar, ty: Ty) -> Result<String, CodegenError> {
+pub(super) fn scalar(value: Scalar, ty: Ty) -> Result<String, Refusal> {
     Ok(match ty {
         Ty::F32 => float(value.as_f64()),
         Ty::I32 => int(value.as_i64())?,
@@ -155,9 +175,9 @@ pub(super) fn scalar(value: Scalar, ty: Ty) -> Result<String, CodegenError> {
 }
 
 /// A u32 literal for sizes and indices.
-pub(super) fn index(value: u64) -> Result<String, CodegenError> {
-    let value = u32::try_from(value)
-        .map_err(|_| unsupported(format!("an index of {value}, beyond 32 bits,")))?;
+pub(super) fn index(value: u64) -> Result<String, Refusal> {
+    let value =
+        u32::try_from(value).map_err(|_| refuse(format!("an index of {value}, beyond 32 bits")))?;
     Ok(format!("{value}u"))
 }
 
@@ -212,26 +232,22 @@ impl Tensor {
         graph: &Graph<'_>,
         layout: &Layout,
         value: ValueId,
-    ) -> Result<Tensor, CodegenError> {
+    ) -> Result<Tensor, Refusal> {
         let data = graph.value(value);
         let sizes = data
             .ty
             .fixed_shape()
-            .ok_or_else(|| unsupported(format!("{value}, whose shape {} is dynamic,", data.ty)))?;
+            .ok_or_else(|| refuse(format!("{value}, whose shape {} is dynamic", data.ty)))?;
         let (buffer, byte_offset) = match (&data.kind, data.offset) {
             (ValueKind::Constant(_), _) => (Buffer::Constants, layout.constant_offset(value)?),
             (_, Some(offset)) => (Buffer::Arena, offset),
-            (_, None) => {
-                return Err(CodegenError::Unsupported(format!(
-                    "{value} has no memory planned"
-                )));
-            }
+            (_, None) => return Err(refuse(format!("{value}, which has no memory planned"))),
         };
         let ty = Ty::of(data.ty.dtype)?;
         let strides = data.ty.fixed_strides().unwrap_or_default();
         if data.ty.dtype.size() == 4 && !byte_offset.is_multiple_of(4) {
-            return Err(unsupported(format!(
-                "{value} at byte offset {byte_offset}, not a multiple of 4,"
+            return Err(refuse(format!(
+                "{value} at byte offset {byte_offset}, not a multiple of 4"
             )));
         }
         Ok(Tensor {

@@ -1,0 +1,296 @@
+//! The CPU's lowering of the IR's scalar expressions
+//! ([`ptec_ir::ops::expr`]): each primitive as Cranelift instructions on one
+//! element of a compute type, or on four f32 lanes at once. Elementwise
+//! semantics live in the IR; this file only knows the primitives.
+//!
+//! Numbers are values of the compute type (booleans as bytes 0 or 1), or
+//! f32x4 vectors; the booleans comparisons give are bytes 0 or 1, or lane
+//! masks (all ones or all zeros) for vectors. Math functions call the C
+//! library, and integer division checks its divisor; neither has a vector
+//! form ([`Expr::is_scalar_only`]).
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{Endianness, InstBuilder, MemFlagsData, Type, Value, types};
+use ptec_ir::ops::expr::{Binary, Comparison, Expr, Unary};
+use ptec_ir::{DType, Scalar};
+
+use crate::emit::Emitter;
+use crate::error::CodegenError;
+
+/// What an expression is lowered to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lowering {
+    /// The element type numbers are computed in (half precision already
+    /// widened: [`DType::arithmetic`]).
+    pub compute: DType,
+    /// The Cranelift type of a number: the compute type's, or f32x4.
+    pub ty: Type,
+}
+
+/// `expr` of `operands` (numbers of `at.ty`).
+pub(crate) fn lower(
+    e: &mut Emitter<'_, '_, '_>,
+    expr: &Expr,
+    operands: &[Value],
+    at: Lowering,
+) -> Result<Value, CodegenError> {
+    match expr {
+        Expr::Operand(index) => operands.get(*index).copied().ok_or_else(|| {
+            e.unsupported(format!(
+                "an expression reading operand {index} of {}",
+                operands.len()
+            ))
+        }),
+        Expr::Constant(value) => constant(e, *value, at),
+        Expr::Unary(op, x) => {
+            let x = lower(e, x, operands, at)?;
+            unary(e, *op, x, at)
+        }
+        Expr::Binary(op, a, b) => {
+            let a = lower(e, a, operands, at)?;
+            let b = lower(e, b, operands, at)?;
+            binary(e, *op, a, b, at)
+        }
+        Expr::Select(parts) => {
+            let [condition, a, b] = parts.as_ref();
+            let condition = lower(e, condition, operands, at)?;
+            let a = lower(e, a, operands, at)?;
+            let b = lower(e, b, operands, at)?;
+            Ok(select_lanes(e, condition, a, b))
+        }
+        Expr::Math(function, args) => {
+            if !at.compute.is_float() || at.ty.is_vector() {
+                let symbol = function.c_symbol(false);
+                return Err(e.unsupported(format!("{symbol} of {} elements", at.ty)));
+            }
+            let args = args
+                .iter()
+                .map(|arg| lower(e, arg, operands, at))
+                .collect::<Result<Vec<_>, _>>()?;
+            e.call_math(*function, &args)
+        }
+    }
+}
+
+/// A scalar as a number of the compute type, converted as PyTorch converts
+/// a scalar ([`Emitter::constant`]); splat across lanes for vectors.
+pub(crate) fn constant(
+    e: &mut Emitter<'_, '_, '_>,
+    value: Scalar,
+    at: Lowering,
+) -> Result<Value, CodegenError> {
+    if at.compute.is_float() {
+        Ok(fconst(e, at.ty, value.as_f64()))
+    } else {
+        e.constant(at.compute, value)
+    }
+}
+
+fn unary(
+    e: &mut Emitter<'_, '_, '_>,
+    op: Unary,
+    x: Value,
+    at: Lowering,
+) -> Result<Value, CodegenError> {
+    let float = at.compute.is_float();
+    Ok(match op {
+        Unary::Neg if float => e.b.ins().fneg(x),
+        Unary::Neg => e.b.ins().ineg(x),
+        Unary::Abs if float => e.b.ins().fabs(x),
+        Unary::Abs => e.b.ins().iabs(x),
+        Unary::Sqrt if float => e.b.ins().sqrt(x),
+        Unary::Sqrt => return Err(e.unsupported(format!("the square root of {}", at.compute))),
+        Unary::Floor if float => e.b.ins().floor(x),
+        Unary::Ceil if float => e.b.ins().ceil(x),
+        Unary::Round if float => e.b.ins().nearest(x),
+        Unary::Trunc if float => e.b.ins().trunc(x),
+        // Integers are their own roundings.
+        Unary::Floor | Unary::Ceil | Unary::Round | Unary::Trunc => x,
+        Unary::IsNan if float => e.b.ins().fcmp(FloatCC::Unordered, x, x),
+        Unary::IsNan => e.b.ins().iconst(types::I8, 0),
+        Unary::NonZero if float => {
+            let zero = fconst(e, at.ty, 0.0);
+            e.b.ins().fcmp(FloatCC::NotEqual, x, zero)
+        }
+        // A boolean number already is its truth.
+        Unary::NonZero if at.compute == DType::Bool => x,
+        Unary::NonZero => e.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+        Unary::Not if at.ty.is_vector() => e.b.ins().bnot(x),
+        Unary::Not => e.b.ins().bxor_imm_u(x, 1),
+        Unary::FromBool if float => {
+            let (one, zero) = (fconst(e, at.ty, 1.0), fconst(e, at.ty, 0.0));
+            select_lanes(e, x, one, zero)
+        }
+        Unary::FromBool if at.ty == types::I8 => x,
+        Unary::FromBool => e.b.ins().uextend(at.ty, x),
+    })
+}
+
+fn binary(
+    e: &mut Emitter<'_, '_, '_>,
+    op: Binary,
+    a: Value,
+    b: Value,
+    at: Lowering,
+) -> Result<Value, CodegenError> {
+    let float = at.compute.is_float();
+    let unsigned = at.compute.is_unsigned();
+    Ok(match op {
+        Binary::Add if float => e.b.ins().fadd(a, b),
+        Binary::Add => e.b.ins().iadd(a, b),
+        Binary::Sub if float => e.b.ins().fsub(a, b),
+        Binary::Sub => e.b.ins().isub(a, b),
+        Binary::Mul if float => e.b.ins().fmul(a, b),
+        Binary::Mul => e.b.ins().imul(a, b),
+        Binary::Div if float => e.b.ins().fdiv(a, b),
+        Binary::Div => {
+            return Err(e.unsupported(format!("true division of {}", at.compute)));
+        }
+        // Cranelift's fmax and fmin give NaN when either operand is NaN.
+        Binary::Maximum if float => e.b.ins().fmax(a, b),
+        Binary::Minimum if float => e.b.ins().fmin(a, b),
+        // The clamps of integers are their maximum and minimum (no NaN to
+        // keep).
+        Binary::Maximum | Binary::AtLeast if unsigned => e.b.ins().umax(a, b),
+        Binary::Minimum | Binary::AtMost if unsigned => e.b.ins().umin(a, b),
+        Binary::AtLeast if float => at_least(e, a, b),
+        Binary::AtMost if float => at_most(e, a, b),
+        Binary::Maximum | Binary::AtLeast => e.b.ins().smax(a, b),
+        Binary::Minimum | Binary::AtMost => e.b.ins().smin(a, b),
+        Binary::Compare(comparison) if float => e.b.ins().fcmp(float_condition(comparison), a, b),
+        Binary::Compare(comparison) => {
+            e.b.ins()
+                .icmp(integer_condition(comparison, unsigned), a, b)
+        }
+        Binary::And => e.b.ins().band(a, b),
+        Binary::Or => e.b.ins().bor(a, b),
+        Binary::Xor => e.b.ins().bxor(a, b),
+        Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder if float => {
+            return Err(e.unsupported(format!("integer division of {} elements", at.compute)));
+        }
+        Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder => {
+            integer_division(e, op, a, b, unsigned)
+        }
+    })
+}
+
+fn float_condition(comparison: Comparison) -> FloatCC {
+    match comparison {
+        Comparison::Eq => FloatCC::Equal,
+        // True when either operand is NaN.
+        Comparison::Ne => FloatCC::NotEqual,
+        Comparison::Lt => FloatCC::LessThan,
+        Comparison::Le => FloatCC::LessThanOrEqual,
+        Comparison::Gt => FloatCC::GreaterThan,
+        Comparison::Ge => FloatCC::GreaterThanOrEqual,
+    }
+}
+
+fn integer_condition(comparison: Comparison, unsigned: bool) -> IntCC {
+    match (comparison, unsigned) {
+        (Comparison::Eq, _) => IntCC::Equal,
+        (Comparison::Ne, _) => IntCC::NotEqual,
+        (Comparison::Lt, true) => IntCC::UnsignedLessThan,
+        (Comparison::Le, true) => IntCC::UnsignedLessThanOrEqual,
+        (Comparison::Gt, true) => IntCC::UnsignedGreaterThan,
+        (Comparison::Ge, true) => IntCC::UnsignedGreaterThanOrEqual,
+        (Comparison::Lt, false) => IntCC::SignedLessThan,
+        (Comparison::Le, false) => IntCC::SignedLessThanOrEqual,
+        (Comparison::Gt, false) => IntCC::SignedGreaterThan,
+        (Comparison::Ge, false) => IntCC::SignedGreaterThanOrEqual,
+    }
+}
+
+/// A float constant of `ty` (a float type, or an f32x4 vector splat).
+pub(crate) fn fconst(e: &mut Emitter<'_, '_, '_>, ty: Type, value: f64) -> Value {
+    match ty {
+        types::F64 => e.b.ins().f64const(value),
+        types::F32 => e.b.ins().f32const(value as f32),
+        _ => {
+            let lane = e.b.ins().f32const(value as f32);
+            e.b.ins().splat(ty, lane)
+        }
+    }
+}
+
+/// `x`, raised to `bound` where it is below: `max(x, bound)` that keeps
+/// NaN. A compare and a select, where `fmax`'s IEEE rules for NaN and signed
+/// zeros cost x86 several more instructions.
+pub(crate) fn at_least(e: &mut Emitter<'_, '_, '_>, x: Value, bound: Value) -> Value {
+    let below = e.b.ins().fcmp(FloatCC::LessThan, x, bound);
+    select_lanes(e, below, bound, x)
+}
+
+/// `x`, lowered to `bound` where it is above: `min(x, bound)` that keeps
+/// NaN.
+pub(crate) fn at_most(e: &mut Emitter<'_, '_, '_>, x: Value, bound: Value) -> Value {
+    let above = e.b.ins().fcmp(FloatCC::GreaterThan, x, bound);
+    select_lanes(e, above, bound, x)
+}
+
+/// `condition ? a : b`, lane by lane for vectors.
+pub(crate) fn select_lanes(
+    e: &mut Emitter<'_, '_, '_>,
+    condition: Value,
+    a: Value,
+    b: Value,
+) -> Value {
+    let ty = e.b.func.dfg.value_type(a);
+    if ty.is_vector() {
+        // The comparison's lanes are all ones or all zeros.
+        let little = MemFlagsData::new().with_endianness(Endianness::Little);
+        let mask = e.b.ins().bitcast(ty, little, condition);
+        e.b.ins().bitselect(mask, a, b)
+    } else {
+        e.b.ins().select(condition, a, b)
+    }
+}
+
+/// Floor division, truncating division and Python's remainder of integers.
+/// Division by zero is an error, as in PyTorch; `MIN / -1` wraps instead of
+/// trapping.
+fn integer_division(
+    e: &mut Emitter<'_, '_, '_>,
+    op: Binary,
+    a: Value,
+    b: Value,
+    unsigned: bool,
+) -> Value {
+    let zero = e.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+    e.fail_if(zero, "integer division by zero".to_string());
+    if unsigned {
+        return match op {
+            Binary::FloorDiv | Binary::TruncDiv => e.b.ins().udiv(a, b),
+            _ => e.b.ins().urem(a, b),
+        };
+    }
+    let ty = e.b.func.dfg.value_type(a);
+    let one = e.b.ins().iconst(ty, 1);
+    // Dividing by -1 cannot trap this way: divide by 1 and negate.
+    let minus_one = e.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+    let divisor = e.b.ins().select(minus_one, one, b);
+    let quotient = e.b.ins().sdiv(a, divisor);
+    let remainder = e.b.ins().srem(a, divisor);
+    let negated = e.b.ins().ineg(quotient);
+    let quotient = e.b.ins().select(minus_one, negated, quotient);
+    if op == Binary::TruncDiv {
+        return quotient;
+    }
+    // Round toward negative infinity: when the remainder is non-zero and its
+    // sign differs from the divisor's, step the quotient down and the
+    // remainder over.
+    let nonzero = e.b.ins().icmp_imm_s(IntCC::NotEqual, remainder, 0);
+    let signs = e.b.ins().bxor(remainder, b);
+    let differ = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, signs, 0);
+    let adjust = e.b.ins().band(nonzero, differ);
+    match op {
+        Binary::FloorDiv => {
+            let stepped = e.b.ins().isub(quotient, one);
+            e.b.ins().select(adjust, stepped, quotient)
+        }
+        _ => {
+            let moved = e.b.ins().iadd(remainder, b);
+            e.b.ins().select(adjust, moved, remainder)
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Loading a method to run it: compiled for a back end, instantiated, and
+//! called through one interface whichever back end runs it.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use ptec_codegen::Linker;
+use ptec_frontend::{Method, ScalarType};
+use ptec_ir::Graph;
+use ptec_passes::PassReport;
+use ptec_runtime::library::{Library, LibraryInstance};
+use ptec_runtime::vulkan::{VulkanDevice, VulkanInstance};
+use ptec_runtime::{ElementType, HostTensor, Instance, RuntimeError, TensorRef};
+
+use crate::error::Error;
+use crate::pipeline::{Options, jit, object, optimize, vulkan, write_shared_object};
+
+/// The back ends a method can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Backend {
+    /// Compiled in-process with Cranelift and called directly.
+    Jit,
+    /// Compiled to a shared object, loaded, and called through its C ABI,
+    /// as a C program would.
+    Aot,
+    /// Compute shaders (SPIR-V, with naga) on a Vulkan device
+    /// (`PTEC_VULKAN_DEVICE` picks one).
+    Vulkan,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 3] = [Backend::Jit, Backend::Aot, Backend::Vulkan];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Jit => "jit",
+            Backend::Aot => "aot",
+            Backend::Vulkan => "vulkan",
+        }
+    }
+
+    /// The code generator that serves this back end.
+    pub fn code_generator(self) -> ptec_codegen::Backend {
+        match self {
+            Backend::Jit | Backend::Aot => ptec_codegen::Backend::Cpu,
+            Backend::Vulkan => ptec_codegen::Backend::Vulkan,
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Backend::ALL
+            .into_iter()
+            .find(|backend| backend.name() == name)
+            .ok_or_else(|| format!("{name:?} is not a back end (jit, aot or vulkan)"))
+    }
+}
+
+/// A loaded method, on whichever back end.
+#[derive(Debug)]
+pub enum Runner<'a> {
+    Jit(Box<Instance<'a>>),
+    Aot {
+        instance: LibraryInstance,
+        method: usize,
+    },
+    Vulkan(Box<VulkanInstance>),
+}
+
+impl Runner<'_> {
+    /// Runs the method once on `inputs`; state persists to the next run.
+    pub fn run(&mut self, inputs: &[TensorRef<'_>]) -> Result<Vec<HostTensor>, RuntimeError> {
+        match self {
+            Runner::Jit(instance) => instance.run(inputs),
+            Runner::Aot { instance, method } => instance.run(*method, inputs),
+            Runner::Vulkan(instance) => instance.run(inputs),
+        }
+    }
+}
+
+/// A loaded method, how long compiling it took, and what each pass did.
+#[derive(Debug)]
+pub struct Loaded<'a> {
+    pub runner: Runner<'a>,
+    pub compile_ms: f64,
+    pub passes: Vec<PassReport>,
+}
+
+/// Compiles `method` for `backend` and makes an instance of it.
+pub fn load<'a>(
+    method: &Method<'a>,
+    backend: Backend,
+    options: &Options,
+) -> Result<Loaded<'a>, Error> {
+    let start = Instant::now();
+    let optimized = optimize(method, &options.passes, |_, _| {})?;
+    let graph = &optimized.graph;
+    let runner = match backend {
+        Backend::Jit => {
+            let ptec_codegen::JitMethod {
+                code,
+                entry,
+                abi,
+                constants,
+            } = jit(graph, options)?;
+            // SAFETY: `entry` was generated for `abi` and reads its constants
+            // from this table; the boxed code keeps it alive.
+            Runner::Jit(Box::new(unsafe {
+                Instance::new(abi, entry, constants, Box::new(code))?
+            }))
+        }
+        Backend::Aot => load_shared_object(graph, options)?,
+        Backend::Vulkan => {
+            let compiled = vulkan(graph)?;
+            let program = compiled.device_program();
+            let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program).map_err(
+                |source| Error::Vulkan {
+                    method: method.name.clone(),
+                    source,
+                },
+            )?;
+            Runner::Vulkan(Box::new(instance))
+        }
+    };
+    Ok(Loaded {
+        runner,
+        compile_ms: start.elapsed().as_secs_f64() * 1e3,
+        passes: optimized.reports,
+    })
+}
+
+/// The Vulkan device, opened once per process.
+fn vulkan_device() -> Result<Arc<VulkanDevice>, Error> {
+    static DEVICE: OnceLock<Arc<VulkanDevice>> = OnceLock::new();
+    if let Some(device) = DEVICE.get() {
+        return Ok(device.clone());
+    }
+    let device = Arc::new(VulkanDevice::open().map_err(Error::VulkanDevice)?);
+    Ok(DEVICE.get_or_init(|| device).clone())
+}
+
+/// Compiles an optimized graph into a shared object for this machine, links
+/// it in a temporary directory, loads it and creates an instance.
+fn load_shared_object<'a>(graph: &Graph<'_>, options: &Options) -> Result<Runner<'a>, Error> {
+    const PREFIX: &str = "ptec";
+    let object = object(
+        std::slice::from_ref(graph),
+        &options.aot(None, PREFIX, false),
+    )?;
+    let directory = tempfile::tempdir().map_err(|source| Error::Io {
+        what: "creating a temporary directory".into(),
+        source,
+    })?;
+    let path = directory.path().join("model.so");
+    write_shared_object(&object, &Linker::for_target(None), &path)?;
+    // SAFETY: ptec just wrote this library with this prefix.
+    let library = unsafe { Library::open(&path, PREFIX)? };
+    let instance = LibraryInstance::new(Arc::new(library))?;
+    Ok(Runner::Aot {
+        instance,
+        method: 0,
+    })
+}
+
+/// The runtime's element type for an element type of the file, when ptec
+/// computes with it.
+pub fn element_type_of(scalar: ScalarType) -> Option<ElementType> {
+    ptec_import::dtype_of(scalar).map(ptec_codegen::element_type)
+}

@@ -1,0 +1,567 @@
+//! The importer of a method: its values, kernel calls (through the operator
+//! table), moves, jumps, and delegate calls (through the XNNPACK and Vulkan
+//! importers) become a [`Graph`].
+//!
+//! The file's memory plan is read only to find its aliasing, which the
+//! graph then states explicitly: reading a value nothing wrote, at the
+//! offset of a value something did write, is a view of it (an explicit
+//! `reshape` node); a value nothing wrote at an offset nothing wrote is
+//! state that persists between calls (a mutable buffer). The graph itself
+//! carries no memory placement: the pipeline plans memory afresh.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+use ptec_frontend::{
+    DelegateIndex, DelegatePayload, Instruction, Method, ScalarType, ShapeDynamism, Tensor,
+    TensorStorage, Value, ValueIndex,
+};
+use ptec_ir::ops::control::{Jump, JumpIfFalse, Label, LabelId};
+use ptec_ir::ops::layout::{Copy, Reshape};
+use ptec_ir::ops::{Expected, show};
+use ptec_ir::{DType, Dim, Graph, Op, TensorType, ValueData, ValueId, ValueKind};
+
+use crate::aten;
+use crate::call::{Argument, Call, TensorRef};
+use crate::error::{ImportError, InstructionId, Location, Problem};
+use crate::symbols::Symbols;
+
+/// Bytes each region of the file's plan is aligned to, in the importer's
+/// view of the file's memory.
+const REGION_ALIGNMENT: u64 = 64;
+
+/// Imports `method` into a graph. Constant data stays borrowed from the
+/// program's bytes.
+pub fn import_method<'a>(method: &Method<'a>) -> Result<Graph<'a>, ImportError> {
+    check_operators(method)?;
+    let mut importer = Importer::new(method);
+    importer.import()?;
+    Ok(importer.finish())
+}
+
+/// Reports every kernel call of an operator ptec cannot import, at once.
+fn check_operators(method: &Method<'_>) -> Result<(), ImportError> {
+    let mut unsupported: BTreeMap<String, Vec<InstructionId>> = BTreeMap::new();
+    for (chain, instructions) in method.chains.iter().enumerate() {
+        for (index, instruction) in instructions.iter().enumerate() {
+            if let Instruction::Kernel { operator, .. } = instruction {
+                let key = method.operator(*operator).key();
+                if !aten::is_supported(&key) {
+                    unsupported
+                        .entry(key)
+                        .or_default()
+                        .push(InstructionId { chain, index });
+                }
+            }
+        }
+    }
+    if unsupported.is_empty() {
+        Ok(())
+    } else {
+        Err(ImportError::UnsupportedOperators {
+            method: method.name.clone(),
+            operators: unsupported,
+        })
+    }
+}
+
+/// The element type ptec computes with for an element type of the file.
+pub fn dtype_of(scalar: ScalarType) -> Option<DType> {
+    Some(match scalar {
+        ScalarType::Bool => DType::Bool,
+        ScalarType::Byte => DType::U8,
+        ScalarType::Char => DType::I8,
+        ScalarType::Short => DType::I16,
+        ScalarType::Int => DType::I32,
+        ScalarType::Long => DType::I64,
+        ScalarType::Half => DType::F16,
+        ScalarType::BFloat16 => DType::BF16,
+        ScalarType::Float => DType::F32,
+        ScalarType::Double => DType::F64,
+        _ => return None,
+    })
+}
+
+/// The state of one import.
+pub(crate) struct Importer<'m, 'a> {
+    pub(crate) method: &'m Method<'a>,
+    pub(crate) graph: Graph<'a>,
+    /// The IR value of each frontend value, once it has one.
+    values: HashMap<ValueIndex, ValueId>,
+    /// Where the file's plan puts each value the method's tensors became.
+    file_offsets: HashMap<ValueId, u64>,
+    /// The value last written at each offset of the file's plan.
+    written_at: HashMap<u64, ValueId>,
+    /// Start of each memory id's region in one view of the file's memory.
+    region_base: Vec<u64>,
+    /// Where the next tensor the file does not plan goes in that view, so
+    /// that it aliases nothing.
+    file_end: u64,
+    pub(crate) symbols: Symbols,
+    /// Where the importer is, for messages.
+    pub(crate) at: Location,
+}
+
+impl<'m, 'a> Importer<'m, 'a> {
+    fn new(method: &'m Method<'a>) -> Self {
+        let mut region_base = Vec::with_capacity(method.non_const_buffer_sizes.len());
+        let mut end = 0;
+        for &size in &method.non_const_buffer_sizes {
+            region_base.push(end);
+            end = (end + size).next_multiple_of(REGION_ALIGNMENT);
+        }
+        Importer {
+            method,
+            graph: Graph::new(method.name.clone()),
+            values: HashMap::new(),
+            file_offsets: HashMap::new(),
+            written_at: HashMap::new(),
+            region_base,
+            file_end: end,
+            symbols: Symbols::default(),
+            at: Location::Inputs,
+        }
+    }
+
+    pub(crate) fn invalid(&self, problem: Problem) -> ImportError {
+        ImportError::Invalid {
+            method: self.method.name.clone(),
+            location: self.at.clone(),
+            problem: Box::new(problem),
+        }
+    }
+
+    /// [`Importer::invalid`] with a message.
+    pub(crate) fn contradiction(&self, problem: impl Into<String>) -> ImportError {
+        self.invalid(Problem::Invalid(problem.into()))
+    }
+
+    /// The instruction being imported.
+    pub(crate) fn current_instruction(&self) -> InstructionId {
+        match &self.at {
+            Location::Instruction(at)
+            | Location::XnnpackOutputs(at)
+            | Location::VulkanOutputs(at)
+            | Location::XnnpackNode {
+                instruction: at, ..
+            }
+            | Location::VulkanCall {
+                instruction: at, ..
+            } => *at,
+            Location::Inputs | Location::Outputs => InstructionId { chain: 0, index: 0 },
+        }
+    }
+
+    fn import(&mut self) -> Result<(), ImportError> {
+        for (position, &input) in self.method.inputs.iter().enumerate() {
+            let tensor = self.tensor(input)?.clone();
+            let mut ty = self.file_type(&tensor)?;
+            if tensor.dynamism == ShapeDynamism::DynamicBound {
+                for (axis, dim) in ty.shape.iter_mut().enumerate() {
+                    if let Dim::Fixed(bound) = *dim {
+                        *dim = Dim::Symbol(self.symbols.add(
+                            &mut self.graph,
+                            bound,
+                            format!("input {position} dim {axis}"),
+                        ));
+                    }
+                }
+            }
+            let offset = self.place(&tensor, &ty)?;
+            let id = self.graph.add_value(ValueData {
+                ty,
+                kind: ValueKind::Input(position),
+                offset: None,
+            });
+            self.values.insert(input, id);
+            self.file_offsets.insert(id, offset);
+            self.written_at.insert(offset, id);
+        }
+        for (chain, instructions) in self.method.chains.iter().enumerate() {
+            let labels = self.jump_targets(instructions);
+            for (index, instruction) in instructions.iter().enumerate() {
+                self.at = Location::Instruction(InstructionId { chain, index });
+                if let Some(&label) = labels.get(&index) {
+                    self.graph.push_node(Op::Label(Label { label }), Vec::new());
+                }
+                self.instruction(instruction, &labels)?;
+            }
+            if let Some(&label) = labels.get(&instructions.len()) {
+                self.graph.push_node(Op::Label(Label { label }), Vec::new());
+            }
+        }
+        self.at = Location::Outputs;
+        let outputs = self
+            .method
+            .outputs
+            .iter()
+            .map(|&output| self.read(TensorRef::Method(output)))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.graph.set_outputs(outputs);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Graph<'a> {
+        self.symbols.apply(&mut self.graph);
+        self.graph
+    }
+
+    /// A label for every instruction a jump lands on (the chain's length
+    /// when a jump ends it).
+    fn jump_targets(&mut self, chain: &[Instruction]) -> HashMap<usize, LabelId> {
+        let mut labels = HashMap::new();
+        for instruction in chain {
+            if let Instruction::JumpFalse { destination, .. } = instruction {
+                labels
+                    .entry(*destination)
+                    .or_insert_with(|| self.graph.new_label());
+            }
+        }
+        labels
+    }
+
+    fn instruction(
+        &mut self,
+        instruction: &Instruction,
+        labels: &HashMap<usize, LabelId>,
+    ) -> Result<(), ImportError> {
+        match instruction {
+            Instruction::Kernel { operator, args } => {
+                let key = self.method.operator(*operator).key();
+                let args = self.arguments(args)?;
+                let mut call = Call {
+                    importer: self,
+                    args: &args,
+                };
+                aten::import_call(&key, &mut call)
+            }
+            Instruction::Delegate { delegate, args } => self.delegate(*delegate, args),
+            Instruction::Move { from, to } => {
+                let input = self.read(TensorRef::Method(*from))?;
+                let destination = self.write(TensorRef::Method(*to), None, "copy", 0)?;
+                self.push(Op::Copy(Copy { input }), vec![destination]);
+                Ok(())
+            }
+            Instruction::JumpFalse {
+                condition,
+                destination,
+            } => {
+                let label = labels[destination];
+                match self.method.value(*condition) {
+                    Value::Bool(false) => {
+                        self.graph.push_node(Op::Jump(Jump { label }), Vec::new());
+                    }
+                    Value::Bool(true) => {}
+                    Value::Tensor(_) => {
+                        let condition = self.read(TensorRef::Method(*condition))?;
+                        let op = Op::JumpIfFalse(JumpIfFalse { condition, label });
+                        self.graph.push_node(op, Vec::new());
+                    }
+                    other => {
+                        return Err(self.contradiction(format!(
+                            "a jump condition must be a Bool, not a {}",
+                            other.kind()
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            // Memory is planned ahead; freeing changes nothing.
+            Instruction::Free { .. } => Ok(()),
+        }
+    }
+
+    /// A KernelCall's arguments as typed values.
+    fn arguments(&self, args: &[ValueIndex]) -> Result<Vec<Argument>, ImportError> {
+        args.iter()
+            .map(|&index| {
+                Ok(match self.method.value(index) {
+                    Value::Null => Argument::Null,
+                    Value::Int(value) => Argument::Int(*value),
+                    Value::Bool(value) => Argument::Bool(*value),
+                    Value::Double(value) => Argument::Double(*value),
+                    Value::String(value) => Argument::String(value.clone()),
+                    Value::Tensor(_) => Argument::Tensor(TensorRef::Method(index)),
+                    Value::IntList(items) => Argument::IntList(
+                        items
+                            .iter()
+                            .map(|&item| match self.method.value(item) {
+                                Value::Int(value) => Ok(*value),
+                                other => Err(self.contradiction(format!(
+                                    "IntList item {item} is a {}, not an Int",
+                                    other.kind()
+                                ))),
+                            })
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    Value::DoubleList(items) => Argument::DoubleList(items.clone()),
+                    Value::BoolList(items) => Argument::BoolList(items.clone()),
+                    Value::TensorList(items) => {
+                        Argument::TensorList(items.iter().copied().map(TensorRef::Method).collect())
+                    }
+                    Value::OptionalTensorList(items) => Argument::OptionalTensorList(
+                        items
+                            .iter()
+                            .map(|item| item.map(TensorRef::Method))
+                            .collect(),
+                    ),
+                })
+            })
+            .collect()
+    }
+
+    fn delegate(&mut self, index: DelegateIndex, args: &[ValueIndex]) -> Result<(), ImportError> {
+        let delegate = self.method.delegate(index);
+        match &delegate.payload {
+            DelegatePayload::Xnnpack(graph) => crate::xnnpack::import(self, graph, args),
+            DelegatePayload::Vulkan(graph) => crate::vulkan::import(self, graph, args),
+            DelegatePayload::Opaque(_) => {
+                Err(self.contradiction(format!("backend {} is not one ptec can read", delegate.id)))
+            }
+        }
+    }
+
+    /// A tensor value of the method.
+    pub(crate) fn tensor(&self, index: ValueIndex) -> Result<&Tensor<'a>, ImportError> {
+        match self.method.value(index) {
+            Value::Tensor(tensor) => Ok(tensor),
+            other => Err(self.contradiction(format!(
+                "value {index} must be a tensor, not a {}",
+                other.kind()
+            ))),
+        }
+    }
+
+    /// The type a tensor has in the file (upper-bound sizes).
+    pub(crate) fn file_type(&self, tensor: &Tensor<'_>) -> Result<TensorType, ImportError> {
+        if tensor.dynamism == ShapeDynamism::DynamicUnbound {
+            return Err(self.contradiction("tensors of unbounded dynamic shape are not supported"));
+        }
+        Ok(TensorType {
+            dtype: dtype_of(tensor.dtype).ok_or_else(|| {
+                self.contradiction(format!("element type {} is not supported", tensor.dtype))
+            })?,
+            shape: tensor
+                .sizes
+                .iter()
+                .map(|&size| Dim::Fixed(size as u64))
+                .collect(),
+            dim_order: tensor.dim_order.clone(),
+        })
+    }
+
+    /// Where the file's plan puts a non-constant tensor; tensors it does
+    /// not plan get a place of their own.
+    fn place(&mut self, tensor: &Tensor<'_>, ty: &TensorType) -> Result<u64, ImportError> {
+        match tensor.storage {
+            TensorStorage::Planned {
+                memory_id, offset, ..
+            } => Ok(self.region_base[memory_id as usize] + offset),
+            TensorStorage::Unplanned => {
+                let offset = self.file_end;
+                let bytes = ty.max_bytes(|symbol| self.graph.bound(symbol));
+                self.file_end = (offset + bytes).next_multiple_of(REGION_ALIGNMENT);
+                Ok(offset)
+            }
+            TensorStorage::Constant(_) => {
+                Err(self.contradiction("a constant tensor cannot be written"))
+            }
+            TensorStorage::External { ref name } => {
+                Err(self.contradiction(format!("external tensor data ({name}) is not supported")))
+            }
+        }
+    }
+
+    /// The type a tensor argument declares (upper-bound sizes for the
+    /// method's dynamic tensors).
+    pub(crate) fn declared_type(&self, tensor: TensorRef) -> Result<TensorType, ImportError> {
+        match tensor {
+            TensorRef::Method(index) => self.file_type(self.tensor(index)?),
+            TensorRef::Ir(id) => Ok(self.graph.value(id).ty.clone()),
+        }
+    }
+
+    /// The sizes a tensor argument declares.
+    pub(crate) fn declared_sizes(&self, tensor: TensorRef) -> Result<Vec<i64>, ImportError> {
+        let ty = self.declared_type(tensor)?;
+        Ok(ty
+            .shape
+            .iter()
+            .map(|dim| match *dim {
+                Dim::Fixed(size) => size as i64,
+                Dim::Symbol(symbol) => self.graph.bound(symbol) as i64,
+            })
+            .collect())
+    }
+
+    /// Whether a tensor of the method has a value yet (it was an input,
+    /// read, or written).
+    pub(crate) fn is_written(&self, index: ValueIndex) -> bool {
+        self.values.contains_key(&index)
+    }
+
+    /// The IR value for reading a tensor.
+    pub(crate) fn read(&mut self, tensor: TensorRef) -> Result<ValueId, ImportError> {
+        let index = match tensor {
+            TensorRef::Ir(id) => return Ok(id),
+            TensorRef::Method(index) => index,
+        };
+        if let Some(&id) = self.values.get(&index) {
+            return Ok(id);
+        }
+        let tensor = self.tensor(index)?.clone();
+        let ty = self.file_type(&tensor)?;
+        let (kind, offset) = match tensor.storage {
+            TensorStorage::Constant(bytes) => (ValueKind::Constant(Cow::Borrowed(bytes)), None),
+            TensorStorage::Planned { initial, .. } => {
+                let offset = self.place(&tensor, &ty)?;
+                if let Some(&base) = self.written_at.get(&offset) {
+                    return Ok(self.view_of(index, base, ty, offset));
+                }
+                let initial = initial.map(Cow::Borrowed);
+                (ValueKind::State { initial }, Some(offset))
+            }
+            _ => {
+                return Err(
+                    self.contradiction(format!("value {index} is read before anything writes it"))
+                );
+            }
+        };
+        let id = self.graph.add_value(ValueData {
+            ty,
+            kind,
+            offset: None,
+        });
+        self.values.insert(index, id);
+        if let Some(offset) = offset {
+            self.file_offsets.insert(id, offset);
+            self.written_at.insert(offset, id);
+        }
+        Ok(id)
+    }
+
+    /// An instruction-less view: `index` reinterprets the bytes of `base`.
+    fn view_of(
+        &mut self,
+        index: ValueIndex,
+        base: ValueId,
+        ty: TensorType,
+        offset: u64,
+    ) -> ValueId {
+        let base_ty = self.graph.value(base).ty.clone();
+        let ty = if base_ty.fixed_shape().is_some() {
+            ty
+        } else {
+            // A view of a dynamic tensor keeps its symbolic dims where the
+            // file's sizes match the bound.
+            self.symbols.view_type(&self.graph, &base_ty, ty)
+        };
+        let id = self.graph.add_value(ValueData::computed(ty));
+        self.values.insert(index, id);
+        self.file_offsets.insert(id, offset);
+        self.push(Op::Reshape(Reshape { input: base }), vec![id]);
+        id
+    }
+
+    /// The value a node writes in place: the tensor's value when it has
+    /// one, else the tensor read (state a `copy_` fills).
+    pub(crate) fn existing_or_read(&mut self, tensor: TensorRef) -> Result<ValueId, ImportError> {
+        match tensor {
+            TensorRef::Method(index) if !self.values.contains_key(&index) => self.read(tensor),
+            TensorRef::Method(index) => Ok(self.values[&index]),
+            TensorRef::Ir(id) => Ok(id),
+        }
+    }
+
+    /// The IR value for writing a tensor; `inferred` is the shape output
+    /// `slot` of `op`'s rule gives it, when the rule gives one, which is
+    /// then equated with the shape the file declares (settling symbols).
+    pub(crate) fn write(
+        &mut self,
+        tensor: TensorRef,
+        inferred: Option<&[Dim]>,
+        op: &'static str,
+        slot: usize,
+    ) -> Result<ValueId, ImportError> {
+        let id = match tensor {
+            TensorRef::Ir(id) => id,
+            TensorRef::Method(index) => match self.values.get(&index) {
+                Some(&id) => id,
+                None => {
+                    let tensor = self.tensor(index)?.clone();
+                    let mut ty = self.file_type(&tensor)?;
+                    if let Some(inferred) = inferred
+                        && inferred.len() == ty.rank()
+                        && tensor.dynamism == ShapeDynamism::DynamicBound
+                    {
+                        ty.shape = inferred.to_vec();
+                    }
+                    let offset = self.place(&tensor, &ty)?;
+                    let id = self.graph.add_value(ValueData::computed(ty));
+                    self.values.insert(index, id);
+                    self.file_offsets.insert(id, offset);
+                    id
+                }
+            },
+        };
+        if let Some(inferred) = inferred {
+            let declared = self.graph.value(id).ty.shape.clone();
+            if !self.symbols.equate_shapes(inferred, &declared) {
+                return Err(self.invalid(Problem::DeclaredShape {
+                    op,
+                    output: slot,
+                    inferred: show(inferred),
+                    declared: show(&declared),
+                }));
+            }
+        }
+        Ok(id)
+    }
+
+    /// What `op`'s shape rule says of its `outputs` outputs (settling
+    /// symbols the rule equates).
+    pub(crate) fn expected_shapes(
+        &mut self,
+        op: &Op,
+        outputs: usize,
+    ) -> Result<Vec<Expected>, ImportError> {
+        let inputs: Vec<TensorType> = op
+            .inputs()
+            .into_iter()
+            .map(|input| {
+                let ty = &self.graph.value(input).ty;
+                TensorType {
+                    shape: self.symbols.resolve_shape(&ty.shape),
+                    ..ty.clone()
+                }
+            })
+            .collect();
+        let refs: Vec<&TensorType> = inputs.iter().collect();
+        op.def()
+            .infer(&refs, outputs, &mut self.symbols)
+            .map_err(|error| {
+                self.invalid(Problem::Rule {
+                    op: op.def().name(),
+                    error,
+                })
+            })
+    }
+
+    /// Records that `value` now holds what the file's plan places where it
+    /// lives (a delegate's node writes a call output directly).
+    pub(crate) fn record_written(&mut self, value: ValueId) {
+        if let Some(&offset) = self.file_offsets.get(&value) {
+            self.written_at.insert(offset, value);
+        }
+    }
+
+    /// Appends a node and records where the file's plan has its outputs
+    /// written (shape rules were applied by `Call::emit_to`, and the
+    /// verifier checks them again).
+    pub(crate) fn push(&mut self, op: Op, outputs: Vec<ValueId>) {
+        for &output in &outputs {
+            self.record_written(output);
+        }
+        self.graph.push_node(op, outputs);
+    }
+}

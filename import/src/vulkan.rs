@@ -1,0 +1,694 @@
+//! Vulkan delegates: the operator calls of a delegate's VkGraph become IR
+//! nodes of the method, between the kernel calls around the DelegateCall, so
+//! that they go through the same passes and code generators.
+//!
+//! A Vulkan operator call names a torch operator (`aten.add.Tensor`) and
+//! lists every argument of its schema in order, then its output (a
+//! ValueList when it returns several tensors). That is the ATen operator
+//! table's convention less the `out` keyword, so most calls become typed
+//! ATen calls ([`Argument`]s) of the out variant's table entry, with the
+//! arguments the out variant lacks (`dtype`, `layout`, `device`, ...) left
+//! out. The graph's tensors are IR values: its inputs and outputs are the
+//! DelegateCall's arguments, constants borrow the payload's bytes, the
+//! others are made when a call writes them (their GPU storage type and
+//! memory layout do not change the logical values). A few operators are
+//! compositions of table entries over temporaries of their own.
+//!
+//! Operators and value kinds ptec does not translate (SymInts, whose values
+//! the GPU graph computes at run time) give
+//! [`ImportError::UnsupportedVulkan`] with the operator's name and position
+//! in the chain; graphs that contradict themselves give
+//! [`ImportError::Invalid`].
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use ptec_frontend::ValueIndex;
+use ptec_frontend::delegate::vulkan::{
+    VkCall, VkDataType, VkTensor, VkValue, VkValueId, VulkanGraph,
+};
+use ptec_ir::ops::elementwise::UnaryOp;
+use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData};
+
+use crate::call::{Argument, Call, TensorRef};
+use crate::error::{ImportError, Location};
+use crate::program::Importer;
+use crate::{Operator, OperatorSource, aten};
+
+/// How a Vulkan operator becomes IR.
+#[derive(Clone, Copy)]
+enum Translate {
+    /// Through the operator table entry `key`, whose arguments are the
+    /// call's at `args`, then the call's outputs.
+    Table {
+        key: &'static str,
+        args: &'static [usize],
+    },
+    /// By a composition of its own over the call's arguments (outputs
+    /// included), which emits ops of these kinds.
+    Own(Composition, &'static [OpKind]),
+}
+
+type Composition = fn(&mut Translation<'_, '_, '_>, &[Argument]) -> Result<(), ImportError>;
+
+const fn table(key: &'static str, args: &'static [usize]) -> Translate {
+    Translate::Table { key, args }
+}
+
+/// Every Vulkan operator with a translation of its own; unary functions
+/// (`aten.NAME.default`) are added from [`UnaryOp`]'s ATen names.
+const OPERATORS: &[(&str, Translate)] = &[
+    ("aten.gelu.default", table("aten::gelu.out", &[0, 1])),
+    (
+        "aten.hardtanh.default",
+        table("aten::hardtanh.out", &[0, 1, 2]),
+    ),
+    ("aten.clamp.default", table("aten::clamp.out", &[0, 1, 2])),
+    ("aten.add.Tensor", table("aten::add.out", &[0, 1, 2])),
+    ("aten.sub.Tensor", table("aten::sub.out", &[0, 1, 2])),
+    ("aten.mul.Tensor", table("aten::mul.out", &[0, 1])),
+    ("aten.div.Tensor", table("aten::div.out", &[0, 1])),
+    ("aten.eq.Scalar", table("aten::eq.Scalar_out", &[0, 1])),
+    ("aten.le.Scalar", table("aten::le.Scalar_out", &[0, 1])),
+    (
+        "aten.logical_and.default",
+        table("aten::logical_and.out", &[0, 1]),
+    ),
+    ("aten.where.self", table("aten::where.self_out", &[0, 1, 2])),
+    (
+        "aten._softmax.default",
+        table("aten::_softmax.out", &[0, 1, 2]),
+    ),
+    (
+        "aten._log_softmax.default",
+        table("aten::_log_softmax.out", &[0, 1, 2]),
+    ),
+    (
+        "aten.native_layer_norm.default",
+        table("aten::native_layer_norm.out", &[0, 1, 2, 3, 4]),
+    ),
+    (
+        "aten._native_batch_norm_legit_no_training.default",
+        table(
+            "aten::_native_batch_norm_legit_no_training.out",
+            &[0, 1, 2, 3, 4, 5, 6],
+        ),
+    ),
+    ("aten.mean.dim", table("aten::mean.out", &[0, 1, 2, 3])),
+    ("aten.bmm.default", table("aten::bmm.out", &[0, 1])),
+    (
+        "aten.convolution.default",
+        table("aten::convolution.out", &[0, 1, 2, 3, 4, 5, 6, 7, 8]),
+    ),
+    (
+        "aten.max_pool2d_with_indices.default",
+        table("aten::max_pool2d_with_indices.out", &[0, 1, 2, 3, 4, 5]),
+    ),
+    ("aten.clone.default", table("aten::clone.out", &[0, 1])),
+    (
+        "aten.view_copy.default",
+        table("aten::view_copy.out", &[0, 1]),
+    ),
+    (
+        "aten.permute_copy.default",
+        table("aten::permute_copy.out", &[0, 1]),
+    ),
+    (
+        "aten.select_copy.int",
+        table("aten::select_copy.int_out", &[0, 1, 2]),
+    ),
+    (
+        "aten.slice_copy.Tensor",
+        table("aten::slice_copy.Tensor_out", &[0, 1, 2, 3, 4]),
+    ),
+    (
+        "aten.squeeze_copy.dims",
+        table("aten::squeeze_copy.dims_out", &[0, 1]),
+    ),
+    (
+        "aten.unsqueeze_copy.default",
+        table("aten::unsqueeze_copy.out", &[0, 1]),
+    ),
+    (
+        "aten.expand_copy.default",
+        table("aten::expand_copy.out", &[0, 1, 2]),
+    ),
+    // `full(size, fill_value, *, dtype, layout, device, pin_memory)`.
+    ("aten.full.default", table("aten::full.out", &[0, 1])),
+    // `full_like(self, fill_value, *, dtype, layout, device, pin_memory,
+    // memory_format)`.
+    (
+        "aten.full_like.default",
+        table("aten::full_like.out", &[0, 1, 6]),
+    ),
+    // `arange.start_step(start, end, step, *, dtype, layout, device,
+    // pin_memory)`.
+    (
+        "aten.arange.start_step",
+        table("aten::arange.start_out", &[0, 1, 2]),
+    ),
+    // `_to_dim_order_copy(self, *, dtype, layout, device, pin_memory,
+    // non_blocking, dim_order)`.
+    (
+        "dim_order_ops._to_dim_order_copy.default",
+        table("dim_order_ops::_to_dim_order_copy.out", &[0, 5, 6]),
+    ),
+    (
+        "aten.linear.default",
+        Translate::Own(
+            linear,
+            &[
+                OpKind::Permute,
+                OpKind::Reshape,
+                OpKind::MatMul,
+                OpKind::Addmm,
+            ],
+        ),
+    ),
+    (
+        "et_vk.prepack.default",
+        Translate::Own(prepack, &[OpKind::Copy]),
+    ),
+    (
+        "et_vk.conv_with_clamp.default",
+        Translate::Own(conv_with_clamp, &[OpKind::Convolution, OpKind::Elementwise]),
+    ),
+    (
+        "et_vk.rms_norm.default",
+        Translate::Own(rms_norm, &[OpKind::Elementwise, OpKind::Reduce]),
+    ),
+];
+
+/// Every Vulkan operator ptec translates, by name.
+fn translations() -> &'static HashMap<String, Translate> {
+    static TABLE: OnceLock<HashMap<String, Translate>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let unary = UnaryOp::ALL.into_iter().filter_map(|op| {
+            let name = op.aten_name()?;
+            let key: &'static str = aten::unary_key(name)?;
+            Some((format!("aten.{name}.default"), table(key, &[0])))
+        });
+        let own = OPERATORS
+            .iter()
+            .map(|&(name, translate)| (name.to_string(), translate));
+        unary.chain(own).collect()
+    })
+}
+
+/// Every Vulkan operator ptec translates, with the kinds of op it becomes.
+pub(crate) fn operators() -> Vec<Operator> {
+    translations()
+        .iter()
+        .map(|(name, translate)| Operator {
+            key: name.clone(),
+            source: OperatorSource::Vulkan,
+            emits: Ok(match translate {
+                Translate::Table { key, .. } => aten::emits(key).unwrap_or_default().to_vec(),
+                Translate::Own(_, emits) => emits.to_vec(),
+            }),
+        })
+        .collect()
+}
+
+/// Translates one DelegateCall of a Vulkan delegate into IR nodes.
+pub(crate) fn import<'m, 'a>(
+    importer: &mut Importer<'m, 'a>,
+    graph: &'m VulkanGraph<'a>,
+    args: &[ValueIndex],
+) -> Result<(), ImportError> {
+    let (inputs, outputs) = (&graph.input_ids, &graph.output_ids);
+    if inputs.len() + outputs.len() != args.len() {
+        return Err(importer.contradiction(format!(
+            "the Vulkan graph has {} inputs and {} outputs but the call passes {} arguments",
+            inputs.len(),
+            outputs.len(),
+            args.len()
+        )));
+    }
+    let instruction = importer.current_instruction();
+    let mut translation = Translation {
+        importer,
+        graph,
+        tensors: HashMap::new(),
+        node: 0,
+        name: String::new(),
+    };
+    for (&id, &arg) in inputs.iter().chain(outputs).zip(args) {
+        if translation
+            .tensors
+            .insert(id, TensorRef::Method(arg))
+            .is_some()
+        {
+            return Err(translation.importer.contradiction(format!(
+                "value {id} is more than one of the graph's inputs and outputs"
+            )));
+        }
+    }
+    for (node, call) in graph.chain.iter().enumerate() {
+        translation.enter(instruction, node, call);
+        if !translations().contains_key(&call.name) {
+            return Err(translation.unsupported(instruction, "the operator"));
+        }
+    }
+    for (node, call) in graph.chain.iter().enumerate() {
+        translation.enter(instruction, node, call);
+        translation.call(instruction, call)?;
+    }
+    translation.importer.at = Location::VulkanOutputs(instruction);
+    for (&id, &arg) in outputs.iter().zip(&args[inputs.len()..]) {
+        if !translation.importer.is_written(arg) {
+            return Err(translation
+                .importer
+                .contradiction(format!("output value {id} is never written by the graph")));
+        }
+    }
+    translation.importer.at = Location::Instruction(instruction);
+    Ok(())
+}
+
+/// Whether a tensor argument is read or written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Read,
+    Write,
+}
+
+struct Translation<'i, 'm, 'a> {
+    importer: &'i mut Importer<'m, 'a>,
+    graph: &'m VulkanGraph<'a>,
+    /// Where each of the graph's tensors is, once it is anywhere: the
+    /// call's arguments, constants, and the tensors calls have written.
+    tensors: HashMap<VkValueId, TensorRef>,
+    /// The operator call being translated: its position in the chain and
+    /// its name.
+    node: usize,
+    name: String,
+}
+
+impl<'a> Translation<'_, '_, 'a> {
+    fn unsupported(&self, at: crate::InstructionId, what: impl Into<String>) -> ImportError {
+        ImportError::UnsupportedVulkan {
+            method: self.importer.method.name.clone(),
+            at,
+            node: self.node,
+            name: self.name.clone(),
+            what: what.into(),
+        }
+    }
+
+    fn invalid(&self, problem: impl Into<String>) -> ImportError {
+        self.importer.contradiction(problem)
+    }
+
+    fn enter(&mut self, instruction: crate::InstructionId, node: usize, call: &VkCall) {
+        self.node = node;
+        self.name = call.name.clone();
+        self.importer.at = Location::VulkanCall {
+            instruction,
+            node,
+            name: self.name.clone(),
+        };
+    }
+
+    fn call(
+        &mut self,
+        instruction: crate::InstructionId,
+        call: &VkCall,
+    ) -> Result<(), ImportError> {
+        let Some((&output, operands)) = call.args.split_last() else {
+            return Err(self.invalid("the operator call has no output"));
+        };
+        let translate = *translations()
+            .get(&call.name)
+            .ok_or_else(|| self.unsupported(instruction, "the operator"))?;
+        let outputs = self.outputs(instruction, output)?;
+        match translate {
+            Translate::Table { key, args: take } => {
+                let mut args = take
+                    .iter()
+                    .map(|&position| {
+                        let id = operands.get(position).copied().ok_or_else(|| {
+                            self.invalid(format!(
+                                "argument {position} is missing ({} given)",
+                                operands.len()
+                            ))
+                        })?;
+                        self.argument(instruction, id, Role::Read)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                args.extend(outputs);
+                self.table(key, &args)
+            }
+            Translate::Own(composition, _) => {
+                let mut args = operands
+                    .iter()
+                    .map(|&id| self.argument(instruction, id, Role::Read))
+                    .collect::<Result<Vec<_>, _>>()?;
+                args.extend(outputs);
+                composition(self, &args)
+            }
+        }
+    }
+
+    /// The outputs of a call: its output tensor, or the tensors of a
+    /// ValueList when it returns several.
+    fn outputs(
+        &mut self,
+        instruction: crate::InstructionId,
+        id: VkValueId,
+    ) -> Result<Vec<Argument>, ImportError> {
+        Ok(match self.argument(instruction, id, Role::Write)? {
+            Argument::TensorList(items) => items.into_iter().map(Argument::Tensor).collect(),
+            other => vec![other],
+        })
+    }
+
+    /// Runs the operator table's entry `key` over `args`.
+    fn table(&mut self, key: &str, args: &[Argument]) -> Result<(), ImportError> {
+        let mut call = Call {
+            importer: self.importer,
+            args,
+        };
+        aten::import_call(key, &mut call)
+    }
+
+    /// Graph value `id` as an argument.
+    fn argument(
+        &mut self,
+        instruction: crate::InstructionId,
+        id: VkValueId,
+        role: Role,
+    ) -> Result<Argument, ImportError> {
+        Ok(match self.graph.value(id) {
+            VkValue::Null => Argument::Null,
+            &VkValue::Int(value) => Argument::Int(value),
+            &VkValue::Double(value) => Argument::Double(value),
+            &VkValue::Bool(value) => Argument::Bool(value),
+            VkValue::String(value) => Argument::String(value.clone()),
+            VkValue::IntList(items) => Argument::IntList(items.clone()),
+            VkValue::DoubleList(items) => Argument::DoubleList(items.clone()),
+            VkValue::BoolList(items) => Argument::BoolList(items.clone()),
+            VkValue::ValueList(items) => self.value_list(instruction, id, items, role)?,
+            VkValue::Tensor(tensor) => Argument::Tensor(self.tensor(id, tensor, role)?),
+            VkValue::SymInt(_) => {
+                return Err(self.unsupported(
+                    instruction,
+                    format!("value {id}, a SymInt (an integer the graph computes at run time)"),
+                ));
+            }
+            VkValue::Unknown(kind) => {
+                return Err(self.invalid(format!("value {id} has unknown kind {kind}")));
+            }
+        })
+    }
+
+    /// A ValueList: tensors (a tuple of outputs, or a list argument) or
+    /// integers (a size list). Its items are no lists themselves, which
+    /// also keeps a list from containing itself.
+    fn value_list(
+        &mut self,
+        instruction: crate::InstructionId,
+        id: VkValueId,
+        items: &[VkValueId],
+        role: Role,
+    ) -> Result<Argument, ImportError> {
+        let values: Vec<&VkValue<'a>> = items.iter().map(|&item| self.graph.value(item)).collect();
+        if values.iter().all(|value| matches!(value, VkValue::Int(_))) {
+            let ints = values
+                .iter()
+                .filter_map(|value| match value {
+                    VkValue::Int(value) => Some(*value),
+                    _ => None,
+                })
+                .collect();
+            return Ok(Argument::IntList(ints));
+        }
+        if values
+            .iter()
+            .all(|value| matches!(value, VkValue::Tensor(_)))
+        {
+            let tensors = items
+                .iter()
+                .zip(values)
+                .map(|(&item, value)| match value {
+                    VkValue::Tensor(tensor) => self.tensor(item, tensor, role),
+                    _ => Err(self.invalid(format!("value {item} is not a tensor"))),
+                })
+                .collect::<Result<_, _>>()?;
+            return Ok(Argument::TensorList(tensors));
+        }
+        if values
+            .iter()
+            .any(|value| matches!(value, VkValue::SymInt(_)))
+        {
+            return Err(self.unsupported(
+                instruction,
+                format!(
+                    "value {id}, a list holding SymInts (integers the graph computes at run time)"
+                ),
+            ));
+        }
+        Err(self.invalid(format!(
+            "value {id} lists values of mixed kinds {:?}",
+            values.iter().map(|value| value.kind()).collect::<Vec<_>>()
+        )))
+    }
+
+    /// Where a tensor of the graph is: the call's argument, a constant (made
+    /// on first use), or what a call wrote (made when it is written).
+    fn tensor(
+        &mut self,
+        id: VkValueId,
+        tensor: &VkTensor<'a>,
+        role: Role,
+    ) -> Result<TensorRef, ImportError> {
+        if let Some(&known) = self.tensors.get(&id) {
+            return Ok(known);
+        }
+        let ty = self.tensor_type(id, tensor)?;
+        let value = match (tensor.constant, role) {
+            (Some(bytes), _) => {
+                let expected = ty.max_bytes(|_| 0);
+                if expected != bytes.len() as u64 {
+                    return Err(self.invalid(format!(
+                        "value {id} of type {ty} has {} bytes of constant data",
+                        bytes.len()
+                    )));
+                }
+                ValueData::constant(ty, Cow::Borrowed(bytes))
+            }
+            (None, Role::Write) => ValueData::computed(ty),
+            (None, Role::Read) => {
+                return Err(self.invalid(format!("value {id} is read before the graph writes it")));
+            }
+        };
+        let known = TensorRef::Ir(self.importer.graph.add_value(value));
+        self.tensors.insert(id, known);
+        Ok(known)
+    }
+
+    /// The type of a tensor of the graph (row-major; its GPU layout does
+    /// not change its values).
+    fn tensor_type(&self, id: VkValueId, tensor: &VkTensor<'_>) -> Result<TensorType, ImportError> {
+        let dtype = element_type(tensor.datatype).ok_or_else(|| {
+            self.invalid(format!(
+                "value {id} has element type {}, which ptec does not compute with",
+                tensor.datatype.name()
+            ))
+        })?;
+        let rank = u8::try_from(tensor.dims.len())
+            .map_err(|_| self.invalid(format!("value {id} has {} dims", tensor.dims.len())))?;
+        let shape: Vec<Dim> = tensor
+            .dims
+            .iter()
+            .map(|&size| Dim::Fixed(u64::from(size)))
+            .collect();
+        if shape
+            .iter()
+            .try_fold(dtype.size() as u64, |bytes, dim| {
+                bytes.checked_mul(dim.fixed().unwrap_or(0))
+            })
+            .is_none()
+        {
+            return Err(self.invalid(format!("value {id} has dims {:?}, too large", tensor.dims)));
+        }
+        Ok(TensorType {
+            dtype,
+            shape,
+            dim_order: (0..rank).collect(),
+        })
+    }
+
+    /// A new tensor of the translation's own, for a value between the
+    /// operator table entries one call becomes.
+    fn temporary(&mut self, dtype: DType, sizes: &[u64]) -> Argument {
+        let ty = TensorType {
+            dtype,
+            shape: sizes.iter().map(|&size| Dim::Fixed(size)).collect(),
+            dim_order: (0..sizes.len() as u8).collect(),
+        };
+        Argument::Tensor(TensorRef::Ir(
+            self.importer.graph.add_value(ValueData::computed(ty)),
+        ))
+    }
+
+    /// The declared element type and sizes of a tensor argument.
+    fn declared(&self, argument: &Argument) -> Result<(DType, Vec<u64>), ImportError> {
+        let Argument::Tensor(tensor) = argument else {
+            return Err(self.invalid(format!("a {} where a tensor belongs", argument.kind())));
+        };
+        let ty = self.importer.declared_type(*tensor)?;
+        let sizes = ty
+            .shape
+            .iter()
+            .map(|dim| {
+                dim.fixed()
+                    .ok_or_else(|| self.invalid("a tensor of dynamic shape"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((ty.dtype, sizes))
+    }
+
+    fn arg<'x>(&self, args: &'x [Argument], position: usize) -> Result<&'x Argument, ImportError> {
+        args.get(position).ok_or_else(|| {
+            self.invalid(format!(
+                "argument {position} is missing ({} given)",
+                args.len()
+            ))
+        })
+    }
+}
+
+/// The element type ptec computes a Vulkan tensor's elements in.
+fn element_type(datatype: VkDataType) -> Option<DType> {
+    Some(match datatype {
+        VkDataType::Bool => DType::Bool,
+        VkDataType::Uint8 => DType::U8,
+        VkDataType::Int8 => DType::I8,
+        VkDataType::Int32 => DType::I32,
+        VkDataType::Float16 => DType::F16,
+        VkDataType::Float32 => DType::F32,
+        VkDataType::Float64 => DType::F64,
+        VkDataType::Int64 => DType::I64,
+        VkDataType::Unset | VkDataType::Unknown(_) => return None,
+    })
+}
+
+fn sizes_argument(sizes: &[u64]) -> Argument {
+    Argument::IntList(sizes.iter().map(|&size| size as i64).collect())
+}
+
+/// `et_vk.prepack(x)`: uploads a constant to the GPU; the value is `x`.
+fn prepack(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 1)?.clone());
+    t.table("aten::clone.out", &[x, Argument::Null, out])
+}
+
+/// `et_vk.conv_with_clamp(input, weight, bias, stride, padding, dilation,
+/// transposed, output_padding, groups, output_min, output_max)`: a
+/// convolution whose result is clamped (the `fuse-clamp` pass joins them
+/// again).
+fn conv_with_clamp(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let out = t.arg(args, 11)?.clone();
+    let (dtype, sizes) = t.declared(&out)?;
+    let convolved = t.temporary(dtype, &sizes);
+    let mut convolution = args
+        .get(..9)
+        .ok_or_else(|| t.invalid(format!("{} arguments given, 12 needed", args.len())))?
+        .to_vec();
+    convolution.push(convolved.clone());
+    t.table("aten::convolution.out", &convolution)?;
+    let (min, max) = (t.arg(args, 9)?.clone(), t.arg(args, 10)?.clone());
+    t.table("aten::clamp.out", &[convolved, min, max, out])
+}
+
+/// `aten.linear(input, weight, bias)`: `input @ weight^T + bias` over the
+/// last dimension, as a matrix product of the input's rows.
+fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (x, weight, bias, out) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 2)?.clone(),
+        t.arg(args, 3)?.clone(),
+    );
+    let (dtype, sizes) = t.declared(&x)?;
+    let (_, weight_sizes) = t.declared(&weight)?;
+    let (_, out_sizes) = t.declared(&out)?;
+    let (&[outer, inner], Some((&features, leading))) =
+        (weight_sizes.as_slice(), sizes.split_last())
+    else {
+        return Err(t.invalid(format!(
+            "linear of an input of sizes {sizes:?} by a weight of sizes {weight_sizes:?}"
+        )));
+    };
+    let rows = leading.iter().product::<u64>();
+    let transposed = t.temporary(dtype, &[inner, outer]);
+    t.table("aten::t_copy.out", &[weight, transposed.clone()])?;
+    let matrix = if sizes.len() == 2 {
+        x
+    } else {
+        let matrix = t.temporary(dtype, &[rows, features]);
+        let shape = sizes_argument(&[rows, features]);
+        t.table("aten::view_copy.out", &[x, shape, matrix.clone()])?;
+        matrix
+    };
+    let product = if out_sizes.len() == 2 {
+        out.clone()
+    } else {
+        t.temporary(dtype, &[rows, outer])
+    };
+    if bias == Argument::Null {
+        t.table("aten::mm.out", &[matrix, transposed, product.clone()])?;
+    } else {
+        let one = Argument::Int(1);
+        t.table(
+            "aten::addmm.out",
+            &[bias, matrix, transposed, one.clone(), one, product.clone()],
+        )?;
+    }
+    if product != out {
+        let shape = sizes_argument(&out_sizes);
+        t.table("aten::view_copy.out", &[product, shape, out])?;
+    }
+    Ok(())
+}
+
+/// `et_vk.rms_norm(x, weight, eps)`: `x * rsqrt(mean(x^2, -1) + eps) *
+/// weight`, as ExecuTorch's reference implementation computes it.
+fn rms_norm(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (x, weight, eps, out) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 2)?.clone(),
+        t.arg(args, 3)?.clone(),
+    );
+    let (dtype, sizes) = t.declared(&x)?;
+    let mut reduced = sizes.clone();
+    if let Some(last) = reduced.last_mut() {
+        *last = 1;
+    }
+    let squares = t.temporary(dtype, &sizes);
+    t.table("aten::mul.out", &[x.clone(), x.clone(), squares.clone()])?;
+    let variance = t.temporary(dtype, &reduced);
+    t.table(
+        "aten::mean.out",
+        &[
+            squares,
+            Argument::IntList(vec![-1]),
+            Argument::Bool(true),
+            Argument::Null,
+            variance.clone(),
+        ],
+    )?;
+    let shifted = t.temporary(dtype, &reduced);
+    t.table(
+        "aten::add.Scalar_out",
+        &[variance, eps, Argument::Int(1), shifted.clone()],
+    )?;
+    let scale = t.temporary(dtype, &reduced);
+    t.table("aten::rsqrt.out", &[shifted, scale.clone()])?;
+    let normalized = t.temporary(dtype, &sizes);
+    t.table("aten::mul.out", &[x, scale, normalized.clone()])?;
+    t.table("aten::mul.out", &[normalized, weight, out])
+}

@@ -1,0 +1,1764 @@
+//! XNNPACK delegates: the nodes of a delegate's XNNGraph become IR nodes of
+//! the method, between the kernel calls around the DelegateCall, so that
+//! they go through the same passes and code generator.
+//!
+//! A graph's external values are the call's arguments (an external id is a
+//! position in the argument list); XNNPACK sees each argument's bytes with
+//! the dims of its physical layout. Constants are borrowed from the payload
+//! or the program's named data. XNNPACK computes convolutions and pooling in
+//! NHWC while the IR's are NCHW, so each XNNPACK tensor is kept as an IR
+//! value seen through a permutation ([`Laid`]): the NHWC output of a
+//! convolution stays the NCHW value the IR computed, elementwise nodes work
+//! in whatever layout their operands share, and a transpose only changes the
+//! permutation. Permutes are emitted where a layout must change.
+//!
+//! Quantized values are computed in f32 as XNNPACK computes them in
+//! integers (see `quantize`).
+//!
+//! The graph comes decoded by the frontend, which checked that every value
+//! id it names is one of its values. Node types, element types and flags
+//! ptec does not implement give [`ImportError::UnsupportedXnnpack`] with
+//! the node's type and debug handle; graphs that contradict themselves
+//! otherwise (wrong ranks, dims that disagree with what the nodes compute,
+//! values read before a node writes them) give [`ImportError::Invalid`].
+
+mod quantize;
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use ptec_frontend::ValueIndex;
+use ptec_frontend::delegate::xnnpack::{
+    Concatenate, ConvNode, FullyConnected, Node1x1, Node2x1, OutputRange, Pooling2d,
+    StaticConstantPad, StaticReshape, StaticSlice, StaticTranspose, XnnNode, XnnOp, XnnOpKind,
+    XnnTensorValue, XnnValueId, XnnpackGraph,
+};
+
+use ptec_ir::ops::conv::{Convolution, MaxPool2d, Pair};
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
+use ptec_ir::ops::layout::{Cat, Copy, Pad, Permute, Reshape, Slice, is_permutation};
+use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
+use ptec_ir::ops::reduce::{Reduce, ReduceOp, Softmax};
+use ptec_ir::ops::{Expected, show};
+use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, Shape, TensorType, ValueData, ValueId};
+
+use crate::call::TensorRef;
+use crate::error::{ImportError, InstructionId, Location};
+use crate::program::Importer;
+use crate::{Operator, OperatorSource};
+use quantize::{Elements, Integer, Numbers, Quantization};
+
+/// Node flags: a fully connected node's filter is `[in, out]` rather than
+/// `[out, in]`; a batch matrix multiply's second operand is transposed.
+const FLAG_TRANSPOSE_WEIGHTS: u32 = 0x1;
+/// Node flag: pooling keeps the pooled dimensions (as size 1).
+const FLAG_KEEP_DIMS: u32 = 0x40;
+/// XNNPACK's NHWC tensor is the IR's NCHW value permuted by this.
+const NHWC_OF_NCHW: [usize; 4] = [0, 2, 3, 1];
+
+/// What the importer says of a node type it does not translate (the error
+/// reads "... XNNPACK node 3 (XNNPReLU, ...): this node type is not
+/// supported").
+const UNTRANSLATED: &str = "this node type";
+
+/// The kinds of op a node of each type becomes (besides the elementwise
+/// ops that clamp and requantize results and the copies, permutes and
+/// reshapes that change layouts), or why the importer refuses it.
+fn translation(kind: XnnOpKind) -> Result<&'static [OpKind], &'static str> {
+    use XnnOpKind as K;
+    Ok(match kind {
+        K::Add
+        | K::Subtract
+        | K::Multiply
+        | K::Div
+        | K::Minimum
+        | K::Maximum
+        | K::Sigmoid
+        | K::Tanh
+        | K::Gelu
+        | K::Hardswish
+        | K::Abs
+        | K::Negate
+        | K::Floor
+        | K::Ceiling
+        | K::SquareRoot
+        | K::ReciprocalSquareRoot
+        | K::Log
+        | K::Exp
+        | K::Sin
+        | K::Cos
+        | K::Square
+        | K::Clamp
+        | K::Copy
+        | K::Convert
+        | K::LeakyRelu
+        | K::Elu
+        | K::StaticTranspose => &[],
+        K::BatchMatrixMultiply => &[OpKind::MatMul],
+        K::Softmax => &[OpKind::Softmax],
+        K::GlobalAvgPooling2d => &[OpKind::Reduce],
+        K::FullyConnected => &[OpKind::MatMul, OpKind::Addmm, OpKind::Reduce],
+        K::Conv2d | K::DepthwiseConv2d => &[OpKind::Convolution, OpKind::Pad],
+        K::MaxPooling2d => &[OpKind::MaxPool2d, OpKind::Pad],
+        K::StaticReshape => &[],
+        K::StaticSlice => &[OpKind::Slice],
+        K::StaticConstantPad => &[OpKind::Pad],
+        K::Concatenate2 | K::Concatenate3 | K::Concatenate4 | K::Concatenate5 => &[OpKind::Cat],
+        K::AvgPooling2d
+        | K::ConvTranspose2d
+        | K::PRelu
+        | K::StaticResizeBilinear2d
+        | K::ArgMaxPooling2d
+        | K::ScaledDotProductAttention => return Err(UNTRANSLATED),
+    })
+}
+
+/// Every XNNPACK node type, with the kinds of op it becomes or why the
+/// importer refuses it.
+pub(crate) fn node_types() -> Vec<Operator> {
+    const LAYOUT_AND_RESULTS: [OpKind; 4] = [
+        OpKind::Elementwise,
+        OpKind::Copy,
+        OpKind::Permute,
+        OpKind::Reshape,
+    ];
+    XnnOpKind::ALL
+        .iter()
+        .map(|&kind| Operator {
+            key: kind.name().to_string(),
+            source: OperatorSource::Xnnpack,
+            emits: translation(kind)
+                .map(|own| LAYOUT_AND_RESULTS.iter().chain(own).copied().collect())
+                .map_err(|why| format!("ptec does not translate {why} yet")),
+        })
+        .collect()
+}
+
+/// Translates one DelegateCall of an XNNPACK delegate into IR nodes.
+pub(crate) fn import<'m, 'a>(
+    importer: &mut Importer<'m, 'a>,
+    graph: &'m XnnpackGraph<'a>,
+    args: &[ValueIndex],
+) -> Result<(), ImportError> {
+    let mut translation = Translation {
+        instruction: importer.current_instruction(),
+        importer,
+        graph,
+        args,
+        numbers: HashMap::new(),
+        tensors: HashMap::new(),
+        created: HashSet::new(),
+        node: NodeContext::default(),
+    };
+    for (index, value) in graph.values().iter().enumerate() {
+        translation.classify(index, value)?;
+    }
+    for (index, node) in graph.nodes.iter().enumerate() {
+        translation.enter(index, node);
+        translation.node(node)?;
+    }
+    translation.importer.at = Location::XnnpackOutputs(translation.instruction);
+    translation.outputs()?;
+    translation.importer.at = Location::Instruction(translation.instruction);
+    Ok(())
+}
+
+/// An XNNPACK tensor as the IR holds it: `value.permute(perm)`.
+#[derive(Clone, Debug)]
+struct Laid {
+    value: ValueId,
+    perm: Vec<usize>,
+}
+
+/// The node being translated.
+#[derive(Debug, Default)]
+struct NodeContext {
+    index: usize,
+    kind: &'static str,
+    debug_handle: u32,
+    /// Whether each element of the node's result is an element of an
+    /// input or a bound of its output range (layout changes, copies, max
+    /// pooling, clamps), so that a result quantized like its inputs stays
+    /// on their grid.
+    selects: bool,
+    /// The value ids the node has read.
+    read: Vec<XnnValueId>,
+}
+
+/// What a one-input node computes.
+#[derive(Debug)]
+enum OneInput {
+    /// An elementwise function, computed in the input's layout.
+    Map(Func),
+    /// `x * x`.
+    Square,
+    /// The input itself (copies, conversions between equal types, and
+    /// clamps, whose bounds are the node's output range).
+    Same,
+    /// Softmax over the last dimension.
+    Softmax,
+    /// The mean over H and W of an NHWC tensor.
+    GlobalAveragePool,
+}
+
+/// What a two-input node computes.
+#[derive(Debug)]
+enum TwoInputs {
+    /// An elementwise op, broadcasting.
+    Map(BinaryOp),
+    /// A batched matrix product.
+    MatMul,
+}
+
+/// How XNNPACK computes a convolution or fully connected node whose input
+/// and output are quantized per tensor and whose filter per channel: an
+/// int32 accumulator of integer products, times a multiplier per output
+/// channel, rounded onto the output's grid.
+#[derive(Debug)]
+struct Accumulated {
+    /// `input scale * filter scale / output scale`, in f32 as XNNPACK
+    /// computes it.
+    multipliers: Vec<f32>,
+    input: Quantization,
+    output: Quantization,
+}
+
+/// The value ids of a convolution or fully connected node.
+#[derive(Clone, Copy, Debug)]
+struct ProductIds {
+    input: XnnValueId,
+    filter: XnnValueId,
+    bias: Option<XnnValueId>,
+    output: XnnValueId,
+}
+
+/// The operands of a convolution or fully connected node: real numbers,
+/// or when XNNPACK accumulates integer products the integers less their
+/// zero points (exact in f32 below 2^24), and how to requantize them.
+struct Product {
+    x: Laid,
+    filter: Laid,
+    bias: Option<Laid>,
+    accumulated: Option<Accumulated>,
+}
+
+struct Translation<'i, 'm, 'a> {
+    importer: &'i mut Importer<'m, 'a>,
+    /// The DelegateCall's place in the method, for messages.
+    instruction: InstructionId,
+    graph: &'m XnnpackGraph<'a>,
+    args: &'i [ValueIndex],
+    /// What the elements of every value of the graph stand for, by id.
+    numbers: HashMap<XnnValueId, Numbers>,
+    /// The tensor each value id holds, once it has one.
+    tensors: HashMap<XnnValueId, Laid>,
+    /// The values this translation's nodes write.
+    created: HashSet<ValueId>,
+    node: NodeContext,
+}
+
+impl<'m, 'a> Translation<'_, 'm, 'a> {
+    fn invalid(&self, problem: impl Into<String>) -> ImportError {
+        self.importer.contradiction(problem)
+    }
+
+    fn unsupported(&self, what: impl Into<String>) -> ImportError {
+        ImportError::UnsupportedXnnpack {
+            method: self.importer.method.name.clone(),
+            at: self.instruction,
+            node: self.node.index,
+            kind: self.node.kind,
+            debug_handle: self.node.debug_handle,
+            what: what.into(),
+        }
+    }
+
+    /// Records what the elements of the graph's value `index` stand for.
+    fn classify(&mut self, index: usize, value: &XnnTensorValue<'_>) -> Result<(), ImportError> {
+        let numbers = Numbers::of(value)
+            .map_err(|problem| self.invalid(format!("XNNPACK value {index}: {problem}")))?;
+        self.numbers.insert(value.id, numbers);
+        Ok(())
+    }
+
+    fn enter(&mut self, index: usize, node: &XnnNode) {
+        self.node = NodeContext {
+            selects: matches!(
+                node.op,
+                XnnOp::StaticTranspose(_)
+                    | XnnOp::StaticReshape(_)
+                    | XnnOp::StaticSlice(_)
+                    | XnnOp::MaxPooling2d(_)
+                    | XnnOp::Concatenate2(_)
+                    | XnnOp::Concatenate3(_)
+                    | XnnOp::Concatenate4(_)
+                    | XnnOp::Concatenate5(_)
+                    | XnnOp::Copy(_)
+                    | XnnOp::Convert(_)
+                    | XnnOp::Clamp(_)
+            ),
+            read: Vec::new(),
+            index,
+            kind: node.op.name(),
+            debug_handle: node.debug_handle,
+        };
+        self.importer.at = Location::XnnpackNode {
+            instruction: self.instruction,
+            node: index,
+            kind: self.node.kind,
+            debug_handle: node.debug_handle,
+        };
+    }
+
+    fn node(&mut self, node: &XnnNode) -> Result<(), ImportError> {
+        let range = output_range(node.output_range);
+        let none = ClampRange::default();
+        let unary = |op| OneInput::Map(Func::Unary(op));
+        match &node.op {
+            XnnOp::Add(t) => self.two(t, TwoInputs::Map(BinaryOp::Add), range),
+            XnnOp::Subtract(t) => self.two(t, TwoInputs::Map(BinaryOp::Sub), range),
+            XnnOp::Multiply(t) => self.two(t, TwoInputs::Map(BinaryOp::Mul), range),
+            XnnOp::Div(t) => self.two(t, TwoInputs::Map(BinaryOp::Div), range),
+            XnnOp::Minimum(t) => self.two(t, TwoInputs::Map(BinaryOp::Minimum), none),
+            XnnOp::Maximum(t) => self.two(t, TwoInputs::Map(BinaryOp::Maximum), none),
+            XnnOp::BatchMatrixMultiply(t) => self.two(t, TwoInputs::MatMul, none),
+            XnnOp::Sigmoid(t) => self.one(t, unary(UnaryOp::Sigmoid), none),
+            XnnOp::Tanh(t) => self.one(t, unary(UnaryOp::Tanh), none),
+            XnnOp::Gelu(t) => self.one(t, unary(UnaryOp::Gelu), none),
+            XnnOp::Hardswish(t) => self.one(t, unary(UnaryOp::Hardswish), none),
+            XnnOp::Abs(t) => self.one(t, unary(UnaryOp::Abs), none),
+            XnnOp::Negate(t) => self.one(t, unary(UnaryOp::Neg), none),
+            XnnOp::Floor(t) => self.one(t, unary(UnaryOp::Floor), none),
+            XnnOp::Ceiling(t) => self.one(t, unary(UnaryOp::Ceil), none),
+            XnnOp::SquareRoot(t) => self.one(t, unary(UnaryOp::Sqrt), none),
+            XnnOp::ReciprocalSquareRoot(t) => self.one(t, unary(UnaryOp::Rsqrt), none),
+            XnnOp::Log(t) => self.one(t, unary(UnaryOp::Log), none),
+            XnnOp::Exp(t) => self.one(t, unary(UnaryOp::Exp), none),
+            XnnOp::Sin(t) => self.one(t, unary(UnaryOp::Sin), none),
+            XnnOp::Cos(t) => self.one(t, unary(UnaryOp::Cos), none),
+            XnnOp::Square(t) => self.one(t, OneInput::Square, none),
+            XnnOp::Clamp(t) => self.one(t, OneInput::Same, range),
+            XnnOp::Copy(t) => self.one(t, OneInput::Same, none),
+            XnnOp::Convert(t) => self.one(t, OneInput::Same, none),
+            XnnOp::Softmax(t) => self.one(t, OneInput::Softmax, none),
+            XnnOp::GlobalAvgPooling2d(t) => self.one(t, OneInput::GlobalAveragePool, range),
+            XnnOp::LeakyRelu(t) => {
+                let op = Func::LeakyRelu {
+                    slope: Real(f64::from(t.negative_slope)),
+                };
+                self.one(
+                    &node_1x1(t.input, t.output, t.flags),
+                    OneInput::Map(op),
+                    none,
+                )
+            }
+            XnnOp::Elu(t) => {
+                let op = Func::Elu {
+                    alpha: Real(f64::from(t.alpha)),
+                    scale: Real(1.0),
+                    input_scale: Real(1.0),
+                };
+                self.one(
+                    &node_1x1(t.input, t.output, t.flags),
+                    OneInput::Map(op),
+                    none,
+                )
+            }
+            XnnOp::FullyConnected(t) => self.fully_connected(t, range),
+            XnnOp::Conv2d(t) => self.convolution(t, false, range),
+            XnnOp::DepthwiseConv2d(t) => self.convolution(t, true, range),
+            XnnOp::MaxPooling2d(t) => self.max_pooling(t, range),
+            XnnOp::StaticTranspose(t) => self.transpose(t),
+            XnnOp::StaticReshape(t) => self.reshape(t),
+            XnnOp::StaticSlice(t) => self.slice(t),
+            XnnOp::StaticConstantPad(t) => self.constant_pad(t),
+            XnnOp::Concatenate2(t)
+            | XnnOp::Concatenate3(t)
+            | XnnOp::Concatenate4(t)
+            | XnnOp::Concatenate5(t) => self.concatenate(t),
+            XnnOp::AvgPooling2d(_)
+            | XnnOp::ConvTranspose2d(_)
+            | XnnOp::PRelu(_)
+            | XnnOp::StaticResizeBilinear2d(_)
+            | XnnOp::ArgMaxPooling2d(_)
+            | XnnOp::ScaledDotProductAttention(_) => Err(self.unsupported(UNTRANSLATED)),
+        }
+    }
+
+    fn check_flags(&self, flags: u32, allowed: u32) -> Result<(), ImportError> {
+        match flags & !allowed {
+            0 => Ok(()),
+            other => Err(self.unsupported(format!("flags {other:#x}"))),
+        }
+    }
+
+    /// The IR tensor of value `id`: what a node wrote, a call argument, or
+    /// a constant.
+    fn input(&mut self, id: XnnValueId) -> Result<Laid, ImportError> {
+        self.node.read.push(id);
+        if let Some(laid) = self.tensors.get(&id) {
+            return Ok(laid.clone());
+        }
+        let tensor = self.value(id)?;
+        let laid = if tensor.external_input {
+            self.check_external(id)?;
+            self.external_input(tensor)?
+        } else if tensor.constant.is_some() {
+            self.constant(tensor, Elements::Real)?
+        } else {
+            return Err(self.invalid(format!("value {id} is read before a node writes it")));
+        };
+        self.tensors.insert(id, laid.clone());
+        Ok(laid)
+    }
+
+    /// The graph's value `id`, if ptec computes with its kind.
+    fn value(&self, id: XnnValueId) -> Result<&'m XnnTensorValue<'a>, ImportError> {
+        let tensor = self
+            .graph
+            .value(id)
+            .ok_or_else(|| self.invalid(format!("value id {id} is not in the graph")))?;
+        match self.numbers.get(&id) {
+            Some(Numbers::Unsupported(what)) => Err(self.unsupported(format!("value {id} {what}"))),
+            _ => Ok(tensor),
+        }
+    }
+
+    /// The quantization of value `id` when XNNPACK holds it as integers of
+    /// one scale and zero point.
+    fn quantization(&self, id: XnnValueId) -> Option<Quantization> {
+        match self.numbers.get(&id) {
+            Some(Numbers::PerTensor(quantization)) => Some(*quantization),
+            _ => None,
+        }
+    }
+
+    /// Call arguments and outputs are floats: ptec does not exchange integer
+    /// tensors with the kernels around a delegate.
+    fn check_external(&self, id: XnnValueId) -> Result<(), ImportError> {
+        match self.numbers.get(&id) {
+            Some(Numbers::Float | Numbers::Half) => Ok(()),
+            _ => Err(self.unsupported(format!("quantized value {id} as a call argument"))),
+        }
+    }
+
+    /// The dims a value declares.
+    fn dims(&self, tensor: &XnnTensorValue<'_>) -> Vec<u64> {
+        tensor.dims.iter().map(|&dim| u64::from(dim)).collect()
+    }
+
+    /// The call argument an external value is.
+    fn argument(&self, tensor: &XnnTensorValue<'_>) -> Result<ValueIndex, ImportError> {
+        let external_id = tensor.external_id.ok_or_else(|| {
+            self.invalid(format!("external value {} has no external id", tensor.id))
+        })?;
+        self.args.get(external_id as usize).copied().ok_or_else(|| {
+            self.invalid(format!(
+                "external id {external_id} is out of range for a call of {} arguments",
+                self.args.len()
+            ))
+        })
+    }
+
+    /// A call argument, seen with the dims of its physical layout, and
+    /// converted to f32 when it is another float type.
+    fn external_input(&mut self, tensor: &XnnTensorValue<'_>) -> Result<Laid, ImportError> {
+        let id = tensor.id;
+        let mut value = self
+            .importer
+            .read(TensorRef::Method(self.argument(tensor)?))?;
+        let ty = self.importer.graph.value(value).ty.clone();
+        if ty.dtype != DType::F32 {
+            if !ty.dtype.is_float() {
+                return Err(self.invalid(format!(
+                    "value {id} holds floats, but the argument it names is {ty}"
+                )));
+            }
+            value = self.emit_given(copy(value), ty.shape.clone())?;
+        }
+        let laid = Laid {
+            value,
+            perm: ty.dim_order.iter().map(|&dim| usize::from(dim)).collect(),
+        };
+        let dims = self.dims(tensor);
+        if self.fits(&laid, &dims) {
+            return Ok(laid);
+        }
+        // A rank-0 argument is declared with dims [1], for one.
+        match ty.fixed_shape() {
+            Some(sizes) if byte_count(&sizes) == byte_count(&dims) => {
+                let contiguous = self.materialize(&laid, &identity(ty.rank()))?;
+                let reshaped = self.emit_given(reshape(contiguous), fixed(&dims))?;
+                Ok(Laid {
+                    value: reshaped,
+                    perm: identity(dims.len()),
+                })
+            }
+            _ => Err(self.invalid(format!(
+                "value {id} has dims {dims:?}, but the argument it names is {ty}"
+            ))),
+        }
+    }
+
+    /// Whether a tensor has the declared dims (symbolic dimensions are
+    /// declared at their bound).
+    fn fits(&self, laid: &Laid, dims: &[u64]) -> bool {
+        let shape = self.xnn_shape(laid);
+        shape.len() == dims.len()
+            && shape.iter().zip(dims).all(|(&dim, &declared)| match dim {
+                Dim::Fixed(size) => size == declared,
+                Dim::Symbol(symbol) => self.importer.graph.bound(symbol) == declared,
+            })
+    }
+
+    fn constant(
+        &mut self,
+        tensor: &XnnTensorValue<'a>,
+        elements: Elements,
+    ) -> Result<Laid, ImportError> {
+        let id = tensor.id;
+        let bytes = tensor
+            .constant
+            .ok_or_else(|| self.invalid(format!("value {id} is not a constant")))?;
+        let dims = self.dims(tensor);
+        let bytes = self.numbers[&id]
+            .constant(bytes, &dims, elements)
+            .map_err(|problem| self.invalid(format!("constant value {id}: {problem}")))?;
+        let value = self
+            .importer
+            .graph
+            .add_value(ValueData::constant(contiguous(fixed(&dims)), bytes));
+        Ok(Laid {
+            value,
+            perm: identity(dims.len()),
+        })
+    }
+
+    /// Records what a node wrote to value `id`.
+    fn define(&mut self, id: XnnValueId, laid: Laid) -> Result<(), ImportError> {
+        self.define_bounded(id, laid, ClampRange::default())
+    }
+
+    /// Records what a node wrote to value `id`, bounded by the node's
+    /// output range: clamped, or for a quantized value rounded onto its
+    /// grid within the range.
+    fn define_bounded(
+        &mut self,
+        id: XnnValueId,
+        laid: Laid,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let numbers = match self.numbers.get(&id) {
+            Some(numbers) => numbers.clone(),
+            None => return Err(self.invalid(format!("value id {id} is not in the graph"))),
+        };
+        let laid = match numbers {
+            Numbers::Float | Numbers::Half | Numbers::Unsupported(_) => self.clamp(laid, range)?,
+            Numbers::PerTensor(quantization) => {
+                let on_grid = self.node.selects
+                    && self
+                        .node
+                        .read
+                        .iter()
+                        .all(|&input| self.quantization(input) == Some(quantization));
+                if on_grid {
+                    // The range's bounds on the grid, computed as the
+                    // grid's points are.
+                    let (low, high) = quantization.bounds(range);
+                    let point = |q: i64| Some(Real(f64::from(q as f32 * quantization.scale)));
+                    let bounds = ClampRange {
+                        min: range.min.and_then(|_| point(low)),
+                        max: range.max.and_then(|_| point(high)),
+                    };
+                    self.clamp(laid, bounds)?
+                } else {
+                    self.fake_quantize(laid, quantization, range)?
+                }
+            }
+            Numbers::Dynamic { nonbatch_dims } => self.quantize_rows(laid, nonbatch_dims)?,
+            Numbers::PerChannel { .. } | Numbers::Blockwise { .. } => {
+                return Err(self.unsupported(format!(
+                    "a result in value {id}, quantized per channel or block"
+                )));
+            }
+        };
+        self.record(id, laid)
+    }
+
+    /// Records `laid` as value `id`, checking it against the value's
+    /// declared dims.
+    fn record(&mut self, id: XnnValueId, laid: Laid) -> Result<(), ImportError> {
+        let tensor = self.value(id)?;
+        if tensor.external_output {
+            self.check_external(id)?;
+        }
+        if tensor.external_input || tensor.constant.is_some() {
+            return Err(self.invalid(format!(
+                "value {id} is an input or a constant, and a node writes it"
+            )));
+        }
+        let dims = self.dims(tensor);
+        let shape = self.xnn_shape(&laid);
+        let agrees = shape.len() == dims.len()
+            && shape
+                .iter()
+                .zip(&dims)
+                .all(|(&dim, &declared)| dim.fixed().is_none_or(|size| size == declared));
+        if !agrees {
+            return Err(self.invalid(format!(
+                "the node computes {} for value {id}, which the graph declares {dims:?}",
+                show(&shape)
+            )));
+        }
+        if self.tensors.insert(id, laid).is_some() {
+            return Err(self.invalid(format!("value {id} is written twice")));
+        }
+        Ok(())
+    }
+
+    /// A tensor's shape as XNNPACK sees it.
+    fn xnn_shape(&self, laid: &Laid) -> Shape {
+        let stored = self
+            .importer
+            .symbols
+            .resolve_shape(&self.importer.graph.value(laid.value).ty.shape);
+        laid.perm.iter().map(|&dim| stored[dim]).collect()
+    }
+
+    /// A contiguous value `y` with `tensor = y.permute(layout)`.
+    fn materialize(&mut self, laid: &Laid, layout: &[usize]) -> Result<ValueId, ImportError> {
+        let dims = permutation_between(&laid.perm, layout);
+        let ty = &self.importer.graph.value(laid.value).ty;
+        match dims {
+            dims if dims != identity(dims.len()) => self.emit(permute(laid.value, dims)),
+            _ if ty.is_contiguous() => Ok(laid.value),
+            _ => {
+                let shape = ty.shape.clone();
+                self.emit_given(copy(laid.value), shape)
+            }
+        }
+    }
+
+    /// The tensor with rank `rank`: leading dimensions of size 1 added.
+    fn with_rank(&mut self, laid: Laid, rank: usize) -> Result<Laid, ImportError> {
+        let shape = self.xnn_shape(&laid);
+        if shape.len() >= rank {
+            return Ok(laid);
+        }
+        let contiguous = self.materialize(&laid, &identity(shape.len()))?;
+        let mut padded = vec![Dim::Fixed(1); rank - shape.len()];
+        padded.extend(shape);
+        Ok(Laid {
+            value: self.emit_given(reshape(contiguous), padded)?,
+            perm: identity(rank),
+        })
+    }
+
+    /// Emits `op` with outputs of these element types, the shapes its rule
+    /// gives or else `given`.
+    fn emit_outputs(
+        &mut self,
+        op: Op,
+        dtypes: &[DType],
+        given: Option<Shape>,
+    ) -> Result<Vec<ValueId>, ImportError> {
+        let expected = self.importer.expected_shapes(&op, dtypes.len())?;
+        let mut outputs = Vec::with_capacity(dtypes.len());
+        for (slot, &dtype) in dtypes.iter().enumerate() {
+            let shape = match (expected.get(slot), &given) {
+                (Some(Expected::Shape(shape)), _) => shape.clone(),
+                (_, Some(shape)) => shape.clone(),
+                _ => {
+                    return Err(self.invalid(format!("{}: output {slot} has no shape", op.name())));
+                }
+            };
+            let ty = TensorType {
+                dtype,
+                ..contiguous(shape)
+            };
+            outputs.push(self.importer.graph.add_value(ValueData::computed(ty)));
+        }
+        self.created.extend(&outputs);
+        self.importer.push(op, outputs.clone());
+        Ok(outputs)
+    }
+
+    /// Emits `op`, whose one f32 output has the shape its rule gives.
+    fn emit(&mut self, op: Op) -> Result<ValueId, ImportError> {
+        Ok(self.emit_outputs(op, &[DType::F32], None)?[0])
+    }
+
+    /// Emits `op`, whose one f32 output has the given shape.
+    fn emit_given(&mut self, op: Op, shape: Shape) -> Result<ValueId, ImportError> {
+        Ok(self.emit_outputs(op, &[DType::F32], Some(shape))?[0])
+    }
+
+    /// The tensor clamped to a node's output range.
+    fn clamp(&mut self, laid: Laid, range: ClampRange) -> Result<Laid, ImportError> {
+        if range.is_none() {
+            return Ok(laid);
+        }
+        let bound = |bound: Option<Real>| bound.map(|bound| bound.0);
+        Ok(Laid {
+            value: self.emit(clamp(laid.value, bound(range.min), bound(range.max)))?,
+            perm: laid.perm,
+        })
+    }
+
+    /// The tensor rounded onto the grid of a quantization, as XNNPACK
+    /// requantizes a result: `clamp(round_even(x / scale), low, high) *
+    /// scale`, the bounds being the integer range less the zero point
+    /// (rounding before the zero point is added, as XNNPACK does, matters
+    /// at ties when the zero point is odd). XNNPACK multiplies by the
+    /// reciprocal of the scale, in f32.
+    fn fake_quantize(
+        &mut self,
+        laid: Laid,
+        quantization: Quantization,
+        range: ClampRange,
+    ) -> Result<Laid, ImportError> {
+        let descaled = self.descale(laid.value, quantization.scale)?;
+        Ok(Laid {
+            value: self.round_to_grid(descaled, quantization, range)?,
+            perm: laid.perm,
+        })
+    }
+
+    /// The integers less the zero point that a value on a quantization's
+    /// grid stands for (exact: the value is one of the grid's points).
+    fn integers(
+        &mut self,
+        value: ValueId,
+        quantization: Quantization,
+    ) -> Result<ValueId, ImportError> {
+        let descaled = self.descale(value, quantization.scale)?;
+        self.emit(unary(UnaryOp::Round, descaled))
+    }
+
+    /// `x * (1 / scale)`: XNNPACK scales by the reciprocal, in f32.
+    fn descale(&mut self, value: ValueId, scale: f32) -> Result<ValueId, ImportError> {
+        self.emit(scalar(BinaryOp::Mul, value, f64::from(1.0 / scale)))
+    }
+
+    /// A value in units of a quantization's scale rounded onto its grid:
+    /// `clamp(round_even(x), low, high) * scale`.
+    fn round_to_grid(
+        &mut self,
+        value: ValueId,
+        quantization: Quantization,
+        range: ClampRange,
+    ) -> Result<ValueId, ImportError> {
+        let (low, high) = quantization.bounds(range);
+        let rounded = self.emit(unary(UnaryOp::Round, value))?;
+        let bounded = self.emit(clamp(rounded, Some(low as f64), Some(high as f64)))?;
+        self.emit(scalar(
+            BinaryOp::Mul,
+            bounded,
+            f64::from(quantization.scale),
+        ))
+    }
+
+    /// The tensor quantized row by row as XNNPACK's conversion to qdint8
+    /// does at run time, back in f32: each row of its last `nonbatch_dims`
+    /// dimensions gets an int8 scale and zero point from its range
+    /// (widened to hold 0), its elements are rounded onto that grid, and
+    /// the fully connected node that reads them computes with `(q - zero
+    /// point) * scale`.
+    fn quantize_rows(&mut self, x: Laid, nonbatch_dims: usize) -> Result<Laid, ImportError> {
+        let rank = x.perm.len();
+        let mut dims = x.perm[rank - nonbatch_dims..].to_vec();
+        dims.sort_unstable();
+        let reduce = |op, input| {
+            Op::Reduce(Reduce {
+                input,
+                op,
+                dims: dims.clone(),
+                keepdim: true,
+            })
+        };
+        let (qmin, qmax) = (f64::from(i8::MIN), f64::from(i8::MAX));
+        // The row's range, widened to hold 0.
+        let low = self.emit(reduce(ReduceOp::Min, x.value))?;
+        let low = self.emit(clamp(low, None, Some(0.0)))?;
+        let high = self.emit(reduce(ReduceOp::Max, x.value))?;
+        let high = self.emit(clamp(high, Some(0.0), None))?;
+        // 255 / (high - low). A row of zeros gets a finite multiplier in
+        // place of XNNPACK's 1, which gives the same zeros (so does any
+        // width too small for a finite multiplier).
+        let width = self.emit(binary(BinaryOp::Sub, high, low))?;
+        let narrowest = 2.0 * (qmax - qmin) as f32 / f32::MAX;
+        let width = self.emit(clamp(width, Some(f64::from(narrowest)), None))?;
+        let levels = self.splat((qmax - qmin) as f32);
+        let multiplier = self.emit(binary(BinaryOp::Div, levels, width))?;
+        // The zero point from whichever end of the range errs less.
+        let descaled_low = self.emit(binary(BinaryOp::Mul, low, multiplier))?;
+        let descaled_high = self.emit(binary(BinaryOp::Mul, high, multiplier))?;
+        let low_error = self.emit(scalar(BinaryOp::Add, descaled_low, qmin))?;
+        let high_error = self.emit(scalar(BinaryOp::Add, descaled_high, qmax))?;
+        let errors = self.emit(binary(BinaryOp::Add, low_error, high_error))?;
+        let from_low =
+            self.emit_outputs(scalar(BinaryOp::Gt, errors, 0.0), &[DType::Bool], None)?[0];
+        let mut ends = Vec::new();
+        for (descaled, end) in [(descaled_low, qmin), (descaled_high, qmax)] {
+            let negated = self.emit(unary(UnaryOp::Neg, descaled))?;
+            ends.push(self.emit(scalar(BinaryOp::Add, negated, end))?);
+        }
+        let zero_point = self.emit(Elementwise::op(
+            Func::Where,
+            vec![from_low, ends[0], ends[1]],
+        ))?;
+        let zero_point = self.emit(clamp(zero_point, Some(qmin), Some(qmax)))?;
+        let zero_point = self.emit(unary(UnaryOp::Round, zero_point))?;
+        // The conversion multiplies by 1 / (1 / multiplier), the scale the
+        // product uses being 1 / multiplier.
+        let scale = self.emit(unary(UnaryOp::Reciprocal, multiplier))?;
+        let inverse = self.emit(unary(UnaryOp::Reciprocal, scale))?;
+        let negated = self.emit(unary(UnaryOp::Neg, zero_point))?;
+        let floor = self.emit(scalar(BinaryOp::Add, negated, qmin))?;
+        let ceiling = self.emit(scalar(BinaryOp::Add, negated, qmax))?;
+        let scaled = self.emit(binary(BinaryOp::Mul, x.value, inverse))?;
+        let rounded = self.emit(unary(UnaryOp::Round, scaled))?;
+        let bounded = self.emit(binary(BinaryOp::Maximum, rounded, floor))?;
+        let bounded = self.emit(binary(BinaryOp::Minimum, bounded, ceiling))?;
+        Ok(Laid {
+            value: self.emit(binary(BinaryOp::Mul, bounded, scale))?,
+            perm: x.perm,
+        })
+    }
+
+    /// The operands of a convolution or fully connected node;
+    /// `output_channels` is the filter's dimension of output channels.
+    fn product(&mut self, ids: ProductIds, output_channels: usize) -> Result<Product, ImportError> {
+        let x = self.input(ids.input)?;
+        let Some(accumulated) = self.accumulated(ids, output_channels) else {
+            let filter = self.input(ids.filter)?;
+            let bias = ids.bias.map(|bias| self.input(bias)).transpose()?;
+            return Ok(Product {
+                x,
+                filter,
+                bias,
+                accumulated: None,
+            });
+        };
+        let integers = Laid {
+            value: self.integers(x.value, accumulated.input)?,
+            perm: x.perm,
+        };
+        let mut integer_constant = |id| {
+            let tensor = self.value(id)?;
+            self.constant(tensor, Elements::Integers)
+        };
+        let filter = integer_constant(ids.filter)?;
+        let bias = ids.bias.map(integer_constant).transpose()?;
+        Ok(Product {
+            x: integers,
+            filter,
+            bias,
+            accumulated: Some(accumulated),
+        })
+    }
+
+    /// How XNNPACK accumulates a product node, when it does in integers:
+    /// int8 input and output of one scale each, constant int8 filter with
+    /// a scale per output channel, constant int32 bias (if any).
+    fn accumulated(&self, ids: ProductIds, output_channels: usize) -> Option<Accumulated> {
+        let input = self
+            .quantization(ids.input)
+            .filter(|q| q.integer != Integer::I32)?;
+        let output = self.quantization(ids.output)?;
+        let filter_tensor = self.graph.value(ids.filter)?;
+        let Numbers::PerChannel {
+            integer: Integer::I8,
+            scales,
+            channel_dim,
+        } = self.numbers.get(&ids.filter)?
+        else {
+            return None;
+        };
+        if *channel_dim != output_channels {
+            return None;
+        }
+        let bias_is_integral = ids.bias.is_none_or(|bias| {
+            self.graph
+                .value(bias)
+                .is_some_and(|tensor| tensor.constant.is_some())
+                && match self.numbers.get(&bias) {
+                    Some(Numbers::PerChannel { integer, .. }) => *integer == Integer::I32,
+                    Some(Numbers::PerTensor(q)) => q.integer == Integer::I32 && q.zero_point == 0,
+                    _ => false,
+                }
+        });
+        (filter_tensor.constant.is_some() && bias_is_integral).then(|| Accumulated {
+            multipliers: scales
+                .iter()
+                .map(|&scale| input.scale * scale / output.scale)
+                .collect(),
+            input,
+            output,
+        })
+    }
+
+    /// Records a product node's result: its accumulator requantized (the
+    /// channels along `channel_axis` of the value), or the real result
+    /// bounded by the node's range.
+    fn define_product(
+        &mut self,
+        id: XnnValueId,
+        result: Laid,
+        channel_axis: usize,
+        accumulated: Option<Accumulated>,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let Some(accumulated) = accumulated else {
+            return self.define_bounded(id, result, range);
+        };
+        let rank = self.importer.graph.value(result.value).ty.rank();
+        let mut dims = vec![accumulated.multipliers.len() as u64];
+        dims.resize(rank - channel_axis, 1);
+        let bytes = accumulated
+            .multipliers
+            .iter()
+            .flat_map(|multiplier| multiplier.to_le_bytes())
+            .collect();
+        let multipliers = self.importer.graph.add_value(ValueData::constant(
+            contiguous(fixed(&dims)),
+            Cow::Owned(bytes),
+        ));
+        let scaled = self.emit(binary(BinaryOp::Mul, result.value, multipliers))?;
+        let value = self.round_to_grid(scaled, accumulated.output, range)?;
+        self.record(
+            id,
+            Laid {
+                value,
+                perm: result.perm,
+            },
+        )
+    }
+
+    /// A constant f32 scalar.
+    fn splat(&mut self, value: f32) -> ValueId {
+        let bytes = Cow::Owned(value.to_le_bytes().to_vec());
+        self.importer
+            .graph
+            .add_value(ValueData::constant(contiguous(Vec::new()), bytes))
+    }
+
+    fn one(
+        &mut self,
+        operands: &Node1x1,
+        what: OneInput,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let keep_dims = matches!(what, OneInput::GlobalAveragePool);
+        self.check_flags(operands.flags, if keep_dims { FLAG_KEEP_DIMS } else { 0 })?;
+        let x = self.input(operands.input)?;
+        let result = match what {
+            OneInput::Map(func) => Laid {
+                value: self.emit(Elementwise::op(func, vec![x.value]))?,
+                perm: x.perm,
+            },
+            OneInput::Square => Laid {
+                value: self.emit(binary(BinaryOp::Mul, x.value, x.value))?,
+                perm: x.perm,
+            },
+            OneInput::Same => x,
+            OneInput::Softmax => {
+                let dim = *x
+                    .perm
+                    .last()
+                    .ok_or_else(|| self.invalid("softmax of a rank-0 tensor"))?;
+                let op = Op::Softmax(Softmax {
+                    input: x.value,
+                    dim,
+                    log: false,
+                });
+                Laid {
+                    value: self.emit(op)?,
+                    perm: x.perm,
+                }
+            }
+            OneInput::GlobalAveragePool => {
+                let keep_dims = operands.flags & FLAG_KEEP_DIMS != 0;
+                let quantized = (
+                    self.quantization(operands.input),
+                    self.quantization(operands.output),
+                );
+                if let (Some(input), Some(output)) = quantized {
+                    return self.quantized_average_pool(
+                        x,
+                        keep_dims,
+                        [input, output],
+                        operands.output,
+                        range,
+                    );
+                }
+                self.global_pool(x, keep_dims, ReduceOp::Mean)?
+            }
+        };
+        self.define_bounded(operands.output, result, range)
+    }
+
+    /// The global average pooling of a quantized input, as XNNPACK
+    /// computes it: the int32 sum of the integers less their zero point,
+    /// times `input scale / output scale * (1 / count)`, onto the output's
+    /// grid (over H and W of fixed size; the mean of the real numbers
+    /// otherwise).
+    fn quantized_average_pool(
+        &mut self,
+        x: Laid,
+        keep_dims: bool,
+        [input, output]: [Quantization; 2],
+        output_id: XnnValueId,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        let shape = self.xnn_shape(&x);
+        let count = shape.get(1..3).and_then(|spatial| {
+            spatial
+                .iter()
+                .map(|dim| dim.fixed())
+                .product::<Option<u64>>()
+        });
+        let Some(count) = count else {
+            let mean = self.global_pool(x, keep_dims, ReduceOp::Mean)?;
+            return self.define_bounded(output_id, mean, range);
+        };
+        let integers = Laid {
+            value: self.integers(x.value, input)?,
+            perm: x.perm,
+        };
+        let sum = self.global_pool(integers, keep_dims, ReduceOp::Sum)?;
+        let multiplier = input.scale / output.scale * (1.0 / count as f32);
+        let scaled = self.emit(scalar(BinaryOp::Mul, sum.value, f64::from(multiplier)))?;
+        let value = self.round_to_grid(scaled, output, range)?;
+        self.record(
+            output_id,
+            Laid {
+                value,
+                perm: sum.perm,
+            },
+        )
+    }
+
+    /// The reduction over H and W of an NHWC tensor.
+    fn global_pool(
+        &mut self,
+        x: Laid,
+        keep_dims: bool,
+        reduce: ReduceOp,
+    ) -> Result<Laid, ImportError> {
+        if x.perm.len() != 4 {
+            return Err(self.invalid(format!(
+                "global average pooling of a rank-{} tensor",
+                x.perm.len()
+            )));
+        }
+        // With kept dims the result stays in the input's layout; without,
+        // it is [N, C] from the NHWC tensor.
+        let (source, layout) = if keep_dims {
+            (x.value, x.perm)
+        } else {
+            (self.materialize(&x, &identity(4))?, identity(4))
+        };
+        let mut dims = vec![layout[1], layout[2]];
+        dims.sort_unstable();
+        let value = self.emit(Op::Reduce(Reduce {
+            input: source,
+            op: reduce,
+            dims,
+            keepdim: keep_dims,
+        }))?;
+        let perm = if keep_dims { layout } else { identity(2) };
+        Ok(Laid { value, perm })
+    }
+
+    fn two(&mut self, t: &Node2x1, what: TwoInputs, range: ClampRange) -> Result<(), ImportError> {
+        let transpose_b =
+            matches!(what, TwoInputs::MatMul) && t.flags & FLAG_TRANSPOSE_WEIGHTS != 0;
+        self.check_flags(
+            t.flags,
+            if matches!(what, TwoInputs::MatMul) {
+                FLAG_TRANSPOSE_WEIGHTS
+            } else {
+                0
+            },
+        )?;
+        let (a, b) = (self.input(t.input1)?, self.input(t.input2)?);
+        let result = match what {
+            TwoInputs::Map(op) => {
+                let rank = a.perm.len().max(b.perm.len());
+                let (a, b) = (self.with_rank(a, rank)?, self.with_rank(b, rank)?);
+                // Work in whichever operand's layout is not plain.
+                let layout = if a.perm == identity(rank) {
+                    b.perm.clone()
+                } else {
+                    a.perm.clone()
+                };
+                let inputs = vec![
+                    self.materialize(&a, &layout)?,
+                    self.materialize(&b, &layout)?,
+                ];
+                Laid {
+                    value: self.emit(Elementwise::op(Func::Binary { op, alpha: None }, inputs))?,
+                    perm: layout,
+                }
+            }
+            TwoInputs::MatMul => {
+                let lhs = self.materialize(&a, &identity(a.perm.len()))?;
+                let mut rhs = self.materialize(&b, &identity(b.perm.len()))?;
+                if transpose_b {
+                    rhs = self.transpose_last(rhs, b.perm.len())?;
+                }
+                let value = self.emit(Op::MatMul(MatMul {
+                    a: lhs,
+                    b: rhs,
+                    clamp: ClampRange::default(),
+                }))?;
+                Laid {
+                    value,
+                    perm: identity(a.perm.len()),
+                }
+            }
+        };
+        self.define_bounded(t.output, result, range)
+    }
+
+    /// A value with its last two dimensions swapped.
+    fn transpose_last(&mut self, value: ValueId, rank: usize) -> Result<ValueId, ImportError> {
+        if rank < 2 {
+            return Err(self.invalid(format!("transposing a rank-{rank} matrix")));
+        }
+        let mut dims = identity(rank);
+        dims.swap(rank - 2, rank - 1);
+        self.emit(permute(value, dims))
+    }
+
+    /// `out = x @ filter^T + bias` over the last dimension of `x`.
+    fn fully_connected(
+        &mut self,
+        t: &FullyConnected,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        self.check_flags(t.flags, FLAG_TRANSPOSE_WEIGHTS)?;
+        // The filter is [out, in], or [in, out] when transposed.
+        let transposed = t.flags & FLAG_TRANSPOSE_WEIGHTS != 0;
+        let ids = ProductIds {
+            input: t.input,
+            filter: t.filter,
+            bias: t.bias,
+            output: t.output,
+        };
+        let Product {
+            x,
+            filter,
+            bias,
+            accumulated,
+        } = self.product(ids, usize::from(transposed))?;
+        if filter.perm.len() != 2 || x.perm.is_empty() {
+            return Err(self.invalid(format!(
+                "a fully connected node of a rank-{} input and a rank-{} filter",
+                x.perm.len(),
+                filter.perm.len()
+            )));
+        }
+        let mut weight = self.materialize(&filter, &identity(2))?;
+        if !transposed {
+            weight = self.transpose_last(weight, 2)?;
+        }
+        let shape = self.xnn_shape(&x);
+        let rank = shape.len();
+        let mut rows = self.materialize(&x, &identity(rank))?;
+        // XNNPACK flattens the leading dimensions into rows.
+        let leading = &shape[..rank - 1];
+        if rank != 2 {
+            let count = leading
+                .iter()
+                .map(|dim| dim.fixed())
+                .product::<Option<u64>>()
+                .ok_or_else(|| {
+                    self.unsupported(format!(
+                        "a rank-{rank} input {} with a dynamic dimension",
+                        show(&shape)
+                    ))
+                })?;
+            rows = self.emit_given(reshape(rows), vec![Dim::Fixed(count), shape[rank - 1]])?;
+        }
+        let product = match bias {
+            None => self.emit(Op::MatMul(MatMul {
+                a: rows,
+                b: weight,
+                clamp: ClampRange::default(),
+            }))?,
+            Some(bias) => {
+                let bias = self.materialize(&bias, &identity(bias.perm.len()))?;
+                self.emit(Op::Addmm(Addmm {
+                    bias,
+                    a: rows,
+                    b: weight,
+                    beta: Scalar::Int(1),
+                    alpha: Scalar::Int(1),
+                    clamp: ClampRange::default(),
+                }))?
+            }
+        };
+        let value = if rank == 2 {
+            product
+        } else {
+            let columns = self.importer.graph.value(product).ty.shape[1];
+            let mut out_shape = leading.to_vec();
+            out_shape.push(columns);
+            self.emit_given(reshape(product), out_shape)?
+        };
+        let result = Laid {
+            value,
+            perm: identity(rank),
+        };
+        self.define_product(t.output, result, rank - 1, accumulated, range)
+    }
+
+    /// A 4-D input as the NCHW value an NHWC node needs.
+    fn nchw_input(&mut self, id: XnnValueId) -> Result<ValueId, ImportError> {
+        let x = self.input(id)?;
+        self.as_nchw(id, &x)
+    }
+
+    /// Value `id`, held as `x`, as the NCHW value an NHWC node needs.
+    fn as_nchw(&mut self, id: XnnValueId, x: &Laid) -> Result<ValueId, ImportError> {
+        if x.perm.len() != 4 {
+            return Err(self.invalid(format!(
+                "value {id} has rank {} where a 4-D NHWC tensor is needed",
+                x.perm.len()
+            )));
+        }
+        self.materialize(x, &NHWC_OF_NCHW)
+    }
+
+    /// A window's stride or dilation, which must be at least 1.
+    fn positive(&self, what: &str, [height, width]: [u32; 2]) -> Result<Pair, ImportError> {
+        if height == 0 || width == 0 {
+            return Err(self.invalid(format!("a {what} of {height}x{width}")));
+        }
+        Ok([height.into(), width.into()])
+    }
+
+    /// Pads an NCHW value by XNNPACK's (top, right, bottom, left) padding.
+    /// Returns the value and the symmetric padding left to the op: all of
+    /// it when the op can take it (`implicit`), else none after an explicit
+    /// pad with `value`.
+    fn pad_spatial(
+        &mut self,
+        x: ValueId,
+        [top, right, bottom, left]: [u32; 4],
+        value: f64,
+        implicit: bool,
+    ) -> Result<(ValueId, Pair), ImportError> {
+        if implicit && top == bottom && left == right {
+            return Ok((x, [u64::from(top), u64::from(left)]));
+        }
+        let op = Op::Pad(Pad {
+            input: x,
+            before: vec![0, 0, u64::from(top), u64::from(left)],
+            after: vec![0, 0, u64::from(bottom), u64::from(right)],
+            value: Scalar::Float(value),
+        });
+        Ok((self.emit(op)?, [0, 0]))
+    }
+
+    fn convolution(
+        &mut self,
+        t: &ConvNode,
+        depthwise: bool,
+        range: ClampRange,
+    ) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let quantized = self.quantization(t.output).is_some();
+        let ids = ProductIds {
+            input: t.input,
+            filter: t.filter,
+            bias: t.bias,
+            output: t.output,
+        };
+        let product = self.product(ids, if depthwise { 3 } else { 0 })?;
+        let (x, filter, bias) = (product.x, product.filter, product.bias);
+        let x = self.as_nchw(t.input, &x)?;
+        if filter.perm.len() != 4 {
+            return Err(self.invalid(format!("a rank-{} filter", filter.perm.len())));
+        }
+        // XNNPACK's filters are [O, KH, KW, I/groups], depthwise ones
+        // [1, KH, KW, O]; the IR's are [O, I/groups, KH, KW].
+        let filter_shape = self.xnn_shape(&filter);
+        let kernel = [
+            Dim::Fixed(t.kernel_height.into()),
+            Dim::Fixed(t.kernel_width.into()),
+        ];
+        if filter_shape[1..3] != kernel[..] {
+            return Err(self.invalid(format!(
+                "a {}x{} kernel with a filter of shape {}",
+                t.kernel_height,
+                t.kernel_width,
+                show(&filter_shape)
+            )));
+        }
+        let weight = self.materialize(&filter, &identity(4))?;
+        let dims = if depthwise {
+            vec![3, 0, 1, 2]
+        } else {
+            vec![0, 3, 1, 2]
+        };
+        let weight = self.emit(permute(weight, dims))?;
+        let bias = match bias {
+            Some(bias) => Some(self.materialize(&bias, &identity(bias.perm.len()))?),
+            None => None,
+        };
+        let padding = [
+            t.padding_top,
+            t.padding_right,
+            t.padding_bottom,
+            t.padding_left,
+        ];
+        let (input, padding) = self.pad_spatial(x, padding, 0.0, true)?;
+        let value = self.emit(Op::Convolution(Convolution {
+            input,
+            weight,
+            bias,
+            residual: None,
+            stride: self.positive("stride", [t.subsampling_height, t.subsampling_width])?,
+            padding,
+            dilation: self.positive("dilation", [t.dilation_height, t.dilation_width])?,
+            groups: t.groups.into(),
+            // A quantized result is bounded as it is requantized.
+            clamp: if quantized {
+                ClampRange::default()
+            } else {
+                range
+            },
+        }))?;
+        let result = Laid {
+            value,
+            perm: NHWC_OF_NCHW.to_vec(),
+        };
+        if quantized {
+            self.define_product(t.output, result, 1, product.accumulated, range)
+        } else {
+            self.define(t.output, result)
+        }
+    }
+
+    fn max_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
+        self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
+        let x = self.nchw_input(t.input)?;
+        let kernel = [u64::from(t.pooling_height), u64::from(t.pooling_width)];
+        let padding = [
+            t.padding_top,
+            t.padding_right,
+            t.padding_bottom,
+            t.padding_left,
+        ];
+        // The IR's pooling pads by at most half the window.
+        let implicit =
+            2 * u64::from(padding[0]) <= kernel[0] && 2 * u64::from(padding[1]) <= kernel[1];
+        let (x, padding) = self.pad_spatial(x, padding, f64::NEG_INFINITY, implicit)?;
+        let op = Op::MaxPool2d(MaxPool2d {
+            input: x,
+            kernel,
+            stride: self.positive("stride", [t.stride_height, t.stride_width])?,
+            padding,
+            dilation: self.positive("dilation", [t.dilation_height, t.dilation_width])?,
+            ceil_mode: false,
+        });
+        let values = self.emit_outputs(op, &[DType::F32, DType::I64], None)?[0];
+        let result = Laid {
+            value: values,
+            perm: NHWC_OF_NCHW.to_vec(),
+        };
+        self.define_bounded(t.output, result, range)
+    }
+
+    fn transpose(&mut self, t: &StaticTranspose) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let perm: Vec<usize> = t.perm.iter().map(|&d| d as usize).collect();
+        if !is_permutation(&perm, x.perm.len()) {
+            return Err(self.invalid(format!(
+                "{perm:?} is not a permutation of {} dimensions",
+                x.perm.len()
+            )));
+        }
+        // tensor.permute(perm) = value.permute(x.perm).permute(perm).
+        let composed = perm.iter().map(|&dim| x.perm[dim]).collect();
+        self.define(
+            t.output,
+            Laid {
+                value: x.value,
+                perm: composed,
+            },
+        )
+    }
+
+    fn reshape(&mut self, t: &StaticReshape) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let declared = self.dims(self.value(t.output)?);
+        let new_shape: Vec<u64> = t.new_shape.iter().map(|&size| u64::from(size)).collect();
+        // A 0 in the new shape is the dimension XNNPACK infers.
+        let consistent = new_shape.len() == declared.len()
+            && new_shape
+                .iter()
+                .zip(&declared)
+                .all(|(&size, &dim)| size == 0 || size == dim);
+        if !consistent {
+            return Err(self.invalid(format!(
+                "a reshape to {new_shape:?} whose output is declared {declared:?}"
+            )));
+        }
+        let source = self.materialize(&x, &identity(x.perm.len()))?;
+        let source_ty = self.importer.graph.value(source).ty.clone();
+        let shape = match source_ty.fixed_shape() {
+            Some(sizes) => {
+                if byte_count(&sizes) != byte_count(&declared) {
+                    return Err(self.invalid(format!("cannot reshape {source_ty} to {declared:?}")));
+                }
+                fixed(&declared)
+            }
+            None if byte_count(&declared).is_none() => {
+                return Err(self.invalid(format!("a reshape to {declared:?}")));
+            }
+            // Dynamic dimensions carry over where the bounds line up.
+            None => {
+                self.importer
+                    .symbols
+                    .view_type(
+                        &self.importer.graph,
+                        &source_ty,
+                        contiguous(fixed(&declared)),
+                    )
+                    .shape
+            }
+        };
+        let value = self.emit_given(reshape(source), shape)?;
+        self.define(
+            t.output,
+            Laid {
+                value,
+                perm: identity(declared.len()),
+            },
+        )
+    }
+
+    fn slice(&mut self, t: &StaticSlice) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let offsets: Vec<u64> = t.offsets.iter().map(|&offset| u64::from(offset)).collect();
+        let sizes: Vec<u64> = t.sizes.iter().map(|&size| u64::from(size)).collect();
+        let shape = self.xnn_shape(&x);
+        if offsets.len() != shape.len() || sizes.len() != shape.len() {
+            return Err(self.invalid(format!(
+                "a slice of {} offsets and {} sizes of a rank-{} tensor",
+                offsets.len(),
+                sizes.len(),
+                shape.len()
+            )));
+        }
+        let mut value = x.value;
+        for (axis, ((&start, &size), &dim)) in offsets.iter().zip(&sizes).zip(&shape).enumerate() {
+            if start == 0 && Dim::Fixed(size) == dim {
+                continue;
+            }
+            let stored = x.perm[axis];
+            let mut out = self
+                .importer
+                .symbols
+                .resolve_shape(&self.importer.graph.value(value).ty.shape);
+            out[stored] = Dim::Fixed(size);
+            let op = Op::Slice(Slice {
+                input: value,
+                dim: stored,
+                start,
+                step: 1,
+            });
+            value = self.emit_given(op, out)?;
+        }
+        self.define(
+            t.output,
+            Laid {
+                value,
+                perm: x.perm,
+            },
+        )
+    }
+
+    fn constant_pad(&mut self, t: &StaticConstantPad) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let x = self.input(t.input)?;
+        let pre: Vec<u64> = t.pre_paddings.iter().map(|&pad| u64::from(pad)).collect();
+        let post: Vec<u64> = t.post_paddings.iter().map(|&pad| u64::from(pad)).collect();
+        let rank = x.perm.len();
+        if pre.len() != rank || post.len() != rank {
+            return Err(self.invalid(format!(
+                "paddings of {} and {} dims for a rank-{rank} tensor",
+                pre.len(),
+                post.len()
+            )));
+        }
+        let (mut before, mut after) = (vec![0; rank], vec![0; rank]);
+        for (axis, &stored) in x.perm.iter().enumerate() {
+            before[stored] = pre[axis];
+            after[stored] = post[axis];
+        }
+        let value = self.emit(Op::Pad(Pad {
+            input: x.value,
+            before,
+            after,
+            value: Scalar::Float(f64::from(t.padding_value)),
+        }))?;
+        self.define(
+            t.output,
+            Laid {
+                value,
+                perm: x.perm,
+            },
+        )
+    }
+
+    fn concatenate(&mut self, t: &Concatenate) -> Result<(), ImportError> {
+        self.check_flags(t.flags, 0)?;
+        let parts = t
+            .inputs
+            .iter()
+            .map(|&id| self.input(id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let layout = parts[0].perm.clone();
+        let axis = t.axis as usize;
+        if axis >= layout.len() || parts.iter().any(|part| part.perm.len() != layout.len()) {
+            return Err(self.invalid(format!(
+                "concatenation along axis {axis} of tensors of ranks {:?}",
+                parts.iter().map(|part| part.perm.len()).collect::<Vec<_>>()
+            )));
+        }
+        let inputs = parts
+            .iter()
+            .map(|part| self.materialize(part, &layout))
+            .collect::<Result<Vec<_>, _>>()?;
+        let value = self.emit(Op::Cat(Cat {
+            inputs,
+            dim: layout[axis],
+        }))?;
+        self.define(
+            t.output,
+            Laid {
+                value,
+                perm: layout,
+            },
+        )
+    }
+
+    /// Writes every external output into the call's argument.
+    fn outputs(&mut self) -> Result<(), ImportError> {
+        for tensor in self.graph.values() {
+            if !tensor.external_output {
+                continue;
+            }
+            let id = tensor.id;
+            let laid = self
+                .tensors
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| self.invalid(format!("output value {id} is never written")))?;
+            let index = self.argument(tensor)?;
+            let file_tensor = self.importer.tensor(index)?;
+            let order: Vec<usize> = file_tensor
+                .dim_order
+                .iter()
+                .map(|&d| usize::from(d))
+                .collect();
+            let laid = if order.len() == laid.perm.len() {
+                laid
+            } else {
+                // A rank-0 output is declared with dims [1], for one: the
+                // bytes take the argument's physical sizes.
+                let physical: Vec<u64> = order
+                    .iter()
+                    .map(|&dim| file_tensor.sizes[dim] as u64)
+                    .collect();
+                let contiguous_value = self.materialize(&laid, &identity(laid.perm.len()))?;
+                Laid {
+                    value: self.emit_given(reshape(contiguous_value), fixed(&physical))?,
+                    perm: identity(order.len()),
+                }
+            };
+            // The argument holds the tensor in its dim order: the argument
+            // is tensor.permute(order^-1) = value.permute(dims).
+            let dims = permutation_between(&laid.perm, &order);
+            let stored = self
+                .importer
+                .symbols
+                .resolve_shape(&self.importer.graph.value(laid.value).ty.shape);
+            let shape: Shape = dims.iter().map(|&dim| stored[dim]).collect();
+            let moves = dims != identity(dims.len());
+            let output = self.importer.write(
+                TensorRef::Method(index),
+                Some(&shape),
+                if moves { "permute" } else { "copy" },
+                0,
+            )?;
+            let output_ty = &self.importer.graph.value(output).ty;
+            let converts = output_ty.dtype != DType::F32;
+            let retarget = !moves
+                && self.created.contains(&laid.value)
+                && output_ty.is_contiguous()
+                && !converts;
+            if retarget {
+                self.retarget(laid.value, output);
+            } else if converts && moves {
+                // Copies convert; the permutation happens in f32 first.
+                let permuted = self.emit_given(permute(laid.value, dims), shape)?;
+                self.importer.push(copy(permuted), vec![output]);
+            } else if moves {
+                self.importer.push(permute(laid.value, dims), vec![output]);
+            } else {
+                self.importer.push(copy(laid.value), vec![output]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the node that wrote `value` (a value of this translation, of
+    /// the output's type) write the call's output in its place, instead of
+    /// copying it there: every later read of `value` reads the output.
+    fn retarget(&mut self, value: ValueId, output: ValueId) {
+        let graph = &mut self.importer.graph;
+        for writer in graph.writers(value) {
+            let outputs = graph
+                .node(writer)
+                .outputs()
+                .iter()
+                .map(|&written| if written == value { output } else { written })
+                .collect();
+            graph.set_node_outputs(writer, outputs);
+        }
+        graph.replace_reads(value, output);
+        self.importer.record_written(output);
+        for laid in self.tensors.values_mut() {
+            if laid.value == value {
+                laid.value = output;
+            }
+        }
+        self.created.remove(&value);
+    }
+}
+
+/// `f(x)`.
+fn unary(op: UnaryOp, x: ValueId) -> Op {
+    Elementwise::unary(op, x)
+}
+
+/// `a op b`.
+fn binary(op: BinaryOp, a: ValueId, b: ValueId) -> Op {
+    Elementwise::op(Func::Binary { op, alpha: None }, vec![a, b])
+}
+
+/// `x op value`.
+fn scalar(op: BinaryOp, x: ValueId, value: f64) -> Op {
+    let scalar = Scalar::Float(value);
+    Elementwise::op(Func::BinaryScalar { op, scalar }, vec![x])
+}
+
+/// `x` clamped to the bounds that are given.
+fn clamp(x: ValueId, min: Option<f64>, max: Option<f64>) -> Op {
+    let func = Func::Clamp {
+        min: min.map(Scalar::Float),
+        max: max.map(Scalar::Float),
+    };
+    Elementwise::op(func, vec![x])
+}
+
+fn copy(input: ValueId) -> Op {
+    Op::Copy(Copy { input })
+}
+
+fn reshape(input: ValueId) -> Op {
+    Op::Reshape(Reshape { input })
+}
+
+fn permute(input: ValueId, dims: Vec<usize>) -> Op {
+    Op::Permute(Permute { input, dims })
+}
+
+/// The operands of a one-input node whose table has more fields.
+fn node_1x1(input: XnnValueId, output: XnnValueId, flags: u32) -> Node1x1 {
+    Node1x1 {
+        input,
+        output,
+        flags,
+    }
+}
+
+/// The range a node clamps its output to (XNNPACK's output min and max;
+/// infinite bounds are none).
+fn output_range(range: Option<OutputRange>) -> ClampRange {
+    let bound = |value: f32, unbounded: f32| (value != unbounded).then_some(Real(f64::from(value)));
+    range.map_or_else(ClampRange::default, |range| ClampRange {
+        min: bound(range.min, f32::NEG_INFINITY),
+        max: bound(range.max, f32::INFINITY),
+    })
+}
+
+/// The bytes of an f32 tensor of these sizes, unless they overflow.
+fn byte_count(sizes: &[u64]) -> Option<u64> {
+    sizes
+        .iter()
+        .try_fold(DType::F32.size() as u64, |count, &size| {
+            count.checked_mul(size)
+        })
+}
+
+fn identity(rank: usize) -> Vec<usize> {
+    (0..rank).collect()
+}
+
+/// The dims `d` with `value.permute(perm) = y.permute(layout)` for
+/// `y = value.permute(d)`: `d[i] = perm[layout^-1[i]]`.
+fn permutation_between(perm: &[usize], layout: &[usize]) -> Vec<usize> {
+    let mut inverse = vec![0; layout.len()];
+    for (position, &dim) in layout.iter().enumerate() {
+        inverse[dim] = position;
+    }
+    inverse.iter().map(|&position| perm[position]).collect()
+}
+
+fn fixed(sizes: &[u64]) -> Shape {
+    sizes.iter().map(|&size| Dim::Fixed(size)).collect()
+}
+
+fn contiguous(shape: Shape) -> TensorType {
+    TensorType {
+        dtype: DType::F32,
+        dim_order: (0..shape.len() as u8).collect(),
+        shape,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permutation_between_layouts() {
+        // An NHWC tensor held as its NCHW value, wanted as NCHW: no permute.
+        assert_eq!(
+            permutation_between(&NHWC_OF_NCHW, &NHWC_OF_NCHW),
+            identity(4)
+        );
+        // ... wanted as a plain NHWC value: the NCHW value permuted to NHWC.
+        assert_eq!(
+            permutation_between(&NHWC_OF_NCHW, &identity(4)),
+            NHWC_OF_NCHW
+        );
+        // A plain NHWC tensor wanted as NCHW: NHWC permuted back.
+        assert_eq!(
+            permutation_between(&identity(4), &NHWC_OF_NCHW),
+            [0, 3, 1, 2]
+        );
+        // Composition is not symmetric: perm [1,2,0] held, wanted as [2,0,1].
+        assert_eq!(permutation_between(&[1, 2, 0], &[2, 0, 1]), [2, 0, 1]);
+    }
+}

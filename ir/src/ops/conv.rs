@@ -1,0 +1,337 @@
+//! 2-D convolutions and pooling over NCHW tensors.
+
+use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
+use super::linalg::ClampRange;
+use super::one_input;
+use super::{
+    DimEquality, Expected, LayoutRule, OpDef, OpError, Outputs, Slot, fixed, one, shapes_of,
+};
+use crate::graph::ValueId;
+use crate::op::Op;
+use crate::types::{Dim, Shape, TensorType};
+
+/// Two spatial extents: (height, width).
+pub type Pair = [u64; 2];
+
+/// A 2-D convolution of `input` `[N, C, H, W]` by `weight` `[O, C/groups,
+/// KH, KW]`, plus `bias` `[O]` when present; the result is bounded by
+/// `clamp` (a fused ReLU or ReLU6), then `residual` (a tensor of the
+/// output's type, a fused skip connection) is added.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Convolution {
+    pub input: ValueId,
+    pub weight: ValueId,
+    pub bias: Option<ValueId>,
+    pub residual: Option<ValueId>,
+    pub stride: Pair,
+    pub padding: Pair,
+    pub dilation: Pair,
+    pub groups: u64,
+    pub clamp: ClampRange,
+}
+
+/// 2-D max pooling. Outputs: the maxima, and the flat index of each within
+/// its plane (NaN wins, as in PyTorch).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MaxPool2d {
+    pub input: ValueId,
+    pub kernel: Pair,
+    pub stride: Pair,
+    pub padding: Pair,
+    pub dilation: Pair,
+    pub ceil_mode: bool,
+}
+
+/// 2-D average pooling.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AvgPool2d {
+    pub input: ValueId,
+    pub kernel: Pair,
+    pub stride: Pair,
+    pub padding: Pair,
+    pub ceil_mode: bool,
+    pub count_include_pad: bool,
+}
+
+/// Output size of a window op along one dimension.
+pub fn pooled_size(
+    input: u64,
+    kernel: u64,
+    stride: u64,
+    padding: u64,
+    dilation: u64,
+    ceil_mode: bool,
+) -> Result<u64, OpError> {
+    let span = dilation * (kernel.max(1) - 1) + 1;
+    let padded = input + 2 * padding;
+    if padded < span || stride == 0 {
+        return Err(OpError::Attribute {
+            name: "kernel",
+            value: kernel.to_string(),
+            problem: format!(
+                "a window of {kernel} (dilation {dilation}, stride {stride}) does not fit an input of {input} padded by {padding}"
+            ),
+        });
+    }
+    let mut out = if ceil_mode {
+        (padded - span).div_ceil(stride) + 1
+    } else {
+        (padded - span) / stride + 1
+    };
+    // A last window that starts in the right padding is dropped.
+    if ceil_mode && (out - 1) * stride >= input + padding {
+        out -= 1;
+    }
+    Ok(out)
+}
+
+fn pooled_shape(
+    x: &[Dim],
+    kernel: &Pair,
+    stride: &Pair,
+    padding: &Pair,
+    dilation: &Pair,
+    ceil_mode: bool,
+) -> Result<Shape, OpError> {
+    if x.len() != 4 {
+        return Err(OpError::Shapes {
+            what: "2-D pooling of an input that is not NCHW",
+            shapes: vec![x.to_vec()],
+        });
+    }
+    let mut shape = x[..2].to_vec();
+    for axis in 0..2 {
+        if padding[axis] * 2 > kernel[axis] {
+            return Err(OpError::Attribute {
+                name: "padding",
+                value: format!("{padding:?}"),
+                problem: format!("more than half the kernel {kernel:?}"),
+            });
+        }
+        shape.push(Dim::Fixed(pooled_size(
+            fixed(x[2 + axis], "a spatial dimension")?,
+            kernel[axis],
+            stride[axis],
+            padding[axis],
+            dilation[axis],
+            ceil_mode,
+        )?));
+    }
+    Ok(shape)
+}
+
+impl OpDef for Convolution {
+    fn name(&self) -> &'static str {
+        "convolution"
+    }
+
+    fn operands(&self) -> Vec<(Slot, ValueId)> {
+        let mut operands = vec![
+            (Slot::Positional, self.input),
+            (Slot::Positional, self.weight),
+        ];
+        operands.extend(self.bias.map(|bias| (Slot::Named("bias"), bias)));
+        operands.extend(
+            self.residual
+                .map(|residual| (Slot::Named("residual"), residual)),
+        );
+        operands
+    }
+
+    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
+        let mut operands = vec![&mut self.input, &mut self.weight];
+        operands.extend(self.bias.as_mut());
+        operands.extend(self.residual.as_mut());
+        operands
+    }
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        let (x, w) = (&inputs[0].shape, &inputs[1].shape);
+        let mismatch = |what| OpError::Shapes {
+            what,
+            shapes: shapes_of(inputs),
+        };
+        if x.len() != 4 || w.len() != 4 {
+            return Err(mismatch(
+                "convolution of operands other than 4-D (ptec handles 2-D)",
+            ));
+        }
+        let channels = fixed(x[1], "input channels")?;
+        let out_channels = fixed(w[0], "output channels")?;
+        let groups = self.groups;
+        if groups == 0
+            || channels % groups != 0
+            || out_channels % groups != 0
+            || fixed(w[1], "weight channels")? != channels / groups
+        {
+            return Err(OpError::Attribute {
+                name: "groups",
+                value: groups.to_string(),
+                problem: format!(
+                    "do not split input {} and weight {}",
+                    super::show(x),
+                    super::show(w)
+                ),
+            });
+        }
+        let mut rest = inputs[2..].iter();
+        if self.bias.is_some() && rest.next().map(|bias| bias.shape.as_slice()) != Some(&[w[0]]) {
+            return Err(mismatch(
+                "convolution with a bias not one per output channel",
+            ));
+        }
+        let mut shape = vec![x[0], w[0]];
+        for axis in 0..2 {
+            shape.push(Dim::Fixed(pooled_size(
+                fixed(x[2 + axis], "a spatial dimension")?,
+                fixed(w[2 + axis], "a kernel dimension")?,
+                self.stride[axis],
+                self.padding[axis],
+                self.dilation[axis],
+                false,
+            )?));
+        }
+        if self.residual.is_some() && rest.next().map(|residual| &residual.shape) != Some(&shape) {
+            return Err(mismatch(
+                "convolution with a residual of another shape than its output",
+            ));
+        }
+        one(shape)
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.ints("stride", &self.stride);
+        out.ints("padding", &self.padding);
+        out.ints("dilation", &self.dilation);
+        out.int("groups", self.groups);
+        self.clamp.write(out);
+    }
+
+    fn layout(&self) -> LayoutRule {
+        LayoutRule::Convolution
+    }
+
+    /// The clamp comes before the residual, so none can join once a
+    /// residual has.
+    fn clamp_epilogue(&mut self) -> Option<&mut ClampRange> {
+        self.residual.is_none().then_some(&mut self.clamp)
+    }
+
+    fn residual_epilogue(&mut self) -> Option<&mut Option<ValueId>> {
+        Some(&mut self.residual)
+    }
+}
+
+impl OpDef for MaxPool2d {
+    fn name(&self) -> &'static str {
+        "max_pool2d"
+    }
+
+    one_input!();
+
+    fn outputs(&self) -> Outputs {
+        Outputs::Exactly(2)
+    }
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        let shape = pooled_shape(
+            &inputs[0].shape,
+            &self.kernel,
+            &self.stride,
+            &self.padding,
+            &self.dilation,
+            self.ceil_mode,
+        )?;
+        Ok(vec![Expected::Shape(shape.clone()), Expected::Shape(shape)])
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.ints("kernel", &self.kernel);
+        out.ints("stride", &self.stride);
+        out.ints("padding", &self.padding);
+        out.ints("dilation", &self.dilation);
+        out.bool("ceil_mode", self.ceil_mode);
+    }
+}
+
+impl OpDef for AvgPool2d {
+    fn name(&self) -> &'static str {
+        "avg_pool2d"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        one(pooled_shape(
+            &inputs[0].shape,
+            &self.kernel,
+            &self.stride,
+            &self.padding,
+            &[1, 1],
+            self.ceil_mode,
+        )?)
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.ints("kernel", &self.kernel);
+        out.ints("stride", &self.stride);
+        out.ints("padding", &self.padding);
+        out.bool("ceil_mode", self.ceil_mode);
+        out.bool("count_include_pad", self.count_include_pad);
+    }
+}
+
+pub(crate) fn parse(
+    name: &str,
+    operands: &mut OperandReader,
+    attributes: &mut AttributeReader,
+) -> Option<Result<Op, FormError>> {
+    let parsed = (|| {
+        Ok(Some(match name {
+            "convolution" => Op::Convolution(Convolution {
+                input: operands.positional("input")?,
+                weight: operands.positional("weight")?,
+                bias: operands.named("bias"),
+                residual: operands.named("residual"),
+                stride: attributes.pair("stride")?,
+                padding: attributes.pair("padding")?,
+                dilation: attributes.pair("dilation")?,
+                groups: attributes.int("groups")?,
+                clamp: ClampRange::read(attributes)?,
+            }),
+            "max_pool2d" => Op::MaxPool2d(MaxPool2d {
+                input: operands.positional("input")?,
+                kernel: attributes.pair("kernel")?,
+                stride: attributes.pair("stride")?,
+                padding: attributes.pair("padding")?,
+                dilation: attributes.pair("dilation")?,
+                ceil_mode: attributes.bool("ceil_mode")?,
+            }),
+            "avg_pool2d" => Op::AvgPool2d(AvgPool2d {
+                input: operands.positional("input")?,
+                kernel: attributes.pair("kernel")?,
+                stride: attributes.pair("stride")?,
+                padding: attributes.pair("padding")?,
+                ceil_mode: attributes.bool("ceil_mode")?,
+                count_include_pad: attributes.bool("count_include_pad")?,
+            }),
+            _ => return Ok(None),
+        }))
+    })();
+    parsed.transpose()
+}

@@ -1,0 +1,219 @@
+//! Scalar expressions: what an elementwise function computes for one
+//! element, written once in a small vocabulary of primitives that every
+//! back end lowers (Cranelift instructions, WGSL expressions). An elementwise
+//! function's definition composes these; a back end knows the primitives,
+//! not the functions, so a new function built from them needs no back-end
+//! code.
+//!
+//! An expression's operands arrive converted to the function's compute type
+//! ("numbers"); comparisons give booleans. Primitives keep PyTorch's rules:
+//! [`Binary::Maximum`] and [`Binary::Minimum`] propagate NaN, while the
+//! clamps [`Binary::AtLeast`] and [`Binary::AtMost`] keep NaN inputs as
+//! they are; integer arithmetic wraps; integer division by zero is an error
+//! the back end reports (or refuses to compile).
+
+use std::ops;
+
+use super::elementwise::MathFn;
+use crate::types::{DType, Scalar};
+
+/// One element's computation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// Operand `k` of the function, converted to the compute type.
+    Operand(usize),
+    /// A constant converted to the compute type as PyTorch converts a
+    /// scalar: to nearest for floats; for integers truncated toward zero,
+    /// then wrapped; for booleans, "not zero".
+    Constant(Scalar),
+    Unary(Unary, Box<Expr>),
+    Binary(Binary, Box<Expr>, Box<Expr>),
+    /// `condition ? a : b` (the condition a boolean).
+    Select(Box<[Expr; 3]>),
+    /// A function of the C math library on floats (and its counterpart in
+    /// shaders).
+    Math(MathFn, Vec<Expr>),
+}
+
+/// Primitives of one operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unary {
+    Neg,
+    Abs,
+    /// Floats only.
+    Sqrt,
+    Floor,
+    Ceil,
+    /// To nearest, halves to even.
+    Round,
+    Trunc,
+    /// Floats only; gives a boolean.
+    IsNan,
+    /// `x != 0` (NaN is not zero); gives a boolean.
+    NonZero,
+    /// Of a boolean.
+    Not,
+    /// A boolean as the number 0 or 1.
+    FromBool,
+}
+
+/// Primitives of two operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Binary {
+    Add,
+    Sub,
+    Mul,
+    /// Floats only.
+    Div,
+    /// The larger operand, NaN when either is NaN (`torch.maximum`).
+    Maximum,
+    /// The smaller operand, NaN when either is NaN.
+    Minimum,
+    /// `x < bound ? bound : x`: a lower clamp that keeps NaN (floats).
+    AtLeast,
+    /// `x > bound ? bound : x`: an upper clamp that keeps NaN (floats).
+    AtMost,
+    /// A comparison in the compute type; gives a boolean (`Ne` is true
+    /// when either operand is NaN, the others false).
+    Compare(Comparison),
+    /// Of booleans.
+    And,
+    Or,
+    Xor,
+    /// Integers only: division rounding toward negative infinity. A zero
+    /// divisor is an error; `MIN / -1` wraps.
+    FloorDiv,
+    /// Integers only: division rounding toward zero, likewise.
+    TruncDiv,
+    /// Integers only: Python's remainder (the sign of the divisor), likewise.
+    Remainder,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// What an expression gives: a number of the compute type, or a boolean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExprType {
+    Number,
+    Bool,
+}
+
+impl Expr {
+    pub fn ty(&self) -> ExprType {
+        match self {
+            Expr::Operand(_) | Expr::Constant(_) | Expr::Math(..) => ExprType::Number,
+            Expr::Unary(op, x) => match op {
+                Unary::IsNan | Unary::NonZero | Unary::Not => ExprType::Bool,
+                Unary::FromBool => ExprType::Number,
+                _ => x.ty(),
+            },
+            Expr::Binary(op, a, _) => match op {
+                Binary::Compare(_) | Binary::And | Binary::Or | Binary::Xor => ExprType::Bool,
+                _ => a.ty(),
+            },
+            Expr::Select(parts) => parts[1].ty(),
+        }
+    }
+
+    /// Whether the expression calls the math library or divides integers,
+    /// which have no vector form.
+    pub fn is_scalar_only(&self) -> bool {
+        match self {
+            Expr::Operand(_) | Expr::Constant(_) => false,
+            Expr::Math(..) => true,
+            Expr::Unary(_, x) => x.is_scalar_only(),
+            Expr::Binary(op, a, b) => {
+                matches!(op, Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder)
+                    || a.is_scalar_only()
+                    || b.is_scalar_only()
+            }
+            Expr::Select(parts) => parts.iter().any(Expr::is_scalar_only),
+        }
+    }
+
+    pub fn unary(op: Unary, x: Expr) -> Expr {
+        Expr::Unary(op, Box::new(x))
+    }
+
+    pub fn binary(op: Binary, a: Expr, b: Expr) -> Expr {
+        Expr::Binary(op, Box::new(a), Box::new(b))
+    }
+
+    pub fn select(condition: Expr, a: Expr, b: Expr) -> Expr {
+        Expr::Select(Box::new([condition, a, b]))
+    }
+
+    pub fn math(function: MathFn, args: Vec<Expr>) -> Expr {
+        Expr::Math(function, args)
+    }
+
+    pub fn compare(comparison: Comparison, a: Expr, b: Expr) -> Expr {
+        Expr::binary(Binary::Compare(comparison), a, b)
+    }
+
+    pub fn at_least(self, bound: Expr) -> Expr {
+        Expr::binary(Binary::AtLeast, self, bound)
+    }
+
+    pub fn at_most(self, bound: Expr) -> Expr {
+        Expr::binary(Binary::AtMost, self, bound)
+    }
+
+    pub fn maximum(self, other: Expr) -> Expr {
+        Expr::binary(Binary::Maximum, self, other)
+    }
+
+    pub fn minimum(self, other: Expr) -> Expr {
+        Expr::binary(Binary::Minimum, self, other)
+    }
+}
+
+/// A float constant.
+pub fn real(value: f64) -> Expr {
+    Expr::Constant(Scalar::Float(value))
+}
+
+/// An integer constant.
+pub fn integer(value: i64) -> Expr {
+    Expr::Constant(Scalar::Int(value))
+}
+
+/// Zero of the compute type.
+pub fn zero(compute: DType) -> Expr {
+    if compute.is_float() {
+        real(0.0)
+    } else {
+        integer(0)
+    }
+}
+
+macro_rules! arithmetic {
+    ($trait:ident, $method:ident, $primitive:ident) => {
+        impl ops::$trait for Expr {
+            type Output = Expr;
+            fn $method(self, other: Expr) -> Expr {
+                Expr::binary(Binary::$primitive, self, other)
+            }
+        }
+    };
+}
+
+arithmetic!(Add, add, Add);
+arithmetic!(Sub, sub, Sub);
+arithmetic!(Mul, mul, Mul);
+arithmetic!(Div, div, Div);
+
+impl ops::Neg for Expr {
+    type Output = Expr;
+    fn neg(self) -> Expr {
+        Expr::unary(Unary::Neg, self)
+    }
+}

@@ -1,0 +1,245 @@
+//! Reductions along dimensions, arg-reductions, cumulative sums and
+//! softmax.
+
+use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
+use super::one_input;
+use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, axis, one, reduced};
+use crate::graph::ValueId;
+use crate::op::Op;
+use crate::types::{Dim, TensorType};
+
+/// How a reduction combines elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Prod,
+    Max,
+    Min,
+    Any,
+    All,
+}
+
+impl ReduceOp {
+    pub const ALL: [ReduceOp; 7] = [
+        ReduceOp::Sum,
+        ReduceOp::Mean,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Any,
+        ReduceOp::All,
+    ];
+
+    /// The op's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "reduce_sum",
+            ReduceOp::Mean => "reduce_mean",
+            ReduceOp::Prod => "reduce_prod",
+            ReduceOp::Max => "reduce_max",
+            ReduceOp::Min => "reduce_min",
+            ReduceOp::Any => "reduce_any",
+            ReduceOp::All => "reduce_all",
+        }
+    }
+}
+
+/// A reduction of `input` over `dims`; `keepdim` keeps them as size 1.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Reduce {
+    pub input: ValueId,
+    pub op: ReduceOp,
+    pub dims: Vec<usize>,
+    pub keepdim: bool,
+}
+
+/// Which extreme an arg-reduction finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Extreme {
+    Max,
+    Min,
+}
+
+/// The index of the largest (or smallest) element along `dim`, or of the
+/// flattened input when `dim` is `None`; the first one on ties, NaN
+/// winning as in PyTorch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArgReduce {
+    pub input: ValueId,
+    pub extreme: Extreme,
+    pub dim: Option<usize>,
+    pub keepdim: bool,
+}
+
+/// Running sums along `dim`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CumSum {
+    pub input: ValueId,
+    pub dim: usize,
+}
+
+/// Softmax (or log-softmax) along `dim`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Softmax {
+    pub input: ValueId,
+    pub dim: usize,
+    pub log: bool,
+}
+
+impl OpDef for Reduce {
+    fn name(&self) -> &'static str {
+        self.op.name()
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        let x = &inputs[0].shape;
+        for &dim in &self.dims {
+            axis(x.len(), dim)?;
+        }
+        one(reduced(x, |d| self.dims.contains(&d), self.keepdim))
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.ints("dims", &as_u64(&self.dims));
+        out.bool("keepdim", self.keepdim);
+    }
+
+    fn layout(&self) -> LayoutRule {
+        LayoutRule::ReadsAny
+    }
+}
+
+impl OpDef for ArgReduce {
+    fn name(&self) -> &'static str {
+        match self.extreme {
+            Extreme::Max => "arg_max",
+            Extreme::Min => "arg_min",
+        }
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        let x = &inputs[0].shape;
+        match self.dim {
+            Some(dim) => {
+                let dim = axis(x.len(), dim)?;
+                one(reduced(x, |d| d == dim, self.keepdim))
+            }
+            None if self.keepdim => one(vec![Dim::Fixed(1); x.len()]),
+            None => one(Vec::new()),
+        }
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.optional_int("dim", self.dim.map(|dim| dim as u64));
+        out.bool("keepdim", self.keepdim);
+    }
+}
+
+impl OpDef for CumSum {
+    fn name(&self) -> &'static str {
+        "cum_sum"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        let x = &inputs[0].shape;
+        // A 0-D tensor has one dimension to run along.
+        axis(x.len().max(1), self.dim)?;
+        one(x.clone())
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.int("dim", self.dim as u64);
+    }
+}
+
+impl OpDef for Softmax {
+    fn name(&self) -> &'static str {
+        "softmax"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        let x = &inputs[0].shape;
+        axis(x.len().max(1), self.dim)?;
+        one(x.clone())
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.int("dim", self.dim as u64);
+        out.bool("log", self.log);
+    }
+}
+
+fn as_u64(values: &[usize]) -> Vec<u64> {
+    values.iter().map(|&value| value as u64).collect()
+}
+
+pub(crate) fn parse(
+    name: &str,
+    operands: &mut OperandReader,
+    attributes: &mut AttributeReader,
+) -> Option<Result<Op, FormError>> {
+    let parsed = (|| {
+        if let Some(&op) = ReduceOp::ALL.iter().find(|op| op.name() == name) {
+            return Ok(Some(Op::Reduce(Reduce {
+                input: operands.positional("input")?,
+                op,
+                dims: attributes.ints("dims")?,
+                keepdim: attributes.bool("keepdim")?,
+            })));
+        }
+        let extreme = match name {
+            "arg_max" => Extreme::Max,
+            "arg_min" => Extreme::Min,
+            "cum_sum" => {
+                return Ok(Some(Op::CumSum(CumSum {
+                    input: operands.positional("input")?,
+                    dim: attributes.int("dim")?,
+                })));
+            }
+            "softmax" => {
+                return Ok(Some(Op::Softmax(Softmax {
+                    input: operands.positional("input")?,
+                    dim: attributes.int("dim")?,
+                    log: attributes.bool("log")?,
+                })));
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(Op::ArgReduce(ArgReduce {
+            input: operands.positional("input")?,
+            extreme,
+            dim: attributes.optional_int("dim")?,
+            keepdim: attributes.bool("keepdim")?,
+        })))
+    })();
+    parsed.transpose()
+}
