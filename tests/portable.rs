@@ -37,14 +37,6 @@ const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
         "transposed convolution is not supported",
     ),
     (
-        "gather",
-        "unsupported operators in method forward: aten::gather.out",
-    ),
-    (
-        "index_tensor",
-        "unsupported operators in method forward: aten::index.Tensor_out",
-    ),
-    (
         "upsample_bilinear2d",
         "unsupported operators in method forward: aten::upsample_bilinear2d.vec_out",
     ),

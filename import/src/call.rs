@@ -5,8 +5,10 @@
 //! (`aten.rs`) then turns into IR nodes through [`Call`]'s accessors, by
 //! argument name.
 
+use std::borrow::Cow;
+
 use ptec_frontend::ValueIndex;
-use ptec_ir::{Op, Scalar, TensorType, ValueId};
+use ptec_ir::{Op, Scalar, TensorType, ValueData, ValueId};
 
 use crate::aten::{self, Entry};
 use crate::error::{ImportError, Problem};
@@ -221,6 +223,23 @@ impl Call<'_, '_, '_> {
             .collect()
     }
 
+    /// The tensors of an optional-tensor list argument (`Tensor?[]`), read,
+    /// None where the list holds none.
+    pub(crate) fn optional_tensor_list(
+        &mut self,
+        name: &str,
+    ) -> Result<Vec<Option<ValueId>>, ImportError> {
+        let items = match self.argument(name)?.1 {
+            Argument::OptionalTensorList(items) => items.clone(),
+            Argument::TensorList(items) => items.iter().copied().map(Some).collect(),
+            _ => return Err(self.kind_error(name, "a list of optional tensors")),
+        };
+        items
+            .into_iter()
+            .map(|item| item.map(|tensor| self.importer.read(tensor)).transpose())
+            .collect()
+    }
+
     /// The tensors of a TensorList argument, unread (outputs).
     pub(crate) fn tensor_list_refs(&self, name: &str) -> Result<Vec<TensorRef>, ImportError> {
         match self.argument(name)?.1 {
@@ -361,6 +380,32 @@ impl Call<'_, '_, '_> {
     /// The type of an IR value.
     pub(crate) fn ty(&self, id: ValueId) -> &TensorType {
         &self.importer.graph.value(id).ty
+    }
+
+    /// The fixed sizes of an IR value, or an error naming the argument
+    /// `name` it comes from when a dimension is symbolic.
+    pub(crate) fn fixed_sizes(&self, name: &str, id: ValueId) -> Result<Vec<u64>, ImportError> {
+        self.ty(id).fixed_shape().ok_or_else(|| {
+            self.bad(
+                name,
+                format!(
+                    "a tensor of dynamic shape {}, which ptec handles only with fixed sizes here",
+                    self.ty(id)
+                ),
+            )
+        })
+    }
+
+    /// A new value the call computes on the way to its outputs.
+    pub(crate) fn temporary(&mut self, ty: TensorType) -> ValueId {
+        self.importer.graph.add_value(ValueData::computed(ty))
+    }
+
+    /// A new constant value holding `bytes`.
+    pub(crate) fn constant(&mut self, ty: TensorType, bytes: Vec<u8>) -> ValueId {
+        self.importer
+            .graph
+            .add_value(ValueData::constant(ty, Cow::Owned(bytes)))
     }
 
     /// The sizes a tensor argument declares (upper bounds of dynamic ones),

@@ -23,7 +23,7 @@ use ptec_ir::{DType, Dim, Graph, Op, TensorType, ValueData, ValueId, ValueKind};
 
 use crate::aten;
 use crate::call::{self, Argument, TensorRef};
-use crate::error::{ImportError, InstructionId, Location, Problem};
+use crate::error::{ImportError, InstructionId, Location, Problem, Unsupported};
 use crate::symbols::Symbols;
 
 /// Bytes each region of the file's plan is aligned to, in the importer's
@@ -39,19 +39,26 @@ pub fn import_method<'a>(method: &Method<'a>) -> Result<Graph<'a>, ImportError> 
     Ok(importer.finish())
 }
 
-/// Reports every kernel call of an operator ptec cannot import, at once.
+/// Reports every kernel call of an operator ptec cannot import, at once,
+/// with the reason when ptec knows the operator.
 fn check_operators(method: &Method<'_>) -> Result<(), ImportError> {
-    let mut unsupported: BTreeMap<String, Vec<InstructionId>> = BTreeMap::new();
+    let mut unsupported: BTreeMap<String, Unsupported> = BTreeMap::new();
     for (chain, instructions) in method.chains.iter().enumerate() {
         for (index, instruction) in instructions.iter().enumerate() {
             if let Instruction::Kernel { operator, .. } = instruction {
                 let key = method.operator(*operator).key();
-                if aten::entry(&key).is_none() {
-                    unsupported
-                        .entry(key)
-                        .or_default()
-                        .push(InstructionId { chain, index });
-                }
+                let why = match aten::entry(&key) {
+                    None => None,
+                    Some(entry) => match entry.refusal() {
+                        None => continue,
+                        refused => refused,
+                    },
+                };
+                let calls = unsupported.entry(key).or_insert_with(|| Unsupported {
+                    instructions: Vec::new(),
+                    why,
+                });
+                calls.instructions.push(InstructionId { chain, index });
             }
         }
     }

@@ -12,6 +12,7 @@ use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d};
 use ptec_ir::ops::elementwise::Undefined;
 use ptec_ir::ops::expr::Expr;
 use ptec_ir::ops::fused::StepInput;
+use ptec_ir::ops::layout::{PadMode, Piece, Source};
 use ptec_ir::ops::linalg::ClampRange;
 use ptec_ir::ops::norm::LayerNorm;
 use ptec_ir::ops::reduce::ReduceOp;
@@ -158,9 +159,14 @@ fn lower(
         Op::Label(_)
         | Op::Jump(_)
         | Op::JumpIfFalse(_)
-        | Op::IndexSelect(_)
-        | Op::Embedding(_)
-        | Op::ArgReduce(_) => Err(refused(op.kind())),
+        | Op::Index(_)
+        | Op::Gather(_)
+        | Op::Scatter(_)
+        | Op::IndexPut(_)
+        | Op::MaskedScatter(_)
+        | Op::RepeatInterleave(_)
+        | Op::ArgReduce(_)
+        | Op::TopK(_) => Err(refused(op.kind())),
         Op::Elementwise(op) => {
             let (inputs, out) = (tensors(&op.inputs)?, out()?);
             let dtypes: Vec<DType> = inputs.iter().map(|input| input.dtype).collect();
@@ -219,7 +225,62 @@ fn lower(
             })
         }
         Op::Cat(op) => cat(&tensors(&op.inputs)?, &out()?, op.dim),
-        Op::Pad(op) => pad(&tensor(op.input)?, &out()?, &op.before, op.value),
+        Op::Pad(op) => {
+            let x = tensor(op.input)?;
+            let fill = match op.mode {
+                PadMode::Constant(value) => Some(value),
+                PadMode::Reflect | PadMode::Replicate => None,
+            };
+            by_pieces(&x, &out()?, &op.pieces(&x.sizes), fill)
+        }
+        Op::Roll(op) => {
+            let x = tensor(op.input)?;
+            by_pieces(&x, &out()?, &op.pieces(&x.sizes), None)
+        }
+        Op::Strided(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            per_element(&out, no_extra, |c| {
+                let mut terms = vec![int(op.offset as i64)?];
+                for (coordinate, &stride) in c.iter().zip(&op.strides) {
+                    terms.push(format!("i32({coordinate}) * {}", int(stride)?));
+                }
+                let position = format!("u32({})", terms.join(" + "));
+                Ok(Element::value(convert(&x.load(&position), x.ty, out.ty)))
+            })
+        }
+        Op::SliceScatter(op) => {
+            let (x, src, out) = (tensor(op.input)?, tensor(op.src)?, out()?);
+            let (start, step) = (int(op.start as i64)?, int(op.step as i64)?);
+            let len = int(src.sizes[op.dim] as i64)?;
+            per_element(&out, no_extra, |c| {
+                let mut source = c.to_vec();
+                source[op.dim] = "u32(r / step)".to_string();
+                let code = format!(
+                    "    let step = {step};\n    let r = i32({}) - {start};\n    var v = {};\n    if (r >= 0i && r % step == 0i && r / step < {len}) {{ v = {}; }}\n",
+                    c[op.dim],
+                    moved(&x, c, out.ty),
+                    moved(&src, &source, out.ty),
+                );
+                Ok(Element {
+                    code,
+                    value: "v".to_string(),
+                })
+            })
+        }
+        Op::Tril(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            let rank = out.rank();
+            let diagonal = int(op.diagonal)?;
+            per_element(&out, no_extra, |c| {
+                Ok(Element::value(format!(
+                    "select({}, {}, i32({}) - i32({}) <= {diagonal})",
+                    scalar(Scalar::Int(0), out.ty)?,
+                    moved(&x, c, out.ty),
+                    c[rank - 1],
+                    c[rank - 2]
+                )))
+            })
+        }
         Op::Repeat(op) => {
             let (x, out) = (tensor(op.input)?, out()?);
             per_element(&out, no_extra, |c| {
@@ -385,27 +446,57 @@ fn cat(inputs: &[Tensor], out: &Tensor, dim: usize) -> Result<Kernel, Refusal> {
     })
 }
 
-fn pad(x: &Tensor, out: &Tensor, before: &[u64], value: Scalar) -> Result<Kernel, Refusal> {
-    if before.len() != x.rank() {
-        return Err(refuse("padding fewer dimensions than the tensor has"));
-    }
+/// A copy that maps each dimension on its own, by pieces ([`Piece`]): the
+/// source coordinate along each dimension is the piece's run at the output
+/// coordinate, and a filling piece gives `fill`.
+fn by_pieces(
+    x: &Tensor,
+    out: &Tensor,
+    pieces: &[Vec<Piece>],
+    fill: Option<Scalar>,
+) -> Result<Kernel, Refusal> {
     per_element(out, no_extra, |c| {
-        let mut code = format!("    var v = {};\n", scalar(value, out.ty)?);
+        let mut code = String::new();
         let mut inside = Vec::new();
         let mut source = Vec::new();
-        for (dim, &pad) in before.iter().enumerate() {
-            let shifted = format!("(i32({}) - {})", c[dim], int(pad as i64)?);
-            inside.push(format!(
-                "{shifted} >= 0i && {shifted} < {}",
-                int(x.sizes[dim] as i64)?
-            ));
-            source.push(format!("u32({shifted})"));
+        for (dim, dim_pieces) in pieces.iter().enumerate() {
+            let _ = writeln!(code, "    var s{dim} = 0i;");
+            let mut branches = Vec::new();
+            for piece in dim_pieces {
+                let end = index(piece.start + piece.len)?;
+                let body = match piece.source {
+                    Source::Run { start, step } => format!(
+                        "s{dim} = {} + {} * (i32({}) - {});",
+                        int(start as i64)?,
+                        int(step)?,
+                        c[dim],
+                        int(piece.start as i64)?
+                    ),
+                    Source::Fill => {
+                        if !inside.contains(&dim) {
+                            inside.push(dim);
+                        }
+                        format!("in{dim} = false;")
+                    }
+                };
+                branches.push(format!("if ({} < {end}) {{ {body} }}", c[dim]));
+            }
+            if inside.contains(&dim) {
+                let _ = writeln!(code, "    var in{dim} = true;");
+            }
+            let _ = writeln!(code, "    {}", branches.join(" else "));
+            source.push(format!("u32(s{dim})"));
         }
+        let read = moved(x, &source, out.ty);
+        let Some(value) = fill.filter(|_| !inside.is_empty()) else {
+            return Ok(Element { code, value: read });
+        };
+        let held: Vec<String> = inside.iter().map(|dim| format!("in{dim}")).collect();
         let _ = writeln!(
             code,
-            "    if ({}) {{ v = {}; }}",
-            inside.join(" && "),
-            moved(x, &source, out.ty)
+            "    var v = {};\n    if ({}) {{ v = {read}; }}",
+            scalar(value, out.ty)?,
+            held.join(" && ")
         );
         Ok(Element {
             code,

@@ -1,6 +1,7 @@
-//! Tensors made from scalars: fills and ranges.
+//! Tensors made from scalars: fills and ranges, and the indices
+//! `repeat_interleave` repeats.
 
-use ptec_ir::ops::creation::{Arange, Full};
+use ptec_ir::ops::creation::{Arange, Full, RepeatInterleave};
 use ptec_ir::{Op, OpKind, Scalar};
 
 use super::Operator;
@@ -43,6 +44,11 @@ pub(super) const OPERATORS: &[Operator] = &[
         arange,
         &[OpKind::Arange],
     ),
+    (
+        "aten::repeat_interleave.Tensor_out(Tensor repeats, *, SymInt? output_size=None, Tensor(a!) out) -> Tensor(a!)",
+        repeat_interleave,
+        &[OpKind::RepeatInterleave],
+    ),
 ];
 
 fn fill(c: &mut Call<'_, '_, '_>, value: Scalar) -> Result<(), ImportError> {
@@ -71,4 +77,28 @@ fn arange(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         step: Scalar::Int(1),
     });
     c.emit(op, &["out"])
+}
+
+/// `repeat_interleave(repeats, output_size)`: the result's length is the
+/// sum of `repeats`, known only at run time, so `output_size` must give it
+/// (the generated code checks the sum against it).
+fn repeat_interleave(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let Some(length) = c.optional_int("output_size")? else {
+        return Err(c.bad(
+            "output_size",
+            "is not given: the result's length is the sum of repeats, known only at run time, and ptec does not compute data-dependent sizes yet",
+        ));
+    };
+    let declared = c.sizes_of("out")?;
+    if declared != [length] {
+        return Err(c.bad(
+            "output_size",
+            format!("{length}, but out is declared {declared:?}"),
+        ));
+    }
+    if c.rank_of("repeats")? > 1 {
+        return Err(c.bad("repeats", "must be 0-D or 1-D"));
+    }
+    let input = c.tensor("repeats")?;
+    c.emit(Op::RepeatInterleave(RepeatInterleave { input }), &["out"])
 }

@@ -2,7 +2,7 @@
 //! pooling and embedding lookups.
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
-use ptec_ir::ops::gather::Embedding;
+use ptec_ir::ops::gather::Index;
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::{Op, OpKind, Real};
@@ -60,7 +60,7 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
         embedding,
-        &[OpKind::Embedding],
+        &[OpKind::Index],
     ),
 ];
 
@@ -195,10 +195,18 @@ fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(op, &["out"])
 }
 
+/// `embedding(weight, indices)`: a row of the 2-D table for each index
+/// (advanced indexing of its first dimension, without negative indices;
+/// `padding_idx` only matters to gradients).
 fn embedding(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let op = Op::Embedding(Embedding {
-        weight: c.tensor("weight")?,
-        indices: c.tensor("indices")?,
+    if c.rank_of("weight")? != 2 {
+        return Err(c.bad("weight", "must be 2-D"));
+    }
+    let op = Op::Index(Index {
+        input: c.tensor("weight")?,
+        indices: vec![c.tensor("indices")?],
+        dims: vec![0],
+        wrap: false,
     });
     c.emit(op, &["out"])
 }

@@ -1,11 +1,13 @@
-//! Ops that create tensors from attributes alone: fills and ranges. Their
-//! output's shape is the one the program declares.
+//! Ops that create tensors from attributes and counts: fills, ranges and
+//! the indices `repeat_interleave` repeats. Their output's shape is the one
+//! the program declares.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::no_operands;
 use super::{DimEquality, Expected, OpDef, OpError};
+use super::{no_operands, one_input};
+use crate::graph::ValueId;
 use crate::op::Op;
-use crate::types::{Scalar, TensorType};
+use crate::types::{DType, Scalar, TensorType};
 
 /// Fills the output with `value`, converted to its element type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -18,6 +20,16 @@ pub struct Full {
 pub struct Arange {
     pub start: Scalar,
     pub step: Scalar,
+}
+
+/// `repeat_interleave(repeats)`: each index `i` of the 1-D integer tensor
+/// `repeats`, `repeats[i]` times in a row, in `repeats`' element type. The
+/// output's length is the one declared (the `output_size` argument); a
+/// negative count, or counts whose sum is not that length, are an error at
+/// run time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RepeatInterleave {
+    pub input: ValueId,
 }
 
 fn given() -> Result<Vec<Expected>, OpError> {
@@ -78,15 +90,53 @@ impl OpDef for Arange {
     }
 }
 
+impl OpDef for RepeatInterleave {
+    fn name(&self) -> &'static str {
+        "repeat_interleave"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn DimEquality,
+    ) -> Result<Vec<Expected>, OpError> {
+        given()
+    }
+
+    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+        let (counts, out) = (inputs[0], outputs[0]);
+        if counts.rank() > 1 || out.rank() != 1 {
+            return Err(OpError::Shapes {
+                what: "repeat_interleave of counts that are not 1-D into a tensor that is",
+                shapes: vec![counts.shape.clone(), out.shape.clone()],
+            });
+        }
+        match counts.dtype {
+            DType::I32 | DType::I64 if out.dtype == counts.dtype => Ok(()),
+            found => Err(OpError::ElementType {
+                what: "repeat_interleave's counts and result",
+                expected: "both i32 or both i64",
+                found,
+            }),
+        }
+    }
+}
+
 pub(crate) fn parse(
     name: &str,
-    _operands: &mut OperandReader,
+    operands: &mut OperandReader,
     attributes: &mut AttributeReader,
 ) -> Option<Result<Op, FormError>> {
     let parsed = (|| {
         Ok(Some(match name {
             "full" => Op::Full(Full {
                 value: attributes.scalar("value")?,
+            }),
+            "repeat_interleave" => Op::RepeatInterleave(RepeatInterleave {
+                input: operands.positional("input")?,
             }),
             "arange" => Op::Arange(Arange {
                 start: attributes.scalar("start")?,
