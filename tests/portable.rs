@@ -37,6 +37,14 @@ const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
         "transposed convolution is not supported",
     ),
     (
+        "masked_select",
+        "aten::masked_select.out (instructions 0.1): the size of its result is the number of true",
+    ),
+    (
+        "nonzero",
+        "aten::nonzero.out (instructions 0.0): the size of its result is the number of true",
+    ),
+    (
         "upsample_bilinear2d",
         "unsupported operators in method forward: aten::upsample_bilinear2d.vec_out",
     ),
@@ -47,6 +55,10 @@ const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
     (
         "var",
         "unsupported operators in method forward: aten::var.correction_out",
+    ),
+    (
+        "view_as_real",
+        "a complex element type (ComplexFloat, scalar type 9) is not supported by ptec",
     ),
 ];
 
