@@ -20,6 +20,8 @@ broken environment) or if the files grow too large to commit.
 
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_op_fixtures.py [OUT_DIR]      # default: tests/fixtures/ops
+    $ANCHOR_PY scripts/gen_op_fixtures.py --only NAME... # only these fixtures (the
+                                                          # others' files and index entries stay)
 """
 
 import argparse
@@ -249,7 +251,10 @@ class OpFixture:
     """One operator (or edge case) and its test inputs.
 
     ``make_cases`` returns the inputs of every test case; the first one is also
-    the example input given to the exporter.
+    the example input given to the exporter. ``preserve`` lists ATen operators
+    the exporter must keep rather than decompose (``EdgeCompileConfig``'s
+    ``preserve_ops``), for kernels such as ``stack`` or ``roll`` that a program
+    only calls when it is exported so.
     """
 
     name: str
@@ -257,13 +262,14 @@ class OpFixture:
     description: str
     make_model: Callable[[], nn.Module]
     make_cases: Callable[[], list[Inputs]]
+    preserve: tuple = ()
 
 
 FIXTURES: list[OpFixture] = []
 
 
-def fixture(name: str, op: str, description: str, make_model, make_cases) -> None:
-    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases))
+def fixture(name: str, op: str, description: str, make_model, make_cases, preserve: tuple = ()) -> None:
+    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases, preserve))
 
 
 def unary(name: str, op: str, f: Callable, make_input: Callable[[], torch.Tensor], note: str = "") -> None:
@@ -957,6 +963,525 @@ fixture(
 )
 
 
+# ---- copies, views, strided reads, rolls and triangles (every dtype moves as it is)
+
+aten = torch.ops.aten
+
+
+def distinct(*shape, dtype=torch.float32) -> torch.Tensor:
+    """Distinct values in random order (no ties), as ``dtype``."""
+    count = math.prod(shape)
+    return (torch.randperm(count).float() - count / 2).reshape(shape).to(dtype)
+
+
+fixture(
+    "alias_copy_int64",
+    "alias_copy",
+    "torch.ops.aten.alias_copy(x), int64 [3,4]",
+    fn(lambda x: aten.alias_copy(x)),
+    twice(lambda: (ints(-(2**40), 2**40, 3, 4),)),
+)
+fixture(
+    "detach_copy_bool",
+    "detach_copy",
+    "torch.ops.aten.detach_copy(x), bool [3,4]",
+    fn(lambda x: aten.detach_copy(x)),
+    twice(lambda: (bools(3, 4),)),
+)
+fixture(
+    "lift_fresh_copy_float16",
+    "lift_fresh_copy",
+    "torch.ops.aten.lift_fresh_copy(x), float16 [2,3]",
+    fn(lambda x: aten.lift_fresh_copy(x)),
+    twice(lambda: (randn(2, 3, dtype=torch.float16),)),
+    preserve=(aten.lift_fresh_copy.default,),
+)
+fixture(
+    "narrow_copy_float16",
+    "narrow_copy",
+    "torch.ops.aten.narrow_copy(x, -1, 1, 3), float16 [2,5]",
+    fn(lambda x: aten.narrow_copy(x, -1, 1, 3)),
+    twice(lambda: (randn(2, 5, dtype=torch.float16),)),
+)
+fixture(
+    "expand_bool",
+    "expand",
+    "x.expand(2, 3, -1), bool [3,1] -> [2,3,1] (new leading dim, -1 keeps one)",
+    fn(lambda x: x.expand(2, 3, -1)),
+    twice(lambda: (bools(3, 1),)),
+)
+fixture(
+    "expand_float16",
+    "expand",
+    "x.expand(4, 3), float16 [1,3]",
+    fn(lambda x: x.expand(4, 3)),
+    twice(lambda: (randn(1, 3, dtype=torch.float16),)),
+)
+fixture(
+    "split_copy_int64",
+    "split_copy",
+    "torch.split(x, 2, dim=1), int64 [3,5,2] (pieces 2, 2, 1; split_copy kept)",
+    fn(lambda x: torch.split(x, 2, dim=1)),
+    twice(lambda: (ints(-9, 9, 3, 5, 2),)),
+    preserve=(aten.split.Tensor,),
+)
+fixture(
+    "unbind_copy_bool",
+    "unbind_copy",
+    "torch.unbind(x, -1), bool [2,3,3] (three outputs; unbind_copy kept)",
+    fn(lambda x: torch.unbind(x, -1)),
+    twice(lambda: (bools(2, 3, 3),)),
+    preserve=(aten.unbind.int,),
+)
+fixture(
+    "stack_float16",
+    "stack",
+    "torch.stack([a, b, c], dim=-1), float16 [2,3] each (stack kept)",
+    fn(lambda a, b, c: torch.stack([a, b, c], dim=-1)),
+    twice(lambda: (randn(2, 3, dtype=torch.float16), randn(2, 3, dtype=torch.float16), randn(2, 3, dtype=torch.float16))),
+    preserve=(aten.stack.default,),
+)
+fixture(
+    "stack_0dim_int64",
+    "stack",
+    "torch.stack([a, b]), int64 0-dim each -> [2] (stack kept)",
+    fn(lambda a, b: torch.stack([a, b])),
+    twice(lambda: (ints(-9, 9), ints(-9, 9))),
+    preserve=(aten.stack.default,),
+)
+fixture(
+    "flip",
+    "flip",
+    "torch.flip(x, [0, -1]), float32 [3,4,5]",
+    fn(lambda x: torch.flip(x, [0, -1])),
+    twice(lambda: (randn(3, 4, 5),)),
+)
+fixture(
+    "flip_bool",
+    "flip",
+    "torch.flip(x, [1]), bool [3,5]",
+    fn(lambda x: torch.flip(x, [1])),
+    twice(lambda: (bools(3, 5),)),
+)
+fixture(
+    "flip_empty",
+    "flip",
+    "torch.flip(x, [0, 1]), int64 [0,3] (nothing to read)",
+    fn(lambda x: torch.flip(x, [0, 1])),
+    twice(lambda: (ints(0, 9, 0, 3),)),
+)
+fixture(
+    "diagonal_copy",
+    "diagonal_copy",
+    "torch.diagonal(x, 1, -1, 0), float32 [4,3,5] (offset above the main diagonal, dims out of order)",
+    fn(lambda x: torch.diagonal(x, 1, -1, 0)),
+    twice(lambda: (randn(4, 3, 5),)),
+)
+fixture(
+    "diagonal_copy_int64_below",
+    "diagonal_copy",
+    "torch.diagonal(x, -2), int64 [5,4] (below the main diagonal)",
+    fn(lambda x: torch.diagonal(x, -2)),
+    twice(lambda: (ints(-(2**40), 2**40, 5, 4),)),
+)
+fixture(
+    "as_strided_copy",
+    "as_strided_copy",
+    "torch.as_strided(x, (3, 3), (4, 2), 1), float32 [4,5] (overlapping windows, storage offset)",
+    fn(lambda x: torch.as_strided(x, (3, 3), (4, 2), 1)),
+    twice(lambda: (randn(4, 5),)),
+)
+fixture(
+    "unfold_copy",
+    "unfold_copy",
+    "x.unfold(-1, 3, 2), float32 [2,7] -> [2,3,3]",
+    fn(lambda x: x.unfold(-1, 3, 2)),
+    twice(lambda: (randn(2, 7),)),
+)
+fixture(
+    "unfold_copy_bool",
+    "unfold_copy",
+    "x.unfold(0, 2, 1), bool [4,3] -> [3,3,2]",
+    fn(lambda x: x.unfold(0, 2, 1)),
+    twice(lambda: (bools(4, 3),)),
+)
+fixture(
+    "roll",
+    "roll",
+    "torch.roll(x, (1, -2), (0, -1)), float32 [3,4,5] (roll kept)",
+    fn(lambda x: torch.roll(x, (1, -2), (0, -1))),
+    twice(lambda: (randn(3, 4, 5),)),
+    preserve=(aten.roll.default,),
+)
+fixture(
+    "roll_flat_int64",
+    "roll",
+    "torch.roll(x, 7), int64 [2,5] (no dims: the flattened tensor; roll kept)",
+    fn(lambda x: torch.roll(x, 7)),
+    twice(lambda: (ints(-9, 9, 2, 5),)),
+    preserve=(aten.roll.default,),
+)
+fixture(
+    "tril",
+    "tril",
+    "torch.tril(x), float32 [2,3,4] (tril kept)",
+    fn(lambda x: torch.tril(x)),
+    twice(lambda: (randn(2, 3, 4),)),
+    preserve=(aten.tril.default,),
+)
+fixture(
+    "tril_int64_offsets",
+    "tril",
+    "torch.tril(x, -1) and torch.tril(x, 2), int64 [4,3] (tril kept)",
+    fn(lambda x: (torch.tril(x, -1), torch.tril(x, 2))),
+    twice(lambda: (ints(-9, 9, 4, 3),)),
+    preserve=(aten.tril.default,),
+)
+fixture(
+    "pixel_shuffle",
+    "pixel_shuffle",
+    "F.pixel_shuffle(x, 2), float32 [1,8,2,3] (pixel_shuffle kept)",
+    fn(lambda x: F.pixel_shuffle(x, 2)),
+    twice(lambda: (randn(1, 8, 2, 3),)),
+    preserve=(aten.pixel_shuffle.default,),
+)
+fixture(
+    "pixel_unshuffle_int64",
+    "pixel_unshuffle",
+    "F.pixel_unshuffle(x, 2), int64 [2,1,4,6] (pixel_unshuffle kept)",
+    fn(lambda x: F.pixel_unshuffle(x, 2)),
+    twice(lambda: (ints(-9, 9, 2, 1, 4, 6),)),
+    preserve=(aten.pixel_unshuffle.default,),
+)
+fixture(
+    "select_scatter",
+    "select_scatter",
+    "torch.select_scatter(x, src, 1, -1), float32 [3,4,5], src [3,5] (select_scatter kept)",
+    fn(lambda x, src: torch.select_scatter(x, src, 1, -1)),
+    twice(lambda: (randn(3, 4, 5), randn(3, 5))),
+    preserve=(aten.select_scatter.default,),
+)
+fixture(
+    "slice_scatter",
+    "slice_scatter",
+    "torch.slice_scatter(x, src, 2, 1, 5, 2), float32 [3,4,6], src [3,4,2]",
+    fn(lambda x, src: torch.slice_scatter(x, src, 2, 1, 5, 2)),
+    twice(lambda: (randn(3, 4, 6), randn(3, 4, 2))),
+)
+fixture(
+    "slice_scatter_bool",
+    "slice_scatter",
+    "torch.slice_scatter(x, src, 0, -2), bool [5,3], src [2,3] (negative start)",
+    fn(lambda x, src: torch.slice_scatter(x, src, 0, -2)),
+    twice(lambda: (bools(5, 3), bools(2, 3))),
+)
+
+
+# ---- padding (constant with negative amounts, reflection, replication)
+
+fixture(
+    "pad_negative",
+    "constant_pad_nd",
+    "F.pad(x, (-1, 2, 1, -2), value=1.5), float32 [2,4,5] (negative padding crops)",
+    fn(lambda x: F.pad(x, (-1, 2, 1, -2), value=1.5)),
+    twice(lambda: (randn(2, 4, 5),)),
+)
+fixture(
+    "pad_int64_crop",
+    "constant_pad_nd",
+    "F.pad(x, (-2, -1)), int64 [3,5] (cropping only)",
+    fn(lambda x: F.pad(x, (-2, -1))),
+    twice(lambda: (ints(-9, 9, 3, 5),)),
+)
+fixture(
+    "reflection_pad1d",
+    "reflection_pad1d",
+    "F.pad(x, (2, 3), mode='reflect'), float32 [2,3,5] (reflection_pad1d kept)",
+    fn(lambda x: F.pad(x, (2, 3), mode="reflect")),
+    twice(lambda: (randn(2, 3, 5),)),
+    preserve=(aten.reflection_pad1d.default,),
+)
+fixture(
+    "reflection_pad2d_float16",
+    "reflection_pad2d",
+    "aten.reflection_pad2d(x, [1, 2, 2, -1]), float16 [1,2,4,5] (one side crops; kept)",
+    fn(lambda x: aten.reflection_pad2d(x, [1, 2, 2, -1])),
+    twice(lambda: (randn(1, 2, 4, 5, dtype=torch.float16),)),
+    preserve=(aten.reflection_pad2d.default,),
+)
+fixture(
+    "reflection_pad3d",
+    "reflection_pad3d",
+    "F.pad(x, (1, 1, 0, 2, 1, 0), mode='reflect'), float32 [1,2,3,3,4] (reflection_pad3d kept)",
+    fn(lambda x: F.pad(x, (1, 1, 0, 2, 1, 0), mode="reflect")),
+    twice(lambda: (randn(1, 2, 3, 3, 4),)),
+    preserve=(aten.reflection_pad3d.default,),
+)
+fixture(
+    "replication_pad1d_int64",
+    "replication_pad1d",
+    "F.pad(x, (3, 1), mode='replicate'), int64 [2,4] (replication_pad1d kept)",
+    fn(lambda x: F.pad(x, (3, 1), mode="replicate")),
+    twice(lambda: (ints(-9, 9, 2, 4),)),
+    preserve=(aten.replication_pad1d.default,),
+)
+fixture(
+    "replication_pad2d",
+    "replication_pad2d",
+    "F.pad(x, (2, 0, 1, 3), mode='replicate'), float32 [1,2,3,4] (replication_pad2d kept)",
+    fn(lambda x: F.pad(x, (2, 0, 1, 3), mode="replicate")),
+    twice(lambda: (randn(1, 2, 3, 4),)),
+    preserve=(aten.replication_pad2d.default,),
+)
+fixture(
+    "replication_pad3d_int32",
+    "replication_pad3d",
+    "aten.replication_pad3d(x, [1, 0, 0, 1, 2, -1]), int32 [2,2,3,3] (replication_pad3d kept)",
+    fn(lambda x: aten.replication_pad3d(x, [1, 0, 0, 1, 2, -1])),
+    twice(lambda: (ints(-9, 9, 2, 2, 3, 3, dtype=torch.int32),)),
+    preserve=(aten.replication_pad3d.default,),
+)
+
+
+# ---- gathers, scatters and advanced indexing (indices checked at run time)
+
+fixture(
+    "gather_int64",
+    "gather",
+    "torch.gather(x, -2, idx), int64 [4,3], idx [2,2] (smaller than x along dim 1)",
+    fn(lambda x, i: torch.gather(x, -2, i)),
+    twice(lambda: (ints(-(2**40), 2**40, 4, 3), ints(0, 4, 2, 2))),
+)
+fixture(
+    "gather_float16",
+    "gather",
+    "torch.gather(x, 1, idx), float16 [2,5], idx [2,4] with repeats",
+    fn(lambda x, i: torch.gather(x, 1, i)),
+    twice(lambda: (randn(2, 5, dtype=torch.float16), ints(0, 5, 2, 4))),
+)
+fixture(
+    "gather_0dim",
+    "gather",
+    "torch.gather(x, 0, idx), float32 0-dim x and idx",
+    fn(lambda x, i: torch.gather(x, 0, i)),
+    twice(lambda: (randn(), torch.tensor(0))),
+)
+fixture(
+    "gather_empty",
+    "gather",
+    "torch.gather(x, 1, idx), float32 [3,4], idx [3,0] (nothing gathered)",
+    fn(lambda x, i: torch.gather(x, 1, i)),
+    twice(lambda: (randn(3, 4), ints(0, 4, 3, 0))),
+)
+fixture(
+    "scatter",
+    "scatter",
+    "torch.scatter(x, 1, idx, src), float32 [3,5], idx [3,2] distinct per row, src [3,3]",
+    fn(lambda x, i, src: torch.scatter(x, 1, i, src)),
+    twice(lambda: (randn(3, 5), torch.stack([torch.randperm(5)[:2] for _ in range(3)]), randn(3, 3))),
+)
+fixture(
+    "scatter_value_int64",
+    "scatter",
+    "torch.scatter(x, 0, idx, 7), int64 [4,3], idx [2,3] (a scalar value)",
+    fn(lambda x, i: torch.scatter(x, 0, i, 7)),
+    twice(lambda: (ints(-9, 9, 4, 3), torch.stack([torch.randperm(4)[:2] for _ in range(3)], dim=1))),
+)
+fixture(
+    "scatter_add",
+    "scatter_add",
+    "torch.scatter_add(x, 1, idx, src), float32 [2,4], idx [2,6] with duplicates (summed in order)",
+    fn(lambda x, i, src: torch.scatter_add(x, 1, i, src)),
+    twice(lambda: (randn(2, 4), ints(0, 4, 2, 6), randn(2, 6) * 100.0)),
+)
+fixture(
+    "scatter_add_int64",
+    "scatter_add",
+    "torch.scatter_add(x, 0, idx, src), int64 [3,2], idx [5,2] with duplicates",
+    fn(lambda x, i, src: torch.scatter_add(x, 0, i, src)),
+    twice(lambda: (ints(-9, 9, 3, 2), ints(0, 3, 5, 2), ints(-9, 9, 5, 2))),
+)
+fixture(
+    "scatter_add_float16",
+    "scatter_add",
+    "torch.scatter_add(x, 0, idx, src), float16 [3], idx [6] with duplicates (each sum rounds to float16)",
+    fn(lambda x, i, src: torch.scatter_add(x, 0, i, src)),
+    twice(lambda: (randn(3, dtype=torch.float16), ints(0, 3, 6), randn(6, dtype=torch.float16))),
+)
+fixture(
+    "index_tensor_separated",
+    "index",
+    "x[i, :, j], float32 [4,3,5], i [2,1] and j [3] broadcast (separated: broadcast dims first)",
+    fn(lambda x, i, j: x[i, :, j]),
+    twice(lambda: (randn(4, 3, 5), ints(-4, 4, 2, 1), ints(-5, 5, 3))),
+)
+fixture(
+    "index_tensor_adjacent_int64",
+    "index",
+    "x[:, i, j], int64 [2,4,5], i [3], j [3] (adjacent: in place), negative indices",
+    fn(lambda x, i, j: x[:, i, j]),
+    twice(lambda: (ints(-9, 9, 2, 4, 5), ints(-4, 4, 3), ints(-5, 5, 3))),
+)
+fixture(
+    "index_tensor_bool",
+    "index",
+    "x[:, i], bool [3,4], i [2,2]",
+    fn(lambda x, i: x[:, i]),
+    twice(lambda: (bools(3, 4), ints(0, 4, 2, 2))),
+)
+fixture(
+    "index_tensor_float16_int32",
+    "index",
+    "x[i], float16 [5,2], int32 i [3]",
+    fn(lambda x, i: x[i]),
+    twice(lambda: (randn(5, 2, dtype=torch.float16), ints(-5, 5, 3, dtype=torch.int32))),
+)
+fixture(
+    "index_put",
+    "index_put",
+    "torch.index_put(x, (i,), v), float32 [5,3], distinct i [3] with negatives, v [3,3]",
+    fn(lambda x, i, v: torch.index_put(x, (i,), v)),
+    twice(lambda: (randn(5, 3), torch.randperm(5)[:3] - 2, randn(3, 3))),
+)
+fixture(
+    "index_put_accumulate",
+    "index_put",
+    "torch.index_put(x, (i, j), v, accumulate=True), float32 [3,4], i and j [6] with repeated pairs, v [6]",
+    fn(lambda x, i, j, v: torch.index_put(x, (i, j), v, accumulate=True)),
+    twice(lambda: (randn(3, 4), ints(0, 2, 6), ints(0, 2, 6), randn(6) * 100.0)),
+)
+def put_columns(x, i, v):
+    """``x[:, i] = v`` on a copy (index_put with indices (None, i))."""
+    y = x.clone()
+    y[:, i] = v
+    return y
+
+
+fixture(
+    "index_put_broadcast_int64",
+    "index_put",
+    "y[:, i] = v, int64 [2,4,3], i [2], v [3] broadcast (indices (None, i))",
+    fn(put_columns),
+    twice(lambda: (ints(-9, 9, 2, 4, 3), torch.randperm(4)[:2], ints(-9, 9, 3))),
+)
+fixture(
+    "index_put_mask",
+    "index_put",
+    "y = x.clone(); y[x > 0] = 0.5, float32 [3,4] (a boolean mask written with one value)",
+    fn(lambda x: torch.index_put(x, (x > 0,), torch.tensor(0.5))),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "masked_scatter",
+    "masked_scatter",
+    "x.masked_scatter(mask, src), float32 [3,4], bool mask [4] (broadcast), src [13]",
+    fn(lambda x, m, src: x.masked_scatter(m, src)),
+    twice(lambda: (randn(3, 4), bools(4), randn(13))),
+)
+fixture(
+    "masked_scatter_int64",
+    "masked_scatter",
+    "x.masked_scatter(mask, src), int64 [2,3], bool mask [2,3], src [2,3]",
+    fn(lambda x, m, src: x.masked_scatter(m, src)),
+    twice(lambda: (ints(-9, 9, 2, 3), bools(2, 3), ints(-9, 9, 2, 3))),
+)
+fixture(
+    "masked_select",
+    "masked_select",
+    "x.masked_select(x > 0), float32 [3,4] (the result's size depends on the data)",
+    fn(lambda x: x.masked_select(x > 0)),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "nonzero",
+    "nonzero",
+    "x.nonzero(), int64 [3,4] (the result's size depends on the data)",
+    fn(lambda x: x.nonzero()),
+    twice(lambda: (ints(-1, 2, 3, 4),)),
+)
+fixture(
+    "view_as_real",
+    "view_as_real_copy",
+    "torch.view_as_real(torch.complex(x, y)), float32 [3] (a complex tensor)",
+    fn(lambda x, y: torch.view_as_real(torch.complex(x, y))),
+    twice(lambda: (randn(3), randn(3))),
+)
+fixture(
+    "index_select_bool",
+    "index_select",
+    "torch.index_select(x, 0, idx), bool [4,3], idx [5] with repeats",
+    fn(lambda x, i: torch.index_select(x, 0, i)),
+    twice(lambda: (bools(4, 3), ints(0, 4, 5))),
+)
+fixture(
+    "index_select_0dim_index",
+    "index_select",
+    "torch.index_select(x, 1, idx), int64 [3,4], 0-dim idx",
+    fn(lambda x, i: torch.index_select(x, 1, i)),
+    twice(lambda: (ints(-9, 9, 3, 4), ints(0, 4))),
+)
+fixture(
+    "index_select_empty",
+    "index_select",
+    "torch.index_select(x, 0, idx), float32 [4,3], idx [0]",
+    fn(lambda x, i: torch.index_select(x, 0, i)),
+    twice(lambda: (randn(4, 3), ints(0, 4, 0))),
+)
+fixture(
+    "embedding_float16_int32",
+    "embedding",
+    "F.embedding(ids, w), float16 table [6,3], int32 ids [2,3]",
+    fn(lambda w, i: F.embedding(i, w)),
+    twice(lambda: (randn(6, 3, dtype=torch.float16), ints(0, 6, 2, 3, dtype=torch.int32))),
+)
+
+
+# ---- top-k and repeat_interleave
+
+fixture(
+    "topk",
+    "topk",
+    "torch.topk(x, 3), float32 [3,6] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 3))),
+    twice(lambda: (distinct(3, 6),)),
+)
+fixture(
+    "topk_smallest_dim0",
+    "topk",
+    "torch.topk(x, 2, dim=0, largest=False), float32 [4,3] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 2, dim=0, largest=False))),
+    twice(lambda: (distinct(4, 3),)),
+)
+fixture(
+    "topk_nan",
+    "topk",
+    "torch.topk(x, 2) and torch.topk(x, 2, largest=False), float32 [2,5] with one NaN per row (NaN is the largest)",
+    fn(lambda x: (*torch.topk(x, 2), *torch.topk(x, 2, largest=False))),
+    twice(lambda: (torch.stack([planted(distinct(5), (NAN,)) for _ in range(2)]),)),
+)
+fixture(
+    "topk_int64",
+    "topk",
+    "torch.topk(x, 4), int64 [2,7] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 4))),
+    twice(lambda: (distinct(2, 7, dtype=torch.int64),)),
+)
+fixture(
+    "topk_float16",
+    "topk",
+    "torch.topk(x, 2, dim=1), float16 [2,4,3] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 2, dim=1))),
+    twice(lambda: (distinct(2, 4, 3, dtype=torch.float16),)),
+)
+fixture(
+    "repeat_interleave",
+    "repeat_interleave",
+    "torch.repeat_interleave(r, output_size=6), int64 counts [3] adding up to 6",
+    fn(lambda r: torch.repeat_interleave(r, output_size=6)),
+    lambda: [(torch.tensor([1, 2, 3]),), (torch.tensor([3, 0, 3]),)],
+)
+
+
 # ---- reductions
 
 fixture(
@@ -1528,7 +2053,7 @@ def export_bundled(
     edge = to_edge_transform_and_lower(
         exported,
         partitioner=partitioner or [],
-        compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        compile_config=EdgeCompileConfig(_check_ir_validity=False, preserve_ops=list(spec.preserve)),
     )
     program = edge.to_executorch()
 
@@ -1627,16 +2152,37 @@ def out_dir_argument(doc: str, default: Path) -> Path:
 
 
 def main() -> int:
-    out_dir = out_dir_argument(__doc__, DEFAULT_OUT_DIR)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="regenerate only these fixtures")
+    arguments = parser.parse_args()
+    out_dir = arguments.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
 
     names = [spec.name for spec in FIXTURES]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         print(f"duplicate fixture names: {duplicates}", file=sys.stderr)
         return 1
+    unknown = sorted(set(arguments.only or []) - set(names))
+    if unknown:
+        print(f"no such fixtures: {unknown}", file=sys.stderr)
+        return 1
+    chosen = [spec for spec in FIXTURES if arguments.only is None or spec.name in arguments.only]
 
     index, skipped = {}, {}
-    for spec in FIXTURES:
+    if arguments.only is not None:
+        # Keep every other fixture's entry, in the order of FIXTURES.
+        with open(out_dir / "index.json") as existing:
+            kept = json.load(existing)
+        order = {f"{spec.name}.{VARIANT}.bpte": position for position, spec in enumerate(FIXTURES)}
+        chosen_files = {f"{spec.name}.{VARIANT}.bpte" for spec in chosen}
+        index = {
+            name: entry
+            for name, entry in sorted(kept.items(), key=lambda item: order.get(item[0], len(order)))
+            if name not in chosen_files
+        }
+    for spec in chosen:
         file_name = f"{spec.name}.{VARIANT}.bpte"
         try:
             data, cases, outputs, operators = export_bundled(spec)
@@ -1650,6 +2196,9 @@ def main() -> int:
         index[file_name] = index_entry(spec, data, cases, outputs, operators)
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
 
+    if arguments.only is not None:
+        order = {f"{spec.name}.{VARIANT}.bpte": position for position, spec in enumerate(FIXTURES)}
+        index = dict(sorted(index.items(), key=lambda item: order.get(item[0], len(order))))
     # Files of fixtures that no longer exist or were skipped this time are stale.
     for stale in sorted(set(p.name for p in out_dir.glob(f"*.{VARIANT}.bpte")) - set(index)):
         (out_dir / stale).unlink()
@@ -1666,9 +2215,9 @@ def main() -> int:
         print(f"  skipped {name}: {reason}")
 
     problems = check_sizes(index, MAX_FIXTURE_BYTES, MAX_TOTAL_BYTES)
-    if len(skipped) > MAX_FAILED_FRACTION * len(FIXTURES):
+    if len(skipped) > MAX_FAILED_FRACTION * len(chosen):
         problems.append(
-            f"{len(skipped)} of {len(FIXTURES)} fixtures failed to export (more than "
+            f"{len(skipped)} of {len(chosen)} fixtures failed to export (more than "
             f"{MAX_FAILED_FRACTION:.0%}): the environment looks broken"
         )
     if problems:
