@@ -212,6 +212,34 @@ fn integer_division_by_zero_is_an_error() {
     );
 }
 
+/// PyTorch raises on a gather index outside its dimension; so does ptec,
+/// with an error naming the op instead of a read outside the input.
+#[test]
+fn an_index_out_of_range_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("ptec-index-range-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary folder");
+    let (x, index) = (dir.join("x.npy"), dir.join("index.npy"));
+    write_i64(&x, &[4, 3], &(1..=12).collect::<Vec<_>>());
+    write_i64(&index, &[2, 2], &[0, 3, 4, 1]);
+    let file = repo_dir().join("tests/fixtures/ops/gather_int64.portable.bpte");
+    let output = ptec(&[
+        "run",
+        file.to_str().expect("utf-8 path"),
+        "--input",
+        x.to_str().expect("utf-8 path"),
+        "--input",
+        index.to_str().expect("utf-8 path"),
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error:")
+            && stderr.contains("index out of range: an index of dimension 0 (size 4)"),
+        "{stderr}"
+    );
+}
+
 /// `ptec run` with `.npy` inputs writes `.npy` outputs that hold the
 /// method's result (`add` computes x + 2 * y, broadcasting y).
 #[test]
