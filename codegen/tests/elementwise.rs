@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{elements, run_jit};
+use common::{elements, le_bytes, run_jit};
 use ptec_codegen::{Backend, CodegenError, CodegenOptions, compile_jit, compile_vulkan};
 use ptec_ir::DType;
 use ptec_ir::ops::elementwise::{BinaryOp, UnaryOp};
@@ -27,17 +27,11 @@ fn outputs(text: &str, inputs: &[Vec<u8>]) -> Vec<HostTensor> {
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values
-        .iter()
-        .flat_map(|value| value.to_le_bytes())
-        .collect()
+    le_bytes(values, f32::to_le_bytes)
 }
 
 fn i32_bytes(values: &[i32]) -> Vec<u8> {
-    values
-        .iter()
-        .flat_map(|value| value.to_le_bytes())
-        .collect()
+    le_bytes(values, i32::to_le_bytes)
 }
 
 fn f32s(tensor: &HostTensor) -> Vec<f32> {

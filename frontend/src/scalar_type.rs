@@ -78,7 +78,7 @@ impl ScalarType {
             }
         };
         Err(Error::Unsupported {
-            at: at().into(),
+            at: at(),
             what: format!("a complex element type ({complex}, scalar type {code})"),
         })
     }
