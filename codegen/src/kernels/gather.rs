@@ -361,6 +361,96 @@ pub(super) fn gather(
     })
 }
 
+/// Where a scatter writes: the output itself, or for a sum of
+/// half-precision floats an f32 copy of it in scratch memory, which PyTorch's
+/// `scatter_add` sums into before rounding each element once (`index_put`'s
+/// accumulation rounds every addition, as `put` does).
+struct ScatterTarget {
+    base: Value,
+    dtype: DType,
+    /// The element strides of the output's layout, shared by the copy.
+    strides: Vec<Size>,
+    sizes: Vec<Size>,
+}
+
+impl ScatterTarget {
+    fn new(
+        e: &mut Emitter<'_, '_, '_>,
+        output: ValueId,
+        accumulate: bool,
+    ) -> Result<Self, CodegenError> {
+        let ty = e.graph().value(output).ty.clone();
+        let strides = layout_strides(e, &ty.shape, &ty.dim_order);
+        let sizes = e.shape(&ty.shape);
+        let own = e.address(output);
+        if !(accumulate && matches!(ty.dtype, DType::F16 | DType::BF16)) {
+            return Ok(ScatterTarget {
+                base: own,
+                dtype: ty.dtype,
+                strides,
+                sizes,
+            });
+        }
+        let graph = e.graph();
+        let bytes = ty.max_bytes(|symbol| graph.bound(symbol)) * 2;
+        let base = e.scratch(bytes);
+        let target = ScatterTarget {
+            base,
+            dtype: DType::F32,
+            strides,
+            sizes,
+        };
+        emit_copy(
+            e,
+            target.sizes.clone(),
+            target.operand(),
+            target.output(own, ty.dtype),
+        )?;
+        Ok(target)
+    }
+
+    fn operand(&self) -> Operand {
+        Operand {
+            base: self.base,
+            dtype: self.dtype,
+            strides: self.strides.clone(),
+        }
+    }
+
+    /// The output, at `base`, as an operand of the same layout.
+    fn output(&self, base: Value, dtype: DType) -> Operand {
+        Operand {
+            base,
+            dtype,
+            strides: self.strides.clone(),
+        }
+    }
+
+    fn byte_strides(&self, e: &mut Emitter<'_, '_, '_>) -> Vec<Size> {
+        let size = Size::Const(self.dtype.size() as i64);
+        self.strides
+            .clone()
+            .into_iter()
+            .map(|stride| e.mul(stride, size))
+            .collect()
+    }
+
+    /// Rounds the f32 sums into the output, if they were summed apart.
+    fn finish(self, e: &mut Emitter<'_, '_, '_>, output: ValueId) -> Result<(), CodegenError> {
+        let dtype = e.graph().value(output).ty.dtype;
+        if dtype == self.dtype {
+            return Ok(());
+        }
+        let own = e.address(output);
+        emit_copy(
+            e,
+            self.sizes.clone(),
+            self.output(own, dtype),
+            self.operand(),
+        )
+    }
+}
+
 /// `out = input`, then `out[c with c[dim] = index[c]] = src[c]` (or `+=`)
 /// for each position `c` of the index, in row-major order.
 pub(super) fn scatter(
@@ -369,13 +459,14 @@ pub(super) fn scatter(
     output: ValueId,
 ) -> Result<(), CodegenError> {
     start_from(e, op.input, output)?;
+    let target = ScatterTarget::new(e, output, op.accumulate)?;
     let index_ty = e.graph().value(op.index).ty.clone();
     let (src_ty, out_ty) = (
         e.graph().value(op.src).ty.clone(),
         e.graph().value(output).ty.clone(),
     );
     let sizes = e.shape(&index_ty.shape);
-    let mut out_bytes = byte_strides(e, output);
+    let mut out_bytes = target.byte_strides(e);
     let step = out_bytes[op.dim];
     out_bytes[op.dim] = Size::Const(0);
     // A 0-D source is one value for every position.
@@ -385,7 +476,7 @@ pub(super) fn scatter(
         byte_strides(e, op.src)
     };
     let strides = [byte_strides(e, op.index), src_bytes, out_bytes];
-    let bases = [e.address(op.index), e.address(op.src), e.address(output)];
+    let bases = [e.address(op.index), e.address(op.src), target.base];
     let position = (op.dim, e.dim(out_ty.shape[op.dim]));
     let axes: Vec<usize> = (0..sizes.len()).collect();
     over_axes(e, &sizes, &strides, &axes, &bases, &mut |e, pointers| {
@@ -407,11 +498,12 @@ pub(super) fn scatter(
         put(
             e,
             Vec::new(),
-            element(to, out_ty.dtype),
+            element(to, target.dtype),
             element(pointers[1], src_ty.dtype),
             op.accumulate,
         )
-    })
+    })?;
+    target.finish(e, output)
 }
 
 /// `out = input` broadcast with the mask, then each element where the mask

@@ -39,7 +39,9 @@ pub struct Gather {
 /// `input.scatter(dim, index, src)`: the input, with `src[c]` written at `c`
 /// with `c[dim] = index[c]` for each position `c` of the index, in row-major
 /// order (a later write to the same element wins), or added to it when
-/// `accumulate` (`scatter_add`, summed in that order). `src` has the index's
+/// `accumulate` (`scatter_add`, summed in that order; half-precision floats
+/// are summed in f32 and each element rounded once, as PyTorch does, where
+/// `index_put` rounds every addition). `src` has the index's
 /// rank and no dimension smaller, or is 0-D (one value everywhere:
 /// `scatter.value`). Negative indices are out of range.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
