@@ -1304,7 +1304,7 @@ fixture(
 fixture(
     "scatter_add_float16",
     "scatter_add",
-    "torch.scatter_add(x, 0, idx, src), float16 [3], idx [6] with duplicates (each sum rounds to float16)",
+    "torch.scatter_add(x, 0, idx, src), float16 [3], idx [6] with duplicates (summed in float32, rounded once, as PyTorch does)",
     fn(lambda x, i, src: torch.scatter_add(x, 0, i, src)),
     twice(lambda: (randn(3, dtype=torch.float16), ints(0, 3, 6), randn(6, dtype=torch.float16))),
 )
@@ -1479,6 +1479,73 @@ fixture(
     "torch.repeat_interleave(r, output_size=6), int64 counts [3] adding up to 6",
     fn(lambda r: torch.repeat_interleave(r, output_size=6)),
     lambda: [(torch.tensor([1, 2, 3]),), (torch.tensor([3, 0, 3]),)],
+)
+
+# the remaining dtypes: bfloat16, float64 and the narrow integers move and index alike
+fixture(
+    "flip_bfloat16",
+    "flip",
+    "torch.flip(x, [0]), bfloat16 [3,4]",
+    fn(lambda x: torch.flip(x, [0])),
+    twice(lambda: (randn(3, 4, dtype=torch.bfloat16),)),
+)
+fixture(
+    "gather_float64",
+    "gather",
+    "torch.gather(x, 0, idx), float64 [3,4], idx [2,4]",
+    fn(lambda x, i: torch.gather(x, 0, i)),
+    twice(lambda: (randn(3, 4, dtype=torch.float64), ints(0, 3, 2, 4))),
+)
+fixture(
+    "index_select_uint8",
+    "index_select",
+    "torch.index_select(x, 1, idx), uint8 [3,4], idx [3]",
+    fn(lambda x, i: torch.index_select(x, 1, i)),
+    twice(lambda: (ints(0, 256, 3, 4, dtype=torch.uint8), ints(0, 4, 3))),
+)
+fixture(
+    "roll_int8",
+    "roll",
+    "torch.roll(x, -1, 1), int8 [2,5] (roll kept)",
+    fn(lambda x: torch.roll(x, -1, 1)),
+    twice(lambda: (ints(-128, 128, 2, 5, dtype=torch.int8),)),
+    preserve=(aten.roll.default,),
+)
+fixture(
+    "replication_pad1d_int16",
+    "replication_pad1d",
+    "F.pad(x, (1, 2), mode='replicate'), int16 [2,3] (replication_pad1d kept)",
+    fn(lambda x: F.pad(x, (1, 2), mode="replicate")),
+    twice(lambda: (ints(-(2**15), 2**15, 2, 3, dtype=torch.int16),)),
+    preserve=(aten.replication_pad1d.default,),
+)
+fixture(
+    "scatter_add_bfloat16",
+    "scatter_add",
+    "torch.scatter_add(x, 0, idx, src), bfloat16 [3], idx [5] with duplicates (summed in float32, rounded once, as PyTorch does)",
+    fn(lambda x, i, src: torch.scatter_add(x, 0, i, src)),
+    twice(lambda: (randn(3, dtype=torch.bfloat16), ints(0, 3, 5), randn(5, dtype=torch.bfloat16))),
+)
+fixture(
+    "topk_float64",
+    "topk",
+    "torch.topk(x, 3, largest=False), float64 [2,5] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 3, largest=False))),
+    twice(lambda: (distinct(2, 5, dtype=torch.float64),)),
+)
+fixture(
+    "index_put_accumulate_bfloat16",
+    "index_put",
+    "torch.index_put(x, (i,), v, accumulate=True), bfloat16 [3], i [6] with repeats (each addition rounds to bfloat16, as PyTorch does)",
+    fn(lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True)),
+    twice(lambda: (randn(3, dtype=torch.bfloat16), ints(0, 3, 6), randn(6, dtype=torch.bfloat16))),
+)
+fixture(
+    "index_put_accumulate_int8",
+    "index_put",
+    "torch.index_put(x, (i,), v, accumulate=True), int8 [3,2], i [4] with repeats, v [4,2] (sums wrap)",
+    fn(lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True)),
+    twice(lambda: (ints(-128, 128, 3, 2, dtype=torch.int8), ints(-3, 3, 4), ints(-128, 128, 4, 2, dtype=torch.int8))),
 )
 
 
