@@ -31,11 +31,6 @@ fn fixtures_pass() {
 
 /// Operator fixtures ptec cannot compile yet, with what its error must say.
 const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
-    ("conv1d", "ptec handles 2-D"),
-    (
-        "conv_transpose2d",
-        "transposed convolution is not supported",
-    ),
     (
         "gather",
         "unsupported operators in method forward: aten::gather.out",
