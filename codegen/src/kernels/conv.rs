@@ -36,8 +36,8 @@ fn fixed_4d(
 ) -> Result<[i64; 4], CodegenError> {
     let ty = &e.graph().value(value).ty;
     let shape = ty.fixed_shape().and_then(|shape| match shape.as_slice() {
-        &[n, c, h, w] if ty.dim_order == order => Some([n, c, h, w]),
-        &[n, c, l] if ty.is_contiguous() && order == [0, 1, 2, 3] => Some([n, c, 1, l]),
+        [n, c, h, w] if ty.dim_order == order => Some([*n, *c, *h, *w]),
+        [n, c, l] if ty.is_contiguous() && order == [0, 1, 2, 3] => Some([*n, *c, 1, *l]),
         _ => None,
     });
     let shape = shape.filter(|_| ty.dtype == DType::F32).ok_or_else(|| {
