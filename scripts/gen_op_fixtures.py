@@ -1340,6 +1340,60 @@ fixture(
     fn(lambda x: torch.ones_like(x) + x),
     twice(lambda: (randn(3, 4),)),
 )
+for _dtype, _value in (
+    (torch.bool, True),
+    (torch.uint8, 200),
+    (torch.int8, -7),
+    (torch.int16, -300),
+    (torch.int32, 70000),
+    (torch.float16, 1.5),
+    (torch.bfloat16, -2.25),
+    (torch.float64, 0.1),
+):
+    fixture(
+        f"full_{dtype_name(_dtype)}",
+        "full",
+        f"torch.full((2, 3), {_value}, dtype={dtype_name(_dtype)}) and x + 1, float32 x [3]",
+        fn(lambda x, _dtype=_dtype, _value=_value: (torch.full((2, 3), _value, dtype=_dtype), x + 1)),
+        twice(lambda: (randn(3),)),
+    )
+fixture(
+    "zeros_ones",
+    "zeros",
+    "torch.zeros(2, 3, dtype=int32) and torch.ones(3, dtype=float16) + x, float16 x [3] (zeros and ones kept, not decomposed into full)",
+    fn(lambda x: (torch.zeros(2, 3, dtype=torch.int32), torch.ones(3, dtype=torch.float16) + x)),
+    twice(lambda: (randn(3).half(),)),
+    preserve=(torch.ops.aten.zeros.default, torch.ops.aten.ones.default),
+)
+fixture(
+    "fill",
+    "fill",
+    "x.clone().fill_(2.5) and x.clone().fill_(v) for a 0-dim v, float32 x [2, 3] (fill kept, not decomposed)",
+    fn(lambda x, v: (x.clone().fill_(2.5), x.clone().fill_(v))),
+    twice(lambda: (randn(2, 3), randn())),
+    preserve=(torch.ops.aten.fill.Scalar, torch.ops.aten.fill.Tensor),
+)
+fixture(
+    "empty_filled",
+    "_empty_dim_order",
+    "torch.empty(2, 3).fill_(2.5) + x, float32 [2, 3]",
+    fn(lambda x: torch.empty(2, 3).fill_(2.5) + x),
+    twice(lambda: (randn(2, 3),)),
+)
+fixture(
+    "arange_int32_fractional_end",
+    "arange",
+    "torch.arange(0, 2.5, dtype=int32) + x, int32 [3] (the length counts the fractional end)",
+    fn(lambda x: torch.arange(0, 2.5, dtype=torch.int32) + x),
+    twice(lambda: (ints(-100, 100, 3).int(),)),
+)
+fixture(
+    "arange_negative_step",
+    "arange",
+    "torch.arange(5.0, 0.0, -1.5) * x, float32 [4]",
+    fn(lambda x: torch.arange(5.0, 0.0, -1.5) * x),
+    twice(lambda: (randn(4),)),
+)
 fixture(
     "full_like",
     "full_like",

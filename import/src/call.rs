@@ -6,7 +6,7 @@
 //! argument name.
 
 use ptec_frontend::ValueIndex;
-use ptec_ir::{DType, Op, Scalar, TensorType, ValueData, ValueId};
+use ptec_ir::{DType, Dim, Op, Scalar, TensorType, ValueData, ValueId};
 
 use crate::aten::{self, Entry};
 use crate::error::{ImportError, Problem};
@@ -393,6 +393,39 @@ impl Call<'_, '_, '_> {
     pub(crate) fn sizes_of(&self, name: &str) -> Result<Vec<i64>, ImportError> {
         let tensor = self.tensor_ref(name)?;
         self.importer.declared_sizes(tensor)
+    }
+
+    /// The type a tensor argument declares (symbolic dimensions as
+    /// symbols), before it is read.
+    pub(crate) fn declared_type_of(&self, name: &str) -> Result<TensorType, ImportError> {
+        let tensor = self.tensor_ref(name)?;
+        self.importer.declared_type(tensor)
+    }
+
+    /// Checks that the IntList argument `size` is the shape the tensor
+    /// argument `out` declares: a creation op's size decides its result,
+    /// which the program's declaration must not contradict. A symbolic
+    /// dimension takes its size at run time, so only its presence is
+    /// checked.
+    pub(crate) fn check_size(&self, size: &str, out: &str) -> Result<(), ImportError> {
+        let sizes = self.int_list(size)?;
+        let declared = self.declared_type_of(out)?.shape;
+        let agrees = sizes.len() == declared.len()
+            && sizes.iter().zip(&declared).all(|(&size, dim)| match dim {
+                Dim::Fixed(fixed) => i64::try_from(*fixed) == Ok(size),
+                Dim::Symbol(_) => size >= 0,
+            });
+        if agrees {
+            Ok(())
+        } else {
+            Err(self.bad(
+                size,
+                format!(
+                    "{sizes:?} is not the shape {} that {out} declares",
+                    ptec_ir::ops::show(&declared)
+                ),
+            ))
+        }
     }
 
     /// The rank of a tensor argument, before it is read.
