@@ -275,3 +275,71 @@ fn check_range<T: PartialOrd + std::marker::Copy + std::fmt::Display>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn length(dtype: DType, start: f64, end: f64, step: f64) -> Result<u64, String> {
+        arange_length(
+            dtype,
+            Scalar::Float(start),
+            Scalar::Float(end),
+            Scalar::Float(step),
+        )
+    }
+
+    #[test]
+    fn arange_lengths_are_pytorchs() {
+        assert_eq!(length(DType::F32, 0.5, 2.0, 0.25), Ok(6));
+        assert_eq!(length(DType::F32, 5.0, 0.0, -1.5), Ok(4));
+        assert_eq!(length(DType::F32, 1.0, 1.0, 1.0), Ok(0));
+        // An i32 range counts the fractional end; an i64 one truncates it.
+        assert_eq!(length(DType::I32, 0.0, 2.5, 1.0), Ok(3));
+        assert_eq!(length(DType::I64, 0.0, 2.5, 1.0), Ok(2));
+        assert_eq!(
+            arange_length(
+                DType::I64,
+                Scalar::Int(10),
+                Scalar::Int(-3),
+                Scalar::Int(-4)
+            ),
+            Ok(4)
+        );
+        // MIN, -1 and MAX - 1, counted without overflow.
+        assert_eq!(
+            arange_length(
+                DType::I64,
+                Scalar::Int(i64::MIN),
+                Scalar::Int(i64::MAX),
+                Scalar::Int(i64::MAX)
+            ),
+            Ok(3)
+        );
+    }
+
+    #[test]
+    fn arange_refuses_what_pytorch_refuses() {
+        let refused = |result: Result<u64, String>, why: &str| {
+            let error = result.expect_err("the range is refused");
+            assert!(error.contains(why), "{error:?} does not say {why:?}");
+        };
+        refused(length(DType::F32, 0.0, 1.0, 0.0), "step must be nonzero");
+        // A step that truncates to 0 in an integer range.
+        refused(length(DType::I32, 0.0, 1.0, 0.5), "step must be nonzero");
+        refused(
+            length(DType::F32, 0.0, 1.0, -1.0),
+            "inconsistent with the step",
+        );
+        refused(
+            length(DType::I64, 3.0, 1.0, 1.0),
+            "inconsistent with the step",
+        );
+        refused(
+            length(DType::F32, 0.0, f64::INFINITY, 1.0),
+            "must be finite",
+        );
+        refused(length(DType::F64, f64::NAN, 1.0, 1.0), "must be finite");
+        refused(length(DType::F32, 0.0, 1.0, f64::NAN), "elements");
+    }
+}
