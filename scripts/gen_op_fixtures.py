@@ -20,8 +20,8 @@ broken environment) or if the files grow too large to commit.
 
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_op_fixtures.py [OUT_DIR]      # default: tests/fixtures/ops
-    $ANCHOR_PY scripts/gen_op_fixtures.py --only NAME... # only these fixtures (the
-                                                          # others' files and index entries stay)
+    $ANCHOR_PY scripts/gen_op_fixtures.py --only NAME... # just these fixtures; the
+                                                         # others' files and entries stay
 """
 
 import argparse
@@ -262,6 +262,8 @@ class OpFixture:
     description: str
     make_model: Callable[[], nn.Module]
     make_cases: Callable[[], list[Inputs]]
+    # Operators the exporter must keep rather than decompose into core ATen
+    # (``aten::glu.out`` is otherwise a slice, a sigmoid and a product).
     preserve: tuple = ()
 
 
@@ -1815,6 +1817,58 @@ conv("conv2d_3x1", "Conv2d(3, 4, (3, 1), stride=(2, 1)) (non-square kernel and s
 conv("conv1d", "Conv1d(3, 4, 3, padding=1)", lambda: nn.Conv1d(3, 4, 3, padding=1), (2, 3, 8))
 conv("conv_transpose2d", "ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), (1, 3, 3, 3))
 
+conv("conv1d_strided_groups", "Conv1d(4, 6, 3, stride=2, dilation=2, padding=2, groups=2)", lambda: nn.Conv1d(4, 6, 3, stride=2, dilation=2, padding=2, groups=2), (2, 4, 11))
+conv("conv3d", "Conv3d(2, 3, (2, 3, 3), padding=(1, 0, 1))", lambda: nn.Conv3d(2, 3, (2, 3, 3), padding=(1, 0, 1)), (1, 2, 4, 5, 5))
+conv("conv3d_strided_groups", "Conv3d(4, 4, 3, stride=2, padding=1, groups=2, bias=False)", lambda: nn.Conv3d(4, 4, 3, stride=2, padding=1, groups=2, bias=False), (1, 4, 5, 5, 5))
+conv("conv_transpose1d", "ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1)", lambda: nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1), (2, 3, 5))
+conv("conv_transpose2d_groups_dilation", "ConvTranspose2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, output_padding=1)", lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, output_padding=1), (1, 4, 4, 3))
+conv("conv_transpose3d", "ConvTranspose3d(2, 3, 2, stride=2, bias=False)", lambda: nn.ConvTranspose3d(2, 3, 2, stride=2, bias=False), (1, 2, 3, 2, 3))
+
+
+def exact(model: nn.Module, dtype) -> nn.Module:
+    """``model`` in ``dtype`` with parameters that are multiples of 1/4 in [-1, 1]: with
+    inputs that are multiples of 1/2, sums of few products are exact in half precision,
+    so the result does not depend on the order of the additions."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randint(-4, 5, parameter.shape).float() / 4)
+    return model.to(dtype)
+
+
+for _dtype in (torch.float16, torch.bfloat16, torch.float64):
+    _name = dtype_name(_dtype)
+    fixture(
+        f"conv2d_{_name}",
+        "convolution",
+        f"Conv2d(3, 4, 3, padding=1), {_name} [1,3,4,5], exact multiples of 1/4 and 1/2",
+        lambda _dtype=_dtype: exact(nn.Conv2d(3, 4, 3, padding=1), _dtype),
+        twice(lambda _dtype=_dtype: (halves(1, 3, 4, 5).to(_dtype),)),
+    )
+    fixture(
+        f"conv_transpose1d_{_name}",
+        "convolution",
+        f"ConvTranspose1d(2, 3, 3, stride=2), {_name} [2,2,4], exact multiples of 1/4 and 1/2",
+        lambda _dtype=_dtype: exact(nn.ConvTranspose1d(2, 3, 3, stride=2), _dtype),
+        twice(lambda _dtype=_dtype: (halves(2, 2, 4).to(_dtype),)),
+    )
+
+
+def conv_backward(name: str, description: str, grad_shape, input_shape, weight_shape, *args) -> None:
+    """torch.ops.aten.convolution_backward(grad, x, w, *args): the gradients of a
+    convolution with respect to its input, weight and bias."""
+    fixture(
+        name,
+        "convolution_backward",
+        f"convolution_backward {description}, float32 grad {list(grad_shape)}, input {list(input_shape)}, weight {list(weight_shape)}",
+        fn(lambda g, x, w: tuple(t for t in torch.ops.aten.convolution_backward.default(g, x, w, *args) if t is not None)),
+        twice(lambda: (randn(*grad_shape), randn(*input_shape), randn(*weight_shape))),
+    )
+
+
+conv_backward("conv_backward", "2-D, stride (2, 1), padding (1, 0)", (2, 3, 3, 2), (2, 2, 5, 4), (3, 2, 3, 3), [3], [2, 1], [1, 0], [1, 1], False, [0, 0], 1, [True, True, True])
+conv_backward("conv_backward_groups_1d", "1-D, stride 2, dilation 2, padding 1, 2 groups, no bias gradient", (1, 4, 5), (1, 6, 9), (4, 3, 2), None, [2], [1], [2], False, [0], 2, [True, True, False])
+conv_backward("conv_backward_transposed", "of a transposed 2-D convolution, stride 2, padding 1, output padding 1, 2 groups", (1, 4, 6, 4), (1, 2, 3, 2), (2, 2, 3, 3), [4], [2, 2], [1, 1], [1, 1], True, [1, 1], 2, [True, True, True])
+conv_backward("conv_backward_3d_weight_only", "3-D, stride 2, the weight's gradient only", (1, 2, 2, 2, 2), (1, 3, 4, 5, 4), (2, 3, 2, 3, 2), None, [2, 2, 2], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1, [False, True, False])
 
 def pool(name: str, op: str, description: str, f, shape) -> None:
     fixture(name, op, f"{description}, float32 {list(shape)}", fn(f), twice(lambda: (randn(*shape),)))
@@ -1874,6 +1928,60 @@ fixture(
     "torch.ones_like(x) + x, float32 [3,4]",
     fn(lambda x: torch.ones_like(x) + x),
     twice(lambda: (randn(3, 4),)),
+)
+for _dtype, _value in (
+    (torch.bool, True),
+    (torch.uint8, 200),
+    (torch.int8, -7),
+    (torch.int16, -300),
+    (torch.int32, 70000),
+    (torch.float16, 1.5),
+    (torch.bfloat16, -2.25),
+    (torch.float64, 0.1),
+):
+    fixture(
+        f"full_{dtype_name(_dtype)}",
+        "full",
+        f"torch.full((2, 3), {_value}, dtype={dtype_name(_dtype)}) and x + 1, float32 x [3]",
+        fn(lambda x, _dtype=_dtype, _value=_value: (torch.full((2, 3), _value, dtype=_dtype), x + 1)),
+        twice(lambda: (randn(3),)),
+    )
+fixture(
+    "zeros_ones",
+    "zeros",
+    "torch.zeros(2, 3, dtype=int32) and torch.ones(3, dtype=float16) + x, float16 x [3] (zeros and ones kept, not decomposed into full)",
+    fn(lambda x: (torch.zeros(2, 3, dtype=torch.int32), torch.ones(3, dtype=torch.float16) + x)),
+    twice(lambda: (randn(3).half(),)),
+    preserve=(torch.ops.aten.zeros.default, torch.ops.aten.ones.default),
+)
+fixture(
+    "fill",
+    "fill",
+    "x.clone().fill_(2.5) and x.clone().fill_(v) for a 0-dim v, float32 x [2, 3] (fill kept, not decomposed)",
+    fn(lambda x, v: (x.clone().fill_(2.5), x.clone().fill_(v))),
+    twice(lambda: (randn(2, 3), randn())),
+    preserve=(torch.ops.aten.fill.Scalar, torch.ops.aten.fill.Tensor),
+)
+fixture(
+    "empty_filled",
+    "_empty_dim_order",
+    "torch.empty(2, 3).fill_(2.5) + x, float32 [2, 3]",
+    fn(lambda x: torch.empty(2, 3).fill_(2.5) + x),
+    twice(lambda: (randn(2, 3),)),
+)
+fixture(
+    "arange_int32_fractional_end",
+    "arange",
+    "torch.arange(0, 2.5, dtype=int32) + x, int32 [3] (the length counts the fractional end)",
+    fn(lambda x: torch.arange(0, 2.5, dtype=torch.int32) + x),
+    twice(lambda: (ints(-100, 100, 3).int(),)),
+)
+fixture(
+    "arange_negative_step",
+    "arange",
+    "torch.arange(5.0, 0.0, -1.5) * x, float32 [4]",
+    fn(lambda x: torch.arange(5.0, 0.0, -1.5) * x),
+    twice(lambda: (randn(4),)),
 )
 fixture(
     "full_like",
@@ -2209,47 +2317,49 @@ def write_readme(out_dir: Path, index: dict, skipped: dict) -> None:
 # ---------------------------------------------------------------- main
 
 
-def out_dir_argument(doc: str, default: Path) -> Path:
-    """The output folder from the command line (created), by default ``default``."""
+def arguments(doc: str, default: Path, only: bool = False) -> argparse.Namespace:
+    """The command line: the output folder (created), by default ``default``, and
+    with ``only`` the fixtures to write (``--only``; all by default)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("out_dir", nargs="?", type=Path, default=default)
-    out_dir = parser.parse_args().out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return out_dir
+    if only:
+        parser.add_argument("--only", nargs="+", metavar="NAME", help="write only these fixtures")
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    return args
+
+
+def out_dir_argument(doc: str, default: Path) -> Path:
+    """The output folder from the command line (created), by default ``default``."""
+    return arguments(doc, default).out_dir
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="regenerate only these fixtures")
-    arguments = parser.parse_args()
-    out_dir = arguments.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
+    args = arguments(__doc__, DEFAULT_OUT_DIR, only=True)
+    out_dir = args.out_dir
 
     names = [spec.name for spec in FIXTURES]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         print(f"duplicate fixture names: {duplicates}", file=sys.stderr)
         return 1
-    unknown = sorted(set(arguments.only or []) - set(names))
+    unknown = sorted(set(args.only or ()) - set(names))
     if unknown:
         print(f"no such fixtures: {unknown}", file=sys.stderr)
         return 1
-    chosen = [spec for spec in FIXTURES if arguments.only is None or spec.name in arguments.only]
 
+    # With --only, the other fixtures' files and index entries stay as they are.
     index, skipped = {}, {}
-    if arguments.only is not None:
-        # Keep every other fixture's entry, in the order of FIXTURES.
-        with open(out_dir / "index.json") as existing:
-            kept = json.load(existing)
-        order = {f"{spec.name}.{VARIANT}.bpte": position for position, spec in enumerate(FIXTURES)}
-        chosen_files = {f"{spec.name}.{VARIANT}.bpte" for spec in chosen}
+    index_file = out_dir / "index.json"
+    if args.only and index_file.exists():
         index = {
             name: entry
-            for name, entry in sorted(kept.items(), key=lambda item: order.get(item[0], len(order)))
-            if name not in chosen_files
+            for name, entry in json.loads(index_file.read_text()).items()
+            if name.removesuffix(f".{VARIANT}.bpte") not in args.only
         }
-    for spec in chosen:
+    for spec in FIXTURES:
+        if args.only and spec.name not in args.only:
+            continue
         file_name = f"{spec.name}.{VARIANT}.bpte"
         try:
             data, cases, outputs, operators = export_bundled(spec)
@@ -2263,14 +2373,14 @@ def main() -> int:
         index[file_name] = index_entry(spec, data, cases, outputs, operators)
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
 
-    if arguments.only is not None:
-        order = {f"{spec.name}.{VARIANT}.bpte": position for position, spec in enumerate(FIXTURES)}
-        index = dict(sorted(index.items(), key=lambda item: order.get(item[0], len(order))))
     # Files of fixtures that no longer exist or were skipped this time are stale.
     for stale in sorted(set(p.name for p in out_dir.glob(f"*.{VARIANT}.bpte")) - set(index)):
         (out_dir / stale).unlink()
         print(f"removed stale {stale}")
 
+    # In the fixtures' order, as a full run writes them.
+    order = [f"{spec.name}.{VARIANT}.bpte" for spec in FIXTURES]
+    index = {name: index[name] for name in order if name in index}
     with open(out_dir / "index.json", "w") as out:
         json.dump(index, out, indent=2, sort_keys=True)
         out.write("\n")
@@ -2282,9 +2392,10 @@ def main() -> int:
         print(f"  skipped {name}: {reason}")
 
     problems = check_sizes(index, MAX_FIXTURE_BYTES, MAX_TOTAL_BYTES)
-    if len(skipped) > MAX_FAILED_FRACTION * len(chosen):
+    attempted = len(args.only) if args.only else len(FIXTURES)
+    if len(skipped) > MAX_FAILED_FRACTION * attempted:
         problems.append(
-            f"{len(skipped)} of {len(chosen)} fixtures failed to export (more than "
+            f"{len(skipped)} of {attempted} fixtures failed to export (more than "
             f"{MAX_FAILED_FRACTION:.0%}): the environment looks broken"
         )
     if problems:

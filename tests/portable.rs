@@ -31,11 +31,6 @@ fn fixtures_pass() {
 
 /// Operator fixtures ptec cannot compile yet, with what its error must say.
 const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
-    ("conv1d", "ptec handles 2-D"),
-    (
-        "conv_transpose2d",
-        "transposed convolution is not supported",
-    ),
     (
         "masked_select",
         "aten::masked_select.out (instructions 0.1): the size of its result is the number of true",

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 use ptec_frontend::ValueIndex;
-use ptec_ir::{Op, Scalar, TensorType, ValueData, ValueId};
+use ptec_ir::{DType, Dim, Op, Scalar, TensorType, ValueData, ValueId};
 
 use crate::aten::{self, Entry};
 use crate::error::{ImportError, Problem};
@@ -321,6 +321,13 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    pub(crate) fn bool_list(&self, name: &str) -> Result<Vec<bool>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::BoolList(items) => Ok(items.clone()),
+            _ => Err(self.kind_error(name, "a BoolList")),
+        }
+    }
+
     /// A non-negative Int argument.
     pub(crate) fn count(&self, name: &str) -> Result<u64, ImportError> {
         let value = self.int(name)?;
@@ -369,11 +376,29 @@ impl Call<'_, '_, '_> {
     /// A two-element spatial argument (one element means both), or
     /// `default` when the list is empty.
     pub(crate) fn pair(&self, name: &str, default: u64) -> Result<[u64; 2], ImportError> {
+        let values = self.spatial(name, 2, default)?;
+        Ok([values[0], values[1]])
+    }
+
+    /// A spatial argument of `rank` values (one element means all of them),
+    /// or `default` for each when the list is empty.
+    pub(crate) fn spatial(
+        &self,
+        name: &str,
+        rank: usize,
+        default: u64,
+    ) -> Result<Vec<u64>, ImportError> {
         match self.counts(name)?.as_slice() {
-            [] => Ok([default; 2]),
-            &[both] => Ok([both; 2]),
-            &[height, width] => Ok([height, width]),
-            list => Err(self.bad(name, format!("has {} values; 2-D ops take 2", list.len()))),
+            [] => Ok(vec![default; rank]),
+            &[all] => Ok(vec![all; rank]),
+            list if list.len() == rank => Ok(list.to_vec()),
+            list => Err(self.bad(
+                name,
+                format!(
+                    "has {} values; an op over {rank} spatial dimensions takes {rank}",
+                    list.len()
+                ),
+            )),
         }
     }
 
@@ -396,8 +421,9 @@ impl Call<'_, '_, '_> {
         })
     }
 
-    /// A new value the call computes on the way to its outputs.
-    pub(crate) fn temporary(&mut self, ty: TensorType) -> ValueId {
+    /// A new value the call computes on the way to its outputs, for an op
+    /// emitted after it (`emit_to`).
+    pub(crate) fn new_value(&mut self, ty: TensorType) -> ValueId {
         self.importer.graph.add_value(ValueData::computed(ty))
     }
 
@@ -413,6 +439,39 @@ impl Call<'_, '_, '_> {
     pub(crate) fn sizes_of(&self, name: &str) -> Result<Vec<i64>, ImportError> {
         let tensor = self.tensor_ref(name)?;
         self.importer.declared_sizes(tensor)
+    }
+
+    /// The type a tensor argument declares (symbolic dimensions as
+    /// symbols), before it is read.
+    pub(crate) fn declared_type_of(&self, name: &str) -> Result<TensorType, ImportError> {
+        let tensor = self.tensor_ref(name)?;
+        self.importer.declared_type(tensor)
+    }
+
+    /// Checks that the IntList argument `size` is the shape the tensor
+    /// argument `out` declares: a creation op's size decides its result,
+    /// which the program's declaration must not contradict. A symbolic
+    /// dimension takes its size at run time, so only its presence is
+    /// checked.
+    pub(crate) fn check_size(&self, size: &str, out: &str) -> Result<(), ImportError> {
+        let sizes = self.int_list(size)?;
+        let declared = self.declared_type_of(out)?.shape;
+        let agrees = sizes.len() == declared.len()
+            && sizes.iter().zip(&declared).all(|(&size, dim)| match dim {
+                Dim::Fixed(fixed) => i64::try_from(*fixed) == Ok(size),
+                Dim::Symbol(_) => size >= 0,
+            });
+        if agrees {
+            Ok(())
+        } else {
+            Err(self.bad(
+                size,
+                format!(
+                    "{sizes:?} is not the shape {} that {out} declares",
+                    ptec_ir::ops::show(&declared)
+                ),
+            ))
+        }
     }
 
     /// The rank of a tensor argument, before it is read.
@@ -446,6 +505,30 @@ impl Call<'_, '_, '_> {
         }
         self.importer.push(op, written);
         Ok(())
+    }
+
+    /// Emits `op` into a new value of element type `dtype` (contiguous, of
+    /// the shape the op's rule gives), for a composition of ops; returns
+    /// the value.
+    pub(crate) fn temporary(&mut self, op: Op, dtype: DType) -> Result<ValueId, ImportError> {
+        let shape = match self.importer.expected_shapes(&op, 1)?.first() {
+            Some(ptec_ir::ops::Expected::Shape(shape)) => shape.clone(),
+            _ => {
+                return Err(self.invalid(format!(
+                    "ptec composes {} with an op whose result's shape its rule does not give",
+                    self.schema.key
+                )));
+            }
+        };
+        Ok(self.temporary_of(op, TensorType::contiguous(dtype, shape)))
+    }
+
+    /// Emits `op` into a new value of type `ty`, for a composition of ops
+    /// whose result's shape the op takes as given (views, slices, fills).
+    pub(crate) fn temporary_of(&mut self, op: Op, ty: TensorType) -> ValueId {
+        let id = self.importer.graph.add_value(ValueData::computed(ty));
+        self.importer.push(op, vec![id]);
+        id
     }
 
     /// Emits `op` writing the tensor argument `target` in place (`copy_`

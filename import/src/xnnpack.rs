@@ -1321,9 +1321,14 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             weight,
             bias,
             residual: None,
-            stride: self.positive("stride", [t.subsampling_height, t.subsampling_width])?,
-            padding,
-            dilation: self.positive("dilation", [t.dilation_height, t.dilation_width])?,
+            stride: self
+                .positive("stride", [t.subsampling_height, t.subsampling_width])?
+                .to_vec(),
+            padding: padding.to_vec(),
+            dilation: self
+                .positive("dilation", [t.dilation_height, t.dilation_width])?
+                .to_vec(),
+            transposed: None,
             groups: t.groups.into(),
             // A quantized result is bounded as it is requantized.
             clamp: if quantized {

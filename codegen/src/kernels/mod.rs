@@ -4,7 +4,9 @@
 //! every [`Op`], so that a new op does not compile until the CPU lowers it
 //! or refuses it; [`support`] is the CPU's answer for each kind of op.
 
+mod arith;
 mod conv;
+mod conv_direct;
 mod conv_nhwc;
 mod elementwise;
 mod expr;
@@ -93,6 +95,7 @@ fn converts_elements(op: &Op) -> bool {
         | Op::Full(_)
         | Op::Arange(_)
         | Op::RepeatInterleave(_)
+        | Op::Convolution(_)
         | Op::Label(_)
         | Op::Jump(_)
         | Op::JumpIfFalse(_) => true,
@@ -104,7 +107,6 @@ fn converts_elements(op: &Op) -> bool {
         | Op::BatchNorm(_)
         | Op::MatMul(_)
         | Op::Addmm(_)
-        | Op::Convolution(_)
         | Op::MaxPool2d(_)
         | Op::AvgPool2d(_) => false,
     }

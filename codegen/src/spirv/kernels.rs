@@ -533,24 +533,30 @@ fn batch_norm(
     })
 }
 
-/// A direct convolution, each output element a sum over its window, then
-/// the bias, the clamp and the residual.
+/// A direct convolution, each output element a sum over its input
+/// channels and kernel taps (ordinary or transposed, one to three spatial
+/// dimensions), then the bias, the clamp and the residual.
 fn convolution(
     [x, w]: [&Tensor; 2],
     [bias, residual]: [Option<Tensor>; 2],
     out: &Tensor,
     op: &Convolution,
 ) -> Result<Kernel, Refusal> {
+    if [x.ty, w.ty, out.ty] != [Ty::F32; 3] {
+        return Err(refuse(format!("a convolution of {} elements", x.dtype)));
+    }
     let Convolution {
         stride,
         padding,
         dilation,
+        transposed,
         groups,
         clamp,
         ..
     } = op;
     let out_per_group = out.sizes[1] / groups;
-    let in_per_group = w.sizes[1];
+    let in_per_group = x.sizes[1] / groups;
+    let rank = op.spatial_rank();
     per_element(out, no_extra, |c| {
         let mut code = format!(
             "    let group = {} / {out_per_group}u;\n    var acc = 0.0f;\n",
@@ -561,23 +567,28 @@ fn convolution(
             "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
         let channel = group * {in_per_group}u + ci;"
         );
-        let spatial = window_loops(
-            &mut code,
-            c,
-            x,
-            [stride, padding, dilation],
-            [w.sizes[2], w.sizes[3]],
-        )?;
+        let window = Window {
+            stride,
+            padding,
+            dilation,
+            kernel: &w.sizes[2..],
+            transposed: transposed.is_some(),
+        };
+        let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
+        let mut input = vec![c[0].clone(), "channel".into()];
+        input.extend(spatial);
+        let mut filter = match transposed {
+            None => vec![c[1].clone(), "ci".into()],
+            Some(_) => vec!["channel".into(), format!("({} % {out_per_group}u)", c[1])],
+        };
+        filter.extend((0..rank).map(|d| format!("k{d}")));
         let _ = writeln!(
             code,
-            "            acc = fma({}, {}, acc);\n        }}\n    }}\n    }}",
-            x.load(&x.offset_at(&[
-                c[0].clone(),
-                "channel".into(),
-                spatial[0].clone(),
-                spatial[1].clone()
-            ])),
-            w.load(&w.offset_at(&[c[1].clone(), "ci".into(), "kh".into(), "kw".into()])),
+            "{}acc = fma({}, {}, acc);\n{}    }}",
+            "    ".repeat(rank + 2),
+            x.load(&x.offset_at(&input)),
+            w.load(&w.offset_at(&filter)),
+            close_loops(rank),
         );
         let mut value = "acc".to_string();
         if let Some(bias) = &bias {
@@ -625,13 +636,19 @@ fn max_pool(
                 "    var best = {};\n    var best_index = -1i;\n",
                 float(f64::NEG_INFINITY)
             );
-            let spatial = window_loops(&mut code, c, x, [stride, padding, dilation], *kernel)?;
+            let window = Window {
+                stride,
+                padding,
+                dilation,
+                kernel,
+                transposed: false,
+            };
+            let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
             let _ = writeln!(
                 code,
                 "            let v = {};
             if (v > best || is_nan(v)) {{ best = v; best_index = i32({} * {width}u + {}); }}
-        }}
-    }}",
+{}",
                 x.load(&x.offset_at(&[
                     c[0].clone(),
                     c[1].clone(),
@@ -639,7 +656,8 @@ fn max_pool(
                     spatial[1].clone()
                 ])),
                 spatial[0],
-                spatial[1]
+                spatial[1],
+                close_loops(2)
             );
             Ok(Element {
                 code,
@@ -738,35 +756,72 @@ fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), Refu
     Ok((offset / 4, strides))
 }
 
-/// Opens the loops over a window (`kh`, `kw`) at output coordinates `c`,
-/// skipping positions in the padding; returns the input row and column
-/// expressions. The caller closes both loops.
+/// The window of a convolution or pooling along each spatial dimension.
+struct Window<'w> {
+    stride: &'w [u64],
+    padding: &'w [u64],
+    dilation: &'w [u64],
+    kernel: &'w [u64],
+    /// Whether the window is a transposed convolution's: the input
+    /// position `i` of tap `k` at output `o` solves
+    /// `i * stride - padding + k * dilation = o`.
+    transposed: bool,
+}
+
+/// Opens a loop over each spatial dimension's taps (`k0`, `k1`, ...) at
+/// output coordinates `spatial`, skipping taps outside an input of
+/// `extents` (in the padding, or between a transposed convolution's
+/// strides); returns the input coordinate expressions. The caller closes
+/// the loops ([`close_loops`]).
 fn window_loops(
     code: &mut String,
-    c: &[String],
-    x: &Tensor,
-    [stride, padding, dilation]: [&[u64; 2]; 3],
-    [kh, kw]: [u64; 2],
-) -> Result<[String; 2], Refusal> {
+    spatial: &[String],
+    extents: &[u64],
+    window: &Window<'_>,
+) -> Result<Vec<String>, Refusal> {
     let mut names = Vec::new();
-    for (axis, (name, extent)) in [("kh", kh), ("kw", kw)].into_iter().enumerate() {
-        let position = ["ih", "iw"][axis];
-        let indent = "    ".repeat(axis + 1);
-        let _ = write!(
-            code,
-            "{indent}for (var {name} = 0u; {name} < {extent}u; {name} = {name} + 1u) {{
-{indent}    let {position} = i32({} * {}u + {name} * {}u) - {};
-{indent}    if ({position} < 0i || {position} >= {}) {{ continue; }}
-",
-            c[2 + axis],
-            stride[axis],
-            dilation[axis],
-            int(padding[axis] as i64)?,
-            int(x.sizes[2 + axis] as i64)?
+    for (d, coordinate) in spatial.iter().enumerate() {
+        let indent = "    ".repeat(d + 1);
+        let (extent, stride, padding, dilation) = (
+            int(extents[d] as i64)?,
+            window.stride[d],
+            int(window.padding[d] as i64)?,
+            window.dilation[d],
         );
-        names.push(format!("u32({position})"));
+        let _ = writeln!(
+            code,
+            "{indent}for (var k{d} = 0u; k{d} < {}u; k{d} = k{d} + 1u) {{",
+            window.kernel[d]
+        );
+        if window.transposed {
+            let stride = int(stride as i64)?;
+            let _ = write!(
+                code,
+                "{indent}    let t{d} = i32({coordinate}) + {padding} - i32(k{d} * {dilation}u);
+{indent}    if (t{d} < 0i || t{d} % {stride} != 0i) {{ continue; }}
+{indent}    let i{d} = t{d} / {stride};
+{indent}    if (i{d} >= {extent}) {{ continue; }}
+"
+            );
+        } else {
+            let _ = write!(
+                code,
+                "{indent}    let i{d} = i32({coordinate} * {stride}u + k{d} * {dilation}u) - {padding};
+{indent}    if (i{d} < 0i || i{d} >= {extent}) {{ continue; }}
+"
+            );
+        }
+        names.push(format!("u32(i{d})"));
     }
-    Ok([names[0].clone(), names[1].clone()])
+    Ok(names)
+}
+
+/// The closing braces of `count` nested loops from [`window_loops`].
+fn close_loops(count: usize) -> String {
+    (0..count)
+        .rev()
+        .map(|d| format!("{}}}\n", "    ".repeat(d + 1)))
+        .collect()
 }
 
 /// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading

@@ -1,8 +1,13 @@
 //! Tensors made from scalars: fills and ranges, and the indices
-//! `repeat_interleave` repeats.
+//! `repeat_interleave` repeats. A creation op's size arguments decide its
+//! result, so each is checked against the shape the program declares for
+//! `out` rather than trusted. `empty` tensors are zeroed: their contents are
+//! unspecified, and zeros make a program that reads them anyway
+//! deterministic.
 
 use ptec_ir::ops::creation::{Arange, Full, RepeatInterleave};
-use ptec_ir::{Op, OpKind, Scalar};
+use ptec_ir::ops::layout::Copy;
+use ptec_ir::{DType, Dim, Op, OpKind, Scalar};
 
 use super::Operator;
 use crate::call::Call;
@@ -11,12 +16,42 @@ use crate::error::ImportError;
 pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out) -> Tensor(a!)",
-        fill_with,
+        full,
         &[OpKind::Full],
     ),
     (
+        "aten::zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+        |c| fill_sized(c, Scalar::Int(0)),
+        &[OpKind::Full],
+    ),
+    (
+        "aten::ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
+        |c| fill_sized(c, Scalar::Int(1)),
+        &[OpKind::Full],
+    ),
+    (
+        "aten::empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+        empty,
+        &[OpKind::Full],
+    ),
+    (
+        "dim_order_ops::_empty_dim_order.out(int[] size, *, int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
+        empty_dim_order,
+        &[OpKind::Full],
+    ),
+    (
+        "aten::fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out) -> Tensor(a!)",
+        fill_scalar,
+        &[OpKind::Full],
+    ),
+    (
+        "aten::fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out) -> Tensor(a!)",
+        fill_tensor,
+        &[OpKind::Copy],
+    ),
+    (
         "aten::full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
-        fill_with,
+        full_like,
         &[OpKind::Full],
     ),
     (
@@ -26,12 +61,12 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
-        |c| fill(c, Scalar::Int(0)),
+        |c| fill_like(c, Scalar::Int(0)),
         &[OpKind::Full],
     ),
     (
         "aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
-        |c| fill(c, Scalar::Int(1)),
+        |c| fill_like(c, Scalar::Int(1)),
         &[OpKind::Full],
     ),
     (
@@ -55,28 +90,264 @@ fn fill(c: &mut Call<'_, '_, '_>, value: Scalar) -> Result<(), ImportError> {
     c.emit(Op::Full(Full { value }), &["out"])
 }
 
-/// full, full_like: `out` filled with `fill_value`.
-fn fill_with(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+/// full: `out`, of the size `size`, filled with `fill_value`.
+fn full(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.check_size("size", "out")?;
     let value = c.scalar("fill_value")?;
     fill(c, value)
 }
 
+/// full_like: `out`, of `self`'s shape, filled with `fill_value`.
+fn full_like(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    check_like(c, "self")?;
+    let value = c.scalar("fill_value")?;
+    fill(c, value)
+}
+
+/// zeros_like, ones_like: `out`, of `self`'s shape, filled with `value`.
+fn fill_like(c: &mut Call<'_, '_, '_>, value: Scalar) -> Result<(), ImportError> {
+    check_like(c, "self")?;
+    fill(c, value)
+}
+
+/// zeros, ones: `out`, of the size `size`, filled with `value`.
+fn fill_sized(c: &mut Call<'_, '_, '_>, value: Scalar) -> Result<(), ImportError> {
+    c.check_size("size", "out")?;
+    fill(c, value)
+}
+
+/// empty: `out`, of the size `size`, zeroed; any memory format is a
+/// layout of the same elements, which the program's `out` settles.
+fn empty(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    fill_sized(c, Scalar::Int(0))
+}
+
+/// `_empty_dim_order`: empty, whose `dim_order` (when given) must be the
+/// dim order `out` declares.
+fn empty_dim_order(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    if let Some(order) = c.optional_int_list("dim_order")? {
+        let declared = c.declared_type_of("out")?.dim_order;
+        if !order
+            .iter()
+            .copied()
+            .eq(declared.iter().map(|&d| i64::from(d)))
+        {
+            return Err(c.bad(
+                "dim_order",
+                format!("{order:?} is not the dim order {declared:?} that out declares"),
+            ));
+        }
+    }
+    fill_sized(c, Scalar::Int(0))
+}
+
+/// `out` has the shape of the tensor argument `like`.
+fn check_like(c: &Call<'_, '_, '_>, like: &str) -> Result<(), ImportError> {
+    let (shape, out) = (
+        c.declared_type_of(like)?.shape,
+        c.declared_type_of("out")?.shape,
+    );
+    // A symbolic dimension's size is known at run time only.
+    let agree = |(a, b): (&Dim, &Dim)| match (a, b) {
+        (Dim::Fixed(a), Dim::Fixed(b)) => a == b,
+        _ => true,
+    };
+    if shape.len() == out.len() && shape.iter().zip(&out).all(agree) {
+        Ok(())
+    } else {
+        Err(c.bad(
+            "out",
+            format!(
+                "has shape {}, not {like}'s {}",
+                ptec_ir::ops::show(&out),
+                ptec_ir::ops::show(&shape)
+            ),
+        ))
+    }
+}
+
+/// fill.Scalar: `out`, of `self`'s shape, filled with `value`.
+fn fill_scalar(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    check_like(c, "self")?;
+    let value = c.scalar("value")?;
+    fill(c, value)
+}
+
+/// fill.Tensor: `out`, of `self`'s shape, filled with the one element of
+/// the 0-dim tensor `value` (converted to `out`'s element type).
+fn fill_tensor(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    check_like(c, "self")?;
+    let rank = c.rank_of("value")?;
+    if rank != 0 {
+        return Err(c.bad(
+            "value",
+            format!("is a {rank}-D tensor; fill takes a 0-dim one"),
+        ));
+    }
+    let input = c.tensor("value")?;
+    c.emit(Op::Copy(Copy { input }), &["out"])
+}
+
+/// scalar_tensor: the 0-dim `out` holding `s`.
 fn scalar_tensor(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let rank = c.declared_type_of("out")?.rank();
+    if rank != 0 {
+        return Err(c.bad("out", format!("is {rank}-D; a scalar tensor is 0-dim")));
+    }
     let value = c.scalar("s")?;
     fill(c, value)
 }
 
+/// arange(start, end, step): `out` holds `start + i * step` for each `i`
+/// below PyTorch's length `ceil((end - start) / step)` (computed in i64 for
+/// an integer `out`, from the bounds truncated, else in f64), which must be
+/// the length `out` declares.
 fn arange_start(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let (start, step) = (c.scalar("start")?, c.scalar("step")?);
-    c.emit(Op::Arange(Arange { start, step }), &["out"])
+    let (start, end, step) = (c.scalar("start")?, c.scalar("end")?, c.scalar("step")?);
+    emit_arange(c, start, end, step)
 }
 
 fn arange(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let op = Op::Arange(Arange {
-        start: Scalar::Int(0),
-        step: Scalar::Int(1),
-    });
-    c.emit(op, &["out"])
+    let end = c.scalar("end")?;
+    emit_arange(c, Scalar::Int(0), end, Scalar::Int(1))
+}
+
+fn emit_arange(
+    c: &mut Call<'_, '_, '_>,
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+) -> Result<(), ImportError> {
+    let out = c.declared_type_of("out")?;
+    let length = arange_length(out.dtype, start, end, step)
+        .map_err(|why| c.bad(if why.contains("step") { "step" } else { "end" }, why))?;
+    match out.shape.as_slice() {
+        [Dim::Fixed(declared)] if *declared != length => {
+            return Err(c.bad(
+                "end",
+                format!(
+                    "gives {length} elements from {start} to {end} by {step}, but out declares {declared}"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    c.emit(Op::Arange(Arange { start, step }), &["out"])
+}
+
+/// The number of elements of `arange(start, end, step)` into an `out` of
+/// `dtype`, as PyTorch counts them, or why there is none. The bounds are
+/// checked in `out`'s accumulation type (i64 for integers, truncated); the
+/// length is counted in i64 for an i64 `out`, else in f64.
+fn arange_length(dtype: DType, start: Scalar, end: Scalar, step: Scalar) -> Result<u64, String> {
+    if dtype.is_float() {
+        let (start, end, step) = (start.as_f64(), end.as_f64(), step.as_f64());
+        if !(start.is_finite() && end.is_finite()) {
+            return Err(format!("the bounds {start} and {end} must be finite"));
+        }
+        check_range(start, end, step, 0.0)?;
+    } else {
+        check_range(start.as_i64(), end.as_i64(), step.as_i64(), 0)?;
+    }
+    let length = if dtype == DType::I64 {
+        let (start, end, step) = (start.as_i64(), end.as_i64(), step.as_i64());
+        let span =
+            i128::from(end) - i128::from(start) + i128::from(step) - i128::from(step.signum());
+        (span / i128::from(step)) as f64
+    } else {
+        ((end.as_f64() - start.as_f64()) / step.as_f64()).ceil()
+    };
+    if length >= 0.0 && length < u64::MAX as f64 {
+        Ok(length as u64)
+    } else {
+        Err(format!("the range has {length} elements"))
+    }
+}
+
+/// PyTorch's checks of a range's step and the sign of its extent.
+fn check_range<T: PartialOrd + std::marker::Copy + std::fmt::Display>(
+    start: T,
+    end: T,
+    step: T,
+    zero: T,
+) -> Result<(), String> {
+    if step == zero {
+        return Err("step must be nonzero".into());
+    }
+    if (step > zero && end < start) || (step < zero && end > start) {
+        return Err(format!(
+            "the bounds {start} to {end} are inconsistent with the step {step}'s sign"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn length(dtype: DType, start: f64, end: f64, step: f64) -> Result<u64, String> {
+        arange_length(
+            dtype,
+            Scalar::Float(start),
+            Scalar::Float(end),
+            Scalar::Float(step),
+        )
+    }
+
+    #[test]
+    fn arange_lengths_are_pytorchs() {
+        assert_eq!(length(DType::F32, 0.5, 2.0, 0.25), Ok(6));
+        assert_eq!(length(DType::F32, 5.0, 0.0, -1.5), Ok(4));
+        assert_eq!(length(DType::F32, 1.0, 1.0, 1.0), Ok(0));
+        // An i32 range counts the fractional end; an i64 one truncates it.
+        assert_eq!(length(DType::I32, 0.0, 2.5, 1.0), Ok(3));
+        assert_eq!(length(DType::I64, 0.0, 2.5, 1.0), Ok(2));
+        assert_eq!(
+            arange_length(
+                DType::I64,
+                Scalar::Int(10),
+                Scalar::Int(-3),
+                Scalar::Int(-4)
+            ),
+            Ok(4)
+        );
+        // MIN, -1 and MAX - 1, counted without overflow.
+        assert_eq!(
+            arange_length(
+                DType::I64,
+                Scalar::Int(i64::MIN),
+                Scalar::Int(i64::MAX),
+                Scalar::Int(i64::MAX)
+            ),
+            Ok(3)
+        );
+    }
+
+    #[test]
+    fn arange_refuses_what_pytorch_refuses() {
+        let refused = |result: Result<u64, String>, why: &str| {
+            let error = result.expect_err("the range is refused");
+            assert!(error.contains(why), "{error:?} does not say {why:?}");
+        };
+        refused(length(DType::F32, 0.0, 1.0, 0.0), "step must be nonzero");
+        // A step that truncates to 0 in an integer range.
+        refused(length(DType::I32, 0.0, 1.0, 0.5), "step must be nonzero");
+        refused(
+            length(DType::F32, 0.0, 1.0, -1.0),
+            "inconsistent with the step",
+        );
+        refused(
+            length(DType::I64, 3.0, 1.0, 1.0),
+            "inconsistent with the step",
+        );
+        refused(
+            length(DType::F32, 0.0, f64::INFINITY, 1.0),
+            "must be finite",
+        );
+        refused(length(DType::F64, f64::NAN, 1.0, 1.0), "must be finite");
+        refused(length(DType::F32, 0.0, 1.0, f64::NAN), "elements");
+    }
 }
 
 /// `repeat_interleave(repeats, output_size)`: the result's length is the

@@ -240,7 +240,7 @@ fn emit_maybe_0d(c: &mut Call<'_, '_, '_>, op: Op, ty: TensorType) -> Result<(),
     if c.rank_of("out")? != 0 {
         return c.emit(op, &["out"]);
     }
-    let result = c.temporary(ty);
+    let result = c.new_value(ty);
     c.emit_to(op, &[TensorRef::Ir(result)])?;
     c.emit(Op::Reshape(Reshape { input: result }), &["out"])
 }

@@ -547,11 +547,11 @@ pub(super) fn view(
     let source = if ty.is_contiguous() {
         value
     } else {
-        let copy = c.temporary(row_major(ty.shape.clone()));
+        let copy = c.new_value(row_major(ty.shape.clone()));
         c.emit_to(Op::Copy(Copy { input: value }), &[TensorRef::Ir(copy)])?;
         copy
     };
-    let view = c.temporary(row_major(shape));
+    let view = c.new_value(row_major(shape));
     c.emit_to(
         Op::Reshape(Reshape { input: source }),
         &[TensorRef::Ir(view)],
@@ -754,7 +754,7 @@ fn roll(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         let count: u64 = sizes.iter().product();
         let flat = view(c, input, vec![Dim::Fixed(count)])?;
         let ty = c.ty(flat).clone();
-        let rolled = c.temporary(ty);
+        let rolled = c.new_value(ty);
         let shifts = vec![rotation(shift, count)];
         c.emit_to(
             Op::Roll(Roll {
@@ -820,7 +820,7 @@ fn permute_into_out(
 ) -> Result<(), ImportError> {
     let ty = c.ty(value).clone();
     let shape: Vec<Dim> = dims.iter().map(|&dim| ty.shape[dim]).collect();
-    let permuted = c.temporary(TensorType {
+    let permuted = c.new_value(TensorType {
         dtype: ty.dtype,
         dim_order: (0..shape.len() as u8).collect(),
         shape,
@@ -1072,7 +1072,7 @@ fn index_select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     // A 0-D self gives a 0-D result.
     let ty = c.ty(input).clone();
     let shape = c.ty(index).shape.clone();
-    let gathered = c.temporary(TensorType { shape, ..ty });
+    let gathered = c.new_value(TensorType { shape, ..ty });
     c.emit_to(Op::Index(op), &[TensorRef::Ir(gathered)])?;
     c.emit(Op::Reshape(Reshape { input: gathered }), &["out"])
 }
