@@ -6,7 +6,7 @@
 //! argument name.
 
 use ptec_frontend::ValueIndex;
-use ptec_ir::{Op, Scalar, TensorType, ValueId};
+use ptec_ir::{Op, Scalar, TensorType, ValueData, ValueId};
 
 use crate::aten::{self, Entry};
 use crate::error::{ImportError, Problem};
@@ -258,6 +258,13 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    pub(crate) fn optional_double(&self, name: &str) -> Result<Option<f64>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            _ => self.double(name).map(Some),
+        }
+    }
+
     pub(crate) fn string(&self, name: &str) -> Result<String, ImportError> {
         match self.argument(name)?.1 {
             Argument::String(value) => Ok(value.clone()),
@@ -375,6 +382,12 @@ impl Call<'_, '_, '_> {
         self.sizes_of(name).map(|sizes| sizes.len())
     }
 
+    /// A new value of type `ty`, for a result between the ops one call
+    /// becomes.
+    pub(crate) fn temporary(&mut self, ty: TensorType) -> ValueId {
+        self.importer.graph.add_value(ValueData::computed(ty))
+    }
+
     /// Emits `op`, writing the tensor arguments `outputs`. The op's shape
     /// rule settles symbolic dimensions of the outputs.
     pub(crate) fn emit(&mut self, op: Op, outputs: &[&str]) -> Result<(), ImportError> {
@@ -398,6 +411,13 @@ impl Call<'_, '_, '_> {
                 self.importer
                     .write(output, inferred, op.def().name(), slot)?,
             );
+        }
+        // An elementwise function's element types are checked here, where
+        // the error can name the call (a float written into an integer
+        // tensor, bitwise operations of floats); the verifier checks every
+        // op's rules again once the graph's symbols have settled.
+        if let Op::Elementwise(_) = &op {
+            self.importer.check_types(&op, &written)?;
         }
         self.importer.push(op, written);
         Ok(())
