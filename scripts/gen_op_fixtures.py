@@ -2160,9 +2160,18 @@ same position. `et_run.py` compares with `torch.allclose` without `equal_nan`, s
 fixture whose expected outputs contain NaN as failing even when ExecuTorch computes the same NaNs.
 
 Expected outputs always follow eager PyTorch, also where ExecuTorch 1.5.1's portable kernels differ:
-`remainder_int64` (ExecuTorch returns C's truncated remainder, whose sign follows the dividend;
-PyTorch's follows the divisor) and `max_pool2d_nan_inf` (ExecuTorch drops NaN inside a pooling
-window; PyTorch propagates it).
+`remainder_int64` and `int_divisions` (ExecuTorch returns C's truncated remainder of signed
+integers, whose sign follows the dividend; PyTorch's follows the divisor), `max_pool2d_nan_inf`
+(ExecuTorch drops NaN inside a pooling window; PyTorch propagates it), `shifts_*` (ExecuTorch shifts
+by amounts below 0 or not below the width as C leaves undefined; PyTorch gives 0, or the sign for
+right shifts of signed types), `pow_int32`, `pow_scalar_base_int64` and the integer sweeps'
+`pow` (ExecuTorch computes integer powers in floats and casts the overflowing result; PyTorch
+wraps), the integer sweeps' `floor`/`ceil`/`trunc` of the types' limits (ExecuTorch goes through
+a float and saturates; PyTorch returns the integer), `int_fns_half_float64` (ExecuTorch's
+`sign` keeps NaN; PyTorch gives 0) and `floor_divide` of infinities (the float sweeps and
+`floor_divide_float_exact`: ExecuTorch gives an infinity; PyTorch NaN). ExecuTorch refuses three programs PyTorch computes:
+`conj_physical` (an int64 input), `logit_int32_float16` (an int32 input) and `promote_0dim` (a
+0-dim float64 operand with a float32 or int32 tensor).
 """
 
 
