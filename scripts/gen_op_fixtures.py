@@ -2200,6 +2200,569 @@ fixture(
 )
 
 
+# ---- elementwise: every function in every dtype the portable kernels take
+#
+# Sweeps apply many functions to one input per dtype in one program (one
+# output per function), so that each dtype class costs one small file; the
+# per-op fixtures below them hold the special values (NaN, infinities, signed
+# zeros, ties, out-of-range shifts, zero divisors).
+
+ALL_INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+# Unary functions PyTorch computes in floats: integer and bool inputs give
+# float32.
+FLOAT_FNS = {
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "log": torch.log,
+    "log2": torch.log2,
+    "log10": torch.log10,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "tan": torch.tan,
+    "asin": torch.asin,
+    "acos": torch.acos,
+    "atan": torch.atan,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "asinh": torch.asinh,
+    "acosh": torch.acosh,
+    "atanh": torch.atanh,
+    "erf": torch.erf,
+    "expm1": torch.expm1,
+    "log1p": torch.log1p,
+}
+# Unary functions that keep an integer input's type.
+INT_FNS = {
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "relu": torch.relu,
+    "sign": torch.sign,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "round": torch.round,
+    "trunc": torch.trunc,
+    "bitwise_not": torch.bitwise_not,
+}
+PREDICATES = {"isnan": torch.isnan, "isinf": torch.isinf, "logical_not": torch.logical_not}
+# Float functions whose domains end at 0 or +-1, for the promotion of integers
+# (each function's own code is the same for every input type).
+PROMOTED_FNS = {
+    name: FLOAT_FNS[name] for name in ("sqrt", "log", "log10", "acos", "atanh", "sigmoid", "reciprocal", "expm1")
+}
+
+
+def apply_all(fns) -> Callable[[], nn.Module]:
+    """A model returning each function of each of its inputs."""
+    return fn(lambda *xs: tuple(f(x) for x in xs for f in fns.values()))
+
+
+def sample(dtype, *shape) -> torch.Tensor:
+    """Values of ``dtype`` around its interesting points: floats of either sign
+    within the domain of most functions, with NaN, infinities, signed zeros and
+    the ends of [-1, 1]; integers from both ends of their range and near zero."""
+    if dtype == torch.bool:
+        return bools(*shape)
+    if dtype.is_floating_point:
+        base = torch.rand(shape) * 1.8 - 0.9
+        return planted(base, (NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 0.5, 2.5)).to(dtype)
+    info = torch.iinfo(dtype)
+    base = torch.randint(max(info.min, -4), min(info.max, 5) + 1, shape, dtype=dtype)
+    return planted(base, (info.min, info.max, 0, 1))
+
+
+def sweep(name: str, fns, dtypes, note: str, shape=(3, 4)) -> None:
+    names = ", ".join(dtype_name(dtype) for dtype in dtypes)
+    fixture(
+        name,
+        "/".join(fns),
+        f"{'/'.join(fns)} of {names} {list(shape)}: {note}",
+        apply_all(fns),
+        twice(lambda: tuple(sample(dtype, *shape) for dtype in dtypes)),
+    )
+
+
+# Float functions of integers and bools (promoted to float32); of the half
+# types (computed in float32, rounded once); of float64.
+sweep("float_fns_int32_uint8_bool", PROMOTED_FNS, (torch.int32, torch.uint8, torch.bool), "-> float32", shape=(2, 4))
+sweep("float_fns_int8_int16_int64", PROMOTED_FNS, (torch.int8, torch.int16, torch.int64), "-> float32", shape=(2, 4))
+sweep("float_fns_float16", FLOAT_FNS, (torch.float16,), "NaN, infinities, signed zeros, +-1")
+sweep("float_fns_bfloat16", FLOAT_FNS, (torch.bfloat16,), "NaN, infinities, signed zeros, +-1")
+sweep("float_fns_float64", FLOAT_FNS, (torch.float64,), "NaN, infinities, signed zeros, +-1")
+# Functions that keep integer types, with each type's minimum (whose negation
+# and absolute value wrap) and maximum.
+sweep("int_fns_int32_uint8_int8", INT_FNS, (torch.int32, torch.uint8, torch.int8), "the types' limits; neg and abs wrap")
+sweep("int_fns_int16_int64", INT_FNS, (torch.int16, torch.int64), "the types' limits; neg and abs wrap")
+sweep("int_fns_half_float64", {k: v for k, v in INT_FNS.items() if k != "bitwise_not"},
+      (torch.float16, torch.bfloat16, torch.float64), "NaN, infinities, signed zeros, halves")
+sweep("bool_fns", {"sign": torch.sign, "bitwise_not": torch.bitwise_not, **PREDICATES}, (torch.bool,), "bool -> bool")
+sweep("predicates_float", PREDICATES, (torch.float32, torch.float16, torch.bfloat16, torch.float64), "NaN, infinities -> bool")
+sweep("predicates_int", PREDICATES, (torch.int32, torch.uint8, torch.int64), "integers are never NaN or infinite")
+
+
+def unary_cases(make: Callable[[], torch.Tensor]) -> Callable[[], list[Inputs]]:
+    return twice(lambda: (make(),))
+
+
+def in_range(low: float, high: float, *shape, values=()) -> torch.Tensor:
+    """Uniform values in [low, high) with ``values`` planted."""
+    return planted(torch.rand(shape) * (high - low) + low, values)
+
+
+# New float32 functions, with their domains' edges and special values.
+for _name, _low, _high, _values, _note in [
+    ("asin", -1.0, 1.0, (1.0, -1.0, 1.5, NAN, -0.0), "[-1, 1], +-1, 1.5 -> NaN"),
+    ("acos", -1.0, 1.0, (1.0, -1.0, -1.5, NAN), "[-1, 1], +-1, -1.5 -> NaN"),
+    ("atan", -10.0, 10.0, (INF, -INF, NAN, -0.0), "+-inf -> +-pi/2"),
+    ("sinh", -5.0, 5.0, (1e-4, -1e-4, 89.0, -INF, NAN), "tiny values, 89 near f32 overflow, -inf"),
+    ("cosh", -5.0, 5.0, (1e-4, 89.0, -INF, NAN), "tiny values, 89, -inf"),
+    ("asinh", -20.0, 20.0, (1e-4, -1e-4, 1e20, -INF, NAN), "tiny and huge values, -inf"),
+    ("acosh", 1.0, 20.0, (1.0, 0.5, 1e20, INF, NAN), "1 -> 0, 0.5 -> NaN, huge values"),
+    ("atanh", -1.0, 1.0, (1.0, -1.0, 1e-4, 2.0, NAN), "+-1 -> +-inf, 2 -> NaN, tiny values"),
+    ("log2", 0.0, 100.0, (0.0, -1.0, 1024.0, INF, NAN), "0 -> -inf, -1 -> NaN, exact powers"),
+    ("log10", 0.0, 100.0, (0.0, -1.0, 1000.0, 1e-5, INF), "0 -> -inf, -1 -> NaN, exact powers"),
+]:
+    unary(_name, _name, getattr(torch, _name), lambda low=_low, high=_high, values=_values: in_range(low, high, 3, 5, values=values), _note)
+
+fixture(
+    "isnan_isinf",
+    "isnan/isinf",
+    "isnan(x), isinf(x) -> bool, float32 [3,5] with NaN, +inf, -inf, huge finite values",
+    fn(lambda x: (torch.isnan(x), torch.isinf(x))),
+    unary_cases(lambda: planted(torch.randn(3, 5), (NAN, INF, -INF, 3e38, -3e38))),
+)
+for _name, _dtype in [("int32", torch.int32), ("uint8", torch.uint8), ("bool", torch.bool)]:
+    fixture(
+        f"bitwise_not_{_name}",
+        "bitwise_not",
+        f"~x, {_name} [3,5] with the type's limits",
+        fn(torch.bitwise_not),
+        unary_cases(lambda dtype=_dtype: sample(dtype, 3, 5)),
+    )
+for _name, _eps in [("logit", None), ("logit_eps", 0.01)]:
+    fixture(
+        _name,
+        "logit",
+        f"torch.logit(x, eps={_eps}), float32 [3,5] in (-0.2, 1.2) with 0, 1 and NaN",
+        fn(lambda x, eps=_eps: torch.logit(x, eps)),
+        unary_cases(lambda: in_range(-0.2, 1.2, 3, 5, values=(0.0, 1.0, 0.5, NAN))),
+        preserve=(torch.ops.aten.logit.default,),
+    )
+fixture(
+    "logit_int32_float16",
+    "logit",
+    "torch.logit(x, eps=0.25) of int32 (-> float32) and float16 [2,4]",
+    fn(lambda x, y: (torch.logit(x, 0.25), torch.logit(y, 0.25))),
+    twice(lambda: (ints(-1, 3, 2, 4, dtype=torch.int32), in_range(0.0, 1.0, 2, 4).half())),
+    preserve=(torch.ops.aten.logit.default,),
+)
+fixture(
+    "conj_physical",
+    "_conj_physical",
+    "torch.conj_physical(x) of a real float32 [3,4] and int64 [4]: copies",
+    fn(lambda x, y: (torch.ops.aten._conj_physical(x), torch.ops.aten._conj_physical(y))),
+    twice(lambda: (randn(3, 4), ints(-100, 100, 4))),
+    preserve=(torch.ops.aten._conj_physical.default,),
+)
+
+# ---- binary functions
+
+BINARY_FNS = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "pow": torch.pow,
+    "atan2": torch.atan2,
+    "fmod": torch.fmod,
+    "remainder": torch.remainder,
+    "floor_divide": torch.floor_divide,
+    "eq": torch.eq,
+    "lt": torch.lt,
+}
+
+
+def apply_pairs(fns) -> Callable[[], nn.Module]:
+    """A model returning each function of each pair of inputs (x0, y0, x1, y1, ...)."""
+    return fn(lambda *xs: tuple(f(x, y) for x, y in zip(xs[::2], xs[1::2]) for f in fns.values()))
+
+
+def float_pair(dtype) -> Inputs:
+    """[3,4] and [4] of ``dtype``, NaN and infinities on both sides, zero divisors."""
+    x = planted(torch.randn(3, 4) * 3.0, (NAN, INF, -INF, 0.0, -0.0, 5.5)).to(dtype)
+    y = planted(torch.randn(4) * 2.0, (0.0, NAN, -2.0)).to(dtype)
+    return (x, y)
+
+
+for _dtype in (torch.float16, torch.bfloat16, torch.float64):
+    fixture(
+        f"binary_fns_{dtype_name(_dtype)}",
+        "/".join(BINARY_FNS),
+        f"{'/'.join(BINARY_FNS)} of {dtype_name(_dtype)} [3,4] and [4]: NaN, infinities, zero divisors",
+        apply_pairs(BINARY_FNS),
+        twice(lambda dtype=_dtype: float_pair(dtype)),
+    )
+
+# Integer binary functions that cannot divide by zero, in every integer type
+# (wrapping), and bool where PyTorch defines them.
+INT_BINARY_FNS = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+    "pow": torch.pow,
+    "eq": torch.eq,
+    "gt": torch.gt,
+}
+
+
+def int_pair(dtype) -> Inputs:
+    """[3,4] and [4] of ``dtype``: limits and small values; small exponents of both signs."""
+    return (sample(dtype, 3, 4), sample(dtype, 4))
+
+
+for _dtypes in [(torch.int32, torch.uint8, torch.int8), (torch.int16, torch.int64)]:
+    _names = "_".join(dtype_name(dtype) for dtype in _dtypes)
+    fixture(
+        f"int_binary_fns_{_names}",
+        "/".join(INT_BINARY_FNS),
+        f"{'/'.join(INT_BINARY_FNS)} of {_names} [3,4] and [4] with the types' limits (wrapping; negative exponents)",
+        apply_pairs(INT_BINARY_FNS),
+        twice(lambda dtypes=_dtypes: tuple(t for dtype in dtypes for t in int_pair(dtype))),
+    )
+BOOL_BINARY_FNS = {
+    "add": torch.add,
+    "mul": torch.mul,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+    "eq": torch.eq,
+    "lt": torch.lt,
+}
+fixture(
+    "bool_binary_fns",
+    "/".join(BOOL_BINARY_FNS),
+    f"{'/'.join(BOOL_BINARY_FNS)} of bool [3,4] and [4] (add is or, mul is and)",
+    apply_pairs(BOOL_BINARY_FNS),
+    twice(lambda: (bools(3, 4), bools(4))),
+)
+# Integer division by nonzero divisors in every integer type.
+INT_DIVISIONS = {
+    "div": torch.div,
+    "floor_divide": torch.floor_divide,
+    "remainder": torch.remainder,
+    "fmod": torch.fmod,
+    "div_trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+}
+fixture(
+    "int_divisions",
+    "/".join(INT_DIVISIONS),
+    f"{'/'.join(INT_DIVISIONS)} of int8, uint8, int16, int32, int64 [3,4] and [4] (nonzero divisors of both signs)",
+    apply_pairs(INT_DIVISIONS),
+    twice(lambda: tuple(
+        t
+        for dtype in ALL_INTS
+        for t in (ints(0 if dtype == torch.uint8 else -100, 100, 3, 4).to(dtype),
+                  (nonzero_ints(4).abs() if dtype == torch.uint8 else nonzero_ints(4)).to(dtype))
+    )),
+)
+fixture(
+    "fmod_int64",
+    "fmod",
+    "torch.fmod(x, y), int64 [3,4] and [4], nonzero divisors of both signs (the dividend's sign; a zero divisor is an error)",
+    fn(torch.fmod),
+    twice(lambda: (ints(-50, 50, 3, 4), nonzero_ints(4))),
+)
+
+fixture(
+    "atan2",
+    "atan2",
+    "torch.atan2(y, x), float32 [3,4] and [4]: signed zeros, infinities and NaN on both sides",
+    fn(torch.atan2),
+    twice(lambda: (planted(torch.randn(3, 4), (0.0, -0.0, INF, -INF, NAN, 1.0)), planted(torch.randn(4), (0.0, -0.0, -INF)))),
+)
+fixture(
+    "atan2_int32",
+    "atan2",
+    "torch.atan2(y, x), int32 [3,4] and [4] -> float32, zeros included",
+    fn(torch.atan2),
+    twice(lambda: (ints(-3, 4, 3, 4, dtype=torch.int32), ints(-3, 4, 4, dtype=torch.int32))),
+)
+fixture(
+    "fmod",
+    "fmod",
+    "torch.fmod(x, y), float32 [3,4] and [4]: signs of both, zero divisors (NaN), infinities, large quotients",
+    fn(torch.fmod),
+    twice(lambda: (planted(torch.randn(3, 4) * 10.0, (INF, -INF, NAN, -0.0, 1e7, -3.0)), planted(away_from_zero(4), (0.0, INF, -0.75)))),
+)
+fixture(
+    "fmod_scalar",
+    "fmod",
+    "torch.fmod(x, -1.5), float32 [3,4] of both signs",
+    fn(lambda x: torch.fmod(x, -1.5)),
+    unary_cases(lambda: randn(3, 4) * 5.0),
+)
+fixture(
+    "fmod_scalar_int32",
+    "fmod",
+    "torch.fmod(x, 3), int32 [3,4] of both signs (the dividend's sign)",
+    fn(lambda x: torch.fmod(x, 3)),
+    unary_cases(lambda: ints(-20, 20, 3, 4, dtype=torch.int32)),
+)
+fixture(
+    "remainder_float_exact",
+    "remainder",
+    "torch.remainder(x, y), float32 [3,4] and [4]: large quotients, infinities and zero divisors (exact, via fmod)",
+    fn(torch.remainder),
+    twice(lambda: (planted(torch.randn(3, 4) * 1e6, (INF, NAN, -0.0, 1.0, -1.0)), planted(away_from_zero(4) * 0.1, (INF, 0.0)))),
+)
+fixture(
+    "floor_divide_float_exact",
+    "floor_divide",
+    "torch.floor_divide(x, y), float32 [3,4] and [4]: 1 // 0.1 = 9 (not floor(1 / 0.1)), zero divisors, signed zero quotients",
+    fn(torch.floor_divide),
+    twice(lambda: (planted(torch.randn(3, 4) * 3.0, (1.0, -1.0, 0.3, -0.0, INF)), torch.tensor([0.1, -0.1, 0.0, 7.0]))),
+)
+for _name, _f, _note in [
+    ("bitwise_and", torch.bitwise_and, "&"),
+    ("bitwise_or", torch.bitwise_or, "|"),
+    ("bitwise_xor", torch.bitwise_xor, "^"),
+]:
+    fixture(
+        _name,
+        _name,
+        f"x {_note} y, int32 [3,4] and [4] with the type's limits",
+        fn(_f),
+        twice(lambda: int_pair(torch.int32)),
+    )
+    fixture(
+        f"{_name}_scalar",
+        _name,
+        f"x {_note} 6 (a Scalar), int64 [3,4]; bool [4] {_note} True",
+        fn(lambda x, b, f=_f: (f(x, 6), f(b, True))),
+        twice(lambda: (sample(torch.int64, 3, 4), bools(4))),
+    )
+
+
+def shift_cases(dtype) -> Callable[[], list[Inputs]]:
+    """Values with the type's limits, and amounts from -2 to past the width."""
+    bits = torch.iinfo(dtype).bits
+
+    def make():
+        amounts = torch.tensor([0, 1, bits - 1, bits, bits + 3, -1, -2, 3])
+        if dtype == torch.uint8:
+            amounts = amounts.clamp(min=0)
+        return (sample(dtype, 4, 8), amounts.to(dtype))
+
+    return twice(make)
+
+
+for _dtype in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64):
+    fixture(
+        f"shifts_{dtype_name(_dtype)}",
+        "bitwise_left_shift/bitwise_right_shift",
+        f"x << y and x >> y, {dtype_name(_dtype)} [4,8] and [8]: amounts of 0, 1, width-1, width, past it, negative",
+        fn(lambda x, y: (torch.bitwise_left_shift(x, y), torch.bitwise_right_shift(x, y))),
+        shift_cases(_dtype),
+    )
+fixture(
+    "shifts_scalar",
+    "bitwise_left_shift/bitwise_right_shift",
+    "x << 3, x >> 3, x << 40 and x >> 70 (Scalars), int32 [3,4] with the type's limits",
+    fn(lambda x: (torch.bitwise_left_shift(x, 3), torch.bitwise_right_shift(x, 3),
+                  torch.bitwise_left_shift(x, 40), torch.bitwise_right_shift(x, 70))),
+    unary_cases(lambda: sample(torch.int32, 3, 4)),
+)
+fixture(
+    "pow_scalar_base",
+    "pow",
+    "torch.pow(2.5, x), float32 [3,4] with NaN, infinities and zero",
+    fn(lambda x: torch.pow(2.5, x)),
+    unary_cases(lambda: planted(torch.randn(3, 4) * 3.0, (NAN, INF, -INF, 0.0))),
+)
+fixture(
+    "pow_scalar_base_int64",
+    "pow",
+    "torch.pow(3, x), int64 [3,4]: negative exponents give 0, large ones wrap; torch.pow(-1, x) by parity",
+    fn(lambda x: (torch.pow(3, x), torch.pow(-1, x), torch.pow(1, x))),
+    unary_cases(lambda: planted(ints(-3, 12, 3, 4), (-5, 40, 63, 0))),
+)
+fixture(
+    "pow_int32",
+    "pow",
+    "x ** y, int32 [3,4] and [4]: negative exponents (0, or +-1 for bases +-1), wrapping",
+    fn(torch.pow),
+    twice(lambda: (planted(ints(-4, 5, 3, 4, dtype=torch.int32), (1, -1, 0, 7)), torch.tensor([0, 3, -1, 25], dtype=torch.int32))),
+)
+fixture(
+    "pow_tensor_scalar_int",
+    "pow",
+    "x ** 5 and x ** 0 of int32 [3,4] (PyTorch refuses negative exponents here); x ** 2.5 of int32 -> float32",
+    fn(lambda x: (x**5, x**0, x**2.5)),
+    unary_cases(lambda: ints(-4, 5, 3, 4, dtype=torch.int32)),
+)
+fixture(
+    "pow_scalar_exponents",
+    "pow",
+    "x ** -1, x ** -2, x ** -0.5 and x ** 1.5, float32 [3,4] with zeros",
+    fn(lambda x: (x**-1, x**-2, x**-0.5, x**1.5)),
+    unary_cases(lambda: planted(positive(3, 4), (0.0, -0.0))),
+)
+fixture(
+    "rsub",
+    "rsub",
+    "torch.rsub(x, 2.0, alpha=3) = 2 - 3x, float32 [3,4]",
+    fn(lambda x: torch.rsub(x, 2.0, alpha=3)),
+    unary_cases(lambda: randn(3, 4)),
+    preserve=(torch.ops.aten.rsub.Scalar,),
+)
+fixture(
+    "rsub_int32",
+    "rsub",
+    "torch.rsub(x, 5) = 5 - x and torch.rsub(x, 1.5) (-> float32), int32 [3,4] with the type's limits",
+    fn(lambda x: (torch.rsub(x, 5), torch.rsub(x, 1.5))),
+    unary_cases(lambda: sample(torch.int32, 3, 4)),
+    preserve=(torch.ops.aten.rsub.Scalar,),
+)
+fixture(
+    "div_scalar_mode",
+    "div",
+    "torch.div(x, 0.75, rounding_mode=floor|trunc), float32 [3,4]; of int64 by 3 and by 2.5",
+    fn(lambda x, i: (torch.ops.aten.div.Scalar_mode(x, 0.75, rounding_mode="floor"),
+                     torch.ops.aten.div.Scalar_mode(x, 0.75, rounding_mode="trunc"),
+                     torch.ops.aten.div.Scalar_mode(i, 3, rounding_mode="floor"),
+                     torch.ops.aten.div.Scalar_mode(i, 2.5, rounding_mode="trunc"))),
+    twice(lambda: (randn(3, 4) * 3.0, ints(-20, 20, 3, 4))),
+    preserve=(torch.ops.aten.div.Scalar_mode,),
+)
+fixture(
+    "clamp_tensor",
+    "clamp",
+    "torch.clamp(x, lo, hi), float32 [3,4], lo [4], hi [3,1] (broadcast), NaN in each",
+    fn(lambda x, lo, hi: torch.clamp(x, lo, hi)),
+    twice(lambda: (planted(randn(3, 4), (NAN,)), planted(randn(4) - 1.0, (NAN,)), planted(randn(3, 1) + 1.0, (NAN,)))),
+)
+fixture(
+    "clamp_tensor_min_int32",
+    "clamp",
+    "torch.clamp(x, min=lo) and torch.clamp(x, max=hi), int32 [3,4] and [4]",
+    fn(lambda x, lo: (torch.clamp(x, min=lo), torch.clamp(x, max=lo))),
+    twice(lambda: (sample(torch.int32, 3, 4), ints(-3, 3, 4, dtype=torch.int32))),
+)
+fixture(
+    "clamp_int64_float_bounds",
+    "clamp",
+    "torch.clamp(x, -1.5, 2.5) of int64 [3,4] -> float32 (float bounds promote)",
+    fn(lambda x: torch.clamp(x, -1.5, 2.5)),
+    unary_cases(lambda: ints(-5, 5, 3, 4)),
+)
+fixture(
+    "masked_fill_scalar",
+    "masked_fill",
+    "x.masked_fill(mask, -2.5) float32 [2,3,4] with a bool [3,4] mask; int32 [3,4] filled with 7",
+    fn(lambda x, m, i: (x.masked_fill(m, -2.5), i.masked_fill(m, 7))),
+    twice(lambda: (randn(2, 3, 4), bools(3, 4), ints(-9, 9, 3, 4, dtype=torch.int32))),
+    preserve=(torch.ops.aten.masked_fill.Scalar,),
+)
+fixture(
+    "masked_fill_float16",
+    "masked_fill",
+    "x.masked_fill(mask, inf) of float16 [3,4], and x.masked_fill(mask, 0.1) of bfloat16 [3,4]",
+    fn(lambda x, y, m: (x.masked_fill(m, INF), y.masked_fill(m, 0.1))),
+    twice(lambda: (randn(3, 4, dtype=torch.float16), randn(3, 4, dtype=torch.bfloat16), bools(3, 4))),
+    preserve=(torch.ops.aten.masked_fill.Scalar,),
+)
+for _name, _dim, _shape in [("glu", -1, (3, 8)), ("glu_dim0", 0, (4, 3)), ("glu_negative_dim", -3, (2, 3, 2))]:
+    fixture(
+        _name,
+        "glu",
+        f"F.glu(x, dim={_dim}), float32 {list(_shape)}",
+        fn(lambda x, dim=_dim: F.glu(x, dim)),
+        unary_cases(lambda shape=_shape: randn(*shape) * 3.0),
+        preserve=(torch.ops.aten.glu.default,),
+    )
+fixture(
+    "glu_float16_float64",
+    "glu",
+    "F.glu(x, -1) of float16 [2,6] and float64 [2,6]",
+    fn(lambda x, y: (F.glu(x, -1), F.glu(y, -1))),
+    twice(lambda: (randn(2, 6, dtype=torch.float16), randn(2, 6, dtype=torch.float64))),
+    preserve=(torch.ops.aten.glu.default,),
+)
+
+# ---- type promotion
+
+fixture(
+    "promote_uint8_int8",
+    "add/mul",
+    "x + y and x * y, uint8 [3,4] and int8 [4] -> int16 (neither holds the other)",
+    fn(lambda x, y: (x + y, x * y)),
+    twice(lambda: (sample(torch.uint8, 3, 4), sample(torch.int8, 4))),
+)
+fixture(
+    "promote_0dim",
+    "add/mul/where",
+    "float32 [3,4] + 0-dim float64 -> float32; int32 [3,4] * 0-dim int64 -> int32; int32 [3,4] + 0-dim float64 -> float64",
+    fn(lambda x, d, i, l: (x + d, i * l, i + d, torch.where(i > 0, x, d))),
+    twice(lambda: (randn(3, 4), randn(dtype=torch.float64), sample(torch.int32, 3, 4), ints(-3, 3))),
+)
+fixture(
+    "promote_scalars",
+    "add/mul/gt",
+    "int32 [3,4] + 2.5 -> float32; bool [3,4] + 2 -> int64; int8 [3,4] * 100 -> int8 (wraps); int64 > 1.5; float16 * 3.3",
+    fn(lambda i, b, s, h: (i + 2.5, b + 2, s * 100, i.long() > 1.5, h * 3.3)),
+    twice(lambda: (sample(torch.int32, 3, 4), bools(3, 4), sample(torch.int8, 3, 4), randn(3, 4, dtype=torch.float16))),
+)
+fixture(
+    "promote_half_bfloat16",
+    "add/div",
+    "float16 [3,4] + bfloat16 [4] -> float32; int64 [3,4] / int64 [4] -> float32",
+    fn(lambda h, b, i, j: (h + b, i / j)),
+    twice(lambda: (randn(3, 4, dtype=torch.float16), randn(4, dtype=torch.bfloat16), ints(-9, 9, 3, 4), nonzero_ints(4))),
+)
+fixture(
+    "where_dtypes",
+    "where",
+    "torch.where(c, x, y) of int32 [3,4] and float16 [4] -> float16; of uint8 and int8 -> int16; of bool and bool",
+    fn(lambda c, i, h, u, s, b: (torch.where(c, i, h), torch.where(c, u, s), torch.where(c, b, ~b))),
+    twice(lambda: (bools(3, 4), sample(torch.int32, 3, 4), randn(4, dtype=torch.float16),
+                   sample(torch.uint8, 3, 4), sample(torch.int8, 4), bools(3, 4))),
+)
+fixture(
+    "comparisons_nan",
+    "eq/ne/lt/le/gt/ge",
+    "x op y of float32 [3,4] and [4] with NaN on both sides (only ne is true) and infinities",
+    fn(lambda x, y: (x == y, x != y, x < y, x <= y, x > y, x >= y)),
+    twice(lambda: (planted(halves(3, 4), (NAN, INF, -INF, -0.0)), planted(halves(4), (NAN, 0.0, INF)))),
+)
+fixture(
+    "maximum_minimum_nan",
+    "maximum/minimum",
+    "torch.maximum and torch.minimum, float32 [3,4] and [4] with NaN on either side (NaN wins), infinities",
+    fn(lambda x, y: (torch.maximum(x, y), torch.minimum(x, y))),
+    twice(lambda: (planted(randn(3, 4), (NAN, INF, -INF)), planted(randn(4), (NAN, -INF)))),
+)
+fixture(
+    "broadcast_shapes",
+    "add/mul",
+    "x + y and x * y of [2,1,3,1] and [4,1,1] -> [2,4,3,1]; [1] + [3,4]; [0,4] + [1] (empty)",
+    fn(lambda a, b, c, d, e: (a + b, a * b, c + d, e + c)),
+    twice(lambda: (randn(2, 1, 3, 1), randn(4, 1, 1), randn(1), randn(3, 4), randn(0, 4))),
+)
+
+
 # ---------------------------------------------------------------- lowering
 
 
@@ -2292,9 +2855,18 @@ same position. `et_run.py` compares with `torch.allclose` without `equal_nan`, s
 fixture whose expected outputs contain NaN as failing even when ExecuTorch computes the same NaNs.
 
 Expected outputs always follow eager PyTorch, also where ExecuTorch 1.5.1's portable kernels differ:
-`remainder_int64` (ExecuTorch returns C's truncated remainder, whose sign follows the dividend;
-PyTorch's follows the divisor) and `max_pool2d_nan_inf` (ExecuTorch drops NaN inside a pooling
-window; PyTorch propagates it).
+`remainder_int64` and `int_divisions` (ExecuTorch returns C's truncated remainder of signed
+integers, whose sign follows the dividend; PyTorch's follows the divisor), `max_pool2d_nan_inf`
+(ExecuTorch drops NaN inside a pooling window; PyTorch propagates it), `shifts_*` (ExecuTorch shifts
+by amounts below 0 or not below the width as C leaves undefined; PyTorch gives 0, or the sign for
+right shifts of signed types), `pow_int32`, `pow_scalar_base_int64` and the integer sweeps'
+`pow` (ExecuTorch computes integer powers in floats and casts the overflowing result; PyTorch
+wraps), the integer sweeps' `floor`/`ceil`/`trunc` of the types' limits (ExecuTorch goes through
+a float and saturates; PyTorch returns the integer), `int_fns_half_float64` (ExecuTorch's
+`sign` keeps NaN; PyTorch gives 0) and `floor_divide` of infinities (the float sweeps and
+`floor_divide_float_exact`: ExecuTorch gives an infinity; PyTorch NaN). ExecuTorch refuses three programs PyTorch computes:
+`conj_physical` (an int64 input), `logit_int32_float16` (an int32 input) and `promote_0dim` (a
+0-dim float64 operand with a float32 or int32 tensor).
 """
 
 

@@ -277,6 +277,13 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    pub(crate) fn optional_double(&self, name: &str) -> Result<Option<f64>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            _ => self.double(name).map(Some),
+        }
+    }
+
     pub(crate) fn string(&self, name: &str) -> Result<String, ImportError> {
         match self.argument(name)?.1 {
             Argument::String(value) => Ok(value.clone()),
@@ -502,6 +509,13 @@ impl Call<'_, '_, '_> {
                 self.importer
                     .write(output, inferred, op.def().name(), slot)?,
             );
+        }
+        // An elementwise function's element types are checked here, where
+        // the error can name the call (a float written into an integer
+        // tensor, bitwise operations of floats); the verifier checks every
+        // op's rules again once the graph's symbols have settled.
+        if let Op::Elementwise(_) = &op {
+            self.importer.check_types(&op, &written)?;
         }
         self.importer.push(op, written);
         Ok(())

@@ -557,6 +557,25 @@ impl<'m, 'a> Importer<'m, 'a> {
             })
     }
 
+    /// What `op`'s rule requires of its operands' and `outputs`' types
+    /// beyond their shapes (`OpDef::check`).
+    pub(crate) fn check_types(&self, op: &Op, outputs: &[ValueId]) -> Result<(), ImportError> {
+        let types = |values: &[ValueId]| -> Vec<&TensorType> {
+            values
+                .iter()
+                .map(|&value| &self.graph.value(value).ty)
+                .collect()
+        };
+        op.def()
+            .check(&types(&op.inputs()), &types(outputs))
+            .map_err(|error| {
+                self.invalid(Problem::Rule {
+                    op: op.def().name(),
+                    error,
+                })
+            })
+    }
+
     /// Records that `value` now holds what the file's plan places where it
     /// lives (a delegate's node writes a call output directly).
     pub(crate) fn record_written(&mut self, value: ValueId) {

@@ -15,8 +15,9 @@ use ptec_ir::ops::fused::StepInput;
 use ptec_ir::ops::layout::{PadMode, Piece, Source};
 use ptec_ir::ops::linalg::ClampRange;
 use ptec_ir::ops::norm::LayerNorm;
+use ptec_ir::ops::promotion::Operand;
 use ptec_ir::ops::reduce::ReduceOp;
-use ptec_ir::{DType, Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
+use ptec_ir::{Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
 use super::expr::{self, at_least, at_most};
 use super::wgsl::{Refusal, Tensor, Ty, convert, float, index, int, refuse, scalar};
@@ -169,8 +170,14 @@ fn lower(
         | Op::TopK(_) => Err(refused(op.kind())),
         Op::Elementwise(op) => {
             let (inputs, out) = (tensors(&op.inputs)?, out()?);
-            let dtypes: Vec<DType> = inputs.iter().map(|input| input.dtype).collect();
-            let (compute, result) = op.func.types(&dtypes, out.dtype).map_err(undefined)?;
+            let operands: Vec<Operand> = inputs
+                .iter()
+                .map(|input| Operand {
+                    dtype: input.dtype,
+                    zero_dim: input.rank() == 0,
+                })
+                .collect();
+            let (compute, result) = op.func.types(&operands).map_err(undefined)?;
             let expr = op.func.expr(compute).map_err(undefined)?;
             let reads = (0..inputs.len()).map(StepInput::Input).collect();
             let step = Step { expr, reads };
@@ -184,8 +191,8 @@ fn lower(
                 .steps
                 .iter()
                 .map(|step| {
-                    let operands = vec![out.dtype; step.inputs.len()];
-                    let (compute, _) = step.func.types(&operands, out.dtype).map_err(undefined)?;
+                    let operands = vec![Operand::tensor(out.dtype); step.inputs.len()];
+                    let (compute, _) = step.func.types(&operands).map_err(undefined)?;
                     let expr = step.func.expr(compute).map_err(undefined)?;
                     Ok(Step {
                         expr,

@@ -260,7 +260,7 @@ pub(super) const REFUSED: &[Refused] = &[(
 
 /// `self` into `out` (a copy, a change of dim order or of dtype, an
 /// expansion: the output's type says which).
-fn copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+pub(super) fn copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     c.emit(Op::Copy(Copy { input }), &["out"])
 }
