@@ -69,14 +69,18 @@ Work in progress lives in ``--work`` (default ``target/opinfo-work``): one
 record per OpInfo, so an interrupted walk resumes where it stopped, and
 ``--only NAME...`` walks again just those OpInfos (``name`` or
 ``name.variant``) before the files are assembled from every record present.
+OpInfos are walked in ``walk_order`` (those named after a portable operator
+first); ``--minutes M`` starts no OpInfo after M minutes, and ``index.json``
+lists the OpInfos without a record as ``not_walked`` until a later run walks them.
 
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
-    $ANCHOR_PY scripts/gen_opinfo_fixtures.py [--jobs 2] [--only add div.floor_rounding] [--out DIR]
+    $ANCHOR_PY scripts/gen_opinfo_fixtures.py [--jobs 2] [--minutes 40] [--only add div.floor_rounding] [--out DIR]
     $ANCHOR_PY scripts/gen_opinfo_fixtures.py --et-only     # run ExecuTorch again on the files
 """
 
 import argparse
 import hashlib
+import importlib.metadata
 import json
 import math
 import multiprocessing
@@ -89,7 +93,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 import torch
@@ -119,13 +123,16 @@ DTYPES = [
 ]
 
 # Programs kept per (OpInfo, dtype): more in float32, where samples differ in their
-# arguments and values (see attempt_order); one in other dtypes, which mostly check
-# the kernels' dtype support.
-CAPS = {torch.float32: 4}
-DEFAULT_CAP = 1
+# arguments and values (see attempt_order); other dtypes mostly check the kernels'
+# dtype support. An OpInfo's leading dtype (the first of DTYPES it supports) keeps
+# at least one; a dtype whose cap is 0 is not walked (``dtypes_not_walked``). The
+# committed walk ran on a shared, loaded machine: 2 in float32 and none in other
+# dtypes (the OpInfos walked first, abs to sin, kept 4 and 1).
+CAPS = {torch.float32: 2}
+DEFAULT_CAP = 0
 # Failed attempts after which an (OpInfo, dtype) gives up: this many when none
 # succeeded, the cap plus this many otherwise.
-EXTRA_ATTEMPTS = 3
+EXTRA_ATTEMPTS = 2
 # Bytes of inputs and outputs (of every sample sharing a program) above which a
 # sample is skipped, above which it is attempted only after the others, and of the
 # sample attempted first (see attempt_order).
@@ -450,9 +457,10 @@ def export_unit(key, op, dtype, unit, prepared, outputs, portable, bpte_dir) -> 
     }
 
 
-def walk_dtype(key, op, dtype, portable, bpte_dir) -> tuple[dict, dict, list, int]:
-    """Samples of one (OpInfo, dtype): fixtures by file, skip reason by sample, the
-    reasons of failed attempts in order, and the number of samples."""
+def walk_dtype(key, op, dtype, cap, portable, bpte_dir) -> tuple[dict, dict, list, int]:
+    """Samples of one (OpInfo, dtype), keeping at most ``cap`` programs: fixtures by
+    file, skip reason by sample, the reasons of failed attempts in order, and the
+    number of samples."""
     torch.manual_seed(seed_for("opinfo", key, dtype_name(dtype)))
     samples = list(op.reference_inputs("cpu", dtype, requires_grad=False))
     skipped, prepared, outputs = {}, {}, {}
@@ -471,7 +479,6 @@ def walk_dtype(key, op, dtype, portable, bpte_dir) -> tuple[dict, dict, list, in
     for index in sorted(set(range(len(samples))) - set(skipped)):
         units.setdefault(prepared[index].signature, []).append(index)
     units = list(units.values())
-    cap = CAPS.get(dtype, DEFAULT_CAP)
     fixtures, failures = {}, []
     for position in attempt_order(units, prepared, outputs):
         unit = units[position]
@@ -501,14 +508,17 @@ def walk_opinfo(key: str, portable: frozenset, bpte_dir: Path) -> dict:
     """Every dtype of one OpInfo: its fixtures and, per dtype, what was skipped."""
     op = WORKER_OPINFOS[key]
     supported = op.supported_dtypes("cpu")
+    walked = [d for d in DTYPES if d in supported]
+    caps = {d: max(CAPS.get(d, DEFAULT_CAP), int(d == walked[0])) for d in walked}
     record = {
         "key": key,
         "fixtures": {},
         "dtypes": {},
         "unsupported_dtypes": sorted(dtype_name(d) for d in supported if d not in DTYPES),
+        "dtypes_not_walked": [dtype_name(d) for d in walked if caps[d] == 0],
     }
     given_up = "random op: outputs cannot be compared elementwise" if key in RANDOM_OPS else None
-    for dtype in [d for d in DTYPES if d in supported]:
+    for dtype in [d for d in walked if caps[d] > 0]:
         started = time.time()
         try:
             if given_up:
@@ -516,7 +526,7 @@ def walk_opinfo(key: str, portable: frozenset, bpte_dir: Path) -> dict:
                 count = len(list(op.reference_inputs("cpu", dtype, requires_grad=False)))
                 fixtures, skipped, failures = {}, dict.fromkeys(range(count), given_up), []
             else:
-                fixtures, skipped, failures, count = walk_dtype(key, op, dtype, portable, bpte_dir)
+                fixtures, skipped, failures, count = walk_dtype(key, op, dtype, caps[dtype], portable, bpte_dir)
         except Exception as error:  # noqa: BLE001 - the sample generator itself fails
             record["dtypes"][dtype_name(dtype)] = {"error": f"reference_inputs fails: {normalize(error)}"}
             continue
@@ -573,22 +583,62 @@ def record_path(work: Path, key: str) -> Path:
     return work / "records" / f"{key}.json"
 
 
-def walk(keys: list[str], portable: frozenset, work: Path, jobs: int) -> None:
-    """Walks the OpInfos that have no record yet, ``jobs`` at a time."""
-    todo = [key for key in keys if not record_path(work, key).exists()]
+# OpInfo namespaces whose operators (linear algebra, FFTs, special functions, sparse
+# layouts) mostly decompose into operators outside the portable library: walked last.
+UNLIKELY_PREFIXES = ("linalg.", "fft.", "special.", "sparse.", "signal.", "_refs.")
+
+
+def walk_order(keys: list[str], portable: frozenset) -> list[str]:
+    """``keys`` with the likeliest to give programs first (a time budget may stop the
+    walk before the end): OpInfos named after a portable ATen operator (``sin``,
+    ``nn.functional.relu``, ``narrow`` for ``narrow_copy``), then the others, then
+    those of ``UNLIKELY_PREFIXES``; op_db's order within each group."""
+    names = set()
+    for portable_key in portable:
+        namespace, _, name = portable_key.partition("::")
+        if namespace == "aten":
+            base = name.split(".")[0].lstrip("_")
+            names.update({base, base.removesuffix("_copy")})
+
+    def group(key: str) -> int:
+        name = WORKER_OPINFOS[key].name
+        if name.split(".")[-1].lstrip("_") in names:
+            return 0
+        return 2 if name.startswith(UNLIKELY_PREFIXES) else 1
+
+    return sorted(keys, key=group)
+
+
+def walk(keys: list[str], portable: frozenset, work: Path, jobs: int, minutes: float | None) -> None:
+    """Walks the OpInfos that have no record yet, ``jobs`` at a time, in
+    ``walk_order``; with ``minutes``, starts no OpInfo after that long (the ones
+    left stay without a record, for a later run to walk)."""
+    todo = [key for key in walk_order(keys, portable) if not record_path(work, key).exists()]
     print(f"{len(keys) - len(todo)} OpInfos walked before, {len(todo)} to walk", flush=True)
     if not todo:
         return
+    deadline = time.time() + minutes * 60 if minutes is not None else math.inf
     context = multiprocessing.get_context("spawn")
-    tasks = [(key, portable, str(work / "bpte")) for key in todo]
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker) as pool:
-        for done, record in enumerate(pool.map(walk_task, tasks), 1):
-            path = record_path(work, record["key"])
-            path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-            seen = sum(d.get("samples", 0) for d in record["dtypes"].values())
-            seconds = sum(d.get("seconds", 0) for d in record["dtypes"].values())
-            print(f"[{done}/{len(todo)}] {record['key']}: {len(record['fixtures'])} programs "
-                  f"of {seen} samples ({seconds:.0f} s)", flush=True)
+        pending = {pool.submit(walk_task, (key, portable, str(work / "bpte"))) for key in todo}
+        done = 0
+        while pending:
+            finished, pending = wait(pending, timeout=30, return_when=FIRST_COMPLETED)
+            for future in finished:
+                if future.cancelled():
+                    continue
+                record = future.result()
+                done += 1
+                path = record_path(work, record["key"])
+                path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+                seen = sum(d.get("samples", 0) for d in record["dtypes"].values())
+                seconds = sum(d.get("seconds", 0) for d in record["dtypes"].values())
+                print(f"[{done}/{len(todo)}] {record['key']}: {len(record['fixtures'])} programs "
+                      f"of {seen} samples ({seconds:.0f} s)", flush=True)
+            if time.time() > deadline:
+                cancelled = sum(future.cancel() for future in pending)
+                if cancelled:
+                    print(f"time budget spent: {cancelled} OpInfos left for a later run", flush=True)
 
 
 # ---------------------------------------------------------------- ExecuTorch's verdict
@@ -770,7 +820,11 @@ def assemble(keys: list[str], work: Path, out_dir: Path, portable: frozenset, ru
     fixtures, opinfo_summary, skipped = {}, {}, {}
     for record in records:
         fixtures.update(record["fixtures"])
-        summary = {"unsupported_dtypes": record["unsupported_dtypes"], "dtypes": {}}
+        summary = {
+            "unsupported_dtypes": record["unsupported_dtypes"],
+            "dtypes_not_walked": record.get("dtypes_not_walked", []),
+            "dtypes": {},
+        }
         for dtype, walked in record["dtypes"].items():
             if "error" in walked:
                 summary["dtypes"][dtype] = {"error": walked["error"]}
@@ -807,17 +861,16 @@ def assemble(keys: list[str], work: Path, out_dir: Path, portable: frozenset, ru
             if name in previous and previous[name]["sha256"] == entry["sha256"] and "et" in previous[name]:
                 entry["et"] = previous[name]["et"]
 
-    import executorch
-
     index = {
         "generator": {
             "script": "scripts/gen_opinfo_fixtures.py",
             "torch": torch.__version__,
-            "executorch": getattr(executorch, "__version__", "unknown"),
+            "executorch": importlib.metadata.version("executorch"),
             "caps": {dtype_name(d): CAPS.get(d, DEFAULT_CAP) for d in DTYPES},
             "max_data_bytes": MAX_DATA_BYTES,
             "tolerances": {dtype_name(d): list(t) for d, t in TOLERANCES.items()},
             "portable_keys": sorted(portable),
+            "not_walked": sorted(key for key in keys if not record_path(work, key).exists()),
         },
         "fixtures": dict(sorted(fixtures.items())),
         "opinfos": opinfo_summary,
@@ -882,6 +935,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK_DIR)
     parser.add_argument("--only", nargs="+", metavar="OPINFO", help="walk these OpInfos again")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--minutes", type=float, help="start no OpInfo after this long (resume later)")
     parser.add_argument("--et-only", action="store_true", help="only run ExecuTorch on the files again")
     parser.add_argument("--no-et", action="store_true", help="keep ExecuTorch's previous verdicts")
     parser.add_argument("--et-worker", action="store_true", help=argparse.SUPPRESS)
@@ -898,7 +952,8 @@ def main() -> int:
         print_totals(index)
         return 0
 
-    keys = list(opinfos())
+    WORKER_OPINFOS.update(opinfos())
+    keys = list(WORKER_OPINFOS)
     (args.work / "records").mkdir(parents=True, exist_ok=True)
     (args.work / "bpte").mkdir(parents=True, exist_ok=True)
     portable = portable_operator_keys()
@@ -908,9 +963,9 @@ def main() -> int:
             raise SystemExit(f"no such OpInfo: {', '.join(unknown)}")
         for key in args.only:
             record_path(args.work, key).unlink(missing_ok=True)
-        walk(args.only, portable, args.work, args.jobs)
+        walk(args.only, portable, args.work, args.jobs, args.minutes)
     else:
-        walk(keys, portable, args.work, args.jobs)
+        walk(keys, portable, args.work, args.jobs, args.minutes)
     return assemble(keys, args.work, args.out, portable, run_et=not args.no_et)
 
 
