@@ -1818,6 +1818,8 @@ conv("conv1d", "Conv1d(3, 4, 3, padding=1)", lambda: nn.Conv1d(3, 4, 3, padding=
 conv("conv_transpose2d", "ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), (1, 3, 3, 3))
 
 conv("conv1d_strided_groups", "Conv1d(4, 6, 3, stride=2, dilation=2, padding=2, groups=2)", lambda: nn.Conv1d(4, 6, 3, stride=2, dilation=2, padding=2, groups=2), (2, 4, 11))
+conv("conv1d_depthwise", "Conv1d(4, 4, 5, groups=4, padding=2) (depthwise, as audio models have)", lambda: nn.Conv1d(4, 4, 5, groups=4, padding=2), (2, 4, 9))
+conv("conv2d_depthwise_one_row", "Conv2d(3, 6, 3, groups=3) with one output row", lambda: nn.Conv2d(3, 6, 3, groups=3), (2, 3, 3, 7))
 conv("conv3d", "Conv3d(2, 3, (2, 3, 3), padding=(1, 0, 1))", lambda: nn.Conv3d(2, 3, (2, 3, 3), padding=(1, 0, 1)), (1, 2, 4, 5, 5))
 conv("conv3d_strided_groups", "Conv3d(4, 4, 3, stride=2, padding=1, groups=2, bias=False)", lambda: nn.Conv3d(4, 4, 3, stride=2, padding=1, groups=2, bias=False), (1, 4, 5, 5, 5))
 conv("conv_transpose1d", "ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1)", lambda: nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1), (2, 3, 5))

@@ -577,6 +577,7 @@ fn conv_tile(
                     .map(|t| {
                         load_strided(
                             e,
+                            flags(),
                             p[0],
                             offset as i32 + (t as i64 * 4 * geometry.stride[1] * 4) as i32,
                             geometry.stride[1],
@@ -633,12 +634,15 @@ fn conv_tile(
     Ok(())
 }
 
-/// How a convolution tile reads its inputs and weights: memory that nothing
-/// writes while tiles run (the padded copy is finished before them), so the
-/// loads are pure for Cranelift's e-graph. That lets each load sit next to
-/// the multiply-adds that use it; as ordinary loads they would all stay
-/// ahead of the arithmetic, which Cranelift places at the end of the loop
-/// body, and the registers would spill.
+/// How a convolution tile reads its weights, and a kernel its node's
+/// inputs: memory that nothing writes while the kernel runs, so the loads
+/// are pure for Cranelift's e-graph. That lets each load sit next to the
+/// multiply-adds that use it; as ordinary loads they would all stay ahead of
+/// the arithmetic, which Cranelift places at the end of the loop body, and
+/// the registers would spill. Never for scratch memory the kernel rewrites
+/// (the padded plane of each image and group): a pure load whose address
+/// does not change across images or groups (a one-row output) would be
+/// hoisted above the copy that fills it.
 pub(super) fn tile_input() -> MemFlagsData {
     flags().with_readonly().with_can_move()
 }
@@ -646,22 +650,23 @@ pub(super) fn tile_input() -> MemFlagsData {
 /// Loads four inputs `stride` elements apart (or one, for a scalar lane).
 fn load_strided(
     e: &mut Emitter<'_, '_, '_>,
+    memory: MemFlagsData,
     base: Value,
     offset: i32,
     stride: i64,
     lane: Type,
 ) -> Value {
     if !lane.is_vector() {
-        return e.b.ins().load(types::F32, tile_input(), base, offset);
+        return e.b.ins().load(types::F32, memory, base, offset);
     }
     match stride {
-        1 => e.b.ins().load(types::F32X4, tile_input(), base, offset),
+        1 => e.b.ins().load(types::F32X4, memory, base, offset),
         2 => {
             // Eight consecutive floats; keep the even ones.
-            let low = e.b.ins().load(types::I8X16, tile_input(), base, offset);
+            let low = e.b.ins().load(types::I8X16, memory, base, offset);
             let high =
                 e.b.ins()
-                    .load(types::I8X16, tile_input(), base, offset + 16);
+                    .load(types::I8X16, memory, base, offset + 16);
             let mask = e.b.func.dfg.immediates.push(ConstantData::from(
                 [0u8, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27].as_slice(),
             ));
@@ -673,12 +678,12 @@ fn load_strided(
             )
         }
         _ => {
-            let first = e.b.ins().load(types::F32, tile_input(), base, offset);
+            let first = e.b.ins().load(types::F32, memory, base, offset);
             let mut vector = e.b.ins().scalar_to_vector(types::F32X4, first);
             for lane_index in 1..4u8 {
                 let element = e.b.ins().load(
                     types::F32,
-                    tile_input(),
+                    memory,
                     base,
                     offset + (i64::from(lane_index) * stride * 4) as i32,
                 );
@@ -744,7 +749,7 @@ fn max_pool_inside(
                 for ky in 0..kernel[0] {
                     for kx in 0..kernel[1] {
                         let offset = ((ky * dilation[0] * width + kx * dilation[1]) * 4) as i32;
-                        let value = load_strided(e, q[0], offset, stride[1], lane);
+                        let value = load_strided(e, tile_input(), q[0], offset, stride[1], lane);
                         best = Some(match best {
                             None => value,
                             Some(best) => max_keeping_nan(e, best, value),
