@@ -285,11 +285,27 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
             (false, true) if unsigned => self.b.ins().fcvt_from_uint(target, value),
             (false, true) => self.b.ins().fcvt_from_sint(target, value),
             (true, false) => {
-                let wide = self.b.ins().fcvt_to_sint_sat(types::I64, value);
-                if target == types::I64 {
-                    wide
+                // As `ptec_ir::tensor_data::float_to_int`: truncated through
+                // a 64-bit or a 32-bit integer, whose minimum stands for what
+                // it cannot hold, then wrapped.
+                let wide = if target == types::I64 {
+                    types::I64
                 } else {
-                    self.b.ins().ireduce(target, wide)
+                    types::I32
+                };
+                let bound = 2f64.powi(wide.bits() as i32 - 1);
+                let truncated = self.b.ins().fcvt_to_sint_sat(wide, value);
+                let low = self.float_const(from, -bound)?;
+                let high = self.float_const(from, bound)?;
+                let above_low = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, value, low);
+                let below_high = self.b.ins().fcmp(FloatCC::LessThan, value, high);
+                let held = self.b.ins().band(above_low, below_high);
+                let minimum = self.b.ins().iconst(wide, wide.bounds(true).0 as i64);
+                let wide_value = self.b.ins().select(held, truncated, minimum);
+                if target == wide {
+                    wide_value
+                } else {
+                    self.b.ins().ireduce(target, wide_value)
                 }
             }
             (false, false) if source.bits() < target.bits() && unsigned => {

@@ -44,13 +44,30 @@ fn read_element(dtype: DType, bytes: &[u8]) -> Option<Element> {
     })
 }
 
+/// A float converted to the integer type `to` as PyTorch converts it on
+/// x86-64 (a C++ cast, which the hardware's truncating conversion
+/// computes): toward zero through a 64-bit integer for `int64` and a 32-bit
+/// one for the others, then wrapped to `to`'s width; a value that integer
+/// cannot hold (NaN, infinities, too large) becomes its minimum.
+pub fn float_to_int(value: f64, to: DType) -> i64 {
+    let bits = if to == DType::I64 { 64 } else { 32 };
+    let bound = 2f64.powi(bits - 1);
+    if (-bound..bound).contains(&value) {
+        value.trunc() as i64
+    } else if bits == 64 {
+        i64::MIN
+    } else {
+        i64::from(i32::MIN)
+    }
+}
+
 /// Writes `element` converted to `dtype` with PyTorch's rules: integers to
-/// floats round to nearest, floats to integers truncate toward zero,
+/// floats round to nearest, floats to integers as [`float_to_int`],
 /// integers wrap to narrower ones, and anything non-zero (NaN too) is true.
 fn write_element(dtype: DType, element: Element, out: &mut Vec<u8>) -> Option<()> {
     let integer = match element {
         Element::Int(value) => value,
-        Element::Float(value) => value.trunc() as i64,
+        Element::Float(value) => float_to_int(value, dtype),
     };
     match dtype {
         DType::Bool => out.push(u8::from(match element {
@@ -134,4 +151,25 @@ pub fn relayout(
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_an_integer_cannot_hold_become_its_minimum_then_wrap() {
+        assert_eq!(float_to_int(-2.7, DType::I32), -2);
+        assert_eq!(float_to_int(f64::NAN, DType::I64), i64::MIN);
+        assert_eq!(float_to_int(f64::INFINITY, DType::I32), i64::from(i32::MIN));
+        assert_eq!(float_to_int(3e9, DType::I64), 3_000_000_000);
+        assert_eq!(float_to_int(3e9, DType::I32), i64::from(i32::MIN));
+        // Narrow types go through 32 bits and wrap: 300 is 44 as a byte, NaN 0.
+        let bytes = cast(
+            &[300f32, -1.0, f32::NAN].map(f32::to_le_bytes).concat(),
+            DType::F32,
+            DType::U8,
+        );
+        assert_eq!(bytes, Some(vec![44, 255, 0]));
+    }
 }

@@ -664,9 +664,7 @@ fn load_strided(
         2 => {
             // Eight consecutive floats; keep the even ones.
             let low = e.b.ins().load(types::I8X16, memory, base, offset);
-            let high =
-                e.b.ins()
-                    .load(types::I8X16, memory, base, offset + 16);
+            let high = e.b.ins().load(types::I8X16, memory, base, offset + 16);
             let mask = e.b.func.dfg.immediates.push(ConstantData::from(
                 [0u8, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27].as_slice(),
             ));
