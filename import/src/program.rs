@@ -185,7 +185,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             });
             self.values.insert(input, id);
             self.file_offsets.insert(id, offset);
-            self.written_at.insert(offset, id);
+            self.record_written(id);
         }
         for (chain, instructions) in self.method.chains.iter().enumerate() {
             let labels = self.jump_targets(instructions);
@@ -425,7 +425,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             TensorStorage::Constant(bytes) => (ValueKind::Constant(Cow::Borrowed(bytes)), None),
             TensorStorage::Planned { initial, .. } => {
                 let offset = self.place(&tensor, &ty)?;
-                if let Some(&base) = self.written_at.get(&offset) {
+                if let Some(&base) = self.written_at.get(&offset).filter(|_| holds_bytes(&ty)) {
                     return Ok(self.view_of(index, base, ty, offset));
                 }
                 let initial = initial.map(Cow::Borrowed);
@@ -445,7 +445,7 @@ impl<'m, 'a> Importer<'m, 'a> {
         self.values.insert(index, id);
         if let Some(offset) = offset {
             self.file_offsets.insert(id, offset);
-            self.written_at.insert(offset, id);
+            self.record_written(id);
         }
         Ok(id)
     }
@@ -578,7 +578,12 @@ impl<'m, 'a> Importer<'m, 'a> {
 
     /// Records that `value` now holds what the file's plan places where it
     /// lives (a delegate's node writes a call output directly).
+    /// An empty tensor holds no bytes: the file may place it anywhere, and
+    /// it is nobody's view nor the base of one.
     pub(crate) fn record_written(&mut self, value: ValueId) {
+        if !holds_bytes(&self.graph.value(value).ty) {
+            return;
+        }
         if let Some(&offset) = self.file_offsets.get(&value) {
             self.written_at.insert(offset, value);
         }
@@ -593,4 +598,10 @@ impl<'m, 'a> Importer<'m, 'a> {
         }
         self.graph.push_node(op, outputs);
     }
+}
+
+/// Whether a tensor of type `ty` has elements (an empty one shares its
+/// offset in the file's plan with whatever lives there).
+fn holds_bytes(ty: &TensorType) -> bool {
+    !ty.shape.contains(&Dim::Fixed(0))
 }
