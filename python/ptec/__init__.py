@@ -70,6 +70,7 @@ def compile(
     disable_passes: Sequence[str] = (),
     stop_after: Optional[str] = None,
     verify: bool = False,
+    microkernels: bool = True,
 ) -> Optional[str]:
     """Compiles the program at ``path`` ahead of time, as ``ptec compile``:
     ``emit`` is ``"so"`` (a shared object with a C ABI, needing only libc
@@ -78,7 +79,8 @@ def compile(
     ``"aarch64-unknown-linux-gnu"`` (default: this machine). ``output``
     defaults to ``<stem>.so``/``.o``/``.spirv`` in the current directory;
     for ``"asm"`` and ``"ir"`` without an output, the text is returned.
-    Returns ``None`` when a file was written."""
+    Returns ``None`` when a file was written. The pass switches are those
+    of ``ptec.runtime``'s ``load_program``."""
     return _ptec.compile(
         os.fspath(path),
         _optional_path(output),
@@ -88,9 +90,7 @@ def compile(
         _optional_path(header),
         prefix,
         linker,
-        list(disable_passes),
-        stop_after,
-        verify,
+        (list(disable_passes), stop_after, verify, microkernels),
     )
 
 
@@ -110,6 +110,7 @@ def test(
     disable_passes: Sequence[str] = (),
     stop_after: Optional[str] = None,
     verify: bool = False,
+    microkernels: bool = True,
 ) -> Dict[str, Any]:
     """Runs every test case of the bundled program at ``bpte_path``, in
     order on one instance per method, and compares the outputs with the
@@ -124,8 +125,6 @@ def test(
             backend,
             rtol,
             atol,
-            list(disable_passes),
-            stop_after,
-            verify,
+            (list(disable_passes), stop_after, verify, microkernels),
         )
     )

@@ -265,10 +265,7 @@ class Program:
             native = self._native.load_method(
                 name,
                 chosen.backend,
-                list(chosen.disable_passes),
-                chosen.stop_after,
-                chosen.verify,
-                chosen.microkernels,
+                (list(chosen.disable_passes), chosen.stop_after, chosen.verify, chosen.microkernels),
             )
             method = Method(native, self.metadata(name))
             self._methods[key] = method

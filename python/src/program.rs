@@ -4,11 +4,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ptec_codegen::CodegenOptions;
+use ptec_compiler::Backend;
 use ptec_compiler::file::{LoadedMethod, ProgramFile};
-use ptec_compiler::{Backend, Options};
 use ptec_frontend::{TensorStorage, Value};
-use ptec_passes::PassOptions;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyDict;
@@ -16,6 +14,10 @@ use pyo3::types::PyDict;
 use crate::errors::{self, UsageError};
 use crate::guard;
 use crate::tensors::{InputArray, InputView, OutputArray, output};
+use crate::tools::{Switches, options};
+
+/// Descriptions of a method's inputs or outputs (see `method_meta`).
+type Descriptions<'py> = Vec<Bound<'py, PyAny>>;
 
 /// A `.pte` or `.bpte` file, read.
 #[pyclass(module = "ptec._ptec", frozen)]
@@ -50,11 +52,6 @@ impl NativeProgram {
             .collect()
     }
 
-    /// Whether the file is a bundled program (`.bpte`).
-    fn is_bundled(&self) -> bool {
-        !self.program.file().test_suites().is_empty()
-    }
-
     /// What the method's inputs and outputs are: for each, a dict of its
     /// tensor's `dtype` (the file's number), `dtype_name`, `sizes` (upper
     /// bounds where dynamic), `dim_order`, `dynamism`, `is_memory_planned`
@@ -63,7 +60,7 @@ impl NativeProgram {
         &self,
         py: Python<'py>,
         name: &str,
-    ) -> PyResult<(Vec<Bound<'py, PyAny>>, Vec<Bound<'py, PyAny>>)> {
+    ) -> PyResult<(Descriptions<'py>, Descriptions<'py>)> {
         let method = self.program.method(name).map_err(errors::compiler)?;
         let describe = |indices: &[ptec_frontend::ValueIndex]| {
             indices
@@ -75,27 +72,16 @@ impl NativeProgram {
     }
 
     /// Compiles a method for a back end (`jit`, `aot` or `vulkan`) with the
-    /// optimizer's switches, with the GIL released.
-    #[pyo3(signature = (name, backend, disabled_passes, stop_after, verify, microkernels))]
+    /// compiler's switches, with the GIL released.
     fn load_method(
         &self,
         py: Python<'_>,
         name: String,
         backend: &str,
-        disabled_passes: Vec<String>,
-        stop_after: Option<String>,
-        verify: bool,
-        microkernels: bool,
+        switches: Switches,
     ) -> PyResult<NativeMethod> {
         let backend: Backend = backend.parse().map_err(UsageError::new_err)?;
-        let options = Options {
-            passes: PassOptions {
-                disabled: disabled_passes,
-                stop_after,
-                verify,
-            },
-            codegen: CodegenOptions { microkernels },
-        };
+        let options = options(switches);
         let program = self.program.clone();
         let method = py.detach(|| {
             guard(|| {
@@ -103,7 +89,6 @@ impl NativeProgram {
             })
         })?;
         Ok(NativeMethod {
-            name,
             backend,
             compile_ms: method.compile_ms(),
             method: Mutex::new(method),
@@ -143,7 +128,6 @@ fn tensor_info<'py>(py: Python<'py>, value: &Value<'_>) -> PyResult<Bound<'py, P
 /// A method compiled and instantiated; its state persists across calls.
 #[pyclass(module = "ptec._ptec", frozen)]
 pub(crate) struct NativeMethod {
-    name: String,
     backend: Backend,
     compile_ms: f64,
     /// Locked by the thread running it, with the GIL released.
@@ -152,11 +136,6 @@ pub(crate) struct NativeMethod {
 
 #[pymethods]
 impl NativeMethod {
-    #[getter]
-    fn name(&self) -> &str {
-        &self.name
-    }
-
     #[getter]
     fn backend(&self) -> &'static str {
         self.backend.name()

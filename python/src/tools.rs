@@ -22,32 +22,37 @@ use crate::tensors::output;
 /// `ptec inspect --json`'s object for the file at `path`, as JSON text.
 #[pyfunction]
 pub(crate) fn inspect(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    py.detach(|| {
-        guard(|| {
-            let report = Report::read(&path).map_err(errors::compiler)?;
-            Ok(serde_json::to_string(&report).map_err(|error| {
-                errors::InternalError::new_err(format!("writing the report as JSON: {error}"))
-            })?)
-        })
+    py.detach(|| guard(|| to_json(&Report::read(&path).map_err(errors::compiler)?)))
+}
+
+/// A report as JSON text, which the Python half parses.
+fn to_json(report: &impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(report).map_err(|error| {
+        errors::InternalError::new_err(format!("writing the report as JSON: {error}"))
     })
 }
 
-/// The compiler's switches, as keyword arguments give them.
-fn options(disabled_passes: Vec<String>, stop_after: Option<String>, verify: bool) -> Options {
+/// The compiler's switches as the Python half passes them: the passes to
+/// disable, the pass to stop after, whether to verify after every pass,
+/// and whether to use the microkernels.
+pub(crate) type Switches = (Vec<String>, Option<String>, bool, bool);
+
+/// The compiler's options for `switches`.
+pub(crate) fn options((disabled, stop_after, verify, microkernels): Switches) -> Options {
     Options {
         passes: PassOptions {
-            disabled: disabled_passes,
+            disabled,
             stop_after,
             verify,
         },
-        codegen: CodegenOptions::default(),
+        codegen: CodegenOptions { microkernels },
     }
 }
 
 /// Compiles the file at `path` ahead of time (`ptec compile`); returns the
 /// text for `asm` and `ir` without an output, else `None`.
 #[pyfunction]
-#[pyo3(signature = (path, output, target, emit, method, header, prefix, linker, disabled_passes, stop_after, verify))]
+#[pyo3(signature = (path, output, target, emit, method, header, prefix, linker, switches))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each.
 pub(crate) fn compile(
     py: Python<'_>,
@@ -59,12 +64,10 @@ pub(crate) fn compile(
     header: Option<PathBuf>,
     prefix: String,
     linker: Option<String>,
-    disabled_passes: Vec<String>,
-    stop_after: Option<String>,
-    verify: bool,
+    switches: Switches,
 ) -> PyResult<Option<String>> {
     let emit: Emit = emit.parse().map_err(UsageError::new_err)?;
-    let options = options(disabled_passes, stop_after, verify);
+    let options = options(switches);
     py.detach(|| {
         guard(|| {
             let emit = EmitOptions {
@@ -88,26 +91,25 @@ pub(crate) fn compile(
 /// Runs every bundled test case of the file at `path` (`ptec test`);
 /// returns `ptec test --json`'s object as JSON text.
 #[pyfunction]
-#[pyo3(signature = (path, backend, rtol, atol, disabled_passes, stop_after, verify))]
-#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each.
 pub(crate) fn test(
     py: Python<'_>,
     path: PathBuf,
     backend: &str,
     rtol: f64,
     atol: f64,
-    disabled_passes: Vec<String>,
-    stop_after: Option<String>,
-    verify: bool,
+    switches: Switches,
 ) -> PyResult<String> {
     let backend: Backend = backend.parse().map_err(UsageError::new_err)?;
-    let options = options(disabled_passes, stop_after, verify);
+    let options = options(switches);
     py.detach(|| {
         guard(|| {
-            let report = test_file(&path, backend, Tolerance { rtol, atol }, &options, |_| {});
-            serde_json::to_string(&report).map_err(|error| {
-                errors::InternalError::new_err(format!("writing the report as JSON: {error}"))
-            })
+            to_json(&test_file(
+                &path,
+                backend,
+                Tolerance { rtol, atol },
+                &options,
+                |_| {},
+            ))
         })
     })
 }
