@@ -1,14 +1,17 @@
 //! ATen calls as typed values: a program's KernelCall and a Vulkan graph's
-//! operator call both become an [`AtenCall`] (the operator's key and its
-//! arguments, in schema order with the `out` tensors last), which the
-//! operator table (`aten.rs`) turns into IR nodes through [`Call`]'s typed
-//! accessors.
+//! operator call both become an [`AtenCall`]-like list of [`Argument`]s
+//! (the operator's arguments in schema order, the `out` tensors last),
+//! checked against the operator's schema, which the operator table
+//! (`aten.rs`) then turns into IR nodes through [`Call`]'s accessors, by
+//! argument name.
 
 use ptec_frontend::ValueIndex;
 use ptec_ir::{Op, Scalar, TensorType, ValueId};
 
+use crate::aten::{self, Entry};
 use crate::error::{ImportError, Problem};
 use crate::program::Importer;
+use crate::schema::{Param, Schema};
 
 /// Where the importer finds a tensor argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,151 +57,304 @@ impl Argument {
             Argument::OptionalTensorList(_) => "OptionalTensorList",
         }
     }
+
+    /// The tensors of a tensor or tensor-list argument.
+    fn tensors(&self) -> Vec<TensorRef> {
+        match self {
+            Argument::Tensor(tensor) => vec![*tensor],
+            Argument::TensorList(tensors) => tensors.clone(),
+            _ => Vec::new(),
+        }
+    }
 }
 
-/// An operator call's arguments, as an operator table entry reads them:
-/// positional, in schema order, `out` tensors last.
+/// Imports a call of the table's operator `key` with `args` (its schema's
+/// parameters, in order): checks them against the schema, then runs the
+/// entry's rule.
+pub(crate) fn import(
+    importer: &mut Importer<'_, '_>,
+    key: &str,
+    args: &[Argument],
+) -> Result<(), ImportError> {
+    let entry = aten::entry(key)
+        .ok_or_else(|| importer.contradiction(format!("operator {key} is not supported")))?;
+    let schema = &entry.schema;
+    if args.len() != schema.params.len() {
+        return Err(importer.invalid(Problem::ArgumentCount {
+            operator: schema.key,
+            expected: schema.params.len(),
+            given: args.len(),
+        }));
+    }
+    if let Some((position, param, found)) = schema.mismatch(args) {
+        return Err(importer.invalid(Problem::ArgumentKind {
+            name: param.name,
+            position,
+            expected: param.ty.to_string(),
+            found: found.kind(),
+        }));
+    }
+    let mut call = Call {
+        importer,
+        schema,
+        args,
+    };
+    aten::import_call(entry, &mut call)
+}
+
+/// Imports a program's KernelCall: its arguments are the schema's
+/// parameters then the call's result, which must be the tensors it writes.
+pub(crate) fn import_kernel_call(
+    importer: &mut Importer<'_, '_>,
+    key: &str,
+    args: &[Argument],
+) -> Result<(), ImportError> {
+    let entry: &Entry = aten::entry(key)
+        .ok_or_else(|| importer.contradiction(format!("operator {key} is not supported")))?;
+    let schema = &entry.schema;
+    let expected = schema.params.len() + 1;
+    let Some((result, params)) = args.split_last().filter(|_| args.len() == expected) else {
+        return Err(importer.invalid(Problem::ArgumentCount {
+            operator: schema.key,
+            expected,
+            given: args.len(),
+        }));
+    };
+    let written: Vec<TensorRef> = schema
+        .params
+        .iter()
+        .zip(params)
+        .filter(|(param, _)| param.ty.written)
+        .flat_map(|(_, arg)| arg.tensors())
+        .collect();
+    if result.tensors() != written {
+        return Err(importer.invalid(Problem::Result {
+            operator: schema.key,
+            found: result.kind(),
+        }));
+    }
+    import(importer, key, params)
+}
+
+/// An operator call's arguments, as an operator table entry reads them: by
+/// their names in the operator's schema.
 pub(crate) struct Call<'c, 'm, 'a> {
     pub(crate) importer: &'c mut Importer<'m, 'a>,
-    pub(crate) args: &'c [Argument],
+    schema: &'static Schema,
+    args: &'c [Argument],
 }
 
 impl Call<'_, '_, '_> {
-    fn argument(&self, position: usize) -> Result<&Argument, ImportError> {
-        self.args.get(position).ok_or_else(|| {
-            self.importer.invalid(Problem::MissingArgument {
-                position,
-                given: self.args.len(),
-            })
-        })
-    }
-
-    fn kind_error(&self, position: usize, expected: &'static str) -> ImportError {
-        let found = self.argument(position).map_or("nothing", Argument::kind);
-        self.importer.invalid(Problem::ArgumentKind {
+    /// The argument `name`: its position, its parameter, its value.
+    fn at(&self, name: &str) -> Result<(usize, &'static Param, &Argument), ImportError> {
+        let position = self.schema.position(name).ok_or_else(|| {
+            self.invalid(format!(
+                "ptec's rule for {} reads an argument `{name}` its schema lacks",
+                self.schema.key
+            ))
+        })?;
+        Ok((
             position,
-            expected,
-            found,
-        })
+            &self.schema.params[position],
+            &self.args[position],
+        ))
     }
 
+    fn argument(&self, name: &str) -> Result<(&'static Param, &Argument), ImportError> {
+        self.at(name).map(|(_, param, argument)| (param, argument))
+    }
+
+    fn kind_error(&self, name: &str, expected: &'static str) -> ImportError {
+        match self.at(name) {
+            Ok((position, param, found)) => self.importer.invalid(Problem::ArgumentKind {
+                name: param.name,
+                position,
+                expected: expected.to_string(),
+                found: found.kind(),
+            }),
+            Err(error) => error,
+        }
+    }
+
+    /// A problem of the call as a whole.
     pub(crate) fn invalid(&self, problem: impl Into<String>) -> ImportError {
         self.importer.invalid(Problem::Invalid(problem.into()))
     }
 
-    fn tensor_ref(&self, position: usize) -> Result<TensorRef, ImportError> {
-        match self.argument(position)? {
+    /// A problem with the argument `name`.
+    pub(crate) fn bad(&self, name: &str, why: impl Into<String>) -> ImportError {
+        match self.argument(name) {
+            Ok((param, _)) => self.importer.invalid(Problem::Argument {
+                name: param.name,
+                why: why.into(),
+            }),
+            Err(error) => error,
+        }
+    }
+
+    fn tensor_ref(&self, name: &str) -> Result<TensorRef, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Tensor(tensor) => Ok(*tensor),
-            _ => Err(self.kind_error(position, "a tensor")),
+            _ => Err(self.kind_error(name, "a tensor")),
         }
     }
 
     /// A tensor argument, read.
-    pub(crate) fn tensor(&mut self, position: usize) -> Result<ValueId, ImportError> {
-        let tensor = self.tensor_ref(position)?;
+    pub(crate) fn tensor(&mut self, name: &str) -> Result<ValueId, ImportError> {
+        let tensor = self.tensor_ref(name)?;
         self.importer.read(tensor)
     }
 
     /// An optional tensor argument (None is a Null value).
-    pub(crate) fn optional_tensor(
-        &mut self,
-        position: usize,
-    ) -> Result<Option<ValueId>, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn optional_tensor(&mut self, name: &str) -> Result<Option<ValueId>, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Null => Ok(None),
-            _ => self.tensor(position).map(Some),
+            _ => self.tensor(name).map(Some),
         }
     }
 
     /// The tensors of a TensorList argument, read.
-    pub(crate) fn tensor_list(&mut self, position: usize) -> Result<Vec<ValueId>, ImportError> {
-        self.tensor_list_refs(position)?
+    pub(crate) fn tensor_list(&mut self, name: &str) -> Result<Vec<ValueId>, ImportError> {
+        self.tensor_list_refs(name)?
             .into_iter()
             .map(|tensor| self.importer.read(tensor))
             .collect()
     }
 
     /// The tensors of a TensorList argument, unread (outputs).
-    pub(crate) fn tensor_list_refs(&self, position: usize) -> Result<Vec<TensorRef>, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn tensor_list_refs(&self, name: &str) -> Result<Vec<TensorRef>, ImportError> {
+        match self.argument(name)?.1 {
             Argument::TensorList(items) => Ok(items.clone()),
-            _ => Err(self.kind_error(position, "a tensor list")),
+            _ => Err(self.kind_error(name, "a tensor list")),
         }
     }
 
-    pub(crate) fn int(&self, position: usize) -> Result<i64, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn int(&self, name: &str) -> Result<i64, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Int(value) => Ok(*value),
-            _ => Err(self.kind_error(position, "an Int")),
+            _ => Err(self.kind_error(name, "an Int")),
         }
     }
 
-    pub(crate) fn optional_int(&self, position: usize) -> Result<Option<i64>, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn optional_int(&self, name: &str) -> Result<Option<i64>, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Null => Ok(None),
-            _ => self.int(position).map(Some),
+            _ => self.int(name).map(Some),
         }
     }
 
-    pub(crate) fn bool(&self, position: usize) -> Result<bool, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn bool(&self, name: &str) -> Result<bool, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Bool(value) => Ok(*value),
-            _ => Err(self.kind_error(position, "a Bool")),
+            _ => Err(self.kind_error(name, "a Bool")),
         }
     }
 
-    pub(crate) fn double(&self, position: usize) -> Result<f64, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn double(&self, name: &str) -> Result<f64, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Double(value) => Ok(*value),
             Argument::Int(value) => Ok(*value as f64),
-            _ => Err(self.kind_error(position, "a Double")),
+            _ => Err(self.kind_error(name, "a Double")),
         }
     }
 
-    pub(crate) fn string(&self, position: usize) -> Result<String, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn string(&self, name: &str) -> Result<String, ImportError> {
+        match self.argument(name)?.1 {
             Argument::String(value) => Ok(value.clone()),
-            _ => Err(self.kind_error(position, "a String")),
+            _ => Err(self.kind_error(name, "a String")),
         }
     }
 
-    pub(crate) fn optional_string(&self, position: usize) -> Result<Option<String>, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn optional_string(&self, name: &str) -> Result<Option<String>, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Null => Ok(None),
-            _ => self.string(position).map(Some),
+            _ => self.string(name).map(Some),
         }
     }
 
-    pub(crate) fn scalar(&self, position: usize) -> Result<Scalar, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn scalar(&self, name: &str) -> Result<Scalar, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Int(value) => Ok(Scalar::Int(*value)),
             Argument::Double(value) => Ok(Scalar::Float(*value)),
             Argument::Bool(value) => Ok(Scalar::Bool(*value)),
-            _ => Err(self.kind_error(position, "a Scalar")),
+            _ => Err(self.kind_error(name, "a Scalar")),
         }
     }
 
-    pub(crate) fn optional_scalar(&self, position: usize) -> Result<Option<Scalar>, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn optional_scalar(&self, name: &str) -> Result<Option<Scalar>, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Null => Ok(None),
-            _ => self.scalar(position).map(Some),
+            _ => self.scalar(name).map(Some),
         }
     }
 
-    pub(crate) fn int_list(&self, position: usize) -> Result<Vec<i64>, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn int_list(&self, name: &str) -> Result<Vec<i64>, ImportError> {
+        match self.argument(name)?.1 {
             Argument::IntList(items) => Ok(items.clone()),
-            _ => Err(self.kind_error(position, "an IntList")),
+            _ => Err(self.kind_error(name, "an IntList")),
         }
     }
 
-    pub(crate) fn optional_int_list(
-        &self,
-        position: usize,
-    ) -> Result<Option<Vec<i64>>, ImportError> {
-        match self.argument(position)? {
+    pub(crate) fn optional_int_list(&self, name: &str) -> Result<Option<Vec<i64>>, ImportError> {
+        match self.argument(name)?.1 {
             Argument::Null => Ok(None),
-            _ => self.int_list(position).map(Some),
+            _ => self.int_list(name).map(Some),
+        }
+    }
+
+    /// A non-negative Int argument.
+    pub(crate) fn count(&self, name: &str) -> Result<u64, ImportError> {
+        let value = self.int(name)?;
+        u64::try_from(value).map_err(|_| self.bad(name, format!("{value} must not be negative")))
+    }
+
+    /// An IntList argument of non-negative values.
+    pub(crate) fn counts(&self, name: &str) -> Result<Vec<u64>, ImportError> {
+        self.int_list(name)?
+            .into_iter()
+            .map(|value| {
+                u64::try_from(value)
+                    .map_err(|_| self.bad(name, format!("{value} must not be negative")))
+            })
+            .collect()
+    }
+
+    /// A dimension argument of a tensor of rank `rank`, negative ones
+    /// counted from the end.
+    pub(crate) fn dim(&self, name: &str, rank: usize) -> Result<usize, ImportError> {
+        let dim = self.int(name)?;
+        self.axis(name, dim, rank)
+    }
+
+    /// A list of dimensions of a tensor of rank `rank`.
+    pub(crate) fn dims(&self, name: &str, rank: usize) -> Result<Vec<usize>, ImportError> {
+        self.int_list(name)?
+            .into_iter()
+            .map(|dim| self.axis(name, dim, rank))
+            .collect()
+    }
+
+    fn axis(&self, name: &str, dim: i64, rank: usize) -> Result<usize, ImportError> {
+        let rank = rank as i64;
+        let normalized = if dim < 0 { dim + rank } else { dim };
+        if (0..rank).contains(&normalized) {
+            Ok(normalized as usize)
+        } else {
+            Err(self.bad(
+                name,
+                format!("dimension {dim} is out of range for rank {rank}"),
+            ))
+        }
+    }
+
+    /// A two-element spatial argument (one element means both), or
+    /// `default` when the list is empty.
+    pub(crate) fn pair(&self, name: &str, default: u64) -> Result<[u64; 2], ImportError> {
+        match self.counts(name)?.as_slice() {
+            [] => Ok([default; 2]),
+            &[both] => Ok([both; 2]),
+            &[height, width] => Ok([height, width]),
+            list => Err(self.bad(name, format!("has {} values; 2-D ops take 2", list.len()))),
         }
     }
 
@@ -209,22 +365,22 @@ impl Call<'_, '_, '_> {
 
     /// The sizes a tensor argument declares (upper bounds of dynamic ones),
     /// before it is read.
-    pub(crate) fn sizes_of(&self, position: usize) -> Result<Vec<i64>, ImportError> {
-        let tensor = self.tensor_ref(position)?;
+    pub(crate) fn sizes_of(&self, name: &str) -> Result<Vec<i64>, ImportError> {
+        let tensor = self.tensor_ref(name)?;
         self.importer.declared_sizes(tensor)
     }
 
     /// The rank of a tensor argument, before it is read.
-    pub(crate) fn rank_of(&self, position: usize) -> Result<usize, ImportError> {
-        self.sizes_of(position).map(|sizes| sizes.len())
+    pub(crate) fn rank_of(&self, name: &str) -> Result<usize, ImportError> {
+        self.sizes_of(name).map(|sizes| sizes.len())
     }
 
-    /// Emits `op`, writing the tensor arguments at `outputs`. The op's
-    /// shape rule settles symbolic dimensions of the outputs.
-    pub(crate) fn emit(&mut self, op: Op, outputs: &[usize]) -> Result<(), ImportError> {
+    /// Emits `op`, writing the tensor arguments `outputs`. The op's shape
+    /// rule settles symbolic dimensions of the outputs.
+    pub(crate) fn emit(&mut self, op: Op, outputs: &[&str]) -> Result<(), ImportError> {
         let outputs = outputs
             .iter()
-            .map(|&position| self.tensor_ref(position))
+            .map(|&name| self.tensor_ref(name))
             .collect::<Result<Vec<_>, _>>()?;
         self.emit_to(op, &outputs)
     }
@@ -247,9 +403,9 @@ impl Call<'_, '_, '_> {
         Ok(())
     }
 
-    /// Emits `op` writing argument `target` in place (`copy_` into a
-    /// buffer): the written value is the argument itself.
-    pub(crate) fn emit_into(&mut self, op: Op, target: usize) -> Result<(), ImportError> {
+    /// Emits `op` writing the tensor argument `target` in place (`copy_`
+    /// into a buffer): the written value is the argument itself.
+    pub(crate) fn emit_into(&mut self, op: Op, target: &str) -> Result<(), ImportError> {
         let target = self.tensor_ref(target)?;
         let id = self.importer.existing_or_read(target)?;
         self.importer.push(op, vec![id]);

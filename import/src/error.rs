@@ -26,6 +26,11 @@ pub enum Location {
     /// The method's outputs.
     Outputs,
     Instruction(InstructionId),
+    /// A KernelCall, with the operator it calls.
+    KernelCall {
+        instruction: InstructionId,
+        operator: String,
+    },
     /// A node of the XNNPACK graph a DelegateCall runs.
     XnnpackNode {
         instruction: InstructionId,
@@ -51,6 +56,10 @@ impl fmt::Display for Location {
             Location::Inputs => f.write_str("inputs"),
             Location::Outputs => f.write_str("outputs"),
             Location::Instruction(at) => write!(f, "{at}"),
+            Location::KernelCall {
+                instruction,
+                operator,
+            } => write!(f, "{instruction} ({operator})"),
             Location::XnnpackNode {
                 instruction,
                 node,
@@ -74,12 +83,28 @@ impl fmt::Display for Location {
 /// What is wrong with a method.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum Problem {
-    #[error("argument {position} is missing ({given} given)")]
-    MissingArgument { position: usize, given: usize },
-    #[error("argument {position} must be {expected}, not {found}")]
+    /// A call with more or fewer arguments than its operator's schema.
+    #[error("{operator} takes {expected} arguments, the call gives {given}")]
+    ArgumentCount {
+        operator: &'static str,
+        expected: usize,
+        given: usize,
+    },
+    /// An argument of another kind than its schema's type.
+    #[error("argument `{name}` (position {position}) must be {expected}, not {found}")]
     ArgumentKind {
+        name: &'static str,
         position: usize,
-        expected: &'static str,
+        expected: String,
+        found: &'static str,
+    },
+    /// An argument whose value the operator does not accept.
+    #[error("argument `{name}`: {why}")]
+    Argument { name: &'static str, why: String },
+    /// A KernelCall whose result value is not the tensors it writes.
+    #[error("the result of {operator} must be its out arguments, not another {found}")]
+    Result {
+        operator: &'static str,
         found: &'static str,
     },
     /// An op's rule rejects its operands.

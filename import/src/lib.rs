@@ -13,6 +13,7 @@ mod aten;
 mod call;
 mod error;
 mod program;
+mod schema;
 mod symbols;
 mod vulkan;
 mod xnnpack;

@@ -22,7 +22,7 @@ use ptec_ir::ops::{Expected, show};
 use ptec_ir::{DType, Dim, Graph, Op, TensorType, ValueData, ValueId, ValueKind};
 
 use crate::aten;
-use crate::call::{Argument, Call, TensorRef};
+use crate::call::{self, Argument, TensorRef};
 use crate::error::{ImportError, InstructionId, Location, Problem};
 use crate::symbols::Symbols;
 
@@ -46,7 +46,7 @@ fn check_operators(method: &Method<'_>) -> Result<(), ImportError> {
         for (index, instruction) in instructions.iter().enumerate() {
             if let Instruction::Kernel { operator, .. } = instruction {
                 let key = method.operator(*operator).key();
-                if !aten::is_supported(&key) {
+                if aten::entry(&key).is_none() {
                     unsupported
                         .entry(key)
                         .or_default()
@@ -140,6 +140,9 @@ impl<'m, 'a> Importer<'m, 'a> {
     pub(crate) fn current_instruction(&self) -> InstructionId {
         match &self.at {
             Location::Instruction(at)
+            | Location::KernelCall {
+                instruction: at, ..
+            }
             | Location::XnnpackOutputs(at)
             | Location::VulkanOutputs(at)
             | Location::XnnpackNode {
@@ -228,12 +231,12 @@ impl<'m, 'a> Importer<'m, 'a> {
         match instruction {
             Instruction::Kernel { operator, args } => {
                 let key = self.method.operator(*operator).key();
-                let args = self.arguments(args)?;
-                let mut call = Call {
-                    importer: self,
-                    args: &args,
+                self.at = Location::KernelCall {
+                    instruction: self.current_instruction(),
+                    operator: key.clone(),
                 };
-                aten::import_call(&key, &mut call)
+                let args = self.arguments(args)?;
+                call::import_kernel_call(self, &key, &args)
             }
             Instruction::Delegate { delegate, args } => self.delegate(*delegate, args),
             Instruction::Move { from, to } => {

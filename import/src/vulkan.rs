@@ -31,7 +31,7 @@ use ptec_frontend::delegate::vulkan::{
 use ptec_ir::ops::elementwise::UnaryOp;
 use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData};
 
-use crate::call::{Argument, Call, TensorRef};
+use crate::call::{self, Argument, TensorRef};
 use crate::error::{ImportError, Location};
 use crate::program::Importer;
 use crate::{Operator, OperatorSource, aten};
@@ -366,11 +366,7 @@ impl<'a> Translation<'_, '_, 'a> {
 
     /// Runs the operator table's entry `key` over `args`.
     fn table(&mut self, key: &str, args: &[Argument]) -> Result<(), ImportError> {
-        let mut call = Call {
-            importer: self.importer,
-            args,
-        };
-        aten::import_call(key, &mut call)
+        call::import(self.importer, key, args)
     }
 
     /// Graph value `id` as an argument.
