@@ -75,7 +75,7 @@ pub fn test_file(
         };
         run.cases(program.file(), &mut passes, &mut cases)
     });
-    let error = result.err().map(|error| error.to_string());
+    let error = result.err().map(|error| error.full_message());
     FileReport {
         file: path.display().to_string(),
         pass: error.is_none() && !cases.is_empty() && cases.iter().all(|case| case.pass),

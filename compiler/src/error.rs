@@ -92,6 +92,23 @@ impl Error {
         }
     }
 
+    /// The error with its causes, each after a colon, those its message
+    /// already ends with said once: what reports and the Python package
+    /// show (the reason a back end refuses an op is a cause).
+    pub fn full_message(&self) -> String {
+        let mut message = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            let text = error.to_string();
+            if !message.ends_with(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            cause = error.source();
+        }
+        message
+    }
+
     /// `program` has no method `name`.
     pub fn no_method(program: &Program<'_>, name: &str) -> Self {
         let names: Vec<&str> = program

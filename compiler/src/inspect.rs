@@ -208,7 +208,7 @@ impl MethodReport {
         };
         let (compiled, compile_error) = match CompiledReport::new(method) {
             Ok(report) => (Some(report), None),
-            Err(error) => (None, Some(error.to_string())),
+            Err(error) => (None, Some(error.full_message())),
         };
         MethodReport {
             name: method.name.clone(),

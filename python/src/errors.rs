@@ -20,7 +20,7 @@ pyo3::import_exception!(ptec.errors, Error);
 
 /// The exception for an error of the compiler library.
 pub(crate) fn compiler(error: CompilerError) -> PyErr {
-    let message = error.to_string();
+    let message = error.full_message();
     match error {
         CompilerError::Read(_)
         | CompilerError::ReadFile { .. }
