@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
+use ptec_compiler::bundled::refs;
 use ptec_frontend::{ExecutorchFile, FileBytes};
 use serde::Serialize;
 
-use crate::instance::{Backend, CompileArgs, load, refs};
+use crate::instance::{Backend, CompileArgs, load};
 use crate::method::select_method;
 use crate::run::method_inputs;
 

@@ -5,7 +5,6 @@
 use ptec_compiler::{Loaded, Options};
 use ptec_frontend::Method;
 use ptec_passes::PassReport;
-use ptec_runtime::{HostTensor, TensorRef};
 
 pub use ptec_compiler::Backend;
 
@@ -78,16 +77,4 @@ pub fn load<'a>(
     let loaded = ptec_compiler::load(method, backend, &passes.options())?;
     passes.report(&loaded.passes);
     Ok(loaded)
-}
-
-/// Borrowed views of host tensors, for `Runner::run`.
-pub fn refs(tensors: &[HostTensor]) -> Vec<TensorRef<'_>> {
-    tensors
-        .iter()
-        .map(|tensor| TensorRef {
-            element: tensor.element,
-            sizes: &tensor.sizes,
-            data: &tensor.data,
-        })
-        .collect()
 }

@@ -13,13 +13,13 @@ mod method;
 mod npy;
 mod operators;
 mod run;
-mod spirv;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use instance::{Backend, CompileArgs};
+use ptec_compiler::emit::Emit;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -119,8 +119,12 @@ enum Command {
         /// directory; standard output for asm and ir).
         #[arg(short, long)]
         output: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "so")]
-        emit: compile::Emit,
+        /// so (a shared object needing only libc and libm), obj (a
+        /// relocatable object), asm (the machine code, disassembled per
+        /// function), ir (the optimized IR) or spirv (a directory of Vulkan
+        /// compute shaders, their constants and a manifest).
+        #[arg(long, default_value_t = Emit::So)]
+        emit: Emit,
         /// A target triple, such as aarch64-unknown-linux-gnu (default: this
         /// machine, with every extension its CPU has).
         #[arg(long)]
@@ -229,7 +233,8 @@ fn main() -> ExitCode {
             linker,
             passes,
         } => {
-            let options = compile::CompileOptions {
+            let options = passes.options();
+            let emit = ptec_compiler::emit::EmitOptions {
                 output: output.as_deref(),
                 emit,
                 target: target.as_deref(),
@@ -237,9 +242,9 @@ fn main() -> ExitCode {
                 header: header.as_deref(),
                 prefix: &prefix,
                 linker: linker.as_deref(),
-                passes: &passes,
+                options: &options,
             };
-            compile::run(&file, options).map(|()| true)
+            compile::run(&file, &emit, &passes).map(|()| true)
         }
         Command::Bench {
             file,
@@ -270,7 +275,7 @@ fn main() -> ExitCode {
             json,
             passes,
         } => {
-            let tolerance = bundled_test::Tolerance { rtol, atol };
+            let tolerance = ptec_compiler::bundled::Tolerance { rtol, atol };
             bundled_test::run(&files, backend, tolerance, json, &passes)
         }
     };

@@ -8,21 +8,13 @@ pub fn select_method<'p, 'a>(
     program: &'p Program<'a>,
     name: Option<&str>,
 ) -> anyhow::Result<&'p Method<'a>> {
-    match name {
-        Some(name) => program.method(name).ok_or_else(|| {
-            let names: Vec<&str> = program
-                .methods
-                .iter()
-                .map(|method| method.name.as_str())
-                .collect();
-            anyhow::anyhow!(
-                "the program has no method {name:?} (it has {})",
-                names.join(", ")
-            )
-        }),
+    Ok(match name {
+        Some(name) => program
+            .method(name)
+            .ok_or_else(|| ptec_compiler::Error::no_method(program, name))?,
         None => program
             .methods
             .first()
-            .ok_or_else(|| anyhow::anyhow!("the program has no methods")),
-    }
+            .ok_or(ptec_compiler::Error::NoMethods)?,
+    })
 }

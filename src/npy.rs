@@ -1,7 +1,5 @@
-//! Tensors in numpy's `.npy` format (read and written with npyz; float16 as
-//! the `half` crate's `f16`), and
-//! conversions between the frontend's bundled test tensors and the
-//! runtime's host tensors.
+//! Tensors in numpy's `.npy` format, read and written with npyz (float16 as
+//! the `half` crate's `f16`).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -9,7 +7,6 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use npyz::WriterBuilder as _;
-use ptec_frontend::{ScalarType, TestTensor};
 use ptec_runtime::{ElementType, HostTensor};
 
 /// Calls `$body` with `$t` bound to the Rust type of an element type.
@@ -167,77 +164,4 @@ pub fn write(path: &Path, tensor: &HostTensor) -> anyhow::Result<()> {
         writer.finish()?;
     });
     Ok(())
-}
-
-/// The runtime element type of a file scalar type.
-pub fn element_type(scalar: ScalarType) -> anyhow::Result<ElementType> {
-    ptec_compiler::element_type_of(scalar)
-        .with_context(|| format!("{scalar} tensors are not supported"))
-}
-
-/// A bundled test tensor as a host tensor (row-major).
-pub fn from_test_tensor(tensor: &TestTensor<'_>) -> anyhow::Result<HostTensor> {
-    if !tensor
-        .dim_order
-        .iter()
-        .enumerate()
-        .all(|(index, &dim)| index == dim as usize)
-    {
-        bail!(
-            "test tensors stored in dim order {:?} are not supported",
-            tensor.dim_order
-        );
-    }
-    Ok(HostTensor {
-        element: element_type(tensor.dtype)?,
-        sizes: tensor.sizes.iter().map(|&size| size as u64).collect(),
-        data: tensor.data.to_vec(),
-    })
-}
-
-/// The elements of a tensor as f64, for comparisons and printing.
-pub fn values(tensor: &HostTensor) -> anyhow::Result<Vec<f64>> {
-    if tensor.element == ElementType::BF16 {
-        // numpy has no bfloat16, so only this reads it.
-        return Ok(tensor
-            .data
-            .chunks_exact(2)
-            .map(|chunk| f64::from(half::bf16::from_le_bytes([chunk[0], chunk[1]])))
-            .collect());
-    }
-    let mut values = Vec::with_capacity(tensor.data.len());
-    with_element_type!(tensor.element, T => {
-        let size = size_of::<T>();
-        for chunk in tensor.data.chunks_exact(size) {
-            values.push(as_f64(T::from_bytes(chunk)));
-        }
-    });
-    Ok(values)
-}
-
-/// An element's value as f64 (exact for all but the largest 64-bit
-/// integers, which are compared as bytes elsewhere).
-trait ToF64 {
-    fn to_f64(self) -> f64;
-}
-
-macro_rules! to_f64_impl {
-    ($($t:ty),*) => {$( impl ToF64 for $t { fn to_f64(self) -> f64 { self as f64 } } )*};
-}
-to_f64_impl!(u8, i8, i16, i32, i64, f32, f64);
-
-impl ToF64 for half::f16 {
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-
-impl ToF64 for bool {
-    fn to_f64(self) -> f64 {
-        f64::from(u8::from(self))
-    }
-}
-
-fn as_f64(value: impl ToF64) -> f64 {
-    value.to_f64()
 }

@@ -3,11 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
-use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
+use anyhow::Context as _;
+use ptec_compiler::bundled::refs;
+use ptec_frontend::{ExecutorchFile, FileBytes};
 use ptec_runtime::HostTensor;
 
-use crate::instance::{Backend, CompileArgs, load, refs};
+use crate::instance::{Backend, CompileArgs, load};
 use crate::method::select_method;
 use crate::npy;
 
@@ -49,14 +50,11 @@ pub fn first_case_inputs(
         .cases
         .first()
         .with_context(|| format!("the test suite of {method} is empty"))?;
-    case.inputs.iter().map(test_input).collect()
-}
-
-pub fn test_input(value: &TestValue<'_>) -> anyhow::Result<HostTensor> {
-    match value {
-        TestValue::Tensor(tensor) => npy::from_test_tensor(tensor),
-        other => bail!("non-tensor method inputs ({other:?}) are not supported"),
-    }
+    Ok(case
+        .inputs
+        .iter()
+        .map(ptec_compiler::tensors::test_tensor)
+        .collect::<Result<_, _>>()?)
 }
 
 pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
@@ -82,7 +80,7 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
                     "output {index}: {}{:?} {}",
                     output.element,
                     output.sizes,
-                    preview(output)?
+                    preview(output)
                 );
             }
         }
@@ -91,9 +89,9 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
 }
 
 /// The first few elements, for a glance.
-fn preview(tensor: &HostTensor) -> anyhow::Result<String> {
+fn preview(tensor: &HostTensor) -> String {
     const SHOWN: usize = 8;
-    let values = npy::values(tensor)?;
+    let values = ptec_compiler::tensors::values(tensor);
     let mut shown: Vec<String> = values
         .iter()
         .take(SHOWN)
@@ -102,5 +100,5 @@ fn preview(tensor: &HostTensor) -> anyhow::Result<String> {
     if values.len() > SHOWN {
         shown.push(format!("... ({} more)", values.len() - SHOWN));
     }
-    Ok(format!("[{}]", shown.join(", ")))
+    format!("[{}]", shown.join(", "))
 }

@@ -17,6 +17,12 @@ pub struct JitCode {
     module: Option<JITModule>,
 }
 
+// SAFETY: the module owns executable memory and the declarations that
+// describe it, and nothing in it is tied to the thread that compiled it; the
+// code is only called through the instance that owns this, by one thread at
+// a time.
+unsafe impl Send for JitCode {}
+
 impl Drop for JitCode {
     fn drop(&mut self) {
         if let Some(module) = self.module.take() {

@@ -1,11 +1,27 @@
 //! The library's error: which stage failed, and for which method.
 
+use std::path::Path;
+
 use ptec_codegen::CodegenError;
+use ptec_frontend::{Program, ScalarType};
 use ptec_import::ImportError;
 use ptec_passes::PassError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The bytes are not a program ptec can read (or the file cannot be
+    /// read at all: the frontend's error names it).
+    #[error(transparent)]
+    Read(#[from] ptec_frontend::Error),
+    /// As `Read`, for the file at `path`.
+    #[error("{path}: {source}")]
+    ReadFile {
+        path: String,
+        #[source]
+        source: ptec_frontend::Error,
+    },
+    #[error("the program has no method {name:?} (it has {available})")]
+    NoMethod { name: String, available: String },
     #[error(transparent)]
     Import(#[from] ImportError),
     /// The imported graph is malformed (a bug in the importer).
@@ -45,4 +61,64 @@ pub enum Error {
     },
     #[error("the program has no methods")]
     NoMethods,
+    #[error("target {target:?}: {problem}")]
+    Target { target: String, problem: String },
+    #[error("the file has no test cases (is it a bundled program?)")]
+    NotBundled,
+    /// A bundled test value ptec cannot give a method or compare.
+    #[error("{0}")]
+    TestValue(String),
+    #[error("{0} tensors are not supported")]
+    ElementType(ScalarType),
+    /// A bundled test case failed to run.
+    #[error("case {index} of {method}: {source}")]
+    Case {
+        method: String,
+        index: usize,
+        #[source]
+        source: ptec_runtime::RuntimeError,
+    },
+}
+
+impl Error {
+    /// The error of reading the file at `path`, naming it.
+    pub(crate) fn in_file(self, path: &Path) -> Self {
+        match self {
+            Error::Read(source) => Error::ReadFile {
+                path: path.display().to_string(),
+                source,
+            },
+            other => other,
+        }
+    }
+
+    /// The error with its causes, each after a colon, those its message
+    /// already ends with said once: what reports and the Python package
+    /// show (the reason a back end refuses an op is a cause).
+    pub fn full_message(&self) -> String {
+        let mut message = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(error) = cause {
+            let text = error.to_string();
+            if !message.ends_with(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            cause = error.source();
+        }
+        message
+    }
+
+    /// `program` has no method `name`.
+    pub fn no_method(program: &Program<'_>, name: &str) -> Self {
+        let names: Vec<&str> = program
+            .methods
+            .iter()
+            .map(|method| method.name.as_str())
+            .collect();
+        Error::NoMethod {
+            name: name.to_string(),
+            available: names.join(", "),
+        }
+    }
 }

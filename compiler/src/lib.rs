@@ -8,11 +8,22 @@
 //! [`Backend`] and returns a [`Runner`] that runs the method (`ptec-runtime`).
 //! [`operators`] lists every operator key ptec imports and what each back
 //! end makes of it.
+//!
+//! What the command line and the Python package both do is here too:
+//! [`inspect`] reports what a file holds, [`bundled`] runs a bundled
+//! program's test cases, [`emit`] compiles a file ahead of time into files,
+//! and [`file`] holds programs and loaded methods that own their bytes.
 
+pub mod bundled;
+pub mod emit;
 mod error;
+pub mod file;
+pub mod inspect;
 mod load;
 mod operators;
 mod pipeline;
+mod spirv_dir;
+pub mod tensors;
 
 pub use error::Error;
 pub use load::{Backend, Loaded, Runner, element_type_of, load};

@@ -13,6 +13,8 @@ use crate::scalar_type::ScalarType;
 pub struct BundledProgram<'a> {
     pub version: u32,
     pub program: Program<'a>,
+    /// The bytes of the embedded program (a `.pte` of its own).
+    pub program_bytes: &'a [u8],
     pub test_suites: Vec<TestSuite<'a>>,
 }
 
@@ -79,6 +81,7 @@ pub fn read_bundled_program(bytes: &[u8]) -> Result<BundledProgram<'_>> {
     Ok(BundledProgram {
         version: root.version(),
         program,
+        program_bytes,
         test_suites,
     })
 }

@@ -33,35 +33,69 @@ pub enum ScalarType {
 }
 
 impl ScalarType {
+    /// Every element type, in the order of their numbers.
+    pub const ALL: [ScalarType; 23] = [
+        ScalarType::Byte,
+        ScalarType::Char,
+        ScalarType::Short,
+        ScalarType::Int,
+        ScalarType::Long,
+        ScalarType::Half,
+        ScalarType::Float,
+        ScalarType::Double,
+        ScalarType::Bool,
+        ScalarType::QInt8,
+        ScalarType::QUInt8,
+        ScalarType::QInt32,
+        ScalarType::BFloat16,
+        ScalarType::QUInt4x2,
+        ScalarType::QUInt2x4,
+        ScalarType::Bits16,
+        ScalarType::Float8E5M2,
+        ScalarType::Float8E4M3Fn,
+        ScalarType::Float8E5M2Fnuz,
+        ScalarType::Float8E4M3Fnuz,
+        ScalarType::UInt16,
+        ScalarType::UInt32,
+        ScalarType::UInt64,
+    ];
+
     /// Decodes the format's number; `None` for numbers it does not define.
     pub fn from_code(code: i8) -> Option<Self> {
+        ScalarType::ALL
+            .into_iter()
+            .find(|scalar| scalar.code() == code)
+    }
+
+    /// The format's number for the type (torch's `ScalarType` value, which
+    /// ExecuTorch's `TensorInfo.dtype()` reports).
+    pub fn code(self) -> i8 {
         use ScalarType::*;
-        Some(match code {
-            0 => Byte,
-            1 => Char,
-            2 => Short,
-            3 => Int,
-            4 => Long,
-            5 => Half,
-            6 => Float,
-            7 => Double,
-            11 => Bool,
-            12 => QInt8,
-            13 => QUInt8,
-            14 => QInt32,
-            15 => BFloat16,
-            16 => QUInt4x2,
-            17 => QUInt2x4,
-            22 => Bits16,
-            23 => Float8E5M2,
-            24 => Float8E4M3Fn,
-            25 => Float8E5M2Fnuz,
-            26 => Float8E4M3Fnuz,
-            27 => UInt16,
-            28 => UInt32,
-            29 => UInt64,
-            _ => return None,
-        })
+        match self {
+            Byte => 0,
+            Char => 1,
+            Short => 2,
+            Int => 3,
+            Long => 4,
+            Half => 5,
+            Float => 6,
+            Double => 7,
+            Bool => 11,
+            QInt8 => 12,
+            QUInt8 => 13,
+            QInt32 => 14,
+            BFloat16 => 15,
+            QUInt4x2 => 16,
+            QUInt2x4 => 17,
+            Bits16 => 22,
+            Float8E5M2 => 23,
+            Float8E4M3Fn => 24,
+            Float8E5M2Fnuz => 25,
+            Float8E4M3Fnuz => 26,
+            UInt16 => 27,
+            UInt32 => 28,
+            UInt64 => 29,
+        }
     }
 
     /// Decodes the format's number for the tensor at `at`: the complex

@@ -32,3 +32,9 @@ impl FileBytes {
         &self.map
     }
 }
+
+impl AsRef<[u8]> for FileBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
+    }
+}

@@ -108,8 +108,15 @@ pub struct Instance<'c> {
     arena: Arena,
     dims: Vec<i64>,
     /// Whatever owns the generated code (a JIT module, a loaded library).
-    _code: Box<dyn Any>,
+    _code: Box<dyn Any + Send>,
 }
+
+// SAFETY: the raw pointers are the instance's own: the arena it allocated and
+// owns, and the addresses of constants it keeps alive (`_constants`, bytes
+// that are never written). Generated code keeps no thread-local state, and
+// `run` takes `&mut self`, so moving an instance to another thread moves
+// everything its calls touch.
+unsafe impl Send for Instance<'_> {}
 
 impl std::fmt::Debug for Instance<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -130,7 +137,7 @@ impl<'c> Instance<'c> {
         abi: MethodAbi,
         entry: EntryFn,
         constants: Vec<Cow<'c, [u8]>>,
-        code: Box<dyn Any>,
+        code: Box<dyn Any + Send>,
     ) -> Result<Self, RuntimeError> {
         let mut arena = Arena::new(abi.arena_bytes)?;
         write_initial_state(&abi, arena.bytes_mut());

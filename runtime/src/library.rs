@@ -221,6 +221,11 @@ pub struct LibraryInstance {
     handle: NonNull<c_void>,
 }
 
+// SAFETY: `handle` is this instance's own memory, created by the library's
+// `create` and freed by its `destroy` in `drop`; the library's code keeps no
+// thread-local state, and runs take `&mut self`.
+unsafe impl Send for LibraryInstance {}
+
 impl std::fmt::Debug for LibraryInstance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LibraryInstance")

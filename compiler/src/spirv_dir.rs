@@ -1,24 +1,25 @@
-//! `ptec compile --emit spirv`: each method's compute shaders as `.spv`
+//! `--emit spirv`: each method's compute shaders as `.spv`
 //! files (with the WGSL they were made from), the constants buffer, and a
 //! manifest saying how to run them: buffers, bindings, dispatch order,
 //! workgroup counts and the byte ranges each dispatch reads and writes.
 
 use std::path::Path;
 
-use anyhow::Context as _;
 use ptec_codegen::{BufferRange, VulkanMethod};
 use ptec_runtime::TensorSlot;
 use serde_json::{Value, json};
 
+use crate::emit::write;
+use crate::error::Error;
+
 /// Writes the shaders of `methods` (name and compiled method) into
 /// `directory`, creating it.
-pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> anyhow::Result<()> {
-    std::fs::create_dir_all(directory)
-        .with_context(|| format!("creating {}", directory.display()))?;
-    let write = |name: &str, bytes: &[u8]| {
-        let path = directory.join(name);
-        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))
-    };
+pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(), Error> {
+    std::fs::create_dir_all(directory).map_err(|source| Error::Io {
+        what: format!("creating {}", directory.display()),
+        source,
+    })?;
+    let write = |name: &str, bytes: &[u8]| write(&directory.join(name), bytes);
     let mut manifests = Vec::new();
     for method in methods {
         let name = &method.abi.name;
@@ -86,10 +87,8 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> anyhow::Re
         "descriptor_set": 0,
         "methods": manifests,
     });
-    write(
-        "manifest.json",
-        serde_json::to_string_pretty(&manifest)?.as_bytes(),
-    )
+    // A `Value`'s alternate form is its pretty JSON.
+    write("manifest.json", format!("{manifest:#}").as_bytes())
 }
 
 /// A boundary tensor: where it lives in the arena and what it holds.
