@@ -283,7 +283,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", ptec_compiler::full_message(error.as_ref()));
             ExitCode::FAILURE
         }
     }

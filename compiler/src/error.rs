@@ -92,21 +92,11 @@ impl Error {
         }
     }
 
-    /// The error with its causes, each after a colon, those its message
-    /// already ends with said once: what reports and the Python package
-    /// show (the reason a back end refuses an op is a cause).
+    /// The error with its causes, as [`full_message`] says them: what
+    /// reports and the Python package show (the reason a back end refuses an
+    /// op is a cause).
     pub fn full_message(&self) -> String {
-        let mut message = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(error) = cause {
-            let text = error.to_string();
-            if !message.ends_with(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            cause = error.source();
-        }
-        message
+        full_message(self)
     }
 
     /// `program` has no method `name`.
@@ -121,4 +111,21 @@ impl Error {
             available: names.join(", "),
         }
     }
+}
+
+/// `error` with its causes, each after a colon, those its message already
+/// ends with said once (most of ptec's errors say their cause in their own
+/// message too).
+pub fn full_message(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        let text = error.to_string();
+        if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = error.source();
+    }
+    message
 }

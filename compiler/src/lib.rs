@@ -25,7 +25,7 @@ mod pipeline;
 mod spirv_dir;
 pub mod tensors;
 
-pub use error::Error;
+pub use error::{Error, full_message};
 pub use load::{Backend, Loaded, Runner, element_type_of, load};
 pub use operators::{OperatorSource, OperatorSupport, operators};
 pub use pipeline::{
