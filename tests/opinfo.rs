@@ -78,7 +78,9 @@ impl Outcome {
             return Outcome::Pass;
         }
         if let Some(error) = report["error"].as_str() {
-            return Outcome::Error(error.to_string());
+            // Where the checkout lives is not part of the outcome.
+            let folder = format!("{}/", opinfo_dir().display());
+            return Outcome::Error(error.replace(&folder, ""));
         }
         let problem = report["cases"]
             .as_array()
