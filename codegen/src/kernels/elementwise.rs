@@ -5,7 +5,8 @@
 use cranelift_codegen::ir::InstBuilder;
 use ptec_ir::ops::creation::Arange;
 use ptec_ir::ops::layout::{Cat, Pad, Permute, Repeat, Reshape, Select, Slice};
-use ptec_ir::{DType, Scalar, ValueId, strides_in_order};
+use ptec_ir::symbolic::Term;
+use ptec_ir::{DType, Dim, ValueId, strides_in_order};
 
 use super::expr::{self, Lowering};
 use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
@@ -110,13 +111,12 @@ pub(crate) fn permute(
 }
 
 /// The input's address at position `start` along `dim`, and its strides.
-fn offset_along(e: &mut Emitter<'_, '_, '_>, value: ValueId, dim: usize, start: u64) -> Operand {
+fn offset_along(e: &mut Emitter<'_, '_, '_>, value: ValueId, dim: usize, start: Dim) -> Operand {
     let ty = e.graph().value(value).ty.clone();
     let strides = layout_strides(e, &ty.shape, &ty.dim_order);
-    let skip = e.mul(
-        strides[dim],
-        Size::Const(start as i64 * ty.dtype.size() as i64),
-    );
+    let start = e.dim(start);
+    let start_bytes = e.mul(start, Size::Const(ty.dtype.size() as i64));
+    let skip = e.mul(strides[dim], start_bytes);
     let base = e.address(value);
     let base = e.add_size(base, skip);
     Operand {
@@ -187,12 +187,22 @@ pub(crate) fn cat(
 /// Fills the output with `value`, converted to its element type.
 pub(crate) fn full(
     e: &mut Emitter<'_, '_, '_>,
-    value: Scalar,
+    value: Term,
     output: ValueId,
 ) -> Result<(), CodegenError> {
     let compute = dtype(e, output).arithmetic();
+    // A value known only at run time is read once, before the loop.
+    let symbolic = match value {
+        Term::Const(_) => None,
+        Term::Symbol(_) => Some(e.term(value, compute)?),
+    };
     map_over(e, output, &[], compute, compute, true, &|e, _, ty| {
-        expr::constant(e, value, Lowering { compute, ty })
+        match (value, symbolic) {
+            (_, Some(read)) if ty.is_vector() => Ok(e.b.ins().splat(ty, read)),
+            (_, Some(read)) => Ok(read),
+            (Term::Const(value), None) => expr::constant(e, value, Lowering { compute, ty }),
+            (Term::Symbol(symbol), None) => Err(e.unsupported(format!("{symbol}, unread"))),
+        }
     })
 }
 
@@ -218,12 +228,18 @@ pub(crate) fn arange(
                 e.b.ins()
                     .fcvt_from_sint(cranelift_codegen::ir::types::F64, index);
             let step = e.b.ins().f64const(step.as_f64());
-            let start = e.b.ins().f64const(start.as_f64());
+            let start = e.term(start, wide)?;
             let offset = e.b.ins().fmul(index, step);
             e.b.ins().fadd(start, offset)
         } else {
             let offset = e.b.ins().imul_imm_s(index, step.as_i64());
-            e.b.ins().iadd_imm_s(offset, start.as_i64())
+            match start {
+                Term::Const(start) => e.b.ins().iadd_imm_s(offset, start.as_i64()),
+                Term::Symbol(_) => {
+                    let start = e.term(start, wide)?;
+                    e.b.ins().iadd(offset, start)
+                }
+            }
         };
         let value = e.convert(value, wide, ty.dtype)?;
         e.store(value, pointers[0]);
@@ -239,7 +255,7 @@ pub(crate) fn pad(
     op: &Pad,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    full(e, op.value, output)?;
+    full(e, Term::Const(op.value), output)?;
     let out_ty = e.graph().value(output).ty.clone();
     let in_ty = e.graph().value(op.input).ty.clone();
     let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);

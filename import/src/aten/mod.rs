@@ -15,6 +15,7 @@ mod elementwise;
 mod layout;
 mod nn;
 mod reduce;
+mod symbolic;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -33,12 +34,13 @@ type Rule = fn(&mut Call<'_, '_, '_>) -> Result<(), ImportError>;
 type Operator = (&'static str, Rule, &'static [OpKind]);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 5] = [
+const FAMILIES: [&[Operator]; 6] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     reduce::OPERATORS,
     nn::OPERATORS,
     creation::OPERATORS,
+    symbolic::OPERATORS,
 ];
 
 const ELEMENTWISE: &[OpKind] = &[OpKind::Elementwise];

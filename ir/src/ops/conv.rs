@@ -4,10 +4,12 @@ use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandRead
 use super::linalg::ClampRange;
 use super::one_input;
 use super::{
-    DimEquality, Expected, LayoutRule, OpDef, OpError, Outputs, Slot, fixed, one, shapes_of,
+    Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, Slot, dim_poly, fixed,
+    floor_div_poly, one, poly_dim, shapes_of, term_of,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
+use crate::symbolic::{Poly, SymOp, SymbolDef, Term};
 use crate::types::{Dim, Shape, TensorType};
 
 /// Two spatial extents: (height, width).
@@ -85,7 +87,74 @@ pub fn pooled_size(
     Ok(out)
 }
 
+/// The output size of a window op along a dimension of any size: fixed
+/// when the input's is, else a symbol (the input's size must be at least
+/// the window's span once padded, which is checked at run time).
+pub fn pooled_dim(
+    cx: &mut dyn ShapeContext,
+    input: Dim,
+    window: [u64; 4],
+    ceil_mode: bool,
+) -> Result<Dim, OpError> {
+    let [kernel, stride, padding, dilation] = window;
+    if let Dim::Fixed(size) = input {
+        return pooled_size(size, kernel, stride, padding, dilation, ceil_mode).map(Dim::Fixed);
+    }
+    if stride == 0 {
+        return Err(OpError::Attribute {
+            name: "stride",
+            value: stride.to_string(),
+            problem: "must be positive".into(),
+        });
+    }
+    let span = dilation * (kernel.max(1) - 1) + 1;
+    let what = "a window op's output size";
+    let size = dim_poly(cx, input)?;
+    let padded = size.add(&Poly::constant(2 * padding as i64));
+    let fits = term_of(
+        cx,
+        SymbolDef::Poly(padded.sub(&Poly::constant(span as i64))),
+        what,
+    )?;
+    cx.require(
+        SymbolDef::Op(SymOp::Le, vec![Term::int(0), fits]),
+        &|| {
+            format!(
+                "an input of size {input} padded by {padding} is smaller than a window of \
+                 {kernel} (dilation {dilation})"
+            )
+        },
+    )?;
+    let rounding = if ceil_mode { stride as i64 - 1 } else { 0 };
+    let windows = padded.sub(&Poly::constant(span as i64 - rounding));
+    let out = floor_div_poly(cx, windows, stride as i64, what)?.add(&Poly::constant(1));
+    if !ceil_mode {
+        return poly_dim(cx, out, what);
+    }
+    // A last window that starts in the right padding is dropped.
+    let last_start = out.sub(&Poly::constant(1)).scale(stride as i64);
+    let last_start = term_of(cx, SymbolDef::Poly(last_start), what)?;
+    let limit = term_of(
+        cx,
+        SymbolDef::Poly(size.add(&Poly::constant(padding as i64))),
+        what,
+    )?;
+    let dropped = term_of(cx, SymbolDef::Op(SymOp::Le, vec![limit, last_start]), what)?;
+    let fewer = term_of(
+        cx,
+        SymbolDef::Poly(out.sub(&Poly::constant(1))),
+        what,
+    )?;
+    let out = term_of(cx, SymbolDef::Poly(out), what)?;
+    let chosen = term_of(cx, SymbolDef::Op(SymOp::Ite, vec![dropped, fewer, out]), what)?;
+    chosen.as_dim().ok_or_else(|| OpError::Symbolic {
+        what,
+        problem: format!("{chosen} is negative"),
+    })
+}
+
 fn pooled_shape(
+    cx: &mut dyn ShapeContext,
     x: &[Dim],
     kernel: &Pair,
     stride: &Pair,
@@ -108,14 +177,12 @@ fn pooled_shape(
                 problem: format!("more than half the kernel {kernel:?}"),
             });
         }
-        shape.push(Dim::Fixed(pooled_size(
-            fixed(x[2 + axis], "a spatial dimension")?,
-            kernel[axis],
-            stride[axis],
-            padding[axis],
-            dilation[axis],
+        shape.push(pooled_dim(
+            cx,
+            x[2 + axis],
+            [kernel[axis], stride[axis], padding[axis], dilation[axis]],
             ceil_mode,
-        )?));
+        )?);
     }
     Ok(shape)
 }
@@ -149,7 +216,7 @@ impl OpDef for Convolution {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (x, w) = (&inputs[0].shape, &inputs[1].shape);
         let mismatch = |what| OpError::Shapes {
@@ -187,14 +254,14 @@ impl OpDef for Convolution {
         }
         let mut shape = vec![x[0], w[0]];
         for axis in 0..2 {
-            shape.push(Dim::Fixed(pooled_size(
-                fixed(x[2 + axis], "a spatial dimension")?,
-                fixed(w[2 + axis], "a kernel dimension")?,
+            let kernel = fixed(w[2 + axis], "a kernel dimension")?;
+            let window = [
+                kernel,
                 self.stride[axis],
                 self.padding[axis],
                 self.dilation[axis],
-                false,
-            )?));
+            ];
+            shape.push(pooled_dim(eq, x[2 + axis], window, false)?);
         }
         if self.residual.is_some() && rest.next().map(|residual| &residual.shape) != Some(&shape) {
             return Err(mismatch(
@@ -242,9 +309,10 @@ impl OpDef for MaxPool2d {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let shape = pooled_shape(
+            eq,
             &inputs[0].shape,
             &self.kernel,
             &self.stride,
@@ -275,9 +343,10 @@ impl OpDef for AvgPool2d {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         one(pooled_shape(
+            eq,
             &inputs[0].shape,
             &self.kernel,
             &self.stride,

@@ -1,23 +1,37 @@
 //! Ops that create tensors from attributes alone: fills and ranges. Their
-//! output's shape is the one the program declares.
+//! output's shape is the one the program declares. The fill value and the
+//! range's start may be scalars known only at run time (symbols).
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::no_operands;
-use super::{DimEquality, Expected, OpDef, OpError};
+use super::{Expected, OpDef, OpError, ShapeContext};
 use crate::op::Op;
+use crate::symbolic::Term;
 use crate::types::{Scalar, TensorType};
 
 /// Fills the output with `value`, converted to its element type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Full {
-    pub value: Scalar,
+    pub value: Term,
 }
 
 /// `out[i] = start + i * step` along the output's one dimension.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Arange {
-    pub start: Scalar,
+    pub start: Term,
     pub step: Scalar,
+}
+
+/// That a symbolic attribute names a symbol of the graph.
+fn check_term(term: Term, name: &'static str, cx: &dyn ShapeContext) -> Result<(), OpError> {
+    cx.symbols()
+        .kind(term)
+        .map(|_| ())
+        .map_err(|error| OpError::Attribute {
+            name,
+            value: term.to_string(),
+            problem: error.to_string(),
+        })
 }
 
 fn given() -> Result<Vec<Expected>, OpError> {
@@ -35,13 +49,30 @@ impl OpDef for Full {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         given()
     }
 
+    fn check(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        check_term(self.value, "value", cx)
+    }
+
     fn attributes(&self, out: &mut AttributeWriter) {
-        out.scalar("value", self.value);
+        out.term("value", self.value);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![self.value]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        self.value = map(self.value);
     }
 }
 
@@ -56,12 +87,18 @@ impl OpDef for Arange {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         given()
     }
 
-    fn check(&self, _inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        _inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        check_term(self.start, "start", cx)?;
         if outputs[0].rank() == 1 {
             Ok(())
         } else {
@@ -73,8 +110,16 @@ impl OpDef for Arange {
     }
 
     fn attributes(&self, out: &mut AttributeWriter) {
-        out.scalar("start", self.start);
+        out.term("start", self.start);
         out.scalar("step", self.step);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![self.start]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        self.start = map(self.start);
     }
 }
 
@@ -86,10 +131,10 @@ pub(crate) fn parse(
     let parsed = (|| {
         Ok(Some(match name {
             "full" => Op::Full(Full {
-                value: attributes.scalar("value")?,
+                value: attributes.term("value")?,
             }),
             "arange" => Op::Arange(Arange {
-                start: attributes.scalar("start")?,
+                start: attributes.term("start")?,
                 step: attributes.scalar("step")?,
             }),
             _ => return Ok(None),

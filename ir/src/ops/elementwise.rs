@@ -8,7 +8,7 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::expr::{Binary, Comparison, Expr, Unary, integer, real, zero};
-use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, Slot, broadcast};
+use super::{ShapeContext, Expected, LayoutRule, OpDef, OpError, Slot, broadcast};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Real, Scalar, TensorType};
@@ -764,7 +764,7 @@ impl OpDef for Elementwise {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         check_arity(self.func.arity(), inputs.len())?;
         let shapes: Vec<&[crate::Dim]> = inputs.iter().map(|ty| ty.shape.as_slice()).collect();

@@ -1,7 +1,7 @@
 //! Gathers: ops that read elements at indices another tensor holds.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, OpDef, OpError, Slot, axis, one};
+use super::{ShapeContext, Expected, OpDef, OpError, Slot, axis, one};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Dim, TensorType};
@@ -54,7 +54,7 @@ impl OpDef for IndexSelect {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (x, index) = (&inputs[0].shape, &inputs[1].shape);
         let dim = axis(x.len(), self.dim)?;
@@ -69,7 +69,12 @@ impl OpDef for IndexSelect {
         one(shape)
     }
 
-    fn check(&self, inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         check_indices(inputs[1], "index_select's index")
     }
 
@@ -98,7 +103,7 @@ impl OpDef for Embedding {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (weight, indices) = (&inputs[0].shape, &inputs[1].shape);
         if weight.len() != 2 {
@@ -112,7 +117,12 @@ impl OpDef for Embedding {
         one(shape)
     }
 
-    fn check(&self, inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         check_indices(inputs[1], "embedding indices")
     }
 }

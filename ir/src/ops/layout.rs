@@ -5,11 +5,12 @@
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
 use super::{
-    DimEquality, Expected, LayoutRule, OpDef, OpError, Slot, axis, broadcasts_to, fixed, one,
-    shapes_of, show,
+    Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly,
+    numel, one, poly_dim, shapes_of, show,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
+use crate::symbolic::{Poly, Term};
 use crate::tensor_data::{cast, relayout};
 use crate::types::{Dim, Scalar, TensorType};
 
@@ -35,21 +36,23 @@ pub struct Permute {
     pub dims: Vec<usize>,
 }
 
-/// `input.select(dim, index)`, the index already non-negative.
+/// `input.select(dim, index)`, the index already non-negative; one known
+/// only at run time is checked against the dimension then.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Select {
     pub input: ValueId,
     pub dim: usize,
-    pub index: u64,
+    pub index: Dim,
 }
 
 /// `input[start:start+step*len:step]` along `dim`; the length is the
-/// output's.
+/// output's. A start or length known only at run time is checked against
+/// the dimension then.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Slice {
     pub input: ValueId,
     pub dim: usize,
-    pub start: u64,
+    pub start: Dim,
     pub step: u64,
 }
 
@@ -89,12 +92,17 @@ impl OpDef for Copy {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         Ok(vec![Expected::Given])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (from, to) = (inputs[0], outputs[0]);
         if broadcasts_to(&from.shape, &to.shape) {
             Ok(())
@@ -137,28 +145,19 @@ impl OpDef for Reshape {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         Ok(vec![Expected::Given])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (from, to) = (inputs[0], outputs[0]);
-        let same_count = match (from.fixed_shape(), to.fixed_shape()) {
-            (Some(a), Some(b)) => a.iter().product::<u64>() == b.iter().product::<u64>(),
-            _ => {
-                let symbolic = |shape: &[Dim]| {
-                    let mut dims: Vec<Dim> = shape
-                        .iter()
-                        .copied()
-                        .filter(|&d| d != Dim::Fixed(1))
-                        .collect();
-                    dims.sort_by_key(|d| d.to_string());
-                    dims
-                };
-                symbolic(&from.shape) == symbolic(&to.shape)
-            }
-        };
+        let same_count = numel(cx, &from.shape)? == numel(cx, &to.shape)?;
         if same_count && from.dtype == to.dtype && from.is_contiguous() && to.is_contiguous() {
             Ok(())
         } else {
@@ -189,7 +188,7 @@ impl OpDef for Permute {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         if !is_permutation(&self.dims, x.len()) {
@@ -232,11 +231,14 @@ impl OpDef for Select {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let dim = axis(x.len(), self.dim)?;
-        if self.index >= fixed(x[dim], "a selected dimension")? {
+        // An index or a size known only at run time is checked then.
+        if let (Dim::Fixed(index), Dim::Fixed(size)) = (self.index, x[dim])
+            && index >= size
+        {
             return Err(OpError::Attribute {
                 name: "index",
                 value: self.index.to_string(),
@@ -250,7 +252,15 @@ impl OpDef for Select {
 
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
-        out.int("index", self.index);
+        out.dim("index", self.index);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![Term::from(self.index)]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        map_dim(&mut self.index, map);
     }
 }
 
@@ -265,15 +275,21 @@ impl OpDef for Slice {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         // The slice's length is the output's; `check` bounds it.
         Ok(vec![Expected::Given])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (from, to) = (&inputs[0].shape, &outputs[0].shape);
         let (dim, start, step) = (self.dim, self.start, self.step);
+        // A start, length or size known only at run time is checked then.
         let valid = from.len() == to.len()
             && dim < from.len()
             && step > 0
@@ -281,11 +297,13 @@ impl OpDef for Slice {
                 .iter()
                 .zip(to)
                 .enumerate()
-                .all(|(axis, (a, b))| axis == dim || a == b)
-            && match (from[dim].fixed(), to[dim].fixed()) {
-                (Some(size), Some(0)) => start <= size,
-                (Some(size), Some(len)) => start + step * (len - 1) < size,
-                _ => false,
+                .all(|(axis, (&a, &b))| axis == dim || cx.equate(a, b).is_some())
+            && match (from[dim].fixed(), to[dim].fixed(), start.fixed()) {
+                (Some(size), Some(0), Some(start)) => start <= size,
+                (Some(size), Some(len), Some(start)) => {
+                    start.checked_add(step.saturating_mul(len - 1)).is_some_and(|last| last < size)
+                }
+                _ => true,
             };
         if valid {
             Ok(())
@@ -304,8 +322,24 @@ impl OpDef for Slice {
 
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
-        out.int("start", self.start);
+        out.dim("start", self.start);
         out.int("step", self.step);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![Term::from(self.start)]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        map_dim(&mut self.start, map);
+    }
+}
+
+/// A dimension attribute replaced by what `map` makes of it (a symbol
+/// renumbered or settled to a size).
+fn map_dim(dim: &mut Dim, map: &mut dyn FnMut(Term) -> Term) {
+    if let Some(mapped) = map(Term::from(*dim)).as_dim() {
+        *dim = mapped;
     }
 }
 
@@ -329,7 +363,7 @@ impl OpDef for Cat {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let mismatch = || OpError::Shapes {
             what: "cat of",
@@ -338,7 +372,7 @@ impl OpDef for Cat {
         let first = &inputs.first().ok_or_else(mismatch)?.shape;
         let dim = axis(first.len(), self.dim)?;
         let mut shape = first.clone();
-        let mut total = 0;
+        let mut total = Poly::constant(0);
         for part in inputs {
             if part.rank() != first.len() {
                 return Err(mismatch());
@@ -348,9 +382,9 @@ impl OpDef for Cat {
                     *b = eq.equate(a, *b).ok_or_else(mismatch)?;
                 }
             }
-            total += fixed(part.shape[dim], "a concatenated dimension")?;
+            total = total.add(&dim_poly(eq, part.shape[dim])?);
         }
-        shape[dim] = Dim::Fixed(total);
+        shape[dim] = poly_dim(eq, total, "a concatenated dimension")?;
         one(shape)
     }
 
@@ -370,7 +404,7 @@ impl OpDef for Pad {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         if self.before.len() != x.len() || self.after.len() != x.len() {
@@ -384,7 +418,8 @@ impl OpDef for Pad {
             .iter()
             .zip(self.before.iter().zip(&self.after))
             .map(|(&dim, (&b, &a))| {
-                fixed(dim, "a padded dimension").map(|size| Dim::Fixed(size + b + a))
+                let padded = dim_poly(eq, dim)?.add(&Poly::constant((b + a) as i64));
+                poly_dim(eq, padded, "a padded dimension")
             })
             .collect::<Result<_, _>>()?;
         one(shape)
@@ -408,7 +443,7 @@ impl OpDef for Repeat {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let Some(lead) = self.repeats.len().checked_sub(x.len()) else {
@@ -424,7 +459,8 @@ impl OpDef for Repeat {
             .enumerate()
             .map(|(axis, &times)| match axis.checked_sub(lead) {
                 Some(index) => {
-                    fixed(x[index], "a repeated dimension").map(|size| Dim::Fixed(size * times))
+                    let repeated = dim_poly(eq, x[index])?.scale(times as i64);
+                    poly_dim(eq, repeated, "a repeated dimension")
                 }
                 None => Ok(Dim::Fixed(times)),
             })
@@ -461,12 +497,12 @@ pub(crate) fn parse(
             "select" => Op::Select(Select {
                 input: operands.positional("input")?,
                 dim: attributes.int("dim")?,
-                index: attributes.int("index")?,
+                index: attributes.dim("index")?,
             }),
             "slice" => Op::Slice(Slice {
                 input: operands.positional("input")?,
                 dim: attributes.int("dim")?,
-                start: attributes.int("start")?,
+                start: attributes.dim("start")?,
                 step: attributes.int("step")?,
             }),
             "cat" => Op::Cat(Cat {

@@ -2,7 +2,7 @@
 //! norm over channels.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, OpDef, OpError, Outputs, Slot, shapes_of};
+use super::{ShapeContext, Expected, OpDef, OpError, Outputs, Slot, shapes_of};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, Real, TensorType};
@@ -68,7 +68,7 @@ impl OpDef for LayerNorm {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let Some(split) = x.len().checked_sub(self.normalized_dims) else {
@@ -133,7 +133,7 @@ impl OpDef for BatchNorm {
         &self,
         inputs: &[&TensorType],
         outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         if x.len() < 2

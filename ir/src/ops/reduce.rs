@@ -3,7 +3,7 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
-use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, axis, one, reduced};
+use super::{ShapeContext, Expected, LayoutRule, OpDef, OpError, axis, one, reduced};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, TensorType};
@@ -98,7 +98,7 @@ impl OpDef for Reduce {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         for &dim in &self.dims {
@@ -131,7 +131,7 @@ impl OpDef for ArgReduce {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         match self.dim {
@@ -161,7 +161,7 @@ impl OpDef for CumSum {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         // A 0-D tensor has one dimension to run along.
@@ -185,7 +185,7 @@ impl OpDef for Softmax {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         axis(x.len().max(1), self.dim)?;
