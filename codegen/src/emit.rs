@@ -187,10 +187,7 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         match kind {
             ScalarKind::Int => self.convert(bits, DType::I64, dtype),
             ScalarKind::Float => {
-                let value = self
-                    .b
-                    .ins()
-                    .bitcast(types::F64, MemFlagsData::new(), bits);
+                let value = self.b.ins().bitcast(types::F64, MemFlagsData::new(), bits);
                 self.convert(value, DType::F64, dtype)
             }
             ScalarKind::Bool => {

@@ -128,7 +128,9 @@ pub(crate) fn import_kernel_call(
     if schema.returns.is_empty() && arguments.len() == count {
         return import_with_result(importer, entry, arguments, None);
     }
-    let Some((result, params)) = arguments.split_last().filter(|_| arguments.len() == count + 1)
+    let Some((result, params)) = arguments
+        .split_last()
+        .filter(|_| arguments.len() == count + 1)
     else {
         return Err(importer.invalid(Problem::ArgumentCount {
             operator: schema.key,

@@ -169,8 +169,13 @@ impl<'m, 'a> Importer<'m, 'a> {
             let tensor = self.tensor(input)?.clone();
             let mut ty = self.file_type(&tensor)?;
             if tensor.dynamism == ShapeDynamism::DynamicBound {
+                // The file records only upper bounds. One of 0 or 1 is a
+                // static size: `torch.export` specializes sizes 0 and 1, so
+                // a dynamic dimension's bound is at least 2.
                 for (axis, dim) in ty.shape.iter_mut().enumerate() {
-                    if let Dim::Fixed(bound) = *dim {
+                    if let Dim::Fixed(bound) = *dim
+                        && bound > 1
+                    {
                         *dim = Dim::Symbol(
                             self.symbols
                                 .add(bound, format!("input {position} dim {axis}")),

@@ -28,8 +28,8 @@ use ptec_frontend::ValueIndex;
 use ptec_frontend::delegate::vulkan::{
     VkCall, VkDataType, VkTensor, VkValue, VkValueId, VulkanGraph,
 };
-use ptec_ir::symbolic::Term;
 use ptec_ir::ops::elementwise::UnaryOp;
+use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData};
 
 use crate::call::{self, Argument, TensorRef};

@@ -27,7 +27,7 @@ mod text;
 mod types;
 mod verify;
 
-pub use graph::{Graph, Node, NodeId, OutputKind, ValueData, ValueId, ValueKind};
+pub use graph::{Graph, Node, NodeId, OutputKind, Ready, ValueData, ValueId, ValueKind};
 pub use op::{Op, OpKind};
 pub use parse::{ParseError, ParseProblem, parse};
 pub use text::{Constants, ELIDED_ABOVE, to_dot, to_text, to_text_with};

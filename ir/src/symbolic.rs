@@ -810,14 +810,13 @@ impl SymbolTable {
 
     /// The range of a polynomial from its symbols' ranges.
     fn poly_range(&self, poly: &Poly) -> Range {
-        poly.monomials().fold(Range::exactly(0), |sum, (monomial, c)| {
-            let product = monomial
-                .iter()
-                .fold(Range::exactly(c), |product, &symbol| {
+        poly.monomials()
+            .fold(Range::exactly(0), |sum, (monomial, c)| {
+                let product = monomial.iter().fold(Range::exactly(c), |product, &symbol| {
                     product.mul(self.range(Term::Symbol(symbol)))
                 });
-            sum.add(product)
-        })
+                sum.add(product)
+            })
     }
 
     /// The canonical form of a polynomial or operation definition:
@@ -1150,9 +1149,10 @@ impl SymbolTable {
                         constant => constant,
                     };
                     if let Some(own) = own {
-                        let equal = table.intern(SymbolDef::Op(SymOp::Eq, vec![own, target]), || {
-                            format!("{} = {target}", data.origin)
-                        })?;
+                        let equal = table
+                            .intern(SymbolDef::Op(SymOp::Eq, vec![own, target]), || {
+                                format!("{} = {target}", data.origin)
+                            })?;
                         table.require(
                             equal,
                             format!("{} ({}) must equal {target}", data.origin, data.def),
@@ -1166,7 +1166,8 @@ impl SymbolTable {
             map.push(Some(term));
         }
         for check in &self.checks {
-            let condition = map[check.condition.index()].ok_or(SymbolError::Unknown(check.condition))?;
+            let condition =
+                map[check.condition.index()].ok_or(SymbolError::Unknown(check.condition))?;
             table.require(condition, check.message.clone())?;
         }
         let map = map
@@ -1361,15 +1362,22 @@ mod tests {
     fn equal_sums_are_one_symbol() {
         let (mut table, s) = table_with_inputs(&[8, 8]);
         let (a, b) = (Poly::symbol(s[0]), Poly::symbol(s[1]));
-        let x = table.intern(SymbolDef::Poly(a.add(&b)), String::new).unwrap();
-        let y = table.intern(SymbolDef::Poly(b.add(&a)), String::new).unwrap();
+        let x = table
+            .intern(SymbolDef::Poly(a.add(&b)), String::new)
+            .unwrap();
+        let y = table
+            .intern(SymbolDef::Poly(b.add(&a)), String::new)
+            .unwrap();
         assert_eq!(x, y);
         // (s0 + s1) + 2 - 2 is s0 + s1 again.
         let z = poly(&table, x).add(&Poly::constant(2));
         let z = table.intern(SymbolDef::Poly(z), String::new).unwrap();
         let back = poly(&table, z).sub(&Poly::constant(2));
         assert_eq!(table.intern(SymbolDef::Poly(back), String::new).unwrap(), x);
-        assert_eq!(table.symbol(x.symbol().unwrap()).range(), Range { lo: 0, hi: 16 });
+        assert_eq!(
+            table.symbol(x.symbol().unwrap()).range(),
+            Range { lo: 0, hi: 16 }
+        );
     }
 
     #[test]
@@ -1378,11 +1386,17 @@ mod tests {
         let scaled = Poly::symbol(s[0]).scale(32);
         let product = table.intern(SymbolDef::Poly(scaled), String::new).unwrap();
         let quotient = table
-            .intern(SymbolDef::Op(SymOp::FloorDiv, vec![product, Term::int(32)]), String::new)
+            .intern(
+                SymbolDef::Op(SymOp::FloorDiv, vec![product, Term::int(32)]),
+                String::new,
+            )
             .unwrap();
         assert_eq!(quotient, Term::Symbol(s[0]));
         let remainder = table
-            .intern(SymbolDef::Op(SymOp::Mod, vec![product, Term::int(8)]), String::new)
+            .intern(
+                SymbolDef::Op(SymOp::Mod, vec![product, Term::int(8)]),
+                String::new,
+            )
             .unwrap();
         assert_eq!(remainder, Term::int(0));
     }
@@ -1397,15 +1411,24 @@ mod tests {
             )
             .unwrap();
         let smaller = table
-            .intern(SymbolDef::Op(SymOp::Min, vec![plus_one, Term::Symbol(s[0])]), String::new)
+            .intern(
+                SymbolDef::Op(SymOp::Min, vec![plus_one, Term::Symbol(s[0])]),
+                String::new,
+            )
             .unwrap();
         assert_eq!(smaller, Term::Symbol(s[0]));
         let below = table
-            .intern(SymbolDef::Op(SymOp::Lt, vec![Term::Symbol(s[0]), Term::int(17)]), String::new)
+            .intern(
+                SymbolDef::Op(SymOp::Lt, vec![Term::Symbol(s[0]), Term::int(17)]),
+                String::new,
+            )
             .unwrap();
         assert_eq!(below, Term::Const(Scalar::Bool(true)));
         let open = table
-            .intern(SymbolDef::Op(SymOp::Lt, vec![Term::Symbol(s[0]), Term::int(8)]), String::new)
+            .intern(
+                SymbolDef::Op(SymOp::Lt, vec![Term::Symbol(s[0]), Term::int(8)]),
+                String::new,
+            )
             .unwrap();
         assert!(open.symbol().is_some());
     }
@@ -1415,14 +1438,20 @@ mod tests {
         let mut table = SymbolTable::default();
         let fold = |table: &mut SymbolTable, op, a: i64, b: i64| {
             table
-                .intern(SymbolDef::Op(op, vec![Term::int(a), Term::int(b)]), String::new)
+                .intern(
+                    SymbolDef::Op(op, vec![Term::int(a), Term::int(b)]),
+                    String::new,
+                )
                 .unwrap()
         };
         assert_eq!(fold(&mut table, SymOp::FloorDiv, -7, 2), Term::int(-4));
         assert_eq!(fold(&mut table, SymOp::Mod, -7, 2), Term::int(1));
         assert_eq!(fold(&mut table, SymOp::Mod, 7, -2), Term::int(-1));
         let error = table
-            .intern(SymbolDef::Op(SymOp::FloorDiv, vec![Term::int(1), Term::int(0)]), String::new)
+            .intern(
+                SymbolDef::Op(SymOp::FloorDiv, vec![Term::int(1), Term::int(0)]),
+                String::new,
+            )
             .unwrap_err();
         assert!(matches!(error, SymbolError::DivisionByZero(_)));
         assert_eq!(round_half_even(2.5), 2.0);

@@ -26,10 +26,10 @@
 use std::fmt::Write as _;
 
 use crate::graph::{Graph, Node, OutputKind, ValueId, ValueKind};
-use crate::symbolic::{ScalarKind, SymbolDef};
 use crate::op::Op;
 use crate::ops::Slot;
 use crate::ops::attributes::AttributeWriter;
+use crate::symbolic::{ScalarKind, SymbolDef};
 use crate::types::DType;
 
 /// How much of a constant's data the text shows.

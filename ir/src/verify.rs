@@ -280,13 +280,28 @@ fn check_symbols(graph: &Graph<'_>) -> Result<(), (Location, Problem)> {
 fn check_symbols_ready(graph: &Graph<'_>, node: NodeId, points: &[Ready]) -> Result<(), Problem> {
     let op = graph.op(node);
     let position = graph.position(node);
-    let values = op.inputs().into_iter().chain(graph.node(node).outputs().iter().copied());
-    let mut symbols: Vec<SymbolId> = op.def().terms().into_iter().filter_map(Term::symbol).collect();
+    let values = op
+        .inputs()
+        .into_iter()
+        .chain(graph.node(node).outputs().iter().copied());
+    let mut symbols: Vec<SymbolId> = op
+        .def()
+        .terms()
+        .into_iter()
+        .filter_map(Term::symbol)
+        .collect();
     for value in values {
-        symbols.extend(graph.value(value).ty.shape.iter().filter_map(|dim| match dim {
-            Dim::Symbol(symbol) => Some(*symbol),
-            Dim::Fixed(_) => None,
-        }));
+        symbols.extend(
+            graph
+                .value(value)
+                .ty
+                .shape
+                .iter()
+                .filter_map(|dim| match dim {
+                    Dim::Symbol(symbol) => Some(*symbol),
+                    Dim::Fixed(_) => None,
+                }),
+        );
     }
     for symbol in symbols {
         if let Ready::After(known) = points[symbol.index()]
@@ -360,7 +375,10 @@ fn check_node(graph: &Graph<'_>, id: NodeId) -> Result<(), Problem> {
     for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
         if let Expected::Shape(shape) = expected
             && (shape.len() != output.shape.len()
-                || shape.iter().zip(&output.shape).any(|(&a, &b)| !cx.same(a, b)))
+                || shape
+                    .iter()
+                    .zip(&output.shape)
+                    .any(|(&a, &b)| !cx.same(a, b)))
         {
             return Err(Problem::OutputShape {
                 index,

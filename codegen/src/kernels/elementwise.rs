@@ -196,14 +196,20 @@ pub(crate) fn full(
         Term::Const(_) => None,
         Term::Symbol(_) => Some(e.term(value, compute)?),
     };
-    map_over(e, output, &[], compute, compute, true, &|e, _, ty| {
-        match (value, symbolic) {
+    map_over(
+        e,
+        output,
+        &[],
+        compute,
+        compute,
+        true,
+        &|e, _, ty| match (value, symbolic) {
             (_, Some(read)) if ty.is_vector() => Ok(e.b.ins().splat(ty, read)),
             (_, Some(read)) => Ok(read),
             (Term::Const(value), None) => expr::constant(e, value, Lowering { compute, ty }),
             (Term::Symbol(symbol), None) => Err(e.unsupported(format!("{symbol}, unread"))),
-        }
-    })
+        },
+    )
 }
 
 /// `out[i] = start + i * step`, computed in f64 for float outputs and i64

@@ -423,7 +423,10 @@ fn select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let index = c.size("index", index).map_err(|_| {
         c.bad(
             "index",
-            format!("{given} is out of range for dimension {dim} of size {}", shape[dim]),
+            format!(
+                "{given} is out of range for dimension {dim} of size {}",
+                shape[dim]
+            ),
         )
     })?;
     c.emit(Op::Select(Select { input, dim, index }), &["out"])
@@ -481,11 +484,7 @@ fn split_with_sizes(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     if pieces.len() != outputs.len() {
         return Err(c.bad(
             "split_sizes",
-            format!(
-                "{} sizes for the {} outputs",
-                pieces.len(),
-                outputs.len()
-            ),
+            format!("{} sizes for the {} outputs", pieces.len(), outputs.len()),
         ));
     }
     let mut start = Poly::constant(0);

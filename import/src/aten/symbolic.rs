@@ -170,7 +170,10 @@ fn sym_numel(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 fn local_scalar_dense(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     let ty = c.ty(input).clone();
-    if ty.fixed_shape().is_none_or(|shape| shape.iter().product::<u64>() != 1) {
+    if ty
+        .fixed_shape()
+        .is_none_or(|shape| shape.iter().product::<u64>() != 1)
+    {
         return Err(c.bad(
             "self",
             format!(
@@ -179,14 +182,11 @@ fn local_scalar_dense(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
             ),
         ));
     }
-    let element = c
-        .importer
-        .graph
-        .add_value(ValueData::computed(TensorType {
-            dtype: ty.dtype,
-            shape: Vec::new(),
-            dim_order: Vec::new(),
-        }));
+    let element = c.importer.graph.add_value(ValueData::computed(TensorType {
+        dtype: ty.dtype,
+        shape: Vec::new(),
+        dim_order: Vec::new(),
+    }));
     c.emit_to(Op::Reshape(Reshape { input }), &[TensorRef::Ir(element)])?;
     let (kind, range) = element_scalar(ty.dtype);
     let origin = format!("{}: .item()", c.importer.symbols.origin);
@@ -267,10 +267,7 @@ fn arithmetic(c: &mut Call<'_, '_, '_>, op: Arithmetic) -> Result<(), ImportErro
 fn integer(c: &mut Call<'_, '_, '_>, op: SymOp) -> Result<(), ImportError> {
     let (a, b, kind) = promoted(c)?;
     if kind == ScalarKind::Float {
-        return Err(c.bad(
-            "a",
-            format!("{} of floats is not supported", op.name()),
-        ));
+        return Err(c.bad("a", format!("{} of floats is not supported", op.name())));
     }
     let (a, b) = (as_int(c, a)?, as_int(c, b)?);
     let result = c.sym_op(op, vec![a, b])?;

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::no_operands;
-use super::{ShapeContext, Expected, OpDef, OpError, Outputs, Slot};
+use super::{Expected, OpDef, OpError, Outputs, ShapeContext, Slot};
 use crate::graph::ValueId;
 use crate::types::{DType, TensorType};
 

@@ -116,15 +116,12 @@ pub fn pooled_dim(
         SymbolDef::Poly(padded.sub(&Poly::constant(span as i64))),
         what,
     )?;
-    cx.require(
-        SymbolDef::Op(SymOp::Le, vec![Term::int(0), fits]),
-        &|| {
-            format!(
-                "an input of size {input} padded by {padding} is smaller than a window of \
+    cx.require(SymbolDef::Op(SymOp::Le, vec![Term::int(0), fits]), &|| {
+        format!(
+            "an input of size {input} padded by {padding} is smaller than a window of \
                  {kernel} (dilation {dilation})"
-            )
-        },
-    )?;
+        )
+    })?;
     let rounding = if ceil_mode { stride as i64 - 1 } else { 0 };
     let windows = padded.sub(&Poly::constant(span as i64 - rounding));
     let out = floor_div_poly(cx, windows, stride as i64, what)?.add(&Poly::constant(1));
@@ -140,13 +137,13 @@ pub fn pooled_dim(
         what,
     )?;
     let dropped = term_of(cx, SymbolDef::Op(SymOp::Le, vec![limit, last_start]), what)?;
-    let fewer = term_of(
+    let fewer = term_of(cx, SymbolDef::Poly(out.sub(&Poly::constant(1))), what)?;
+    let out = term_of(cx, SymbolDef::Poly(out), what)?;
+    let chosen = term_of(
         cx,
-        SymbolDef::Poly(out.sub(&Poly::constant(1))),
+        SymbolDef::Op(SymOp::Ite, vec![dropped, fewer, out]),
         what,
     )?;
-    let out = term_of(cx, SymbolDef::Poly(out), what)?;
-    let chosen = term_of(cx, SymbolDef::Op(SymOp::Ite, vec![dropped, fewer, out]), what)?;
     chosen.as_dim().ok_or_else(|| OpError::Symbolic {
         what,
         problem: format!("{chosen} is negative"),
@@ -228,14 +225,14 @@ impl OpDef for Convolution {
                 "convolution of operands other than 4-D (ptec handles 2-D)",
             ));
         }
-        let channels = fixed(x[1], "input channels")?;
         let out_channels = fixed(w[0], "output channels")?;
         let groups = self.groups;
-        if groups == 0
-            || channels % groups != 0
-            || out_channels % groups != 0
-            || fixed(w[1], "weight channels")? != channels / groups
-        {
+        // The input has a group's weight channels per group (an input's
+        // symbolic channel count becomes that).
+        let channels = fixed(w[1], "weight channels")?
+            .checked_mul(groups)
+            .and_then(|channels| eq.equate(x[1], Dim::Fixed(channels)));
+        if groups == 0 || out_channels % groups != 0 || channels.is_none() {
             return Err(OpError::Attribute {
                 name: "groups",
                 value: groups.to_string(),

@@ -8,7 +8,7 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::expr::{Binary, Comparison, Expr, Unary, integer, real, zero};
-use super::{ShapeContext, Expected, LayoutRule, OpDef, OpError, Slot, broadcast};
+use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, broadcast};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Real, Scalar, TensorType};

@@ -7,7 +7,7 @@ use std::fmt;
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::elementwise::{Func, check_arity};
-use super::{ShapeContext, Expected, LayoutRule, OpDef, OpError, Slot, broadcast};
+use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, broadcast};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, TensorType};

@@ -1,7 +1,7 @@
 //! Gathers: ops that read elements at indices another tensor holds.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{ShapeContext, Expected, OpDef, OpError, Slot, axis, one};
+use super::{Expected, OpDef, OpError, ShapeContext, Slot, axis, one};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Dim, TensorType};

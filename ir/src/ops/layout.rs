@@ -5,8 +5,8 @@
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
 use super::{
-    Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly,
-    numel, one, poly_dim, shapes_of, show,
+    Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly, numel,
+    one, poly_dim, shapes_of, show,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -300,9 +300,9 @@ impl OpDef for Slice {
                 .all(|(axis, (&a, &b))| axis == dim || cx.equate(a, b).is_some())
             && match (from[dim].fixed(), to[dim].fixed(), start.fixed()) {
                 (Some(size), Some(0), Some(start)) => start <= size,
-                (Some(size), Some(len), Some(start)) => {
-                    start.checked_add(step.saturating_mul(len - 1)).is_some_and(|last| last < size)
-                }
+                (Some(size), Some(len), Some(start)) => start
+                    .checked_add(step.saturating_mul(len - 1))
+                    .is_some_and(|last| last < size),
                 _ => true,
             };
         if valid {

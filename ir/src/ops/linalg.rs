@@ -2,7 +2,7 @@
 //! epilogue.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{ShapeContext, Expected, OpDef, OpError, Slot, broadcast, one, shapes_of};
+use super::{Expected, OpDef, OpError, ShapeContext, Slot, broadcast, one, shapes_of};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Real, Scalar, TensorType};

@@ -357,10 +357,12 @@ impl ShapeContext for Identical<'_> {
 
 /// A dimension as a polynomial over the context's symbols.
 pub fn dim_poly(cx: &dyn ShapeContext, dim: Dim) -> Result<Poly, OpError> {
-    cx.symbols().dim_poly(dim).map_err(|error| OpError::Symbolic {
-        what: "a dimension",
-        problem: error.to_string(),
-    })
+    cx.symbols()
+        .dim_poly(dim)
+        .map_err(|error| OpError::Symbolic {
+            what: "a dimension",
+            problem: error.to_string(),
+        })
 }
 
 /// The term of a definition, or an error naming `what` when it is none
@@ -385,11 +387,7 @@ pub fn term_of(
 }
 
 /// The dimension a polynomial is.
-pub fn poly_dim(
-    cx: &mut dyn ShapeContext,
-    poly: Poly,
-    what: &'static str,
-) -> Result<Dim, OpError> {
+pub fn poly_dim(cx: &mut dyn ShapeContext, poly: Poly, what: &'static str) -> Result<Dim, OpError> {
     let term = term_of(cx, SymbolDef::Poly(poly), what)?;
     term.as_dim().ok_or_else(|| OpError::Symbolic {
         what,
@@ -411,10 +409,12 @@ pub fn floor_div_poly(
         SymbolDef::Op(SymOp::FloorDiv, vec![dividend, Term::int(b)]),
         what,
     )?;
-    cx.symbols().poly(quotient).map_err(|error| OpError::Symbolic {
-        what,
-        problem: error.to_string(),
-    })
+    cx.symbols()
+        .poly(quotient)
+        .map_err(|error| OpError::Symbolic {
+            what,
+            problem: error.to_string(),
+        })
 }
 
 /// The number of elements of a shape, as a polynomial.
@@ -480,6 +480,12 @@ pub fn broadcasts_to(from: &[Dim], to: &[Dim]) -> bool {
 pub fn show(shape: &[Dim]) -> String {
     let dims: Vec<String> = shape.iter().map(Dim::to_string).collect();
     format!("[{}]", dims.join(","))
+}
+
+/// Whether two shapes can be equal, equating their dimensions pairwise (at
+/// import, a symbol meeting a size becomes it).
+pub(crate) fn equate_shapes(eq: &mut dyn ShapeContext, a: &[Dim], b: &[Dim]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(&a, &b)| eq.equate(a, b).is_some())
 }
 
 /// The size of a dimension the op needs at compile time.

@@ -3,7 +3,7 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
-use super::{ShapeContext, Expected, LayoutRule, OpDef, OpError, axis, one, reduced};
+use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, axis, one, reduced};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, TensorType};
