@@ -220,6 +220,17 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         }
     }
 
+    pub(crate) fn add(&mut self, a: Size, b: Size) -> Size {
+        match (a, b) {
+            (Size::Const(x), Size::Const(y)) => Size::Const(x + y),
+            (Size::Const(0), other) | (other, Size::Const(0)) => other,
+            (Size::Const(x), Size::Dyn(v)) | (Size::Dyn(v), Size::Const(x)) => {
+                Size::Dyn(self.b.ins().iadd_imm_s(v, x))
+            }
+            (Size::Dyn(x), Size::Dyn(y)) => Size::Dyn(self.b.ins().iadd(x, y)),
+        }
+    }
+
     pub(crate) fn product(&mut self, sizes: &[Size]) -> Size {
         sizes
             .iter()

@@ -1114,7 +1114,9 @@ impl SymbolTable {
         // What each old symbol became; `None` for those dropped.
         let mut map: Vec<Option<Term>> = Vec::with_capacity(self.symbols.len());
         for (id, data) in self.iter() {
-            if !used[id.index()] {
+            // A replaced symbol maps to its replacement even when nothing
+            // needs it any more (types still name it until rewritten).
+            if !used[id.index()] && replace(id).is_none() {
                 map.push(None);
                 continue;
             }

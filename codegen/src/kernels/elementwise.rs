@@ -156,22 +156,18 @@ pub(crate) fn cat(
     let out_ty = e.graph().value(output).ty.clone();
     let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
     let out_base = e.address(output);
-    let mut position = 0i64;
+    let element = Size::Const(out_ty.dtype.size() as i64);
+    let mut position = Size::Const(0);
     for &input in &op.inputs {
         let ty = e.graph().value(input).ty.clone();
-        let along = ty.shape[dim]
-            .fixed()
-            .ok_or_else(|| e.unsupported("cat along a symbolic dimension"))?;
         let sizes = e.shape(&ty.shape);
-        let skip = e.mul(
-            out_strides[dim],
-            Size::Const(position * out_ty.dtype.size() as i64),
-        );
+        let start = e.mul(position, element);
+        let skip = e.mul(out_strides[dim], start);
         let base = e.add_size(out_base, skip);
         let input_operand = operand(e, input, &ty.shape);
         emit_copy(
             e,
-            sizes,
+            sizes.clone(),
             Operand {
                 base,
                 dtype: out_ty.dtype,
@@ -179,7 +175,7 @@ pub(crate) fn cat(
             },
             input_operand,
         )?;
-        position += along as i64;
+        position = e.add(position, sizes[dim]);
     }
     Ok(())
 }
