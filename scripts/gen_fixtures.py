@@ -217,6 +217,8 @@ class Fixture:
     make_cases: Callable[[], list[Inputs]]
     variants: tuple[str, ...]
     dynamic_shapes: Optional[tuple] = None
+    # Methods returning a constant, as LLM exports add (``get_max_seq_len``).
+    constant_methods: Optional[dict] = None
 
 
 def cond_cases() -> list[Inputs]:
@@ -279,11 +281,12 @@ FIXTURES = [
     ),
     Fixture(
         "dyn_seq",
-        "transformer block (causal attention, layer norm, MLP) over [1, seq, 16], seq dynamic (1..128); cases at seq 1, 7, 64, 128",
+        "transformer block (causal attention, layer norm, MLP) over [1, seq, 16], seq dynamic (1..128); cases at seq 1, 7, 64, 128; constant methods get_max_seq_len (int 128), use_kv_cache (bool) and get_rope_theta (float)",
         SeqBlock,
         lambda: [(torch.randn(1, n, 16),) for n in (7, 1, 64, 128)],
         ("portable",),
         dynamic_shapes=({1: torch.export.Dim("seq", min=1, max=128)},),
+        constant_methods={"get_max_seq_len": 128, "use_kv_cache": False, "get_rope_theta": 10000.0},
     ),
     Fixture(
         "dyn_cnn",
@@ -363,6 +366,7 @@ def export_bundled(fixture: Fixture, variant: str) -> tuple[bytes, list[Inputs],
         exported,
         partitioner=partitioners(variant),
         compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        constant_methods=fixture.constant_methods,
     )
     program = edge.to_executorch()
 

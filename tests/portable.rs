@@ -259,3 +259,33 @@ fn run_reads_and_writes_npy() {
         assert_eq!(*value, expected, "element {index}");
     }
 }
+
+/// The constant methods LLM exports add (`get_max_seq_len`, ...) take no
+/// inputs and answer an int, a bool or a float, as a 0-dim tensor of
+/// int64, bool or float64, on the JIT and through the C ABI.
+#[test]
+fn constant_methods_are_answered() {
+    let file = repo_dir().join("tests/fixtures/dyn_seq.portable.bpte");
+    for backend in ["jit", "aot"] {
+        for (method, expected) in [
+            ("get_max_seq_len", "output 0: int64[] [128.000000]"),
+            ("use_kv_cache", "output 0: bool[] [0.000000]"),
+            ("get_rope_theta", "output 0: float64[] [10000.000000]"),
+        ] {
+            let output = ptec(&[
+                "run",
+                "--backend",
+                backend,
+                "--method",
+                method,
+                &file.display().to_string(),
+            ]);
+            let printed = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success() && printed.trim() == expected,
+                "{backend} {method}: {printed}{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+}
