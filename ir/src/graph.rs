@@ -306,11 +306,12 @@ impl<'a> Graph<'a> {
         self.symbols = symbols;
     }
 
-    /// Every symbol the graph names outside the table: in values' types,
-    /// in ops' attributes.
+    /// Every symbol the graph names outside the table: in the types of the
+    /// values it uses, in ops' attributes.
     pub fn named_symbols(&self) -> Vec<SymbolId> {
         let mut named = Vec::new();
-        for value in &self.values {
+        let referenced = self.referenced_values();
+        for value in referenced.iter().map(|&id| &self.values[id.index()]) {
             named.extend(value.ty.shape.iter().filter_map(|dim| match dim {
                 Dim::Symbol(symbol) => Some(*symbol),
                 Dim::Fixed(_) => None,
