@@ -1357,7 +1357,7 @@ mod tests {
     }
 
     fn poly(table: &SymbolTable, term: Term) -> Poly {
-        table.poly(term).unwrap()
+        table.poly(term).expect("a valid expression")
     }
 
     #[test]
@@ -1366,18 +1366,25 @@ mod tests {
         let (a, b) = (Poly::symbol(s[0]), Poly::symbol(s[1]));
         let x = table
             .intern(SymbolDef::Poly(a.add(&b)), String::new)
-            .unwrap();
+            .expect("a valid expression");
         let y = table
             .intern(SymbolDef::Poly(b.add(&a)), String::new)
-            .unwrap();
+            .expect("a valid expression");
         assert_eq!(x, y);
         // (s0 + s1) + 2 - 2 is s0 + s1 again.
         let z = poly(&table, x).add(&Poly::constant(2));
-        let z = table.intern(SymbolDef::Poly(z), String::new).unwrap();
+        let z = table
+            .intern(SymbolDef::Poly(z), String::new)
+            .expect("a valid expression");
         let back = poly(&table, z).sub(&Poly::constant(2));
-        assert_eq!(table.intern(SymbolDef::Poly(back), String::new).unwrap(), x);
         assert_eq!(
-            table.symbol(x.symbol().unwrap()).range(),
+            table
+                .intern(SymbolDef::Poly(back), String::new)
+                .expect("a valid expression"),
+            x
+        );
+        assert_eq!(
+            table.symbol(x.symbol().expect("a symbol")).range(),
             Range { lo: 0, hi: 16 }
         );
     }
@@ -1386,20 +1393,22 @@ mod tests {
     fn division_by_a_factor_cancels() {
         let (mut table, s) = table_with_inputs(&[128]);
         let scaled = Poly::symbol(s[0]).scale(32);
-        let product = table.intern(SymbolDef::Poly(scaled), String::new).unwrap();
+        let product = table
+            .intern(SymbolDef::Poly(scaled), String::new)
+            .expect("a valid expression");
         let quotient = table
             .intern(
                 SymbolDef::Op(SymOp::FloorDiv, vec![product, Term::int(32)]),
                 String::new,
             )
-            .unwrap();
+            .expect("a valid expression");
         assert_eq!(quotient, Term::Symbol(s[0]));
         let remainder = table
             .intern(
                 SymbolDef::Op(SymOp::Mod, vec![product, Term::int(8)]),
                 String::new,
             )
-            .unwrap();
+            .expect("a valid expression");
         assert_eq!(remainder, Term::int(0));
     }
 
@@ -1411,27 +1420,27 @@ mod tests {
                 SymbolDef::Poly(Poly::symbol(s[0]).add(&Poly::constant(1))),
                 String::new,
             )
-            .unwrap();
+            .expect("a valid expression");
         let smaller = table
             .intern(
                 SymbolDef::Op(SymOp::Min, vec![plus_one, Term::Symbol(s[0])]),
                 String::new,
             )
-            .unwrap();
+            .expect("a valid expression");
         assert_eq!(smaller, Term::Symbol(s[0]));
         let below = table
             .intern(
                 SymbolDef::Op(SymOp::Lt, vec![Term::Symbol(s[0]), Term::int(17)]),
                 String::new,
             )
-            .unwrap();
+            .expect("a valid expression");
         assert_eq!(below, Term::Const(Scalar::Bool(true)));
         let open = table
             .intern(
                 SymbolDef::Op(SymOp::Lt, vec![Term::Symbol(s[0]), Term::int(8)]),
                 String::new,
             )
-            .unwrap();
+            .expect("a valid expression");
         assert!(open.symbol().is_some());
     }
 
@@ -1444,7 +1453,7 @@ mod tests {
                     SymbolDef::Op(op, vec![Term::int(a), Term::int(b)]),
                     String::new,
                 )
-                .unwrap()
+                .expect("a valid expression")
         };
         assert_eq!(fold(&mut table, SymOp::FloorDiv, -7, 2), Term::int(-4));
         assert_eq!(fold(&mut table, SymOp::Mod, -7, 2), Term::int(1));
@@ -1454,7 +1463,7 @@ mod tests {
                 SymbolDef::Op(SymOp::FloorDiv, vec![Term::int(1), Term::int(0)]),
                 String::new,
             )
-            .unwrap_err();
+            .expect_err("an invalid expression");
         assert!(matches!(error, SymbolError::DivisionByZero(_)));
         assert_eq!(round_half_even(2.5), 2.0);
         assert_eq!(round_half_even(3.5), 4.0);
@@ -1469,7 +1478,7 @@ mod tests {
                 SymbolDef::Op(SymOp::Not, vec![Term::Symbol(s[0])]),
                 String::new,
             )
-            .unwrap_err();
+            .expect_err("an invalid expression");
         assert!(matches!(error, SymbolError::Kinds { .. }));
     }
 
@@ -1481,13 +1490,13 @@ mod tests {
                 SymbolDef::Poly(Poly::symbol(s[0]).add(&Poly::symbol(s[1]))),
                 || "sum".into(),
             )
-            .unwrap()
+            .expect("a valid expression")
             .symbol()
-            .unwrap();
+            .expect("a symbol");
         // The sum is equated with 6.
         let (rebuilt, map) = table
             .rebuild(|symbol| (symbol == sum).then_some(Term::int(6)), s.clone())
-            .unwrap();
+            .expect("a valid expression");
         assert_eq!(map[sum.index()], Term::int(6));
         assert_eq!(rebuilt.checks().len(), 1);
         let condition = rebuilt.symbol(rebuilt.checks()[0].condition);
