@@ -241,6 +241,7 @@ fn c_example_runs_compiled_models() {
         "add",
         "dyn_batch",
         "dyn_seq",
+        "dyn_cnn",
         "sym_ops",
         "linear_relu",
         "conv_bn",

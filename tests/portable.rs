@@ -12,41 +12,12 @@ use common::{
 };
 use serde_json::Value;
 
-/// Feature fixtures ptec cannot compile yet, with what its error must say.
-const FIXTURES_NOT_YET_SUPPORTED: &[(&str, &str)] = &[(
-    "dyn_cnn.portable.bpte",
-    "convolution input other than a fixed-size f32 tensor",
-)];
-
-/// The portable feature fixtures, less the ones not supported yet.
+/// The portable feature fixtures.
 fn portable_fixtures() -> Vec<PathBuf> {
     fixture_files()
         .into_iter()
         .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
-        .filter(|path| {
-            !FIXTURES_NOT_YET_SUPPORTED
-                .iter()
-                .any(|(name, _)| path.ends_with(name))
-        })
         .collect()
-}
-
-#[test]
-fn unsupported_fixtures_fail_with_their_reason() {
-    let files: Vec<PathBuf> = FIXTURES_NOT_YET_SUPPORTED
-        .iter()
-        .map(|(name, _)| repo_dir().join("tests/fixtures").join(name))
-        .collect();
-    for (report, (name, message)) in ptec_test(&files, &[])
-        .iter()
-        .zip(FIXTURES_NOT_YET_SUPPORTED)
-    {
-        let error = report["error"].as_str().unwrap_or_default();
-        assert!(
-            report["pass"] != Value::Bool(true) && error.contains(message),
-            "{name}: expected an error containing {message:?}, got {report}"
-        );
-    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! 2-D convolutions with an NCHW result, and pooling over contiguous NCHW
 //! f32 tensors. (Convolutions with a channels-last result are in
-//! `conv_nhwc.rs`.)
+//! `conv_nhwc.rs`; those over sizes known only at run time in
+//! `conv_dynamic.rs`.)
 //!
 //! Pointwise convolutions (1x1, stride 1, no padding, one group) of an NCHW
 //! input are GEMMs: weight [Co, Ci] times each image [Ci, H*W]. Others first
@@ -18,6 +19,7 @@ use cranelift_codegen::ir::{
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, ValueId, strides_in_order};
 
+use super::conv_dynamic;
 use super::conv_nhwc::{self, ChannelsLast};
 use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
 use super::map::{Operand, emit_copy};
@@ -123,6 +125,9 @@ pub(super) fn convolution(
         residual,
         ..Epilogue::clamped(op.clamp)
     };
+    if conv_dynamic::is_dynamic(e, &[op.input, output]) {
+        return conv_dynamic::convolution(e, op, output, epilogue);
+    }
     convolve(e, op, output, epilogue)
 }
 
@@ -744,7 +749,7 @@ fn max_pool_inside(
 
 /// `value` where it is larger than `best` or NaN, else `best` (which stays
 /// NaN once it is): max pooling's NaN propagation.
-fn max_keeping_nan(e: &mut Emitter<'_, '_, '_>, best: Value, value: Value) -> Value {
+pub(super) fn max_keeping_nan(e: &mut Emitter<'_, '_, '_>, best: Value, value: Value) -> Value {
     let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, best);
     let nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
     let take = e.b.ins().bor(greater, nan);
@@ -758,15 +763,23 @@ pub(super) fn max_pool(
     op: &MaxPool2d,
     outputs: &[ValueId],
 ) -> Result<(), CodegenError> {
-    if max_pool_inside(e, op, outputs)? {
-        return Ok(());
-    }
     let window = Window {
         kernel: op.kernel,
         stride: op.stride,
         padding: op.padding,
         dilation: op.dilation,
     };
+    if conv_dynamic::is_dynamic(e, &[op.input, outputs[0]]) {
+        if let Some(&indices) = outputs.get(1)
+            && (!e.graph().readers(indices).is_empty() || e.graph().is_live_out(indices))
+        {
+            return Err(e.unsupported("max pooling indices over sizes known only at run time"));
+        }
+        return conv_dynamic::pooling(e, op.input, outputs[0], window, None);
+    }
+    if max_pool_inside(e, op, outputs)? {
+        return Ok(());
+    }
     pooling(e, op.input, outputs, window, None)
 }
 
@@ -781,16 +794,20 @@ pub(super) fn avg_pool(
         padding: op.padding,
         dilation: [1, 1],
     };
-    pooling(e, op.input, &[output], window, Some(op.count_include_pad))
+    let average = Some(op.count_include_pad);
+    if conv_dynamic::is_dynamic(e, &[op.input, output]) {
+        return conv_dynamic::pooling(e, op.input, output, window, average);
+    }
+    pooling(e, op.input, &[output], window, average)
 }
 
 /// The windows of a pooling.
 #[derive(Clone, Copy)]
-struct Window {
-    kernel: Pair,
-    stride: Pair,
-    padding: Pair,
-    dilation: Pair,
+pub(super) struct Window {
+    pub kernel: Pair,
+    pub stride: Pair,
+    pub padding: Pair,
+    pub dilation: Pair,
 }
 
 /// Visits every pooling window position of every plane, giving the window's

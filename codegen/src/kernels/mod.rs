@@ -5,6 +5,7 @@
 //! or refuses it; [`support`] is the CPU's answer for each kind of op.
 
 mod conv;
+mod conv_dynamic;
 mod conv_nhwc;
 mod elementwise;
 mod expr;
