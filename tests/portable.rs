@@ -161,11 +161,11 @@ fn failures_are_reported() {
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("unknown pass"));
 }
 
-/// Writes an int64 tensor as a `.npy` file.
-fn write_i64(path: &Path, shape: &[u64], values: &[i64]) {
+/// Writes a tensor as a `.npy` file.
+fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], values: &[T]) {
     use npyz::WriterBuilder as _;
     let file = std::fs::File::create(path).expect("temporary file");
-    let mut writer = npyz::WriteOptions::<i64>::new()
+    let mut writer = npyz::WriteOptions::<T>::new()
         .default_dtype()
         .shape(shape)
         .writer(std::io::BufWriter::new(file))
@@ -182,8 +182,8 @@ fn integer_division_by_zero_is_an_error() {
     let dir = std::env::temp_dir().join(format!("ptec-div-zero-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary folder");
     let (numerator, denominator) = (dir.join("a.npy"), dir.join("b.npy"));
-    write_i64(&numerator, &[3, 4], &(1..=12).collect::<Vec<_>>());
-    write_i64(&denominator, &[4], &[3, -2, 0, 5]);
+    write_npy(&numerator, &[3, 4], &(1..=12).collect::<Vec<_>>());
+    write_npy(&denominator, &[4], &[3, -2, 0, 5]);
     let file = repo_dir().join("tests/fixtures/ops/floor_divide_int64.portable.bpte");
     let output = ptec(&[
         "run",
@@ -287,4 +287,35 @@ fn constant_methods_are_answered() {
             );
         }
     }
+}
+
+/// A size above an input's bound, or one that breaks what the program
+/// requires of its sizes, is an error naming the input and dimension, on
+/// the JIT and through the C ABI.
+#[test]
+fn sizes_above_their_bound_are_errors() {
+    let dir = std::env::temp_dir().join(format!("ptec-above-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary folder");
+    let input = dir.join("x.npy");
+    write_npy(&input, &[1, 129, 16], &vec![0f32; 129 * 16]);
+    let file = repo_dir().join("tests/fixtures/dyn_seq.portable.bpte");
+    for (backend, expected) in [
+        ("jit", "input 0: dimension 1 is 129, above its bound 128"),
+        ("aot", "a dynamic size is above its bound"),
+    ] {
+        let output = ptec(&[
+            "run",
+            "--backend",
+            backend,
+            file.to_str().expect("utf-8 path"),
+            "--input",
+            input.to_str().expect("utf-8 path"),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.code() == Some(1) && stderr.contains(expected),
+            "{backend}: {stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
