@@ -182,8 +182,8 @@ fn integer_division_by_zero_is_an_error() {
     let dir = std::env::temp_dir().join(format!("ptec-div-zero-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary folder");
     let (numerator, denominator) = (dir.join("a.npy"), dir.join("b.npy"));
-    write_npy(&numerator, &[3, 4], &(1..=12).collect::<Vec<_>>());
-    write_npy(&denominator, &[4], &[3, -2, 0, 5]);
+    write_npy(&numerator, &[3, 4], &(1..=12).collect::<Vec<i64>>());
+    write_npy(&denominator, &[4], &[3i64, -2, 0, 5]);
     let file = repo_dir().join("tests/fixtures/ops/floor_divide_int64.portable.bpte");
     let output = ptec(&[
         "run",
