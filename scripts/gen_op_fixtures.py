@@ -20,6 +20,8 @@ broken environment) or if the files grow too large to commit.
 
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_op_fixtures.py [OUT_DIR]      # default: tests/fixtures/ops
+    $ANCHOR_PY scripts/gen_op_fixtures.py --only NAME... # just these fixtures; the
+                                                         # others' files and entries stay
 """
 
 import argparse
@@ -249,7 +251,10 @@ class OpFixture:
     """One operator (or edge case) and its test inputs.
 
     ``make_cases`` returns the inputs of every test case; the first one is also
-    the example input given to the exporter.
+    the example input given to the exporter. ``preserve`` lists ATen operators
+    the exporter must keep rather than decompose (``EdgeCompileConfig``'s
+    ``preserve_ops``), for kernels such as ``stack`` or ``roll`` that a program
+    only calls when it is exported so.
     """
 
     name: str
@@ -257,13 +262,16 @@ class OpFixture:
     description: str
     make_model: Callable[[], nn.Module]
     make_cases: Callable[[], list[Inputs]]
+    # Operators the exporter must keep rather than decompose into core ATen
+    # (``aten::glu.out`` is otherwise a slice, a sigmoid and a product).
+    preserve: tuple = ()
 
 
 FIXTURES: list[OpFixture] = []
 
 
-def fixture(name: str, op: str, description: str, make_model, make_cases) -> None:
-    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases))
+def fixture(name: str, op: str, description: str, make_model, make_cases, preserve: tuple = ()) -> None:
+    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases, preserve))
 
 
 def unary(name: str, op: str, f: Callable, make_input: Callable[[], torch.Tensor], note: str = "") -> None:
@@ -957,6 +965,592 @@ fixture(
 )
 
 
+# ---- copies, views, strided reads, rolls and triangles (every dtype moves as it is)
+
+aten = torch.ops.aten
+
+
+def distinct(*shape, dtype=torch.float32) -> torch.Tensor:
+    """Distinct values in random order (no ties), as ``dtype``."""
+    count = math.prod(shape)
+    return (torch.randperm(count).float() - count / 2).reshape(shape).to(dtype)
+
+
+fixture(
+    "alias_copy_int64",
+    "alias_copy",
+    "torch.ops.aten.alias_copy(x), int64 [3,4]",
+    fn(lambda x: aten.alias_copy(x)),
+    twice(lambda: (ints(-(2**40), 2**40, 3, 4),)),
+)
+fixture(
+    "detach_copy_bool",
+    "detach_copy",
+    "torch.ops.aten.detach_copy(x), bool [3,4]",
+    fn(lambda x: aten.detach_copy(x)),
+    twice(lambda: (bools(3, 4),)),
+)
+fixture(
+    "lift_fresh_copy_float16",
+    "lift_fresh_copy",
+    "torch.ops.aten.lift_fresh_copy(x), float16 [2,3]",
+    fn(lambda x: aten.lift_fresh_copy(x)),
+    twice(lambda: (randn(2, 3, dtype=torch.float16),)),
+    preserve=(aten.lift_fresh_copy.default,),
+)
+fixture(
+    "narrow_copy_float16",
+    "narrow_copy",
+    "torch.ops.aten.narrow_copy(x, -1, 1, 3), float16 [2,5]",
+    fn(lambda x: aten.narrow_copy(x, -1, 1, 3)),
+    twice(lambda: (randn(2, 5, dtype=torch.float16),)),
+)
+fixture(
+    "expand_bool",
+    "expand",
+    "x.expand(2, 3, -1), bool [3,1] -> [2,3,1] (new leading dim, -1 keeps one)",
+    fn(lambda x: x.expand(2, 3, -1)),
+    twice(lambda: (bools(3, 1),)),
+)
+fixture(
+    "expand_float16",
+    "expand",
+    "x.expand(4, 3), float16 [1,3]",
+    fn(lambda x: x.expand(4, 3)),
+    twice(lambda: (randn(1, 3, dtype=torch.float16),)),
+)
+fixture(
+    "split_copy_int64",
+    "split_copy",
+    "torch.split(x, 2, dim=1), int64 [3,5,2] (pieces 2, 2, 1; split_copy kept)",
+    fn(lambda x: torch.split(x, 2, dim=1)),
+    twice(lambda: (ints(-9, 9, 3, 5, 2),)),
+    preserve=(aten.split.Tensor,),
+)
+fixture(
+    "unbind_copy_bool",
+    "unbind_copy",
+    "torch.unbind(x, -1), bool [2,3,3] (three outputs; unbind_copy kept)",
+    fn(lambda x: torch.unbind(x, -1)),
+    twice(lambda: (bools(2, 3, 3),)),
+    preserve=(aten.unbind.int,),
+)
+fixture(
+    "stack_float16",
+    "stack",
+    "torch.stack([a, b, c], dim=-1), float16 [2,3] each (stack kept)",
+    fn(lambda a, b, c: torch.stack([a, b, c], dim=-1)),
+    twice(lambda: (randn(2, 3, dtype=torch.float16), randn(2, 3, dtype=torch.float16), randn(2, 3, dtype=torch.float16))),
+    preserve=(aten.stack.default,),
+)
+fixture(
+    "stack_0dim_int64",
+    "stack",
+    "torch.stack([a, b]), int64 0-dim each -> [2] (stack kept)",
+    fn(lambda a, b: torch.stack([a, b])),
+    twice(lambda: (ints(-9, 9), ints(-9, 9))),
+    preserve=(aten.stack.default,),
+)
+fixture(
+    "flip",
+    "flip",
+    "torch.flip(x, [0, -1]), float32 [3,4,5]",
+    fn(lambda x: torch.flip(x, [0, -1])),
+    twice(lambda: (randn(3, 4, 5),)),
+)
+fixture(
+    "flip_bool",
+    "flip",
+    "torch.flip(x, [1]), bool [3,5]",
+    fn(lambda x: torch.flip(x, [1])),
+    twice(lambda: (bools(3, 5),)),
+)
+fixture(
+    "flip_empty",
+    "flip",
+    "torch.flip(x, [0, 1]), int64 [0,3] (nothing to read)",
+    fn(lambda x: torch.flip(x, [0, 1])),
+    twice(lambda: (ints(0, 9, 0, 3),)),
+)
+fixture(
+    "diagonal_copy",
+    "diagonal_copy",
+    "torch.diagonal(x, 1, -1, 0), float32 [4,3,5] (offset above the main diagonal, dims out of order)",
+    fn(lambda x: torch.diagonal(x, 1, -1, 0)),
+    twice(lambda: (randn(4, 3, 5),)),
+)
+fixture(
+    "diagonal_copy_int64_below",
+    "diagonal_copy",
+    "torch.diagonal(x, -2), int64 [5,4] (below the main diagonal)",
+    fn(lambda x: torch.diagonal(x, -2)),
+    twice(lambda: (ints(-(2**40), 2**40, 5, 4),)),
+)
+fixture(
+    "as_strided_copy",
+    "as_strided_copy",
+    "torch.as_strided(x, (3, 3), (4, 2), 1), float32 [4,5] (overlapping windows, storage offset)",
+    fn(lambda x: torch.as_strided(x, (3, 3), (4, 2), 1)),
+    twice(lambda: (randn(4, 5),)),
+)
+fixture(
+    "unfold_copy",
+    "unfold_copy",
+    "x.unfold(-1, 3, 2), float32 [2,7] -> [2,3,3]",
+    fn(lambda x: x.unfold(-1, 3, 2)),
+    twice(lambda: (randn(2, 7),)),
+)
+fixture(
+    "unfold_copy_bool",
+    "unfold_copy",
+    "x.unfold(0, 2, 1), bool [4,3] -> [3,3,2]",
+    fn(lambda x: x.unfold(0, 2, 1)),
+    twice(lambda: (bools(4, 3),)),
+)
+fixture(
+    "roll",
+    "roll",
+    "torch.roll(x, (1, -2), (0, -1)), float32 [3,4,5] (roll kept)",
+    fn(lambda x: torch.roll(x, (1, -2), (0, -1))),
+    twice(lambda: (randn(3, 4, 5),)),
+    preserve=(aten.roll.default,),
+)
+fixture(
+    "roll_flat_int64",
+    "roll",
+    "torch.roll(x, 7), int64 [2,5] (no dims: the flattened tensor; roll kept)",
+    fn(lambda x: torch.roll(x, 7)),
+    twice(lambda: (ints(-9, 9, 2, 5),)),
+    preserve=(aten.roll.default,),
+)
+fixture(
+    "tril",
+    "tril",
+    "torch.tril(x), float32 [2,3,4] (tril kept)",
+    fn(lambda x: torch.tril(x)),
+    twice(lambda: (randn(2, 3, 4),)),
+    preserve=(aten.tril.default,),
+)
+fixture(
+    "tril_int64_offsets",
+    "tril",
+    "torch.tril(x, -1) and torch.tril(x, 2), int64 [4,3] (tril kept)",
+    fn(lambda x: (torch.tril(x, -1), torch.tril(x, 2))),
+    twice(lambda: (ints(-9, 9, 4, 3),)),
+    preserve=(aten.tril.default,),
+)
+fixture(
+    "pixel_shuffle",
+    "pixel_shuffle",
+    "F.pixel_shuffle(x, 2), float32 [1,8,2,3] (pixel_shuffle kept)",
+    fn(lambda x: F.pixel_shuffle(x, 2)),
+    twice(lambda: (randn(1, 8, 2, 3),)),
+    preserve=(aten.pixel_shuffle.default,),
+)
+fixture(
+    "pixel_unshuffle_int64",
+    "pixel_unshuffle",
+    "F.pixel_unshuffle(x, 2), int64 [2,1,4,6] (pixel_unshuffle kept)",
+    fn(lambda x: F.pixel_unshuffle(x, 2)),
+    twice(lambda: (ints(-9, 9, 2, 1, 4, 6),)),
+    preserve=(aten.pixel_unshuffle.default,),
+)
+fixture(
+    "select_scatter",
+    "select_scatter",
+    "torch.select_scatter(x, src, 1, -1), float32 [3,4,5], src [3,5] (select_scatter kept)",
+    fn(lambda x, src: torch.select_scatter(x, src, 1, -1)),
+    twice(lambda: (randn(3, 4, 5), randn(3, 5))),
+    preserve=(aten.select_scatter.default,),
+)
+fixture(
+    "slice_scatter",
+    "slice_scatter",
+    "torch.slice_scatter(x, src, 2, 1, 5, 2), float32 [3,4,6], src [3,4,2]",
+    fn(lambda x, src: torch.slice_scatter(x, src, 2, 1, 5, 2)),
+    twice(lambda: (randn(3, 4, 6), randn(3, 4, 2))),
+)
+fixture(
+    "slice_scatter_bool",
+    "slice_scatter",
+    "torch.slice_scatter(x, src, 0, -2), bool [5,3], src [2,3] (negative start)",
+    fn(lambda x, src: torch.slice_scatter(x, src, 0, -2)),
+    twice(lambda: (bools(5, 3), bools(2, 3))),
+)
+
+
+# ---- padding (constant with negative amounts, reflection, replication)
+
+fixture(
+    "pad_negative",
+    "constant_pad_nd",
+    "F.pad(x, (-1, 2, 1, -2), value=1.5), float32 [2,4,5] (negative padding crops)",
+    fn(lambda x: F.pad(x, (-1, 2, 1, -2), value=1.5)),
+    twice(lambda: (randn(2, 4, 5),)),
+)
+fixture(
+    "pad_int64_crop",
+    "constant_pad_nd",
+    "F.pad(x, (-2, -1)), int64 [3,5] (cropping only)",
+    fn(lambda x: F.pad(x, (-2, -1))),
+    twice(lambda: (ints(-9, 9, 3, 5),)),
+)
+fixture(
+    "reflection_pad1d",
+    "reflection_pad1d",
+    "F.pad(x, (2, 3), mode='reflect'), float32 [2,3,5] (reflection_pad1d kept)",
+    fn(lambda x: F.pad(x, (2, 3), mode="reflect")),
+    twice(lambda: (randn(2, 3, 5),)),
+    preserve=(aten.reflection_pad1d.default,),
+)
+fixture(
+    "reflection_pad2d_float16",
+    "reflection_pad2d",
+    "aten.reflection_pad2d(x, [1, 2, 2, -1]), float16 [1,2,4,5] (one side crops; kept)",
+    fn(lambda x: aten.reflection_pad2d(x, [1, 2, 2, -1])),
+    twice(lambda: (randn(1, 2, 4, 5, dtype=torch.float16),)),
+    preserve=(aten.reflection_pad2d.default,),
+)
+fixture(
+    "reflection_pad3d",
+    "reflection_pad3d",
+    "F.pad(x, (1, 1, 0, 2, 1, 0), mode='reflect'), float32 [1,2,3,3,4] (reflection_pad3d kept)",
+    fn(lambda x: F.pad(x, (1, 1, 0, 2, 1, 0), mode="reflect")),
+    twice(lambda: (randn(1, 2, 3, 3, 4),)),
+    preserve=(aten.reflection_pad3d.default,),
+)
+fixture(
+    "replication_pad1d_int64",
+    "replication_pad1d",
+    "F.pad(x, (3, 1), mode='replicate'), int64 [2,4] (replication_pad1d kept)",
+    fn(lambda x: F.pad(x, (3, 1), mode="replicate")),
+    twice(lambda: (ints(-9, 9, 2, 4),)),
+    preserve=(aten.replication_pad1d.default,),
+)
+fixture(
+    "replication_pad2d",
+    "replication_pad2d",
+    "F.pad(x, (2, 0, 1, 3), mode='replicate'), float32 [1,2,3,4] (replication_pad2d kept)",
+    fn(lambda x: F.pad(x, (2, 0, 1, 3), mode="replicate")),
+    twice(lambda: (randn(1, 2, 3, 4),)),
+    preserve=(aten.replication_pad2d.default,),
+)
+fixture(
+    "replication_pad3d_int32",
+    "replication_pad3d",
+    "aten.replication_pad3d(x, [1, 0, 0, 1, 2, -1]), int32 [2,2,3,3] (replication_pad3d kept)",
+    fn(lambda x: aten.replication_pad3d(x, [1, 0, 0, 1, 2, -1])),
+    twice(lambda: (ints(-9, 9, 2, 2, 3, 3, dtype=torch.int32),)),
+    preserve=(aten.replication_pad3d.default,),
+)
+
+
+# ---- gathers, scatters and advanced indexing (indices checked at run time)
+
+fixture(
+    "gather_int64",
+    "gather",
+    "torch.gather(x, -2, idx), int64 [4,3], idx [2,2] (smaller than x along dim 1)",
+    fn(lambda x, i: torch.gather(x, -2, i)),
+    twice(lambda: (ints(-(2**40), 2**40, 4, 3), ints(0, 4, 2, 2))),
+)
+fixture(
+    "gather_float16",
+    "gather",
+    "torch.gather(x, 1, idx), float16 [2,5], idx [2,4] with repeats",
+    fn(lambda x, i: torch.gather(x, 1, i)),
+    twice(lambda: (randn(2, 5, dtype=torch.float16), ints(0, 5, 2, 4))),
+)
+fixture(
+    "gather_0dim",
+    "gather",
+    "torch.gather(x, 0, idx), float32 0-dim x and idx",
+    fn(lambda x, i: torch.gather(x, 0, i)),
+    twice(lambda: (randn(), torch.tensor(0))),
+)
+fixture(
+    "gather_empty",
+    "gather",
+    "torch.gather(x, 1, idx), float32 [3,4], idx [3,0] (nothing gathered)",
+    fn(lambda x, i: torch.gather(x, 1, i)),
+    twice(lambda: (randn(3, 4), ints(0, 4, 3, 0))),
+)
+fixture(
+    "scatter",
+    "scatter",
+    "torch.scatter(x, 1, idx, src), float32 [3,5], idx [3,2] distinct per row, src [3,3]",
+    fn(lambda x, i, src: torch.scatter(x, 1, i, src)),
+    twice(lambda: (randn(3, 5), torch.stack([torch.randperm(5)[:2] for _ in range(3)]), randn(3, 3))),
+)
+fixture(
+    "scatter_value_int64",
+    "scatter",
+    "torch.scatter(x, 0, idx, 7), int64 [4,3], idx [2,3] (a scalar value)",
+    fn(lambda x, i: torch.scatter(x, 0, i, 7)),
+    twice(lambda: (ints(-9, 9, 4, 3), torch.stack([torch.randperm(4)[:2] for _ in range(3)], dim=1))),
+)
+fixture(
+    "scatter_add",
+    "scatter_add",
+    "torch.scatter_add(x, 1, idx, src), float32 [2,4], idx [2,6] with duplicates (summed in order)",
+    fn(lambda x, i, src: torch.scatter_add(x, 1, i, src)),
+    twice(lambda: (randn(2, 4), ints(0, 4, 2, 6), randn(2, 6) * 100.0)),
+)
+fixture(
+    "scatter_add_int64",
+    "scatter_add",
+    "torch.scatter_add(x, 0, idx, src), int64 [3,2], idx [5,2] with duplicates",
+    fn(lambda x, i, src: torch.scatter_add(x, 0, i, src)),
+    twice(lambda: (ints(-9, 9, 3, 2), ints(0, 3, 5, 2), ints(-9, 9, 5, 2))),
+)
+fixture(
+    "scatter_add_float16",
+    "scatter_add",
+    "torch.scatter_add(x, 0, idx, src), float16 [3], idx [6] with duplicates (summed in float32, rounded once, as PyTorch does)",
+    fn(lambda x, i, src: torch.scatter_add(x, 0, i, src)),
+    twice(lambda: (randn(3, dtype=torch.float16), ints(0, 3, 6), randn(6, dtype=torch.float16))),
+)
+fixture(
+    "index_tensor_separated",
+    "index",
+    "x[i, :, j], float32 [4,3,5], i [2,1] and j [3] broadcast (separated: broadcast dims first)",
+    fn(lambda x, i, j: x[i, :, j]),
+    twice(lambda: (randn(4, 3, 5), ints(-4, 4, 2, 1), ints(-5, 5, 3))),
+)
+fixture(
+    "index_tensor_adjacent_int64",
+    "index",
+    "x[:, i, j], int64 [2,4,5], i [3], j [3] (adjacent: in place), negative indices",
+    fn(lambda x, i, j: x[:, i, j]),
+    twice(lambda: (ints(-9, 9, 2, 4, 5), ints(-4, 4, 3), ints(-5, 5, 3))),
+)
+fixture(
+    "index_tensor_bool",
+    "index",
+    "x[:, i], bool [3,4], i [2,2]",
+    fn(lambda x, i: x[:, i]),
+    twice(lambda: (bools(3, 4), ints(0, 4, 2, 2))),
+)
+fixture(
+    "index_tensor_float16_int32",
+    "index",
+    "x[i], float16 [5,2], int32 i [3]",
+    fn(lambda x, i: x[i]),
+    twice(lambda: (randn(5, 2, dtype=torch.float16), ints(-5, 5, 3, dtype=torch.int32))),
+)
+fixture(
+    "index_put",
+    "index_put",
+    "torch.index_put(x, (i,), v), float32 [5,3], distinct i [3] with negatives, v [3,3]",
+    fn(lambda x, i, v: torch.index_put(x, (i,), v)),
+    twice(lambda: (randn(5, 3), torch.randperm(5)[:3] - 2, randn(3, 3))),
+)
+fixture(
+    "index_put_accumulate",
+    "index_put",
+    "torch.index_put(x, (i, j), v, accumulate=True), float32 [3,4], i and j [6] with repeated pairs, v [6]",
+    fn(lambda x, i, j, v: torch.index_put(x, (i, j), v, accumulate=True)),
+    twice(lambda: (randn(3, 4), ints(0, 2, 6), ints(0, 2, 6), randn(6) * 100.0)),
+)
+def put_columns(x, i, v):
+    """``x[:, i] = v`` on a copy (index_put with indices (None, i))."""
+    y = x.clone()
+    y[:, i] = v
+    return y
+
+
+fixture(
+    "index_put_broadcast_int64",
+    "index_put",
+    "y[:, i] = v, int64 [2,4,3], i [2], v [3] broadcast (indices (None, i))",
+    fn(put_columns),
+    twice(lambda: (ints(-9, 9, 2, 4, 3), torch.randperm(4)[:2], ints(-9, 9, 3))),
+)
+fixture(
+    "index_put_mask",
+    "index_put",
+    "y = x.clone(); y[x > 0] = 0.5, float32 [3,4] (a boolean mask written with one value)",
+    fn(lambda x: torch.index_put(x, (x > 0,), torch.tensor(0.5))),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "masked_scatter",
+    "masked_scatter",
+    "x.masked_scatter(mask, src), float32 [3,4], bool mask [4] (broadcast), src [13]",
+    fn(lambda x, m, src: x.masked_scatter(m, src)),
+    twice(lambda: (randn(3, 4), bools(4), randn(13))),
+)
+fixture(
+    "masked_scatter_int64",
+    "masked_scatter",
+    "x.masked_scatter(mask, src), int64 [2,3], bool mask [2,3], src [2,3]",
+    fn(lambda x, m, src: x.masked_scatter(m, src)),
+    twice(lambda: (ints(-9, 9, 2, 3), bools(2, 3), ints(-9, 9, 2, 3))),
+)
+fixture(
+    "masked_select",
+    "masked_select",
+    "x.masked_select(x > 0), float32 [3,4] (the result's size depends on the data)",
+    fn(lambda x: x.masked_select(x > 0)),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "nonzero",
+    "nonzero",
+    "x.nonzero(), int64 [3,4] (the result's size depends on the data)",
+    fn(lambda x: x.nonzero()),
+    twice(lambda: (ints(-1, 2, 3, 4),)),
+)
+fixture(
+    "view_as_real",
+    "view_as_real_copy",
+    "torch.view_as_real(torch.complex(x, y)), float32 [3] (a complex tensor)",
+    fn(lambda x, y: torch.view_as_real(torch.complex(x, y))),
+    twice(lambda: (randn(3), randn(3))),
+)
+fixture(
+    "index_select_bool",
+    "index_select",
+    "torch.index_select(x, 0, idx), bool [4,3], idx [5] with repeats",
+    fn(lambda x, i: torch.index_select(x, 0, i)),
+    twice(lambda: (bools(4, 3), ints(0, 4, 5))),
+)
+fixture(
+    "index_select_0dim_index",
+    "index_select",
+    "torch.index_select(x, 1, idx), int64 [3,4], 0-dim idx",
+    fn(lambda x, i: torch.index_select(x, 1, i)),
+    twice(lambda: (ints(-9, 9, 3, 4), ints(0, 4))),
+)
+fixture(
+    "index_select_empty",
+    "index_select",
+    "torch.index_select(x, 0, idx), float32 [4,3], idx [0]",
+    fn(lambda x, i: torch.index_select(x, 0, i)),
+    twice(lambda: (randn(4, 3), ints(0, 4, 0))),
+)
+fixture(
+    "embedding_float16_int32",
+    "embedding",
+    "F.embedding(ids, w), float16 table [6,3], int32 ids [2,3]",
+    fn(lambda w, i: F.embedding(i, w)),
+    twice(lambda: (randn(6, 3, dtype=torch.float16), ints(0, 6, 2, 3, dtype=torch.int32))),
+)
+
+
+# ---- top-k and repeat_interleave
+
+fixture(
+    "topk",
+    "topk",
+    "torch.topk(x, 3), float32 [3,6] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 3))),
+    twice(lambda: (distinct(3, 6),)),
+)
+fixture(
+    "topk_smallest_dim0",
+    "topk",
+    "torch.topk(x, 2, dim=0, largest=False), float32 [4,3] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 2, dim=0, largest=False))),
+    twice(lambda: (distinct(4, 3),)),
+)
+fixture(
+    "topk_nan",
+    "topk",
+    "torch.topk(x, 2) and torch.topk(x, 2, largest=False), float32 [2,5] with one NaN per row (NaN is the largest)",
+    fn(lambda x: (*torch.topk(x, 2), *torch.topk(x, 2, largest=False))),
+    twice(lambda: (torch.stack([planted(distinct(5), (NAN,)) for _ in range(2)]),)),
+)
+fixture(
+    "topk_int64",
+    "topk",
+    "torch.topk(x, 4), int64 [2,7] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 4))),
+    twice(lambda: (distinct(2, 7, dtype=torch.int64),)),
+)
+fixture(
+    "topk_float16",
+    "topk",
+    "torch.topk(x, 2, dim=1), float16 [2,4,3] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 2, dim=1))),
+    twice(lambda: (distinct(2, 4, 3, dtype=torch.float16),)),
+)
+fixture(
+    "repeat_interleave",
+    "repeat_interleave",
+    "torch.repeat_interleave(r, output_size=6), int64 counts [3] adding up to 6",
+    fn(lambda r: torch.repeat_interleave(r, output_size=6)),
+    lambda: [(torch.tensor([1, 2, 3]),), (torch.tensor([3, 0, 3]),)],
+)
+
+# the remaining dtypes: bfloat16, float64 and the narrow integers move and index alike
+fixture(
+    "flip_bfloat16",
+    "flip",
+    "torch.flip(x, [0]), bfloat16 [3,4]",
+    fn(lambda x: torch.flip(x, [0])),
+    twice(lambda: (randn(3, 4, dtype=torch.bfloat16),)),
+)
+fixture(
+    "gather_float64",
+    "gather",
+    "torch.gather(x, 0, idx), float64 [3,4], idx [2,4]",
+    fn(lambda x, i: torch.gather(x, 0, i)),
+    twice(lambda: (randn(3, 4, dtype=torch.float64), ints(0, 3, 2, 4))),
+)
+fixture(
+    "index_select_uint8",
+    "index_select",
+    "torch.index_select(x, 1, idx), uint8 [3,4], idx [3]",
+    fn(lambda x, i: torch.index_select(x, 1, i)),
+    twice(lambda: (ints(0, 256, 3, 4, dtype=torch.uint8), ints(0, 4, 3))),
+)
+fixture(
+    "roll_int8",
+    "roll",
+    "torch.roll(x, -1, 1), int8 [2,5] (roll kept)",
+    fn(lambda x: torch.roll(x, -1, 1)),
+    twice(lambda: (ints(-128, 128, 2, 5, dtype=torch.int8),)),
+    preserve=(aten.roll.default,),
+)
+fixture(
+    "replication_pad1d_int16",
+    "replication_pad1d",
+    "F.pad(x, (1, 2), mode='replicate'), int16 [2,3] (replication_pad1d kept)",
+    fn(lambda x: F.pad(x, (1, 2), mode="replicate")),
+    twice(lambda: (ints(-(2**15), 2**15, 2, 3, dtype=torch.int16),)),
+    preserve=(aten.replication_pad1d.default,),
+)
+fixture(
+    "scatter_add_bfloat16",
+    "scatter_add",
+    "torch.scatter_add(x, 0, idx, src), bfloat16 [3], idx [5] with duplicates (summed in float32, rounded once, as PyTorch does)",
+    fn(lambda x, i, src: torch.scatter_add(x, 0, i, src)),
+    twice(lambda: (randn(3, dtype=torch.bfloat16), ints(0, 3, 5), randn(5, dtype=torch.bfloat16))),
+)
+fixture(
+    "topk_float64",
+    "topk",
+    "torch.topk(x, 3, largest=False), float64 [2,5] of distinct values",
+    fn(lambda x: tuple(torch.topk(x, 3, largest=False))),
+    twice(lambda: (distinct(2, 5, dtype=torch.float64),)),
+)
+fixture(
+    "index_put_accumulate_bfloat16",
+    "index_put",
+    "torch.index_put(x, (i,), v, accumulate=True), bfloat16 [3], i [6] with repeats (each addition rounds to bfloat16, as PyTorch does)",
+    fn(lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True)),
+    twice(lambda: (randn(3, dtype=torch.bfloat16), ints(0, 3, 6), randn(6, dtype=torch.bfloat16))),
+)
+fixture(
+    "index_put_accumulate_int8",
+    "index_put",
+    "torch.index_put(x, (i,), v, accumulate=True), int8 [3,2], i [4] with repeats, v [4,2] (sums wrap)",
+    fn(lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True)),
+    twice(lambda: (ints(-128, 128, 3, 2, dtype=torch.int8), ints(-3, 3, 4), ints(-128, 128, 4, 2, dtype=torch.int8))),
+)
+
+
 # ---- reductions
 
 fixture(
@@ -1223,6 +1817,58 @@ conv("conv2d_3x1", "Conv2d(3, 4, (3, 1), stride=(2, 1)) (non-square kernel and s
 conv("conv1d", "Conv1d(3, 4, 3, padding=1)", lambda: nn.Conv1d(3, 4, 3, padding=1), (2, 3, 8))
 conv("conv_transpose2d", "ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)", lambda: nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), (1, 3, 3, 3))
 
+conv("conv1d_strided_groups", "Conv1d(4, 6, 3, stride=2, dilation=2, padding=2, groups=2)", lambda: nn.Conv1d(4, 6, 3, stride=2, dilation=2, padding=2, groups=2), (2, 4, 11))
+conv("conv3d", "Conv3d(2, 3, (2, 3, 3), padding=(1, 0, 1))", lambda: nn.Conv3d(2, 3, (2, 3, 3), padding=(1, 0, 1)), (1, 2, 4, 5, 5))
+conv("conv3d_strided_groups", "Conv3d(4, 4, 3, stride=2, padding=1, groups=2, bias=False)", lambda: nn.Conv3d(4, 4, 3, stride=2, padding=1, groups=2, bias=False), (1, 4, 5, 5, 5))
+conv("conv_transpose1d", "ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1)", lambda: nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1), (2, 3, 5))
+conv("conv_transpose2d_groups_dilation", "ConvTranspose2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, output_padding=1)", lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, output_padding=1), (1, 4, 4, 3))
+conv("conv_transpose3d", "ConvTranspose3d(2, 3, 2, stride=2, bias=False)", lambda: nn.ConvTranspose3d(2, 3, 2, stride=2, bias=False), (1, 2, 3, 2, 3))
+
+
+def exact(model: nn.Module, dtype) -> nn.Module:
+    """``model`` in ``dtype`` with parameters that are multiples of 1/4 in [-1, 1]: with
+    inputs that are multiples of 1/2, sums of few products are exact in half precision,
+    so the result does not depend on the order of the additions."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randint(-4, 5, parameter.shape).float() / 4)
+    return model.to(dtype)
+
+
+for _dtype in (torch.float16, torch.bfloat16, torch.float64):
+    _name = dtype_name(_dtype)
+    fixture(
+        f"conv2d_{_name}",
+        "convolution",
+        f"Conv2d(3, 4, 3, padding=1), {_name} [1,3,4,5], exact multiples of 1/4 and 1/2",
+        lambda _dtype=_dtype: exact(nn.Conv2d(3, 4, 3, padding=1), _dtype),
+        twice(lambda _dtype=_dtype: (halves(1, 3, 4, 5).to(_dtype),)),
+    )
+    fixture(
+        f"conv_transpose1d_{_name}",
+        "convolution",
+        f"ConvTranspose1d(2, 3, 3, stride=2), {_name} [2,2,4], exact multiples of 1/4 and 1/2",
+        lambda _dtype=_dtype: exact(nn.ConvTranspose1d(2, 3, 3, stride=2), _dtype),
+        twice(lambda _dtype=_dtype: (halves(2, 2, 4).to(_dtype),)),
+    )
+
+
+def conv_backward(name: str, description: str, grad_shape, input_shape, weight_shape, *args) -> None:
+    """torch.ops.aten.convolution_backward(grad, x, w, *args): the gradients of a
+    convolution with respect to its input, weight and bias."""
+    fixture(
+        name,
+        "convolution_backward",
+        f"convolution_backward {description}, float32 grad {list(grad_shape)}, input {list(input_shape)}, weight {list(weight_shape)}",
+        fn(lambda g, x, w: tuple(t for t in torch.ops.aten.convolution_backward.default(g, x, w, *args) if t is not None)),
+        twice(lambda: (randn(*grad_shape), randn(*input_shape), randn(*weight_shape))),
+    )
+
+
+conv_backward("conv_backward", "2-D, stride (2, 1), padding (1, 0)", (2, 3, 3, 2), (2, 2, 5, 4), (3, 2, 3, 3), [3], [2, 1], [1, 0], [1, 1], False, [0, 0], 1, [True, True, True])
+conv_backward("conv_backward_groups_1d", "1-D, stride 2, dilation 2, padding 1, 2 groups, no bias gradient", (1, 4, 5), (1, 6, 9), (4, 3, 2), None, [2], [1], [2], False, [0], 2, [True, True, False])
+conv_backward("conv_backward_transposed", "of a transposed 2-D convolution, stride 2, padding 1, output padding 1, 2 groups", (1, 4, 6, 4), (1, 2, 3, 2), (2, 2, 3, 3), [4], [2, 2], [1, 1], [1, 1], True, [1, 1], 2, [True, True, True])
+conv_backward("conv_backward_3d_weight_only", "3-D, stride 2, the weight's gradient only", (1, 2, 2, 2, 2), (1, 3, 4, 5, 4), (2, 3, 2, 3, 2), None, [2, 2, 2], [0, 0, 0], [1, 1, 1], False, [0, 0, 0], 1, [False, True, False])
 
 def pool(name: str, op: str, description: str, f, shape) -> None:
     fixture(name, op, f"{description}, float32 {list(shape)}", fn(f), twice(lambda: (randn(*shape),)))
@@ -1282,6 +1928,60 @@ fixture(
     "torch.ones_like(x) + x, float32 [3,4]",
     fn(lambda x: torch.ones_like(x) + x),
     twice(lambda: (randn(3, 4),)),
+)
+for _dtype, _value in (
+    (torch.bool, True),
+    (torch.uint8, 200),
+    (torch.int8, -7),
+    (torch.int16, -300),
+    (torch.int32, 70000),
+    (torch.float16, 1.5),
+    (torch.bfloat16, -2.25),
+    (torch.float64, 0.1),
+):
+    fixture(
+        f"full_{dtype_name(_dtype)}",
+        "full",
+        f"torch.full((2, 3), {_value}, dtype={dtype_name(_dtype)}) and x + 1, float32 x [3]",
+        fn(lambda x, _dtype=_dtype, _value=_value: (torch.full((2, 3), _value, dtype=_dtype), x + 1)),
+        twice(lambda: (randn(3),)),
+    )
+fixture(
+    "zeros_ones",
+    "zeros",
+    "torch.zeros(2, 3, dtype=int32) and torch.ones(3, dtype=float16) + x, float16 x [3] (zeros and ones kept, not decomposed into full)",
+    fn(lambda x: (torch.zeros(2, 3, dtype=torch.int32), torch.ones(3, dtype=torch.float16) + x)),
+    twice(lambda: (randn(3).half(),)),
+    preserve=(torch.ops.aten.zeros.default, torch.ops.aten.ones.default),
+)
+fixture(
+    "fill",
+    "fill",
+    "x.clone().fill_(2.5) and x.clone().fill_(v) for a 0-dim v, float32 x [2, 3] (fill kept, not decomposed)",
+    fn(lambda x, v: (x.clone().fill_(2.5), x.clone().fill_(v))),
+    twice(lambda: (randn(2, 3), randn())),
+    preserve=(torch.ops.aten.fill.Scalar, torch.ops.aten.fill.Tensor),
+)
+fixture(
+    "empty_filled",
+    "_empty_dim_order",
+    "torch.empty(2, 3).fill_(2.5) + x, float32 [2, 3]",
+    fn(lambda x: torch.empty(2, 3).fill_(2.5) + x),
+    twice(lambda: (randn(2, 3),)),
+)
+fixture(
+    "arange_int32_fractional_end",
+    "arange",
+    "torch.arange(0, 2.5, dtype=int32) + x, int32 [3] (the length counts the fractional end)",
+    fn(lambda x: torch.arange(0, 2.5, dtype=torch.int32) + x),
+    twice(lambda: (ints(-100, 100, 3).int(),)),
+)
+fixture(
+    "arange_negative_step",
+    "arange",
+    "torch.arange(5.0, 0.0, -1.5) * x, float32 [4]",
+    fn(lambda x: torch.arange(5.0, 0.0, -1.5) * x),
+    twice(lambda: (randn(4),)),
 )
 fixture(
     "full_like",
@@ -1500,6 +2200,569 @@ fixture(
 )
 
 
+# ---- elementwise: every function in every dtype the portable kernels take
+#
+# Sweeps apply many functions to one input per dtype in one program (one
+# output per function), so that each dtype class costs one small file; the
+# per-op fixtures below them hold the special values (NaN, infinities, signed
+# zeros, ties, out-of-range shifts, zero divisors).
+
+ALL_INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+# Unary functions PyTorch computes in floats: integer and bool inputs give
+# float32.
+FLOAT_FNS = {
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "log": torch.log,
+    "log2": torch.log2,
+    "log10": torch.log10,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "tan": torch.tan,
+    "asin": torch.asin,
+    "acos": torch.acos,
+    "atan": torch.atan,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "asinh": torch.asinh,
+    "acosh": torch.acosh,
+    "atanh": torch.atanh,
+    "erf": torch.erf,
+    "expm1": torch.expm1,
+    "log1p": torch.log1p,
+}
+# Unary functions that keep an integer input's type.
+INT_FNS = {
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "relu": torch.relu,
+    "sign": torch.sign,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "round": torch.round,
+    "trunc": torch.trunc,
+    "bitwise_not": torch.bitwise_not,
+}
+PREDICATES = {"isnan": torch.isnan, "isinf": torch.isinf, "logical_not": torch.logical_not}
+# Float functions whose domains end at 0 or +-1, for the promotion of integers
+# (each function's own code is the same for every input type).
+PROMOTED_FNS = {
+    name: FLOAT_FNS[name] for name in ("sqrt", "log", "log10", "acos", "atanh", "sigmoid", "reciprocal", "expm1")
+}
+
+
+def apply_all(fns) -> Callable[[], nn.Module]:
+    """A model returning each function of each of its inputs."""
+    return fn(lambda *xs: tuple(f(x) for x in xs for f in fns.values()))
+
+
+def sample(dtype, *shape) -> torch.Tensor:
+    """Values of ``dtype`` around its interesting points: floats of either sign
+    within the domain of most functions, with NaN, infinities, signed zeros and
+    the ends of [-1, 1]; integers from both ends of their range and near zero."""
+    if dtype == torch.bool:
+        return bools(*shape)
+    if dtype.is_floating_point:
+        base = torch.rand(shape) * 1.8 - 0.9
+        return planted(base, (NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 0.5, 2.5)).to(dtype)
+    info = torch.iinfo(dtype)
+    base = torch.randint(max(info.min, -4), min(info.max, 5) + 1, shape, dtype=dtype)
+    return planted(base, (info.min, info.max, 0, 1))
+
+
+def sweep(name: str, fns, dtypes, note: str, shape=(3, 4)) -> None:
+    names = ", ".join(dtype_name(dtype) for dtype in dtypes)
+    fixture(
+        name,
+        "/".join(fns),
+        f"{'/'.join(fns)} of {names} {list(shape)}: {note}",
+        apply_all(fns),
+        twice(lambda: tuple(sample(dtype, *shape) for dtype in dtypes)),
+    )
+
+
+# Float functions of integers and bools (promoted to float32); of the half
+# types (computed in float32, rounded once); of float64.
+sweep("float_fns_int32_uint8_bool", PROMOTED_FNS, (torch.int32, torch.uint8, torch.bool), "-> float32", shape=(2, 4))
+sweep("float_fns_int8_int16_int64", PROMOTED_FNS, (torch.int8, torch.int16, torch.int64), "-> float32", shape=(2, 4))
+sweep("float_fns_float16", FLOAT_FNS, (torch.float16,), "NaN, infinities, signed zeros, +-1")
+sweep("float_fns_bfloat16", FLOAT_FNS, (torch.bfloat16,), "NaN, infinities, signed zeros, +-1")
+sweep("float_fns_float64", FLOAT_FNS, (torch.float64,), "NaN, infinities, signed zeros, +-1")
+# Functions that keep integer types, with each type's minimum (whose negation
+# and absolute value wrap) and maximum.
+sweep("int_fns_int32_uint8_int8", INT_FNS, (torch.int32, torch.uint8, torch.int8), "the types' limits; neg and abs wrap")
+sweep("int_fns_int16_int64", INT_FNS, (torch.int16, torch.int64), "the types' limits; neg and abs wrap")
+sweep("int_fns_half_float64", {k: v for k, v in INT_FNS.items() if k != "bitwise_not"},
+      (torch.float16, torch.bfloat16, torch.float64), "NaN, infinities, signed zeros, halves")
+sweep("bool_fns", {"sign": torch.sign, "bitwise_not": torch.bitwise_not, **PREDICATES}, (torch.bool,), "bool -> bool")
+sweep("predicates_float", PREDICATES, (torch.float32, torch.float16, torch.bfloat16, torch.float64), "NaN, infinities -> bool")
+sweep("predicates_int", PREDICATES, (torch.int32, torch.uint8, torch.int64), "integers are never NaN or infinite")
+
+
+def unary_cases(make: Callable[[], torch.Tensor]) -> Callable[[], list[Inputs]]:
+    return twice(lambda: (make(),))
+
+
+def in_range(low: float, high: float, *shape, values=()) -> torch.Tensor:
+    """Uniform values in [low, high) with ``values`` planted."""
+    return planted(torch.rand(shape) * (high - low) + low, values)
+
+
+# New float32 functions, with their domains' edges and special values.
+for _name, _low, _high, _values, _note in [
+    ("asin", -1.0, 1.0, (1.0, -1.0, 1.5, NAN, -0.0), "[-1, 1], +-1, 1.5 -> NaN"),
+    ("acos", -1.0, 1.0, (1.0, -1.0, -1.5, NAN), "[-1, 1], +-1, -1.5 -> NaN"),
+    ("atan", -10.0, 10.0, (INF, -INF, NAN, -0.0), "+-inf -> +-pi/2"),
+    ("sinh", -5.0, 5.0, (1e-4, -1e-4, 89.0, -INF, NAN), "tiny values, 89 near f32 overflow, -inf"),
+    ("cosh", -5.0, 5.0, (1e-4, 89.0, -INF, NAN), "tiny values, 89, -inf"),
+    ("asinh", -20.0, 20.0, (1e-4, -1e-4, 1e20, -INF, NAN), "tiny and huge values, -inf"),
+    ("acosh", 1.0, 20.0, (1.0, 0.5, 1e20, INF, NAN), "1 -> 0, 0.5 -> NaN, huge values"),
+    ("atanh", -1.0, 1.0, (1.0, -1.0, 1e-4, 2.0, NAN), "+-1 -> +-inf, 2 -> NaN, tiny values"),
+    ("log2", 0.0, 100.0, (0.0, -1.0, 1024.0, INF, NAN), "0 -> -inf, -1 -> NaN, exact powers"),
+    ("log10", 0.0, 100.0, (0.0, -1.0, 1000.0, 1e-5, INF), "0 -> -inf, -1 -> NaN, exact powers"),
+]:
+    unary(_name, _name, getattr(torch, _name), lambda low=_low, high=_high, values=_values: in_range(low, high, 3, 5, values=values), _note)
+
+fixture(
+    "isnan_isinf",
+    "isnan/isinf",
+    "isnan(x), isinf(x) -> bool, float32 [3,5] with NaN, +inf, -inf, huge finite values",
+    fn(lambda x: (torch.isnan(x), torch.isinf(x))),
+    unary_cases(lambda: planted(torch.randn(3, 5), (NAN, INF, -INF, 3e38, -3e38))),
+)
+for _name, _dtype in [("int32", torch.int32), ("uint8", torch.uint8), ("bool", torch.bool)]:
+    fixture(
+        f"bitwise_not_{_name}",
+        "bitwise_not",
+        f"~x, {_name} [3,5] with the type's limits",
+        fn(torch.bitwise_not),
+        unary_cases(lambda dtype=_dtype: sample(dtype, 3, 5)),
+    )
+for _name, _eps in [("logit", None), ("logit_eps", 0.01)]:
+    fixture(
+        _name,
+        "logit",
+        f"torch.logit(x, eps={_eps}), float32 [3,5] in (-0.2, 1.2) with 0, 1 and NaN",
+        fn(lambda x, eps=_eps: torch.logit(x, eps)),
+        unary_cases(lambda: in_range(-0.2, 1.2, 3, 5, values=(0.0, 1.0, 0.5, NAN))),
+        preserve=(torch.ops.aten.logit.default,),
+    )
+fixture(
+    "logit_int32_float16",
+    "logit",
+    "torch.logit(x, eps=0.25) of int32 (-> float32) and float16 [2,4]",
+    fn(lambda x, y: (torch.logit(x, 0.25), torch.logit(y, 0.25))),
+    twice(lambda: (ints(-1, 3, 2, 4, dtype=torch.int32), in_range(0.0, 1.0, 2, 4).half())),
+    preserve=(torch.ops.aten.logit.default,),
+)
+fixture(
+    "conj_physical",
+    "_conj_physical",
+    "torch.conj_physical(x) of a real float32 [3,4] and int64 [4]: copies",
+    fn(lambda x, y: (torch.ops.aten._conj_physical(x), torch.ops.aten._conj_physical(y))),
+    twice(lambda: (randn(3, 4), ints(-100, 100, 4))),
+    preserve=(torch.ops.aten._conj_physical.default,),
+)
+
+# ---- binary functions
+
+BINARY_FNS = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "pow": torch.pow,
+    "atan2": torch.atan2,
+    "fmod": torch.fmod,
+    "remainder": torch.remainder,
+    "floor_divide": torch.floor_divide,
+    "eq": torch.eq,
+    "lt": torch.lt,
+}
+
+
+def apply_pairs(fns) -> Callable[[], nn.Module]:
+    """A model returning each function of each pair of inputs (x0, y0, x1, y1, ...)."""
+    return fn(lambda *xs: tuple(f(x, y) for x, y in zip(xs[::2], xs[1::2]) for f in fns.values()))
+
+
+def float_pair(dtype) -> Inputs:
+    """[3,4] and [4] of ``dtype``, NaN and infinities on both sides, zero divisors."""
+    x = planted(torch.randn(3, 4) * 3.0, (NAN, INF, -INF, 0.0, -0.0, 5.5)).to(dtype)
+    y = planted(torch.randn(4) * 2.0, (0.0, NAN, -2.0)).to(dtype)
+    return (x, y)
+
+
+for _dtype in (torch.float16, torch.bfloat16, torch.float64):
+    fixture(
+        f"binary_fns_{dtype_name(_dtype)}",
+        "/".join(BINARY_FNS),
+        f"{'/'.join(BINARY_FNS)} of {dtype_name(_dtype)} [3,4] and [4]: NaN, infinities, zero divisors",
+        apply_pairs(BINARY_FNS),
+        twice(lambda dtype=_dtype: float_pair(dtype)),
+    )
+
+# Integer binary functions that cannot divide by zero, in every integer type
+# (wrapping), and bool where PyTorch defines them.
+INT_BINARY_FNS = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+    "pow": torch.pow,
+    "eq": torch.eq,
+    "gt": torch.gt,
+}
+
+
+def int_pair(dtype) -> Inputs:
+    """[3,4] and [4] of ``dtype``: limits and small values; small exponents of both signs."""
+    return (sample(dtype, 3, 4), sample(dtype, 4))
+
+
+for _dtypes in [(torch.int32, torch.uint8, torch.int8), (torch.int16, torch.int64)]:
+    _names = "_".join(dtype_name(dtype) for dtype in _dtypes)
+    fixture(
+        f"int_binary_fns_{_names}",
+        "/".join(INT_BINARY_FNS),
+        f"{'/'.join(INT_BINARY_FNS)} of {_names} [3,4] and [4] with the types' limits (wrapping; negative exponents)",
+        apply_pairs(INT_BINARY_FNS),
+        twice(lambda dtypes=_dtypes: tuple(t for dtype in dtypes for t in int_pair(dtype))),
+    )
+BOOL_BINARY_FNS = {
+    "add": torch.add,
+    "mul": torch.mul,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+    "eq": torch.eq,
+    "lt": torch.lt,
+}
+fixture(
+    "bool_binary_fns",
+    "/".join(BOOL_BINARY_FNS),
+    f"{'/'.join(BOOL_BINARY_FNS)} of bool [3,4] and [4] (add is or, mul is and)",
+    apply_pairs(BOOL_BINARY_FNS),
+    twice(lambda: (bools(3, 4), bools(4))),
+)
+# Integer division by nonzero divisors in every integer type.
+INT_DIVISIONS = {
+    "div": torch.div,
+    "floor_divide": torch.floor_divide,
+    "remainder": torch.remainder,
+    "fmod": torch.fmod,
+    "div_trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+}
+fixture(
+    "int_divisions",
+    "/".join(INT_DIVISIONS),
+    f"{'/'.join(INT_DIVISIONS)} of int8, uint8, int16, int32, int64 [3,4] and [4] (nonzero divisors of both signs)",
+    apply_pairs(INT_DIVISIONS),
+    twice(lambda: tuple(
+        t
+        for dtype in ALL_INTS
+        for t in (ints(0 if dtype == torch.uint8 else -100, 100, 3, 4).to(dtype),
+                  (nonzero_ints(4).abs() if dtype == torch.uint8 else nonzero_ints(4)).to(dtype))
+    )),
+)
+fixture(
+    "fmod_int64",
+    "fmod",
+    "torch.fmod(x, y), int64 [3,4] and [4], nonzero divisors of both signs (the dividend's sign; a zero divisor is an error)",
+    fn(torch.fmod),
+    twice(lambda: (ints(-50, 50, 3, 4), nonzero_ints(4))),
+)
+
+fixture(
+    "atan2",
+    "atan2",
+    "torch.atan2(y, x), float32 [3,4] and [4]: signed zeros, infinities and NaN on both sides",
+    fn(torch.atan2),
+    twice(lambda: (planted(torch.randn(3, 4), (0.0, -0.0, INF, -INF, NAN, 1.0)), planted(torch.randn(4), (0.0, -0.0, -INF)))),
+)
+fixture(
+    "atan2_int32",
+    "atan2",
+    "torch.atan2(y, x), int32 [3,4] and [4] -> float32, zeros included",
+    fn(torch.atan2),
+    twice(lambda: (ints(-3, 4, 3, 4, dtype=torch.int32), ints(-3, 4, 4, dtype=torch.int32))),
+)
+fixture(
+    "fmod",
+    "fmod",
+    "torch.fmod(x, y), float32 [3,4] and [4]: signs of both, zero divisors (NaN), infinities, large quotients",
+    fn(torch.fmod),
+    twice(lambda: (planted(torch.randn(3, 4) * 10.0, (INF, -INF, NAN, -0.0, 1e7, -3.0)), planted(away_from_zero(4), (0.0, INF, -0.75)))),
+)
+fixture(
+    "fmod_scalar",
+    "fmod",
+    "torch.fmod(x, -1.5), float32 [3,4] of both signs",
+    fn(lambda x: torch.fmod(x, -1.5)),
+    unary_cases(lambda: randn(3, 4) * 5.0),
+)
+fixture(
+    "fmod_scalar_int32",
+    "fmod",
+    "torch.fmod(x, 3), int32 [3,4] of both signs (the dividend's sign)",
+    fn(lambda x: torch.fmod(x, 3)),
+    unary_cases(lambda: ints(-20, 20, 3, 4, dtype=torch.int32)),
+)
+fixture(
+    "remainder_float_exact",
+    "remainder",
+    "torch.remainder(x, y), float32 [3,4] and [4]: large quotients, infinities and zero divisors (exact, via fmod)",
+    fn(torch.remainder),
+    twice(lambda: (planted(torch.randn(3, 4) * 1e6, (INF, NAN, -0.0, 1.0, -1.0)), planted(away_from_zero(4) * 0.1, (INF, 0.0)))),
+)
+fixture(
+    "floor_divide_float_exact",
+    "floor_divide",
+    "torch.floor_divide(x, y), float32 [3,4] and [4]: 1 // 0.1 = 9 (not floor(1 / 0.1)), zero divisors, signed zero quotients",
+    fn(torch.floor_divide),
+    twice(lambda: (planted(torch.randn(3, 4) * 3.0, (1.0, -1.0, 0.3, -0.0, INF)), torch.tensor([0.1, -0.1, 0.0, 7.0]))),
+)
+for _name, _f, _note in [
+    ("bitwise_and", torch.bitwise_and, "&"),
+    ("bitwise_or", torch.bitwise_or, "|"),
+    ("bitwise_xor", torch.bitwise_xor, "^"),
+]:
+    fixture(
+        _name,
+        _name,
+        f"x {_note} y, int32 [3,4] and [4] with the type's limits",
+        fn(_f),
+        twice(lambda: int_pair(torch.int32)),
+    )
+    fixture(
+        f"{_name}_scalar",
+        _name,
+        f"x {_note} 6 (a Scalar), int64 [3,4]; bool [4] {_note} True",
+        fn(lambda x, b, f=_f: (f(x, 6), f(b, True))),
+        twice(lambda: (sample(torch.int64, 3, 4), bools(4))),
+    )
+
+
+def shift_cases(dtype) -> Callable[[], list[Inputs]]:
+    """Values with the type's limits, and amounts from -2 to past the width."""
+    bits = torch.iinfo(dtype).bits
+
+    def make():
+        amounts = torch.tensor([0, 1, bits - 1, bits, bits + 3, -1, -2, 3])
+        if dtype == torch.uint8:
+            amounts = amounts.clamp(min=0)
+        return (sample(dtype, 4, 8), amounts.to(dtype))
+
+    return twice(make)
+
+
+for _dtype in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64):
+    fixture(
+        f"shifts_{dtype_name(_dtype)}",
+        "bitwise_left_shift/bitwise_right_shift",
+        f"x << y and x >> y, {dtype_name(_dtype)} [4,8] and [8]: amounts of 0, 1, width-1, width, past it, negative",
+        fn(lambda x, y: (torch.bitwise_left_shift(x, y), torch.bitwise_right_shift(x, y))),
+        shift_cases(_dtype),
+    )
+fixture(
+    "shifts_scalar",
+    "bitwise_left_shift/bitwise_right_shift",
+    "x << 3, x >> 3, x << 40 and x >> 70 (Scalars), int32 [3,4] with the type's limits",
+    fn(lambda x: (torch.bitwise_left_shift(x, 3), torch.bitwise_right_shift(x, 3),
+                  torch.bitwise_left_shift(x, 40), torch.bitwise_right_shift(x, 70))),
+    unary_cases(lambda: sample(torch.int32, 3, 4)),
+)
+fixture(
+    "pow_scalar_base",
+    "pow",
+    "torch.pow(2.5, x), float32 [3,4] with NaN, infinities and zero",
+    fn(lambda x: torch.pow(2.5, x)),
+    unary_cases(lambda: planted(torch.randn(3, 4) * 3.0, (NAN, INF, -INF, 0.0))),
+)
+fixture(
+    "pow_scalar_base_int64",
+    "pow",
+    "torch.pow(3, x), int64 [3,4]: negative exponents give 0, large ones wrap; torch.pow(-1, x) by parity",
+    fn(lambda x: (torch.pow(3, x), torch.pow(-1, x), torch.pow(1, x))),
+    unary_cases(lambda: planted(ints(-3, 12, 3, 4), (-5, 40, 63, 0))),
+)
+fixture(
+    "pow_int32",
+    "pow",
+    "x ** y, int32 [3,4] and [4]: negative exponents (0, or +-1 for bases +-1), wrapping",
+    fn(torch.pow),
+    twice(lambda: (planted(ints(-4, 5, 3, 4, dtype=torch.int32), (1, -1, 0, 7)), torch.tensor([0, 3, -1, 25], dtype=torch.int32))),
+)
+fixture(
+    "pow_tensor_scalar_int",
+    "pow",
+    "x ** 5 and x ** 0 of int32 [3,4] (PyTorch refuses negative exponents here); x ** 2.5 of int32 -> float32",
+    fn(lambda x: (x**5, x**0, x**2.5)),
+    unary_cases(lambda: ints(-4, 5, 3, 4, dtype=torch.int32)),
+)
+fixture(
+    "pow_scalar_exponents",
+    "pow",
+    "x ** -1, x ** -2, x ** -0.5 and x ** 1.5, float32 [3,4] with zeros",
+    fn(lambda x: (x**-1, x**-2, x**-0.5, x**1.5)),
+    unary_cases(lambda: planted(positive(3, 4), (0.0, -0.0))),
+)
+fixture(
+    "rsub",
+    "rsub",
+    "torch.rsub(x, 2.0, alpha=3) = 2 - 3x, float32 [3,4]",
+    fn(lambda x: torch.rsub(x, 2.0, alpha=3)),
+    unary_cases(lambda: randn(3, 4)),
+    preserve=(torch.ops.aten.rsub.Scalar,),
+)
+fixture(
+    "rsub_int32",
+    "rsub",
+    "torch.rsub(x, 5) = 5 - x and torch.rsub(x, 1.5) (-> float32), int32 [3,4] with the type's limits",
+    fn(lambda x: (torch.rsub(x, 5), torch.rsub(x, 1.5))),
+    unary_cases(lambda: sample(torch.int32, 3, 4)),
+    preserve=(torch.ops.aten.rsub.Scalar,),
+)
+fixture(
+    "div_scalar_mode",
+    "div",
+    "torch.div(x, 0.75, rounding_mode=floor|trunc), float32 [3,4]; of int64 by 3 and by 2.5",
+    fn(lambda x, i: (torch.ops.aten.div.Scalar_mode(x, 0.75, rounding_mode="floor"),
+                     torch.ops.aten.div.Scalar_mode(x, 0.75, rounding_mode="trunc"),
+                     torch.ops.aten.div.Scalar_mode(i, 3, rounding_mode="floor"),
+                     torch.ops.aten.div.Scalar_mode(i, 2.5, rounding_mode="trunc"))),
+    twice(lambda: (randn(3, 4) * 3.0, ints(-20, 20, 3, 4))),
+    preserve=(torch.ops.aten.div.Scalar_mode,),
+)
+fixture(
+    "clamp_tensor",
+    "clamp",
+    "torch.clamp(x, lo, hi), float32 [3,4], lo [4], hi [3,1] (broadcast), NaN in each",
+    fn(lambda x, lo, hi: torch.clamp(x, lo, hi)),
+    twice(lambda: (planted(randn(3, 4), (NAN,)), planted(randn(4) - 1.0, (NAN,)), planted(randn(3, 1) + 1.0, (NAN,)))),
+)
+fixture(
+    "clamp_tensor_min_int32",
+    "clamp",
+    "torch.clamp(x, min=lo) and torch.clamp(x, max=hi), int32 [3,4] and [4]",
+    fn(lambda x, lo: (torch.clamp(x, min=lo), torch.clamp(x, max=lo))),
+    twice(lambda: (sample(torch.int32, 3, 4), ints(-3, 3, 4, dtype=torch.int32))),
+)
+fixture(
+    "clamp_int64_float_bounds",
+    "clamp",
+    "torch.clamp(x, -1.5, 2.5) of int64 [3,4] -> float32 (float bounds promote)",
+    fn(lambda x: torch.clamp(x, -1.5, 2.5)),
+    unary_cases(lambda: ints(-5, 5, 3, 4)),
+)
+fixture(
+    "masked_fill_scalar",
+    "masked_fill",
+    "x.masked_fill(mask, -2.5) float32 [2,3,4] with a bool [3,4] mask; int32 [3,4] filled with 7",
+    fn(lambda x, m, i: (x.masked_fill(m, -2.5), i.masked_fill(m, 7))),
+    twice(lambda: (randn(2, 3, 4), bools(3, 4), ints(-9, 9, 3, 4, dtype=torch.int32))),
+    preserve=(torch.ops.aten.masked_fill.Scalar,),
+)
+fixture(
+    "masked_fill_float16",
+    "masked_fill",
+    "x.masked_fill(mask, inf) of float16 [3,4], and x.masked_fill(mask, 0.1) of bfloat16 [3,4]",
+    fn(lambda x, y, m: (x.masked_fill(m, INF), y.masked_fill(m, 0.1))),
+    twice(lambda: (randn(3, 4, dtype=torch.float16), randn(3, 4, dtype=torch.bfloat16), bools(3, 4))),
+    preserve=(torch.ops.aten.masked_fill.Scalar,),
+)
+for _name, _dim, _shape in [("glu", -1, (3, 8)), ("glu_dim0", 0, (4, 3)), ("glu_negative_dim", -3, (2, 3, 2))]:
+    fixture(
+        _name,
+        "glu",
+        f"F.glu(x, dim={_dim}), float32 {list(_shape)}",
+        fn(lambda x, dim=_dim: F.glu(x, dim)),
+        unary_cases(lambda shape=_shape: randn(*shape) * 3.0),
+        preserve=(torch.ops.aten.glu.default,),
+    )
+fixture(
+    "glu_float16_float64",
+    "glu",
+    "F.glu(x, -1) of float16 [2,6] and float64 [2,6]",
+    fn(lambda x, y: (F.glu(x, -1), F.glu(y, -1))),
+    twice(lambda: (randn(2, 6, dtype=torch.float16), randn(2, 6, dtype=torch.float64))),
+    preserve=(torch.ops.aten.glu.default,),
+)
+
+# ---- type promotion
+
+fixture(
+    "promote_uint8_int8",
+    "add/mul",
+    "x + y and x * y, uint8 [3,4] and int8 [4] -> int16 (neither holds the other)",
+    fn(lambda x, y: (x + y, x * y)),
+    twice(lambda: (sample(torch.uint8, 3, 4), sample(torch.int8, 4))),
+)
+fixture(
+    "promote_0dim",
+    "add/mul/where",
+    "float32 [3,4] + 0-dim float64 -> float32; int32 [3,4] * 0-dim int64 -> int32; int32 [3,4] + 0-dim float64 -> float64",
+    fn(lambda x, d, i, l: (x + d, i * l, i + d, torch.where(i > 0, x, d))),
+    twice(lambda: (randn(3, 4), randn(dtype=torch.float64), sample(torch.int32, 3, 4), ints(-3, 3))),
+)
+fixture(
+    "promote_scalars",
+    "add/mul/gt",
+    "int32 [3,4] + 2.5 -> float32; bool [3,4] + 2 -> int64; int8 [3,4] * 100 -> int8 (wraps); int64 > 1.5; float16 * 3.3",
+    fn(lambda i, b, s, h: (i + 2.5, b + 2, s * 100, i.long() > 1.5, h * 3.3)),
+    twice(lambda: (sample(torch.int32, 3, 4), bools(3, 4), sample(torch.int8, 3, 4), randn(3, 4, dtype=torch.float16))),
+)
+fixture(
+    "promote_half_bfloat16",
+    "add/div",
+    "float16 [3,4] + bfloat16 [4] -> float32; int64 [3,4] / int64 [4] -> float32",
+    fn(lambda h, b, i, j: (h + b, i / j)),
+    twice(lambda: (randn(3, 4, dtype=torch.float16), randn(4, dtype=torch.bfloat16), ints(-9, 9, 3, 4), nonzero_ints(4))),
+)
+fixture(
+    "where_dtypes",
+    "where",
+    "torch.where(c, x, y) of int32 [3,4] and float16 [4] -> float16; of uint8 and int8 -> int16; of bool and bool",
+    fn(lambda c, i, h, u, s, b: (torch.where(c, i, h), torch.where(c, u, s), torch.where(c, b, ~b))),
+    twice(lambda: (bools(3, 4), sample(torch.int32, 3, 4), randn(4, dtype=torch.float16),
+                   sample(torch.uint8, 3, 4), sample(torch.int8, 4), bools(3, 4))),
+)
+fixture(
+    "comparisons_nan",
+    "eq/ne/lt/le/gt/ge",
+    "x op y of float32 [3,4] and [4] with NaN on both sides (only ne is true) and infinities",
+    fn(lambda x, y: (x == y, x != y, x < y, x <= y, x > y, x >= y)),
+    twice(lambda: (planted(halves(3, 4), (NAN, INF, -INF, -0.0)), planted(halves(4), (NAN, 0.0, INF)))),
+)
+fixture(
+    "maximum_minimum_nan",
+    "maximum/minimum",
+    "torch.maximum and torch.minimum, float32 [3,4] and [4] with NaN on either side (NaN wins), infinities",
+    fn(lambda x, y: (torch.maximum(x, y), torch.minimum(x, y))),
+    twice(lambda: (planted(randn(3, 4), (NAN, INF, -INF)), planted(randn(4), (NAN, -INF)))),
+)
+fixture(
+    "broadcast_shapes",
+    "add/mul",
+    "x + y and x * y of [2,1,3,1] and [4,1,1] -> [2,4,3,1]; [1] + [3,4]; [0,4] + [1] (empty)",
+    fn(lambda a, b, c, d, e: (a + b, a * b, c + d, e + c)),
+    twice(lambda: (randn(2, 1, 3, 1), randn(4, 1, 1), randn(1), randn(3, 4), randn(0, 4))),
+)
+
+
 # ---------------------------------------------------------------- lowering
 
 
@@ -1528,7 +2791,7 @@ def export_bundled(
     edge = to_edge_transform_and_lower(
         exported,
         partitioner=partitioner or [],
-        compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        compile_config=EdgeCompileConfig(_check_ir_validity=False, preserve_ops=list(spec.preserve)),
     )
     program = edge.to_executorch()
 
@@ -1592,9 +2855,18 @@ same position. `et_run.py` compares with `torch.allclose` without `equal_nan`, s
 fixture whose expected outputs contain NaN as failing even when ExecuTorch computes the same NaNs.
 
 Expected outputs always follow eager PyTorch, also where ExecuTorch 1.5.1's portable kernels differ:
-`remainder_int64` (ExecuTorch returns C's truncated remainder, whose sign follows the dividend;
-PyTorch's follows the divisor) and `max_pool2d_nan_inf` (ExecuTorch drops NaN inside a pooling
-window; PyTorch propagates it).
+`remainder_int64` and `int_divisions` (ExecuTorch returns C's truncated remainder of signed
+integers, whose sign follows the dividend; PyTorch's follows the divisor), `max_pool2d_nan_inf`
+(ExecuTorch drops NaN inside a pooling window; PyTorch propagates it), `shifts_*` (ExecuTorch shifts
+by amounts below 0 or not below the width as C leaves undefined; PyTorch gives 0, or the sign for
+right shifts of signed types), `pow_int32`, `pow_scalar_base_int64` and the integer sweeps'
+`pow` (ExecuTorch computes integer powers in floats and casts the overflowing result; PyTorch
+wraps), the integer sweeps' `floor`/`ceil`/`trunc` of the types' limits (ExecuTorch goes through
+a float and saturates; PyTorch returns the integer), `int_fns_half_float64` (ExecuTorch's
+`sign` keeps NaN; PyTorch gives 0) and `floor_divide` of infinities (the float sweeps and
+`floor_divide_float_exact`: ExecuTorch gives an infinity; PyTorch NaN). ExecuTorch refuses three programs PyTorch computes:
+`conj_physical` (an int64 input), `logit_int32_float16` (an int32 input) and `promote_0dim` (a
+0-dim float64 operand with a float32 or int32 tensor).
 """
 
 
@@ -1617,26 +2889,49 @@ def write_readme(out_dir: Path, index: dict, skipped: dict) -> None:
 # ---------------------------------------------------------------- main
 
 
-def out_dir_argument(doc: str, default: Path) -> Path:
-    """The output folder from the command line (created), by default ``default``."""
+def arguments(doc: str, default: Path, only: bool = False) -> argparse.Namespace:
+    """The command line: the output folder (created), by default ``default``, and
+    with ``only`` the fixtures to write (``--only``; all by default)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("out_dir", nargs="?", type=Path, default=default)
-    out_dir = parser.parse_args().out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return out_dir
+    if only:
+        parser.add_argument("--only", nargs="+", metavar="NAME", help="write only these fixtures")
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    return args
+
+
+def out_dir_argument(doc: str, default: Path) -> Path:
+    """The output folder from the command line (created), by default ``default``."""
+    return arguments(doc, default).out_dir
 
 
 def main() -> int:
-    out_dir = out_dir_argument(__doc__, DEFAULT_OUT_DIR)
+    args = arguments(__doc__, DEFAULT_OUT_DIR, only=True)
+    out_dir = args.out_dir
 
     names = [spec.name for spec in FIXTURES]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         print(f"duplicate fixture names: {duplicates}", file=sys.stderr)
         return 1
+    unknown = sorted(set(args.only or ()) - set(names))
+    if unknown:
+        print(f"no such fixtures: {unknown}", file=sys.stderr)
+        return 1
 
+    # With --only, the other fixtures' files and index entries stay as they are.
     index, skipped = {}, {}
+    index_file = out_dir / "index.json"
+    if args.only and index_file.exists():
+        index = {
+            name: entry
+            for name, entry in json.loads(index_file.read_text()).items()
+            if name.removesuffix(f".{VARIANT}.bpte") not in args.only
+        }
     for spec in FIXTURES:
+        if args.only and spec.name not in args.only:
+            continue
         file_name = f"{spec.name}.{VARIANT}.bpte"
         try:
             data, cases, outputs, operators = export_bundled(spec)
@@ -1655,6 +2950,9 @@ def main() -> int:
         (out_dir / stale).unlink()
         print(f"removed stale {stale}")
 
+    # In the fixtures' order, as a full run writes them.
+    order = [f"{spec.name}.{VARIANT}.bpte" for spec in FIXTURES]
+    index = {name: index[name] for name in order if name in index}
     with open(out_dir / "index.json", "w") as out:
         json.dump(index, out, indent=2, sort_keys=True)
         out.write("\n")
@@ -1666,9 +2964,10 @@ def main() -> int:
         print(f"  skipped {name}: {reason}")
 
     problems = check_sizes(index, MAX_FIXTURE_BYTES, MAX_TOTAL_BYTES)
-    if len(skipped) > MAX_FAILED_FRACTION * len(FIXTURES):
+    attempted = len(args.only) if args.only else len(FIXTURES)
+    if len(skipped) > MAX_FAILED_FRACTION * attempted:
         problems.append(
-            f"{len(skipped)} of {len(FIXTURES)} fixtures failed to export (more than "
+            f"{len(skipped)} of {attempted} fixtures failed to export (more than "
             f"{MAX_FAILED_FRACTION:.0%}): the environment looks broken"
         )
     if problems:

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use common::{corpus_dir, ptec, ptec_test, repo_dir};
 use ptec_codegen::{CodegenOptions, compile_jit};
-use ptec_frontend::{ExecutorchFile, FileBytes, TestValue};
+use ptec_frontend::{ExecutorchFile, FileBytes, ScalarType, TestValue};
 use ptec_ir::ops::conv::Convolution;
 use ptec_ir::{CHANNELS_LAST, FILTER_HWIO, Graph, Op, TensorType, ValueData, ValueKind};
 use ptec_runtime::{ElementType, HostTensor, Instance, TensorRef};
@@ -202,6 +202,9 @@ fn convolutions_compute_alike_in_every_layout() {
         let bytes = FileBytes::open(&path).expect("the file opens");
         let file = ExecutorchFile::read(bytes.bytes()).expect("the file reads");
         let input = match &file.test_suites()[0].cases[0].inputs[0] {
+            // The channels-last kernels are f32's; other element types
+            // take the direct kernel, which reads every layout alike.
+            TestValue::Tensor(tensor) if tensor.dtype != ScalarType::Float => continue,
             TestValue::Tensor(tensor) => HostTensor {
                 element: ElementType::F32,
                 sizes: tensor.sizes.iter().map(|&s| s as u64).collect(),

@@ -145,6 +145,11 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         self.cx.graph
     }
 
+    /// The name of this kernel's op, for its run-time error messages.
+    pub(crate) fn op_name(&self) -> &'static str {
+        self.op.name()
+    }
+
     /// The error refusing this kernel's op on the CPU, for `why`.
     pub(crate) fn unsupported(&self, why: impl Into<String>) -> CodegenError {
         CodegenError::unsupported(self.op, Backend::Cpu, why)

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{elements, run_jit};
+use common::{elements, le_bytes, run_jit};
 use half::{bf16, f16};
 use ptec_ir::ops::layout::Copy;
 use ptec_ir::{DType, Dim, Graph, Op, TensorType, ValueData, ValueId, ValueKind};
@@ -55,7 +55,7 @@ fn conversions(patterns: usize, samples: usize) -> Graph<'static> {
 fn convert(samples: &[f32]) -> Vec<HostTensor> {
     let graph = conversions(1 << 16, samples.len());
     let patterns: Vec<u8> = (0..=u16::MAX).flat_map(u16::to_le_bytes).collect();
-    let floats: Vec<u8> = samples.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let floats = le_bytes(samples, f32::to_le_bytes);
     run_jit(&graph, &[&patterns, &patterns, &floats]).expect("runs")
 }
 

@@ -84,20 +84,76 @@ fn graph_of(kind: OpKind) -> &'static str {
   return %1
 }"
         }
-        OpKind::IndexSelect => {
+        OpKind::Roll => {
+            "graph g (arena 128 bytes) {
+  %0: f32[2,3] @0 = input 0
+  %1: f32[2,3] @64 = roll(%0) shifts=[1, 2]
+  return %1
+}"
+        }
+        OpKind::Strided => {
+            "graph g (arena 128 bytes) {
+  %0: f32[2,3] @0 = input 0
+  %1: f32[2,3] @64 = strided(%0) offset=5 strides=[-3, -1]
+  return %1
+}"
+        }
+        OpKind::SliceScatter => {
             "graph g (arena 192 bytes) {
-  %0: f32[4,3] @0 = input 0
-  %1: i64[2] @64 = input 1
-  %2: f32[2,3] @128 = index_select(%0, %1) dim=0
+  %0: f32[2,3] @0 = input 0
+  %1: f32[2,1] @64 = input 1
+  %2: f32[2,3] @128 = slice_scatter(%0, %1) dim=1 start=2 step=1
   return %2
 }"
         }
-        OpKind::Embedding => {
+        OpKind::Tril => {
+            "graph g (arena 128 bytes) {
+  %0: f32[2,3] @0 = input 0
+  %1: f32[2,3] @64 = tril(%0) diagonal=0
+  return %1
+}"
+        }
+        OpKind::Index => {
             "graph g (arena 192 bytes) {
   %0: f32[4,3] @0 = input 0
   %1: i64[2] @64 = input 1
-  %2: f32[2,3] @128 = embedding(%0, %1)
+  %2: f32[2,3] @128 = index(%0, %1) dims=[0] wrap=true
   return %2
+}"
+        }
+        OpKind::Gather => {
+            "graph g (arena 192 bytes) {
+  %0: f32[2,3] @0 = input 0
+  %1: i64[2,2] @64 = input 1
+  %2: f32[2,2] @128 = gather(%0, %1) dim=1
+  return %2
+}"
+        }
+        OpKind::Scatter => {
+            "graph g (arena 256 bytes) {
+  %0: f32[2,3] @0 = input 0
+  %1: i64[2,2] @64 = input 1
+  %2: f32[2,2] @128 = input 2
+  %3: f32[2,3] @192 = scatter(%0, %1, %2) dim=1 accumulate=true
+  return %3
+}"
+        }
+        OpKind::IndexPut => {
+            "graph g (arena 256 bytes) {
+  %0: f32[4,3] @0 = input 0
+  %1: f32[3] @64 = input 1
+  %2: i64[2] @128 = input 2
+  %3: f32[4,3] @192 = index_put(%0, %1, %2) dims=[0] accumulate=false
+  return %3
+}"
+        }
+        OpKind::MaskedScatter => {
+            "graph g (arena 256 bytes) {
+  %0: f32[2,3] @0 = input 0
+  %1: bool[3] @64 = input 1
+  %2: f32[6] @128 = input 2
+  %3: f32[2,3] @192 = masked_scatter(%0, %1, %2)
+  return %3
 }"
         }
         OpKind::Reduce => {
@@ -111,6 +167,13 @@ fn graph_of(kind: OpKind) -> &'static str {
             "graph g (arena 128 bytes) {
   %0: f32[2,3] @0 = input 0
   %1: i64[2] @64 = arg_max(%0) dim=1 keepdim=false
+  return %1
+}"
+        }
+        OpKind::TopK => {
+            "graph g (arena 192 bytes) {
+  %0: f32[2,3] @0 = input 0
+  %1: f32[2,2] @64, %2: i64[2,2] @128 = top_k(%0) k=2 dim=1 largest=true
   return %1
 }"
         }
@@ -195,6 +258,13 @@ fn graph_of(kind: OpKind) -> &'static str {
             "graph g (arena 64 bytes) {
   %0: i32[4] @0 = arange() start=2 step=3
   return %0
+}"
+        }
+        OpKind::RepeatInterleave => {
+            "graph g (arena 128 bytes) {
+  %0: i64[3] @0 = input 0
+  %1: i64[4] @64 = repeat_interleave(%0)
+  return %1
 }"
         }
         OpKind::Label => {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{elements, run_jit};
+use common::{elements, le_bytes, run_jit};
 use ptec_ir::symbolic::{floor_div, floor_mod};
 use ptec_runtime::RuntimeError;
 
@@ -25,7 +25,11 @@ graph forward (arena 64 bytes) {
 
 fn floor_div_mod(a: i64, b: i64) -> Result<(i64, i64), RuntimeError> {
     let graph = ptec_ir::parse(FLOOR_DIV_MOD).unwrap_or_else(|error| panic!("{error}"));
-    let outputs = run_jit(&graph, &[&a.to_le_bytes(), &b.to_le_bytes()])?;
+    let (a, b) = (
+        le_bytes(&[a], i64::to_le_bytes),
+        le_bytes(&[b], i64::to_le_bytes),
+    );
+    let outputs = run_jit(&graph, &[&a, &b])?;
     let value = |index: usize| elements(&outputs[index], i64::from_le_bytes)[0];
     Ok((value(0), value(1)))
 }

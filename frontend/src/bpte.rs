@@ -178,8 +178,7 @@ fn read_values<'a>(
 
 fn read_tensor<'a>(tensor: fb::Tensor<'a>, at: &dyn Fn() -> String) -> Result<TestTensor<'a>> {
     let code = tensor.scalar_type().0;
-    let dtype = ScalarType::from_code(code)
-        .ok_or_else(|| Error::invalid(at(), format!("unknown scalar type {code}")))?;
+    let dtype = ScalarType::decode(code, at)?;
     let sizes: Vec<i64> = vec_of_scalars(tensor.sizes()).map(i64::from).collect();
     let dim_order = tensor
         .dim_order()

@@ -589,8 +589,7 @@ fn read_tensor<'a>(
     at: &dyn Fn() -> String,
 ) -> Result<Tensor<'a>> {
     let code = tensor.scalar_type().0;
-    let dtype = ScalarType::from_code(code)
-        .ok_or_else(|| Error::invalid(at(), format!("unknown scalar type {code}")))?;
+    let dtype = ScalarType::decode(code, at)?;
     if tensor.storage_offset() != 0 {
         return Err(Error::Unsupported {
             at: at(),

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::error::{Error, Result};
+
 /// The element type of a tensor (`ScalarType` in the format).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarType {
@@ -59,6 +61,25 @@ impl ScalarType {
             28 => UInt32,
             29 => UInt64,
             _ => return None,
+        })
+    }
+
+    /// Decodes the format's number for the tensor at `at`: the complex
+    /// types (8 to 10) are named as unsupported, since ptec has no complex
+    /// element type; a number the format does not define is invalid.
+    pub(crate) fn decode(code: i8, at: &dyn Fn() -> String) -> Result<Self> {
+        let complex = match code {
+            8 => "ComplexHalf",
+            9 => "ComplexFloat",
+            10 => "ComplexDouble",
+            _ => {
+                return Self::from_code(code)
+                    .ok_or_else(|| Error::invalid(at(), format!("unknown scalar type {code}")));
+            }
+        };
+        Err(Error::Unsupported {
+            at: at(),
+            what: format!("a complex element type ({complex}, scalar type {code})"),
         })
     }
 

@@ -5,9 +5,11 @@
 //! (`aten.rs`) then turns into IR nodes through [`Call`]'s accessors, by
 //! argument name.
 
+use std::borrow::Cow;
+
 use ptec_frontend::ValueIndex;
 use ptec_ir::symbolic::{Poly, ScalarKind, SymOp, SymbolDef, SymbolError, Term};
-use ptec_ir::{Dim, Op, Scalar, SymbolId, TensorType, ValueId};
+use ptec_ir::{DType, Dim, Op, Scalar, SymbolId, TensorType, ValueData, ValueId};
 
 use crate::aten::{self, Entry};
 use crate::error::{ImportError, Problem};
@@ -275,6 +277,23 @@ impl Call<'_, '_, '_> {
             .collect()
     }
 
+    /// The tensors of an optional-tensor list argument (`Tensor?[]`), read,
+    /// None where the list holds none.
+    pub(crate) fn optional_tensor_list(
+        &mut self,
+        name: &str,
+    ) -> Result<Vec<Option<ValueId>>, ImportError> {
+        let items = match self.argument(name)?.1 {
+            Argument::OptionalTensorList(items) => items.clone(),
+            Argument::TensorList(items) => items.iter().copied().map(Some).collect(),
+            _ => return Err(self.kind_error(name, "a list of optional tensors")),
+        };
+        items
+            .into_iter()
+            .map(|item| item.map(|tensor| self.importer.read(tensor)).transpose())
+            .collect()
+    }
+
     /// The tensors of a TensorList argument, unread (outputs).
     pub(crate) fn tensor_list_refs(&self, name: &str) -> Result<Vec<TensorRef>, ImportError> {
         match self.argument(name)?.1 {
@@ -347,6 +366,13 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    pub(crate) fn optional_double(&self, name: &str) -> Result<Option<f64>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            _ => self.double(name).map(Some),
+        }
+    }
+
     pub(crate) fn string(&self, name: &str) -> Result<String, ImportError> {
         match self.argument(name)?.1 {
             Argument::String(value) => Ok(value.clone()),
@@ -392,6 +418,13 @@ impl Call<'_, '_, '_> {
         match self.argument(name)?.1 {
             Argument::Null => Ok(None),
             _ => self.int_list(name).map(Some),
+        }
+    }
+
+    pub(crate) fn bool_list(&self, name: &str) -> Result<Vec<bool>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::BoolList(items) => Ok(items.clone()),
+            _ => Err(self.kind_error(name, "a BoolList")),
         }
     }
 
@@ -443,11 +476,29 @@ impl Call<'_, '_, '_> {
     /// A two-element spatial argument (one element means both), or
     /// `default` when the list is empty.
     pub(crate) fn pair(&self, name: &str, default: u64) -> Result<[u64; 2], ImportError> {
+        let values = self.spatial(name, 2, default)?;
+        Ok([values[0], values[1]])
+    }
+
+    /// A spatial argument of `rank` values (one element means all of them),
+    /// or `default` for each when the list is empty.
+    pub(crate) fn spatial(
+        &self,
+        name: &str,
+        rank: usize,
+        default: u64,
+    ) -> Result<Vec<u64>, ImportError> {
         match self.counts(name)?.as_slice() {
-            [] => Ok([default; 2]),
-            &[both] => Ok([both; 2]),
-            &[height, width] => Ok([height, width]),
-            list => Err(self.bad(name, format!("has {} values; 2-D ops take 2", list.len()))),
+            [] => Ok(vec![default; rank]),
+            &[all] => Ok(vec![all; rank]),
+            list if list.len() == rank => Ok(list.to_vec()),
+            list => Err(self.bad(
+                name,
+                format!(
+                    "has {} values; an op over {rank} spatial dimensions takes {rank}",
+                    list.len()
+                ),
+            )),
         }
     }
 
@@ -540,11 +591,86 @@ impl Call<'_, '_, '_> {
             .ok_or_else(|| self.invalid("a call whose result ptec cannot record"))
     }
 
+    /// The fixed sizes of an IR value, or an error naming the argument
+    /// `name` it comes from when a dimension is symbolic.
+    pub(crate) fn fixed_sizes(&self, name: &str, id: ValueId) -> Result<Vec<u64>, ImportError> {
+        let shape = self.shape(id);
+        shape
+            .iter()
+            .map(|dim| dim.fixed())
+            .collect::<Option<Vec<u64>>>()
+            .ok_or_else(|| {
+                self.bad(
+                name,
+                format!(
+                    "a tensor of symbolic shape {}, which ptec handles only with fixed sizes here",
+                    ptec_ir::ops::show(&shape)
+                ),
+            )
+            })
+    }
+
+    /// A new value the call computes on the way to its outputs, for an op
+    /// emitted after it (`emit_to`).
+    pub(crate) fn new_value(&mut self, ty: TensorType) -> ValueId {
+        self.importer.graph.add_value(ValueData::computed(ty))
+    }
+
+    /// A new constant value holding `bytes`.
+    pub(crate) fn constant(&mut self, ty: TensorType, bytes: Vec<u8>) -> ValueId {
+        self.importer
+            .graph
+            .add_value(ValueData::constant(ty, Cow::Owned(bytes)))
+    }
+
     /// The sizes a tensor argument declares (upper bounds of dynamic ones),
     /// before it is read.
     pub(crate) fn sizes_of(&self, name: &str) -> Result<Vec<i64>, ImportError> {
         let tensor = self.tensor_ref(name)?;
         self.importer.declared_sizes(tensor)
+    }
+
+    /// The type a tensor argument declares (symbolic dimensions as
+    /// symbols), before it is read.
+    pub(crate) fn declared_type_of(&self, name: &str) -> Result<TensorType, ImportError> {
+        let tensor = self.tensor_ref(name)?;
+        self.importer.declared_type(tensor)
+    }
+
+    /// Checks that the IntList argument `size` is the shape the tensor
+    /// argument `out` declares: a creation op's size decides its result,
+    /// which the program's declaration must not contradict. A symbolic
+    /// dimension takes its size at run time, so only its presence is
+    /// checked.
+    pub(crate) fn check_size(&self, size: &str, out: &str) -> Result<(), ImportError> {
+        let sizes = self.terms(size)?;
+        let declared = self.declared_type_of(out)?.shape;
+        // A size computed at run time is checked against `out` then.
+        let agrees = sizes.len() == declared.len()
+            && sizes
+                .iter()
+                .zip(&declared)
+                .all(|(&size, dim)| match (size, dim) {
+                    (Term::Const(Scalar::Int(size)), Dim::Fixed(fixed)) => {
+                        i64::try_from(*fixed) == Ok(size)
+                    }
+                    (Term::Const(Scalar::Int(size)), Dim::Symbol(_)) => size >= 0,
+                    (Term::Symbol(_), _) => true,
+                    (Term::Const(_), _) => false,
+                });
+        if agrees {
+            Ok(())
+        } else {
+            let sizes: Vec<String> = sizes.iter().map(Term::to_string).collect();
+            Err(self.bad(
+                size,
+                format!(
+                    "[{}] is not the shape {} that {out} declares",
+                    sizes.join(", "),
+                    ptec_ir::ops::show(&declared)
+                ),
+            ))
+        }
     }
 
     /// The rank of a tensor argument, before it is read.
@@ -589,8 +715,39 @@ impl Call<'_, '_, '_> {
                     .write(output, inferred, op.def().name(), slot)?,
             );
         }
+        // An elementwise function's element types are checked here, where
+        // the error can name the call (a float written into an integer
+        // tensor, bitwise operations of floats); the verifier checks every
+        // op's rules again once the graph's symbols have settled.
+        if let Op::Elementwise(_) = &op {
+            self.importer.check_types(&op, &written)?;
+        }
         self.importer.push(op, written);
         Ok(())
+    }
+
+    /// Emits `op` into a new value of element type `dtype` (contiguous, of
+    /// the shape the op's rule gives), for a composition of ops; returns
+    /// the value.
+    pub(crate) fn temporary(&mut self, op: Op, dtype: DType) -> Result<ValueId, ImportError> {
+        let shape = match self.importer.expected_shapes(&op, 1)?.first() {
+            Some(ptec_ir::ops::Expected::Shape(shape)) => shape.clone(),
+            _ => {
+                return Err(self.invalid(format!(
+                    "ptec composes {} with an op whose result's shape its rule does not give",
+                    self.schema.key
+                )));
+            }
+        };
+        Ok(self.temporary_of(op, TensorType::contiguous(dtype, shape)))
+    }
+
+    /// Emits `op` into a new value of type `ty`, for a composition of ops
+    /// whose result's shape the op takes as given (views, slices, fills).
+    pub(crate) fn temporary_of(&mut self, op: Op, ty: TensorType) -> ValueId {
+        let id = self.importer.graph.add_value(ValueData::computed(ty));
+        self.importer.push(op, vec![id]);
+        id
     }
 
     /// Emits `op` writing the tensor argument `target` in place (`copy_`

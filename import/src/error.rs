@@ -131,7 +131,7 @@ pub enum ImportError {
     #[error("unsupported operators in method {method}: {}", list_unsupported(.operators))]
     UnsupportedOperators {
         method: String,
-        operators: BTreeMap<String, Vec<InstructionId>>,
+        operators: BTreeMap<String, Unsupported>,
     },
     /// An XNNPACK node ptec cannot compile: its node type, or a value,
     /// attribute or flag it uses.
@@ -171,12 +171,21 @@ pub enum ImportError {
     },
 }
 
-fn list_unsupported(operators: &BTreeMap<String, Vec<InstructionId>>) -> String {
+/// The calls of one operator ptec cannot import.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub instructions: Vec<InstructionId>,
+    /// Why, when ptec knows the operator but refuses it.
+    pub why: Option<&'static str>,
+}
+
+fn list_unsupported(operators: &BTreeMap<String, Unsupported>) -> String {
     operators
         .iter()
-        .map(|(name, places)| {
-            let places: Vec<String> = places.iter().map(ToString::to_string).collect();
-            format!("{name} (instructions {})", places.join(", "))
+        .map(|(name, calls)| {
+            let places: Vec<String> = calls.instructions.iter().map(ToString::to_string).collect();
+            let why = calls.why.map(|why| format!(": {why}")).unwrap_or_default();
+            format!("{name} (instructions {}){why}", places.join(", "))
         })
         .collect::<Vec<_>>()
         .join("; ")

@@ -18,7 +18,7 @@ mod symbols;
 mod vulkan;
 mod xnnpack;
 
-pub use error::{ImportError, InstructionId, Location, Problem};
+pub use error::{ImportError, InstructionId, Location, Problem, Unsupported};
 pub use program::{dtype_of, import_method};
 
 /// Where an operator key comes from.
@@ -56,7 +56,7 @@ pub fn operators() -> Vec<Operator> {
     let program = aten::operators().into_iter().map(|(key, emits)| Operator {
         key,
         source: OperatorSource::Program,
-        emits: Ok(emits.to_vec()),
+        emits: emits.map(<[_]>::to_vec).map_err(str::to_string),
     });
     let mut operators: Vec<Operator> = program
         .chain(xnnpack::node_types())

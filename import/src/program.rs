@@ -27,7 +27,7 @@ use ptec_ir::{
 
 use crate::aten;
 use crate::call::{self, Argument, TensorRef};
-use crate::error::{ImportError, InstructionId, Location, Problem};
+use crate::error::{ImportError, InstructionId, Location, Problem, Unsupported};
 use crate::symbols::Symbols;
 
 /// Bytes each region of the file's plan is aligned to, in the importer's
@@ -43,19 +43,26 @@ pub fn import_method<'a>(method: &Method<'a>) -> Result<Graph<'a>, ImportError> 
     importer.finish()
 }
 
-/// Reports every kernel call of an operator ptec cannot import, at once.
+/// Reports every kernel call of an operator ptec cannot import, at once,
+/// with the reason when ptec knows the operator.
 fn check_operators(method: &Method<'_>) -> Result<(), ImportError> {
-    let mut unsupported: BTreeMap<String, Vec<InstructionId>> = BTreeMap::new();
+    let mut unsupported: BTreeMap<String, Unsupported> = BTreeMap::new();
     for (chain, instructions) in method.chains.iter().enumerate() {
         for (index, instruction) in instructions.iter().enumerate() {
             if let Instruction::Kernel { operator, .. } = instruction {
                 let key = method.operator(*operator).key();
-                if aten::entry(&key).is_none() {
-                    unsupported
-                        .entry(key)
-                        .or_default()
-                        .push(InstructionId { chain, index });
-                }
+                let why = match aten::entry(&key) {
+                    None => None,
+                    Some(entry) => match entry.refusal() {
+                        None => continue,
+                        refused => refused,
+                    },
+                };
+                let calls = unsupported.entry(key).or_insert_with(|| Unsupported {
+                    instructions: Vec::new(),
+                    why,
+                });
+                calls.instructions.push(InstructionId { chain, index });
             }
         }
     }
@@ -675,6 +682,23 @@ impl<'m, 'a> Importer<'m, 'a> {
         let refs: Vec<&TensorType> = inputs.iter().collect();
         op.def()
             .infer(&refs, outputs, &mut self.symbols)
+            .map_err(|error| {
+                self.invalid(Problem::Rule {
+                    op: op.def().name(),
+                    error,
+                })
+            })
+    }
+
+    /// What `op`'s rule requires of its operands' and `outputs`' types
+    /// beyond their shapes (`OpDef::check`).
+    pub(crate) fn check_types(&mut self, op: &Op, outputs: &[ValueId]) -> Result<(), ImportError> {
+        let graph = &self.graph;
+        let types = |values: &[ValueId]| -> Vec<&TensorType> {
+            values.iter().map(|&value| &graph.value(value).ty).collect()
+        };
+        op.def()
+            .check(&types(&op.inputs()), &types(outputs), &mut self.symbols)
             .map_err(|error| {
                 self.invalid(Problem::Rule {
                     op: op.def().name(),

@@ -36,7 +36,7 @@ use ptec_frontend::delegate::xnnpack::{
 
 use ptec_ir::ops::conv::{Convolution, MaxPool2d, Pair};
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
-use ptec_ir::ops::layout::{Cat, Copy, Pad, Permute, Reshape, Slice, is_permutation};
+use ptec_ir::ops::layout::{Cat, Copy, Pad, PadMode, Permute, Reshape, Slice, is_permutation};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp, Softmax};
 use ptec_ir::ops::{Expected, show};
@@ -1256,9 +1256,9 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         }
         let op = Op::Pad(Pad {
             input: x,
-            before: vec![0, 0, u64::from(top), u64::from(left)],
-            after: vec![0, 0, u64::from(bottom), u64::from(right)],
-            value: Scalar::Float(value),
+            before: vec![0, 0, i64::from(top), i64::from(left)],
+            after: vec![0, 0, i64::from(bottom), i64::from(right)],
+            mode: PadMode::Constant(Scalar::Float(value)),
         });
         Ok((self.emit(op)?, [0, 0]))
     }
@@ -1321,9 +1321,14 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             weight,
             bias,
             residual: None,
-            stride: self.positive("stride", [t.subsampling_height, t.subsampling_width])?,
-            padding,
-            dilation: self.positive("dilation", [t.dilation_height, t.dilation_width])?,
+            stride: self
+                .positive("stride", [t.subsampling_height, t.subsampling_width])?
+                .to_vec(),
+            padding: padding.to_vec(),
+            dilation: self
+                .positive("dilation", [t.dilation_height, t.dilation_width])?
+                .to_vec(),
+            transposed: None,
             groups: t.groups.into(),
             // A quantized result is bounded as it is requantized.
             clamp: if quantized {
@@ -1485,8 +1490,8 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     fn constant_pad(&mut self, t: &StaticConstantPad) -> Result<(), ImportError> {
         self.check_flags(t.flags, 0)?;
         let x = self.input(t.input)?;
-        let pre: Vec<u64> = t.pre_paddings.iter().map(|&pad| u64::from(pad)).collect();
-        let post: Vec<u64> = t.post_paddings.iter().map(|&pad| u64::from(pad)).collect();
+        let pre: Vec<i64> = t.pre_paddings.iter().map(|&pad| i64::from(pad)).collect();
+        let post: Vec<i64> = t.post_paddings.iter().map(|&pad| i64::from(pad)).collect();
         let rank = x.perm.len();
         if pre.len() != rank || post.len() != rank {
             return Err(self.invalid(format!(
@@ -1504,7 +1509,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             input: x.value,
             before,
             after,
-            value: Scalar::Float(f64::from(t.padding_value)),
+            mode: PadMode::Constant(Scalar::Float(f64::from(t.padding_value))),
         }))?;
         self.define(
             t.output,

@@ -8,14 +8,16 @@ use crate::graph::ValueId;
 use crate::ops::attributes::{AttributeReader, FormError, OperandReader};
 use crate::ops::control::{Jump, JumpIfFalse, Label, LabelId};
 use crate::ops::conv::{AvgPool2d, Convolution, MaxPool2d};
-use crate::ops::creation::{Arange, Full};
+use crate::ops::creation::{Arange, Full, RepeatInterleave};
 use crate::ops::elementwise::Elementwise;
 use crate::ops::fused::Fused;
-use crate::ops::gather::{Embedding, IndexSelect};
-use crate::ops::layout::{Cat, Copy, Pad, Permute, Repeat, Reshape, Select, Slice};
+use crate::ops::gather::{Gather, Index, IndexPut, MaskedScatter, Scatter};
+use crate::ops::layout::{
+    Cat, Copy, Pad, Permute, Repeat, Reshape, Roll, Select, Slice, SliceScatter, Strided, Tril,
+};
 use crate::ops::linalg::{Addmm, MatMul};
 use crate::ops::norm::{BatchNorm, LayerNorm};
-use crate::ops::reduce::{ArgReduce, CumSum, Reduce, Softmax};
+use crate::ops::reduce::{ArgReduce, CumSum, Reduce, Softmax, TopK};
 use crate::ops::{self, OpDef};
 
 /// Declares [`Op`], [`OpKind`] and the forwarding between them and the
@@ -82,11 +84,19 @@ ops! {
     Slice(Slice),
     Cat(Cat),
     Pad(Pad),
+    Roll(Roll),
     Repeat(Repeat),
-    IndexSelect(IndexSelect),
-    Embedding(Embedding),
+    Strided(Strided),
+    SliceScatter(SliceScatter),
+    Tril(Tril),
+    Index(Index),
+    Gather(Gather),
+    Scatter(Scatter),
+    IndexPut(IndexPut),
+    MaskedScatter(MaskedScatter),
     Reduce(Reduce),
     ArgReduce(ArgReduce),
+    TopK(TopK),
     CumSum(CumSum),
     Softmax(Softmax),
     LayerNorm(LayerNorm),
@@ -98,6 +108,7 @@ ops! {
     AvgPool2d(AvgPool2d),
     Full(Full),
     Arange(Arange),
+    RepeatInterleave(RepeatInterleave),
     Label(Label),
     Jump(Jump),
     JumpIfFalse(JumpIfFalse),

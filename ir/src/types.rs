@@ -152,6 +152,15 @@ pub struct TensorType {
 }
 
 impl TensorType {
+    /// A tensor of `dtype` and `shape`, stored row-major.
+    pub fn contiguous(dtype: DType, shape: Shape) -> TensorType {
+        TensorType {
+            dtype,
+            dim_order: (0..shape.len() as u8).collect(),
+            shape,
+        }
+    }
+
     pub fn rank(&self) -> usize {
         self.shape.len()
     }

@@ -63,9 +63,12 @@ fn fold(graph: &mut Graph<'_>, norm: NodeId) -> Option<()> {
     if !epilogue_is_empty(&mut op) {
         return None;
     }
+    // A transposed convolution's filter holds its output channels in its
+    // second dimension, which the rescaling below does not handle.
     let Op::Convolution(Convolution {
         weight: filter,
         bias: conv_bias,
+        transposed: None,
         ..
     }) = &mut op
     else {

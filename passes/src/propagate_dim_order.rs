@@ -105,7 +105,8 @@ fn choose(graph: &Graph<'_>) -> Choice {
         }
         let proposes = match (node.op().def().layout(), node.op()) {
             (LayoutRule::Elementwise, _) => true,
-            (LayoutRule::Convolution, Op::Convolution(conv)) => {
+            // Only an ordinary 2-D convolution has a channels-last kernel.
+            (LayoutRule::Convolution, Op::Convolution(conv)) if conv.as_2d().is_some() => {
                 let filter = conv.weight;
                 if !filters.contains_key(&filter)
                     && let Some(hwio) = hwio(graph, filter)

@@ -16,6 +16,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value, types,
 };
+use ptec_ir::ops::OpDef;
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, ValueId, strides_in_order};
 
@@ -26,7 +27,9 @@ use super::map::{Operand, emit_copy};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
-/// The fixed sizes of a 4-D f32 value laid out in `order`.
+/// The fixed sizes of a 4-D f32 value laid out in `order`; a contiguous
+/// 3-D value `[N, C, L]` is seen as `[N, C, 1, L]` (a 1-D convolution is a
+/// 2-D one of height 1).
 fn fixed_4d(
     e: &Emitter<'_, '_, '_>,
     value: ValueId,
@@ -34,20 +37,17 @@ fn fixed_4d(
     what: &str,
 ) -> Result<[i64; 4], CodegenError> {
     let ty = &e.graph().value(value).ty;
-    let shape = ty
-        .fixed_shape()
-        .filter(|shape| shape.len() == 4 && ty.dim_order == order && ty.dtype == DType::F32);
-    let shape = shape.ok_or_else(|| {
+    let shape = ty.fixed_shape().and_then(|shape| match shape.as_slice() {
+        [n, c, h, w] if ty.dim_order == order => Some([*n, *c, *h, *w]),
+        [n, c, l] if ty.is_contiguous() && order == [0, 1, 2, 3] => Some([*n, *c, 1, *l]),
+        _ => None,
+    });
+    let shape = shape.filter(|_| ty.dtype == DType::F32).ok_or_else(|| {
         e.unsupported(format!(
             "{what} other than a fixed-size f32 tensor of dim order {order:?} ({ty})"
         ))
     })?;
-    Ok([
-        shape[0] as i64,
-        shape[1] as i64,
-        shape[2] as i64,
-        shape[3] as i64,
-    ])
+    Ok(shape.map(|size| size as i64))
 }
 
 /// The fixed sizes of a contiguous 4-D f32 value.
@@ -99,6 +99,35 @@ struct Geometry {
     out: [i64; 2],
 }
 
+/// The stride, padding and dilation of a convolution the fast kernels
+/// compute: an ordinary 2-D or 1-D one (seen as 2-D of height 1) of
+/// fixed-size f32 tensors, whose residual is laid out as its result.
+fn planar(e: &Emitter<'_, '_, '_>, op: &Convolution, output: ValueId) -> Option<[Pair; 3]> {
+    let geometry = match (
+        op.as_2d(),
+        &op.transposed,
+        op.stride.as_slice(),
+        op.padding.as_slice(),
+        op.dilation.as_slice(),
+    ) {
+        (Some(geometry), ..) => geometry,
+        (None, None, &[stride], &[padding], &[dilation]) => {
+            [[1, stride], [0, padding], [1, dilation]]
+        }
+        _ => return None,
+    };
+    let graph = e.graph();
+    let output_ty = &graph.value(output).ty;
+    let operands = op.operands().into_iter().map(|(_, value)| value);
+    let fits = operands.chain([output]).all(|value| {
+        let ty = &graph.value(value).ty;
+        ty.dtype == DType::F32 && ty.fixed_shape().is_some()
+    }) && op
+        .residual
+        .is_none_or(|residual| graph.value(residual).ty == *output_ty);
+    fits.then_some(geometry)
+}
+
 /// A convolution into `output`: its clamp, then its residual, are the
 /// epilogue of whichever kernel computes it.
 pub(super) fn convolution(
@@ -106,29 +135,27 @@ pub(super) fn convolution(
     op: &Convolution,
     output: ValueId,
 ) -> Result<(), CodegenError> {
+    // Sizes known only at run time take the plain 2-D loop nest.
+    let dynamic = conv_dynamic::is_dynamic(e, &[op.input, output]);
+    let geometry = planar(e, op, output);
+    if geometry.is_none() && !dynamic {
+        return super::conv_direct::convolution(e, op, output);
+    }
     // The residual is read at a fixed distance from each output, so it
-    // must be laid out as the output is.
-    let residual = match op.residual {
-        Some(residual) if e.graph().value(residual).ty != e.graph().value(output).ty => {
-            return Err(
-                e.unsupported("a convolution residual of another type or layout than the result")
-            );
-        }
-        Some(residual) => {
-            let output = e.address(output);
-            let residual = e.address(residual);
-            Some(e.b.ins().isub(residual, output))
-        }
-        None => None,
-    };
+    // is laid out as the output is.
+    let residual = op.residual.map(|residual| {
+        let output = e.address(output);
+        let residual = e.address(residual);
+        e.b.ins().isub(residual, output)
+    });
     let epilogue = Epilogue {
         residual,
         ..Epilogue::clamped(op.clamp)
     };
-    if conv_dynamic::is_dynamic(e, &[op.input, output]) {
-        return conv_dynamic::convolution(e, op, output, epilogue);
+    match geometry {
+        Some(geometry) => convolve(e, op, geometry, output, epilogue),
+        None => conv_dynamic::convolution(e, op, output, epilogue),
     }
-    convolve(e, op, output, epilogue)
 }
 
 fn convolve(
@@ -137,12 +164,10 @@ fn convolve(
         input: input_value,
         weight: weight_value,
         bias,
-        stride,
-        padding,
-        dilation,
         groups,
         ..
     }: &Convolution,
+    [stride, padding, dilation]: [Pair; 3],
     output_value: ValueId,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {

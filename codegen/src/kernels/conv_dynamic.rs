@@ -120,6 +120,11 @@ pub(super) fn convolution(
     output_value: ValueId,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
+    let Some([stride, padding, dilation]) = op.as_2d() else {
+        return Err(e.unsupported(
+            "a convolution over sizes known only at run time other than an ordinary 2-D one",
+        ));
+    };
     let input = image(e, op.input, "convolution input")?;
     let weight = image(e, op.weight, "convolution weight")?;
     let output = image(e, output_value, "convolution output")?;
@@ -149,21 +154,9 @@ pub(super) fn convolution(
             let channel = e.b.ins().iadd(first, ic);
             let mut sum = sum[0];
             for ky in 0..kernel_h {
-                let iy = position(
-                    e,
-                    oy,
-                    op.stride[0],
-                    op.padding[0],
-                    ky * op.dilation[0] as i64,
-                );
+                let iy = position(e, oy, stride[0], padding[0], ky * dilation[0] as i64);
                 for kx in 0..kernel_w {
-                    let ix = position(
-                        e,
-                        ox,
-                        op.stride[1],
-                        op.padding[1],
-                        kx * op.dilation[1] as i64,
-                    );
+                    let ix = position(e, ox, stride[1], padding[1], kx * dilation[1] as i64);
                     let (x, inside) = load_inside(e, &input, [n, channel, iy, ix]);
                     // Padding is zeros, multiplied as PyTorch does.
                     let zero = e.b.ins().f32const(0.0);

@@ -1,12 +1,16 @@
 //! Kernels that are strided maps besides the elementwise functions
 //! (`pointwise.rs`): casts and copies, the layout ops (reshape, permute,
-//! select, slice, cat, pad, repeat), fills and ranges.
+//! select, slice, cat, padding and rolling by pieces, repeat, strided reads,
+//! slice scatters, triangles), fills and ranges.
 
 use cranelift_codegen::ir::InstBuilder;
 use ptec_ir::ops::creation::Arange;
-use ptec_ir::ops::layout::{Cat, Pad, Permute, Repeat, Reshape, Select, Slice};
+use ptec_ir::ops::layout::{
+    Cat, Pad, PadMode, Permute, Piece, Repeat, Reshape, Roll, Select, Slice, SliceScatter, Source,
+    Strided, Tril,
+};
 use ptec_ir::symbolic::Term;
-use ptec_ir::{DType, Dim, ValueId, strides_in_order};
+use ptec_ir::{DType, Dim, Scalar, ValueId, ValueKind, strides_in_order};
 
 use super::expr::{self, Lowering};
 use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
@@ -60,6 +64,28 @@ pub(crate) fn copy(
     map_over(e, output, &[input], compute, compute, true, &|_, x, _| {
         Ok(x[0])
     })
+}
+
+/// Whether two values share their memory (an op updating a value in
+/// place), so that copying one into the other is nothing to do.
+fn same_memory(e: &Emitter<'_, '_, '_>, a: ValueId, b: ValueId) -> bool {
+    let (x, y) = (e.graph().value(a), e.graph().value(b));
+    let arena = |kind: &ValueKind<'_>| !matches!(kind, ValueKind::Constant(_));
+    a == b || (arena(&x.kind) && arena(&y.kind) && x.offset.is_some() && x.offset == y.offset)
+}
+
+/// `output` starts as a copy of `input` (nothing to do in place), for ops
+/// that then write some of its elements.
+pub(super) fn start_from(
+    e: &mut Emitter<'_, '_, '_>,
+    input: ValueId,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    if same_memory(e, input, output) {
+        Ok(())
+    } else {
+        copy(e, input, output)
+    }
 }
 
 /// A map from one input, read through explicit strides, into the output.
@@ -250,14 +276,39 @@ pub(crate) fn arange(
     Ok(())
 }
 
-/// Fills the output with the pad value, then copies the input into the
-/// interior.
+/// Padding (constant, reflected or replicated; negative amounts crop), by
+/// its pieces.
 pub(crate) fn pad(
     e: &mut Emitter<'_, '_, '_>,
     op: &Pad,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    full(e, Term::Const(op.value), output)?;
+    if let PadMode::Constant(value) = op.mode
+        && e.graph().value(op.input).ty.fixed_shape().is_none()
+    {
+        return pad_symbolic(e, op, value, output);
+    }
+    let sizes = fixed_sizes(e, op.input)?;
+    let fill = match op.mode {
+        PadMode::Constant(value) => Some(value),
+        PadMode::Reflect | PadMode::Replicate => None,
+    };
+    by_pieces(e, op.input, output, &op.pieces(&sizes), fill)
+}
+
+/// Constant padding of an input whose sizes are known only at run time:
+/// the output is filled, then the input copied in at the paddings before.
+/// The IR allows no cropping (negative padding) of such an input.
+fn pad_symbolic(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Pad,
+    value: Scalar,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    if op.before.iter().chain(&op.after).any(|&amount| amount < 0) {
+        return Err(e.unsupported("cropping a tensor of symbolic shape"));
+    }
+    full(e, Term::Const(value), output)?;
     let out_ty = e.graph().value(output).ty.clone();
     let in_ty = e.graph().value(op.input).ty.clone();
     let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
@@ -265,7 +316,7 @@ pub(crate) fn pad(
     for (axis, &skip) in op.before.iter().enumerate() {
         let bytes = e.mul(
             out_strides[axis],
-            Size::Const(skip as i64 * out_ty.dtype.size() as i64),
+            Size::Const(skip * out_ty.dtype.size() as i64),
         );
         base = e.add_size(base, bytes);
     }
@@ -280,6 +331,216 @@ pub(crate) fn pad(
             strides: out_strides,
         },
         input,
+    )
+}
+
+pub(crate) fn roll(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Roll,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    let sizes = fixed_sizes(e, op.input)?;
+    by_pieces(e, op.input, output, &op.pieces(&sizes), None)
+}
+
+fn fixed_sizes(e: &Emitter<'_, '_, '_>, value: ValueId) -> Result<Vec<u64>, CodegenError> {
+    e.graph()
+        .value(value)
+        .ty
+        .fixed_shape()
+        .ok_or_else(|| e.unsupported("a tensor of symbolic shape"))
+}
+
+/// A copy that maps each dimension on its own, by pieces: the output is
+/// first filled with `fill` when some piece is filling, then every block of
+/// pieces that reads the input (one of each dimension) is one strided copy.
+fn by_pieces(
+    e: &mut Emitter<'_, '_, '_>,
+    input: ValueId,
+    output: ValueId,
+    pieces: &[Vec<Piece>],
+    fill: Option<Scalar>,
+) -> Result<(), CodegenError> {
+    let filling = pieces
+        .iter()
+        .flatten()
+        .any(|piece| piece.source == Source::Fill);
+    if let Some(value) = fill.filter(|_| filling) {
+        full(e, Term::Const(value), output)?;
+    }
+    let in_ty = e.graph().value(input).ty.clone();
+    let out_ty = e.graph().value(output).ty.clone();
+    let in_strides = layout_strides(e, &in_ty.shape, &in_ty.dim_order);
+    let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
+    let (in_base, out_base) = (e.address(input), e.address(output));
+    // Blocks of one piece per dimension, odometer-wise.
+    let mut choice = vec![0; pieces.len()];
+    if pieces.iter().any(Vec::is_empty) {
+        return Ok(());
+    }
+    loop {
+        let block: Vec<Piece> = choice.iter().zip(pieces).map(|(&k, dim)| dim[k]).collect();
+        let runs: Option<Vec<(u64, i64)>> = block
+            .iter()
+            .map(|piece| match piece.source {
+                Source::Run { start, step } => Some((start, step)),
+                Source::Fill => None,
+            })
+            .collect();
+        if let Some(runs) = runs {
+            let (mut from, mut to) = (0i64, 0i64);
+            let mut steps = Vec::with_capacity(block.len());
+            for (dim, (piece, &(start, step))) in block.iter().zip(&runs).enumerate() {
+                let (in_stride, out_stride) =
+                    (constant(in_strides[dim]), constant(out_strides[dim]));
+                from += start as i64 * in_stride;
+                to += piece.start as i64 * out_stride;
+                steps.push(Size::Const(in_stride * step));
+            }
+            let shape = block
+                .iter()
+                .map(|piece| Size::Const(piece.len as i64))
+                .collect();
+            let element = |dtype: DType| dtype.size() as i64;
+            let from = e.b.ins().iadd_imm_s(in_base, from * element(in_ty.dtype));
+            let to = e.b.ins().iadd_imm_s(out_base, to * element(out_ty.dtype));
+            emit_copy(
+                e,
+                shape,
+                Operand {
+                    base: to,
+                    dtype: out_ty.dtype,
+                    strides: out_strides.clone(),
+                },
+                Operand {
+                    base: from,
+                    dtype: in_ty.dtype,
+                    strides: steps,
+                },
+            )?;
+        }
+        let Some(dim) = (0..pieces.len())
+            .rev()
+            .find(|&dim| choice[dim] + 1 < pieces[dim].len())
+        else {
+            return Ok(());
+        };
+        choice[dim] += 1;
+        choice[dim + 1..].iter_mut().for_each(|k| *k = 0);
+    }
+}
+
+/// A stride of a fixed shape.
+fn constant(size: Size) -> i64 {
+    size.constant().unwrap_or(0)
+}
+
+/// `out[c] = x's element at memory position offset + sum(c[d] * strides[d])`.
+pub(crate) fn strided(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Strided,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    let dtype = dtype(e, op.input);
+    let base = e.address(op.input);
+    let base =
+        e.b.ins()
+            .iadd_imm_s(base, op.offset as i64 * dtype.size() as i64);
+    let input = Operand {
+        base,
+        dtype,
+        strides: op
+            .strides
+            .iter()
+            .map(|&stride| Size::Const(stride))
+            .collect(),
+    };
+    strided_copy(e, output, input)
+}
+
+/// `out = input` with the slice `start::step` along `dim` replaced by `src`.
+pub(crate) fn slice_scatter(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &SliceScatter,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    start_from(e, op.input, output)?;
+    let mut to = offset_along(e, output, op.dim, Dim::Fixed(op.start));
+    to.strides[op.dim] = e.mul(to.strides[op.dim], Size::Const(op.step as i64));
+    let src_ty = e.graph().value(op.src).ty.clone();
+    let sizes = e.shape(&src_ty.shape);
+    let from = operand(e, op.src, &src_ty.shape);
+    emit_copy(e, sizes, to, from)
+}
+
+/// `out = x.tril(diagonal)`: row `i` of each matrix keeps its first
+/// `clamp(i + diagonal + 1, 0, columns)` elements and the rest is zero.
+pub(crate) fn tril(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Tril,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    let ty = e.graph().value(output).ty.clone();
+    let rank = ty.rank();
+    let sizes = e.shape(&ty.shape);
+    let in_bytes = super::nest::byte_strides(e, op.input);
+    let out_bytes = super::nest::byte_strides(e, output);
+    let in_ty = e.graph().value(op.input).ty.clone();
+    let in_strides = layout_strides(e, &in_ty.shape, &in_ty.dim_order);
+    let out_strides = layout_strides(e, &ty.shape, &ty.dim_order);
+    let bases = [e.address(op.input), e.address(output)];
+    let columns = e.value_of(sizes[rank - 1]);
+    let batch: Vec<usize> = (0..rank - 2).collect();
+    let (rows, diagonal) = (sizes[rank - 2], op.diagonal);
+    let (in_row, out_row) = (in_bytes[rank - 2], out_bytes[rank - 2]);
+    let (in_step, out_step) = (in_strides[rank - 1], out_strides[rank - 1]);
+    super::nest::over_axes(
+        e,
+        &sizes,
+        &[in_bytes.clone(), out_bytes.clone()],
+        &batch,
+        &bases,
+        &mut |e, pointers| {
+            e.counted_loop(rows, pointers, |e, row, p| {
+                let kept = e.b.ins().iadd_imm_s(row, diagonal.saturating_add(1));
+                let zero = e.iconst(0);
+                let kept = e.b.ins().smax(kept, zero);
+                let kept = e.b.ins().smin(kept, columns);
+                let row_of = |base, dtype, step| Operand {
+                    base,
+                    dtype,
+                    strides: vec![step],
+                };
+                emit_copy(
+                    e,
+                    vec![Size::Dyn(kept)],
+                    row_of(p[1], ty.dtype, out_step),
+                    row_of(p[0], in_ty.dtype, in_step),
+                )?;
+                let zeros = e.b.ins().isub(columns, kept);
+                let skip = e.mul(out_step, Size::Const(ty.dtype.size() as i64));
+                let skip = e.value_of(skip);
+                let skip = e.b.ins().imul(kept, skip);
+                let rest = e.b.ins().iadd(p[1], skip);
+                let compute = ty.dtype.arithmetic();
+                emit_map(
+                    e,
+                    Map {
+                        shape: vec![Size::Dyn(zeros)],
+                        output: row_of(rest, ty.dtype, out_step),
+                        inputs: Vec::new(),
+                        compute,
+                        result: compute,
+                        vectorizable: true,
+                        body: &|e, _, ty| {
+                            expr::constant(e, Scalar::Int(0), Lowering { compute, ty })
+                        },
+                    },
+                )?;
+                Ok(vec![e.add_size(p[0], in_row), e.add_size(p[1], out_row)])
+            })?;
+            Ok(())
+        },
     )
 }
 

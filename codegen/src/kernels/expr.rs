@@ -6,11 +6,12 @@
 //! Numbers are values of the compute type (booleans as bytes 0 or 1), or
 //! f32x4 vectors; the booleans comparisons give are bytes 0 or 1, or lane
 //! masks (all ones or all zeros) for vectors. Math functions call the C
-//! library, and integer division checks its divisor; neither has a vector
-//! form ([`Expr::is_scalar_only`]).
+//! library, integer division checks its divisor, and integer powers loop;
+//! none has a vector form ([`Expr::is_scalar_only`]). A let's value is
+//! computed once and read wherever its body reads the local.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{Endianness, InstBuilder, MemFlagsData, Type, Value, types};
+use cranelift_codegen::ir::{BlockArg, Endianness, InstBuilder, MemFlagsData, Type, Value, types};
 use ptec_ir::ops::expr::{Binary, Comparison, Expr, Unary};
 use ptec_ir::{DType, Scalar};
 
@@ -34,40 +35,73 @@ pub(crate) fn lower(
     operands: &[Value],
     at: Lowering,
 ) -> Result<Value, CodegenError> {
-    match expr {
-        Expr::Operand(index) => operands.get(*index).copied().ok_or_else(|| {
-            e.unsupported(format!(
-                "an expression reading operand {index} of {}",
-                operands.len()
-            ))
-        }),
-        Expr::Constant(value) => constant(e, *value, at),
-        Expr::Unary(op, x) => {
-            let x = lower(e, x, operands, at)?;
-            unary(e, *op, x, at)
-        }
-        Expr::Binary(op, a, b) => {
-            let a = lower(e, a, operands, at)?;
-            let b = lower(e, b, operands, at)?;
-            binary(e, *op, a, b, at)
-        }
-        Expr::Select(parts) => {
-            let [condition, a, b] = parts.as_ref();
-            let condition = lower(e, condition, operands, at)?;
-            let a = lower(e, a, operands, at)?;
-            let b = lower(e, b, operands, at)?;
-            Ok(select_lanes(e, condition, a, b))
-        }
-        Expr::Math(function, args) => {
-            if !at.compute.is_float() || at.ty.is_vector() {
-                let symbol = function.c_symbol(false);
-                return Err(e.unsupported(format!("{symbol} of {} elements", at.ty)));
+    let mut scope = Scope {
+        operands,
+        locals: Vec::new(),
+        at,
+    };
+    scope.lower(e, expr)
+}
+
+/// What the parts of an expression are lowered with: its operands, the
+/// values of the enclosing lets (innermost last) and the types.
+struct Scope<'o> {
+    operands: &'o [Value],
+    locals: Vec<Value>,
+    at: Lowering,
+}
+
+impl Scope<'_> {
+    fn lower(&mut self, e: &mut Emitter<'_, '_, '_>, expr: &Expr) -> Result<Value, CodegenError> {
+        let at = self.at;
+        match expr {
+            Expr::Operand(index) => self.operands.get(*index).copied().ok_or_else(|| {
+                e.unsupported(format!(
+                    "an expression reading operand {index} of {}",
+                    self.operands.len()
+                ))
+            }),
+            Expr::Constant(value) => constant(e, *value, at),
+            Expr::Unary(op, x) => {
+                let x = self.lower(e, x)?;
+                unary(e, *op, x, at)
             }
-            let args = args
-                .iter()
-                .map(|arg| lower(e, arg, operands, at))
-                .collect::<Result<Vec<_>, _>>()?;
-            e.call_math(*function, &args)
+            Expr::Binary(op, a, b) => {
+                let a = self.lower(e, a)?;
+                let b = self.lower(e, b)?;
+                binary(e, *op, a, b, at)
+            }
+            Expr::Select(parts) => {
+                let [condition, a, b] = parts.as_ref();
+                let condition = self.lower(e, condition)?;
+                let a = self.lower(e, a)?;
+                let b = self.lower(e, b)?;
+                Ok(select_lanes(e, condition, a, b))
+            }
+            Expr::Math(function, args) => {
+                if !at.compute.is_float() || at.ty.is_vector() {
+                    let symbol = function.c_symbol(false);
+                    return Err(e.unsupported(format!("{symbol} of {} elements", at.ty)));
+                }
+                let args = args
+                    .iter()
+                    .map(|arg| self.lower(e, arg))
+                    .collect::<Result<Vec<_>, _>>()?;
+                e.call_math(*function, &args)
+            }
+            Expr::Let(parts) => {
+                let [value, body] = parts.as_ref();
+                let value = self.lower(e, value)?;
+                self.locals.push(value);
+                let result = self.lower(e, body);
+                self.locals.pop();
+                result
+            }
+            Expr::Local => self
+                .locals
+                .last()
+                .copied()
+                .ok_or_else(|| e.unsupported("an expression reading a local outside any let")),
         }
     }
 }
@@ -123,6 +157,12 @@ fn unary(
         }
         Unary::FromBool if at.ty == types::I8 => x,
         Unary::FromBool => e.b.ins().uextend(at.ty, x),
+        Unary::BitNot if float => {
+            return Err(e.unsupported(format!("bitwise not of {}", at.compute)));
+        }
+        // A bool number is 0 or 1.
+        Unary::BitNot if at.compute == DType::Bool => e.b.ins().bxor_imm_u(x, 1),
+        Unary::BitNot => e.b.ins().bnot(x),
     })
 }
 
@@ -165,12 +205,31 @@ fn binary(
         Binary::And => e.b.ins().band(a, b),
         Binary::Or => e.b.ins().bor(a, b),
         Binary::Xor => e.b.ins().bxor(a, b),
-        Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder if float => {
-            return Err(e.unsupported(format!("integer division of {} elements", at.compute)));
+        Binary::FloorDiv
+        | Binary::TruncDiv
+        | Binary::Remainder
+        | Binary::TruncRemainder
+        | Binary::BitAnd
+        | Binary::BitOr
+        | Binary::BitXor
+        | Binary::ShiftLeft
+        | Binary::ShiftRight
+        | Binary::Power
+            if float =>
+        {
+            return Err(e.unsupported(format!("{op:?} of {} elements", at.compute)));
         }
-        Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder => {
+        Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder | Binary::TruncRemainder => {
             integer_division(e, op, a, b, unsigned)
         }
+        Binary::BitAnd => e.b.ins().band(a, b),
+        Binary::BitOr => e.b.ins().bor(a, b),
+        Binary::BitXor => e.b.ins().bxor(a, b),
+        // Cranelift takes shift amounts modulo the width.
+        Binary::ShiftLeft => e.b.ins().ishl(a, b),
+        Binary::ShiftRight if unsigned => e.b.ins().ushr(a, b),
+        Binary::ShiftRight => e.b.ins().sshr(a, b),
+        Binary::Power => integer_power(e, a, b),
     })
 }
 
@@ -246,7 +305,54 @@ pub(crate) fn select_lanes(
     }
 }
 
-/// Floor division, truncating division and Python's remainder of integers.
+/// `base ** exponent` of integers by repeated squaring, wrapping: a loop
+/// over the exponent's bits (read unsigned, so it ends for negative
+/// exponents too, whose result the expression selects away).
+fn integer_power(e: &mut Emitter<'_, '_, '_>, base: Value, exponent: Value) -> Value {
+    let ty = e.b.func.dfg.value_type(base);
+    let header = e.b.create_block();
+    let body = e.b.create_block();
+    let exit = e.b.create_block();
+    for _ in 0..3 {
+        e.b.append_block_param(header, ty);
+    }
+    let result = e.b.append_block_param(exit, ty);
+    let one = e.b.ins().iconst(ty, 1);
+    e.b.ins().jump(
+        header,
+        &[
+            BlockArg::from(one),
+            BlockArg::from(base),
+            BlockArg::from(exponent),
+        ],
+    );
+    e.b.switch_to_block(header);
+    let [power, square, bits] = e.b.block_params(header) else {
+        unreachable!("the header has three parameters");
+    };
+    let (power, square, bits) = (*power, *square, *bits);
+    e.b.ins()
+        .brif(bits, body, &[], exit, &[BlockArg::from(power)]);
+    e.b.switch_to_block(body);
+    let low = e.b.ins().band_imm_u(bits, 1);
+    let product = e.b.ins().imul(power, square);
+    let power = e.b.ins().select(low, product, power);
+    let square = e.b.ins().imul(square, square);
+    let bits = e.b.ins().ushr_imm_u(bits, 1);
+    e.b.ins().jump(
+        header,
+        &[
+            BlockArg::from(power),
+            BlockArg::from(square),
+            BlockArg::from(bits),
+        ],
+    );
+    e.b.switch_to_block(exit);
+    result
+}
+
+/// Floor division, truncating division, Python's remainder and C's
+/// remainder of integers.
 /// Division by zero is an error, as in PyTorch; `MIN / -1` wraps instead of
 /// trapping.
 fn integer_division(
@@ -273,8 +379,10 @@ fn integer_division(
     let remainder = e.b.ins().srem(a, divisor);
     let negated = e.b.ins().ineg(quotient);
     let quotient = e.b.ins().select(minus_one, negated, quotient);
-    if op == Binary::TruncDiv {
-        return quotient;
+    match op {
+        Binary::TruncDiv => return quotient,
+        Binary::TruncRemainder => return remainder,
+        _ => {}
     }
     // Round toward negative infinity: when the remainder is non-zero and its
     // sign differs from the divisor's, step the quotient down and the

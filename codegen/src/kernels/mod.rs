@@ -4,7 +4,9 @@
 //! every [`Op`], so that a new op does not compile until the CPU lowers it
 //! or refuses it; [`support`] is the CPU's answer for each kind of op.
 
+mod arith;
 mod conv;
+mod conv_direct;
 mod conv_dynamic;
 mod conv_nhwc;
 mod elementwise;
@@ -34,11 +36,19 @@ pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
         | OpKind::Slice
         | OpKind::Cat
         | OpKind::Pad
+        | OpKind::Roll
         | OpKind::Repeat
-        | OpKind::IndexSelect
-        | OpKind::Embedding
+        | OpKind::Strided
+        | OpKind::SliceScatter
+        | OpKind::Tril
+        | OpKind::Index
+        | OpKind::Gather
+        | OpKind::Scatter
+        | OpKind::IndexPut
+        | OpKind::MaskedScatter
         | OpKind::Reduce
         | OpKind::ArgReduce
+        | OpKind::TopK
         | OpKind::CumSum
         | OpKind::Softmax
         | OpKind::LayerNorm
@@ -50,6 +60,7 @@ pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
         | OpKind::AvgPool2d
         | OpKind::Full
         | OpKind::Arange
+        | OpKind::RepeatInterleave
         | OpKind::Label
         | OpKind::Jump
         | OpKind::JumpIfFalse => Ok(()),
@@ -58,8 +69,8 @@ pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
 
 /// Whether the op's kernel converts each element as it loads and stores it,
 /// which is how half-precision values (held as bit patterns) are computed in
-/// f32: maps and gathers do; the other kernels compute on elements as they
-/// are loaded.
+/// f32: maps, gathers, scatters and top-k selections do; the other kernels
+/// compute on elements as they are loaded.
 fn converts_elements(op: &Op) -> bool {
     match op {
         Op::Elementwise(_)
@@ -71,11 +82,21 @@ fn converts_elements(op: &Op) -> bool {
         | Op::Slice(_)
         | Op::Cat(_)
         | Op::Pad(_)
+        | Op::Roll(_)
         | Op::Repeat(_)
-        | Op::IndexSelect(_)
-        | Op::Embedding(_)
+        | Op::Strided(_)
+        | Op::SliceScatter(_)
+        | Op::Tril(_)
+        | Op::Index(_)
+        | Op::Gather(_)
+        | Op::Scatter(_)
+        | Op::IndexPut(_)
+        | Op::MaskedScatter(_)
+        | Op::TopK(_)
         | Op::Full(_)
         | Op::Arange(_)
+        | Op::RepeatInterleave(_)
+        | Op::Convolution(_)
         | Op::Label(_)
         | Op::Jump(_)
         | Op::JumpIfFalse(_) => true,
@@ -87,7 +108,6 @@ fn converts_elements(op: &Op) -> bool {
         | Op::BatchNorm(_)
         | Op::MatMul(_)
         | Op::Addmm(_)
-        | Op::Convolution(_)
         | Op::MaxPool2d(_)
         | Op::AvgPool2d(_) => false,
     }
@@ -120,13 +140,22 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), Code
         Op::Slice(op) => elementwise::slice(e, op, outputs[0]),
         Op::Cat(op) => elementwise::cat(e, op, outputs[0]),
         Op::Pad(op) => elementwise::pad(e, op, outputs[0]),
+        Op::Roll(op) => elementwise::roll(e, op, outputs[0]),
         Op::Repeat(op) => elementwise::repeat(e, op, outputs[0]),
+        Op::Strided(op) => elementwise::strided(e, op, outputs[0]),
+        Op::SliceScatter(op) => elementwise::slice_scatter(e, op, outputs[0]),
+        Op::Tril(op) => elementwise::tril(e, op, outputs[0]),
         Op::Full(op) => elementwise::full(e, op.value, outputs[0]),
         Op::Arange(op) => elementwise::arange(e, op, outputs[0]),
-        Op::IndexSelect(op) => gather::index_select(e, op, outputs[0]),
-        Op::Embedding(op) => gather::embedding(e, op, outputs[0]),
+        Op::RepeatInterleave(op) => gather::repeat_interleave(e, op, outputs[0]),
+        Op::Index(op) => gather::index(e, op, outputs[0]),
+        Op::Gather(op) => gather::gather(e, op, outputs[0]),
+        Op::Scatter(op) => gather::scatter(e, op, outputs[0]),
+        Op::IndexPut(op) => gather::index_put(e, op, outputs[0]),
+        Op::MaskedScatter(op) => gather::masked_scatter(e, op, outputs[0]),
         Op::Reduce(op) => reduce::reduce(e, op, outputs[0]),
         Op::ArgReduce(op) => reduce::arg_reduce(e, op, outputs[0]),
+        Op::TopK(op) => reduce::top_k(e, op, outputs),
         Op::CumSum(op) => reduce::cumsum(e, op, outputs[0]),
         Op::Softmax(op) => reduce::softmax(e, op, outputs[0]),
         Op::LayerNorm(op) => reduce::layer_norm(e, op, outputs),

@@ -130,3 +130,38 @@ pub(crate) fn count_as_float(
         Size::Dyn(value) => e.b.ins().fcvt_from_sint(ty, value),
     }
 }
+
+/// Code run at each index of a loop nest: gets the indices (outermost
+/// first) and the carried values, returns their next values.
+pub(crate) type IndexBody<'b> = dyn FnMut(&mut Emitter<'_, '_, '_>, &[Value], &[Value]) -> Result<Vec<Value>, CodegenError>
+    + 'b;
+
+/// Nested counted loops over an index space of `sizes`, outermost first,
+/// carrying `carried`; returns their values after the last iteration.
+pub(crate) fn over_indices(
+    e: &mut Emitter<'_, '_, '_>,
+    sizes: &[Size],
+    carried: &[Value],
+    body: &mut IndexBody<'_>,
+) -> Result<Vec<Value>, CodegenError> {
+    let mut indices = Vec::with_capacity(sizes.len());
+    indices_rec(e, sizes, &mut indices, carried, body)
+}
+
+fn indices_rec(
+    e: &mut Emitter<'_, '_, '_>,
+    sizes: &[Size],
+    indices: &mut Vec<Value>,
+    carried: &[Value],
+    body: &mut IndexBody<'_>,
+) -> Result<Vec<Value>, CodegenError> {
+    let Some((&size, rest)) = sizes.split_first() else {
+        return body(e, indices, carried);
+    };
+    e.counted_loop(size, carried, |e, index, values| {
+        indices.push(index);
+        let next = indices_rec(e, rest, indices, values, body);
+        indices.pop();
+        next
+    })
+}

@@ -9,6 +9,7 @@ use cranelift_codegen::ir::Value;
 use ptec_ir::ops::elementwise::{Elementwise, Func, Undefined};
 use ptec_ir::ops::expr::Expr;
 use ptec_ir::ops::fused::{Fused, StepInput};
+use ptec_ir::ops::promotion::Operand;
 use ptec_ir::{DType, ValueId};
 
 use super::elementwise::{dtype, map_over};
@@ -16,16 +17,15 @@ use super::expr::{self, Lowering};
 use crate::emit::Emitter;
 use crate::error::CodegenError;
 
-/// The expression of `func` for operands of `inputs` and a result stored as
-/// `output`, with the type it computes in and the type of its result.
+/// The expression of `func` for operands of `inputs`, with the type it
+/// computes in and the type of its result.
 fn semantics(
     e: &Emitter<'_, '_, '_>,
     func: &Func,
-    inputs: &[DType],
-    output: DType,
+    inputs: &[Operand],
 ) -> Result<(Expr, DType, DType), CodegenError> {
     let undefined = |error: Undefined| e.unsupported(error.to_string());
-    let (compute, result) = func.types(inputs, output).map_err(undefined)?;
+    let (compute, result) = func.types(inputs).map_err(undefined)?;
     let expr = func.expr(compute).map_err(undefined)?;
     Ok((expr, compute, result))
 }
@@ -36,8 +36,12 @@ pub(super) fn elementwise(
     op: &Elementwise,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    let inputs: Vec<DType> = op.inputs.iter().map(|&input| dtype(e, input)).collect();
-    let (expr, compute, result) = semantics(e, &op.func, &inputs, dtype(e, output))?;
+    let inputs: Vec<Operand> = op
+        .inputs
+        .iter()
+        .map(|&input| Operand::of(&e.graph().value(input).ty))
+        .collect();
+    let (expr, compute, result) = semantics(e, &op.func, &inputs)?;
     let compute = compute.arithmetic();
     map_over(
         e,
@@ -63,7 +67,10 @@ pub(super) fn fused(
     let steps = op
         .steps
         .iter()
-        .map(|step| semantics(e, &step.func, &vec![stored; step.inputs.len()], stored))
+        .map(|step| {
+            let operands = vec![Operand::tensor(stored); step.inputs.len()];
+            semantics(e, &step.func, &operands)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let compute = stored.arithmetic();
     map_over(

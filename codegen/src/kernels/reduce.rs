@@ -1,5 +1,6 @@
 //! Reductions (sum, mean, prod, max, min, any, all), arg-reductions
-//! (argmax, argmin), cumulative sums, softmax and the normalizations (layer norm, inference batch norm).
+//! (argmax, argmin), the `k` largest or smallest elements, cumulative sums,
+//! softmax and the normalizations (layer norm, inference batch norm).
 //! Each walks the positions that are kept outside and folds the reduced
 //! axes inside; contiguous f32 rows are folded four lanes at a time.
 
@@ -8,7 +9,7 @@ use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
 use ptec_ir::ops::OpDef;
 use ptec_ir::ops::elementwise::MathFn;
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
-use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax};
+use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax, TopK};
 use ptec_ir::{DType, ValueId};
 
 use super::expr::fconst;
@@ -331,6 +332,134 @@ pub(crate) fn arg_reduce(
             Ok(())
         },
     )
+}
+
+/// Whether element `a` (at position `ia`) ranks before element `b` (at
+/// `ib`) in a top-k selection: more extreme (NaN above every number), or
+/// equal and earlier.
+fn ranks_before(
+    e: &mut Emitter<'_, '_, '_>,
+    largest: bool,
+    float: bool,
+    (a, ia): (Value, Value),
+    (b, ib): (Value, Value),
+) -> Value {
+    let (more, equal) = if float {
+        let order = if largest {
+            FloatCC::GreaterThan
+        } else {
+            FloatCC::LessThan
+        };
+        let beyond = e.b.ins().fcmp(order, a, b);
+        let a_nan = e.b.ins().fcmp(FloatCC::Unordered, a, a);
+        let b_nan = e.b.ins().fcmp(FloatCC::Unordered, b, b);
+        // NaN ranks above numbers: first when largest, last when smallest.
+        let nan_wins = if largest {
+            e.b.ins().band_not(a_nan, b_nan)
+        } else {
+            e.b.ins().band_not(b_nan, a_nan)
+        };
+        let same = e.b.ins().fcmp(FloatCC::Equal, a, b);
+        let both_nan = e.b.ins().band(a_nan, b_nan);
+        (
+            e.b.ins().bor(beyond, nan_wins),
+            e.b.ins().bor(same, both_nan),
+        )
+    } else {
+        let order = if largest {
+            IntCC::SignedGreaterThan
+        } else {
+            IntCC::SignedLessThan
+        };
+        (
+            e.b.ins().icmp(order, a, b),
+            e.b.ins().icmp(IntCC::Equal, a, b),
+        )
+    };
+    let earlier = e.b.ins().icmp(IntCC::SignedLessThan, ia, ib);
+    let tie = e.b.ins().band(equal, earlier);
+    e.b.ins().bor(more, tie)
+}
+
+/// The `k` most extreme elements along `dim` of each row, the most extreme
+/// first, and their positions. Selection `j` takes the best element that
+/// ranks after selection `j - 1`, so that the kernel needs no scratch
+/// memory; equal elements come in the order of their positions.
+pub(crate) fn top_k(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &TopK,
+    outputs: &[ValueId],
+) -> Result<(), CodegenError> {
+    let (values, indices) = (outputs[0], outputs[1]);
+    let in_ty = e.graph().value(op.input).ty.clone();
+    let largest = op.extreme == Extreme::Max;
+    // A 0-D tensor is one row of one element.
+    let (sizes, strides) = if in_ty.rank() == 0 {
+        (vec![Size::Const(1)], vec![vec![Size::Const(0)]; 3])
+    } else {
+        let sizes = e.shape(&in_ty.shape);
+        let strides = vec![
+            byte_strides(e, op.input),
+            byte_strides(e, values),
+            byte_strides(e, indices),
+        ];
+        (sizes, strides)
+    };
+    let dim = op.dim;
+    let kept: Vec<usize> = (0..sizes.len()).filter(|&axis| axis != dim).collect();
+    let float = in_ty.dtype.is_float();
+    let compute = if float {
+        in_ty.dtype.arithmetic()
+    } else {
+        DType::I64
+    };
+    let index_dtype = e.graph().value(indices).ty.dtype;
+    let (count, along) = (sizes[dim], strides[0][dim]);
+    let (value_step, index_step) = (strides[1][dim], strides[2][dim]);
+    let bases = [e.address(op.input), e.address(values), e.address(indices)];
+    over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
+        let row = pointers[0];
+        let nothing = e.constant(compute, ptec_ir::Scalar::Int(0))?;
+        let none = e.iconst(-1);
+        e.counted_loop(
+            Size::Const(op.k as i64),
+            &[nothing, none, pointers[1], pointers[2]],
+            |e, _, carried| {
+                let previous = (carried[0], carried[1]);
+                let scan = e.counted_loop(count, &[nothing, none, row], |e, i, best| {
+                    let value = e.load(in_ty.dtype, best[2]);
+                    let value = e.convert(value, in_ty.dtype, compute)?;
+                    let first = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, previous.1, 0);
+                    let after = ranks_before(e, largest, float, previous, (value, i));
+                    let eligible = e.b.ins().bor(first, after);
+                    let unset = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, best[1], 0);
+                    let beats = ranks_before(e, largest, float, (value, i), (best[0], best[1]));
+                    let better = e.b.ins().bor(unset, beats);
+                    let take = e.b.ins().band(eligible, better);
+                    Ok(vec![
+                        e.b.ins().select(take, value, best[0]),
+                        e.b.ins().select(take, i, best[1]),
+                        e.add_size(best[2], along),
+                    ])
+                })?;
+                // The element itself, not its value in the compute type.
+                let step = e.value_of(along);
+                let offset = e.b.ins().imul(scan[1], step);
+                let source = e.b.ins().iadd(row, offset);
+                let element = e.load(in_ty.dtype, source);
+                e.store(element, carried[2]);
+                let position = e.convert(scan[1], DType::I64, index_dtype)?;
+                e.store(position, carried[3]);
+                Ok(vec![
+                    scan[0],
+                    scan[1],
+                    e.add_size(carried[2], value_step),
+                    e.add_size(carried[3], index_step),
+                ])
+            },
+        )?;
+        Ok(())
+    })
 }
 
 /// Running sums along an axis, in the output's type.

@@ -13,6 +13,19 @@ use super::wgsl::{Refusal, Ty, convert, helper, refuse, scalar};
 /// `expr` of `operands` (expressions of type `ty`, the compute type), as a
 /// WGSL expression of type `ty`, or `bool` for booleans.
 pub(super) fn lower(expr: &Expr, operands: &[String], ty: Ty) -> Result<String, Refusal> {
+    lower_in(expr, operands, &mut Vec::new(), ty)
+}
+
+/// `expr` within lets whose values are `locals` (innermost last). A WGSL
+/// expression cannot bind a name, so a local is its value's text again
+/// (drivers compute repeated pure expressions once).
+fn lower_in(
+    expr: &Expr,
+    operands: &[String],
+    locals: &mut Vec<String>,
+    ty: Ty,
+) -> Result<String, Refusal> {
+    let mut part = |expr: &Expr| lower_in(expr, operands, locals, ty);
     match expr {
         Expr::Operand(index) => operands.get(*index).cloned().ok_or_else(|| {
             refuse(format!(
@@ -21,14 +34,14 @@ pub(super) fn lower(expr: &Expr, operands: &[String], ty: Ty) -> Result<String, 
             ))
         }),
         Expr::Constant(value) => scalar(*value, ty),
-        Expr::Unary(op, x) => unary(*op, &lower(x, operands, ty)?, ty),
+        Expr::Unary(op, x) => unary(*op, &part(x)?, ty),
         Expr::Binary(op, a, b) => {
-            binary(*op, &lower(a, operands, ty)?, &lower(b, operands, ty)?, ty)
+            let (a, b) = (part(a)?, part(b)?);
+            binary(*op, &a, &b, ty)
         }
         Expr::Select(parts) => {
             let [condition, a, b] = parts.as_ref();
-            let condition = lower(condition, operands, ty)?;
-            let (a, b) = (lower(a, operands, ty)?, lower(b, operands, ty)?);
+            let (condition, a, b) = (part(condition)?, part(a)?, part(b)?);
             Ok(format!("select({b}, {a}, {condition})"))
         }
         Expr::Math(function, args) => {
@@ -39,12 +52,21 @@ pub(super) fn lower(expr: &Expr, operands: &[String], ty: Ty) -> Result<String, 
                 ShaderMath::Builtin(name) => name,
                 ShaderMath::Helper(name) => helper(name)?,
             };
-            let args = args
-                .iter()
-                .map(|arg| lower(arg, operands, ty))
-                .collect::<Result<Vec<_>, _>>()?;
+            let args = args.iter().map(part).collect::<Result<Vec<_>, _>>()?;
             Ok(format!("{name}({})", args.join(", ")))
         }
+        Expr::Let(parts) => {
+            let [value, body] = parts.as_ref();
+            let value = part(value)?;
+            locals.push(value);
+            let body = lower_in(body, operands, locals, ty);
+            locals.pop();
+            body
+        }
+        Expr::Local => locals
+            .last()
+            .cloned()
+            .ok_or_else(|| refuse("an expression reading a local outside any let")),
     }
 }
 
@@ -81,6 +103,11 @@ fn unary(op: Unary, x: &str, ty: Ty) -> Result<String, Refusal> {
         Unary::NonZero => convert(x, ty, Ty::Bool),
         Unary::Not => format!("(!{x})"),
         Unary::FromBool => convert(x, Ty::Bool, ty),
+        Unary::BitNot => match ty {
+            Ty::F32 => return Err(refuse("bitwise not of f32 elements")),
+            Ty::I32 => format!("(~{x})"),
+            Ty::Bool => format!("(!{x})"),
+        },
     })
 }
 
@@ -123,7 +150,10 @@ fn binary(op: Binary, a: &str, b: &str, ty: Ty) -> Result<String, Refusal> {
             };
             // WGSL orders no bools: compare them as 0 and 1.
             let ordered = !matches!(comparison, Comparison::Eq | Comparison::Ne);
-            if ty == Ty::Bool && ordered {
+            if float && comparison == Comparison::Ne {
+                // True when either is NaN, which devices' `!=` may not be.
+                format!("(!({a} == {b}))")
+            } else if ty == Ty::Bool && ordered {
                 let (a, b) = (convert(a, ty, Ty::I32), convert(b, ty, Ty::I32));
                 format!("({a} {symbol} {b})")
             } else {
@@ -135,10 +165,33 @@ fn binary(op: Binary, a: &str, b: &str, ty: Ty) -> Result<String, Refusal> {
         Binary::Xor => infix("!="),
         // The CPU reports a zero divisor as an error; a shader cannot
         // report one.
-        Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder => {
+        Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder | Binary::TruncRemainder => {
             return Err(refuse(
                 "integer division, whose division by zero the CPU reports as an error and a shader cannot",
             ));
         }
+        Binary::BitAnd
+        | Binary::BitOr
+        | Binary::BitXor
+        | Binary::ShiftLeft
+        | Binary::ShiftRight
+        | Binary::Power
+            if float =>
+        {
+            return Err(refuse(format!("{op:?} of f32 elements")));
+        }
+        Binary::ShiftLeft | Binary::ShiftRight | Binary::Power if ty == Ty::Bool => {
+            return Err(refuse(format!("{op:?} of bool elements")));
+        }
+        Binary::BitAnd => infix("&"),
+        Binary::BitOr => infix("|"),
+        // WGSL has no `^` of bools.
+        Binary::BitXor if ty == Ty::Bool => infix("!="),
+        Binary::BitXor => infix("^"),
+        // i32 shifts right arithmetically; unsigned elements (u8) held in
+        // an i32 are not negative. Amounts are taken modulo 32.
+        Binary::ShiftLeft => format!("({a} << bitcast<u32>({b}))"),
+        Binary::ShiftRight => format!("({a} >> bitcast<u32>({b}))"),
+        Binary::Power => format!("{}({a}, {b})", helper("pow_i32")?),
     })
 }

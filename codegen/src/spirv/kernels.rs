@@ -12,14 +12,16 @@ use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d};
 use ptec_ir::ops::elementwise::Undefined;
 use ptec_ir::ops::expr::Expr;
 use ptec_ir::ops::fused::StepInput;
+use ptec_ir::ops::layout::{PadMode, Piece, Source};
 use ptec_ir::ops::linalg::ClampRange;
 use ptec_ir::ops::norm::LayerNorm;
+use ptec_ir::ops::promotion::Operand;
 use ptec_ir::ops::reduce::ReduceOp;
-use ptec_ir::{DType, Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
+use ptec_ir::{Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
 use super::expr::{self, at_least, at_most};
 use super::wgsl::{
-    Refusal, Tensor, Ty, constant_term, convert, dim_index, float, int, refuse, scalar,
+    Refusal, Tensor, Ty, constant_term, convert, dim_index, float, index, int, refuse, scalar,
 };
 use super::{Layout, support};
 use crate::error::{Backend, CodegenError};
@@ -160,13 +162,24 @@ fn lower(
         Op::Label(_)
         | Op::Jump(_)
         | Op::JumpIfFalse(_)
-        | Op::IndexSelect(_)
-        | Op::Embedding(_)
-        | Op::ArgReduce(_) => Err(refused(op.kind())),
+        | Op::Index(_)
+        | Op::Gather(_)
+        | Op::Scatter(_)
+        | Op::IndexPut(_)
+        | Op::MaskedScatter(_)
+        | Op::RepeatInterleave(_)
+        | Op::ArgReduce(_)
+        | Op::TopK(_) => Err(refused(op.kind())),
         Op::Elementwise(op) => {
             let (inputs, out) = (tensors(&op.inputs)?, out()?);
-            let dtypes: Vec<DType> = inputs.iter().map(|input| input.dtype).collect();
-            let (compute, result) = op.func.types(&dtypes, out.dtype).map_err(undefined)?;
+            let operands: Vec<Operand> = inputs
+                .iter()
+                .map(|input| Operand {
+                    dtype: input.dtype,
+                    zero_dim: input.rank() == 0,
+                })
+                .collect();
+            let (compute, result) = op.func.types(&operands).map_err(undefined)?;
             let expr = op.func.expr(compute).map_err(undefined)?;
             let reads = (0..inputs.len()).map(StepInput::Input).collect();
             let step = Step { expr, reads };
@@ -180,8 +193,8 @@ fn lower(
                 .steps
                 .iter()
                 .map(|step| {
-                    let operands = vec![out.dtype; step.inputs.len()];
-                    let (compute, _) = step.func.types(&operands, out.dtype).map_err(undefined)?;
+                    let operands = vec![Operand::tensor(out.dtype); step.inputs.len()];
+                    let (compute, _) = step.func.types(&operands).map_err(undefined)?;
                     let expr = step.func.expr(compute).map_err(undefined)?;
                     Ok(Step {
                         expr,
@@ -222,7 +235,62 @@ fn lower(
             })
         }
         Op::Cat(op) => cat(&tensors(&op.inputs)?, &out()?, op.dim),
-        Op::Pad(op) => pad(&tensor(op.input)?, &out()?, &op.before, op.value),
+        Op::Pad(op) => {
+            let x = tensor(op.input)?;
+            let fill = match op.mode {
+                PadMode::Constant(value) => Some(value),
+                PadMode::Reflect | PadMode::Replicate => None,
+            };
+            by_pieces(&x, &out()?, &op.pieces(&x.sizes), fill)
+        }
+        Op::Roll(op) => {
+            let x = tensor(op.input)?;
+            by_pieces(&x, &out()?, &op.pieces(&x.sizes), None)
+        }
+        Op::Strided(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            per_element(&out, no_extra, |c| {
+                let mut terms = vec![int(op.offset as i64)?];
+                for (coordinate, &stride) in c.iter().zip(&op.strides) {
+                    terms.push(format!("i32({coordinate}) * {}", int(stride)?));
+                }
+                let position = format!("u32({})", terms.join(" + "));
+                Ok(Element::value(convert(&x.load(&position), x.ty, out.ty)))
+            })
+        }
+        Op::SliceScatter(op) => {
+            let (x, src, out) = (tensor(op.input)?, tensor(op.src)?, out()?);
+            let (start, step) = (int(op.start as i64)?, int(op.step as i64)?);
+            let len = int(src.sizes[op.dim] as i64)?;
+            per_element(&out, no_extra, |c| {
+                let mut source = c.to_vec();
+                source[op.dim] = "u32(r / step)".to_string();
+                let code = format!(
+                    "    let step = {step};\n    let r = i32({}) - {start};\n    var v = {};\n    if (r >= 0i && r % step == 0i && r / step < {len}) {{ v = {}; }}\n",
+                    c[op.dim],
+                    moved(&x, c, out.ty),
+                    moved(&src, &source, out.ty),
+                );
+                Ok(Element {
+                    code,
+                    value: "v".to_string(),
+                })
+            })
+        }
+        Op::Tril(op) => {
+            let (x, out) = (tensor(op.input)?, out()?);
+            let rank = out.rank();
+            let diagonal = int(op.diagonal)?;
+            per_element(&out, no_extra, |c| {
+                Ok(Element::value(format!(
+                    "select({}, {}, i32({}) - i32({}) <= {diagonal})",
+                    scalar(Scalar::Int(0), out.ty)?,
+                    moved(&x, c, out.ty),
+                    c[rank - 1],
+                    c[rank - 2]
+                )))
+            })
+        }
         Op::Repeat(op) => {
             let (x, out) = (tensor(op.input)?, out()?);
             per_element(&out, no_extra, |c| {
@@ -388,27 +456,57 @@ fn cat(inputs: &[Tensor], out: &Tensor, dim: usize) -> Result<Kernel, Refusal> {
     })
 }
 
-fn pad(x: &Tensor, out: &Tensor, before: &[u64], value: Scalar) -> Result<Kernel, Refusal> {
-    if before.len() != x.rank() {
-        return Err(refuse("padding fewer dimensions than the tensor has"));
-    }
+/// A copy that maps each dimension on its own, by pieces ([`Piece`]): the
+/// source coordinate along each dimension is the piece's run at the output
+/// coordinate, and a filling piece gives `fill`.
+fn by_pieces(
+    x: &Tensor,
+    out: &Tensor,
+    pieces: &[Vec<Piece>],
+    fill: Option<Scalar>,
+) -> Result<Kernel, Refusal> {
     per_element(out, no_extra, |c| {
-        let mut code = format!("    var v = {};\n", scalar(value, out.ty)?);
+        let mut code = String::new();
         let mut inside = Vec::new();
         let mut source = Vec::new();
-        for (dim, &pad) in before.iter().enumerate() {
-            let shifted = format!("(i32({}) - {})", c[dim], int(pad as i64)?);
-            inside.push(format!(
-                "{shifted} >= 0i && {shifted} < {}",
-                int(x.sizes[dim] as i64)?
-            ));
-            source.push(format!("u32({shifted})"));
+        for (dim, dim_pieces) in pieces.iter().enumerate() {
+            let _ = writeln!(code, "    var s{dim} = 0i;");
+            let mut branches = Vec::new();
+            for piece in dim_pieces {
+                let end = index(piece.start + piece.len)?;
+                let body = match piece.source {
+                    Source::Run { start, step } => format!(
+                        "s{dim} = {} + {} * (i32({}) - {});",
+                        int(start as i64)?,
+                        int(step)?,
+                        c[dim],
+                        int(piece.start as i64)?
+                    ),
+                    Source::Fill => {
+                        if !inside.contains(&dim) {
+                            inside.push(dim);
+                        }
+                        format!("in{dim} = false;")
+                    }
+                };
+                branches.push(format!("if ({} < {end}) {{ {body} }}", c[dim]));
+            }
+            if inside.contains(&dim) {
+                let _ = writeln!(code, "    var in{dim} = true;");
+            }
+            let _ = writeln!(code, "    {}", branches.join(" else "));
+            source.push(format!("u32(s{dim})"));
         }
+        let read = moved(x, &source, out.ty);
+        let Some(value) = fill.filter(|_| !inside.is_empty()) else {
+            return Ok(Element { code, value: read });
+        };
+        let held: Vec<String> = inside.iter().map(|dim| format!("in{dim}")).collect();
         let _ = writeln!(
             code,
-            "    if ({}) {{ v = {}; }}",
-            inside.join(" && "),
-            moved(x, &source, out.ty)
+            "    var v = {};\n    if ({}) {{ v = {read}; }}",
+            scalar(value, out.ty)?,
+            held.join(" && ")
         );
         Ok(Element {
             code,
@@ -445,24 +543,30 @@ fn batch_norm(
     })
 }
 
-/// A direct convolution, each output element a sum over its window, then
-/// the bias, the clamp and the residual.
+/// A direct convolution, each output element a sum over its input
+/// channels and kernel taps (ordinary or transposed, one to three spatial
+/// dimensions), then the bias, the clamp and the residual.
 fn convolution(
     [x, w]: [&Tensor; 2],
     [bias, residual]: [Option<Tensor>; 2],
     out: &Tensor,
     op: &Convolution,
 ) -> Result<Kernel, Refusal> {
+    if [x.ty, w.ty, out.ty] != [Ty::F32; 3] {
+        return Err(refuse(format!("a convolution of {} elements", x.dtype)));
+    }
     let Convolution {
         stride,
         padding,
         dilation,
+        transposed,
         groups,
         clamp,
         ..
     } = op;
     let out_per_group = out.sizes[1] / groups;
-    let in_per_group = w.sizes[1];
+    let in_per_group = x.sizes[1] / groups;
+    let rank = op.spatial_rank();
     per_element(out, no_extra, |c| {
         let mut code = format!(
             "    let group = {} / {out_per_group}u;\n    var acc = 0.0f;\n",
@@ -473,23 +577,28 @@ fn convolution(
             "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
         let channel = group * {in_per_group}u + ci;"
         );
-        let spatial = window_loops(
-            &mut code,
-            c,
-            x,
-            [stride, padding, dilation],
-            [w.sizes[2], w.sizes[3]],
-        )?;
+        let window = Window {
+            stride,
+            padding,
+            dilation,
+            kernel: &w.sizes[2..],
+            transposed: transposed.is_some(),
+        };
+        let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
+        let mut input = vec![c[0].clone(), "channel".into()];
+        input.extend(spatial);
+        let mut filter = match transposed {
+            None => vec![c[1].clone(), "ci".into()],
+            Some(_) => vec!["channel".into(), format!("({} % {out_per_group}u)", c[1])],
+        };
+        filter.extend((0..rank).map(|d| format!("k{d}")));
         let _ = writeln!(
             code,
-            "            acc = fma({}, {}, acc);\n        }}\n    }}\n    }}",
-            x.load(&x.offset_at(&[
-                c[0].clone(),
-                "channel".into(),
-                spatial[0].clone(),
-                spatial[1].clone()
-            ])),
-            w.load(&w.offset_at(&[c[1].clone(), "ci".into(), "kh".into(), "kw".into()])),
+            "{}acc = fma({}, {}, acc);\n{}    }}",
+            "    ".repeat(rank + 2),
+            x.load(&x.offset_at(&input)),
+            w.load(&w.offset_at(&filter)),
+            close_loops(rank),
         );
         let mut value = "acc".to_string();
         if let Some(bias) = &bias {
@@ -537,13 +646,19 @@ fn max_pool(
                 "    var best = {};\n    var best_index = -1i;\n",
                 float(f64::NEG_INFINITY)
             );
-            let spatial = window_loops(&mut code, c, x, [stride, padding, dilation], *kernel)?;
+            let window = Window {
+                stride,
+                padding,
+                dilation,
+                kernel,
+                transposed: false,
+            };
+            let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
             let _ = writeln!(
                 code,
                 "            let v = {};
             if (v > best || is_nan(v)) {{ best = v; best_index = i32({} * {width}u + {}); }}
-        }}
-    }}",
+{}",
                 x.load(&x.offset_at(&[
                     c[0].clone(),
                     c[1].clone(),
@@ -551,7 +666,8 @@ fn max_pool(
                     spatial[1].clone()
                 ])),
                 spatial[0],
-                spatial[1]
+                spatial[1],
+                close_loops(2)
             );
             Ok(Element {
                 code,
@@ -650,35 +766,72 @@ fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), Refu
     Ok((offset / 4, strides))
 }
 
-/// Opens the loops over a window (`kh`, `kw`) at output coordinates `c`,
-/// skipping positions in the padding; returns the input row and column
-/// expressions. The caller closes both loops.
+/// The window of a convolution or pooling along each spatial dimension.
+struct Window<'w> {
+    stride: &'w [u64],
+    padding: &'w [u64],
+    dilation: &'w [u64],
+    kernel: &'w [u64],
+    /// Whether the window is a transposed convolution's: the input
+    /// position `i` of tap `k` at output `o` solves
+    /// `i * stride - padding + k * dilation = o`.
+    transposed: bool,
+}
+
+/// Opens a loop over each spatial dimension's taps (`k0`, `k1`, ...) at
+/// output coordinates `spatial`, skipping taps outside an input of
+/// `extents` (in the padding, or between a transposed convolution's
+/// strides); returns the input coordinate expressions. The caller closes
+/// the loops ([`close_loops`]).
 fn window_loops(
     code: &mut String,
-    c: &[String],
-    x: &Tensor,
-    [stride, padding, dilation]: [&[u64; 2]; 3],
-    [kh, kw]: [u64; 2],
-) -> Result<[String; 2], Refusal> {
+    spatial: &[String],
+    extents: &[u64],
+    window: &Window<'_>,
+) -> Result<Vec<String>, Refusal> {
     let mut names = Vec::new();
-    for (axis, (name, extent)) in [("kh", kh), ("kw", kw)].into_iter().enumerate() {
-        let position = ["ih", "iw"][axis];
-        let indent = "    ".repeat(axis + 1);
-        let _ = write!(
-            code,
-            "{indent}for (var {name} = 0u; {name} < {extent}u; {name} = {name} + 1u) {{
-{indent}    let {position} = i32({} * {}u + {name} * {}u) - {};
-{indent}    if ({position} < 0i || {position} >= {}) {{ continue; }}
-",
-            c[2 + axis],
-            stride[axis],
-            dilation[axis],
-            int(padding[axis] as i64)?,
-            int(x.sizes[2 + axis] as i64)?
+    for (d, coordinate) in spatial.iter().enumerate() {
+        let indent = "    ".repeat(d + 1);
+        let (extent, stride, padding, dilation) = (
+            int(extents[d] as i64)?,
+            window.stride[d],
+            int(window.padding[d] as i64)?,
+            window.dilation[d],
         );
-        names.push(format!("u32({position})"));
+        let _ = writeln!(
+            code,
+            "{indent}for (var k{d} = 0u; k{d} < {}u; k{d} = k{d} + 1u) {{",
+            window.kernel[d]
+        );
+        if window.transposed {
+            let stride = int(stride as i64)?;
+            let _ = write!(
+                code,
+                "{indent}    let t{d} = i32({coordinate}) + {padding} - i32(k{d} * {dilation}u);
+{indent}    if (t{d} < 0i || t{d} % {stride} != 0i) {{ continue; }}
+{indent}    let i{d} = t{d} / {stride};
+{indent}    if (i{d} >= {extent}) {{ continue; }}
+"
+            );
+        } else {
+            let _ = write!(
+                code,
+                "{indent}    let i{d} = i32({coordinate} * {stride}u + k{d} * {dilation}u) - {padding};
+{indent}    if (i{d} < 0i || i{d} >= {extent}) {{ continue; }}
+"
+            );
+        }
+        names.push(format!("u32(i{d})"));
     }
-    Ok([names[0].clone(), names[1].clone()])
+    Ok(names)
+}
+
+/// The closing braces of `count` nested loops from [`window_loops`].
+fn close_loops(count: usize) -> String {
+    (0..count)
+        .rev()
+        .map(|d| format!("{}}}\n", "    ".repeat(d + 1)))
+        .collect()
 }
 
 /// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading

@@ -29,10 +29,20 @@ use wgsl::{BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, refuse};
 pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
     match kind {
         OpKind::Label | OpKind::Jump | OpKind::JumpIfFalse => Err("control flow"),
-        OpKind::IndexSelect | OpKind::Embedding => Err(
+        OpKind::Index | OpKind::Gather => Err(
             "gathers, whose indices out of range the CPU reports as an error and a shader cannot",
         ),
+        OpKind::Scatter | OpKind::IndexPut => Err(
+            "scatters, whose indices out of range the CPU reports as an error and a shader cannot, and whose writes to one element must come in order",
+        ),
+        OpKind::MaskedScatter => Err(
+            "masked scatters, which count the mask's true elements in order and report a source too short as an error",
+        ),
+        OpKind::RepeatInterleave => Err(
+            "repeat_interleave, whose counts the CPU checks against the output's length and reports as an error",
+        ),
         OpKind::ArgReduce => Err("arg-reductions, whose indices are 64-bit integers"),
+        OpKind::TopK => Err("top-k selections, whose indices are 64-bit integers"),
         OpKind::Elementwise
         | OpKind::Fused
         | OpKind::Copy
@@ -42,7 +52,11 @@ pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
         | OpKind::Slice
         | OpKind::Cat
         | OpKind::Pad
+        | OpKind::Roll
         | OpKind::Repeat
+        | OpKind::Strided
+        | OpKind::SliceScatter
+        | OpKind::Tril
         | OpKind::Reduce
         | OpKind::CumSum
         | OpKind::Softmax

@@ -77,6 +77,151 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
 }
 ",
     ),
+    // log10 through log2 (WGSL has no log10).
+    (
+        "log10_f32",
+        "fn log10_f32(x: f32) -> f32 { return log2(x) * 0.30102999566398120f; }\n",
+    ),
+    // sinh, asinh and atanh without the cancellation near zero of their
+    // textbook forms (glibc's forms).
+    (
+        "sinh_f32",
+        "fn sinh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    var r: f32;
+    if (a > 88.0) {
+        let h = exp(0.5 * a);
+        r = (0.5 * h) * h;
+    } else {
+        let m = expm1_f32(a);
+        r = 0.5 * (m + m / (m + 1.0));
+    }
+    if (is_nan(x)) { return x; }
+    return select(r, -r, x < 0.0);
+}
+",
+    ),
+    (
+        "asinh_f32",
+        "fn asinh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    var r: f32;
+    if (a > 1.0e9) {
+        r = log(a) + 0.69314718055994531f;
+    } else {
+        r = log1p_f32(a + a * a / (1.0 + sqrt(1.0 + a * a)));
+    }
+    if (is_nan(x)) { return x; }
+    return select(r, -r, x < 0.0);
+}
+",
+    ),
+    (
+        "atanh_f32",
+        "fn atanh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    if (is_nan(x) || a > 1.0) { return bitcast<f32>(0x7fc00000u); }
+    var r = bitcast<f32>(0x7f800000u);
+    if (a < 1.0) { r = 0.5 * log1p_f32(2.0 * a / (1.0 - a)); }
+    return select(r, -r, x < 0.0);
+}
+",
+    ),
+    // C's fmod, exact: binary long division of |x| by |y| (each step
+    // subtracts |y| times a power of two no greater than the rest, which is
+    // exact), with the dividend's sign.
+    (
+        "fmod_f32",
+        "fn fmod_f32(x: f32, y: f32) -> f32 {
+    let inf = bitcast<f32>(0x7f800000u);
+    if (is_nan(x) || is_nan(y) || abs(x) == inf || y == 0.0) { return bitcast<f32>(0x7fc00000u); }
+    let b = abs(y);
+    var r = abs(x);
+    if (b == inf || r < b) { return x; }
+    var s = ldexp(b, frexp(r).exp - frexp(b).exp);
+    if (s > r) { s = s * 0.5; }
+    loop {
+        if (r >= s) { r = r - s; }
+        if (s <= b) { break; }
+        s = s * 0.5;
+    }
+    return select(r, -r, x < 0.0);
+}
+",
+    ),
+    // atan, cosh, acosh and atan2 as C computes them where the device's
+    // built-ins differ (lavapipe's lose NaN, overflow early, and get signed
+    // zeros and infinities wrong).
+    (
+        "atan_f32",
+        "fn atan_f32(x: f32) -> f32 { return select(atan(x), x, is_nan(x)); }\n",
+    ),
+    (
+        "cosh_f32",
+        "fn cosh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    if (a > 88.0) {
+        let h = exp(0.5 * a);
+        return (0.5 * h) * h;
+    }
+    let e = exp(a);
+    return 0.5 * (e + 1.0 / e);
+}
+",
+    ),
+    (
+        "acosh_f32",
+        "fn acosh_f32(x: f32) -> f32 {
+    if (x > 1.0e9) { return log(x) + 0.69314718055994531f; }
+    if (x < 2.0) {
+        let t = x - 1.0;
+        return log1p_f32(t + sqrt(2.0 * t + t * t));
+    }
+    return log(x + sqrt(x * x - 1.0));
+}
+",
+    ),
+    (
+        "atan2_f32",
+        "fn atan2_f32(y: f32, x: f32) -> f32 {
+    let pi = 3.14159265358979323846f;
+    let inf = bitcast<f32>(0x7f800000u);
+    if (is_nan(x) || is_nan(y)) { return bitcast<f32>(0x7fc00000u); }
+    let y_negative = (bitcast<u32>(y) >> 31u) == 1u;
+    let x_negative = (bitcast<u32>(x) >> 31u) == 1u;
+    var r: f32;
+    if (y == 0.0) {
+        r = select(0.0, pi, x_negative);
+    } else if (abs(y) == inf) {
+        r = select(0.5 * pi, select(0.25 * pi, 0.75 * pi, x_negative), abs(x) == inf);
+    } else if (x == 0.0) {
+        r = 0.5 * pi;
+    } else if (abs(x) == inf) {
+        r = select(0.0, pi, x_negative);
+    } else {
+        r = atan2(abs(y), x);
+    }
+    return select(r, -r, y_negative);
+}
+",
+    ),
+    // a^b of integers by repeated squaring, wrapping (negative exponents
+    // are selected around by the caller).
+    (
+        "pow_i32",
+        "fn pow_i32(a: i32, b: i32) -> i32 {
+    var result = 1i;
+    var square = a;
+    var bits = bitcast<u32>(b);
+    while (bits != 0u) {
+        if ((bits & 1u) == 1u) { result = result * square; }
+        square = square * square;
+        bits = bits >> 1u;
+    }
+    return result;
+}
+",
+    ),
     // x^y with torch's results for negative bases and integral exponents.
     (
         "pow_f32",

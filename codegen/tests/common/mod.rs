@@ -61,3 +61,9 @@ pub fn elements<T, const N: usize>(tensor: &HostTensor, from: fn([u8; N]) -> T) 
         })
         .collect()
 }
+
+/// The little-endian bytes of `values`, each encoded by `to`
+/// (`i64::to_le_bytes`).
+pub fn le_bytes<T: Copy, const N: usize>(values: &[T], to: fn(T) -> [u8; N]) -> Vec<u8> {
+    values.iter().flat_map(|&value| to(value)).collect()
+}

@@ -8,10 +8,12 @@
 //!
 //! Unary elementwise functions are not listed: every [`UnaryOp`] whose ATen
 //! name is its own is imported as `aten::NAME.out(Tensor self, *,
-//! Tensor(a!) out)`.
+//! Tensor(a!) out)`. Operators ptec knows but cannot compile yet are listed
+//! with the reason (`REFUSED`), which a program calling them is told.
 
 mod creation;
 mod elementwise;
+mod index;
 mod layout;
 mod nn;
 mod reduce;
@@ -33,17 +35,25 @@ type Rule = fn(&mut Call<'_, '_, '_>) -> Result<(), ImportError>;
 /// of op it emits.
 type Operator = (&'static str, Rule, &'static [OpKind]);
 
+/// An operator ptec refuses: its schema, and why.
+type Refused = (&'static str, &'static str);
+
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 6] = [
+const FAMILIES: [&[Operator]; 7] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
+    index::OPERATORS,
     reduce::OPERATORS,
     nn::OPERATORS,
     creation::OPERATORS,
     symbolic::OPERATORS,
 ];
 
+/// Every family's refused operators.
+const REFUSED: [&[Refused]; 2] = [layout::REFUSED, index::REFUSED];
+
 const ELEMENTWISE: &[OpKind] = &[OpKind::Elementwise];
+const NOTHING: &[OpKind] = &[];
 
 /// How one operator is imported.
 #[derive(Clone, Copy)]
@@ -52,6 +62,8 @@ enum Import {
     Rule(Rule),
     /// As a unary elementwise function.
     Unary(UnaryOp),
+    /// Not at all, for this reason.
+    Refused(&'static str),
 }
 
 /// An operator the table imports: its schema, how it is imported and the
@@ -79,8 +91,13 @@ fn table() -> &'static HashMap<&'static str, Entry> {
             .into_iter()
             .flatten()
             .map(|&(text, rule, emits)| (text, Import::Rule(rule), emits));
+        let refused = REFUSED
+            .into_iter()
+            .flatten()
+            .map(|&(text, why)| (text, Import::Refused(why), NOTHING));
         unary
             .chain(own)
+            .chain(refused)
             .map(|(text, import, emits)| {
                 // The schemas are the table's own text; a test parses each.
                 let schema = Schema::parse(text).unwrap_or_else(|error| panic!("{error}"));
@@ -100,12 +117,22 @@ pub(crate) fn entry(key: &str) -> Option<&'static Entry> {
     table().get(key)
 }
 
+impl Entry {
+    /// Why ptec refuses the operator, when it does.
+    pub(crate) fn refusal(&self) -> Option<&'static str> {
+        match self.import {
+            Import::Refused(why) => Some(why),
+            Import::Rule(_) | Import::Unary(_) => None,
+        }
+    }
+}
+
 /// The table's key of the unary function whose ATen name is `name`.
 pub(crate) fn unary_key(name: &str) -> Option<&'static str> {
     entry(&format!("aten::{name}.out")).map(|entry| entry.schema.key)
 }
 
-/// The kinds of op the entry `key` emits.
+/// The kinds of op the entry `key` emits (none for a refused one).
 pub(crate) fn emits(key: &str) -> Option<&'static [OpKind]> {
     entry(key).map(|entry| entry.emits)
 }
@@ -118,15 +145,24 @@ pub(crate) fn import_call(entry: &Entry, call: &mut Call<'_, '_, '_>) -> Result<
             let x = call.tensor("self")?;
             call.emit(Elementwise::unary(op, x), &["out"])
         }
+        Import::Refused(why) => {
+            Err(call.invalid(format!("{} is not supported: {why}", entry.schema.key)))
+        }
     }
 }
 
-/// Every operator key the table imports, sorted, with the kinds of op it
-/// emits.
-pub fn operators() -> Vec<(String, &'static [OpKind])> {
-    let mut operators: Vec<(String, &'static [OpKind])> = table()
+/// Every operator key the table knows, sorted, with the kinds of op it
+/// emits or why ptec refuses it.
+pub fn operators() -> Vec<(String, Result<&'static [OpKind], &'static str>)> {
+    let mut operators: Vec<_> = table()
         .iter()
-        .map(|(key, entry)| (key.to_string(), entry.emits))
+        .map(|(key, entry)| {
+            let emits = match entry.refusal() {
+                Some(why) => Err(why),
+                None => Ok(entry.emits),
+            };
+            (key.to_string(), emits)
+        })
         .collect();
     operators.sort();
     operators
@@ -139,11 +175,16 @@ mod tests {
     #[test]
     fn every_schema_parses_and_keys_are_unique() {
         let own: usize = FAMILIES.iter().map(|family| family.len()).sum();
+        let refused: usize = REFUSED.iter().map(|family| family.len()).sum();
         let unary = UnaryOp::ALL
             .into_iter()
             .filter(|op| op.aten_name().is_some())
             .count();
-        assert_eq!(table().len(), own + unary, "a key is listed twice");
+        assert_eq!(
+            table().len(),
+            own + refused + unary,
+            "a key is listed twice"
+        );
     }
 
     /// PyTorch's schemas, from `scripts/gen_schemas.py`.
@@ -170,6 +211,11 @@ mod tests {
                 Import::Unary(op) => op.aten_name().map(|name| {
                     format!("aten::{name}.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)")
                 }),
+                Import::Refused(_) => REFUSED
+                    .into_iter()
+                    .flatten()
+                    .find(|(text, _)| text.starts_with(&format!("{key}(")))
+                    .map(|(text, _)| text.to_string()),
             };
             if own.as_deref() != torch.get(key).copied() {
                 wrong.push(format!(

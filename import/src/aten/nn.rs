@@ -2,10 +2,13 @@
 //! pooling and embedding lookups.
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
-use ptec_ir::ops::gather::Embedding;
+use ptec_ir::ops::gather::Index;
+use ptec_ir::ops::layout::{Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
-use ptec_ir::{Op, OpKind, Real};
+use ptec_ir::ops::reduce::{Reduce, ReduceOp};
+use ptec_ir::ops::{Expected, show};
+use ptec_ir::{DType, Dim, Op, OpKind, Real, TensorType, ValueId};
 
 use super::Operator;
 use crate::call::Call;
@@ -43,6 +46,17 @@ pub(super) const OPERATORS: &[Operator] = &[
         &[OpKind::Convolution],
     ),
     (
+        "aten::convolution_backward.out(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+        convolution_backward,
+        &[
+            OpKind::Convolution,
+            OpKind::Reshape,
+            OpKind::Permute,
+            OpKind::Slice,
+            OpKind::Reduce,
+        ],
+    ),
+    (
         "aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
         max_pool2d,
         &[OpKind::MaxPool2d],
@@ -60,7 +74,7 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
         embedding,
-        &[OpKind::Embedding],
+        &[OpKind::Index],
     ),
 ];
 
@@ -110,21 +124,306 @@ fn addmm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 }
 
 fn convolution(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    if c.bool("transposed")? {
-        return Err(c.bad("transposed", "transposed convolution is not supported"));
-    }
+    let rank = c.rank_of("input")?;
+    let spatial = rank
+        .checked_sub(2)
+        .filter(|spatial| (1..=3).contains(spatial));
+    let Some(spatial) = spatial else {
+        return Err(c.bad(
+            "input",
+            format!("a convolution of a {rank}-D input: it must have 1 to 3 spatial dimensions"),
+        ));
+    };
+    let transposed = if c.bool("transposed")? {
+        Some(c.spatial("output_padding", spatial, 0)?)
+    } else {
+        if c.counts("output_padding")?.iter().any(|&size| size != 0) {
+            return Err(c.bad(
+                "output_padding",
+                "is only meaningful for a transposed convolution",
+            ));
+        }
+        None
+    };
     let op = Op::Convolution(Convolution {
         input: c.tensor("input")?,
         weight: c.tensor("weight")?,
         bias: c.optional_tensor("bias")?,
         residual: None,
-        stride: c.pair("stride", 1)?,
-        padding: c.pair("padding", 0)?,
-        dilation: c.pair("dilation", 1)?,
+        stride: c.spatial("stride", spatial, 1)?,
+        padding: c.spatial("padding", spatial, 0)?,
+        dilation: c.spatial("dilation", spatial, 1)?,
+        transposed,
         groups: c.count("groups")?,
         clamp: ClampRange::default(),
     });
     c.emit(op, &["out"])
+}
+
+/// The convolution a `convolution_backward` call differentiates.
+struct Forward {
+    conv: Convolution,
+    spatial: usize,
+    /// The sizes of the input, the weight and the result (`grad_output`).
+    sizes: [Vec<u64>; 3],
+    dtype: DType,
+}
+
+/// `convolution_backward`: the gradients of a convolution with respect to
+/// its input, weight and bias (each when `output_mask` asks for it), as
+/// ops ptec has. The input's gradient is the transposed convolution of the
+/// output's gradient by the weight (for a transposed convolution, the
+/// ordinary one); the weight's is a convolution of the input by the
+/// output's gradient with the batch as channels, stride and dilation
+/// swapped; the bias's is the output's gradient summed over all but its
+/// channels. Gradients `output_mask` does not ask for are not written.
+fn convolution_backward(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let mask = c.bool_list("output_mask")?;
+    let &[input_wanted, weight_wanted, bias_wanted] = mask.as_slice() else {
+        return Err(c.bad("output_mask", format!("has {} values, not 3", mask.len())));
+    };
+    let forward = backward_forward(c)?;
+    if input_wanted {
+        input_gradient(c, &forward)?;
+    }
+    if weight_wanted {
+        weight_gradient(c, &forward)?;
+    }
+    if bias_wanted {
+        let grad = c.tensor("grad_output")?;
+        let mut dims = vec![0];
+        dims.extend(2..forward.spatial + 2);
+        let sum = Reduce {
+            input: grad,
+            op: ReduceOp::Sum,
+            dims,
+            keepdim: false,
+        };
+        c.emit(Op::Reduce(sum), &["out2"])?;
+    }
+    Ok(())
+}
+
+/// The forward convolution of a backward call, checked: `grad_output` must
+/// have its result's shape and element type.
+fn backward_forward(c: &mut Call<'_, '_, '_>) -> Result<Forward, ImportError> {
+    let rank = c.rank_of("input")?;
+    let Some(spatial) = rank
+        .checked_sub(2)
+        .filter(|spatial| (1..=3).contains(spatial))
+    else {
+        return Err(c.bad(
+            "input",
+            format!("a convolution of a {rank}-D input: it must have 1 to 3 spatial dimensions"),
+        ));
+    };
+    let transposed = if c.bool("transposed")? {
+        Some(c.spatial("output_padding", spatial, 0)?)
+    } else {
+        None
+    };
+    let conv = Convolution {
+        input: c.tensor("input")?,
+        weight: c.tensor("weight")?,
+        bias: None,
+        residual: None,
+        stride: c.spatial("stride", spatial, 1)?,
+        padding: c.spatial("padding", spatial, 0)?,
+        dilation: c.spatial("dilation", spatial, 1)?,
+        transposed,
+        groups: c.count("groups")?,
+        clamp: ClampRange::default(),
+    };
+    let grad = c.tensor("grad_output")?;
+    let result = match c
+        .importer
+        .expected_shapes(&Op::Convolution(conv.clone()), 1)?
+        .first()
+    {
+        Some(Expected::Shape(shape)) => shape.clone(),
+        _ => return Err(c.invalid("a convolution whose result has no shape")),
+    };
+    if c.ty(grad).shape != result {
+        return Err(c.bad(
+            "grad_output",
+            format!(
+                "has shape {}, not the convolution's result's {}",
+                show(&c.ty(grad).shape),
+                show(&result)
+            ),
+        ));
+    }
+    let dtype = c.ty(conv.input).dtype;
+    for (name, value) in [("weight", conv.weight), ("grad_output", grad)] {
+        if c.ty(value).dtype != dtype {
+            return Err(c.bad(
+                name,
+                format!("is {}, not the input's {dtype}", c.ty(value).dtype),
+            ));
+        }
+    }
+    let sizes = [conv.input, conv.weight, grad].map(|value| {
+        c.ty(value)
+            .shape
+            .iter()
+            .map(|dim| dim.fixed().unwrap_or(0))
+            .collect()
+    });
+    Ok(Forward {
+        conv,
+        spatial,
+        sizes,
+        dtype,
+    })
+}
+
+/// The input's gradient, into `out0`.
+fn input_gradient(c: &mut Call<'_, '_, '_>, forward: &Forward) -> Result<(), ImportError> {
+    let grad = c.tensor("grad_output")?;
+    let [input, weight, result] = &forward.sizes;
+    let conv = &forward.conv;
+    let transposed = match conv.transposed {
+        // The output padding that gives back the input's size.
+        None => Some(
+            (0..forward.spatial)
+                .map(|d| {
+                    let spread = (result[2 + d].saturating_sub(1)) * conv.stride[d]
+                        + conv.dilation[d] * (weight[2 + d] - 1)
+                        + 1;
+                    (input[2 + d] + 2 * conv.padding[d]).saturating_sub(spread)
+                })
+                .collect(),
+        ),
+        Some(_) => None,
+    };
+    let op = Op::Convolution(Convolution {
+        input: grad,
+        transposed,
+        ..conv.clone()
+    });
+    emit_cropped(c, op, forward.dtype, &input[2..], &[], "out0")
+}
+
+/// The weight's gradient, into `out1`: a convolution whose batch is the
+/// channels of a group of one operand (the input, or for a transposed
+/// convolution the output's gradient) and whose filters are the other's,
+/// batch as channels.
+fn weight_gradient(c: &mut Call<'_, '_, '_>, forward: &Forward) -> Result<(), ImportError> {
+    let grad = c.tensor("grad_output")?;
+    let conv = &forward.conv;
+    let (spread, filters) = match conv.transposed {
+        None => (conv.input, grad),
+        Some(_) => (grad, conv.input),
+    };
+    let batch = forward.sizes[0][0];
+    let spread = grouped_batch(c, spread, conv.groups, batch, forward.dtype)?;
+    let filters = swapped(c, filters, forward.dtype)?;
+    let op = Op::Convolution(Convolution {
+        input: spread,
+        weight: filters,
+        stride: conv.dilation.clone(),
+        dilation: conv.stride.clone(),
+        transposed: None,
+        ..conv.clone()
+    });
+    let kernel = &forward.sizes[1][2..];
+    emit_cropped(
+        c,
+        op,
+        forward.dtype,
+        kernel,
+        &swap_order(forward.spatial),
+        "out1",
+    )
+}
+
+/// `[1, 0, 2, ...]`: the first two dimensions swapped.
+fn swap_order(spatial: usize) -> Vec<usize> {
+    let mut dims = vec![1, 0];
+    dims.extend(2..spatial + 2);
+    dims
+}
+
+/// `value` `[A, B, ...]` as `[B, A, ...]`.
+fn swapped(c: &mut Call<'_, '_, '_>, value: ValueId, dtype: DType) -> Result<ValueId, ImportError> {
+    let spatial = c.ty(value).rank() - 2;
+    let op = Op::Permute(Permute {
+        input: value,
+        dims: swap_order(spatial),
+    });
+    c.temporary(op, dtype)
+}
+
+/// `value` `[N, G * K, ...]` as `[K, G * N, ...]`: each group's channels
+/// become the batch, and the batch the channels of each group.
+fn grouped_batch(
+    c: &mut Call<'_, '_, '_>,
+    value: ValueId,
+    groups: u64,
+    batch: u64,
+    dtype: DType,
+) -> Result<ValueId, ImportError> {
+    let shape = c.ty(value).shape.clone();
+    if shape[0].fixed().is_none() {
+        return Err(c.bad("input", "the weight's gradient of a batch of symbolic size"));
+    }
+    let per_group = shape[1].fixed().unwrap_or(0) / groups.max(1);
+    let mut split = vec![shape[0], Dim::Fixed(groups), Dim::Fixed(per_group)];
+    split.extend(&shape[2..]);
+    let split = c.temporary_of(
+        Op::Reshape(Reshape { input: value }),
+        TensorType::contiguous(dtype, split),
+    );
+    let mut dims = vec![2, 1, 0];
+    dims.extend(3..shape.len() + 1);
+    let moved = c.temporary(Op::Permute(Permute { input: split, dims }), dtype)?;
+    let mut merged = vec![Dim::Fixed(per_group), Dim::Fixed(groups * batch)];
+    merged.extend(&shape[2..]);
+    Ok(c.temporary_of(
+        Op::Reshape(Reshape { input: moved }),
+        TensorType::contiguous(dtype, merged),
+    ))
+}
+
+/// Emits `op` into the tensor argument `out`, its spatial dimensions (from
+/// the third) cut to `sizes` where the op gives more, then permuted by
+/// `permutation` (none when empty).
+fn emit_cropped(
+    c: &mut Call<'_, '_, '_>,
+    op: Op,
+    dtype: DType,
+    sizes: &[u64],
+    permutation: &[usize],
+    out: &str,
+) -> Result<(), ImportError> {
+    let shape = match c.importer.expected_shapes(&op, 1)?.first() {
+        Some(Expected::Shape(shape)) => shape.clone(),
+        _ => return Err(c.invalid("a convolution whose result has no shape")),
+    };
+    let cuts: Vec<usize> = (0..sizes.len())
+        .filter(|&d| shape[2 + d] != Dim::Fixed(sizes[d]))
+        .collect();
+    if cuts.is_empty() && permutation.is_empty() {
+        return c.emit(op, &[out]);
+    }
+    let mut value = c.temporary(op, dtype)?;
+    let mut shape = shape;
+    for d in cuts {
+        shape[2 + d] = Dim::Fixed(sizes[d]);
+        let slice = Op::Slice(Slice {
+            input: value,
+            dim: 2 + d,
+            start: Dim::Fixed(0),
+            step: 1,
+        });
+        value = c.temporary_of(slice, TensorType::contiguous(dtype, shape.clone()));
+    }
+    let dims = if permutation.is_empty() {
+        (0..shape.len()).collect()
+    } else {
+        permutation.to_vec()
+    };
+    c.emit(Op::Permute(Permute { input: value, dims }), &[out])
 }
 
 /// A pooling stride: the kernel's when the list is empty.
@@ -195,10 +494,18 @@ fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(op, &["out"])
 }
 
+/// `embedding(weight, indices)`: a row of the 2-D table for each index
+/// (advanced indexing of its first dimension, without negative indices;
+/// `padding_idx` only matters to gradients).
 fn embedding(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let op = Op::Embedding(Embedding {
-        weight: c.tensor("weight")?,
-        indices: c.tensor("indices")?,
+    if c.rank_of("weight")? != 2 {
+        return Err(c.bad("weight", "must be 2-D"));
+    }
+    let op = Op::Index(Index {
+        input: c.tensor("weight")?,
+        indices: vec![c.tensor("indices")?],
+        dims: vec![0],
+        wrap: false,
     });
     c.emit(op, &["out"])
 }

@@ -1,7 +1,8 @@
 //! Reductions along dimensions (sums, means, extremes, logical ones),
-//! arg-reductions, cumulative sums and softmax.
+//! arg-reductions, the `k` largest or smallest elements, cumulative sums and
+//! softmax.
 
-use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax};
+use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax, TopK};
 use ptec_ir::{Op, OpKind};
 
 use super::Operator;
@@ -9,6 +10,11 @@ use crate::call::Call;
 use crate::error::ImportError;
 
 pub(super) const OPERATORS: &[Operator] = &[
+    (
+        "aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+        topk,
+        &[OpKind::TopK],
+    ),
     (
         "aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
         |c| reduce(c, ReduceOp::Sum),
@@ -203,4 +209,23 @@ fn softmax(c: &mut Call<'_, '_, '_>, log: bool) -> Result<(), ImportError> {
     let dim = c.dim("dim", c.rank_of("self")?.max(1))?;
     let input = c.tensor("self")?;
     c.emit(Op::Softmax(Softmax { input, dim, log }), &["out"])
+}
+
+/// `topk(self, k, dim, largest, sorted)`: the result is always sorted,
+/// which `sorted=False` allows.
+fn topk(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let dim = c.dim("dim", c.rank_of("self")?.max(1))?;
+    let k = c.count("k")?;
+    let extreme = match c.bool("largest")? {
+        true => Extreme::Max,
+        false => Extreme::Min,
+    };
+    let input = c.tensor("self")?;
+    let op = Op::TopK(TopK {
+        input,
+        k,
+        dim,
+        extreme,
+    });
+    c.emit(op, &["values", "indices"])
 }

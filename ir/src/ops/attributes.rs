@@ -190,6 +190,19 @@ impl AttributeReader {
         }
     }
 
+    /// A list written only when present.
+    pub fn ints_if_present<T: FromStr>(&mut self, key: &str) -> Result<Option<Vec<T>>, FormError> {
+        match self.take(key) {
+            Some(AttributeValue::List(items)) => items
+                .iter()
+                .map(|item| Self::atom(key, item))
+                .collect::<Result<_, _>>()
+                .map(Some),
+            Some(_) => Err(Self::invalid(key, "expected a list")),
+            None => Ok(None),
+        }
+    }
+
     /// A two-element list.
     pub fn pair(&mut self, key: &str) -> Result<[u64; 2], FormError> {
         let values: Vec<u64> = self.ints(key)?;

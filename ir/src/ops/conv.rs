@@ -1,4 +1,5 @@
-//! 2-D convolutions and pooling over NCHW tensors.
+//! Convolutions over one to three spatial dimensions, ordinary or
+//! transposed, and 2-D pooling over NCHW tensors.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::linalg::ClampRange;
@@ -15,21 +16,52 @@ use crate::types::{Dim, Shape, TensorType};
 /// Two spatial extents: (height, width).
 pub type Pair = [u64; 2];
 
-/// A 2-D convolution of `input` `[N, C, H, W]` by `weight` `[O, C/groups,
-/// KH, KW]`, plus `bias` `[O]` when present; the result is bounded by
-/// `clamp` (a fused ReLU or ReLU6), then `residual` (a tensor of the
-/// output's type, a fused skip connection) is added.
+/// A convolution of `input` `[N, C, *spatial]` (one to three spatial
+/// dimensions) by `weight`, plus `bias` (one per output channel) when
+/// present; the result is bounded by `clamp` (a fused ReLU or ReLU6), then
+/// `residual` (a tensor of the output's type, a fused skip connection) is
+/// added. `stride`, `padding` and `dilation` hold one extent per spatial
+/// dimension.
+///
+/// An ordinary convolution's weight is `[O, C/groups, *kernel]`; a
+/// transposed one's (`transposed` holds its output padding, the extra size
+/// at the end of each spatial dimension) is `[C, O/groups, *kernel]`: each
+/// input element is spread over the output window it would have been
+/// computed from, as the gradient of a convolution with respect to its
+/// input is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Convolution {
     pub input: ValueId,
     pub weight: ValueId,
     pub bias: Option<ValueId>,
     pub residual: Option<ValueId>,
-    pub stride: Pair,
-    pub padding: Pair,
-    pub dilation: Pair,
+    pub stride: Vec<u64>,
+    pub padding: Vec<u64>,
+    pub dilation: Vec<u64>,
+    pub transposed: Option<Vec<u64>>,
     pub groups: u64,
     pub clamp: ClampRange,
+}
+
+impl Convolution {
+    /// The number of spatial dimensions.
+    pub fn spatial_rank(&self) -> usize {
+        self.stride.len()
+    }
+
+    /// The 2-D form of an ordinary convolution's stride, padding and
+    /// dilation (for kernels that only know that case).
+    pub fn as_2d(&self) -> Option<[Pair; 3]> {
+        let pair = |values: &[u64]| <Pair>::try_from(values).ok();
+        match self.transposed {
+            None => Some([
+                pair(&self.stride)?,
+                pair(&self.padding)?,
+                pair(&self.dilation)?,
+            ]),
+            Some(_) => None,
+        }
+    }
 }
 
 /// 2-D max pooling. Outputs: the maxima, and the flat index of each within
@@ -55,6 +87,14 @@ pub struct AvgPool2d {
     pub count_include_pad: bool,
 }
 
+fn attribute_error(name: &'static str, value: impl std::fmt::Debug, problem: String) -> OpError {
+    OpError::Attribute {
+        name,
+        value: format!("{value:?}"),
+        problem,
+    }
+}
+
 /// Output size of a window op along one dimension.
 pub fn pooled_size(
     input: u64,
@@ -64,9 +104,27 @@ pub fn pooled_size(
     dilation: u64,
     ceil_mode: bool,
 ) -> Result<u64, OpError> {
-    let span = dilation * (kernel.max(1) - 1) + 1;
-    let padded = input + 2 * padding;
-    if padded < span || stride == 0 {
+    if stride == 0 || dilation == 0 {
+        return Err(attribute_error(
+            if stride == 0 { "stride" } else { "dilation" },
+            [stride, dilation],
+            "stride and dilation must be positive".into(),
+        ));
+    }
+    let span = dilation
+        .checked_mul(kernel.max(1) - 1)
+        .and_then(|extent| extent.checked_add(1));
+    let padded = padding
+        .checked_mul(2)
+        .and_then(|both| both.checked_add(input));
+    let (Some(span), Some(padded)) = (span, padded) else {
+        return Err(attribute_error(
+            "kernel",
+            kernel,
+            format!("a window of {kernel} (dilation {dilation}) padded by {padding} overflows"),
+        ));
+    };
+    if padded < span {
         return Err(OpError::Attribute {
             name: "kernel",
             value: kernel.to_string(),
@@ -100,14 +158,24 @@ pub fn pooled_dim(
     if let Dim::Fixed(size) = input {
         return pooled_size(size, kernel, stride, padding, dilation, ceil_mode).map(Dim::Fixed);
     }
-    if stride == 0 {
-        return Err(OpError::Attribute {
-            name: "stride",
-            value: stride.to_string(),
-            problem: "must be positive".into(),
-        });
+    if stride == 0 || dilation == 0 {
+        return Err(attribute_error(
+            if stride == 0 { "stride" } else { "dilation" },
+            [stride, dilation],
+            "stride and dilation must be positive".into(),
+        ));
     }
-    let span = dilation * (kernel.max(1) - 1) + 1;
+    let span = dilation
+        .checked_mul(kernel.max(1) - 1)
+        .and_then(|extent| extent.checked_add(1))
+        .filter(|&span| i64::try_from(span).is_ok() && i64::try_from(padding).is_ok())
+        .ok_or_else(|| {
+            attribute_error(
+                "kernel",
+                kernel,
+                format!("a window of {kernel} (dilation {dilation}) overflows"),
+            )
+        })?;
     let what = "a window op's output size";
     let size = dim_poly(cx, input)?;
     let padded = size.add(&Poly::constant(2 * padding as i64));
@@ -150,6 +218,53 @@ pub fn pooled_dim(
     })
 }
 
+/// Output size of a transposed convolution along one dimension:
+/// `(input - 1) * stride - 2 * padding + dilation * (kernel - 1) +
+/// output_padding + 1`, which must be positive.
+pub fn transposed_size(
+    input: u64,
+    kernel: u64,
+    stride: u64,
+    padding: u64,
+    dilation: u64,
+    output_padding: u64,
+) -> Result<u64, OpError> {
+    if stride == 0 || dilation == 0 {
+        return Err(attribute_error(
+            if stride == 0 { "stride" } else { "dilation" },
+            [stride, dilation],
+            "stride and dilation must be positive".into(),
+        ));
+    }
+    if output_padding >= stride && output_padding >= dilation {
+        return Err(attribute_error(
+            "output_padding",
+            output_padding,
+            format!("must be smaller than the stride {stride} or the dilation {dilation}"),
+        ));
+    }
+    let size = (i128::from(input) - 1) * i128::from(stride) - 2 * i128::from(padding)
+        + i128::from(dilation) * (i128::from(kernel) - 1)
+        + i128::from(output_padding)
+        + 1;
+    if size <= 0 || input == 0 {
+        return Err(attribute_error(
+            "padding",
+            padding,
+            format!(
+                "leaves no output of a transposed convolution of an input of {input} by a kernel of {kernel} (stride {stride}, dilation {dilation})"
+            ),
+        ));
+    }
+    u64::try_from(size).map_err(|_| {
+        attribute_error(
+            "stride",
+            stride,
+            format!("gives an output of {size}, too large"),
+        )
+    })
+}
+
 fn pooled_shape(
     cx: &mut dyn ShapeContext,
     x: &[Dim],
@@ -167,6 +282,13 @@ fn pooled_shape(
     }
     let mut shape = x[..2].to_vec();
     for axis in 0..2 {
+        if kernel[axis] == 0 {
+            return Err(attribute_error(
+                "kernel",
+                kernel,
+                "kernel sizes must be positive".into(),
+            ));
+        }
         if padding[axis] * 2 > kernel[axis] {
             return Err(OpError::Attribute {
                 name: "padding",
@@ -180,6 +302,105 @@ fn pooled_shape(
             [kernel[axis], stride[axis], padding[axis], dilation[axis]],
             ceil_mode,
         )?);
+    }
+    Ok(shape)
+}
+
+/// The output shape of `conv` of input `x` by weight `w`.
+/// An ordinary convolution's input may have symbolic sizes (its channels
+/// become the weight's); a transposed one's must be fixed.
+fn convolution_shape(
+    eq: &mut dyn ShapeContext,
+    conv: &Convolution,
+    x: &[Dim],
+    w: &[Dim],
+) -> Result<Shape, OpError> {
+    let rank = conv.spatial_rank();
+    let mismatch = |what| OpError::Shapes {
+        what,
+        shapes: vec![x.to_vec(), w.to_vec()],
+    };
+    if !(1..=3).contains(&rank) {
+        return Err(attribute_error(
+            "stride",
+            &conv.stride,
+            "a convolution has one to three spatial dimensions".into(),
+        ));
+    }
+    let output_padding = conv.transposed.as_deref().unwrap_or(&[]);
+    if conv.padding.len() != rank
+        || conv.dilation.len() != rank
+        || (conv.transposed.is_some() && output_padding.len() != rank)
+    {
+        return Err(attribute_error(
+            "padding",
+            (&conv.padding, &conv.dilation, output_padding),
+            format!("padding, dilation and output padding need {rank} values, as the stride has"),
+        ));
+    }
+    if x.len() != rank + 2 || w.len() != rank + 2 {
+        return Err(mismatch(
+            "convolution of an input and weight of other ranks than its spatial dimensions and 2",
+        ));
+    }
+    let (w0, w1) = (
+        fixed(w[0], "weight channels")?,
+        fixed(w[1], "weight channels")?,
+    );
+    let groups = conv.groups;
+    let channels = match x[1].fixed() {
+        Some(channels) => channels,
+        // A symbolic channel count becomes the weight's.
+        None => match conv.transposed {
+            None => w1.checked_mul(groups),
+            Some(_) => Some(w0),
+        }
+        .filter(|&channels| eq.equate(x[1], Dim::Fixed(channels)).is_some())
+        .ok_or(OpError::NotFixed {
+            what: "input channels",
+            dim: x[1],
+        })?,
+    };
+    // Input channels per group and output channels.
+    let (grouped, out_channels) = match conv.transposed {
+        None => (w1, w0),
+        Some(_) => (w0 / groups.max(1), w1.saturating_mul(groups)),
+    };
+    let splits = groups != 0
+        && channels % groups == 0
+        && out_channels % groups == 0
+        && grouped == channels / groups
+        && (conv.transposed.is_none() || w0 == channels);
+    if !splits {
+        return Err(OpError::Attribute {
+            name: "groups",
+            value: groups.to_string(),
+            problem: format!(
+                "do not split input {} and weight {}",
+                super::show(x),
+                super::show(w)
+            ),
+        });
+    }
+    let mut shape = vec![x[0], Dim::Fixed(out_channels)];
+    for axis in 0..rank {
+        let kernel = fixed(w[2 + axis], "a kernel dimension")?;
+        if kernel == 0 {
+            return Err(mismatch("convolution by a kernel of size 0"));
+        }
+        let (stride, padding, dilation) =
+            (conv.stride[axis], conv.padding[axis], conv.dilation[axis]);
+        shape.push(match conv.transposed {
+            None => pooled_dim(eq, x[2 + axis], [kernel, stride, padding, dilation], false)?,
+            Some(_) => Dim::Fixed(transposed_size(
+                fixed(x[2 + axis], "a transposed convolution's spatial dimension")?,
+                kernel,
+                stride,
+                padding,
+                dilation,
+                output_padding[axis],
+            )?),
+        });
     }
     Ok(shape)
 }
@@ -220,45 +441,14 @@ impl OpDef for Convolution {
             what,
             shapes: shapes_of(inputs),
         };
-        if x.len() != 4 || w.len() != 4 {
-            return Err(mismatch(
-                "convolution of operands other than 4-D (ptec handles 2-D)",
-            ));
-        }
-        let out_channels = fixed(w[0], "output channels")?;
-        let groups = self.groups;
-        // The input has a group's weight channels per group (an input's
-        // symbolic channel count becomes that).
-        let channels = fixed(w[1], "weight channels")?
-            .checked_mul(groups)
-            .and_then(|channels| eq.equate(x[1], Dim::Fixed(channels)));
-        if groups == 0 || out_channels % groups != 0 || channels.is_none() {
-            return Err(OpError::Attribute {
-                name: "groups",
-                value: groups.to_string(),
-                problem: format!(
-                    "do not split input {} and weight {}",
-                    super::show(x),
-                    super::show(w)
-                ),
-            });
-        }
+        let shape = convolution_shape(eq, self, x, w)?;
         let mut rest = inputs[2..].iter();
-        if self.bias.is_some() && rest.next().map(|bias| bias.shape.as_slice()) != Some(&[w[0]]) {
+        if self.bias.is_some()
+            && rest.next().map(|bias| bias.shape.as_slice()) != Some(&shape[1..2])
+        {
             return Err(mismatch(
                 "convolution with a bias not one per output channel",
             ));
-        }
-        let mut shape = vec![x[0], w[0]];
-        for axis in 0..2 {
-            let kernel = fixed(w[2 + axis], "a kernel dimension")?;
-            let window = [
-                kernel,
-                self.stride[axis],
-                self.padding[axis],
-                self.dilation[axis],
-            ];
-            shape.push(pooled_dim(eq, x[2 + axis], window, false)?);
         }
         if self.residual.is_some() && rest.next().map(|residual| &residual.shape) != Some(&shape) {
             return Err(mismatch(
@@ -272,6 +462,9 @@ impl OpDef for Convolution {
         out.ints("stride", &self.stride);
         out.ints("padding", &self.padding);
         out.ints("dilation", &self.dilation);
+        if let Some(output_padding) = &self.transposed {
+            out.ints("output_padding", output_padding);
+        }
         out.int("groups", self.groups);
         self.clamp.write(out);
     }
@@ -374,9 +567,10 @@ pub(crate) fn parse(
                 weight: operands.positional("weight")?,
                 bias: operands.named("bias"),
                 residual: operands.named("residual"),
-                stride: attributes.pair("stride")?,
-                padding: attributes.pair("padding")?,
-                dilation: attributes.pair("dilation")?,
+                stride: attributes.ints("stride")?,
+                padding: attributes.ints("padding")?,
+                dilation: attributes.ints("dilation")?,
+                transposed: attributes.ints_if_present("output_padding")?,
                 groups: attributes.int("groups")?,
                 clamp: ClampRange::read(attributes)?,
             }),

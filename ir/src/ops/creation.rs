@@ -1,13 +1,15 @@
-//! Ops that create tensors from attributes alone: fills and ranges. Their
-//! output's shape is the one the program declares. The fill value and the
-//! range's start may be scalars known only at run time (symbols).
+//! Ops that create tensors from attributes and counts: fills, ranges and
+//! the indices `repeat_interleave` repeats. Their output's shape is the one
+//! the program declares. The fill value and the range's start may be
+//! scalars known only at run time (symbols).
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::no_operands;
 use super::{Expected, OpDef, OpError, ShapeContext};
+use super::{no_operands, one_input};
+use crate::graph::ValueId;
 use crate::op::Op;
 use crate::symbolic::Term;
-use crate::types::{Scalar, TensorType};
+use crate::types::{DType, Scalar, TensorType};
 
 /// Fills the output with `value`, converted to its element type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -32,6 +34,16 @@ fn check_term(term: Term, name: &'static str, cx: &dyn ShapeContext) -> Result<(
             value: term.to_string(),
             problem: error.to_string(),
         })
+}
+
+/// `repeat_interleave(repeats)`: each index `i` of the 1-D integer tensor
+/// `repeats`, `repeats[i]` times in a row, in `repeats`' element type. The
+/// output's length is the one declared (the `output_size` argument); a
+/// negative count, or counts whose sum is not that length, are an error at
+/// run time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RepeatInterleave {
+    pub input: ValueId,
 }
 
 fn given() -> Result<Vec<Expected>, OpError> {
@@ -123,15 +135,58 @@ impl OpDef for Arange {
     }
 }
 
+impl OpDef for RepeatInterleave {
+    fn name(&self) -> &'static str {
+        "repeat_interleave"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn ShapeContext,
+    ) -> Result<Vec<Expected>, OpError> {
+        given()
+    }
+
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        let (counts, out) = (inputs[0], outputs[0]);
+        if counts.rank() > 1 || out.rank() != 1 {
+            return Err(OpError::Shapes {
+                what: "repeat_interleave of counts that are not 1-D into a tensor that is",
+                shapes: vec![counts.shape.clone(), out.shape.clone()],
+            });
+        }
+        match counts.dtype {
+            DType::I32 | DType::I64 if out.dtype == counts.dtype => Ok(()),
+            found => Err(OpError::ElementType {
+                what: "repeat_interleave's counts and result",
+                expected: "both i32 or both i64",
+                found,
+            }),
+        }
+    }
+}
+
 pub(crate) fn parse(
     name: &str,
-    _operands: &mut OperandReader,
+    operands: &mut OperandReader,
     attributes: &mut AttributeReader,
 ) -> Option<Result<Op, FormError>> {
     let parsed = (|| {
         Ok(Some(match name {
             "full" => Op::Full(Full {
                 value: attributes.term("value")?,
+            }),
+            "repeat_interleave" => Op::RepeatInterleave(RepeatInterleave {
+                input: operands.positional("input")?,
             }),
             "arange" => Op::Arange(Arange {
                 start: attributes.term("start")?,

@@ -4,10 +4,13 @@
 //! scalar expression ([`Expr`]) that both back ends lower. To add a unary
 //! function, add a [`UnaryOp`] variant and its arms below (name and
 //! expression; ATen's `aten::NAME.out` imports it when its ATen name is its
-//! own, and Vulkan's `aten.NAME.default` likewise).
+//! own, and Vulkan's `aten.NAME.default` likewise). A function computes in
+//! the type PyTorch promotes its operands to ([`Func::types`]), and its
+//! result is cast to the output's type where PyTorch allows the cast.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::expr::{Binary, Comparison, Expr, Unary, integer, real, zero};
+use super::promotion::{Operand, can_cast, result_type};
 use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, broadcast};
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -16,19 +19,34 @@ use crate::types::{DType, Real, Scalar, TensorType};
 /// Functions of the C math library that elementwise functions call, on f32
 /// or f64, and their counterparts in shaders. Their accuracy is the C
 /// library's (glibc documents at most 1-2 ulp for the single-precision ones
-/// on x86_64 and aarch64).
+/// on x86_64 and aarch64; `fmod` is exact).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MathFn {
     Exp,
     Log,
+    Log2,
+    Log10,
     Tanh,
     Sin,
     Cos,
     Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
     Erf,
     Expm1,
     Log1p,
     Pow,
+    /// `atan2(y, x)`.
+    Atan2,
+    /// C's `fmod`: the remainder of truncating division, exact, with the
+    /// dividend's sign.
+    Fmod,
 }
 
 /// How a shader computes a [`MathFn`].
@@ -47,21 +65,33 @@ impl MathFn {
         let (single, double) = match self {
             MathFn::Exp => ("expf", "exp"),
             MathFn::Log => ("logf", "log"),
+            MathFn::Log2 => ("log2f", "log2"),
+            MathFn::Log10 => ("log10f", "log10"),
             MathFn::Tanh => ("tanhf", "tanh"),
             MathFn::Sin => ("sinf", "sin"),
             MathFn::Cos => ("cosf", "cos"),
             MathFn::Tan => ("tanf", "tan"),
+            MathFn::Asin => ("asinf", "asin"),
+            MathFn::Acos => ("acosf", "acos"),
+            MathFn::Atan => ("atanf", "atan"),
+            MathFn::Sinh => ("sinhf", "sinh"),
+            MathFn::Cosh => ("coshf", "cosh"),
+            MathFn::Asinh => ("asinhf", "asinh"),
+            MathFn::Acosh => ("acoshf", "acosh"),
+            MathFn::Atanh => ("atanhf", "atanh"),
             MathFn::Erf => ("erff", "erf"),
             MathFn::Expm1 => ("expm1f", "expm1"),
             MathFn::Log1p => ("log1pf", "log1p"),
             MathFn::Pow => ("powf", "pow"),
+            MathFn::Atan2 => ("atan2f", "atan2"),
+            MathFn::Fmod => ("fmodf", "fmod"),
         };
         if wide { double } else { single }
     }
 
     pub fn arity(self) -> usize {
         match self {
-            MathFn::Pow => 2,
+            MathFn::Pow | MathFn::Atan2 | MathFn::Fmod => 2,
             _ => 1,
         }
     }
@@ -70,15 +100,30 @@ impl MathFn {
         match self {
             MathFn::Exp => ShaderMath::Builtin("exp"),
             MathFn::Log => ShaderMath::Builtin("log"),
+            MathFn::Log2 => ShaderMath::Builtin("log2"),
+            MathFn::Log10 => ShaderMath::Helper("log10_f32"),
             MathFn::Tanh => ShaderMath::Builtin("tanh"),
             MathFn::Sin => ShaderMath::Builtin("sin"),
             MathFn::Cos => ShaderMath::Builtin("cos"),
             MathFn::Tan => ShaderMath::Builtin("tan"),
+            MathFn::Asin => ShaderMath::Builtin("asin"),
+            MathFn::Acos => ShaderMath::Builtin("acos"),
+            MathFn::Atan => ShaderMath::Helper("atan_f32"),
+            // The helpers compute as C does where the built-ins lose NaN,
+            // cancel near zero or overflow early.
+            MathFn::Sinh => ShaderMath::Helper("sinh_f32"),
+            MathFn::Cosh => ShaderMath::Helper("cosh_f32"),
+            MathFn::Asinh => ShaderMath::Helper("asinh_f32"),
+            MathFn::Acosh => ShaderMath::Helper("acosh_f32"),
+            MathFn::Atanh => ShaderMath::Helper("atanh_f32"),
             MathFn::Erf => ShaderMath::Helper("erf_f32"),
             MathFn::Expm1 => ShaderMath::Helper("expm1_f32"),
             MathFn::Log1p => ShaderMath::Helper("log1p_f32"),
             // torch's results for negative bases and integral exponents.
             MathFn::Pow => ShaderMath::Helper("pow_f32"),
+            MathFn::Atan2 => ShaderMath::Helper("atan2_f32"),
+            // WGSL's `%` of floats divides, so it is not exact.
+            MathFn::Fmod => ShaderMath::Helper("fmod_f32"),
         }
     }
 }
@@ -93,12 +138,22 @@ pub enum UnaryOp {
     Tanh,
     Exp,
     Log,
+    Log2,
+    Log10,
     Sqrt,
     Rsqrt,
     Reciprocal,
     Sin,
     Cos,
     Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
     Erf,
     /// GELU with erf.
     Gelu,
@@ -115,10 +170,13 @@ pub enum UnaryOp {
     Expm1,
     Log1p,
     LogicalNot,
+    IsNan,
+    IsInf,
+    BitwiseNot,
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 27] = [
+    pub const ALL: [UnaryOp; 40] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Relu,
@@ -126,12 +184,22 @@ impl UnaryOp {
         UnaryOp::Tanh,
         UnaryOp::Exp,
         UnaryOp::Log,
+        UnaryOp::Log2,
+        UnaryOp::Log10,
         UnaryOp::Sqrt,
         UnaryOp::Rsqrt,
         UnaryOp::Reciprocal,
         UnaryOp::Sin,
         UnaryOp::Cos,
         UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
         UnaryOp::Erf,
         UnaryOp::Gelu,
         UnaryOp::GeluTanh,
@@ -146,6 +214,9 @@ impl UnaryOp {
         UnaryOp::Expm1,
         UnaryOp::Log1p,
         UnaryOp::LogicalNot,
+        UnaryOp::IsNan,
+        UnaryOp::IsInf,
+        UnaryOp::BitwiseNot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -157,12 +228,22 @@ impl UnaryOp {
             UnaryOp::Tanh => "tanh",
             UnaryOp::Exp => "exp",
             UnaryOp::Log => "log",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Log10 => "log10",
             UnaryOp::Sqrt => "sqrt",
             UnaryOp::Rsqrt => "rsqrt",
             UnaryOp::Reciprocal => "reciprocal",
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
             UnaryOp::Tan => "tan",
+            UnaryOp::Asin => "asin",
+            UnaryOp::Acos => "acos",
+            UnaryOp::Atan => "atan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Asinh => "asinh",
+            UnaryOp::Acosh => "acosh",
+            UnaryOp::Atanh => "atanh",
             UnaryOp::Erf => "erf",
             UnaryOp::Gelu => "gelu",
             UnaryOp::GeluTanh => "gelu_tanh",
@@ -177,6 +258,9 @@ impl UnaryOp {
             UnaryOp::Expm1 => "expm1",
             UnaryOp::Log1p => "log1p",
             UnaryOp::LogicalNot => "logical_not",
+            UnaryOp::IsNan => "isnan",
+            UnaryOp::IsInf => "isinf",
+            UnaryOp::BitwiseNot => "bitwise_not",
         }
     }
 
@@ -191,6 +275,44 @@ impl UnaryOp {
         }
     }
 
+    /// Whether the function gives a bool whatever its operand is.
+    fn is_predicate(self) -> bool {
+        matches!(self, UnaryOp::LogicalNot | UnaryOp::IsNan | UnaryOp::IsInf)
+    }
+
+    /// Whether integer and bool operands compute in the default float type
+    /// (PyTorch's "floating" functions); the others compute in their
+    /// operand's type.
+    fn promotes_to_float(self) -> bool {
+        use UnaryOp::*;
+        matches!(
+            self,
+            Sigmoid
+                | Tanh
+                | Exp
+                | Log
+                | Log2
+                | Log10
+                | Sqrt
+                | Rsqrt
+                | Reciprocal
+                | Sin
+                | Cos
+                | Tan
+                | Asin
+                | Acos
+                | Atan
+                | Sinh
+                | Cosh
+                | Asinh
+                | Acosh
+                | Atanh
+                | Erf
+                | Expm1
+                | Log1p
+        )
+    }
+
     /// What the function computes of `x` in `compute`.
     fn expr(self, x: Expr, compute: DType) -> Result<Expr, Undefined> {
         use UnaryOp::*;
@@ -198,8 +320,29 @@ impl UnaryOp {
             function: self.name(),
             compute,
         };
-        if self == LogicalNot {
-            return Ok(Expr::compare(Comparison::Eq, x, zero(compute)));
+        match self {
+            LogicalNot => return Ok(Expr::compare(Comparison::Eq, x, zero(compute))),
+            // Integers are neither NaN nor infinite (IsNan of them is false).
+            IsNan => return Ok(Expr::unary(Unary::IsNan, x)),
+            IsInf if !compute.is_float() => return Ok(Expr::unary(Unary::IsNan, x)),
+            IsInf => {
+                let magnitude = Expr::unary(Unary::Abs, x);
+                return Ok(Expr::compare(
+                    Comparison::Eq,
+                    magnitude,
+                    real(f64::INFINITY),
+                ));
+            }
+            _ => {}
+        }
+        if compute == DType::Bool {
+            // PyTorch has no arithmetic on bools: the sign of a bool is
+            // itself, and bitwise not is logical not.
+            return match self {
+                Sign => Ok(x),
+                BitwiseNot => Ok(Expr::unary(Unary::BitNot, x)),
+                _ => Err(undefined()),
+            };
         }
         if !compute.is_float() {
             return match self {
@@ -207,13 +350,9 @@ impl UnaryOp {
                 Abs if compute.is_unsigned() => Ok(x),
                 Abs => Ok(Expr::unary(Unary::Abs, x)),
                 Relu => Ok(x.maximum(integer(0))),
-                Sign => {
-                    let positive = Expr::compare(Comparison::Gt, x.clone(), integer(0));
-                    let negative = Expr::compare(Comparison::Lt, x, integer(0));
-                    Ok(Expr::unary(Unary::FromBool, positive)
-                        - Expr::unary(Unary::FromBool, negative))
-                }
+                Sign => Ok(sign(x, compute)),
                 Floor | Ceil | Round | Trunc => Ok(x),
+                BitwiseNot => Ok(Expr::unary(Unary::BitNot, x)),
                 _ => Err(undefined()),
             };
         }
@@ -226,12 +365,22 @@ impl UnaryOp {
             Tanh => math(MathFn::Tanh, x),
             Exp => math(MathFn::Exp, x),
             Log => math(MathFn::Log, x),
+            Log2 => math(MathFn::Log2, x),
+            Log10 => math(MathFn::Log10, x),
             Sqrt => Expr::unary(Unary::Sqrt, x),
             Rsqrt => real(1.0) / Expr::unary(Unary::Sqrt, x),
             Reciprocal => real(1.0) / x,
             Sin => math(MathFn::Sin, x),
             Cos => math(MathFn::Cos, x),
             Tan => math(MathFn::Tan, x),
+            Asin => math(MathFn::Asin, x),
+            Acos => math(MathFn::Acos, x),
+            Atan => math(MathFn::Atan, x),
+            Sinh => math(MathFn::Sinh, x),
+            Cosh => math(MathFn::Cosh, x),
+            Asinh => math(MathFn::Asinh, x),
+            Acosh => math(MathFn::Acosh, x),
+            Atanh => math(MathFn::Atanh, x),
             Erf => math(MathFn::Erf, x),
             // x/2 * (1 + erf(x / sqrt(2)))
             Gelu => {
@@ -258,19 +407,21 @@ impl UnaryOp {
             Ceil => Expr::unary(Unary::Ceil, x),
             Round => Expr::unary(Unary::Round, x),
             Trunc => Expr::unary(Unary::Trunc, x),
-            // (x > 0) - (x < 0), keeping NaN.
-            Sign => {
-                let positive = Expr::compare(Comparison::Gt, x.clone(), real(0.0));
-                let negative = Expr::compare(Comparison::Lt, x.clone(), real(0.0));
-                let sign = Expr::select(negative, real(-1.0), real(0.0));
-                let sign = Expr::select(positive, real(1.0), sign);
-                Expr::select(Expr::unary(Unary::IsNan, x.clone()), x, sign)
-            }
+            Sign => sign(x, compute),
             Expm1 => math(MathFn::Expm1, x),
             Log1p => math(MathFn::Log1p, x),
-            LogicalNot => unreachable!("returned above"),
+            BitwiseNot => return Err(undefined()),
+            LogicalNot | IsNan | IsInf => unreachable!("returned above"),
         })
     }
+}
+
+/// `(x > 0) - (x < 0)`: 0 for NaN and both zeros, as PyTorch's (ExecuTorch's
+/// portable kernel keeps NaN).
+fn sign(x: Expr, compute: DType) -> Expr {
+    let positive = Expr::compare(Comparison::Gt, x.clone(), zero(compute));
+    let negative = Expr::compare(Comparison::Lt, x, zero(compute));
+    Expr::unary(Unary::FromBool, positive) - Expr::unary(Unary::FromBool, negative)
 }
 
 /// `1 / (1 + exp(-x))`.
@@ -296,7 +447,10 @@ pub enum BinaryOp {
     TruncDiv,
     /// Python-style remainder: the sign of the divisor.
     Remainder,
+    /// C-style remainder: the sign of the dividend.
+    Fmod,
     Pow,
+    Atan2,
     Maximum,
     Minimum,
     Eq,
@@ -308,10 +462,18 @@ pub enum BinaryOp {
     LogicalAnd,
     LogicalOr,
     LogicalXor,
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    /// `a << b`: 0 for amounts below 0 or not below the width.
+    LeftShift,
+    /// `a >> b`, arithmetic for signed types: amounts below 0 or not below
+    /// the width shift every bit out (the sign fills signed types).
+    RightShift,
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 19] = [
+    pub const ALL: [BinaryOp; 26] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -319,7 +481,9 @@ impl BinaryOp {
         BinaryOp::FloorDiv,
         BinaryOp::TruncDiv,
         BinaryOp::Remainder,
+        BinaryOp::Fmod,
         BinaryOp::Pow,
+        BinaryOp::Atan2,
         BinaryOp::Maximum,
         BinaryOp::Minimum,
         BinaryOp::Eq,
@@ -331,10 +495,16 @@ impl BinaryOp {
         BinaryOp::LogicalAnd,
         BinaryOp::LogicalOr,
         BinaryOp::LogicalXor,
+        BinaryOp::BitwiseAnd,
+        BinaryOp::BitwiseOr,
+        BinaryOp::BitwiseXor,
+        BinaryOp::LeftShift,
+        BinaryOp::RightShift,
     ];
 
     /// The name of the tensor-tensor form; the tensor-scalar form is
-    /// [`BinaryOp::scalar_name`].
+    /// [`BinaryOp::scalar_name`], the scalar-tensor one
+    /// [`BinaryOp::reversed_name`].
     pub fn name(self) -> &'static str {
         self.names().0
     }
@@ -343,27 +513,38 @@ impl BinaryOp {
         self.names().1
     }
 
-    fn names(self) -> (&'static str, &'static str) {
+    pub fn reversed_name(self) -> &'static str {
+        self.names().2
+    }
+
+    fn names(self) -> (&'static str, &'static str, &'static str) {
         match self {
-            BinaryOp::Add => ("add", "add_scalar"),
-            BinaryOp::Sub => ("sub", "sub_scalar"),
-            BinaryOp::Mul => ("mul", "mul_scalar"),
-            BinaryOp::Div => ("div", "div_scalar"),
-            BinaryOp::FloorDiv => ("floor_div", "floor_div_scalar"),
-            BinaryOp::TruncDiv => ("trunc_div", "trunc_div_scalar"),
-            BinaryOp::Remainder => ("remainder", "remainder_scalar"),
-            BinaryOp::Pow => ("pow", "pow_scalar"),
-            BinaryOp::Maximum => ("maximum", "maximum_scalar"),
-            BinaryOp::Minimum => ("minimum", "minimum_scalar"),
-            BinaryOp::Eq => ("eq", "eq_scalar"),
-            BinaryOp::Ne => ("ne", "ne_scalar"),
-            BinaryOp::Lt => ("lt", "lt_scalar"),
-            BinaryOp::Le => ("le", "le_scalar"),
-            BinaryOp::Gt => ("gt", "gt_scalar"),
-            BinaryOp::Ge => ("ge", "ge_scalar"),
-            BinaryOp::LogicalAnd => ("logical_and", "logical_and_scalar"),
-            BinaryOp::LogicalOr => ("logical_or", "logical_or_scalar"),
-            BinaryOp::LogicalXor => ("logical_xor", "logical_xor_scalar"),
+            BinaryOp::Add => ("add", "add_scalar", "radd"),
+            BinaryOp::Sub => ("sub", "sub_scalar", "rsub"),
+            BinaryOp::Mul => ("mul", "mul_scalar", "rmul"),
+            BinaryOp::Div => ("div", "div_scalar", "rdiv"),
+            BinaryOp::FloorDiv => ("floor_div", "floor_div_scalar", "rfloor_div"),
+            BinaryOp::TruncDiv => ("trunc_div", "trunc_div_scalar", "rtrunc_div"),
+            BinaryOp::Remainder => ("remainder", "remainder_scalar", "rremainder"),
+            BinaryOp::Fmod => ("fmod", "fmod_scalar", "rfmod"),
+            BinaryOp::Pow => ("pow", "pow_scalar", "rpow"),
+            BinaryOp::Atan2 => ("atan2", "atan2_scalar", "ratan2"),
+            BinaryOp::Maximum => ("maximum", "maximum_scalar", "rmaximum"),
+            BinaryOp::Minimum => ("minimum", "minimum_scalar", "rminimum"),
+            BinaryOp::Eq => ("eq", "eq_scalar", "req"),
+            BinaryOp::Ne => ("ne", "ne_scalar", "rne"),
+            BinaryOp::Lt => ("lt", "lt_scalar", "rlt"),
+            BinaryOp::Le => ("le", "le_scalar", "rle"),
+            BinaryOp::Gt => ("gt", "gt_scalar", "rgt"),
+            BinaryOp::Ge => ("ge", "ge_scalar", "rge"),
+            BinaryOp::LogicalAnd => ("logical_and", "logical_and_scalar", "rlogical_and"),
+            BinaryOp::LogicalOr => ("logical_or", "logical_or_scalar", "rlogical_or"),
+            BinaryOp::LogicalXor => ("logical_xor", "logical_xor_scalar", "rlogical_xor"),
+            BinaryOp::BitwiseAnd => ("bitwise_and", "bitwise_and_scalar", "rbitwise_and"),
+            BinaryOp::BitwiseOr => ("bitwise_or", "bitwise_or_scalar", "rbitwise_or"),
+            BinaryOp::BitwiseXor => ("bitwise_xor", "bitwise_xor_scalar", "rbitwise_xor"),
+            BinaryOp::LeftShift => ("left_shift", "left_shift_scalar", "rleft_shift"),
+            BinaryOp::RightShift => ("right_shift", "right_shift_scalar", "rright_shift"),
         }
     }
 
@@ -376,10 +557,20 @@ impl BinaryOp {
         )
     }
 
+    /// Whether integer and bool operands compute in the default float type.
+    fn promotes_to_float(self) -> bool {
+        matches!(self, BinaryOp::Div | BinaryOp::Atan2)
+    }
+
     /// `a op b` in `compute`.
     fn expr(self, a: Expr, b: Expr, compute: DType) -> Result<Expr, Undefined> {
         use BinaryOp::*;
         let float = compute.is_float();
+        let boolean = compute == DType::Bool;
+        let undefined = Err(Undefined {
+            function: self.name(),
+            compute,
+        });
         let compare = |comparison| Expr::compare(comparison, a.clone(), b.clone());
         let logical = |op| {
             Expr::binary(
@@ -389,24 +580,36 @@ impl BinaryOp {
             )
         };
         Ok(match self {
+            // Bools add as "or" and multiply as "and" (their maximum and
+            // minimum likewise); PyTorch subtracts or divides no bools.
+            Add | Maximum if boolean => Expr::binary(Binary::BitOr, a, b),
+            Mul | Minimum if boolean => Expr::binary(Binary::BitAnd, a, b),
+            Sub | FloorDiv | TruncDiv | Remainder | Fmod | Pow | LeftShift | RightShift
+                if boolean =>
+            {
+                return undefined;
+            }
             Add => a + b,
             Sub => a - b,
             Mul => a * b,
             Div if float => a / b,
-            FloorDiv if float => Expr::unary(Unary::Floor, a / b),
+            FloorDiv if float => floor_divide(a, b),
             TruncDiv if float => Expr::unary(Unary::Trunc, a / b),
-            // a - floor(a / b) * b: the sign of the divisor, as Python.
-            Remainder if float => a.clone() - Expr::unary(Unary::Floor, a / b.clone()) * b,
+            // fmod(a, b), moved by b when its sign differs from b's:
+            // PyTorch's remainder, exact as fmod is.
+            Remainder if float => Expr::bind(fmod(a, b.clone()), |fmod| {
+                let moved = sign_differs(fmod.clone(), b.clone());
+                Expr::select(moved, fmod.clone() + b, fmod)
+            }),
+            Fmod if float => fmod(a, b),
             Pow if float => Expr::math(MathFn::Pow, vec![a, b]),
+            Atan2 if float => Expr::math(MathFn::Atan2, vec![a, b]),
             FloorDiv => Expr::binary(Binary::FloorDiv, a, b),
             TruncDiv => Expr::binary(Binary::TruncDiv, a, b),
             Remainder => Expr::binary(Binary::Remainder, a, b),
-            Div | Pow => {
-                return Err(Undefined {
-                    function: self.name(),
-                    compute,
-                });
-            }
+            Fmod => Expr::binary(Binary::TruncRemainder, a, b),
+            Pow => integer_power(a, b, compute),
+            Div | Atan2 => return undefined,
             Maximum => a.maximum(b),
             Minimum => a.minimum(b),
             Eq => compare(Comparison::Eq),
@@ -418,12 +621,119 @@ impl BinaryOp {
             LogicalAnd => logical(Binary::And),
             LogicalOr => logical(Binary::Or),
             LogicalXor => logical(Binary::Xor),
+            BitwiseAnd | BitwiseOr | BitwiseXor | LeftShift | RightShift if float => {
+                return undefined;
+            }
+            BitwiseAnd => Expr::binary(Binary::BitAnd, a, b),
+            BitwiseOr => Expr::binary(Binary::BitOr, a, b),
+            BitwiseXor => Expr::binary(Binary::BitXor, a, b),
+            LeftShift => shift_left(a, b, compute),
+            RightShift => shift_right(a, b, compute),
         })
     }
 }
 
+/// C's `fmod(a, b)`.
+fn fmod(a: Expr, b: Expr) -> Expr {
+    Expr::math(MathFn::Fmod, vec![a, b])
+}
+
+/// Whether a remainder `fmod` is not zero and its sign differs from the
+/// divisor `b`'s: where a floored division differs from a truncated one.
+fn sign_differs(fmod: Expr, b: Expr) -> Expr {
+    let nonzero = Expr::compare(Comparison::Ne, fmod.clone(), real(0.0));
+    let divisor_negative = Expr::compare(Comparison::Lt, b, real(0.0));
+    let fmod_negative = Expr::compare(Comparison::Lt, fmod, real(0.0));
+    let differ = Expr::binary(Binary::Xor, divisor_negative, fmod_negative);
+    Expr::binary(Binary::And, nonzero, differ)
+}
+
+/// `a // b` of floats as PyTorch computes it (`div_floor_floating`): the
+/// exact quotient `(a - fmod(a, b)) / b`, one less where the remainder's
+/// sign differs from the divisor's, floored to the nearest integer; a zero
+/// result takes the sign of `a / b`, and a zero divisor gives `a / b`.
+fn floor_divide(a: Expr, b: Expr) -> Expr {
+    let quotient = a.clone() / b.clone();
+    let exact = Expr::bind(fmod(a.clone(), b.clone()), |fmod| {
+        let div = (a - fmod.clone()) / b.clone();
+        let moved = sign_differs(fmod, b.clone());
+        Expr::select(moved, div.clone() - real(1.0), div)
+    });
+    let floored = Expr::bind(exact, |div| {
+        let floor = Expr::unary(Unary::Floor, div.clone());
+        let above_half = Expr::compare(Comparison::Gt, div.clone() - floor.clone(), real(0.5));
+        let rounded = Expr::select(above_half, floor.clone() + real(1.0), floor);
+        let nonzero = Expr::compare(Comparison::Ne, div, real(0.0));
+        Expr::select(nonzero, rounded, quotient.clone() * real(0.0))
+    });
+    let by_zero = Expr::compare(Comparison::Eq, b, real(0.0));
+    Expr::select(by_zero, quotient, floored)
+}
+
+/// `a ** b` of integers as PyTorch computes it: by repeated squaring,
+/// wrapping; a negative exponent gives 1 for the base 1, -1 or 1 for the
+/// base -1 (by the exponent's parity), 0 for any other base.
+fn integer_power(a: Expr, b: Expr, compute: DType) -> Expr {
+    let power = Expr::binary(Binary::Power, a.clone(), b.clone());
+    if compute.is_unsigned() {
+        return power;
+    }
+    let odd = Expr::compare(
+        Comparison::Ne,
+        Expr::binary(Binary::BitAnd, b.clone(), integer(1)),
+        integer(0),
+    );
+    let of_minus_one = Expr::select(odd, integer(-1), integer(1));
+    let is = |value| Expr::compare(Comparison::Eq, a.clone(), integer(value));
+    let negative_power = Expr::select(
+        is(1),
+        integer(1),
+        Expr::select(is(-1), of_minus_one, integer(0)),
+    );
+    let negative = Expr::compare(Comparison::Lt, b, integer(0));
+    Expr::select(negative, negative_power, power)
+}
+
+/// The width of an integer type in bits.
+fn bits(compute: DType) -> i64 {
+    compute.size() as i64 * 8
+}
+
+/// Whether the shift amount `b` is below 0 (for signed types) or not below
+/// `limit`.
+fn shift_out_of_range(b: Expr, limit: i64, compute: DType) -> Expr {
+    let above = Expr::compare(Comparison::Ge, b.clone(), integer(limit));
+    if compute.is_unsigned() {
+        return above;
+    }
+    let below = Expr::compare(Comparison::Lt, b, integer(0));
+    Expr::binary(Binary::Or, below, above)
+}
+
+/// `a << b`, 0 when `b` is negative or not below the width (PyTorch's).
+fn shift_left(a: Expr, b: Expr, compute: DType) -> Expr {
+    let out = shift_out_of_range(b.clone(), bits(compute), compute);
+    Expr::select(out, integer(0), Expr::binary(Binary::ShiftLeft, a, b))
+}
+
+/// `a >> b`; when `b` is negative or shifts every bit but the sign out
+/// (PyTorch's limit: the width, less one for signed types), the shift by
+/// that limit (0, or the sign filling every bit).
+fn shift_right(a: Expr, b: Expr, compute: DType) -> Expr {
+    let shifted = Expr::binary(Binary::ShiftRight, a.clone(), b.clone());
+    if compute.is_unsigned() {
+        let out = shift_out_of_range(b, bits(compute), compute);
+        return Expr::select(out, integer(0), shifted);
+    }
+    let limit = bits(compute) - 1;
+    let out = shift_out_of_range(b, limit, compute);
+    let filled = Expr::binary(Binary::ShiftRight, a, integer(limit));
+    Expr::select(out, filled, shifted)
+}
+
 /// A function that has no meaning in a compute type (the square root of
-/// integers, true division into an integer tensor).
+/// integers, bitwise operations of floats, arithmetic of bools PyTorch
+/// refuses).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{function} does not compute in {compute}")]
 pub struct Undefined {
@@ -440,11 +750,20 @@ pub enum Func {
     Binary { op: BinaryOp, alpha: Option<Scalar> },
     /// `x op scalar`.
     BinaryScalar { op: BinaryOp, scalar: Scalar },
+    /// `scalar op (alpha * x)` (`torch.rsub`, `torch.pow(scalar, x)`).
+    ScalarFirst {
+        op: BinaryOp,
+        scalar: Scalar,
+        alpha: Option<Scalar>,
+    },
     /// `min(max(x, min), max)`, either bound optional.
     Clamp {
         min: Option<Scalar>,
         max: Option<Scalar>,
     },
+    /// `minimum(maximum(x, min), max)` of the operands `x`, then `min` when
+    /// present, then `max` when present: NaN anywhere gives NaN.
+    ClampTensor { min: bool, max: bool },
     /// `x > 0 ? x : slope * x`.
     LeakyRelu { slope: Real },
     /// `x > 0 ? scale * x : scale * alpha * (exp(input_scale * x) - 1)`.
@@ -453,8 +772,15 @@ pub enum Func {
         scale: Real,
         input_scale: Real,
     },
+    /// `log(z / (1 - z))` of `z`, `x` clamped to `[eps, 1 - eps]` when
+    /// there is an `eps`.
+    Logit { eps: Option<Real> },
+    /// `a * sigmoid(b)`: the gated linear unit of the halves `a` and `b`.
+    Glu,
     /// `condition ? a : b`.
     Where,
+    /// `mask ? value : x` of the operands `x` and `mask` (a bool).
+    MaskedFill { value: Scalar },
 }
 
 impl Func {
@@ -463,18 +789,24 @@ impl Func {
             Func::Unary(op) => op.name(),
             Func::Binary { op, .. } => op.name(),
             Func::BinaryScalar { op, .. } => op.scalar_name(),
+            Func::ScalarFirst { op, .. } => op.reversed_name(),
             Func::Clamp { .. } => "clamp",
+            Func::ClampTensor { .. } => "clamp_tensor",
             Func::LeakyRelu { .. } => "leaky_relu",
             Func::Elu { .. } => "elu",
+            Func::Logit { .. } => "logit",
+            Func::Glu => "glu",
             Func::Where => "where",
+            Func::MaskedFill { .. } => "masked_fill",
         }
     }
 
     /// How many operands the function takes.
     pub fn arity(&self) -> usize {
         match self {
-            Func::Binary { .. } => 2,
+            Func::Binary { .. } | Func::Glu | Func::MaskedFill { .. } => 2,
             Func::Where => 3,
+            Func::ClampTensor { min, max } => 1 + usize::from(*min) + usize::from(*max),
             _ => 1,
         }
     }
@@ -482,39 +814,62 @@ impl Func {
     /// Whether the result is a bool whatever the operands are.
     fn is_predicate(&self) -> bool {
         match self {
-            Func::Unary(op) => *op == UnaryOp::LogicalNot,
-            Func::Binary { op, .. } | Func::BinaryScalar { op, .. } => op.is_comparison(),
+            Func::Unary(op) => op.is_predicate(),
+            Func::Binary { op, .. }
+            | Func::BinaryScalar { op, .. }
+            | Func::ScalarFirst { op, .. } => op.is_comparison(),
             _ => false,
         }
     }
 
     /// Whether the function computes in the type of its output, which is
     /// what a step of a fused kernel does (predicates cannot: they compute
-    /// in their operands' type; `where` selects rather than computes).
+    /// in their operands' type; `where` and `masked_fill` select rather than
+    /// compute).
     pub fn is_fusable(&self) -> bool {
-        !self.is_predicate() && *self != Func::Where
+        !self.is_predicate() && !matches!(self, Func::Where | Func::MaskedFill { .. })
+    }
+
+    /// The operands and scalars that take part in type promotion, and
+    /// whether integer and bool results promote further to the default
+    /// float type.
+    fn promotion<'o>(&self, inputs: &'o [Operand]) -> (&'o [Operand], Vec<Scalar>, bool) {
+        match self {
+            Func::Unary(op) => (inputs, Vec::new(), op.promotes_to_float()),
+            Func::Binary { op, .. } => (inputs, Vec::new(), op.promotes_to_float()),
+            Func::BinaryScalar { op, scalar } | Func::ScalarFirst { op, scalar, .. } => {
+                (inputs, vec![*scalar], op.promotes_to_float())
+            }
+            Func::Clamp { min, max } => (inputs, min.iter().chain(max).copied().collect(), false),
+            Func::Logit { .. } => (inputs, Vec::new(), true),
+            // The condition and the mask do not promote; the slope and the
+            // fill value take the tensor's type.
+            Func::Where => (inputs.get(1..).unwrap_or_default(), Vec::new(), false),
+            Func::MaskedFill { .. } => (inputs.get(..1).unwrap_or_default(), Vec::new(), false),
+            Func::ClampTensor { .. } | Func::LeakyRelu { .. } | Func::Elu { .. } | Func::Glu => {
+                (inputs, Vec::new(), false)
+            }
+        }
     }
 
     /// The type the function computes in (its operands are converted to
     /// it) and the type of its result (converted to the output's), for
-    /// operands of `inputs` and an output of `output`: the output's own
-    /// type, except that predicates compare in their operands' promoted
-    /// type and give bools. Half-precision types stay as they are; back ends
-    /// compute them in f32 ([`DType::arithmetic`]).
-    pub fn types(&self, inputs: &[DType], output: DType) -> Result<(DType, DType), Undefined> {
-        let compute = match self {
-            Func::Unary(UnaryOp::LogicalNot) => inputs[0],
-            Func::Binary { op, .. } if op.is_comparison() => promote(inputs[0], inputs[1]),
-            Func::BinaryScalar { op, scalar } if op.is_comparison() => {
-                scalar_comparison_type(inputs[0], *scalar)
-            }
-            Func::LeakyRelu { .. } | Func::Elu { .. } if !output.is_float() => {
-                return Err(Undefined {
-                    function: self.name(),
-                    compute: output,
-                });
-            }
-            _ => output,
+    /// operands of `inputs`: PyTorch's, the operands' result type
+    /// ([`result_type`]: 0-dim tensors and scalars promote only across
+    /// categories), the default float type for integers given to a
+    /// floating function; predicates compare in that type and give bools.
+    /// Half-precision types stay as they are; back ends compute them in f32
+    /// ([`DType::arithmetic`]).
+    pub fn types(&self, inputs: &[Operand]) -> Result<(DType, DType), Undefined> {
+        let (operands, scalars, to_float) = self.promotion(inputs);
+        let promoted = result_type(operands, &scalars).ok_or(Undefined {
+            function: self.name(),
+            compute: DType::Bool,
+        })?;
+        let compute = if to_float && !promoted.is_float() {
+            DType::F32
+        } else {
+            promoted
         };
         let result = if self.is_predicate() {
             DType::Bool
@@ -528,20 +883,35 @@ impl Func {
     pub fn expr(&self, compute: DType) -> Result<Expr, Undefined> {
         let x = Expr::Operand(0);
         let float = compute.is_float();
+        let undefined = || Undefined {
+            function: self.name(),
+            compute,
+        };
+        // `alpha * x`, a bool alpha multiplying bools as "and".
+        let scaled = |x: Expr, alpha: &Option<Scalar>| match alpha {
+            Some(alpha) if compute == DType::Bool => {
+                Expr::binary(Binary::BitAnd, x, Expr::Constant(*alpha))
+            }
+            Some(alpha) => x * Expr::Constant(*alpha),
+            None => x,
+        };
         match self {
             Func::Unary(op) => op.expr(x, compute),
-            Func::Binary { op, alpha } => {
-                let b = match alpha {
-                    Some(alpha) => Expr::Operand(1) * Expr::Constant(*alpha),
-                    None => Expr::Operand(1),
-                };
-                op.expr(x, b, compute)
-            }
+            Func::Binary { op, alpha } => op.expr(x, scaled(Expr::Operand(1), alpha), compute),
+            Func::BinaryScalar {
+                op: BinaryOp::Pow, ..
+            } if compute == DType::Bool => Err(undefined()),
             Func::BinaryScalar {
                 op: BinaryOp::Pow,
                 scalar,
             } => pow_scalar(x, *scalar, compute),
             Func::BinaryScalar { op, scalar } => op.expr(x, Expr::Constant(*scalar), compute),
+            Func::ScalarFirst { op, scalar, alpha } => {
+                op.expr(Expr::Constant(*scalar), scaled(x, alpha), compute)
+            }
+            Func::Clamp { .. } | Func::ClampTensor { .. } if compute == DType::Bool => {
+                Err(undefined())
+            }
             Func::Clamp { min, max } => {
                 let mut value = x;
                 if let Some(min) = min {
@@ -562,6 +932,19 @@ impl Func {
                 }
                 Ok(value)
             }
+            Func::ClampTensor { min, max } => {
+                let mut value = x;
+                let mut next = 1;
+                if *min {
+                    value = value.maximum(Expr::Operand(next));
+                    next += 1;
+                }
+                if *max {
+                    value = value.minimum(Expr::Operand(next));
+                }
+                Ok(value)
+            }
+            Func::LeakyRelu { .. } | Func::Elu { .. } | Func::Glu if !float => Err(undefined()),
             // max(x, 0) + slope * min(x, 0): leaky ReLU without a branch.
             Func::LeakyRelu { slope } => {
                 Ok(x.clone().at_least(real(0.0)) + x.at_most(real(0.0)) * real(slope.0))
@@ -576,26 +959,52 @@ impl Func {
                 let positive = Expr::compare(Comparison::Gt, x.clone(), real(0.0));
                 Ok(Expr::select(positive, x, negative) * real(scale.0))
             }
+            Func::Logit { eps } => {
+                // The bounds in the compute type, as PyTorch's: eps and
+                // 1 - eps computed there.
+                let z = match eps {
+                    Some(eps) => x.at_least(real(eps.0)).at_most(real(1.0) - real(eps.0)),
+                    None => x,
+                };
+                let odds = z.clone() / (real(1.0) - z);
+                Ok(Expr::math(MathFn::Log, vec![odds]))
+            }
+            Func::Glu => Ok(x * sigmoid(Expr::Operand(1))),
             Func::Where => Ok(Expr::select(
                 Expr::unary(Unary::NonZero, x),
                 Expr::Operand(1),
                 Expr::Operand(2),
+            )),
+            Func::MaskedFill { value } => Ok(Expr::select(
+                Expr::unary(Unary::NonZero, Expr::Operand(1)),
+                Expr::Constant(*value),
+                x,
             )),
         }
     }
 
     pub(crate) fn write_attributes(&self, out: &mut AttributeWriter) {
         match self {
-            Func::Unary(_) | Func::Where => {}
+            Func::Unary(_) | Func::Where | Func::Glu => {}
             Func::Binary { alpha, .. } => {
                 if let Some(alpha) = alpha {
                     out.scalar("alpha", *alpha);
                 }
             }
             Func::BinaryScalar { scalar, .. } => out.scalar("scalar", *scalar),
+            Func::ScalarFirst { scalar, alpha, .. } => {
+                out.scalar("scalar", *scalar);
+                if let Some(alpha) = alpha {
+                    out.scalar("alpha", *alpha);
+                }
+            }
             Func::Clamp { min, max } => {
                 out.optional_scalar("min", *min);
                 out.optional_scalar("max", *max);
+            }
+            Func::ClampTensor { min, max } => {
+                out.bool("min", *min);
+                out.bool("max", *max);
             }
             Func::LeakyRelu { slope } => out.real("slope", *slope),
             Func::Elu {
@@ -607,6 +1016,8 @@ impl Func {
                 out.real("scale", *scale);
                 out.real("input_scale", *input_scale);
             }
+            Func::Logit { eps } => out.real_if_some("eps", *eps),
+            Func::MaskedFill { value } => out.scalar("value", *value),
         }
     }
 
@@ -630,11 +1041,26 @@ impl Func {
                     .map(|scalar| Func::BinaryScalar { op, scalar }),
             );
         }
+        if let Some(&op) = BinaryOp::ALL.iter().find(|op| op.reversed_name() == name) {
+            return Some((|| {
+                Ok(Func::ScalarFirst {
+                    op,
+                    scalar: attributes.scalar("scalar")?,
+                    alpha: attributes.optional_scalar_if_present("alpha")?,
+                })
+            })());
+        }
         let parsed = match name {
             "clamp" => (|| {
                 Ok(Func::Clamp {
                     min: attributes.optional_scalar("min")?,
                     max: attributes.optional_scalar("max")?,
+                })
+            })(),
+            "clamp_tensor" => (|| {
+                Ok(Func::ClampTensor {
+                    min: attributes.bool("min")?,
+                    max: attributes.bool("max")?,
                 })
             })(),
             "leaky_relu" => attributes
@@ -647,82 +1073,44 @@ impl Func {
                     input_scale: attributes.real("input_scale")?,
                 })
             })(),
+            "logit" => attributes
+                .real_if_present("eps")
+                .map(|eps| Func::Logit { eps }),
+            "glu" => Ok(Func::Glu),
             "where" => Ok(Func::Where),
+            "masked_fill" => attributes
+                .scalar("value")
+                .map(|value| Func::MaskedFill { value }),
             _ => return None,
         };
         Some(parsed)
     }
 }
 
-/// The type two operands of these types compare in: the wider float, the
-/// float, the common integer type, or i64 for two different integer types.
-pub fn promote(a: DType, b: DType) -> DType {
-    match (a.is_float(), b.is_float()) {
-        (true, true) => {
-            if a.size() >= b.size() {
-                a
-            } else {
-                b
-            }
-        }
-        (true, false) => a,
-        (false, true) => b,
-        (false, false) if a == b => a,
-        (false, false) => DType::I64,
-    }
-}
-
-/// The type a tensor of `dtype` compares with `scalar` in: its own, unless
-/// an integer tensor meets a float that is not an integer of its range
-/// (then f64, which holds both exactly).
-fn scalar_comparison_type(dtype: DType, scalar: Scalar) -> DType {
-    match scalar {
-        Scalar::Float(value) if !dtype.is_float() => {
-            let (low, high) = integer_range(dtype);
-            let exact = value.fract() == 0.0 && value >= low && value <= high;
-            if exact { dtype } else { DType::F64 }
-        }
-        _ => dtype,
-    }
-}
-
-/// The values of an integer type, as f64.
-fn integer_range(dtype: DType) -> (f64, f64) {
-    match dtype {
-        DType::Bool => (0.0, 1.0),
-        DType::U8 => (0.0, 255.0),
-        DType::I8 => (-128.0, 127.0),
-        DType::I16 => (-32768.0, 32767.0),
-        DType::I32 => (-2147483648.0, 2147483647.0),
-        _ => (i64::MIN as f64, 2f64.powi(63) - 1024.0),
-    }
-}
-
 /// `x ** exponent` for a scalar exponent, with the exact forms PyTorch uses
-/// for small integer exponents; integers by repeated multiplication.
+/// for small exponents of floats; integers by repeated squaring, to no
+/// negative power (which PyTorch refuses, although it gives tensors of
+/// exponents one).
 fn pow_scalar(x: Expr, exponent: Scalar, compute: DType) -> Result<Expr, Undefined> {
-    let value = exponent.as_f64();
-    if compute.is_float() {
-        return Ok(match value {
-            2.0 => x.clone() * x,
-            1.0 => x,
-            0.5 => Expr::unary(Unary::Sqrt, x),
-            3.0 => (x.clone() * x.clone()) * x,
-            _ => Expr::math(MathFn::Pow, vec![x, real(value)]),
-        });
+    if !compute.is_float() {
+        if exponent.as_i64() < 0 {
+            return Err(Undefined {
+                function: "pow_scalar with a negative exponent",
+                compute,
+            });
+        }
+        return Ok(integer_power(x, Expr::Constant(exponent), compute));
     }
-    let power = u32::try_from(exponent.as_i64())
-        .ok()
-        .filter(|&p| f64::from(p) == value && p <= 64)
-        .ok_or(Undefined {
-            function: "pow_scalar with a negative, fractional or large exponent",
-            compute,
-        })?;
-    let mut result = integer(1);
-    for _ in 0..power {
-        result = result * x.clone();
-    }
-    Ok(result)
+    Ok(match exponent.as_f64() {
+        2.0 => x.clone() * x,
+        1.0 => x,
+        0.5 => Expr::unary(Unary::Sqrt, x),
+        3.0 => (x.clone() * x.clone()) * x,
+        -0.5 => real(1.0) / Expr::unary(Unary::Sqrt, x),
+        -1.0 => real(1.0) / x,
+        -2.0 => real(1.0) / (x.clone() * x),
+        value => Expr::math(MathFn::Pow, vec![x, real(value)]),
+    })
 }
 
 /// An elementwise op: `func` of `inputs`, each broadcast to the output's
@@ -769,6 +1157,36 @@ impl OpDef for Elementwise {
         check_arity(self.func.arity(), inputs.len())?;
         let shapes: Vec<&[crate::Dim]> = inputs.iter().map(|ty| ty.shape.as_slice()).collect();
         Ok(vec![Expected::Shape(broadcast(&shapes, eq)?)])
+    }
+
+    /// The function computes in the operands' types (PyTorch's promotion),
+    /// and its result casts to the output's type as PyTorch allows; a
+    /// mask is a bool.
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        let operands: Vec<Operand> = inputs.iter().map(|ty| Operand::of(ty)).collect();
+        let (compute, result) = self.func.types(&operands).map_err(OpError::Undefined)?;
+        self.func.expr(compute).map_err(OpError::Undefined)?;
+        if let (Func::MaskedFill { .. }, Some(mask)) = (&self.func, inputs.get(1))
+            && mask.dtype != DType::Bool
+        {
+            return Err(OpError::ElementType {
+                what: "the mask",
+                expected: "bool",
+                found: mask.dtype,
+            });
+        }
+        match outputs.first() {
+            Some(output) if !can_cast(result, output.dtype) => Err(OpError::Cast {
+                from: result,
+                to: output.dtype,
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn attributes(&self, out: &mut AttributeWriter) {

@@ -10,7 +10,11 @@
 //! [`Binary::Maximum`] and [`Binary::Minimum`] propagate NaN, while the
 //! clamps [`Binary::AtLeast`] and [`Binary::AtMost`] keep NaN inputs as
 //! they are; integer arithmetic wraps; integer division by zero is an error
-//! the back end reports (or refuses to compile).
+//! the back end reports (or refuses to compile). Bit operations work on
+//! integers and on booleans held as numbers (0 or 1, where they are the
+//! logical operations); shifts are defined for amounts from 0 to one less
+//! than the compute type's width, and the functions that shift select
+//! PyTorch's results for the other amounts around them.
 
 use std::ops;
 
@@ -33,6 +37,14 @@ pub enum Expr {
     /// A function of the C math library on floats (and its counterpart in
     /// shaders).
     Math(MathFn, Vec<Expr>),
+    /// `[value, body]`: `body`, in which [`Expr::Local`] is `value` (a
+    /// number), computed once (a math call's result that the body reads
+    /// several times). A `Local` is the innermost enclosing `Let`'s value,
+    /// so functions bind only around parts that read no `Local` themselves
+    /// (their operands and constants).
+    Let(Box<[Expr; 2]>),
+    /// The value of the innermost enclosing [`Expr::Let`].
+    Local,
 }
 
 /// Primitives of one operand.
@@ -55,6 +67,8 @@ pub enum Unary {
     Not,
     /// A boolean as the number 0 or 1.
     FromBool,
+    /// Integers: every bit flipped; booleans held as numbers: logical not.
+    BitNot,
 }
 
 /// Primitives of two operands.
@@ -87,6 +101,22 @@ pub enum Binary {
     TruncDiv,
     /// Integers only: Python's remainder (the sign of the divisor), likewise.
     Remainder,
+    /// Integers only: the remainder of truncating division (C's `%`, the
+    /// sign of the dividend), likewise.
+    TruncRemainder,
+    /// Integers and booleans held as numbers: bitwise and, or, exclusive or.
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// Integers only: `a << b`, wrapping, for `0 <= b < width`; other
+    /// amounts give an unspecified value (never a trap).
+    ShiftLeft,
+    /// Integers only: `a >> b` (arithmetic for signed types) for
+    /// `0 <= b < width`; other amounts likewise.
+    ShiftRight,
+    /// Integers only: `a ** b` by repeated squaring, wrapping, for `b >= 0`;
+    /// negative exponents give an unspecified value (never a trap).
+    Power,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -109,7 +139,7 @@ pub enum ExprType {
 impl Expr {
     pub fn ty(&self) -> ExprType {
         match self {
-            Expr::Operand(_) | Expr::Constant(_) | Expr::Math(..) => ExprType::Number,
+            Expr::Operand(_) | Expr::Constant(_) | Expr::Math(..) | Expr::Local => ExprType::Number,
             Expr::Unary(op, x) => match op {
                 Unary::IsNan | Unary::NonZero | Unary::Not => ExprType::Bool,
                 Unary::FromBool => ExprType::Number,
@@ -120,22 +150,30 @@ impl Expr {
                 _ => a.ty(),
             },
             Expr::Select(parts) => parts[1].ty(),
+            Expr::Let(parts) => parts[1].ty(),
         }
     }
 
-    /// Whether the expression calls the math library or divides integers,
-    /// which have no vector form.
+    /// Whether the expression calls the math library, divides integers or
+    /// raises them to a power, which have no vector form.
     pub fn is_scalar_only(&self) -> bool {
         match self {
-            Expr::Operand(_) | Expr::Constant(_) => false,
+            Expr::Operand(_) | Expr::Constant(_) | Expr::Local => false,
             Expr::Math(..) => true,
             Expr::Unary(_, x) => x.is_scalar_only(),
             Expr::Binary(op, a, b) => {
-                matches!(op, Binary::FloorDiv | Binary::TruncDiv | Binary::Remainder)
-                    || a.is_scalar_only()
+                matches!(
+                    op,
+                    Binary::FloorDiv
+                        | Binary::TruncDiv
+                        | Binary::Remainder
+                        | Binary::TruncRemainder
+                        | Binary::Power
+                ) || a.is_scalar_only()
                     || b.is_scalar_only()
             }
             Expr::Select(parts) => parts.iter().any(Expr::is_scalar_only),
+            Expr::Let(parts) => parts.iter().any(Expr::is_scalar_only),
         }
     }
 
@@ -153,6 +191,11 @@ impl Expr {
 
     pub fn math(function: MathFn, args: Vec<Expr>) -> Expr {
         Expr::Math(function, args)
+    }
+
+    /// `body(Local)` with [`Expr::Local`] bound to `value`.
+    pub fn bind(value: Expr, body: impl FnOnce(Expr) -> Expr) -> Expr {
+        Expr::Let(Box::new([value, body(Expr::Local)]))
     }
 
     pub fn compare(comparison: Comparison, a: Expr, b: Expr) -> Expr {

@@ -1,12 +1,18 @@
 //! Ops that move elements without computing on them: copies (which also
 //! convert element types and dim orders), views, permutations, selections,
-//! slices, concatenations, padding and tiling.
+//! slices, concatenations, padding, rolling, tiling, strided reads of memory
+//! (flips, diagonals, `as_strided`, `unfold`), slice scatters and triangles.
+//!
+//! Padding and rolling map each output dimension on its own, in intervals
+//! whose elements come from an affine run of the input's ([`Piece`]): both
+//! code generators copy or compute from those pieces, so the rule is
+//! written once.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
 use super::{
-    Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly, numel,
-    one, poly_dim, shapes_of, show,
+    Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly, fixed,
+    numel, one, poly_dim, shapes_of, show,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -63,14 +69,88 @@ pub struct Cat {
     pub dim: usize,
 }
 
-/// Pads each dimension with `before[d]` and `after[d]` elements of
-/// `value`.
+/// Pads each dimension with `before[d]` and `after[d]` elements (negative
+/// amounts crop), filled as `mode` says.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Pad {
     pub input: ValueId,
-    pub before: Vec<u64>,
-    pub after: Vec<u64>,
-    pub value: Scalar,
+    pub before: Vec<i64>,
+    pub after: Vec<i64>,
+    pub mode: PadMode,
+}
+
+/// What padding is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PadMode {
+    /// A constant (`constant_pad_nd`).
+    Constant(Scalar),
+    /// The input mirrored at its edges, the edge itself not repeated
+    /// (`reflection_pad`): each padding must be shorter than the dimension.
+    Reflect,
+    /// The edge element repeated (`replication_pad`).
+    Replicate,
+}
+
+/// `input.roll(shifts)`: output element `c` is the input's at `c[d] -
+/// shifts[d]` modulo the size along each dimension (shifts already in
+/// `0..size`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Roll {
+    pub input: ValueId,
+    pub shifts: Vec<u64>,
+}
+
+/// A strided read of the input's memory: output element `c` is the input's
+/// element at memory position `offset + sum(c[d] * strides[d])`, positions
+/// counting the input's elements in the order its dim order lays them out
+/// (`as_strided`'s storage). Flips (negative strides), diagonals and
+/// `unfold` are strided reads; every position read must lie in the input.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Strided {
+    pub input: ValueId,
+    pub offset: u64,
+    pub strides: Vec<i64>,
+}
+
+/// `input` with its slice `start::step` along `dim` replaced by `src`
+/// (`slice_scatter`; `select_scatter` with `src` given the selected
+/// dimension back as size 1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SliceScatter {
+    pub input: ValueId,
+    pub src: ValueId,
+    pub dim: usize,
+    pub start: u64,
+    pub step: u64,
+}
+
+/// `input.tril(diagonal)`: each matrix (the last two dimensions) keeps its
+/// elements on and below diagonal `diagonal` (0 the main one, positive
+/// above it, negative below) and the others become zero.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tril {
+    pub input: ValueId,
+    pub diagonal: i64,
+}
+
+/// Where the elements of one interval of an output dimension come from, in
+/// ops that map each dimension on its own ([`Pad`], [`Roll`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The padding's fill value.
+    Fill,
+    /// The input's elements `start + step * k` along the dimension, for the
+    /// interval's elements `k = 0, 1, ...` (`step` is 1, 0 or -1).
+    Run { start: u64, step: i64 },
+}
+
+/// An interval `[start, start + len)` of an output dimension and where its
+/// elements come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub start: u64,
+    pub len: u64,
+    pub source: Source,
 }
 
 /// Tiles the input `repeats[d]` times along each dimension (leading
@@ -393,6 +473,62 @@ impl OpDef for Cat {
     }
 }
 
+impl Pad {
+    /// The pieces of each output dimension, for an input of `sizes` (which
+    /// [`OpDef::infer`] has accepted).
+    pub fn pieces(&self, sizes: &[u64]) -> Vec<Vec<Piece>> {
+        sizes
+            .iter()
+            .zip(self.before.iter().zip(&self.after))
+            .map(|(&size, (&before, &after))| self.dim_pieces(size as i64, before, after))
+            .collect()
+    }
+
+    /// Output position `o` reads input position `o - before`: inside the
+    /// input as it is, outside it as the mode says.
+    fn dim_pieces(&self, size: i64, before: i64, after: i64) -> Vec<Piece> {
+        let out = size + before + after;
+        let (low, high) = match self.mode {
+            PadMode::Constant(_) => (None, None),
+            // Reflected: position -j reads j, position size-1+j reads
+            // size-1-j.
+            PadMode::Reflect => (Some((before, -1)), Some((size - 2, -1))),
+            PadMode::Replicate => (Some((0, 0)), Some((size - 1, 0))),
+        };
+        // Each region: its output interval, and the input position at its
+        // first output position `from` with the step (an affine run), or
+        // none (fill).
+        let regions: [(i64, i64, Option<Run>); 3] = [
+            (0, before, low),
+            (before, before + size, Some((0, 1))),
+            (before + size, out, high),
+        ];
+        let mut pieces = Vec::new();
+        for (from, to, run) in regions {
+            let (lo, hi) = (from.max(0), to.min(out));
+            if lo >= hi {
+                continue;
+            }
+            let source = match run {
+                None => Source::Fill,
+                Some((first, step)) => Source::Run {
+                    start: (first + step * (lo - from)) as u64,
+                    step,
+                },
+            };
+            pieces.push(Piece {
+                start: lo as u64,
+                len: (hi - lo) as u64,
+                source,
+            });
+        }
+        pieces
+    }
+}
+
+/// An affine run of input positions: the first one and the step.
+type Run = (i64, i64);
+
 impl OpDef for Pad {
     fn name(&self) -> &'static str {
         "pad"
@@ -407,28 +543,319 @@ impl OpDef for Pad {
         eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
+        let bad = |problem: String| OpError::Attribute {
+            name: "before",
+            value: format!("{:?}", self.before),
+            problem,
+        };
         if self.before.len() != x.len() || self.after.len() != x.len() {
-            return Err(OpError::Attribute {
-                name: "before",
-                value: format!("{:?}", self.before),
-                problem: format!("padding for a rank-{} input", x.len()),
-            });
+            return Err(bad(format!("padding for a rank-{} input", x.len())));
         }
-        let shape = x
+        let mut shape = Vec::with_capacity(x.len());
+        for (axis, (&dim, (&before, &after))) in x
             .iter()
             .zip(self.before.iter().zip(&self.after))
-            .map(|(&dim, (&b, &a))| {
-                let padded = dim_poly(eq, dim)?.add(&Poly::constant((b + a) as i64));
-                poly_dim(eq, padded, "a padded dimension")
-            })
-            .collect::<Result<_, _>>()?;
+            .enumerate()
+        {
+            // A dimension known only at run time can only grow, by a
+            // constant: reflecting, replicating or cropping it is refused.
+            if let (Dim::Symbol(_), PadMode::Constant(_), true) =
+                (dim, self.mode, before >= 0 && after >= 0)
+            {
+                let padded = dim_poly(eq, dim)?.add(&Poly::constant(before.saturating_add(after)));
+                shape.push(poly_dim(eq, padded, "a padded dimension")?);
+                continue;
+            }
+            let size = fixed(dim, "a padded dimension")?;
+            let out = i64::try_from(size)
+                .ok()
+                .and_then(|size| size.checked_add(before)?.checked_add(after))
+                .filter(|&out| out >= 0)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "padding {before} and {after} leave nothing of dimension {axis} of size {size}"
+                    ))
+                })?;
+            let fits = match self.mode {
+                PadMode::Constant(_) => true,
+                PadMode::Reflect => {
+                    (before < size as i64 && after < size as i64) && (size > 0 || out == 0)
+                }
+                PadMode::Replicate => size > 0 || out == 0,
+            };
+            if !fits {
+                return Err(bad(format!(
+                    "padding {before} and {after} of dimension {axis} of size {size} cannot {} it",
+                    self.mode.verb()
+                )));
+            }
+            shape.push(Dim::Fixed(out as u64));
+        }
         one(shape)
     }
 
     fn attributes(&self, out: &mut AttributeWriter) {
         out.ints("before", &self.before);
         out.ints("after", &self.after);
-        out.scalar("value", self.value);
+        match self.mode {
+            PadMode::Constant(value) => out.scalar("value", value),
+            PadMode::Reflect | PadMode::Replicate => out.raw("mode", self.mode.verb()),
+        }
+    }
+}
+
+impl PadMode {
+    /// The mode's name in the text form and in messages.
+    fn verb(self) -> &'static str {
+        match self {
+            PadMode::Constant(_) => "fill",
+            PadMode::Reflect => "reflect",
+            PadMode::Replicate => "replicate",
+        }
+    }
+
+    fn parse(attributes: &mut AttributeReader) -> Result<PadMode, FormError> {
+        if let Some(value) = attributes.optional_scalar_if_present("value")? {
+            return Ok(PadMode::Constant(value));
+        }
+        let mode: String = attributes.int("mode")?;
+        match mode.as_str() {
+            "reflect" => Ok(PadMode::Reflect),
+            "replicate" => Ok(PadMode::Replicate),
+            other => Err(FormError::Invalid {
+                key: "mode".to_string(),
+                problem: format!("{other:?} is neither reflect nor replicate"),
+            }),
+        }
+    }
+}
+
+impl Roll {
+    /// The pieces of each output dimension, for an input of `sizes`: the
+    /// last `shift` elements first, then the others.
+    pub fn pieces(&self, sizes: &[u64]) -> Vec<Vec<Piece>> {
+        sizes
+            .iter()
+            .zip(&self.shifts)
+            .map(|(&size, &shift)| {
+                [(0, shift, size - shift), (shift, size - shift, 0)]
+                    .into_iter()
+                    .filter(|&(_, len, _)| len > 0)
+                    .map(|(start, len, from)| Piece {
+                        start,
+                        len,
+                        source: Source::Run {
+                            start: from,
+                            step: 1,
+                        },
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+impl OpDef for Roll {
+    fn name(&self) -> &'static str {
+        "roll"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn ShapeContext,
+    ) -> Result<Vec<Expected>, OpError> {
+        let x = &inputs[0].shape;
+        let fits = self.shifts.len() == x.len()
+            && x.iter().zip(&self.shifts).all(|(&dim, &shift)| {
+                dim.fixed()
+                    .is_some_and(|size| shift < size || (size == 0 && shift == 0))
+            });
+        if !fits {
+            return Err(OpError::Attribute {
+                name: "shifts",
+                value: format!("{:?}", self.shifts),
+                problem: format!("not a shift within each dimension of {}", show(x)),
+            });
+        }
+        one(x.clone())
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.ints("shifts", &self.shifts);
+    }
+}
+
+impl Strided {
+    /// The lowest and highest memory positions the read reaches for an
+    /// output of `sizes`, or `None` when it reads nothing.
+    pub fn reach(&self, sizes: &[u64]) -> Option<(i128, i128)> {
+        if sizes.contains(&0) {
+            return None;
+        }
+        let (mut low, mut high) = (i128::from(self.offset), i128::from(self.offset));
+        for (&size, &stride) in sizes.iter().zip(&self.strides) {
+            let span = i128::from(stride) * (i128::from(size) - 1);
+            if span < 0 {
+                low += span;
+            } else {
+                high += span;
+            }
+        }
+        Some((low, high))
+    }
+}
+
+impl OpDef for Strided {
+    fn name(&self) -> &'static str {
+        "strided"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn ShapeContext,
+    ) -> Result<Vec<Expected>, OpError> {
+        // The output's shape is its own; `check` bounds what it reads.
+        Ok(vec![Expected::Given])
+    }
+
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        let (from, to) = (inputs[0], outputs[0]);
+        let (Some(input), Some(output)) = (from.fixed_shape(), to.fixed_shape()) else {
+            return Err(OpError::Shapes {
+                what: "a strided read of symbolic shapes",
+                shapes: vec![from.shape.clone(), to.shape.clone()],
+            });
+        };
+        let elements = i128::from(input.iter().product::<u64>());
+        let inside = output.len() == self.strides.len()
+            && self
+                .reach(&output)
+                .is_none_or(|(low, high)| low >= 0 && high < elements);
+        if inside {
+            Ok(())
+        } else {
+            Err(OpError::Attribute {
+                name: "strides",
+                value: format!("{:?}", self.strides),
+                problem: format!(
+                    "from offset {}, a read of {} reaches outside the {elements} elements of {}",
+                    self.offset,
+                    show(&to.shape),
+                    show(&from.shape)
+                ),
+            })
+        }
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.int("offset", self.offset);
+        out.ints("strides", &self.strides);
+    }
+}
+
+impl OpDef for SliceScatter {
+    fn name(&self) -> &'static str {
+        "slice_scatter"
+    }
+
+    fn operands(&self) -> Vec<(Slot, ValueId)> {
+        vec![(Slot::Positional, self.input), (Slot::Positional, self.src)]
+    }
+
+    fn operands_mut(&mut self) -> Vec<&mut ValueId> {
+        vec![&mut self.input, &mut self.src]
+    }
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        eq: &mut dyn ShapeContext,
+    ) -> Result<Vec<Expected>, OpError> {
+        let (x, src) = (&inputs[0].shape, &inputs[1].shape);
+        let mismatch = || OpError::Shapes {
+            what: "a slice scatter of",
+            shapes: shapes_of(inputs),
+        };
+        let dim = axis(x.len(), self.dim)?;
+        if src.len() != x.len() || self.step == 0 {
+            return Err(mismatch());
+        }
+        let mut shape = x.clone();
+        for (axis_index, (&a, b)) in src.iter().zip(shape.iter_mut()).enumerate() {
+            if axis_index != dim {
+                *b = eq.equate(a, *b).ok_or_else(mismatch)?;
+            }
+        }
+        let size = fixed(x[dim], "a scattered dimension")?;
+        let len = fixed(src[dim], "a scattered slice")?;
+        let inside = match len.checked_sub(1) {
+            None => self.start <= size,
+            Some(last) => self
+                .step
+                .checked_mul(last)
+                .and_then(|span| span.checked_add(self.start))
+                .is_some_and(|end| end < size),
+        };
+        if !inside {
+            return Err(OpError::Attribute {
+                name: "start",
+                value: self.start.to_string(),
+                problem: format!(
+                    "{len} elements with step {} do not fit dimension {dim} of {}",
+                    self.step,
+                    show(x)
+                ),
+            });
+        }
+        one(shape)
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.int("dim", self.dim as u64);
+        out.int("start", self.start);
+        out.int("step", self.step);
+    }
+}
+
+impl OpDef for Tril {
+    fn name(&self) -> &'static str {
+        "tril"
+    }
+
+    one_input!();
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn ShapeContext,
+    ) -> Result<Vec<Expected>, OpError> {
+        let x = &inputs[0].shape;
+        if x.len() < 2 {
+            return Err(OpError::Shapes {
+                what: "tril of a tensor of fewer than 2 dimensions",
+                shapes: vec![x.clone()],
+            });
+        }
+        one(x.clone())
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.int("diagonal", self.diagonal);
     }
 }
 
@@ -513,7 +940,27 @@ pub(crate) fn parse(
                 input: operands.positional("input")?,
                 before: attributes.ints("before")?,
                 after: attributes.ints("after")?,
-                value: attributes.scalar("value")?,
+                mode: PadMode::parse(attributes)?,
+            }),
+            "roll" => Op::Roll(Roll {
+                input: operands.positional("input")?,
+                shifts: attributes.ints("shifts")?,
+            }),
+            "strided" => Op::Strided(Strided {
+                input: operands.positional("input")?,
+                offset: attributes.int("offset")?,
+                strides: attributes.ints("strides")?,
+            }),
+            "slice_scatter" => Op::SliceScatter(SliceScatter {
+                input: operands.positional("input")?,
+                src: operands.positional("src")?,
+                dim: attributes.int("dim")?,
+                start: attributes.int("start")?,
+                step: attributes.int("step")?,
+            }),
+            "tril" => Op::Tril(Tril {
+                input: operands.positional("input")?,
+                diagonal: attributes.int("diagonal")?,
             }),
             "repeat" => Op::Repeat(Repeat {
                 input: operands.positional("input")?,

@@ -26,6 +26,7 @@ pub mod gather;
 pub mod layout;
 pub mod linalg;
 pub mod norm;
+pub mod promotion;
 pub mod reduce;
 
 use std::fmt;
@@ -240,6 +241,17 @@ pub enum OpError {
         what: &'static str,
         expected: &'static str,
         found: crate::DType,
+    },
+    /// A function that does not compute in the type of its operands.
+    #[error("{0}")]
+    Undefined(elementwise::Undefined),
+    /// A result the output's element type cannot receive.
+    #[error(
+        "its result of type {from} cannot be cast to the output's {to} (PyTorch casts no float into an integer and nothing but a bool into a bool)"
+    )]
+    Cast {
+        from: crate::DType,
+        to: crate::DType,
     },
     /// An output whose type the operands do not give.
     #[error("cannot {what} {from} into {to}")]

@@ -1,12 +1,12 @@
-//! Reductions along dimensions, arg-reductions, cumulative sums and
-//! softmax.
+//! Reductions along dimensions, arg-reductions, the `k` largest or
+//! smallest elements, cumulative sums and softmax.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
-use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, axis, one, reduced};
+use super::{Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, axis, one, reduced};
 use crate::graph::ValueId;
 use crate::op::Op;
-use crate::types::{Dim, TensorType};
+use crate::types::{DType, Dim, TensorType};
 
 /// How a reduction combines elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -70,6 +70,19 @@ pub struct ArgReduce {
     pub extreme: Extreme,
     pub dim: Option<usize>,
     pub keepdim: bool,
+}
+
+/// The `k` largest (or smallest) elements along `dim`, sorted from the
+/// most extreme, and their positions (i64) as the second output. NaN is
+/// larger than every number, as in PyTorch; equal elements come in the
+/// order of their positions (PyTorch leaves the order of ties to its
+/// selection algorithm).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TopK {
+    pub input: ValueId,
+    pub k: u64,
+    pub dim: usize,
+    pub extreme: Extreme,
 }
 
 /// Running sums along `dim`.
@@ -150,6 +163,82 @@ impl OpDef for ArgReduce {
     }
 }
 
+impl OpDef for TopK {
+    fn name(&self) -> &'static str {
+        "top_k"
+    }
+
+    one_input!();
+
+    fn outputs(&self) -> Outputs {
+        Outputs::Exactly(2)
+    }
+
+    fn infer(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: usize,
+        _eq: &mut dyn ShapeContext,
+    ) -> Result<Vec<Expected>, OpError> {
+        let x = &inputs[0].shape;
+        // A 0-D tensor has one dimension of one element to select from.
+        let dim = axis(x.len().max(1), self.dim)?;
+        let size = x.get(dim).map_or(Ok(1), |&size| {
+            size.fixed().ok_or(OpError::NotFixed {
+                what: "the dimension top_k selects from",
+                dim: size,
+            })
+        })?;
+        if self.k > size {
+            return Err(OpError::Attribute {
+                name: "k",
+                value: self.k.to_string(),
+                problem: format!("more than the {size} elements of dimension {dim}"),
+            });
+        }
+        let mut shape = x.clone();
+        if let Some(selected) = shape.get_mut(dim) {
+            *selected = Dim::Fixed(self.k);
+        } else if self.k == 0 {
+            return Err(OpError::Attribute {
+                name: "k",
+                value: "0".to_string(),
+                problem: "selects nothing of a 0-D tensor".to_string(),
+            });
+        }
+        Ok(vec![Expected::Shape(shape.clone()), Expected::Shape(shape)])
+    }
+
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        if outputs[1].dtype != DType::I64 {
+            return Err(OpError::ElementType {
+                what: "top_k's indices",
+                expected: "i64",
+                found: outputs[1].dtype,
+            });
+        }
+        if outputs[0].dtype != inputs[0].dtype {
+            return Err(OpError::ElementType {
+                what: "top_k's values",
+                expected: "of the input's element type",
+                found: outputs[0].dtype,
+            });
+        }
+        Ok(())
+    }
+
+    fn attributes(&self, out: &mut AttributeWriter) {
+        out.int("k", self.k);
+        out.int("dim", self.dim as u64);
+        out.bool("largest", self.extreme == Extreme::Max);
+    }
+}
+
 impl OpDef for CumSum {
     fn name(&self) -> &'static str {
         "cum_sum"
@@ -223,6 +312,17 @@ pub(crate) fn parse(
                 return Ok(Some(Op::CumSum(CumSum {
                     input: operands.positional("input")?,
                     dim: attributes.int("dim")?,
+                })));
+            }
+            "top_k" => {
+                return Ok(Some(Op::TopK(TopK {
+                    input: operands.positional("input")?,
+                    k: attributes.int("k")?,
+                    dim: attributes.int("dim")?,
+                    extreme: match attributes.bool("largest")? {
+                        true => Extreme::Max,
+                        false => Extreme::Min,
+                    },
                 })));
             }
             "softmax" => {
