@@ -630,6 +630,22 @@ impl Call<'_, '_, '_> {
         self.importer.declared_sizes(tensor)
     }
 
+    /// The sizes a tensor argument declares, all of which an op needs at
+    /// compile time: one of symbolic shape is refused.
+    pub(crate) fn fixed_sizes_of(&self, name: &str) -> Result<Vec<i64>, ImportError> {
+        let declared = self.declared_type_of(name)?;
+        if declared.fixed_shape().is_none() {
+            return Err(self.bad(
+                name,
+                format!(
+                    "has the symbolic shape {}, which ptec handles only with fixed sizes here",
+                    ptec_ir::ops::show(&declared.shape)
+                ),
+            ));
+        }
+        self.sizes_of(name)
+    }
+
     /// The type a tensor argument declares (symbolic dimensions as
     /// symbols), before it is read.
     pub(crate) fn declared_type_of(&self, name: &str) -> Result<TensorType, ImportError> {

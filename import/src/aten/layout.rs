@@ -803,7 +803,7 @@ fn split_with_sizes(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// `split_copy(self, split_size, dim)`: pieces of `split_size`, the last
 /// one shorter when the dimension does not divide.
 fn split(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let size = sizes[dim] as u64;
     let piece = c.count("split_size")?;
@@ -829,7 +829,7 @@ fn split(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 
 /// `unbind_copy(self, dim)`: every element along `dim`, one per output.
 fn unbind(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let outputs = c.tensor_list_refs("out")?;
     if outputs.len() as i64 != sizes[dim] {
@@ -1214,7 +1214,7 @@ fn pixel_unshuffle(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// `select_scatter(self, src, dim, index)`: `src` (self without `dim`)
 /// given `dim` back as size 1, written over position `index`.
 fn select_scatter(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let index = index_along(c, "index", &sizes, dim)?;
     let src = c.tensor("src")?;
@@ -1244,7 +1244,7 @@ fn select_scatter(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// `slice_scatter(self, src, dim, start, end, step)`: `src` written over
 /// the slice `start:end:step`, whose length it must have.
 fn slice_scatter(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let size = sizes[dim];
     let start = clamp_index(c.optional_int("start")?.unwrap_or(0), size);
@@ -1255,7 +1255,7 @@ fn slice_scatter(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     } else {
         0
     };
-    let src_sizes = c.sizes_of("src")?;
+    let src_sizes = c.fixed_sizes_of("src")?;
     if src_sizes.len() != sizes.len() || src_sizes[dim] as u64 != len {
         return Err(c.bad(
             "src",
