@@ -150,6 +150,59 @@ def conv_bn_with_statistics() -> ConvBn:
 # ---------------------------------------------------------------- fixture specs
 
 
+class SeqBlock(nn.Module):
+    """A pre-norm transformer block over a sequence of dynamic length:
+    single-head causal attention with softmax, layer norm and an MLP."""
+
+    def __init__(self, d: int = 16):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.norm2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 32), nn.GELU(), nn.Linear(32, d))
+
+    def forward(self, x):
+        seq, d = x.shape[1], x.shape[2]
+        q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
+        scores = q @ k.transpose(-1, -2) / (d**0.5)
+        causal = torch.ones(seq, seq).tril() == 0
+        attn = scores.masked_fill(causal, float("-inf")).softmax(dim=-1)
+        x = x + self.proj(attn @ v)
+        x = x + self.mlp(self.norm2(x))
+        return x.reshape(-1, d)
+
+
+class DynCnn(nn.Module):
+    """A small CNN over images of dynamic height and width: convolution,
+    batch norm, ReLU, max pooling, a spatial mean and a linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        x = F.relu(self.conv2(x))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+class SymOps(nn.Module):
+    """Sizes computed at run time: arange over the sequence, a concatenation
+    of two dynamic tensors, a slice ending at a SymInt and a narrow."""
+
+    def forward(self, x, y):
+        seq = x.shape[0]
+        positions = torch.arange(seq, dtype=torch.float32).unsqueeze(1)
+        joined = torch.cat([x + positions, y], dim=0)
+        half = joined[: seq // 2 + 1]
+        tail = joined.narrow(0, 1, seq)
+        return half * 2, tail - 1, joined.reshape(-1)
+
+
 @dataclass(frozen=True)
 class Fixture:
     """One model and how to export and test it.
@@ -164,6 +217,8 @@ class Fixture:
     make_cases: Callable[[], list[Inputs]]
     variants: tuple[str, ...]
     dynamic_shapes: Optional[tuple] = None
+    # Methods returning a constant, as LLM exports add (``get_max_seq_len``).
+    constant_methods: Optional[dict] = None
 
 
 def cond_cases() -> list[Inputs]:
@@ -224,6 +279,34 @@ FIXTURES = [
         lambda: [(torch.randint(0, 20, (2, 5)),) for _ in range(2)],
         ("portable",),
     ),
+    Fixture(
+        "dyn_seq",
+        "transformer block (causal attention, layer norm, MLP) over [1, seq, 16], seq dynamic (1..128); cases at seq 1, 7, 64, 128; constant methods get_max_seq_len (int 128), use_kv_cache (bool) and get_rope_theta (float)",
+        SeqBlock,
+        lambda: [(torch.randn(1, n, 16),) for n in (7, 1, 64, 128)],
+        ("portable",),
+        dynamic_shapes=({1: torch.export.Dim("seq", min=1, max=128)},),
+        constant_methods={"get_max_seq_len": 128, "use_kv_cache": False, "get_rope_theta": 10000.0},
+    ),
+    Fixture(
+        "dyn_cnn",
+        "conv, batch norm, relu, max pool, strided conv, spatial mean, linear over [1,3,H,W], H and W dynamic (10..64); cases 16x16, 11x23, 64x64, 10x10",
+        DynCnn,
+        lambda: [(torch.randn(1, 3, h, w),) for h, w in ((16, 16), (11, 23), (64, 64), (10, 10))],
+        ("portable",),
+        dynamic_shapes=({2: torch.export.Dim("h", min=10, max=64), 3: torch.export.Dim("w", min=10, max=64)},),
+    ),
+    Fixture(
+        "sym_ops",
+        "arange(seq), cat of two dynamic tensors, slice to seq//2+1, narrow(0, 1, seq), view(-1) over x [seq,4], y [n,4] (seq 2..32, n 1..16)",
+        SymOps,
+        lambda: [(torch.randn(s, 4), torch.randn(n, 4)) for s, n in ((5, 3), (2, 1), (32, 16), (9, 9))],
+        ("portable",),
+        dynamic_shapes=(
+            {0: torch.export.Dim("seq", min=2, max=32)},
+            {0: torch.export.Dim("n", min=1, max=16)},
+        ),
+    ),
 ]
 
 
@@ -283,6 +366,7 @@ def export_bundled(fixture: Fixture, variant: str) -> tuple[bytes, list[Inputs],
         exported,
         partitioner=partitioners(variant),
         compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        constant_methods=fixture.constant_methods,
     )
     program = edge.to_executorch()
 
@@ -348,11 +432,17 @@ def check_sizes(index: dict, max_fixture: int = MAX_FIXTURE_BYTES, max_total: in
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="regenerate these fixtures only, keeping the others' index entries")
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
 
     index, failures = {}, []
+    index_path = args.out_dir / "index.json"
+    if args.only and index_path.exists():
+        index = json.loads(index_path.read_text())
     for fixture in FIXTURES:
+        if args.only and fixture.name not in args.only:
+            continue
         for variant in fixture.variants:
             file_name = f"{fixture.name}.{variant}.bpte"
             try:

@@ -237,10 +237,19 @@ fn build_example(file: &Path, dir: &Path) {
 
 #[test]
 fn c_example_runs_compiled_models() {
-    let mut files: Vec<PathBuf> = ["add", "dyn_batch", "linear_relu", "conv_bn", "multi_out"]
-        .iter()
-        .map(|name| repo_dir().join(format!("tests/fixtures/{name}.portable.bpte")))
-        .collect();
+    let mut files: Vec<PathBuf> = [
+        "add",
+        "dyn_batch",
+        "dyn_seq",
+        "dyn_cnn",
+        "sym_ops",
+        "linear_relu",
+        "conv_bn",
+        "multi_out",
+    ]
+    .iter()
+    .map(|name| repo_dir().join(format!("tests/fixtures/{name}.portable.bpte")))
+    .collect();
     files.extend(
         ["mlp", "small_cnn", "llama_block"]
             .iter()

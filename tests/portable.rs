@@ -12,12 +12,17 @@ use common::{
 };
 use serde_json::Value;
 
-#[test]
-fn fixtures_pass() {
-    let files: Vec<PathBuf> = fixture_files()
+/// The portable feature fixtures.
+fn portable_fixtures() -> Vec<PathBuf> {
+    fixture_files()
         .into_iter()
         .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn fixtures_pass() {
+    let files = portable_fixtures();
     let reports = ptec_test(&files, &[]);
     assert_all_pass(&reports, "fixtures");
     for report in &reports {
@@ -106,10 +111,7 @@ fn corpus_portable_programs_pass() {
 /// programs (the large ones run with every pass above).
 #[test]
 fn every_pass_can_be_switched_off() {
-    let mut files: Vec<PathBuf> = fixture_files()
-        .into_iter()
-        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
-        .collect();
+    let mut files = portable_fixtures();
     if let Some(corpus) = corpus_dir() {
         files.extend(
             with_suffix(&corpus, ".portable.bpte")
@@ -123,10 +125,7 @@ fn every_pass_can_be_switched_off() {
 /// The pure-Cranelift kernels (no AVX2 microkernels) give the same results.
 #[test]
 fn cranelift_only_kernels_pass() {
-    let mut files: Vec<PathBuf> = fixture_files()
-        .into_iter()
-        .filter(|path| path.to_string_lossy().ends_with(".portable.bpte"))
-        .collect();
+    let mut files = portable_fixtures();
     if let Some(corpus) = corpus_dir() {
         files.extend(with_suffix(&corpus, ".portable.bpte"));
     }
@@ -161,11 +160,11 @@ fn failures_are_reported() {
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("unknown pass"));
 }
 
-/// Writes an int64 tensor as a `.npy` file.
-fn write_i64(path: &Path, shape: &[u64], values: &[i64]) {
+/// Writes a tensor as a `.npy` file.
+fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], values: &[T]) {
     use npyz::WriterBuilder as _;
     let file = std::fs::File::create(path).expect("temporary file");
-    let mut writer = npyz::WriteOptions::<i64>::new()
+    let mut writer = npyz::WriteOptions::<T>::new()
         .default_dtype()
         .shape(shape)
         .writer(std::io::BufWriter::new(file))
@@ -182,8 +181,8 @@ fn integer_division_by_zero_is_an_error() {
     let dir = std::env::temp_dir().join(format!("ptec-div-zero-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary folder");
     let (numerator, denominator) = (dir.join("a.npy"), dir.join("b.npy"));
-    write_i64(&numerator, &[3, 4], &(1..=12).collect::<Vec<_>>());
-    write_i64(&denominator, &[4], &[3, -2, 0, 5]);
+    write_npy(&numerator, &[3, 4], &(1..=12).collect::<Vec<i64>>());
+    write_npy(&denominator, &[4], &[3i64, -2, 0, 5]);
     let file = repo_dir().join("tests/fixtures/ops/floor_divide_int64.portable.bpte");
     let output = ptec(&[
         "run",
@@ -214,8 +213,8 @@ fn an_index_out_of_range_is_an_error() {
     let dir = std::env::temp_dir().join(format!("ptec-index-range-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary folder");
     let (x, index) = (dir.join("x.npy"), dir.join("index.npy"));
-    write_i64(&x, &[4, 3], &(1..=12).collect::<Vec<_>>());
-    write_i64(&index, &[2, 2], &[0, 3, 4, 1]);
+    write_npy::<i64>(&x, &[4, 3], &(1..=12).collect::<Vec<_>>());
+    write_npy::<i64>(&index, &[2, 2], &[0, 3, 4, 1]);
     let file = repo_dir().join("tests/fixtures/ops/gather_int64.portable.bpte");
     let output = ptec(&[
         "run",
@@ -285,4 +284,65 @@ fn run_reads_and_writes_npy() {
         let expected = index as f32 + 2.0 * (index % 8) as f32 * 0.5;
         assert_eq!(*value, expected, "element {index}");
     }
+}
+
+/// The constant methods LLM exports add (`get_max_seq_len`, ...) take no
+/// inputs and answer an int, a bool or a float, as a 0-dim tensor of
+/// int64, bool or float64, on the JIT and through the C ABI.
+#[test]
+fn constant_methods_are_answered() {
+    let file = repo_dir().join("tests/fixtures/dyn_seq.portable.bpte");
+    for backend in ["jit", "aot"] {
+        for (method, expected) in [
+            ("get_max_seq_len", "output 0: int64[] [128.000000]"),
+            ("use_kv_cache", "output 0: bool[] [0.000000]"),
+            ("get_rope_theta", "output 0: float64[] [10000.000000]"),
+        ] {
+            let output = ptec(&[
+                "run",
+                "--backend",
+                backend,
+                "--method",
+                method,
+                &file.display().to_string(),
+            ]);
+            let printed = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success() && printed.trim() == expected,
+                "{backend} {method}: {printed}{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+}
+
+/// A size above an input's bound, or one that breaks what the program
+/// requires of its sizes, is an error naming the input and dimension, on
+/// the JIT and through the C ABI.
+#[test]
+fn sizes_above_their_bound_are_errors() {
+    let dir = std::env::temp_dir().join(format!("ptec-above-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary folder");
+    let input = dir.join("x.npy");
+    write_npy(&input, &[1, 129, 16], &vec![0f32; 129 * 16]);
+    let file = repo_dir().join("tests/fixtures/dyn_seq.portable.bpte");
+    for (backend, expected) in [
+        ("jit", "input 0: dimension 1 is 129, above its bound 128"),
+        ("aot", "a dynamic size is above its bound"),
+    ] {
+        let output = ptec(&[
+            "run",
+            "--backend",
+            backend,
+            file.to_str().expect("utf-8 path"),
+            "--input",
+            input.to_str().expect("utf-8 path"),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.code() == Some(1) && stderr.contains(expected),
+            "{backend}: {stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

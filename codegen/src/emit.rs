@@ -12,6 +12,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{FuncId, Linkage, Module};
 use ptec_ir::ops::elementwise::MathFn;
+use ptec_ir::symbolic::{ScalarKind, Term};
 use ptec_ir::{DType, Dim, Graph, Op, ValueId};
 
 use crate::error::{Backend, CodegenError};
@@ -169,6 +170,38 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         }
     }
 
+    /// A scalar attribute as a number of `dtype` (converted as PyTorch
+    /// converts a scalar): a constant, or a symbol's value from `dims`
+    /// (ints and bools as `i64`, floats as the bits of an `f64`).
+    pub(crate) fn term(&mut self, term: Term, dtype: DType) -> Result<Value, CodegenError> {
+        let symbol = match term {
+            Term::Const(value) => return self.constant(dtype, value),
+            Term::Symbol(symbol) => symbol,
+        };
+        let kind = self
+            .graph()
+            .symbol_table()
+            .get(symbol)
+            .map(|data| data.kind)
+            .ok_or_else(|| self.unsupported(format!("{symbol}, not a symbol of the graph")))?;
+        let offset = (symbol.index() * 8) as i32;
+        let bits = self
+            .b
+            .ins()
+            .load(types::I64, flags().with_readonly(), self.dims, offset);
+        match kind {
+            ScalarKind::Int => self.convert(bits, DType::I64, dtype),
+            ScalarKind::Float => {
+                let value = self.b.ins().bitcast(types::F64, MemFlagsData::new(), bits);
+                self.convert(value, DType::F64, dtype)
+            }
+            ScalarKind::Bool => {
+                let value = self.b.ins().icmp_imm_s(IntCC::NotEqual, bits, 0);
+                self.convert(value, DType::Bool, dtype)
+            }
+        }
+    }
+
     pub(crate) fn shape(&mut self, shape: &[Dim]) -> Vec<Size> {
         shape.iter().map(|&dim| self.dim(dim)).collect()
     }
@@ -189,6 +222,17 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
                 Size::Dyn(self.b.ins().imul_imm_s(v, x))
             }
             (Size::Dyn(x), Size::Dyn(y)) => Size::Dyn(self.b.ins().imul(x, y)),
+        }
+    }
+
+    pub(crate) fn add(&mut self, a: Size, b: Size) -> Size {
+        match (a, b) {
+            (Size::Const(x), Size::Const(y)) => Size::Const(x + y),
+            (Size::Const(0), other) | (other, Size::Const(0)) => other,
+            (Size::Const(x), Size::Dyn(v)) | (Size::Dyn(v), Size::Const(x)) => {
+                Size::Dyn(self.b.ins().iadd_imm_s(v, x))
+            }
+            (Size::Dyn(x), Size::Dyn(y)) => Size::Dyn(self.b.ins().iadd(x, y)),
         }
     }
 

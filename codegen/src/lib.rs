@@ -1,7 +1,8 @@
 //! ptec's code generator: turns a verified IR graph into native code with
 //! Cranelift. Every node becomes a kernel function specialised to its shapes,
 //! strides and element types (symbolic dimensions are read at run time);
-//! the method's entry point calls them in order. The same generator serves
+//! the method's entry point calls them in order, computing the symbols
+//! each needs where the schedule makes them known ([`symbols`]). The same generator serves
 //! the JIT and object files through cranelift-module's `Module` trait. The
 //! Vulkan back end (`spirv`) turns a planned graph into compute shaders
 //! instead. [`support`] says which kinds of op each back end lowers.
@@ -16,6 +17,7 @@ mod listing;
 mod method;
 mod microkernel;
 mod spirv;
+mod symbols;
 mod target;
 
 pub use error::{Backend, CodegenError, support};

@@ -12,7 +12,7 @@ use cranelift_codegen::ir::{AbiParam, Block, InstBuilder, Signature, UserFuncNam
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{FuncId, Linkage, Module};
 use ptec_ir::ops::control::{Jump, JumpIfFalse, Label, LabelId};
-use ptec_ir::{DType, Dim, Graph, NodeId, Op, ValueId, ValueKind};
+use ptec_ir::{DType, Dim, Graph, NodeId, Op, Ready, ValueId, ValueKind};
 use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
 
 use crate::CodegenOptions;
@@ -21,6 +21,7 @@ use crate::error::{Backend, CodegenError};
 use crate::kernels;
 use crate::listing::Listing;
 use crate::microkernel;
+use crate::symbols::SymbolCode;
 
 /// A method compiled into a module.
 pub(crate) struct CompiledMethod<'a> {
@@ -101,7 +102,15 @@ pub(crate) fn compile_method<'a>(
         module.clear_context(&mut context);
         kernel_of.insert(node_id, id);
     }
-    let entry = define_entry(module, graph, symbol, &signature, &kernel_of, listing)?;
+    let entry = define_entry(
+        module,
+        graph,
+        symbol,
+        &signature,
+        &kernel_of,
+        &mut cx.errors,
+        listing,
+    )?;
     Ok(CompiledMethod {
         entry,
         abi: method_abi(graph, Backend::Cpu, cx.errors, cx.scratch_bytes)?,
@@ -155,14 +164,17 @@ fn define_microkernels(
     Ok(kernels)
 }
 
-/// The entry point: calls each kernel in order, returns the first non-zero
-/// status, and turns labels and jumps into blocks and branches.
+/// The entry point: computes the symbols known at the start, calls each
+/// kernel in order (computing the symbols each node's result settles after
+/// it), returns the first non-zero status, and turns labels and jumps into
+/// blocks and branches.
 fn define_entry(
     module: &mut dyn Module,
     graph: &Graph<'_>,
     symbol: &str,
     signature: &Signature,
     kernel_of: &HashMap<NodeId, FuncId>,
+    errors: &mut Vec<String>,
     listing: Option<&mut Listing>,
 ) -> Result<FuncId, CodegenError> {
     let id = module.declare_function(symbol, Linkage::Local, signature)?;
@@ -178,6 +190,8 @@ fn define_entry(
     let params = b.block_params(entry).to_vec();
     let fail = b.create_block();
     b.append_block_param(fail, types::I32);
+    let symbols = SymbolCode::new(graph, params[0], params[2], fail);
+    symbols.emit(&mut b, Ready::Start, errors)?;
     let mut labels: HashMap<LabelId, Block> = HashMap::new();
     let mut label_block = |b: &mut FunctionBuilder<'_>, label| {
         *labels.entry(label).or_insert_with(|| b.create_block())
@@ -215,6 +229,7 @@ fn define_entry(
                 b.switch_to_block(next);
             }
         }
+        symbols.emit(&mut b, Ready::After(node_id), errors)?;
     }
     let zero = b.ins().iconst(types::I32, 0);
     b.ins().return_(&[zero]);

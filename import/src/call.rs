@@ -8,7 +8,8 @@
 use std::borrow::Cow;
 
 use ptec_frontend::ValueIndex;
-use ptec_ir::{DType, Dim, Op, Scalar, TensorType, ValueData, ValueId};
+use ptec_ir::symbolic::{Poly, ScalarKind, SymOp, SymbolDef, SymbolError, Term};
+use ptec_ir::{DType, Dim, Op, Scalar, SymbolId, TensorType, ValueData, ValueId};
 
 use crate::aten::{self, Entry};
 use crate::error::{ImportError, Problem};
@@ -33,8 +34,11 @@ pub(crate) enum Argument {
     Bool(bool),
     Int(i64),
     Double(f64),
+    /// A scalar an earlier instruction computes at run time.
+    Sym(SymbolId, ScalarKind),
     String(String),
-    IntList(Vec<i64>),
+    /// Ints, each a constant or a symbol.
+    IntList(Vec<Term>),
     DoubleList(Vec<f64>),
     BoolList(Vec<bool>),
     Tensor(TensorRef),
@@ -50,6 +54,9 @@ impl Argument {
             Argument::Bool(_) => "Bool",
             Argument::Int(_) => "Int",
             Argument::Double(_) => "Double",
+            Argument::Sym(_, ScalarKind::Int) => "Int (computed at run time)",
+            Argument::Sym(_, ScalarKind::Bool) => "Bool (computed at run time)",
+            Argument::Sym(_, ScalarKind::Float) => "Double (computed at run time)",
             Argument::String(_) => "String",
             Argument::IntList(_) => "IntList",
             Argument::DoubleList(_) => "DoubleList",
@@ -100,26 +107,37 @@ pub(crate) fn import(
         importer,
         schema,
         args,
+        result: None,
     };
     aten::import_call(entry, &mut call)
 }
 
 /// Imports a program's KernelCall: its arguments are the schema's
-/// parameters then the call's result, which must be the tensors it writes.
+/// parameters then the call's result: the tensors it writes for an out
+/// variant, the value it returns otherwise (a scalar an `executorch_prim`
+/// operator computes, the tensor `et_view` makes), nothing for a schema
+/// that returns nothing.
 pub(crate) fn import_kernel_call(
     importer: &mut Importer<'_, '_>,
     key: &str,
-    args: &[Argument],
+    args: &[ValueIndex],
+    arguments: &[Argument],
 ) -> Result<(), ImportError> {
     let entry: &Entry = aten::entry(key)
         .ok_or_else(|| importer.contradiction(format!("operator {key} is not supported")))?;
     let schema = &entry.schema;
-    let expected = schema.params.len() + 1;
-    let Some((result, params)) = args.split_last().filter(|_| args.len() == expected) else {
+    let count = schema.params.len();
+    if schema.returns.is_empty() && arguments.len() == count {
+        return import_with_result(importer, entry, arguments, None);
+    }
+    let Some((result, params)) = arguments
+        .split_last()
+        .filter(|_| arguments.len() == count + 1)
+    else {
         return Err(importer.invalid(Problem::ArgumentCount {
             operator: schema.key,
-            expected,
-            given: args.len(),
+            expected: count + 1,
+            given: arguments.len(),
         }));
     };
     let written: Vec<TensorRef> = schema
@@ -129,13 +147,41 @@ pub(crate) fn import_kernel_call(
         .filter(|(param, _)| param.ty.written)
         .flat_map(|(_, arg)| arg.tensors())
         .collect();
-    if result.tensors() != written {
+    let returns_own = written.is_empty() && !schema.returns.is_empty();
+    if !returns_own && result.tensors() != written {
         return Err(importer.invalid(Problem::Result {
             operator: schema.key,
             found: result.kind(),
         }));
     }
-    import(importer, key, params)
+    let result = returns_own.then(|| args[count]);
+    import_with_result(importer, entry, params, result)
+}
+
+/// Checks `args` against the entry's schema and runs its rule; `result`
+/// is the value the call returns into, when it returns one of its own.
+fn import_with_result(
+    importer: &mut Importer<'_, '_>,
+    entry: &'static Entry,
+    args: &[Argument],
+    result: Option<ValueIndex>,
+) -> Result<(), ImportError> {
+    let schema = &entry.schema;
+    if let Some((position, param, found)) = schema.mismatch(args) {
+        return Err(importer.invalid(Problem::ArgumentKind {
+            name: param.name,
+            position,
+            expected: param.ty.to_string(),
+            found: found.kind(),
+        }));
+    }
+    let mut call = Call {
+        importer,
+        schema,
+        args,
+        result,
+    };
+    aten::import_call(entry, &mut call)
 }
 
 /// An operator call's arguments, as an operator table entry reads them: by
@@ -144,6 +190,9 @@ pub(crate) struct Call<'c, 'm, 'a> {
     pub(crate) importer: &'c mut Importer<'m, 'a>,
     schema: &'static Schema,
     args: &'c [Argument],
+    /// The method value the call returns into, for an operator that
+    /// returns a value of its own (not its out arguments).
+    result: Option<ValueIndex>,
 }
 
 impl Call<'_, '_, '_> {
@@ -192,6 +241,11 @@ impl Call<'_, '_, '_> {
             }),
             Err(error) => error,
         }
+    }
+
+    /// A tensor argument the call writes, unread.
+    pub(crate) fn output(&self, name: &str) -> Result<TensorRef, ImportError> {
+        self.tensor_ref(name)
     }
 
     fn tensor_ref(&self, name: &str) -> Result<TensorRef, ImportError> {
@@ -251,7 +305,41 @@ impl Call<'_, '_, '_> {
     pub(crate) fn int(&self, name: &str) -> Result<i64, ImportError> {
         match self.argument(name)?.1 {
             Argument::Int(value) => Ok(*value),
+            Argument::Sym(..) => Err(self.computed(name)),
             _ => Err(self.kind_error(name, "an Int")),
+        }
+    }
+
+    /// The error for an argument computed at run time where ptec needs its
+    /// value when compiling.
+    fn computed(&self, name: &str) -> ImportError {
+        self.bad(
+            name,
+            "is computed at run time, and ptec needs its value when compiling",
+        )
+    }
+
+    /// A scalar argument that may be computed at run time.
+    pub(crate) fn term(&self, name: &str) -> Result<Term, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Sym(symbol, _) => Ok(Term::Symbol(*symbol)),
+            _ => self.scalar(name).map(Term::Const),
+        }
+    }
+
+    /// An optional scalar argument that may be computed at run time.
+    pub(crate) fn optional_term(&self, name: &str) -> Result<Option<Term>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            _ => self.term(name).map(Some),
+        }
+    }
+
+    /// An IntList argument whose items may be computed at run time.
+    pub(crate) fn terms(&self, name: &str) -> Result<Vec<Term>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::IntList(items) => Ok(items.clone()),
+            _ => Err(self.kind_error(name, "an IntList")),
         }
     }
 
@@ -273,6 +361,7 @@ impl Call<'_, '_, '_> {
         match self.argument(name)?.1 {
             Argument::Double(value) => Ok(*value),
             Argument::Int(value) => Ok(*value as f64),
+            Argument::Sym(..) => Err(self.computed(name)),
             _ => Err(self.kind_error(name, "a Double")),
         }
     }
@@ -303,6 +392,7 @@ impl Call<'_, '_, '_> {
             Argument::Int(value) => Ok(Scalar::Int(*value)),
             Argument::Double(value) => Ok(Scalar::Float(*value)),
             Argument::Bool(value) => Ok(Scalar::Bool(*value)),
+            Argument::Sym(..) => Err(self.computed(name)),
             _ => Err(self.kind_error(name, "a Scalar")),
         }
     }
@@ -315,10 +405,13 @@ impl Call<'_, '_, '_> {
     }
 
     pub(crate) fn int_list(&self, name: &str) -> Result<Vec<i64>, ImportError> {
-        match self.argument(name)?.1 {
-            Argument::IntList(items) => Ok(items.clone()),
-            _ => Err(self.kind_error(name, "an IntList")),
-        }
+        self.terms(name)?
+            .into_iter()
+            .map(|item| match item {
+                Term::Const(Scalar::Int(value)) => Ok(value),
+                _ => Err(self.computed(name)),
+            })
+            .collect()
     }
 
     pub(crate) fn optional_int_list(&self, name: &str) -> Result<Option<Vec<i64>>, ImportError> {
@@ -414,18 +507,107 @@ impl Call<'_, '_, '_> {
         &self.importer.graph.value(id).ty
     }
 
+    /// The shape of an IR value, its symbols resolved.
+    pub(crate) fn shape(&self, id: ValueId) -> Vec<Dim> {
+        self.importer.symbols.resolve_shape(&self.ty(id).shape)
+    }
+
+    /// The term `def` is: a constant, or a symbol (made if new).
+    pub(crate) fn sym(&mut self, def: SymbolDef) -> Result<Term, ImportError> {
+        self.importer
+            .symbols
+            .intern(def)
+            .map_err(|error| self.symbolic(error))
+    }
+
+    /// The term of an operation on terms.
+    pub(crate) fn sym_op(&mut self, op: SymOp, args: Vec<Term>) -> Result<Term, ImportError> {
+        self.sym(SymbolDef::Op(op, args))
+    }
+
+    /// The term of a polynomial.
+    pub(crate) fn poly_term(&mut self, poly: Poly) -> Result<Term, ImportError> {
+        self.sym(SymbolDef::Poly(poly))
+    }
+
+    /// An integer term as a polynomial.
+    pub(crate) fn poly(&self, term: Term) -> Result<Poly, ImportError> {
+        let term = self.importer.symbols.resolve_term(term);
+        self.importer
+            .symbols
+            .table
+            .poly(term)
+            .map_err(|error| self.symbolic(error))
+    }
+
+    /// The kind of a term.
+    pub(crate) fn kind(&self, term: Term) -> Result<ScalarKind, ImportError> {
+        self.importer
+            .symbols
+            .table
+            .kind(term)
+            .map_err(|error| self.symbolic(error))
+    }
+
+    fn symbolic(&self, error: SymbolError) -> ImportError {
+        self.invalid(error.to_string())
+    }
+
+    /// An integer term of the argument `name` as a dimension: a size that
+    /// is not negative, or a symbol (which generated code checks at run
+    /// time).
+    pub(crate) fn size(&self, name: &str, term: Term) -> Result<Dim, ImportError> {
+        if self.kind(term)? != ScalarKind::Int {
+            return Err(self.bad(name, format!("{term} is not an integer")));
+        }
+        term.as_dim()
+            .ok_or_else(|| self.bad(name, format!("{term} is a negative size")))
+    }
+
+    /// Requires `condition` to hold at run time, with `message`.
+    pub(crate) fn require(&mut self, condition: Term, message: String) -> Result<(), ImportError> {
+        let origin = self.importer.symbols.origin.clone();
+        self.importer
+            .symbols
+            .table
+            .require(condition, format!("{origin}: {message}"))
+            .map_err(|error| self.symbolic(error))
+    }
+
+    /// Records the scalar the call returns.
+    pub(crate) fn define(&mut self, term: Term) -> Result<(), ImportError> {
+        let result = self
+            .result
+            .ok_or_else(|| self.invalid("a call whose result ptec cannot record"))?;
+        self.importer.define_scalar(result, term);
+        Ok(())
+    }
+
+    /// The tensor the call returns (an operator that is not an out
+    /// variant).
+    pub(crate) fn returned(&self) -> Result<TensorRef, ImportError> {
+        self.result
+            .map(TensorRef::Method)
+            .ok_or_else(|| self.invalid("a call whose result ptec cannot record"))
+    }
+
     /// The fixed sizes of an IR value, or an error naming the argument
     /// `name` it comes from when a dimension is symbolic.
     pub(crate) fn fixed_sizes(&self, name: &str, id: ValueId) -> Result<Vec<u64>, ImportError> {
-        self.ty(id).fixed_shape().ok_or_else(|| {
-            self.bad(
+        let shape = self.shape(id);
+        shape
+            .iter()
+            .map(|dim| dim.fixed())
+            .collect::<Option<Vec<u64>>>()
+            .ok_or_else(|| {
+                self.bad(
                 name,
                 format!(
-                    "a tensor of dynamic shape {}, which ptec handles only with fixed sizes here",
-                    self.ty(id)
+                    "a tensor of symbolic shape {}, which ptec handles only with fixed sizes here",
+                    ptec_ir::ops::show(&shape)
                 ),
             )
-        })
+            })
     }
 
     /// A new value the call computes on the way to its outputs, for an op
@@ -448,6 +630,22 @@ impl Call<'_, '_, '_> {
         self.importer.declared_sizes(tensor)
     }
 
+    /// The sizes a tensor argument declares, all of which an op needs at
+    /// compile time: one of symbolic shape is refused.
+    pub(crate) fn fixed_sizes_of(&self, name: &str) -> Result<Vec<i64>, ImportError> {
+        let declared = self.declared_type_of(name)?;
+        if declared.fixed_shape().is_none() {
+            return Err(self.bad(
+                name,
+                format!(
+                    "has the symbolic shape {}, which ptec handles only with fixed sizes here",
+                    ptec_ir::ops::show(&declared.shape)
+                ),
+            ));
+        }
+        self.sizes_of(name)
+    }
+
     /// The type a tensor argument declares (symbolic dimensions as
     /// symbols), before it is read.
     pub(crate) fn declared_type_of(&self, name: &str) -> Result<TensorType, ImportError> {
@@ -461,20 +659,30 @@ impl Call<'_, '_, '_> {
     /// dimension takes its size at run time, so only its presence is
     /// checked.
     pub(crate) fn check_size(&self, size: &str, out: &str) -> Result<(), ImportError> {
-        let sizes = self.int_list(size)?;
+        let sizes = self.terms(size)?;
         let declared = self.declared_type_of(out)?.shape;
+        // A size computed at run time is checked against `out` then.
         let agrees = sizes.len() == declared.len()
-            && sizes.iter().zip(&declared).all(|(&size, dim)| match dim {
-                Dim::Fixed(fixed) => i64::try_from(*fixed) == Ok(size),
-                Dim::Symbol(_) => size >= 0,
-            });
+            && sizes
+                .iter()
+                .zip(&declared)
+                .all(|(&size, dim)| match (size, dim) {
+                    (Term::Const(Scalar::Int(size)), Dim::Fixed(fixed)) => {
+                        i64::try_from(*fixed) == Ok(size)
+                    }
+                    (Term::Const(Scalar::Int(size)), Dim::Symbol(_)) => size >= 0,
+                    (Term::Symbol(_), _) => true,
+                    (Term::Const(_), _) => false,
+                });
         if agrees {
             Ok(())
         } else {
+            let sizes: Vec<String> = sizes.iter().map(Term::to_string).collect();
             Err(self.bad(
                 size,
                 format!(
-                    "{sizes:?} is not the shape {} that {out} declares",
+                    "[{}] is not the shape {} that {out} declares",
+                    sizes.join(", "),
                     ptec_ir::ops::show(&declared)
                 ),
             ))
@@ -498,11 +706,24 @@ impl Call<'_, '_, '_> {
 
     /// Emits `op`, writing the tensors `outputs`.
     pub(crate) fn emit_to(&mut self, op: Op, outputs: &[TensorRef]) -> Result<(), ImportError> {
+        self.emit_shaped(op, outputs, None)
+    }
+
+    /// Emits `op`, writing the tensors `outputs`; `given` is the shape of
+    /// the first output when the op takes it as given (a view, a fill, a
+    /// slice) and the rule computed it.
+    pub(crate) fn emit_shaped(
+        &mut self,
+        op: Op,
+        outputs: &[TensorRef],
+        given: Option<Vec<Dim>>,
+    ) -> Result<(), ImportError> {
         let expected = self.importer.expected_shapes(&op, outputs.len())?;
         let mut written = Vec::with_capacity(outputs.len());
         for (slot, &output) in outputs.iter().enumerate() {
-            let inferred = match expected.get(slot) {
-                Some(ptec_ir::ops::Expected::Shape(shape)) => Some(shape.as_slice()),
+            let inferred = match (expected.get(slot), slot) {
+                (Some(ptec_ir::ops::Expected::Shape(shape)), _) => Some(shape.as_slice()),
+                (_, 0) => given.as_deref(),
                 _ => None,
             };
             written.push(

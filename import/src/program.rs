@@ -17,9 +17,13 @@ use ptec_frontend::{
     TensorStorage, Value, ValueIndex,
 };
 use ptec_ir::ops::control::{Jump, JumpIfFalse, Label, LabelId};
+use ptec_ir::ops::creation::Full;
 use ptec_ir::ops::layout::{Copy, Reshape};
 use ptec_ir::ops::{Expected, show};
-use ptec_ir::{DType, Dim, Graph, Op, TensorType, ValueData, ValueId, ValueKind};
+use ptec_ir::symbolic::{ScalarKind, Term};
+use ptec_ir::{
+    DType, Dim, Graph, Op, OutputKind, Scalar, TensorType, ValueData, ValueId, ValueKind,
+};
 
 use crate::aten;
 use crate::call::{self, Argument, TensorRef};
@@ -36,7 +40,7 @@ pub fn import_method<'a>(method: &Method<'a>) -> Result<Graph<'a>, ImportError> 
     check_operators(method)?;
     let mut importer = Importer::new(method);
     importer.import()?;
-    Ok(importer.finish())
+    importer.finish()
 }
 
 /// Reports every kernel call of an operator ptec cannot import, at once,
@@ -105,6 +109,10 @@ pub(crate) struct Importer<'m, 'a> {
     /// that it aliases nothing.
     file_end: u64,
     pub(crate) symbols: Symbols,
+    /// The run-time scalars the instructions so far have written into the
+    /// method's Int, Bool and Double values (sizes, `SymInt` arithmetic),
+    /// as constants or symbols.
+    scalars: HashMap<ValueIndex, Term>,
     /// Where the importer is, for messages.
     pub(crate) at: Location,
 }
@@ -126,6 +134,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             region_base,
             file_end: end,
             symbols: Symbols::default(),
+            scalars: HashMap::new(),
             at: Location::Inputs,
         }
     }
@@ -167,13 +176,17 @@ impl<'m, 'a> Importer<'m, 'a> {
             let tensor = self.tensor(input)?.clone();
             let mut ty = self.file_type(&tensor)?;
             if tensor.dynamism == ShapeDynamism::DynamicBound {
+                // The file records only upper bounds. One of 0 or 1 is a
+                // static size: `torch.export` specializes sizes 0 and 1, so
+                // a dynamic dimension's bound is at least 2.
                 for (axis, dim) in ty.shape.iter_mut().enumerate() {
-                    if let Dim::Fixed(bound) = *dim {
-                        *dim = Dim::Symbol(self.symbols.add(
-                            &mut self.graph,
-                            bound,
-                            format!("input {position} dim {axis}"),
-                        ));
+                    if let Dim::Fixed(bound) = *dim
+                        && bound > 1
+                    {
+                        *dim = Dim::Symbol(
+                            self.symbols
+                                .add(bound, format!("input {position} dim {axis}")),
+                        );
                     }
                 }
             }
@@ -191,6 +204,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             let labels = self.jump_targets(instructions);
             for (index, instruction) in instructions.iter().enumerate() {
                 self.at = Location::Instruction(InstructionId { chain, index });
+                self.symbols.origin = format!("instruction {chain}:{index}");
                 if let Some(&label) = labels.get(&index) {
                     self.graph.push_node(Op::Label(Label { label }), Vec::new());
                 }
@@ -201,19 +215,96 @@ impl<'m, 'a> Importer<'m, 'a> {
             }
         }
         self.at = Location::Outputs;
+        self.symbols.origin = "the method's outputs".to_string();
         let outputs = self
             .method
             .outputs
             .iter()
-            .map(|&output| self.read(TensorRef::Method(output)))
+            .map(|&output| self.output(output))
             .collect::<Result<Vec<_>, _>>()?;
-        self.graph.set_outputs(outputs);
+        self.graph.set_outputs_with_kinds(outputs);
         Ok(())
     }
 
-    fn finish(mut self) -> Graph<'a> {
-        self.symbols.apply(&mut self.graph);
+    /// A method output: a tensor, or a scalar held in a 0-dim value that a
+    /// fill writes.
+    fn output(&mut self, output: ValueIndex) -> Result<(ValueId, OutputKind), ImportError> {
+        let Some(term) = self.scalar_value(output)? else {
+            return Ok((self.read(TensorRef::Method(output))?, OutputKind::Tensor));
+        };
+        let kind = match self.symbols.table.kind(term) {
+            Ok(ScalarKind::Int) => OutputKind::Int,
+            Ok(ScalarKind::Bool) => OutputKind::Bool,
+            Ok(ScalarKind::Float) => OutputKind::Double,
+            Err(error) => return Err(self.contradiction(error.to_string())),
+        };
+        let value = self.scalar_tensor(term, kind)?;
+        Ok((value, kind))
+    }
+
+    /// A 0-dim value holding `term`, of the type a scalar output of `kind`
+    /// is held in.
+    pub(crate) fn scalar_tensor(
+        &mut self,
+        term: Term,
+        kind: OutputKind,
+    ) -> Result<ValueId, ImportError> {
+        let dtype = kind
+            .scalar_dtype()
+            .ok_or_else(|| self.contradiction("a tensor output held as a scalar"))?;
+        let value = self.graph.add_value(ValueData::computed(TensorType {
+            dtype,
+            shape: Vec::new(),
+            dim_order: Vec::new(),
+        }));
         self.graph
+            .push_node(Op::Full(Full { value: term }), vec![value]);
+        Ok(value)
+    }
+
+    /// The scalar a non-tensor value holds: what an instruction wrote into
+    /// it, or its constant; `None` for a tensor.
+    pub(crate) fn scalar_value(&self, index: ValueIndex) -> Result<Option<Term>, ImportError> {
+        if let Some(&term) = self.scalars.get(&index) {
+            return Ok(Some(self.symbols.resolve_term(term)));
+        }
+        Ok(Some(Term::Const(match self.method.value(index) {
+            Value::Int(value) => Scalar::Int(*value),
+            Value::Bool(value) => Scalar::Bool(*value),
+            Value::Double(value) => Scalar::Float(*value),
+            Value::Tensor(_) => return Ok(None),
+            other => {
+                return Err(self.contradiction(format!(
+                    "value {index} is a {}, which is neither a tensor nor a scalar",
+                    other.kind()
+                )));
+            }
+        })))
+    }
+
+    /// Records the scalar an instruction writes into a method value.
+    pub(crate) fn define_scalar(&mut self, index: ValueIndex, term: Term) {
+        self.scalars.insert(index, term);
+    }
+
+    fn finish(mut self) -> Result<Graph<'a>, ImportError> {
+        self.at = Location::Outputs;
+        self.symbols
+            .apply(&mut self.graph)
+            .map_err(|error| self.contradiction(error.to_string()))?;
+        // Memory is planned for the largest sizes, so every size needs a
+        // bound.
+        for symbol in self.graph.named_symbols() {
+            let data = self.graph.symbol(symbol);
+            if data.bound == u64::MAX {
+                return Err(self.contradiction(format!(
+                    "the size {symbol} ({}: {}) has no upper bound, and ptec plans memory for \
+                     the largest size",
+                    data.origin, data.def
+                )));
+            }
+        }
+        Ok(self.graph)
     }
 
     /// A label for every instruction a jump lands on (the chain's length
@@ -238,12 +329,14 @@ impl<'m, 'a> Importer<'m, 'a> {
         match instruction {
             Instruction::Kernel { operator, args } => {
                 let key = self.method.operator(*operator).key();
+                let instruction = self.current_instruction();
+                self.symbols.origin = format!("instruction {instruction} ({key})");
                 self.at = Location::KernelCall {
-                    instruction: self.current_instruction(),
+                    instruction,
                     operator: key.clone(),
                 };
-                let args = self.arguments(args)?;
-                call::import_kernel_call(self, &key, &args)
+                let arguments = self.arguments(args)?;
+                call::import_kernel_call(self, &key, args, &arguments)
             }
             Instruction::Delegate { delegate, args } => self.delegate(*delegate, args),
             Instruction::Move { from, to } => {
@@ -257,20 +350,26 @@ impl<'m, 'a> Importer<'m, 'a> {
                 destination,
             } => {
                 let label = labels[destination];
-                match self.method.value(*condition) {
-                    Value::Bool(false) => {
+                match self.scalar_value(*condition)? {
+                    Some(Term::Const(Scalar::Bool(false))) => {
                         self.graph.push_node(Op::Jump(Jump { label }), Vec::new());
                     }
-                    Value::Bool(true) => {}
-                    Value::Tensor(_) => {
+                    Some(Term::Const(Scalar::Bool(true))) => {}
+                    None => {
                         let condition = self.read(TensorRef::Method(*condition))?;
                         let op = Op::JumpIfFalse(JumpIfFalse { condition, label });
                         self.graph.push_node(op, Vec::new());
                     }
-                    other => {
+                    Some(term @ Term::Symbol(_))
+                        if self.symbols.table.kind(term) == Ok(ScalarKind::Bool) =>
+                    {
+                        let condition = self.scalar_tensor(term, OutputKind::Bool)?;
+                        let op = Op::JumpIfFalse(JumpIfFalse { condition, label });
+                        self.graph.push_node(op, Vec::new());
+                    }
+                    Some(other) => {
                         return Err(self.contradiction(format!(
-                            "a jump condition must be a Bool, not a {}",
-                            other.kind()
+                            "a jump condition must be a Bool, not {other}"
                         )));
                     }
                 }
@@ -281,25 +380,35 @@ impl<'m, 'a> Importer<'m, 'a> {
         }
     }
 
-    /// A KernelCall's arguments as typed values.
+    /// A KernelCall's arguments as typed values: scalars that earlier
+    /// instructions wrote at run time as what they wrote (constants, or
+    /// symbols).
     fn arguments(&self, args: &[ValueIndex]) -> Result<Vec<Argument>, ImportError> {
         args.iter()
             .map(|&index| {
                 Ok(match self.method.value(index) {
                     Value::Null => Argument::Null,
-                    Value::Int(value) => Argument::Int(*value),
-                    Value::Bool(value) => Argument::Bool(*value),
-                    Value::Double(value) => Argument::Double(*value),
+                    Value::Int(_) | Value::Bool(_) | Value::Double(_) => {
+                        match self.scalar_value(index)? {
+                            Some(term) => self.scalar_argument(term, index)?,
+                            None => Argument::Null,
+                        }
+                    }
                     Value::String(value) => Argument::String(value.clone()),
                     Value::Tensor(_) => Argument::Tensor(TensorRef::Method(index)),
                     Value::IntList(items) => Argument::IntList(
                         items
                             .iter()
-                            .map(|&item| match self.method.value(item) {
-                                Value::Int(value) => Ok(*value),
-                                other => Err(self.contradiction(format!(
+                            .map(|&item| match self.scalar_value(item)? {
+                                Some(term @ Term::Const(Scalar::Int(_))) => Ok(term),
+                                Some(term @ Term::Symbol(_))
+                                    if self.symbols.table.kind(term) == Ok(ScalarKind::Int) =>
+                                {
+                                    Ok(term)
+                                }
+                                _ => Err(self.contradiction(format!(
                                     "IntList item {item} is a {}, not an Int",
-                                    other.kind()
+                                    self.method.value(item).kind()
                                 ))),
                             })
                             .collect::<Result<_, _>>()?,
@@ -318,6 +427,23 @@ impl<'m, 'a> Importer<'m, 'a> {
                 })
             })
             .collect()
+    }
+
+    /// The argument a scalar is: a constant of its kind, or a symbol.
+    fn scalar_argument(&self, term: Term, index: ValueIndex) -> Result<Argument, ImportError> {
+        Ok(match term {
+            Term::Const(Scalar::Int(value)) => Argument::Int(value),
+            Term::Const(Scalar::Bool(value)) => Argument::Bool(value),
+            Term::Const(Scalar::Float(value)) => Argument::Double(value),
+            Term::Symbol(symbol) => {
+                let kind = self
+                    .symbols
+                    .table
+                    .kind(term)
+                    .map_err(|error| self.contradiction(format!("value {index}: {error}")))?;
+                Argument::Sym(symbol, kind)
+            }
+        })
     }
 
     fn delegate(&mut self, index: DelegateIndex, args: &[ValueIndex]) -> Result<(), ImportError> {
@@ -369,7 +495,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             } => Ok(self.region_base[memory_id as usize] + offset),
             TensorStorage::Unplanned => {
                 let offset = self.file_end;
-                let bytes = ty.max_bytes(|symbol| self.graph.bound(symbol));
+                let bytes = ty.max_bytes(|symbol| self.symbols.bound(symbol));
                 self.file_end = (offset + bytes).next_multiple_of(REGION_ALIGNMENT);
                 Ok(offset)
             }
@@ -397,10 +523,7 @@ impl<'m, 'a> Importer<'m, 'a> {
         Ok(ty
             .shape
             .iter()
-            .map(|dim| match *dim {
-                Dim::Fixed(size) => size as i64,
-                Dim::Symbol(symbol) => self.graph.bound(symbol) as i64,
-            })
+            .map(|&dim| self.symbols.max_size(dim) as i64)
             .collect())
     }
 
@@ -464,7 +587,7 @@ impl<'m, 'a> Importer<'m, 'a> {
         } else {
             // A view of a dynamic tensor keeps its symbolic dims where the
             // file's sizes match the bound.
-            self.symbols.view_type(&self.graph, &base_ty, ty)
+            self.symbols.view_type(&base_ty, ty)
         };
         let id = self.graph.add_value(ValueData::computed(ty));
         self.values.insert(index, id);
@@ -500,10 +623,20 @@ impl<'m, 'a> Importer<'m, 'a> {
                 None => {
                     let tensor = self.tensor(index)?.clone();
                     let mut ty = self.file_type(&tensor)?;
-                    if let Some(inferred) = inferred
-                        && inferred.len() == ty.rank()
-                        && tensor.dynamism == ShapeDynamism::DynamicBound
-                    {
+                    if tensor.dynamism == ShapeDynamism::DynamicBound {
+                        let Some(inferred) = inferred.filter(|shape| shape.len() == ty.rank())
+                        else {
+                            return Err(self.contradiction(format!(
+                                "{op} writes value {index}, whose shape is dynamic, and ptec \
+                                 cannot tell its size at run time"
+                            )));
+                        };
+                        // The file's sizes bound what the op computes.
+                        for (&dim, &declared) in inferred.iter().zip(&tensor.sizes) {
+                            if let Dim::Symbol(symbol) = self.symbols.resolve(dim) {
+                                self.symbols.table.tighten_bound(symbol, declared as u64);
+                            }
+                        }
                         ty.shape = inferred.to_vec();
                     }
                     let offset = self.place(&tensor, &ty)?;
@@ -559,15 +692,13 @@ impl<'m, 'a> Importer<'m, 'a> {
 
     /// What `op`'s rule requires of its operands' and `outputs`' types
     /// beyond their shapes (`OpDef::check`).
-    pub(crate) fn check_types(&self, op: &Op, outputs: &[ValueId]) -> Result<(), ImportError> {
+    pub(crate) fn check_types(&mut self, op: &Op, outputs: &[ValueId]) -> Result<(), ImportError> {
+        let graph = &self.graph;
         let types = |values: &[ValueId]| -> Vec<&TensorType> {
-            values
-                .iter()
-                .map(|&value| &self.graph.value(value).ty)
-                .collect()
+            values.iter().map(|&value| &graph.value(value).ty).collect()
         };
         op.def()
-            .check(&types(&op.inputs()), &types(outputs))
+            .check(&types(&op.inputs()), &types(outputs), &mut self.symbols)
             .map_err(|error| {
                 self.invalid(Problem::Rule {
                     op: op.def().name(),

@@ -8,6 +8,7 @@
 use std::fmt;
 
 use crate::call::Argument;
+use ptec_ir::symbolic::ScalarKind;
 
 /// An operator's schema: its key, its parameters in order, and how many
 /// values it returns.
@@ -99,12 +100,17 @@ impl Base {
         match (self, found) {
             (Base::Tensor, Argument::Tensor(_)) => true,
             (Base::Int | Base::SymInt, Argument::Int(_)) => true,
+            (Base::Int | Base::SymInt, Argument::Sym(_, ScalarKind::Int)) => true,
             // The exporter writes a float argument with an integral value
             // as an Int.
             (Base::Float, Argument::Double(_) | Argument::Int(_)) => true,
-            (Base::Bool, Argument::Bool(_)) => true,
+            (Base::Float, Argument::Sym(_, ScalarKind::Float | ScalarKind::Int)) => true,
+            (Base::Bool, Argument::Bool(_) | Argument::Sym(_, ScalarKind::Bool)) => true,
             (Base::Str, Argument::String(_)) => true,
-            (Base::Scalar, Argument::Int(_) | Argument::Double(_) | Argument::Bool(_)) => true,
+            (
+                Base::Scalar,
+                Argument::Int(_) | Argument::Double(_) | Argument::Bool(_) | Argument::Sym(..),
+            ) => true,
             // Enumerations travel as their numbers.
             (
                 Base::ScalarType | Base::Layout | Base::MemoryFormat | Base::Device,

@@ -29,6 +29,7 @@ use ptec_frontend::delegate::vulkan::{
     VkCall, VkDataType, VkTensor, VkValue, VkValueId, VulkanGraph,
 };
 use ptec_ir::ops::elementwise::UnaryOp;
+use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData};
 
 use crate::call::{self, Argument, TensorRef};
@@ -382,7 +383,9 @@ impl<'a> Translation<'_, '_, 'a> {
             &VkValue::Double(value) => Argument::Double(value),
             &VkValue::Bool(value) => Argument::Bool(value),
             VkValue::String(value) => Argument::String(value.clone()),
-            VkValue::IntList(items) => Argument::IntList(items.clone()),
+            VkValue::IntList(items) => {
+                Argument::IntList(items.iter().copied().map(Term::int).collect())
+            }
             VkValue::DoubleList(items) => Argument::DoubleList(items.clone()),
             VkValue::BoolList(items) => Argument::BoolList(items.clone()),
             VkValue::ValueList(items) => self.value_list(instruction, id, items, role)?,
@@ -414,7 +417,7 @@ impl<'a> Translation<'_, '_, 'a> {
             let ints = values
                 .iter()
                 .filter_map(|value| match value {
-                    VkValue::Int(value) => Some(*value),
+                    VkValue::Int(value) => Some(Term::int(*value)),
                     _ => None,
                 })
                 .collect();
@@ -572,7 +575,7 @@ fn element_type(datatype: VkDataType) -> Option<DType> {
 }
 
 fn sizes_argument(sizes: &[u64]) -> Argument {
-    Argument::IntList(sizes.iter().map(|&size| size as i64).collect())
+    Argument::IntList(sizes.iter().map(|&size| Term::int(size as i64)).collect())
 }
 
 /// `et_vk.prepack(x)`: uploads a constant to the GPU; the value is `x`.
@@ -671,7 +674,7 @@ fn rms_norm(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Im
         "aten::mean.out",
         &[
             squares,
-            Argument::IntList(vec![-1]),
+            Argument::IntList(vec![Term::int(-1)]),
             Argument::Bool(true),
             Argument::Null,
             variance.clone(),

@@ -507,7 +507,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         shape.len() == dims.len()
             && shape.iter().zip(dims).all(|(&dim, &declared)| match dim {
                 Dim::Fixed(size) => size == declared,
-                Dim::Symbol(symbol) => self.importer.graph.bound(symbol) == declared,
+                Dim::Symbol(symbol) => self.importer.symbols.bound(symbol) == declared,
             })
     }
 
@@ -1431,11 +1431,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             None => {
                 self.importer
                     .symbols
-                    .view_type(
-                        &self.importer.graph,
-                        &source_ty,
-                        contiguous(fixed(&declared)),
-                    )
+                    .view_type(&source_ty, contiguous(fixed(&declared)))
                     .shape
             }
         };
@@ -1477,7 +1473,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             let op = Op::Slice(Slice {
                 input: value,
                 dim: stored,
-                start,
+                start: Dim::Fixed(start),
                 step: 1,
             });
             value = self.emit_given(op, out)?;

@@ -20,6 +20,7 @@ use petgraph::visit::EdgeRef;
 
 use crate::op::Op;
 use crate::ops::control::LabelId;
+use crate::symbolic::{SymbolData, SymbolDef, SymbolError, SymbolTable, Term};
 use crate::types::{Dim, SymbolId, TensorType};
 
 /// A value of a graph.
@@ -106,12 +107,58 @@ impl<'a> ValueData<'a> {
     }
 }
 
-/// A symbolic dimension and what bounds it.
-#[derive(Clone, Debug)]
-pub struct SymbolData {
-    pub bound: u64,
-    /// Where the symbol first appears: `input 0 dim 0`.
-    pub origin: String,
+/// Where in the schedule a symbol's value is known, so that generated code
+/// computes it there: when the method starts (inputs' sizes and what
+/// follows from them), or once a node has run (an element of what it
+/// wrote, and what follows from that).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ready {
+    Start,
+    After(NodeId),
+}
+
+/// What a method output is at the boundary: a tensor, or a scalar the
+/// method returns (held in the graph as a 0-dim value of `i64`, `bool` or
+/// `f64`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OutputKind {
+    Tensor,
+    Int,
+    Bool,
+    Double,
+}
+
+impl OutputKind {
+    /// The name in the text form (`return %3, int %4`).
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputKind::Tensor => "tensor",
+            OutputKind::Int => "int",
+            OutputKind::Bool => "bool",
+            OutputKind::Double => "double",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<OutputKind> {
+        [
+            OutputKind::Tensor,
+            OutputKind::Int,
+            OutputKind::Bool,
+            OutputKind::Double,
+        ]
+        .into_iter()
+        .find(|kind| kind.name() == name)
+    }
+
+    /// The element type of the 0-dim value that holds a scalar output.
+    pub fn scalar_dtype(self) -> Option<crate::DType> {
+        match self {
+            OutputKind::Tensor => None,
+            OutputKind::Int => Some(crate::DType::I64),
+            OutputKind::Bool => Some(crate::DType::Bool),
+            OutputKind::Double => Some(crate::DType::F64),
+        }
+    }
 }
 
 /// One application of an op: the op (with the values it reads) and the
@@ -161,7 +208,9 @@ pub struct Graph<'a> {
     positions: OnceCell<Vec<usize>>,
     inputs: Vec<ValueId>,
     outputs: Vec<ValueId>,
-    symbols: Vec<SymbolData>,
+    /// What each output is at the boundary, by position.
+    output_kinds: Vec<OutputKind>,
+    symbols: SymbolTable,
     /// Bytes of the arena that `offset`s point into.
     arena_size: u64,
     next_label: u32,
@@ -180,7 +229,8 @@ impl<'a> Graph<'a> {
             positions: OnceCell::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),
-            symbols: Vec::new(),
+            output_kinds: Vec::new(),
+            symbols: SymbolTable::default(),
             arena_size: 0,
             next_label: 0,
         }
@@ -230,43 +280,142 @@ impl<'a> Graph<'a> {
         (index < self.values.len()).then_some(ValueId(index as u32))
     }
 
+    /// Adds a symbol for a dimension of a method input, at most `bound`.
     pub fn add_symbol(&mut self, bound: u64, origin: String) -> SymbolId {
-        self.symbols.push(SymbolData { bound, origin });
-        SymbolId(self.symbols.len() as u32 - 1)
+        self.symbols.add_input(bound, origin)
     }
 
     pub fn symbol(&self, id: SymbolId) -> &SymbolData {
-        &self.symbols[id.index()]
+        self.symbols.symbol(id)
     }
 
     pub fn symbols(&self) -> impl Iterator<Item = (SymbolId, &SymbolData)> {
-        self.symbols
-            .iter()
-            .enumerate()
-            .map(|(index, data)| (SymbolId(index as u32), data))
+        self.symbols.iter()
     }
 
-    /// Drops symbols no value's type mentions, renumbering the rest.
-    pub fn remove_unused_symbols(&mut self) {
-        let mut renumbered: Vec<Option<SymbolId>> = vec![None; self.symbols.len()];
-        let mut kept = Vec::new();
+    /// The symbols with their definitions, and the checks.
+    pub fn symbol_table(&self) -> &SymbolTable {
+        &self.symbols
+    }
+
+    pub fn symbol_table_mut(&mut self) -> &mut SymbolTable {
+        &mut self.symbols
+    }
+
+    pub fn set_symbol_table(&mut self, symbols: SymbolTable) {
+        self.symbols = symbols;
+    }
+
+    /// Every symbol the graph names outside the table: in the types of the
+    /// values it uses, in ops' attributes.
+    pub fn named_symbols(&self) -> Vec<SymbolId> {
+        let mut named = Vec::new();
+        let referenced = self.referenced_values();
+        for value in referenced.iter().map(|&id| &self.values[id.index()]) {
+            named.extend(value.ty.shape.iter().filter_map(|dim| match dim {
+                Dim::Symbol(symbol) => Some(*symbol),
+                Dim::Fixed(_) => None,
+            }));
+        }
+        for node in self.nodes.iter().flatten() {
+            named.extend(node.op.def().terms().into_iter().filter_map(Term::symbol));
+        }
+        named
+    }
+
+    /// Replaces every symbol the graph names (in types, attributes and the
+    /// table itself) as `replace` says, dropping symbols nothing needs any
+    /// more and renumbering the rest; a replaced symbol that was computed
+    /// becomes a check that it equals its replacement.
+    pub fn rewrite_symbols(
+        &mut self,
+        replace: impl Fn(SymbolId) -> Option<Term>,
+    ) -> Result<(), SymbolError> {
+        let roots: Vec<SymbolId> = self
+            .named_symbols()
+            .into_iter()
+            .map(|symbol| match replace(symbol) {
+                Some(Term::Symbol(target)) => target,
+                _ => symbol,
+            })
+            .collect();
+        let (table, map) = self.symbols.rebuild(&replace, roots)?;
+        let mapped = |symbol: SymbolId| map[symbol.index()];
         for value in &mut self.values {
             for dim in &mut value.ty.shape {
-                if let Dim::Symbol(symbol) = dim {
-                    let new = *renumbered[symbol.index()].get_or_insert_with(|| {
-                        kept.push(self.symbols[symbol.index()].clone());
-                        SymbolId(kept.len() as u32 - 1)
-                    });
-                    *symbol = new;
+                if let Dim::Symbol(symbol) = *dim {
+                    *dim = mapped(symbol).as_dim().ok_or(SymbolError::Kinds {
+                        op: "a dimension",
+                        expected: "a size that is not negative",
+                        found: mapped(symbol).to_string(),
+                    })?;
                 }
             }
         }
-        self.symbols = kept;
+        let ids: Vec<NodeId> = self.schedule.clone();
+        for id in ids {
+            let mut op = self.node(id).op.clone();
+            let before = op.clone();
+            op.def_mut().map_terms(&mut |term| match term {
+                Term::Symbol(symbol) => mapped(symbol),
+                constant => constant,
+            });
+            if op != before {
+                self.node_slot(id).op = op;
+            }
+        }
+        self.symbols = table;
+        Ok(())
+    }
+
+    /// Drops symbols nothing names, renumbering the rest.
+    pub fn remove_unused_symbols(&mut self) {
+        // Nothing is replaced, so nothing can fail.
+        let _ = self.rewrite_symbols(|_| None);
     }
 
     /// The largest value of a symbol, for sizing memory.
     pub fn bound(&self, symbol: SymbolId) -> u64 {
         self.symbol(symbol).bound
+    }
+
+    /// Where each symbol is known, by index (see [`Ready`]): an input's at
+    /// the start; an element once the last node writing its value has run
+    /// (at the start when nothing writes it); an expression once its last
+    /// operand is known. Symbols must only read earlier symbols
+    /// (`ir::verify` checks it before asking).
+    pub fn symbol_points(&self) -> Vec<Ready> {
+        let mut points: Vec<Ready> = Vec::with_capacity(self.symbols.len());
+        let rank = |point: Ready| match point {
+            Ready::Start => 0,
+            Ready::After(node) => self.position(node) + 1,
+        };
+        for (_, data) in self.symbols.iter() {
+            let point = match &data.def {
+                SymbolDef::Input => Ready::Start,
+                SymbolDef::Element(value) if value.index() < self.values.len() => self
+                    .writers(*value)
+                    .last()
+                    .map_or(Ready::Start, |&node| Ready::After(node)),
+                SymbolDef::Element(_) => Ready::Start,
+                def => def
+                    .operands()
+                    .into_iter()
+                    .filter_map(|operand| points.get(operand.index()).copied())
+                    .max_by_key(|&point| rank(point))
+                    .unwrap_or(Ready::Start),
+            };
+            points.push(point);
+        }
+        points
+    }
+
+    /// The values symbols read an element of.
+    pub fn element_values(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.symbols.iter().filter_map(|(_, data)| match data.def {
+            SymbolDef::Element(value) => Some(value),
+            _ => None,
+        })
     }
 
     /// A label no node uses yet.
@@ -330,8 +479,9 @@ impl<'a> Graph<'a> {
         self.connect(id, Direction::Outgoing);
     }
 
-    /// Makes every node that reads `old` read `new` instead.
+    /// Makes every node (and symbol) that reads `old` read `new` instead.
     pub fn replace_reads(&mut self, old: ValueId, new: ValueId) {
+        self.symbols.replace_element_reads(old, new);
         for reader in self.readers(old) {
             let mut op = self.node(reader).op.clone();
             for operand in op.def_mut().operands_mut() {
@@ -478,11 +628,12 @@ impl<'a> Graph<'a> {
         referenced
     }
 
-    /// Whether anything outside the nodes needs `value`: a method output, or
-    /// state that outlives the call.
+    /// Whether anything outside the nodes needs `value`: a method output,
+    /// state that outlives the call, or a symbol that reads its element.
     pub fn is_live_out(&self, value: ValueId) -> bool {
         self.outputs.contains(&value)
             || matches!(self.values[value.index()].kind, ValueKind::State { .. })
+            || self.element_values().any(|read| read == value)
     }
 
     pub fn inputs(&self) -> &[ValueId] {
@@ -493,8 +644,25 @@ impl<'a> Graph<'a> {
         &self.outputs
     }
 
+    /// Sets the method's outputs, each a tensor.
     pub fn set_outputs(&mut self, outputs: Vec<ValueId>) {
+        self.output_kinds = vec![OutputKind::Tensor; outputs.len()];
         self.outputs = outputs;
+    }
+
+    /// Sets the method's outputs with what each is at the boundary.
+    pub fn set_outputs_with_kinds(&mut self, outputs: Vec<(ValueId, OutputKind)>) {
+        (self.outputs, self.output_kinds) = outputs.into_iter().unzip();
+    }
+
+    /// What each output is at the boundary, by position.
+    pub fn output_kinds(&self) -> &[OutputKind] {
+        &self.output_kinds
+    }
+
+    /// Replaces the output at `position` (keeping what it is).
+    pub fn replace_output(&mut self, position: usize, value: ValueId) {
+        self.outputs[position] = value;
     }
 
     pub fn arena_size(&self) -> u64 {

@@ -11,19 +11,23 @@
 //! fuses and how it reads layouts; elementwise semantics are scalar
 //! expressions ([`ops::expr`]) that every back end lowers. [`verify`] checks
 //! a graph; [`to_text`] prints one and [`parse`] reads it back; [`to_dot`]
-//! draws one. The IR depends on no other ptec crate: importers build it.
+//! draws one. Sizes and scalars known only at run time are symbols
+//! ([`symbolic`]), each defined by an input's dimension, an expression over
+//! other symbols or a tensor's element. The IR depends on no other ptec
+//! crate: importers build it.
 
 pub mod filetest;
 mod graph;
 mod op;
 pub mod ops;
 mod parse;
+pub mod symbolic;
 pub mod tensor_data;
 mod text;
 mod types;
 mod verify;
 
-pub use graph::{Graph, Node, NodeId, SymbolData, ValueData, ValueId, ValueKind};
+pub use graph::{Graph, Node, NodeId, OutputKind, Ready, ValueData, ValueId, ValueKind};
 pub use op::{Op, OpKind};
 pub use parse::{ParseError, ParseProblem, parse};
 pub use text::{Constants, ELIDED_ABOVE, to_dot, to_text, to_text_with};

@@ -9,11 +9,12 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use crate::graph::{Graph, ValueData, ValueId, ValueKind};
+use crate::graph::{Graph, OutputKind, ValueData, ValueId, ValueKind};
 use crate::op::{Op, parse_op};
 use crate::ops::attributes::{AttributeReader, AttributeValue, FormError, OperandReader, StepText};
 use crate::ops::control::{Jump, JumpIfFalse, Label, LabelId};
-use crate::types::{DType, Dim, SymbolId, TensorType};
+use crate::symbolic::{Poly, ScalarKind, SymOp, SymbolDef, Term, element_scalar};
+use crate::types::{DType, Dim, Scalar, SymbolId, TensorType};
 
 /// Why a text does not parse: the line (1-based) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,8 +41,10 @@ pub enum ParseProblem {
     Redeclared(usize),
     #[error("%{0} is never declared")]
     Undeclared(usize),
-    #[error("symbol s{0} is not declared")]
-    UnknownSymbol(usize),
+    #[error("symbol s{0} is declared out of order")]
+    SymbolOrder(usize),
+    #[error("symbol definition {0:?}: {1}")]
+    SymbolDef(String, String),
     #[error("{0}")]
     Data(String),
     #[error("the text has no graph")]
@@ -61,8 +64,15 @@ enum Line {
         arena: u64,
     },
     Symbol {
-        bound: u64,
+        index: usize,
+        kind: ScalarKind,
+        bound: Option<u64>,
+        def: Option<String>,
         origin: String,
+    },
+    Check {
+        condition: SymbolId,
+        message: String,
     },
     Value {
         result: Declared,
@@ -77,7 +87,7 @@ enum Line {
     Label(LabelId),
     Jump(LabelId),
     JumpIfFalse(usize, LabelId),
-    Return(Vec<usize>),
+    Return(Vec<(usize, OutputKind)>),
     End,
 }
 
@@ -232,15 +242,46 @@ impl<'t> Cursor<'t> {
             }
             "symbol" => {
                 self.expect("s")?;
-                let _index: usize = self.number("a symbol number")?;
-                self.expect("<=")?;
-                let bound = self.number("a bound")?;
-                let origin = match self.eat("//") {
+                let index: usize = self.number("a symbol number")?;
+                let kind = match self.eat(":") {
+                    true => {
+                        let name = self.word()?;
+                        ScalarKind::from_name(name).ok_or_else(|| ParseProblem::Expected {
+                            expected: "int, float or bool",
+                            found: name.to_string(),
+                        })?
+                    }
+                    false => ScalarKind::Int,
+                };
+                let bound = match self.eat("<=") {
+                    true => Some(self.number("a bound")?),
+                    false => None,
+                };
+                let rest = self.rest();
+                let (def, origin) = rest.split_once("//").unwrap_or((rest, ""));
+                let def = match def.trim().strip_prefix('=') {
+                    Some(def) => Some(def.trim().to_string()),
+                    None if def.trim().is_empty() => None,
+                    None => return self.expected("`= definition` or the end of the line"),
+                };
+                self.at = self.text.len();
+                Line::Symbol {
+                    index,
+                    kind,
+                    bound,
+                    def,
+                    origin: origin.trim().to_string(),
+                }
+            }
+            "check" => {
+                self.expect("s")?;
+                let condition = SymbolId(self.number("a symbol number")?);
+                let message = match self.eat("//") {
                     true => self.rest().trim().to_string(),
                     false => String::new(),
                 };
                 self.at = self.text.len();
-                Line::Symbol { bound, origin }
+                Line::Check { condition, message }
             }
             "jump" => Line::Jump(self.label()?),
             "jump_if_false" => {
@@ -250,7 +291,16 @@ impl<'t> Cursor<'t> {
             "return" => {
                 let mut values = Vec::new();
                 while !self.is_done() {
-                    values.push(self.value()?);
+                    let kind = if self.peek() == Some('%') {
+                        OutputKind::Tensor
+                    } else {
+                        let name = self.word()?;
+                        OutputKind::from_name(name).ok_or_else(|| ParseProblem::Expected {
+                            expected: "int, bool, double or a value",
+                            found: name.to_string(),
+                        })?
+                    };
+                    values.push((self.value()?, kind));
                     if !self.eat(",") {
                         break;
                     }
@@ -468,7 +518,17 @@ enum Statement {
     Label(LabelId),
     Jump(LabelId),
     JumpIfFalse(usize, LabelId),
-    Return(Vec<usize>),
+    Return(Vec<(usize, OutputKind)>),
+}
+
+/// A symbol line, read once the values are known.
+struct SymbolLine {
+    line: usize,
+    index: usize,
+    kind: ScalarKind,
+    bound: Option<u64>,
+    def: Option<String>,
+    origin: String,
 }
 
 /// Turns the lines into a graph.
@@ -504,6 +564,7 @@ impl Builder {
         let at = |line: usize| move |problem: ParseProblem| ParseError { line, problem };
         let mut graph: Option<Graph<'static>> = None;
         let mut symbols = Vec::new();
+        let mut checks = Vec::new();
         let mut body = Vec::new();
         for (line, content) in lines {
             match content {
@@ -512,7 +573,21 @@ impl Builder {
                     new.set_arena_size(arena);
                     graph = Some(new);
                 }
-                Line::Symbol { bound, origin } => symbols.push((bound, origin)),
+                Line::Symbol {
+                    index,
+                    kind,
+                    bound,
+                    def,
+                    origin,
+                } => symbols.push(SymbolLine {
+                    line,
+                    index,
+                    kind,
+                    bound,
+                    def,
+                    origin,
+                }),
+                Line::Check { condition, message } => checks.push((line, condition, message)),
                 Line::Value { result, source } => {
                     self.declare(result, Some(source)).map_err(at(line))?
                 }
@@ -549,16 +624,22 @@ impl Builder {
             line: 0,
             problem: ParseProblem::NoGraph,
         })?;
-        for (bound, origin) in symbols {
-            graph.add_symbol(bound, origin);
-        }
-        let symbol_count = graph.symbols().count();
-        let ids = self.add_values(&mut graph, symbol_count).map_err(at(0))?;
+        let ids = self.add_values(&mut graph).map_err(at(0))?;
         let id = |number: usize| {
             ids.get(&number)
                 .copied()
                 .ok_or(ParseProblem::Undeclared(number))
         };
+        for symbol in symbols {
+            let line = symbol.line;
+            add_symbol(&mut graph, symbol, &id).map_err(at(line))?;
+        }
+        for (line, condition, message) in checks {
+            // The verifier judges the condition's kind.
+            let check = crate::symbolic::Check { condition, message };
+            graph.symbol_table_mut().push_check(check);
+            let _ = line;
+        }
         for (line, statement) in body {
             let node = (|| -> Parsed<()> {
                 match statement {
@@ -592,8 +673,11 @@ impl Builder {
                         graph.push_node(op, Vec::new());
                     }
                     Statement::Return(values) => {
-                        let outputs = values.into_iter().map(id).collect::<Parsed<_>>()?;
-                        graph.set_outputs(outputs);
+                        let outputs = values
+                            .into_iter()
+                            .map(|(number, kind)| id(number).map(|value| (value, kind)))
+                            .collect::<Parsed<_>>()?;
+                        graph.set_outputs_with_kinds(outputs);
                     }
                 }
                 Ok(())
@@ -605,11 +689,7 @@ impl Builder {
 
     /// Adds every declared value, numbered as the text numbers them (gaps
     /// become unused values).
-    fn add_values(
-        &mut self,
-        graph: &mut Graph<'static>,
-        symbols: usize,
-    ) -> Parsed<HashMap<usize, ValueId>> {
+    fn add_values(&mut self, graph: &mut Graph<'static>) -> Parsed<HashMap<usize, ValueId>> {
         let mut ids = HashMap::new();
         let last = self.declared.keys().next_back().copied();
         for number in 0..last.map_or(0, |last| last + 1) {
@@ -621,12 +701,6 @@ impl Builder {
                 }));
                 continue;
             };
-            if let Some(symbol) = ty.shape.iter().find_map(|dim| match dim {
-                Dim::Symbol(symbol) if symbol.index() >= symbols => Some(symbol.index()),
-                _ => None,
-            }) {
-                return Err(ParseProblem::UnknownSymbol(symbol));
-            }
             let kind = match source {
                 None => ValueKind::Computed,
                 Some(Source::Input(position)) => ValueKind::Input(position),
@@ -639,4 +713,91 @@ impl Builder {
         }
         Ok(ids)
     }
+}
+
+/// Adds the symbol of a `symbol` line, in order.
+fn add_symbol(
+    graph: &mut Graph<'static>,
+    symbol: SymbolLine,
+    id: &impl Fn(usize) -> Parsed<ValueId>,
+) -> Parsed<()> {
+    if symbol.index != graph.symbol_table().len() {
+        return Err(ParseProblem::SymbolOrder(symbol.index));
+    }
+    let (def, range) = match symbol.def.as_deref() {
+        None | Some("input") => (SymbolDef::Input, None),
+        Some(text) => match text.strip_prefix("element") {
+            Some(value) => {
+                let mut cursor = Cursor::new(value.trim());
+                let value = id(cursor.value()?)?;
+                cursor.end()?;
+                let (_, range) = element_scalar(graph.value(value).ty.dtype);
+                (SymbolDef::Element(value), Some(range))
+            }
+            None => (symbol_def(text)?, None),
+        },
+    };
+    let table = graph.symbol_table_mut();
+    table.insert(def, symbol.kind, range, symbol.bound, symbol.origin);
+    Ok(())
+}
+
+/// `floordiv(s1, 2)`, or a polynomial `2*s0*s1 + 3*s2 - 4`.
+fn symbol_def(text: &str) -> Parsed<SymbolDef> {
+    let invalid = |why: &str| ParseProblem::SymbolDef(text.to_string(), why.to_string());
+    if let Some((name, args)) = text.split_once('(') {
+        let op = SymOp::from_name(name.trim()).ok_or_else(|| invalid("unknown operation"))?;
+        let args = args
+            .trim()
+            .strip_suffix(')')
+            .ok_or_else(|| invalid("no closing parenthesis"))?;
+        let terms = args
+            .split(',')
+            .map(|arg| term(arg.trim()).ok_or_else(|| invalid("not a scalar or a symbol")))
+            .collect::<Parsed<Vec<_>>>()?;
+        return Ok(SymbolDef::Op(op, terms));
+    }
+    let mut poly = Poly::default();
+    let mut sign = 1;
+    for (position, token) in text.split_whitespace().enumerate() {
+        match (position % 2, token) {
+            (1, "+") => sign = 1,
+            (1, "-") => sign = -1,
+            (0, monomial) => {
+                let (negative, monomial) = match monomial.strip_prefix('-') {
+                    Some(rest) if position == 0 => (true, rest),
+                    _ => (false, monomial),
+                };
+                let mut product = Poly::constant(if negative { -sign } else { sign });
+                for factor in monomial.split('*') {
+                    let factor = match term(factor) {
+                        Some(Term::Const(Scalar::Int(value))) => Poly::constant(value),
+                        Some(Term::Symbol(symbol)) => Poly::symbol(symbol),
+                        _ => return Err(invalid("a monomial is a product of ints and symbols")),
+                    };
+                    product = product.mul(&factor);
+                }
+                poly = poly.add(&product);
+            }
+            _ => return Err(invalid("expected + or - between monomials")),
+        }
+    }
+    Ok(SymbolDef::Poly(poly))
+}
+
+/// `s3`, `true`, `4` or `2.5`.
+fn term(text: &str) -> Option<Term> {
+    if let Some(number) = text.strip_prefix('s')
+        && let Ok(index) = number.parse::<u32>()
+    {
+        return Some(Term::Symbol(SymbolId(index)));
+    }
+    let scalar = if let Ok(flag) = text.parse::<bool>() {
+        Scalar::Bool(flag)
+    } else if let Ok(integer) = text.parse::<i64>() {
+        Scalar::Int(integer)
+    } else {
+        Scalar::Float(text.parse::<f64>().ok()?)
+    };
+    Some(Term::Const(scalar))
 }

@@ -5,6 +5,9 @@
 //! ```text
 //! graph forward (arena 2048 bytes) {
 //!   symbol s0 <= 32  // input 0 dim 0
+//!   symbol s1 = 2*s0 + 1  // cat output dim 0
+//!   symbol s2: bool = le(s1, 40)  // ...
+//!   check s2  // what the program requires
 //!   %0: f32[s0,3] @0 = input 0
 //!   %1: f32[3] = constant [1.0, 2.0, 3.0]
 //!   %2: f32[s0,3] @64 = add(%0, %1) alpha=2
@@ -12,6 +15,9 @@
 //! }
 //! ```
 //!
+//! Symbols other than inputs' dimensions show their definition (and kind,
+//! when not an int; and bound, when not the one their range gives); a
+//! scalar output is returned as `int %3`, `bool %3` or `double %3`.
 //! The arena appears once memory is planned, offsets (`@64`) likewise.
 //! Constants and initialized state show their elements, or only their size
 //! when they are large (see [`Constants`]); labels and jumps are written
@@ -19,10 +25,11 @@
 
 use std::fmt::Write as _;
 
-use crate::graph::{Graph, Node, ValueId, ValueKind};
+use crate::graph::{Graph, Node, OutputKind, ValueId, ValueKind};
 use crate::op::Op;
 use crate::ops::Slot;
 use crate::ops::attributes::AttributeWriter;
+use crate::symbolic::{ScalarKind, SymbolDef};
 use crate::types::DType;
 
 /// How much of a constant's data the text shows.
@@ -52,12 +59,26 @@ pub fn to_text_with(graph: &Graph<'_>, constants: Constants) -> String {
     };
     writeln!(out, "graph {}{arena} {{", graph.name).ok();
     for (symbol, data) in graph.symbols() {
-        writeln!(
-            out,
-            "  symbol {symbol} <= {}  // {}",
-            data.bound, data.origin
-        )
-        .ok();
+        let kind = match data.kind {
+            ScalarKind::Int => String::new(),
+            kind => format!(": {kind}"),
+        };
+        let bound = match data.has_default_bound() {
+            true => String::new(),
+            false => format!(" <= {}", data.bound),
+        };
+        let def = match data.def {
+            SymbolDef::Input => String::new(),
+            ref def => format!(" = {def}"),
+        };
+        let origin = match data.origin.is_empty() {
+            true => String::new(),
+            false => format!("  // {}", data.origin),
+        };
+        writeln!(out, "  symbol {symbol}{kind}{bound}{def}{origin}").ok();
+    }
+    for check in graph.symbol_table().checks() {
+        writeln!(out, "  check {}  // {}", check.condition, check.message).ok();
     }
     let referenced = graph.referenced_values();
     for (id, value) in graph.values().filter(|(id, _)| referenced.contains(id)) {
@@ -79,7 +100,15 @@ pub fn to_text_with(graph: &Graph<'_>, constants: Constants) -> String {
     for &node in graph.schedule() {
         writeln!(out, "  {}", node_line(graph, graph.node(node))).ok();
     }
-    let outputs: Vec<String> = graph.outputs().iter().map(ValueId::to_string).collect();
+    let outputs: Vec<String> = graph
+        .outputs()
+        .iter()
+        .zip(graph.output_kinds())
+        .map(|(value, kind)| match kind {
+            OutputKind::Tensor => value.to_string(),
+            kind => format!("{} {value}", kind.name()),
+        })
+        .collect();
     writeln!(out, "  return {}", outputs.join(", ")).ok();
     out.push_str("}\n");
     out

@@ -190,7 +190,8 @@ impl TensorType {
         ))
     }
 
-    /// Bytes at the largest size the shape allows, given symbol bounds.
+    /// Bytes at the largest size the shape allows, given symbol bounds
+    /// (`u64::MAX` when that does not fit in 64 bits).
     pub fn max_bytes(&self, bound: impl Fn(SymbolId) -> u64) -> u64 {
         self.shape
             .iter()
@@ -198,8 +199,7 @@ impl TensorType {
                 Dim::Fixed(size) => *size,
                 Dim::Symbol(symbol) => bound(*symbol),
             })
-            .product::<u64>()
-            * self.dtype.size() as u64
+            .fold(self.dtype.size() as u64, u64::saturating_mul)
     }
 }
 

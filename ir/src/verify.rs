@@ -9,10 +9,11 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::graph::{Graph, NodeId, ValueId, ValueKind};
+use crate::graph::{Graph, NodeId, OutputKind, Ready, ValueId, ValueKind};
 use crate::ops::control::LabelId;
 use crate::ops::{Expected, Identical, OpError, Outputs, show};
-use crate::types::TensorType;
+use crate::symbolic::{ScalarKind, SymbolDef, SymbolError, Term};
+use crate::types::{Dim, SymbolId, TensorType};
 
 /// A verification failure: where, and what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -27,6 +28,7 @@ pub struct VerifyError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Location {
     Value(ValueId),
+    Symbol(SymbolId),
     Node {
         node: NodeId,
         op: &'static str,
@@ -39,6 +41,7 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::Value(value) => write!(f, "{value}"),
+            Location::Symbol(symbol) => write!(f, "symbol {symbol}"),
             Location::Node { node, op } => write!(f, "{node} ({op})"),
             Location::Output(value) => write!(f, "output {value}"),
         }
@@ -82,6 +85,26 @@ pub enum Problem {
     Op(#[from] OpError),
     #[error("no node writes it")]
     NeverWritten,
+    #[error("{0} is not a symbol of the graph")]
+    UnknownSymbol(SymbolId),
+    #[error("{symbol} is read before it is known (it is known after {known})")]
+    SymbolNotReady { symbol: SymbolId, known: NodeId },
+    #[error("its definition reads {0}, which is not an earlier symbol")]
+    SymbolOrder(SymbolId),
+    #[error("{symbol}, a {kind}, is used as a size")]
+    SymbolKind { symbol: SymbolId, kind: ScalarKind },
+    #[error("it reads an element of {0}, which the graph lacks or which is empty")]
+    ElementValue(ValueId),
+    #[error(transparent)]
+    Symbolic(#[from] SymbolError),
+    #[error("a check on {0}, which is not a bool")]
+    CheckKind(SymbolId),
+    #[error("a {kind} output must be a 0-dim {dtype} value, not {ty}")]
+    ScalarOutput {
+        kind: &'static str,
+        dtype: crate::DType,
+        ty: Box<TensorType>,
+    },
 }
 
 /// Checks the whole graph, every value placed in memory; the first problem
@@ -109,6 +132,8 @@ fn check(graph: &Graph<'_>, placement: Placement) -> Result<(), VerifyError> {
         location,
         problem,
     };
+    check_symbols(graph).map_err(|(location, problem)| fail(location, problem))?;
+    let points = graph.symbol_points();
     let referenced = graph.referenced_values();
     for (id, _) in graph.values() {
         if referenced.contains(&id) {
@@ -140,6 +165,7 @@ fn check(graph: &Graph<'_>, placement: Placement) -> Result<(), VerifyError> {
             if let Some(&input) = node.inputs().iter().find(|input| !defined.contains(input)) {
                 return Err(Problem::ReadBeforeWrite(input));
             }
+            check_symbols_ready(graph, node_id, &points)?;
             for &output in node.outputs() {
                 if let ValueKind::Constant(_) | ValueKind::Input(_) = graph.value(output).kind {
                     return Err(Problem::WritesReadOnly(output));
@@ -158,9 +184,130 @@ fn check(graph: &Graph<'_>, placement: Placement) -> Result<(), VerifyError> {
         })();
         problem.map_err(|problem| fail(location, problem))?;
     }
-    for &output in graph.outputs() {
+    for (&output, &kind) in graph.outputs().iter().zip(graph.output_kinds()) {
         if !defined.contains(&output) {
             return Err(fail(Location::Output(output), Problem::NeverWritten));
+        }
+        let ty = &graph.value(output).ty;
+        if let Some(dtype) = kind.scalar_dtype()
+            && (ty.rank() != 0 || ty.dtype != dtype)
+        {
+            return Err(fail(
+                Location::Output(output),
+                Problem::ScalarOutput {
+                    kind: kind.name(),
+                    dtype,
+                    ty: Box::new(ty.clone()),
+                },
+            ));
+        }
+        debug_assert!(kind == OutputKind::Tensor || kind.scalar_dtype().is_some());
+    }
+    Ok(())
+}
+
+/// The symbols: every one the graph names exists and, used as a size, is
+/// an int; each definition reads earlier symbols of the kinds it takes, or
+/// an element of a value the graph has; checks are on bools.
+fn check_symbols(graph: &Graph<'_>) -> Result<(), (Location, Problem)> {
+    let table = graph.symbol_table();
+    for (id, value) in graph.values() {
+        for dim in &value.ty.shape {
+            if let Dim::Symbol(symbol) = *dim {
+                let kind = table
+                    .get(symbol)
+                    .ok_or((Location::Value(id), Problem::UnknownSymbol(symbol)))?
+                    .kind;
+                if kind != ScalarKind::Int {
+                    return Err((Location::Value(id), Problem::SymbolKind { symbol, kind }));
+                }
+            }
+        }
+    }
+    for &node in graph.schedule() {
+        let op = graph.op(node);
+        for symbol in op.def().terms().into_iter().filter_map(Term::symbol) {
+            if table.get(symbol).is_none() {
+                let location = Location::Node {
+                    node,
+                    op: op.name(),
+                };
+                return Err((location, Problem::UnknownSymbol(symbol)));
+            }
+        }
+    }
+    for (id, data) in table.iter() {
+        let at = |problem| (Location::Symbol(id), problem);
+        if let Some(&operand) = data.def.operands().iter().find(|operand| **operand >= id) {
+            return Err(at(Problem::SymbolOrder(operand)));
+        }
+        match &data.def {
+            SymbolDef::Element(value) => {
+                let empty = graph
+                    .value_id(value.index())
+                    .map(|value| graph.value(value).ty.shape.contains(&Dim::Fixed(0)));
+                if empty != Some(false) {
+                    return Err(at(Problem::ElementValue(*value)));
+                }
+            }
+            SymbolDef::Input => {}
+            def => {
+                // A definition is canonical: it is its own canonical form.
+                let canonical = table.canonical(def.clone()).map_err(|e| at(e.into()))?;
+                let expected = crate::symbolic::Canonical::Def(def.clone(), data.kind);
+                if canonical != expected {
+                    return Err(at(Problem::Symbolic(SymbolError::NeverHolds(format!(
+                        "{def} is not in canonical form ({canonical:?})"
+                    )))));
+                }
+            }
+        }
+    }
+    for check in table.checks() {
+        let kind = table.get(check.condition).map(|data| data.kind);
+        if kind != Some(ScalarKind::Bool) {
+            return Err((
+                Location::Symbol(check.condition),
+                Problem::CheckKind(check.condition),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every symbol a node's values and attributes name is known before it
+/// runs.
+fn check_symbols_ready(graph: &Graph<'_>, node: NodeId, points: &[Ready]) -> Result<(), Problem> {
+    let op = graph.op(node);
+    let position = graph.position(node);
+    let values = op
+        .inputs()
+        .into_iter()
+        .chain(graph.node(node).outputs().iter().copied());
+    let mut symbols: Vec<SymbolId> = op
+        .def()
+        .terms()
+        .into_iter()
+        .filter_map(Term::symbol)
+        .collect();
+    for value in values {
+        symbols.extend(
+            graph
+                .value(value)
+                .ty
+                .shape
+                .iter()
+                .filter_map(|dim| match dim {
+                    Dim::Symbol(symbol) => Some(*symbol),
+                    Dim::Fixed(_) => None,
+                }),
+        );
+    }
+    for symbol in symbols {
+        if let Ready::After(known) = points[symbol.index()]
+            && graph.position(known) >= position
+        {
+            return Err(Problem::SymbolNotReady { symbol, known });
         }
     }
     Ok(())
@@ -223,10 +370,15 @@ fn check_node(graph: &Graph<'_>, id: NodeId) -> Result<(), Problem> {
     let ty = |value: ValueId| &graph.value(value).ty;
     let inputs: Vec<&TensorType> = node.inputs().into_iter().map(ty).collect();
     let outputs: Vec<&TensorType> = node.outputs().iter().map(|&output| ty(output)).collect();
-    let expected = def.infer(&inputs, outputs.len(), &mut Identical)?;
+    let mut cx = Identical::new(graph.symbol_table());
+    let expected = def.infer(&inputs, outputs.len(), &mut cx)?;
     for (index, (output, expected)) in outputs.iter().zip(&expected).enumerate() {
         if let Expected::Shape(shape) = expected
-            && *shape != output.shape
+            && (shape.len() != output.shape.len()
+                || shape
+                    .iter()
+                    .zip(&output.shape)
+                    .any(|(&a, &b)| !cx.same(a, b)))
         {
             return Err(Problem::OutputShape {
                 index,
@@ -235,6 +387,6 @@ fn check_node(graph: &Graph<'_>, id: NodeId) -> Result<(), Problem> {
             });
         }
     }
-    def.check(&inputs, &outputs)?;
+    def.check(&inputs, &outputs, &mut cx)?;
     Ok(())
 }

@@ -19,6 +19,10 @@ pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
             })
             .collect();
         if dead.is_empty() {
+            if changed {
+                // Sizes only removed values had need no computing.
+                graph.remove_unused_symbols();
+            }
             return changed;
         }
         for id in dead {

@@ -12,7 +12,7 @@ use std::fmt;
 /// symbolic dimension. Returns 0 on success, or `k` > 0 for the error
 /// `MethodAbi::errors[k - 1]`.
 pub type EntryFn =
-    unsafe extern "C" fn(arena: *mut u8, constants: *const *const u8, dims: *const i64) -> i32;
+    unsafe extern "C" fn(arena: *mut u8, constants: *const *const u8, dims: *mut i64) -> i32;
 
 /// Element types at the boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -180,7 +180,7 @@ impl<'c> Instance<'c> {
             (self.entry)(
                 self.arena.ptr,
                 self.constant_table.as_ptr(),
-                self.dims.as_ptr(),
+                self.dims.as_mut_ptr(),
             )
         };
         if status == 0 {

@@ -1,6 +1,7 @@
 //! 2-D convolutions with an NCHW result, and pooling over contiguous NCHW
 //! f32 tensors. (Convolutions with a channels-last result are in
-//! `conv_nhwc.rs`.)
+//! `conv_nhwc.rs`; those over sizes known only at run time in
+//! `conv_dynamic.rs`.)
 //!
 //! Pointwise convolutions (1x1, stride 1, no padding, one group) of an NCHW
 //! input are GEMMs: weight [Co, Ci] times each image [Ci, H*W]. Others first
@@ -19,6 +20,7 @@ use ptec_ir::ops::OpDef;
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, ValueId, strides_in_order};
 
+use super::conv_dynamic;
 use super::conv_nhwc::{self, ChannelsLast};
 use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
 use super::map::{Operand, emit_copy};
@@ -133,9 +135,12 @@ pub(super) fn convolution(
     op: &Convolution,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    let Some(geometry) = planar(e, op, output) else {
+    // Sizes known only at run time take the plain 2-D loop nest.
+    let dynamic = conv_dynamic::is_dynamic(e, &[op.input, output]);
+    let geometry = planar(e, op, output);
+    if geometry.is_none() && !dynamic {
         return super::conv_direct::convolution(e, op, output);
-    };
+    }
     // The residual is read at a fixed distance from each output, so it
     // is laid out as the output is.
     let residual = op.residual.map(|residual| {
@@ -147,7 +152,10 @@ pub(super) fn convolution(
         residual,
         ..Epilogue::clamped(op.clamp)
     };
-    convolve(e, op, geometry, output, epilogue)
+    match geometry {
+        Some(geometry) => convolve(e, op, geometry, output, epilogue),
+        None => conv_dynamic::convolution(e, op, output, epilogue),
+    }
 }
 
 fn convolve(
@@ -769,7 +777,7 @@ fn max_pool_inside(
 
 /// `value` where it is larger than `best` or NaN, else `best` (which stays
 /// NaN once it is): max pooling's NaN propagation.
-fn max_keeping_nan(e: &mut Emitter<'_, '_, '_>, best: Value, value: Value) -> Value {
+pub(super) fn max_keeping_nan(e: &mut Emitter<'_, '_, '_>, best: Value, value: Value) -> Value {
     let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, best);
     let nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
     let take = e.b.ins().bor(greater, nan);
@@ -783,15 +791,23 @@ pub(super) fn max_pool(
     op: &MaxPool2d,
     outputs: &[ValueId],
 ) -> Result<(), CodegenError> {
-    if max_pool_inside(e, op, outputs)? {
-        return Ok(());
-    }
     let window = Window {
         kernel: op.kernel,
         stride: op.stride,
         padding: op.padding,
         dilation: op.dilation,
     };
+    if conv_dynamic::is_dynamic(e, &[op.input, outputs[0]]) {
+        if let Some(&indices) = outputs.get(1)
+            && (!e.graph().readers(indices).is_empty() || e.graph().is_live_out(indices))
+        {
+            return Err(e.unsupported("max pooling indices over sizes known only at run time"));
+        }
+        return conv_dynamic::pooling(e, op.input, outputs[0], window, None);
+    }
+    if max_pool_inside(e, op, outputs)? {
+        return Ok(());
+    }
     pooling(e, op.input, outputs, window, None)
 }
 
@@ -806,16 +822,20 @@ pub(super) fn avg_pool(
         padding: op.padding,
         dilation: [1, 1],
     };
-    pooling(e, op.input, &[output], window, Some(op.count_include_pad))
+    let average = Some(op.count_include_pad);
+    if conv_dynamic::is_dynamic(e, &[op.input, output]) {
+        return conv_dynamic::pooling(e, op.input, output, window, average);
+    }
+    pooling(e, op.input, &[output], window, average)
 }
 
 /// The windows of a pooling.
 #[derive(Clone, Copy)]
-struct Window {
-    kernel: Pair,
-    stride: Pair,
-    padding: Pair,
-    dilation: Pair,
+pub(super) struct Window {
+    pub kernel: Pair,
+    pub stride: Pair,
+    pub padding: Pair,
+    pub dilation: Pair,
 }
 
 /// Visits every pooling window position of every plane, giving the window's

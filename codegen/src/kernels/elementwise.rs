@@ -9,7 +9,8 @@ use ptec_ir::ops::layout::{
     Cat, Pad, PadMode, Permute, Piece, Repeat, Reshape, Roll, Select, Slice, SliceScatter, Source,
     Strided, Tril,
 };
-use ptec_ir::{DType, Scalar, ValueId, ValueKind, strides_in_order};
+use ptec_ir::symbolic::Term;
+use ptec_ir::{DType, Dim, Scalar, ValueId, ValueKind, strides_in_order};
 
 use super::expr::{self, Lowering};
 use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
@@ -136,13 +137,12 @@ pub(crate) fn permute(
 }
 
 /// The input's address at position `start` along `dim`, and its strides.
-fn offset_along(e: &mut Emitter<'_, '_, '_>, value: ValueId, dim: usize, start: u64) -> Operand {
+fn offset_along(e: &mut Emitter<'_, '_, '_>, value: ValueId, dim: usize, start: Dim) -> Operand {
     let ty = e.graph().value(value).ty.clone();
     let strides = layout_strides(e, &ty.shape, &ty.dim_order);
-    let skip = e.mul(
-        strides[dim],
-        Size::Const(start as i64 * ty.dtype.size() as i64),
-    );
+    let start = e.dim(start);
+    let start_bytes = e.mul(start, Size::Const(ty.dtype.size() as i64));
+    let skip = e.mul(strides[dim], start_bytes);
     let base = e.address(value);
     let base = e.add_size(base, skip);
     Operand {
@@ -182,22 +182,18 @@ pub(crate) fn cat(
     let out_ty = e.graph().value(output).ty.clone();
     let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
     let out_base = e.address(output);
-    let mut position = 0i64;
+    let element = Size::Const(out_ty.dtype.size() as i64);
+    let mut position = Size::Const(0);
     for &input in &op.inputs {
         let ty = e.graph().value(input).ty.clone();
-        let along = ty.shape[dim]
-            .fixed()
-            .ok_or_else(|| e.unsupported("cat along a symbolic dimension"))?;
         let sizes = e.shape(&ty.shape);
-        let skip = e.mul(
-            out_strides[dim],
-            Size::Const(position * out_ty.dtype.size() as i64),
-        );
+        let start = e.mul(position, element);
+        let skip = e.mul(out_strides[dim], start);
         let base = e.add_size(out_base, skip);
         let input_operand = operand(e, input, &ty.shape);
         emit_copy(
             e,
-            sizes,
+            sizes.clone(),
             Operand {
                 base,
                 dtype: out_ty.dtype,
@@ -205,7 +201,7 @@ pub(crate) fn cat(
             },
             input_operand,
         )?;
-        position += along as i64;
+        position = e.add(position, sizes[dim]);
     }
     Ok(())
 }
@@ -213,13 +209,29 @@ pub(crate) fn cat(
 /// Fills the output with `value`, converted to its element type.
 pub(crate) fn full(
     e: &mut Emitter<'_, '_, '_>,
-    value: Scalar,
+    value: Term,
     output: ValueId,
 ) -> Result<(), CodegenError> {
     let compute = dtype(e, output).arithmetic();
-    map_over(e, output, &[], compute, compute, true, &|e, _, ty| {
-        expr::constant(e, value, Lowering { compute, ty })
-    })
+    // A value known only at run time is read once, before the loop.
+    let symbolic = match value {
+        Term::Const(_) => None,
+        Term::Symbol(_) => Some(e.term(value, compute)?),
+    };
+    map_over(
+        e,
+        output,
+        &[],
+        compute,
+        compute,
+        true,
+        &|e, _, ty| match (value, symbolic) {
+            (_, Some(read)) if ty.is_vector() => Ok(e.b.ins().splat(ty, read)),
+            (_, Some(read)) => Ok(read),
+            (Term::Const(value), None) => expr::constant(e, value, Lowering { compute, ty }),
+            (Term::Symbol(symbol), None) => Err(e.unsupported(format!("{symbol}, unread"))),
+        },
+    )
 }
 
 /// `out[i] = start + i * step`, computed in f64 for float outputs and i64
@@ -244,12 +256,18 @@ pub(crate) fn arange(
                 e.b.ins()
                     .fcvt_from_sint(cranelift_codegen::ir::types::F64, index);
             let step = e.b.ins().f64const(step.as_f64());
-            let start = e.b.ins().f64const(start.as_f64());
+            let start = e.term(start, wide)?;
             let offset = e.b.ins().fmul(index, step);
             e.b.ins().fadd(start, offset)
         } else {
             let offset = e.b.ins().imul_imm_s(index, step.as_i64());
-            e.b.ins().iadd_imm_s(offset, start.as_i64())
+            match start {
+                Term::Const(start) => e.b.ins().iadd_imm_s(offset, start.as_i64()),
+                Term::Symbol(_) => {
+                    let start = e.term(start, wide)?;
+                    e.b.ins().iadd(offset, start)
+                }
+            }
         };
         let value = e.convert(value, wide, ty.dtype)?;
         e.store(value, pointers[0]);
@@ -265,12 +283,55 @@ pub(crate) fn pad(
     op: &Pad,
     output: ValueId,
 ) -> Result<(), CodegenError> {
+    if let PadMode::Constant(value) = op.mode
+        && e.graph().value(op.input).ty.fixed_shape().is_none()
+    {
+        return pad_symbolic(e, op, value, output);
+    }
     let sizes = fixed_sizes(e, op.input)?;
     let fill = match op.mode {
         PadMode::Constant(value) => Some(value),
         PadMode::Reflect | PadMode::Replicate => None,
     };
     by_pieces(e, op.input, output, &op.pieces(&sizes), fill)
+}
+
+/// Constant padding of an input whose sizes are known only at run time:
+/// the output is filled, then the input copied in at the paddings before.
+/// The IR allows no cropping (negative padding) of such an input.
+fn pad_symbolic(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Pad,
+    value: Scalar,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    if op.before.iter().chain(&op.after).any(|&amount| amount < 0) {
+        return Err(e.unsupported("cropping a tensor of symbolic shape"));
+    }
+    full(e, Term::Const(value), output)?;
+    let out_ty = e.graph().value(output).ty.clone();
+    let in_ty = e.graph().value(op.input).ty.clone();
+    let out_strides = layout_strides(e, &out_ty.shape, &out_ty.dim_order);
+    let mut base = e.address(output);
+    for (axis, &skip) in op.before.iter().enumerate() {
+        let bytes = e.mul(
+            out_strides[axis],
+            Size::Const(skip * out_ty.dtype.size() as i64),
+        );
+        base = e.add_size(base, bytes);
+    }
+    let sizes = e.shape(&in_ty.shape);
+    let input = operand(e, op.input, &in_ty.shape);
+    emit_copy(
+        e,
+        sizes,
+        Operand {
+            base,
+            dtype: out_ty.dtype,
+            strides: out_strides,
+        },
+        input,
+    )
 }
 
 pub(crate) fn roll(
@@ -305,7 +366,7 @@ fn by_pieces(
         .flatten()
         .any(|piece| piece.source == Source::Fill);
     if let Some(value) = fill.filter(|_| filling) {
-        full(e, value, output)?;
+        full(e, Term::Const(value), output)?;
     }
     let in_ty = e.graph().value(input).ty.clone();
     let out_ty = e.graph().value(output).ty.clone();
@@ -404,7 +465,7 @@ pub(crate) fn slice_scatter(
     output: ValueId,
 ) -> Result<(), CodegenError> {
     start_from(e, op.input, output)?;
-    let mut to = offset_along(e, output, op.dim, op.start);
+    let mut to = offset_along(e, output, op.dim, Dim::Fixed(op.start));
     to.strides[op.dim] = e.mul(to.strides[op.dim], Size::Const(op.step as i64));
     let src_ty = e.graph().value(op.src).ty.clone();
     let sizes = e.shape(&src_ty.shape);

@@ -265,7 +265,8 @@ pub(super) fn index_put(
         .map(|&index| e.graph().value(index).ty.shape.clone())
         .collect();
     let index_shapes: Vec<&[Dim]> = index_shapes.iter().map(Vec::as_slice).collect();
-    let target = indexed_shape(&out_ty.shape, &op.dims, &index_shapes, &mut Identical)
+    let mut cx = Identical::new(e.graph().symbol_table());
+    let target = indexed_shape(&out_ty.shape, &op.dims, &index_shapes, &mut cx)
         .map_err(|error| e.unsupported(error.to_string()))?;
     let indexing = Indexing::new(out_ty.rank(), &op.dims, target.len());
     let values_ty = e.graph().value(op.values).ty.clone();

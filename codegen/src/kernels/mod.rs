@@ -7,6 +7,7 @@
 mod arith;
 mod conv;
 mod conv_direct;
+mod conv_dynamic;
 mod conv_nhwc;
 mod elementwise;
 mod expr;

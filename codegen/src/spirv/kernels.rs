@@ -20,7 +20,9 @@ use ptec_ir::ops::reduce::ReduceOp;
 use ptec_ir::{Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
 use super::expr::{self, at_least, at_most};
-use super::wgsl::{Refusal, Tensor, Ty, convert, float, index, int, refuse, scalar};
+use super::wgsl::{
+    Refusal, Tensor, Ty, constant_term, convert, dim_index, float, index, int, refuse, scalar,
+};
 use super::{Layout, support};
 use crate::error::{Backend, CodegenError};
 
@@ -219,7 +221,7 @@ fn lower(
             let (x, out) = (tensor(op.input)?, out()?);
             per_element(&out, no_extra, |c| {
                 let mut source = c.to_vec();
-                source.insert(op.dim, index(op.index)?);
+                source.insert(op.dim, dim_index(op.index)?);
                 Ok(Element::value(moved(&x, &source, out.ty)))
             })
         }
@@ -227,7 +229,8 @@ fn lower(
             let (x, out) = (tensor(op.input)?, out()?);
             per_element(&out, no_extra, |c| {
                 let mut source = c.to_vec();
-                source[op.dim] = format!("({}u + {}u * {})", op.start, op.step, c[op.dim]);
+                let start = dim_index(op.start)?;
+                source[op.dim] = format!("({start} + {}u * {})", op.step, c[op.dim]);
                 Ok(Element::value(moved(&x, &source, out.ty)))
             })
         }
@@ -301,7 +304,7 @@ fn lower(
         Op::Full(op) => {
             let out = out()?;
             per_element(&out, no_extra, |_| {
-                Ok(Element::value(scalar(op.value, out.ty)?))
+                Ok(Element::value(scalar(constant_term(op.value)?, out.ty)?))
             })
         }
         Op::Arange(op) => {
@@ -313,7 +316,7 @@ fn lower(
                 };
                 Ok(Element::value(format!(
                     "({} + {position} * {})",
-                    scalar(op.start, out.ty)?,
+                    scalar(constant_term(op.start)?, out.ty)?,
                     scalar(op.step, out.ty)?
                 )))
             })

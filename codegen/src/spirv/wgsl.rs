@@ -6,7 +6,8 @@
 
 use std::fmt::Write as _;
 
-use ptec_ir::{DType, Graph, Scalar, ValueId, ValueKind};
+use ptec_ir::symbolic::Term;
+use ptec_ir::{DType, Dim, Graph, Scalar, ValueId, ValueKind};
 
 use super::Layout;
 
@@ -317,6 +318,24 @@ pub(super) fn scalar(value: Scalar, ty: Ty) -> Result<String, Refusal> {
         Ty::I32 => int(value.as_i64())?,
         Ty::Bool => (value.as_f64() != 0.0).to_string(),
     })
+}
+
+/// A scalar attribute, which shaders take only as a constant: one known
+/// only at run time (a symbol) is refused.
+pub(super) fn constant_term(term: Term) -> Result<Scalar, Refusal> {
+    term.constant()
+        .ok_or_else(|| refuse(format!("a scalar known only at run time ({term})")))
+}
+
+/// A u32 literal for a size or index attribute, which shaders take only as
+/// a constant: one known only at run time (a symbol) is refused.
+pub(super) fn dim_index(dim: Dim) -> Result<String, Refusal> {
+    match dim {
+        Dim::Fixed(value) => index(value),
+        Dim::Symbol(symbol) => Err(refuse(format!(
+            "an index known only at run time ({symbol})"
+        ))),
+    }
 }
 
 /// A u32 literal for sizes and indices.

@@ -1,16 +1,19 @@
 //! Tensors made from scalars: fills and ranges, and the indices
-//! `repeat_interleave` repeats. A creation op's size arguments decide its
-//! result, so each is checked against the shape the program declares for
-//! `out` rather than trusted. `empty` tensors are zeroed: their contents are
-//! unspecified, and zeros make a program that reads them anyway
-//! deterministic.
+//! `repeat_interleave` repeats. Their sizes, fill values and range ends may
+//! be computed at run time (`SymInt`s): the output's shape is then computed
+//! from them as the program runs. A creation op's size arguments decide its
+//! result, so each known one is checked against the shape the program
+//! declares for `out` rather than trusted. `empty` tensors are zeroed:
+//! their contents are unspecified, and zeros make a program that reads them
+//! anyway deterministic.
 
 use ptec_ir::ops::creation::{Arange, Full, RepeatInterleave};
 use ptec_ir::ops::layout::Copy;
+use ptec_ir::symbolic::{ScalarKind, SymOp, Term};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar};
 
 use super::Operator;
-use crate::call::Call;
+use crate::call::{Call, TensorRef};
 use crate::error::ImportError;
 
 pub(super) const OPERATORS: &[Operator] = &[
@@ -21,12 +24,12 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
-        |c| fill_sized(c, Scalar::Int(0)),
+        |c| fill_sized(c, Term::int(0)),
         &[OpKind::Full],
     ),
     (
         "aten::ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
-        |c| fill_sized(c, Scalar::Int(1)),
+        |c| fill_sized(c, Term::int(1)),
         &[OpKind::Full],
     ),
     (
@@ -61,22 +64,28 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::zeros_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
-        |c| fill_like(c, Scalar::Int(0)),
+        |c| fill_like(c, Term::int(0)),
         &[OpKind::Full],
     ),
     (
         "aten::ones_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
-        |c| fill_like(c, Scalar::Int(1)),
+        |c| fill_like(c, Term::int(1)),
         &[OpKind::Full],
     ),
     (
         "aten::arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out) -> Tensor(a!)",
-        arange_start,
+        |c| {
+            let (start, end) = (c.term("start")?, c.term("end")?);
+            arange(c, start, end)
+        },
         &[OpKind::Arange],
     ),
     (
         "aten::arange.out(Scalar end, *, Tensor(a!) out) -> Tensor(a!)",
-        arange,
+        |c| {
+            let end = c.term("end")?;
+            arange(c, Term::int(0), end)
+        },
         &[OpKind::Arange],
     ),
     (
@@ -86,40 +95,62 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
 ];
 
-fn fill(c: &mut Call<'_, '_, '_>, value: Scalar) -> Result<(), ImportError> {
-    c.emit(Op::Full(Full { value }), &["out"])
+/// Whether a shape has a dimension known only at run time.
+pub(super) fn is_dynamic(shape: &[Dim]) -> bool {
+    shape.iter().any(|dim| matches!(dim, Dim::Symbol(_)))
+}
+
+/// Emits `op` writing `out`, whose shape is `shape` when that is known only
+/// at run time (otherwise the file's shape, which a fixed `shape` equals).
+pub(super) fn emit_given(
+    c: &mut Call<'_, '_, '_>,
+    op: Op,
+    out: TensorRef,
+    shape: Vec<Dim>,
+) -> Result<(), ImportError> {
+    let given = is_dynamic(&shape).then_some(shape);
+    c.emit_shaped(op, &[out], given)
 }
 
 /// full: `out`, of the size `size`, filled with `fill_value`.
 fn full(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    c.check_size("size", "out")?;
-    let value = c.scalar("fill_value")?;
-    fill(c, value)
+    let value = c.term("fill_value")?;
+    fill_sized(c, value)
 }
 
 /// full_like: `out`, of `self`'s shape, filled with `fill_value`.
 fn full_like(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    check_like(c, "self")?;
-    let value = c.scalar("fill_value")?;
-    fill(c, value)
+    let value = c.term("fill_value")?;
+    fill_like(c, value)
 }
 
-/// zeros_like, ones_like: `out`, of `self`'s shape, filled with `value`.
-fn fill_like(c: &mut Call<'_, '_, '_>, value: Scalar) -> Result<(), ImportError> {
+/// zeros_like, ones_like, full_like, fill.Scalar: `out`, of `self`'s
+/// shape, filled with `value`.
+fn fill_like(c: &mut Call<'_, '_, '_>, value: Term) -> Result<(), ImportError> {
     check_like(c, "self")?;
-    fill(c, value)
+    let input = c.tensor("self")?;
+    let shape = c.shape(input);
+    let out = c.output("out")?;
+    emit_given(c, Op::Full(Full { value }), out, shape)
 }
 
-/// zeros, ones: `out`, of the size `size`, filled with `value`.
-fn fill_sized(c: &mut Call<'_, '_, '_>, value: Scalar) -> Result<(), ImportError> {
+/// full, zeros, ones: `out`, of the size `size` (sizes computed at run
+/// time included), filled with `value`.
+fn fill_sized(c: &mut Call<'_, '_, '_>, value: Term) -> Result<(), ImportError> {
     c.check_size("size", "out")?;
-    fill(c, value)
+    let shape = c
+        .terms("size")?
+        .into_iter()
+        .map(|size| c.size("size", size))
+        .collect::<Result<Vec<_>, _>>()?;
+    let out = c.output("out")?;
+    emit_given(c, Op::Full(Full { value }), out, shape)
 }
 
 /// empty: `out`, of the size `size`, zeroed; any memory format is a
 /// layout of the same elements, which the program's `out` settles.
 fn empty(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    fill_sized(c, Scalar::Int(0))
+    fill_sized(c, Term::int(0))
 }
 
 /// `_empty_dim_order`: empty, whose `dim_order` (when given) must be the
@@ -138,7 +169,7 @@ fn empty_dim_order(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
             ));
         }
     }
-    fill_sized(c, Scalar::Int(0))
+    fill_sized(c, Term::int(0))
 }
 
 /// `out` has the shape of the tensor argument `like`.
@@ -168,9 +199,8 @@ fn check_like(c: &Call<'_, '_, '_>, like: &str) -> Result<(), ImportError> {
 
 /// fill.Scalar: `out`, of `self`'s shape, filled with `value`.
 fn fill_scalar(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    check_like(c, "self")?;
-    let value = c.scalar("value")?;
-    fill(c, value)
+    let value = c.term("value")?;
+    fill_like(c, value)
 }
 
 /// fill.Tensor: `out`, of `self`'s shape, filled with the one element of
@@ -194,22 +224,59 @@ fn scalar_tensor(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     if rank != 0 {
         return Err(c.bad("out", format!("is {rank}-D; a scalar tensor is 0-dim")));
     }
-    let value = c.scalar("s")?;
-    fill(c, value)
+    let value = c.term("s")?;
+    c.emit(Op::Full(Full { value }), &["out"])
 }
 
-/// arange(start, end, step): `out` holds `start + i * step` for each `i`
-/// below PyTorch's length `ceil((end - start) / step)` (computed in i64 for
-/// an integer `out`, from the bounds truncated, else in f64), which must be
-/// the length `out` declares.
-fn arange_start(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let (start, end, step) = (c.scalar("start")?, c.scalar("end")?, c.scalar("step")?);
-    emit_arange(c, start, end, step)
-}
-
-fn arange(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let end = c.scalar("end")?;
-    emit_arange(c, Scalar::Int(0), end, Scalar::Int(1))
+/// `arange(start, end, step)`: `start + i * step` for each `i` below
+/// PyTorch's length `ceil((end - start) / step)`. Known bounds take
+/// `arange_length`, and the length must be the one `out` declares; a bound
+/// computed at run time makes the length a symbol, checked then.
+fn arange(c: &mut Call<'_, '_, '_>, start: Term, end: Term) -> Result<(), ImportError> {
+    let step = c.scalar("step")?;
+    if let (Term::Const(start), Term::Const(end)) = (start, end) {
+        return emit_arange(c, start, end, step);
+    }
+    if step.as_f64() == 0.0 {
+        return Err(c.bad("step", "must not be zero"));
+    }
+    let kinds = (c.kind(start)?, c.kind(end)?);
+    let count = match (kinds, step) {
+        ((ScalarKind::Int, ScalarKind::Int), Scalar::Int(step)) => {
+            // ceil((end - start) / step) = -floor((start - end) / step).
+            let span = c.poly(start)?.sub(&c.poly(end)?);
+            let span = c.poly_term(span)?;
+            let floor = c.sym_op(SymOp::FloorDiv, vec![span, Term::int(step)])?;
+            let count = c.poly(floor)?.neg();
+            c.poly_term(count)?
+        }
+        ((ScalarKind::Bool, _) | (_, ScalarKind::Bool), _) => {
+            return Err(c.invalid("arange of bools"));
+        }
+        _ => {
+            let float = |c: &mut Call<'_, '_, '_>, term: Term| match c.kind(term)? {
+                ScalarKind::Float => Ok(term),
+                _ => c.sym_op(SymOp::ToFloat, vec![term]),
+            };
+            let (start_f, end_f) = (float(c, start)?, float(c, end)?);
+            let span = c.sym_op(SymOp::Sub, vec![end_f, start_f])?;
+            let steps = c.sym_op(
+                SymOp::TrueDiv,
+                vec![span, Term::Const(Scalar::Float(step.as_f64()))],
+            )?;
+            c.sym_op(SymOp::Ceil, vec![steps])?
+        }
+    };
+    // A count below zero is PyTorch's error (the range's end lies before
+    // its start for the step's sign).
+    let fits = c.sym_op(SymOp::Le, vec![Term::int(0), count])?;
+    c.require(
+        fits,
+        "arange's end lies before its start for the sign of its step".into(),
+    )?;
+    let length = c.size("end", count)?;
+    let out = c.output("out")?;
+    emit_given(c, Op::Arange(Arange { start, step }), out, vec![length])
 }
 
 fn emit_arange(
@@ -232,6 +299,7 @@ fn emit_arange(
         }
         _ => {}
     }
+    let start = Term::Const(start);
     c.emit(Op::Arange(Arange { start, step }), &["out"])
 }
 
@@ -280,6 +348,40 @@ fn check_range<T: PartialOrd + std::marker::Copy + std::fmt::Display>(
         ));
     }
     Ok(())
+}
+
+/// `repeat_interleave(repeats, output_size)`: the result's length is the
+/// sum of `repeats`, known only at run time, so `output_size` must give it
+/// (the generated code checks the sum against it); a size computed at run
+/// time is the result's length then.
+fn repeat_interleave(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let Some(size) = c.optional_term("output_size")? else {
+        return Err(c.bad(
+            "output_size",
+            "is not given: the result's length is the sum of repeats, known only at run time, and ptec does not compute data-dependent sizes yet",
+        ));
+    };
+    let length = c.size("output_size", size)?;
+    if let Dim::Fixed(length) = length {
+        let declared = c.sizes_of("out")?;
+        if i64::try_from(length).map_or(true, |length| declared != [length]) {
+            return Err(c.bad(
+                "output_size",
+                format!("{length}, but out is declared {declared:?}"),
+            ));
+        }
+    }
+    if c.rank_of("repeats")? > 1 {
+        return Err(c.bad("repeats", "must be 0-D or 1-D"));
+    }
+    let input = c.tensor("repeats")?;
+    let out = c.output("out")?;
+    emit_given(
+        c,
+        Op::RepeatInterleave(RepeatInterleave { input }),
+        out,
+        vec![length],
+    )
 }
 
 #[cfg(test)]
@@ -348,28 +450,4 @@ mod tests {
         refused(length(DType::F64, f64::NAN, 1.0, 1.0), "must be finite");
         refused(length(DType::F32, 0.0, 1.0, f64::NAN), "elements");
     }
-}
-
-/// `repeat_interleave(repeats, output_size)`: the result's length is the
-/// sum of `repeats`, known only at run time, so `output_size` must give it
-/// (the generated code checks the sum against it).
-fn repeat_interleave(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let Some(length) = c.optional_int("output_size")? else {
-        return Err(c.bad(
-            "output_size",
-            "is not given: the result's length is the sum of repeats, known only at run time, and ptec does not compute data-dependent sizes yet",
-        ));
-    };
-    let declared = c.sizes_of("out")?;
-    if declared != [length] {
-        return Err(c.bad(
-            "output_size",
-            format!("{length}, but out is declared {declared:?}"),
-        ));
-    }
-    if c.rank_of("repeats")? > 1 {
-        return Err(c.bad("repeats", "must be 0-D or 1-D"));
-    }
-    let input = c.tensor("repeats")?;
-    c.emit(Op::RepeatInterleave(RepeatInterleave { input }), &["out"])
 }

@@ -487,7 +487,7 @@ fn glu(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         let slice = Slice {
             input,
             dim,
-            start,
+            start: Dim::Fixed(start),
             step: 1,
         };
         c.emit_to(Op::Slice(slice), &[TensorRef::Ir(temporary)])?;

@@ -9,13 +9,16 @@
 //! `as_strided` and `unfold` strided reads, pixel shuffles a view, a
 //! permutation and a view (the views cost nothing).
 
+use ptec_ir::ops::ShapeContext;
 use ptec_ir::ops::gather::Index;
 use ptec_ir::ops::layout::{
     Cat, Copy, Pad, PadMode, Permute, Repeat, Reshape, Roll, Select, Slice, SliceScatter, Strided,
     Tril,
 };
-use ptec_ir::{Dim, Op, OpKind, TensorType, ValueId};
+use ptec_ir::symbolic::{Poly, Range, SymOp, Term};
+use ptec_ir::{Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
+use super::creation::emit_given;
 use super::{Operator, Refused};
 use crate::call::{Call, TensorRef};
 use crate::error::ImportError;
@@ -73,32 +76,54 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
-        reshape,
+        |c| {
+            let out = c.output("out")?;
+            view_into(c, out)
+        },
         &[OpKind::Reshape],
     ),
     (
         "aten::_unsafe_view.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)",
-        reshape,
+        |c| {
+            let out = c.output("out")?;
+            view_into(c, out)
+        },
+        &[OpKind::Reshape],
+    ),
+    (
+        "executorch_prim::et_view.default(Tensor self, SymInt[] size) -> Tensor",
+        |c| {
+            let out = c.returned()?;
+            view_into(c, out)
+        },
         &[OpKind::Reshape],
     ),
     (
         "aten::unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
-        reshape,
+        unsqueeze,
         &[OpKind::Reshape],
     ),
     (
         "aten::squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)",
-        reshape,
+        |c| {
+            let rank = c.rank_of("self")?;
+            let dims = c.dims("dim", rank.max(1))?;
+            squeeze(c, "dim", Some(dims))
+        },
         &[OpKind::Reshape],
     ),
     (
         "aten::squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)",
-        reshape,
+        |c| {
+            let rank = c.rank_of("self")?;
+            let dim = c.dim("dim", rank.max(1))?;
+            squeeze(c, "dim", Some(vec![dim]))
+        },
         &[OpKind::Reshape],
     ),
     (
         "aten::squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        reshape,
+        |c| squeeze(c, "self", None),
         &[OpKind::Reshape],
     ),
     (
@@ -258,17 +283,74 @@ pub(super) const REFUSED: &[Refused] = &[(
     "its input is a complex tensor, and ptec has no complex element types",
 )];
 
-/// `self` into `out` (a copy, a change of dim order or of dtype, an
-/// expansion: the output's type says which).
+/// `self` into `out` (a copy, a change of dim order or of dtype: the
+/// output's type says which), of `self`'s shape.
 pub(super) fn copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
-    c.emit(Op::Copy(Copy { input }), &["out"])
+    let shape = c.shape(input);
+    let out = c.output("out")?;
+    emit_given(c, Op::Copy(Copy { input }), out, shape)
+}
+
+/// `expand_copy(self, size)`: `self` broadcast to `size` (-1 keeps a
+/// dimension; leading sizes add dimensions).
+fn expand(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let shape = c.shape(input);
+    let sizes = c.terms("size")?;
+    let Some(lead) = sizes.len().checked_sub(shape.len()) else {
+        return Err(c.bad(
+            "size",
+            format!("has fewer sizes than the rank {} of `self`", shape.len()),
+        ));
+    };
+    let mut expanded = Vec::with_capacity(sizes.len());
+    for (axis, &size) in sizes.iter().enumerate() {
+        let own = axis.checked_sub(lead).map(|index| shape[index]);
+        let dim = match (own, size) {
+            (Some(own), Term::Const(Scalar::Int(-1))) => own,
+            (own, size) => {
+                let dim = c.size("size", size)?;
+                match own {
+                    Some(Dim::Fixed(1)) | None => dim,
+                    Some(own) => c.importer.symbols.equate(own, dim).ok_or_else(|| {
+                        c.bad(
+                            "size",
+                            format!("expands dimension {axis} of size {own} to {dim}"),
+                        )
+                    })?,
+                }
+            }
+        };
+        expanded.push(dim);
+    }
+    let declared = c.declared_type_of("out")?.shape;
+    let agrees = declared.len() == expanded.len()
+        && declared.iter().zip(&expanded).all(|pair| match pair {
+            (Dim::Fixed(a), Dim::Fixed(b)) => a == b,
+            _ => true,
+        });
+    if !agrees {
+        return Err(c.bad(
+            "size",
+            format!(
+                "expands self to {}, but out is declared {}",
+                ptec_ir::ops::show(&expanded),
+                ptec_ir::ops::show(&declared)
+            ),
+        ));
+    }
+    let out = c.output("out")?;
+    emit_given(c, Op::Copy(Copy { input }), out, expanded)
 }
 
 /// `copy(self, src, non_blocking, *, out)`: the source into `out`.
 fn copy_from(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("src")?;
-    c.emit(Op::Copy(Copy { input }), &["out"])
+    let target = c.tensor("self")?;
+    let shape = c.shape(target);
+    let out = c.output("out")?;
+    emit_given(c, Op::Copy(Copy { input }), out, shape)
 }
 
 /// `copy_(self, src)`: the source into `self`, in place.
@@ -277,10 +359,145 @@ fn copy_into(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit_into(Op::Copy(Copy { input }), "self")
 }
 
-/// `self` with the shape of `out`.
-fn reshape(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+/// `view(self, size)` into `out`: `size` with at most one -1, which takes
+/// what the other sizes leave of `self`'s elements; the element counts
+/// must agree (checked at run time when they are known only then).
+fn view_into(c: &mut Call<'_, '_, '_>, out: TensorRef) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
-    c.emit(Op::Reshape(Reshape { input }), &["out"])
+    let shape = c.shape(input);
+    let sizes = c.terms("size")?;
+    let count = numel(c, &shape)?;
+    let mut known = Poly::constant(1);
+    let mut inferred = None;
+    let mut dims = Vec::with_capacity(sizes.len());
+    for (axis, &size) in sizes.iter().enumerate() {
+        if size == Term::int(-1) {
+            if inferred.replace(axis).is_some() {
+                return Err(c.bad("size", "has more than one -1"));
+            }
+            dims.push(Dim::Fixed(0));
+            continue;
+        }
+        let dim = c.size("size", size)?;
+        known = known.mul(&c.poly(Term::from(dim))?);
+        dims.push(dim);
+    }
+    if let Some(axis) = inferred {
+        dims[axis] = quotient(c, &count, &known)?;
+    }
+    let viewed = numel(c, &dims)?;
+    if viewed != count {
+        let (a, b) = (c.poly_term(count.clone())?, c.poly_term(viewed)?);
+        let same = match (a.as_dim(), b.as_dim()) {
+            (Some(a), Some(b)) => c.importer.symbols.equate(a, b).is_some(),
+            _ => false,
+        };
+        if !same {
+            return Err(c.bad(
+                "size",
+                format!("{sizes:?} is invalid for an input of {count} elements"),
+            ));
+        }
+    }
+    emit_given(c, Op::Reshape(Reshape { input }), out, dims)
+}
+
+/// The number of elements of a shape.
+fn numel(c: &Call<'_, '_, '_>, shape: &[Dim]) -> Result<Poly, ImportError> {
+    shape.iter().try_fold(Poly::constant(1), |product, &dim| {
+        Ok(product.mul(&c.poly(Term::from(dim))?))
+    })
+}
+
+/// `count / known`, the size a view's -1 takes: exact when `known` divides
+/// `count` as polynomials, else a floor division by a constant whose
+/// remainder must be zero at run time.
+fn quotient(c: &mut Call<'_, '_, '_>, count: &Poly, known: &Poly) -> Result<Dim, ImportError> {
+    let exact = divide(count, known);
+    let quotient = match (exact, known.as_constant()) {
+        (Some(exact), _) => c.poly_term(exact)?,
+        (None, Some(divisor)) if divisor > 0 => {
+            let count = c.poly_term(count.clone())?;
+            let remainder = c.sym_op(SymOp::Mod, vec![count, Term::int(divisor)])?;
+            let divides = c.sym_op(SymOp::Eq, vec![remainder, Term::int(0)])?;
+            c.require(
+                divides,
+                format!("a view's -1 leaves {count} elements that {divisor} does not divide"),
+            )?;
+            c.sym_op(SymOp::FloorDiv, vec![count, Term::int(divisor)])?
+        }
+        _ => {
+            return Err(c.bad(
+                "size",
+                format!("cannot infer the -1 of {count} elements viewed with the others {known}"),
+            ));
+        }
+    };
+    c.size("size", quotient)
+}
+
+/// `count / known` when `known` is one monomial dividing each of `count`'s.
+fn divide(count: &Poly, known: &Poly) -> Option<Poly> {
+    let mut monomials = known.monomials();
+    let (symbols, factor) = monomials.next()?;
+    if monomials.next().is_some() {
+        return None;
+    }
+    let mut quotient = Poly::constant(0);
+    for (monomial, coefficient) in count.monomials() {
+        if coefficient % factor != 0 {
+            return None;
+        }
+        let mut rest = monomial.to_vec();
+        for symbol in symbols {
+            let position = rest.iter().position(|s| s == symbol)?;
+            rest.remove(position);
+        }
+        let term = rest
+            .into_iter()
+            .fold(Poly::constant(coefficient / factor), |product, symbol| {
+                product.mul(&Poly::symbol(symbol))
+            });
+        quotient = quotient.add(&term);
+    }
+    Some(quotient)
+}
+
+/// `unsqueeze(self, dim)`: a dimension of size 1 at `dim`.
+fn unsqueeze(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let mut shape = c.shape(input);
+    let dim = c.dim("dim", shape.len() + 1)?;
+    shape.insert(dim, Dim::Fixed(1));
+    let out = c.output("out")?;
+    emit_given(c, Op::Reshape(Reshape { input }), out, shape)
+}
+
+/// `squeeze(self, dims)`: the listed dimensions (all when `None`) of size
+/// 1 removed.
+fn squeeze(
+    c: &mut Call<'_, '_, '_>,
+    name: &str,
+    dims: Option<Vec<usize>>,
+) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let shape = c.shape(input);
+    let listed = |axis: usize| dims.as_ref().is_none_or(|dims| dims.contains(&axis));
+    let mut squeezed = Vec::with_capacity(shape.len());
+    for (axis, &dim) in shape.iter().enumerate() {
+        match dim {
+            Dim::Fixed(1) if listed(axis) => {}
+            Dim::Symbol(_) if listed(axis) && dims.is_some() => {
+                return Err(c.bad(
+                    name,
+                    format!("squeezes dimension {axis}, whose size is known only at run time"),
+                ));
+            }
+            dim => squeezed.push(dim),
+        }
+    }
+    let out = c.output("out")?;
+    emit_given(c, Op::Reshape(Reshape { input }), out, squeezed)
 }
 
 fn permute(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
@@ -309,6 +526,28 @@ fn transpose(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     dims.swap(a, b);
     let input = c.tensor("self")?;
     c.emit(Op::Permute(Permute { input, dims }), &["out"])
+}
+
+/// The term `index` is along a dimension of `size` once a negative one
+/// counts from the end (as a run-time choice when its sign is known only
+/// then).
+fn from_end(c: &mut Call<'_, '_, '_>, index: Term, size: Dim) -> Result<Term, ImportError> {
+    let range = range(c, index);
+    if range.lo >= 0 {
+        return Ok(index);
+    }
+    let wrapped = c.poly(index)?.add(&c.poly(Term::from(size))?);
+    let wrapped = c.poly_term(wrapped)?;
+    if range.hi < 0 {
+        return Ok(wrapped);
+    }
+    let negative = c.sym_op(SymOp::Lt, vec![index, Term::int(0)])?;
+    c.sym_op(SymOp::Ite, vec![negative, wrapped, index])
+}
+
+fn range(c: &Call<'_, '_, '_>, term: Term) -> Range {
+    let term = c.importer.symbols.resolve_term(term);
+    c.importer.symbols.table.range(term)
 }
 
 /// `given` as a position along a dimension of `size`, negative ones
@@ -340,16 +579,48 @@ fn index_along(
 }
 
 fn select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
-    let dim = c.dim("dim", sizes.len())?;
-    let index = index_along(c, "index", &sizes, dim)?;
     let input = c.tensor("self")?;
+    let shape = c.shape(input);
+    let dim = c.dim("dim", shape.len())?;
+    let given = c.term("index")?;
+    let index = from_end(c, given, shape[dim])?;
+    // A fixed index must lie in a fixed dimension; anything known only at
+    // run time is checked then.
+    if let (Some(Scalar::Int(index)), Dim::Fixed(size)) = (index.constant(), shape[dim])
+        && !(0..size as i64).contains(&index)
+    {
+        return Err(c.bad(
+            "index",
+            format!("{given} is out of range for dimension {dim} of size {size}"),
+        ));
+    }
+    let index = c.size("index", index).map_err(|_| {
+        c.bad(
+            "index",
+            format!(
+                "{given} is out of range for dimension {dim} of size {}",
+                shape[dim]
+            ),
+        )
+    })?;
     c.emit(Op::Select(Select { input, dim, index }), &["out"])
+}
+
+/// A slice bound clamped into `0..=size` as Python clamps it (a negative
+/// one counts from the end).
+fn clamp_bound(c: &mut Call<'_, '_, '_>, bound: Term, size: Dim) -> Result<Term, ImportError> {
+    let size = Term::from(size);
+    let negative = c.sym_op(SymOp::Lt, vec![bound, Term::int(0)])?;
+    let wrapped = c.poly(bound)?.add(&c.poly(size)?);
+    let wrapped = c.poly_term(wrapped)?;
+    let low = c.sym_op(SymOp::Max, vec![wrapped, Term::int(0)])?;
+    let high = c.sym_op(SymOp::Min, vec![bound, size])?;
+    c.sym_op(SymOp::Ite, vec![negative, low, high])
 }
 
 /// A slice bound clamped into `0..=size`, negative ones counted from the
 /// end, as `slice` treats them.
-fn clamp_bound(value: i64, size: i64) -> i64 {
+fn clamp_index(value: i64, size: i64) -> i64 {
     if value < 0 {
         value.saturating_add(size).max(0)
     } else {
@@ -367,58 +638,91 @@ fn step(c: &Call<'_, '_, '_>) -> Result<u64, ImportError> {
 }
 
 fn slice(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
-    let dim = c.dim("dim", sizes.len())?;
-    let start = clamp_bound(c.optional_int("start")?.unwrap_or(0), sizes[dim]) as u64;
+    let input = c.tensor("self")?;
+    let mut shape = c.shape(input);
+    let dim = c.dim("dim", shape.len())?;
     let step = step(c)?;
-    let input = c.tensor("self")?;
-    c.emit(
-        Op::Slice(Slice {
-            input,
-            dim,
-            start,
-            step,
-        }),
-        &["out"],
-    )
-}
-
-/// `narrow_copy(self, dim, start, length)`: a slice of `length` elements.
-fn narrow(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
-    let dim = c.dim("dim", sizes.len())?;
-    let size = sizes[dim];
-    let given = c.int("start")?;
-    // The start may also be the end of the dimension (an empty narrow).
-    let start = if given < 0 { given + size } else { given };
-    if !(0..=size).contains(&start) {
-        return Err(c.bad(
-            "start",
-            format!("{given} is out of range for dimension {dim} of size {size}"),
-        ));
-    }
-    let length = c.int("length")?;
-    if length < 0 || start + length > size {
-        return Err(c.bad(
-            "length",
-            format!("{length} elements from {start} do not fit dimension {dim} of size {size}"),
-        ));
-    }
-    let declared = c.sizes_of("out")?;
-    if declared.get(dim) != Some(&length) {
-        return Err(c.bad(
-            "length",
-            format!("{length}, but out is declared {declared:?}"),
-        ));
-    }
-    let input = c.tensor("self")?;
+    let size = shape[dim];
+    let start = c.optional_term("start")?.unwrap_or(Term::int(0));
+    let end = c.optional_term("end")?.unwrap_or(Term::from(size));
+    let start = clamp_bound(c, start, size)?;
+    let end = clamp_bound(c, end, size)?;
+    // ceil((end - start) / step) elements, none when end <= start.
+    let span = c.poly(end)?.sub(&c.poly(start)?);
+    let span = c.poly_term(span.add(&Poly::constant(step as i64 - 1)))?;
+    let count = c.sym_op(SymOp::FloorDiv, vec![span, Term::int(step as i64)])?;
+    let count = c.sym_op(SymOp::Max, vec![count, Term::int(0)])?;
+    shape[dim] = c.size("end", count)?;
+    let start = c.size("start", start)?;
     let op = Op::Slice(Slice {
         input,
         dim,
-        start: start as u64,
+        start,
+        step,
+    });
+    let out = c.output("out")?;
+    emit_given(c, op, out, shape)
+}
+
+/// `narrow_copy(self, dim, start, length)`: a slice of `length` elements
+/// from `start` (which may be the end of the dimension, an empty narrow).
+/// A start or length computed at run time is checked then.
+fn narrow(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let mut shape = c.shape(input);
+    let dim = c.dim("dim", shape.len())?;
+    let size = shape[dim];
+    let given = c.term("start")?;
+    let start = from_end(c, given, size)?;
+    let length = c.term("length")?;
+    if let (Some(Scalar::Int(start)), Some(Scalar::Int(length)), Dim::Fixed(size)) =
+        (start.constant(), length.constant(), size)
+    {
+        let size = size as i64;
+        if !(0..=size).contains(&start) {
+            return Err(c.bad(
+                "start",
+                format!("{given} is out of range for dimension {dim} of size {size}"),
+            ));
+        }
+        if length < 0 || start + length > size {
+            return Err(c.bad(
+                "length",
+                format!("{length} elements from {start} do not fit dimension {dim} of size {size}"),
+            ));
+        }
+    }
+    let end = c.poly(start)?.add(&c.poly(length)?);
+    let end = c.poly_term(end)?;
+    let fits = c.sym_op(SymOp::Le, vec![end, Term::from(size)])?;
+    c.require(
+        fits,
+        format!("narrow's {length} elements from {given} must fit dimension {dim}"),
+    )?;
+    let start = c.size("start", start)?;
+    shape[dim] = c.size("length", length)?;
+    if let Dim::Fixed(length) = shape[dim] {
+        let declared = c.declared_type_of("out")?.shape;
+        if let Some(&Dim::Fixed(declared_length)) = declared.get(dim)
+            && declared_length != length
+        {
+            return Err(c.bad(
+                "length",
+                format!(
+                    "{length}, but out is declared {}",
+                    ptec_ir::ops::show(&declared)
+                ),
+            ));
+        }
+    }
+    let op = Op::Slice(Slice {
+        input,
+        dim,
+        start,
         step: 1,
     });
-    c.emit(op, &["out"])
+    let out = c.output("out")?;
+    emit_given(c, op, out, shape)
 }
 
 /// Slices `self` along `dim` into consecutive pieces of the given lengths,
@@ -445,7 +749,7 @@ fn split_into(
         let op = Op::Slice(Slice {
             input,
             dim,
-            start,
+            start: Dim::Fixed(start),
             step: 1,
         });
         c.emit_to(op, &[output])?;
@@ -455,32 +759,51 @@ fn split_into(
 }
 
 fn split_with_sizes(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
-    let dim = c.dim("dim", sizes.len())?;
-    let pieces = c.int_list("split_sizes")?;
-    let outputs = c.tensor_list_refs("out")?.len();
-    if pieces.len() != outputs
-        || pieces.iter().any(|&piece| piece < 0)
-        || pieces
-            .iter()
-            .try_fold(0i64, |sum, &piece| sum.checked_add(piece))
-            != Some(sizes[dim])
-    {
+    let input = c.tensor("self")?;
+    let shape = c.shape(input);
+    let dim = c.dim("dim", shape.len())?;
+    let pieces = c.terms("split_sizes")?;
+    let outputs = c.tensor_list_refs("out")?;
+    if pieces.len() != outputs.len() {
         return Err(c.bad(
             "split_sizes",
-            format!(
-                "{pieces:?} do not split dimension {dim} of {sizes:?} into the {outputs} outputs"
-            ),
+            format!("{} sizes for the {} outputs", pieces.len(), outputs.len()),
         ));
     }
-    let pieces: Vec<u64> = pieces.into_iter().map(|piece| piece as u64).collect();
-    split_into(c, dim, &pieces, "split_sizes")
+    let mut start = Poly::constant(0);
+    for (&piece, output) in pieces.iter().zip(outputs) {
+        let length = c.size("split_sizes", piece)?;
+        let first = c.poly_term(start.clone())?;
+        let first = c.size("split_sizes", first)?;
+        let op = Op::Slice(Slice {
+            input,
+            dim,
+            start: first,
+            step: 1,
+        });
+        let mut piece_shape = shape.clone();
+        piece_shape[dim] = length;
+        emit_given(c, op, output, piece_shape)?;
+        start = start.add(&c.poly(Term::from(length))?);
+    }
+    let total = c.poly_term(start)?;
+    let covers = c.sym_op(SymOp::Eq, vec![total, Term::from(shape[dim])])?;
+    if covers == Term::Const(Scalar::Bool(false)) {
+        return Err(c.bad(
+            "split_sizes",
+            format!("{pieces:?} do not split dimension {dim} of {shape:?}"),
+        ));
+    }
+    c.require(
+        covers,
+        format!("split sizes {pieces:?} must add up to dimension {dim}"),
+    )
 }
 
 /// `split_copy(self, split_size, dim)`: pieces of `split_size`, the last
 /// one shorter when the dimension does not divide.
 fn split(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let size = sizes[dim] as u64;
     let piece = c.count("split_size")?;
@@ -506,7 +829,7 @@ fn split(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 
 /// `unbind_copy(self, dim)`: every element along `dim`, one per output.
 fn unbind(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let outputs = c.tensor_list_refs("out")?;
     if outputs.len() as i64 != sizes[dim] {
@@ -524,7 +847,7 @@ fn unbind(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         let op = Op::Select(Select {
             input,
             dim,
-            index: index as u64,
+            index: Dim::Fixed(index as u64),
         });
         c.emit_to(op, &[output])?;
     }
@@ -891,7 +1214,7 @@ fn pixel_unshuffle(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// `select_scatter(self, src, dim, index)`: `src` (self without `dim`)
 /// given `dim` back as size 1, written over position `index`.
 fn select_scatter(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let index = index_along(c, "index", &sizes, dim)?;
     let src = c.tensor("src")?;
@@ -921,18 +1244,18 @@ fn select_scatter(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// `slice_scatter(self, src, dim, start, end, step)`: `src` written over
 /// the slice `start:end:step`, whose length it must have.
 fn slice_scatter(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let sizes = c.sizes_of("self")?;
+    let sizes = c.fixed_sizes_of("self")?;
     let dim = c.dim("dim", sizes.len())?;
     let size = sizes[dim];
-    let start = clamp_bound(c.optional_int("start")?.unwrap_or(0), size);
-    let end = clamp_bound(c.optional_int("end")?.unwrap_or(size), size);
+    let start = clamp_index(c.optional_int("start")?.unwrap_or(0), size);
+    let end = clamp_index(c.optional_int("end")?.unwrap_or(size), size);
     let step = step(c)?;
     let len = if end > start {
         ((end - start) as u64).div_ceil(step)
     } else {
         0
     };
-    let src_sizes = c.sizes_of("src")?;
+    let src_sizes = c.fixed_sizes_of("src")?;
     if src_sizes.len() != sizes.len() || src_sizes[dim] as u64 != len {
         return Err(c.bad(
             "src",
@@ -1075,44 +1398,6 @@ fn index_select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let gathered = c.new_value(TensorType { shape, ..ty });
     c.emit_to(Op::Index(op), &[TensorRef::Ir(gathered)])?;
     c.emit(Op::Reshape(Reshape { input: gathered }), &["out"])
-}
-
-/// `expand_copy(self, size, implicit)`: `size` checked against `self` (-1
-/// keeps a dimension, new dimensions lead, only size-1 dimensions grow) and
-/// against the declared `out`, then a broadcasting copy.
-fn expand(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let from = c.sizes_of("self")?;
-    let size = c.int_list("size")?;
-    let Some(lead) = size.len().checked_sub(from.len()) else {
-        return Err(c.bad(
-            "size",
-            format!("{size:?} has fewer dimensions than self {from:?}"),
-        ));
-    };
-    let mut expanded = Vec::with_capacity(size.len());
-    for (axis, &target) in size.iter().enumerate() {
-        let dim = match axis.checked_sub(lead) {
-            None if target >= 0 => target,
-            Some(index) if target == -1 => from[index],
-            Some(index) if target >= 0 && (from[index] == target || from[index] == 1) => target,
-            _ => {
-                return Err(c.bad(
-                    "size",
-                    format!("{size:?} cannot expand self {from:?} at dimension {axis}"),
-                ));
-            }
-        };
-        expanded.push(dim);
-    }
-    let declared = c.sizes_of("out")?;
-    if declared != expanded {
-        return Err(c.bad(
-            "size",
-            format!("expands self {from:?} to {expanded:?}, but out is declared {declared:?}"),
-        ));
-    }
-    let input = c.tensor("self")?;
-    c.emit(Op::Copy(Copy { input }), &["out"])
 }
 
 fn cat(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {

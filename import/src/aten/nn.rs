@@ -413,7 +413,7 @@ fn emit_cropped(
         let slice = Op::Slice(Slice {
             input: value,
             dim: 2 + d,
-            start: 0,
+            start: Dim::Fixed(0),
             step: 1,
         });
         value = c.temporary_of(slice, TensorType::contiguous(dtype, shape.clone()));

@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 
 use crate::graph::ValueId;
-use crate::types::{Real, Scalar};
+use crate::symbolic::Term;
+use crate::types::{Dim, Real, Scalar, SymbolId};
 
 /// The attributes of one op, written `key=value`, space-separated.
 #[derive(Debug, Default)]
@@ -60,6 +61,18 @@ impl AttributeWriter {
     }
 
     pub fn scalar(&mut self, key: &str, value: Scalar) {
+        self.key(key);
+        let _ = write!(self.text, "{value}");
+    }
+
+    /// A size or index that may be a symbol: `4` or `s2`.
+    pub fn dim(&mut self, key: &str, value: Dim) {
+        self.key(key);
+        let _ = write!(self.text, "{value}");
+    }
+
+    /// A scalar that may be a symbol: `2.5`, `true` or `s2`.
+    pub fn term(&mut self, key: &str, value: Term) {
         self.key(key);
         let _ = write!(self.text, "{value}");
     }
@@ -234,6 +247,27 @@ impl AttributeReader {
             AttributeValue::Atom(text) if text == "none" => Ok(None),
             value => Self::scalar_of(key, &value).map(Some),
         }
+    }
+
+    /// A size or index: a number, or a symbol `s2`.
+    pub fn dim(&mut self, key: &str) -> Result<Dim, FormError> {
+        match self.term(key)? {
+            Term::Symbol(symbol) => Ok(Dim::Symbol(symbol)),
+            Term::Const(Scalar::Int(size)) if size >= 0 => Ok(Dim::Fixed(size as u64)),
+            Term::Const(other) => Err(Self::invalid(key, format!("{other} is not a size"))),
+        }
+    }
+
+    /// A scalar, or a symbol `s2`.
+    pub fn term(&mut self, key: &str) -> Result<Term, FormError> {
+        let value = self.required(key)?;
+        if let AttributeValue::Atom(text) = &value
+            && let Some(number) = text.strip_prefix('s')
+            && let Ok(index) = number.parse::<u32>()
+        {
+            return Ok(Term::Symbol(SymbolId(index)));
+        }
+        Self::scalar_of(key, &value).map(Term::Const)
     }
 
     /// A scalar keeps its kind in its spelling: `true`, `2`, `2.0`.

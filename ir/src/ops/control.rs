@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::no_operands;
-use super::{DimEquality, Expected, OpDef, OpError, Outputs, Slot};
+use super::{Expected, OpDef, OpError, Outputs, ShapeContext, Slot};
 use crate::graph::ValueId;
 use crate::types::{DType, TensorType};
 
@@ -57,7 +57,7 @@ impl OpDef for Label {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         no_outputs()
     }
@@ -78,7 +78,7 @@ impl OpDef for Jump {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         no_outputs()
     }
@@ -105,12 +105,17 @@ impl OpDef for JumpIfFalse {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         no_outputs()
     }
 
-    fn check(&self, inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let condition = inputs[0];
         let one_element = condition
             .fixed_shape()

@@ -5,10 +5,12 @@ use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandRead
 use super::linalg::ClampRange;
 use super::one_input;
 use super::{
-    DimEquality, Expected, LayoutRule, OpDef, OpError, Outputs, Slot, fixed, one, shapes_of,
+    Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, Slot, dim_poly, fixed,
+    floor_div_poly, one, poly_dim, shapes_of, term_of,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
+use crate::symbolic::{Poly, SymOp, SymbolDef, Term};
 use crate::types::{Dim, Shape, TensorType};
 
 /// Two spatial extents: (height, width).
@@ -143,6 +145,79 @@ pub fn pooled_size(
     Ok(out)
 }
 
+/// The output size of a window op along a dimension of any size: fixed
+/// when the input's is, else a symbol (the input's size must be at least
+/// the window's span once padded, which is checked at run time).
+pub fn pooled_dim(
+    cx: &mut dyn ShapeContext,
+    input: Dim,
+    window: [u64; 4],
+    ceil_mode: bool,
+) -> Result<Dim, OpError> {
+    let [kernel, stride, padding, dilation] = window;
+    if let Dim::Fixed(size) = input {
+        return pooled_size(size, kernel, stride, padding, dilation, ceil_mode).map(Dim::Fixed);
+    }
+    if stride == 0 || dilation == 0 {
+        return Err(attribute_error(
+            if stride == 0 { "stride" } else { "dilation" },
+            [stride, dilation],
+            "stride and dilation must be positive".into(),
+        ));
+    }
+    let span = dilation
+        .checked_mul(kernel.max(1) - 1)
+        .and_then(|extent| extent.checked_add(1))
+        .filter(|&span| i64::try_from(span).is_ok() && i64::try_from(padding).is_ok())
+        .ok_or_else(|| {
+            attribute_error(
+                "kernel",
+                kernel,
+                format!("a window of {kernel} (dilation {dilation}) overflows"),
+            )
+        })?;
+    let what = "a window op's output size";
+    let size = dim_poly(cx, input)?;
+    let padded = size.add(&Poly::constant(2 * padding as i64));
+    let fits = term_of(
+        cx,
+        SymbolDef::Poly(padded.sub(&Poly::constant(span as i64))),
+        what,
+    )?;
+    cx.require(SymbolDef::Op(SymOp::Le, vec![Term::int(0), fits]), &|| {
+        format!(
+            "an input of size {input} padded by {padding} is smaller than a window of \
+                 {kernel} (dilation {dilation})"
+        )
+    })?;
+    let rounding = if ceil_mode { stride as i64 - 1 } else { 0 };
+    let windows = padded.sub(&Poly::constant(span as i64 - rounding));
+    let out = floor_div_poly(cx, windows, stride as i64, what)?.add(&Poly::constant(1));
+    if !ceil_mode {
+        return poly_dim(cx, out, what);
+    }
+    // A last window that starts in the right padding is dropped.
+    let last_start = out.sub(&Poly::constant(1)).scale(stride as i64);
+    let last_start = term_of(cx, SymbolDef::Poly(last_start), what)?;
+    let limit = term_of(
+        cx,
+        SymbolDef::Poly(size.add(&Poly::constant(padding as i64))),
+        what,
+    )?;
+    let dropped = term_of(cx, SymbolDef::Op(SymOp::Le, vec![limit, last_start]), what)?;
+    let fewer = term_of(cx, SymbolDef::Poly(out.sub(&Poly::constant(1))), what)?;
+    let out = term_of(cx, SymbolDef::Poly(out), what)?;
+    let chosen = term_of(
+        cx,
+        SymbolDef::Op(SymOp::Ite, vec![dropped, fewer, out]),
+        what,
+    )?;
+    chosen.as_dim().ok_or_else(|| OpError::Symbolic {
+        what,
+        problem: format!("{chosen} is negative"),
+    })
+}
+
 /// Output size of a transposed convolution along one dimension:
 /// `(input - 1) * stride - 2 * padding + dilation * (kernel - 1) +
 /// output_padding + 1`, which must be positive.
@@ -191,6 +266,7 @@ pub fn transposed_size(
 }
 
 fn pooled_shape(
+    cx: &mut dyn ShapeContext,
     x: &[Dim],
     kernel: &Pair,
     stride: &Pair,
@@ -220,20 +296,25 @@ fn pooled_shape(
                 problem: format!("more than half the kernel {kernel:?}"),
             });
         }
-        shape.push(Dim::Fixed(pooled_size(
-            fixed(x[2 + axis], "a spatial dimension")?,
-            kernel[axis],
-            stride[axis],
-            padding[axis],
-            dilation[axis],
+        shape.push(pooled_dim(
+            cx,
+            x[2 + axis],
+            [kernel[axis], stride[axis], padding[axis], dilation[axis]],
             ceil_mode,
-        )?));
+        )?);
     }
     Ok(shape)
 }
 
 /// The output shape of `conv` of input `x` by weight `w`.
-fn convolution_shape(conv: &Convolution, x: &[Dim], w: &[Dim]) -> Result<Shape, OpError> {
+/// An ordinary convolution's input may have symbolic sizes (its channels
+/// become the weight's); a transposed one's must be fixed.
+fn convolution_shape(
+    eq: &mut dyn ShapeContext,
+    conv: &Convolution,
+    x: &[Dim],
+    w: &[Dim],
+) -> Result<Shape, OpError> {
     let rank = conv.spatial_rank();
     let mismatch = |what| OpError::Shapes {
         what,
@@ -262,12 +343,24 @@ fn convolution_shape(conv: &Convolution, x: &[Dim], w: &[Dim]) -> Result<Shape, 
             "convolution of an input and weight of other ranks than its spatial dimensions and 2",
         ));
     }
-    let channels = fixed(x[1], "input channels")?;
     let (w0, w1) = (
         fixed(w[0], "weight channels")?,
         fixed(w[1], "weight channels")?,
     );
     let groups = conv.groups;
+    let channels = match x[1].fixed() {
+        Some(channels) => channels,
+        // A symbolic channel count becomes the weight's.
+        None => match conv.transposed {
+            None => w1.checked_mul(groups),
+            Some(_) => Some(w0),
+        }
+        .filter(|&channels| eq.equate(x[1], Dim::Fixed(channels)).is_some())
+        .ok_or(OpError::NotFixed {
+            what: "input channels",
+            dim: x[1],
+        })?,
+    };
     // Input channels per group and output channels.
     let (grouped, out_channels) = match conv.transposed {
         None => (w1, w0),
@@ -291,24 +384,23 @@ fn convolution_shape(conv: &Convolution, x: &[Dim], w: &[Dim]) -> Result<Shape, 
     }
     let mut shape = vec![x[0], Dim::Fixed(out_channels)];
     for axis in 0..rank {
-        let input = fixed(x[2 + axis], "a spatial dimension")?;
         let kernel = fixed(w[2 + axis], "a kernel dimension")?;
         if kernel == 0 {
             return Err(mismatch("convolution by a kernel of size 0"));
         }
         let (stride, padding, dilation) =
             (conv.stride[axis], conv.padding[axis], conv.dilation[axis]);
-        shape.push(Dim::Fixed(match conv.transposed {
-            None => pooled_size(input, kernel, stride, padding, dilation, false)?,
-            Some(_) => transposed_size(
-                input,
+        shape.push(match conv.transposed {
+            None => pooled_dim(eq, x[2 + axis], [kernel, stride, padding, dilation], false)?,
+            Some(_) => Dim::Fixed(transposed_size(
+                fixed(x[2 + axis], "a transposed convolution's spatial dimension")?,
                 kernel,
                 stride,
                 padding,
                 dilation,
                 output_padding[axis],
-            )?,
-        }));
+            )?),
+        });
     }
     Ok(shape)
 }
@@ -342,14 +434,14 @@ impl OpDef for Convolution {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (x, w) = (&inputs[0].shape, &inputs[1].shape);
         let mismatch = |what| OpError::Shapes {
             what,
             shapes: shapes_of(inputs),
         };
-        let shape = convolution_shape(self, x, w)?;
+        let shape = convolution_shape(eq, self, x, w)?;
         let mut rest = inputs[2..].iter();
         if self.bias.is_some()
             && rest.next().map(|bias| bias.shape.as_slice()) != Some(&shape[1..2])
@@ -407,9 +499,10 @@ impl OpDef for MaxPool2d {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let shape = pooled_shape(
+            eq,
             &inputs[0].shape,
             &self.kernel,
             &self.stride,
@@ -440,9 +533,10 @@ impl OpDef for AvgPool2d {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         one(pooled_shape(
+            eq,
             &inputs[0].shape,
             &self.kernel,
             &self.stride,

@@ -1,25 +1,39 @@
 //! Ops that create tensors from attributes and counts: fills, ranges and
 //! the indices `repeat_interleave` repeats. Their output's shape is the one
-//! the program declares.
+//! the program declares. The fill value and the range's start may be
+//! scalars known only at run time (symbols).
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, OpDef, OpError};
+use super::{Expected, OpDef, OpError, ShapeContext};
 use super::{no_operands, one_input};
 use crate::graph::ValueId;
 use crate::op::Op;
+use crate::symbolic::Term;
 use crate::types::{DType, Scalar, TensorType};
 
 /// Fills the output with `value`, converted to its element type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Full {
-    pub value: Scalar,
+    pub value: Term,
 }
 
 /// `out[i] = start + i * step` along the output's one dimension.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Arange {
-    pub start: Scalar,
+    pub start: Term,
     pub step: Scalar,
+}
+
+/// That a symbolic attribute names a symbol of the graph.
+fn check_term(term: Term, name: &'static str, cx: &dyn ShapeContext) -> Result<(), OpError> {
+    cx.symbols()
+        .kind(term)
+        .map(|_| ())
+        .map_err(|error| OpError::Attribute {
+            name,
+            value: term.to_string(),
+            problem: error.to_string(),
+        })
 }
 
 /// `repeat_interleave(repeats)`: each index `i` of the 1-D integer tensor
@@ -47,13 +61,30 @@ impl OpDef for Full {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         given()
     }
 
+    fn check(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        check_term(self.value, "value", cx)
+    }
+
     fn attributes(&self, out: &mut AttributeWriter) {
-        out.scalar("value", self.value);
+        out.term("value", self.value);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![self.value]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        self.value = map(self.value);
     }
 }
 
@@ -68,12 +99,18 @@ impl OpDef for Arange {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         given()
     }
 
-    fn check(&self, _inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        _inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        check_term(self.start, "start", cx)?;
         if outputs[0].rank() == 1 {
             Ok(())
         } else {
@@ -85,8 +122,16 @@ impl OpDef for Arange {
     }
 
     fn attributes(&self, out: &mut AttributeWriter) {
-        out.scalar("start", self.start);
+        out.term("start", self.start);
         out.scalar("step", self.step);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![self.start]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        self.start = map(self.start);
     }
 }
 
@@ -101,12 +146,17 @@ impl OpDef for RepeatInterleave {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         given()
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (counts, out) = (inputs[0], outputs[0]);
         if counts.rank() > 1 || out.rank() != 1 {
             return Err(OpError::Shapes {
@@ -133,13 +183,13 @@ pub(crate) fn parse(
     let parsed = (|| {
         Ok(Some(match name {
             "full" => Op::Full(Full {
-                value: attributes.scalar("value")?,
+                value: attributes.term("value")?,
             }),
             "repeat_interleave" => Op::RepeatInterleave(RepeatInterleave {
                 input: operands.positional("input")?,
             }),
             "arange" => Op::Arange(Arange {
-                start: attributes.scalar("start")?,
+                start: attributes.term("start")?,
                 step: attributes.scalar("step")?,
             }),
             _ => return Ok(None),

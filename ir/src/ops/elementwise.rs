@@ -11,7 +11,7 @@
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::expr::{Binary, Comparison, Expr, Unary, integer, real, zero};
 use super::promotion::{Operand, can_cast, result_type};
-use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, Slot, broadcast};
+use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, broadcast};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Real, Scalar, TensorType};
@@ -1152,7 +1152,7 @@ impl OpDef for Elementwise {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         check_arity(self.func.arity(), inputs.len())?;
         let shapes: Vec<&[crate::Dim]> = inputs.iter().map(|ty| ty.shape.as_slice()).collect();
@@ -1162,7 +1162,12 @@ impl OpDef for Elementwise {
     /// The function computes in the operands' types (PyTorch's promotion),
     /// and its result casts to the output's type as PyTorch allows; a
     /// mask is a bool.
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let operands: Vec<Operand> = inputs.iter().map(|ty| Operand::of(ty)).collect();
         let (compute, result) = self.func.types(&operands).map_err(OpError::Undefined)?;
         self.func.expr(compute).map_err(OpError::Undefined)?;

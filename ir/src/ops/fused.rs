@@ -7,7 +7,7 @@ use std::fmt;
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::elementwise::{Func, check_arity};
-use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, Slot, broadcast};
+use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, broadcast};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, TensorType};
@@ -83,13 +83,18 @@ impl OpDef for Fused {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let shapes: Vec<&[Dim]> = inputs.iter().map(|ty| ty.shape.as_slice()).collect();
         Ok(vec![Expected::Shape(broadcast(&shapes, eq)?)])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let output = outputs[0].dtype;
         if !output.is_float() {
             return Err(OpError::ElementType {

@@ -5,7 +5,7 @@
 //! outside its dimension is an error, never an access out of bounds.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, OpDef, OpError, Slot, axis, broadcast, one, shapes_of};
+use super::{Expected, OpDef, OpError, ShapeContext, Slot, axis, broadcast, one, shapes_of};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Dim, Shape, TensorType};
@@ -95,7 +95,7 @@ pub fn indexed_shape(
     x: &[Dim],
     dims: &[usize],
     index_shapes: &[&[Dim]],
-    eq: &mut dyn DimEquality,
+    eq: &mut dyn ShapeContext,
 ) -> Result<Shape, OpError> {
     let increasing = dims.windows(2).all(|pair| pair[0] < pair[1]);
     if dims.is_empty() || dims.len() != index_shapes.len() || !increasing {
@@ -155,7 +155,7 @@ impl OpDef for Index {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let index_shapes: Vec<&[Dim]> = inputs[1..].iter().map(|ty| &ty.shape[..]).collect();
         one(indexed_shape(
@@ -166,7 +166,12 @@ impl OpDef for Index {
         )?)
     }
 
-    fn check(&self, inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         inputs[1..]
             .iter()
             .try_for_each(|ty| check_indices(ty, "an index tensor"))
@@ -221,7 +226,7 @@ impl OpDef for Gather {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (x, index) = (&inputs[0].shape, &inputs[1].shape);
         let dim = axis(x.len(), self.dim)?;
@@ -234,7 +239,12 @@ impl OpDef for Gather {
         one(index.clone())
     }
 
-    fn check(&self, inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         check_indices(inputs[1], "gather's index")
     }
 
@@ -264,7 +274,7 @@ impl OpDef for Scatter {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (x, index, src) = (&inputs[0].shape, &inputs[1].shape, &inputs[2].shape);
         let dim = axis(x.len(), self.dim)?;
@@ -286,7 +296,12 @@ impl OpDef for Scatter {
         one(x.clone())
     }
 
-    fn check(&self, inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         check_indices(inputs[1], "scatter's index")
     }
 
@@ -320,7 +335,7 @@ impl OpDef for IndexPut {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (x, values) = (&inputs[0].shape, &inputs[1].shape);
         let index_shapes: Vec<&[Dim]> = inputs[2..].iter().map(|ty| &ty.shape[..]).collect();
@@ -334,7 +349,12 @@ impl OpDef for IndexPut {
         one(x.clone())
     }
 
-    fn check(&self, inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         inputs[2..]
             .iter()
             .try_for_each(|ty| check_indices(ty, "an index tensor"))
@@ -367,12 +387,17 @@ impl OpDef for MaskedScatter {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         one(broadcast(&[&inputs[0].shape, &inputs[1].shape], eq)?)
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         if inputs[1].dtype != DType::Bool {
             return Err(OpError::ElementType {
                 what: "masked_scatter's mask",
@@ -441,6 +466,7 @@ pub(crate) fn parse(
 mod tests {
     use super::*;
     use crate::ops::{Identical, show};
+    use crate::symbolic::SymbolTable;
 
     fn fixed(sizes: &[u64]) -> Shape {
         sizes.iter().map(|&size| Dim::Fixed(size)).collect()
@@ -450,12 +476,14 @@ mod tests {
     fn adjacent_index_dims_stay_in_place_and_separated_ones_go_first() {
         let x = fixed(&[2, 3, 4, 5]);
         let (i, j) = (fixed(&[6]), fixed(&[7, 1]));
+        let symbols = SymbolTable::default();
         let shape = |dims: &[usize]| {
-            indexed_shape(&x, dims, &[&i, &j], &mut Identical).expect("a valid index")
+            indexed_shape(&x, dims, &[&i, &j], &mut Identical::new(&symbols))
+                .expect("a valid index")
         };
         assert_eq!(show(&shape(&[1, 2])), "[2,7,6,5]");
         assert_eq!(show(&shape(&[1, 3])), "[7,6,2,4]");
-        assert!(indexed_shape(&x, &[2, 1], &[&i, &j], &mut Identical).is_err());
-        assert!(indexed_shape(&x, &[1, 4], &[&i, &j], &mut Identical).is_err());
+        assert!(indexed_shape(&x, &[2, 1], &[&i, &j], &mut Identical::new(&symbols)).is_err());
+        assert!(indexed_shape(&x, &[1, 4], &[&i, &j], &mut Identical::new(&symbols)).is_err());
     }
 }

@@ -11,11 +11,12 @@
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
 use super::{
-    DimEquality, Expected, LayoutRule, OpDef, OpError, Slot, axis, broadcasts_to, fixed, one,
-    shapes_of, show,
+    Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly, fixed,
+    numel, one, poly_dim, shapes_of, show,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
+use crate::symbolic::{Poly, Term};
 use crate::tensor_data::{cast, relayout};
 use crate::types::{Dim, Scalar, TensorType};
 
@@ -41,21 +42,23 @@ pub struct Permute {
     pub dims: Vec<usize>,
 }
 
-/// `input.select(dim, index)`, the index already non-negative.
+/// `input.select(dim, index)`, the index already non-negative; one known
+/// only at run time is checked against the dimension then.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Select {
     pub input: ValueId,
     pub dim: usize,
-    pub index: u64,
+    pub index: Dim,
 }
 
 /// `input[start:start+step*len:step]` along `dim`; the length is the
-/// output's.
+/// output's. A start or length known only at run time is checked against
+/// the dimension then.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Slice {
     pub input: ValueId,
     pub dim: usize,
-    pub start: u64,
+    pub start: Dim,
     pub step: u64,
 }
 
@@ -169,12 +172,17 @@ impl OpDef for Copy {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         Ok(vec![Expected::Given])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (from, to) = (inputs[0], outputs[0]);
         if broadcasts_to(&from.shape, &to.shape) {
             Ok(())
@@ -217,28 +225,19 @@ impl OpDef for Reshape {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         Ok(vec![Expected::Given])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (from, to) = (inputs[0], outputs[0]);
-        let same_count = match (from.fixed_shape(), to.fixed_shape()) {
-            (Some(a), Some(b)) => a.iter().product::<u64>() == b.iter().product::<u64>(),
-            _ => {
-                let symbolic = |shape: &[Dim]| {
-                    let mut dims: Vec<Dim> = shape
-                        .iter()
-                        .copied()
-                        .filter(|&d| d != Dim::Fixed(1))
-                        .collect();
-                    dims.sort_by_key(|d| d.to_string());
-                    dims
-                };
-                symbolic(&from.shape) == symbolic(&to.shape)
-            }
-        };
+        let same_count = numel(cx, &from.shape)? == numel(cx, &to.shape)?;
         if same_count && from.dtype == to.dtype && from.is_contiguous() && to.is_contiguous() {
             Ok(())
         } else {
@@ -269,7 +268,7 @@ impl OpDef for Permute {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         if !is_permutation(&self.dims, x.len()) {
@@ -312,11 +311,14 @@ impl OpDef for Select {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let dim = axis(x.len(), self.dim)?;
-        if self.index >= fixed(x[dim], "a selected dimension")? {
+        // An index or a size known only at run time is checked then.
+        if let (Dim::Fixed(index), Dim::Fixed(size)) = (self.index, x[dim])
+            && index >= size
+        {
             return Err(OpError::Attribute {
                 name: "index",
                 value: self.index.to_string(),
@@ -330,7 +332,15 @@ impl OpDef for Select {
 
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
-        out.int("index", self.index);
+        out.dim("index", self.index);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![Term::from(self.index)]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        map_dim(&mut self.index, map);
     }
 }
 
@@ -345,15 +355,21 @@ impl OpDef for Slice {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         // The slice's length is the output's; `check` bounds it.
         Ok(vec![Expected::Given])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (from, to) = (&inputs[0].shape, &outputs[0].shape);
         let (dim, start, step) = (self.dim, self.start, self.step);
+        // A start, length or size known only at run time is checked then.
         let valid = from.len() == to.len()
             && dim < from.len()
             && step > 0
@@ -361,11 +377,13 @@ impl OpDef for Slice {
                 .iter()
                 .zip(to)
                 .enumerate()
-                .all(|(axis, (a, b))| axis == dim || a == b)
-            && match (from[dim].fixed(), to[dim].fixed()) {
-                (Some(size), Some(0)) => start <= size,
-                (Some(size), Some(len)) => start + step * (len - 1) < size,
-                _ => false,
+                .all(|(axis, (&a, &b))| axis == dim || cx.equate(a, b).is_some())
+            && match (from[dim].fixed(), to[dim].fixed(), start.fixed()) {
+                (Some(size), Some(0), Some(start)) => start <= size,
+                (Some(size), Some(len), Some(start)) => start
+                    .checked_add(step.saturating_mul(len - 1))
+                    .is_some_and(|last| last < size),
+                _ => true,
             };
         if valid {
             Ok(())
@@ -384,8 +402,24 @@ impl OpDef for Slice {
 
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
-        out.int("start", self.start);
+        out.dim("start", self.start);
         out.int("step", self.step);
+    }
+
+    fn terms(&self) -> Vec<Term> {
+        vec![Term::from(self.start)]
+    }
+
+    fn map_terms(&mut self, map: &mut dyn FnMut(Term) -> Term) {
+        map_dim(&mut self.start, map);
+    }
+}
+
+/// A dimension attribute replaced by what `map` makes of it (a symbol
+/// renumbered or settled to a size).
+fn map_dim(dim: &mut Dim, map: &mut dyn FnMut(Term) -> Term) {
+    if let Some(mapped) = map(Term::from(*dim)).as_dim() {
+        *dim = mapped;
     }
 }
 
@@ -409,7 +443,7 @@ impl OpDef for Cat {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let mismatch = || OpError::Shapes {
             what: "cat of",
@@ -418,7 +452,7 @@ impl OpDef for Cat {
         let first = &inputs.first().ok_or_else(mismatch)?.shape;
         let dim = axis(first.len(), self.dim)?;
         let mut shape = first.clone();
-        let mut total = 0;
+        let mut total = Poly::constant(0);
         for part in inputs {
             if part.rank() != first.len() {
                 return Err(mismatch());
@@ -428,9 +462,9 @@ impl OpDef for Cat {
                     *b = eq.equate(a, *b).ok_or_else(mismatch)?;
                 }
             }
-            total += fixed(part.shape[dim], "a concatenated dimension")?;
+            total = total.add(&dim_poly(eq, part.shape[dim])?);
         }
-        shape[dim] = Dim::Fixed(total);
+        shape[dim] = poly_dim(eq, total, "a concatenated dimension")?;
         one(shape)
     }
 
@@ -506,7 +540,7 @@ impl OpDef for Pad {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let bad = |problem: String| OpError::Attribute {
@@ -523,6 +557,15 @@ impl OpDef for Pad {
             .zip(self.before.iter().zip(&self.after))
             .enumerate()
         {
+            // A dimension known only at run time can only grow, by a
+            // constant: reflecting, replicating or cropping it is refused.
+            if let (Dim::Symbol(_), PadMode::Constant(_), true) =
+                (dim, self.mode, before >= 0 && after >= 0)
+            {
+                let padded = dim_poly(eq, dim)?.add(&Poly::constant(before.saturating_add(after)));
+                shape.push(poly_dim(eq, padded, "a padded dimension")?);
+                continue;
+            }
             let size = fixed(dim, "a padded dimension")?;
             let out = i64::try_from(size)
                 .ok()
@@ -623,7 +666,7 @@ impl OpDef for Roll {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let fits = self.shifts.len() == x.len()
@@ -677,13 +720,18 @@ impl OpDef for Strided {
         &self,
         _inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         // The output's shape is its own; `check` bounds what it reads.
         Ok(vec![Expected::Given])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         let (from, to) = (inputs[0], outputs[0]);
         let (Some(input), Some(output)) = (from.fixed_shape(), to.fixed_shape()) else {
             return Err(OpError::Shapes {
@@ -735,7 +783,7 @@ impl OpDef for SliceScatter {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (x, src) = (&inputs[0].shape, &inputs[1].shape);
         let mismatch = || OpError::Shapes {
@@ -794,7 +842,7 @@ impl OpDef for Tril {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         if x.len() < 2 {
@@ -822,7 +870,7 @@ impl OpDef for Repeat {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let Some(lead) = self.repeats.len().checked_sub(x.len()) else {
@@ -838,7 +886,8 @@ impl OpDef for Repeat {
             .enumerate()
             .map(|(axis, &times)| match axis.checked_sub(lead) {
                 Some(index) => {
-                    fixed(x[index], "a repeated dimension").map(|size| Dim::Fixed(size * times))
+                    let repeated = dim_poly(eq, x[index])?.scale(times as i64);
+                    poly_dim(eq, repeated, "a repeated dimension")
                 }
                 None => Ok(Dim::Fixed(times)),
             })
@@ -875,12 +924,12 @@ pub(crate) fn parse(
             "select" => Op::Select(Select {
                 input: operands.positional("input")?,
                 dim: attributes.int("dim")?,
-                index: attributes.int("index")?,
+                index: attributes.dim("index")?,
             }),
             "slice" => Op::Slice(Slice {
                 input: operands.positional("input")?,
                 dim: attributes.int("dim")?,
-                start: attributes.int("start")?,
+                start: attributes.dim("start")?,
                 step: attributes.int("step")?,
             }),
             "cat" => Op::Cat(Cat {

@@ -2,7 +2,7 @@
 //! epilogue.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, OpDef, OpError, Slot, broadcast, one, shapes_of};
+use super::{Expected, OpDef, OpError, ShapeContext, Slot, broadcast, one, shapes_of};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Real, Scalar, TensorType};
@@ -71,7 +71,7 @@ impl OpDef for MatMul {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (a, b) = (&inputs[0].shape, &inputs[1].shape);
         let mismatch = |what| OpError::Shapes {
@@ -128,7 +128,7 @@ impl OpDef for Addmm {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let (bias, a, b) = (&inputs[0].shape, &inputs[1].shape, &inputs[2].shape);
         let mismatch = |what| OpError::Shapes {

@@ -32,7 +32,8 @@ pub mod reduce;
 use std::fmt;
 
 use crate::graph::ValueId;
-use crate::types::{Dim, Shape, TensorType};
+use crate::symbolic::{Poly, SymOp, SymbolDef, SymbolError, SymbolTable, Term};
+use crate::types::{Dim, Shape, SymbolId, TensorType};
 use attributes::AttributeWriter;
 
 /// The operand methods of an op whose one operand is the field `input`.
@@ -152,14 +153,28 @@ pub trait OpDef {
         &self,
         inputs: &[&TensorType],
         outputs: usize,
-        eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError>;
 
     /// What the shape rule cannot say: outputs whose shape the op takes as
     /// given, element types the op requires.
-    fn check(&self, _inputs: &[&TensorType], _outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         Ok(())
     }
+
+    /// The run-time scalars among the attributes (a slice's start, a fill
+    /// value), as terms: constants, or symbols of the graph.
+    fn terms(&self) -> Vec<Term> {
+        Vec::new()
+    }
+
+    /// Replaces each of [`OpDef::terms`] by what `map` makes of it.
+    fn map_terms(&mut self, _map: &mut dyn FnMut(Term) -> Term) {}
 
     /// The attributes, as the text form writes them.
     fn attributes(&self, _out: &mut AttributeWriter) {}
@@ -203,6 +218,9 @@ pub enum OpError {
     /// A dimension the op needs to know at compile time is symbolic.
     #[error("{what} must have a fixed size, not {dim}")]
     NotFixed { what: &'static str, dim: Dim },
+    /// An expression over symbols that is not one, or that the graph lacks.
+    #[error("{what}: {problem}")]
+    Symbolic { what: &'static str, problem: String },
     #[error("takes {expected} operands, not {found}")]
     Arity { expected: usize, found: usize },
     #[error("dimension {dim} is out of range for rank {rank}")]
@@ -252,23 +270,181 @@ fn show_shapes(shapes: &[Shape]) -> String {
         .join(" and ")
 }
 
-/// Decides whether two dimensions must be, and can be, the same size.
-pub trait DimEquality {
+/// What a shape rule works in: it decides whether two dimensions must be,
+/// and can be, the same size, and turns expressions over dimensions into
+/// dimensions. Import makes the symbols a rule needs and lets a symbolic
+/// size meet a fixed one; the verifier finds the symbols the graph has and
+/// asks for identity (or an equality the graph checks at run time).
+pub trait ShapeContext {
     /// The common dimension, or `None` when `a` and `b` cannot be equal.
     fn equate(&mut self, a: Dim, b: Dim) -> Option<Dim>;
+
+    /// The graph's symbols.
+    fn symbols(&self) -> &SymbolTable;
+
+    /// The term a polynomial or operation definition is: interned at
+    /// import; found by the verifier, `None` when the graph lacks it.
+    fn term(&mut self, def: SymbolDef) -> Result<Option<Term>, SymbolError>;
+
+    /// Requires the bool `condition` to hold at run time (import records a
+    /// check with `message`; the verifier asks nothing: the checks are the
+    /// graph's own).
+    fn require(
+        &mut self,
+        condition: SymbolDef,
+        message: &dyn Fn() -> String,
+    ) -> Result<(), OpError>;
 }
 
-/// Dimensions are equal only when identical.
+/// The verifier's context: dimensions are equal when identical, or when
+/// a check of the graph requires them to be at run time; expressions are
+/// the graph's symbols.
 #[derive(Debug)]
-pub struct Identical;
+pub struct Identical<'g> {
+    symbols: &'g SymbolTable,
+    /// For each symbol, a symbol or size a check equates it with.
+    equal: Vec<Option<Term>>,
+}
 
-impl DimEquality for Identical {
-    fn equate(&mut self, a: Dim, b: Dim) -> Option<Dim> {
-        (a == b).then_some(a)
+impl<'g> Identical<'g> {
+    pub fn new(symbols: &'g SymbolTable) -> Self {
+        let mut equal = vec![None; symbols.len()];
+        for check in symbols.checks() {
+            if let SymbolDef::Op(SymOp::Eq, args) = &symbols.symbol(check.condition).def {
+                for (a, b) in [(args[0], args[1]), (args[1], args[0])] {
+                    if let Term::Symbol(symbol) = a {
+                        equal[symbol.index()].get_or_insert(b);
+                    }
+                }
+            }
+        }
+        Identical { symbols, equal }
+    }
+
+    /// The dimensions a dimension is checked equal to, itself first.
+    fn class(&self, dim: Dim) -> Vec<Dim> {
+        let mut class = vec![dim];
+        let mut at = dim;
+        while let Dim::Symbol(symbol) = at
+            && let Some(Some(next)) = self.equal.get(symbol.index())
+            && let Some(next) = next.as_dim()
+            && !class.contains(&next)
+        {
+            class.push(next);
+            at = next;
+        }
+        class
+    }
+
+    /// Whether two dimensions are the same size.
+    pub fn same(&self, a: Dim, b: Dim) -> bool {
+        a == b || {
+            let (x, y) = (self.class(a), self.class(b));
+            x.iter().any(|dim| y.contains(dim))
+        }
     }
 }
 
-fn broadcast_pair(a: &[Dim], b: &[Dim], eq: &mut dyn DimEquality) -> Result<Shape, OpError> {
+impl ShapeContext for Identical<'_> {
+    fn equate(&mut self, a: Dim, b: Dim) -> Option<Dim> {
+        self.same(a, b).then_some(a)
+    }
+
+    fn symbols(&self) -> &SymbolTable {
+        self.symbols
+    }
+
+    fn term(&mut self, def: SymbolDef) -> Result<Option<Term>, SymbolError> {
+        self.symbols.find(def)
+    }
+
+    fn require(
+        &mut self,
+        _condition: SymbolDef,
+        _message: &dyn Fn() -> String,
+    ) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+/// A dimension as a polynomial over the context's symbols.
+pub fn dim_poly(cx: &dyn ShapeContext, dim: Dim) -> Result<Poly, OpError> {
+    cx.symbols()
+        .dim_poly(dim)
+        .map_err(|error| OpError::Symbolic {
+            what: "a dimension",
+            problem: error.to_string(),
+        })
+}
+
+/// The term of a definition, or an error naming `what` when it is none
+/// of the graph's.
+pub fn term_of(
+    cx: &mut dyn ShapeContext,
+    def: SymbolDef,
+    what: &'static str,
+) -> Result<Term, OpError> {
+    let shown = def.to_string();
+    match cx.term(def) {
+        Ok(Some(term)) => Ok(term),
+        Ok(None) => Err(OpError::Symbolic {
+            what,
+            problem: format!("{shown} is no symbol of the graph"),
+        }),
+        Err(error) => Err(OpError::Symbolic {
+            what,
+            problem: error.to_string(),
+        }),
+    }
+}
+
+/// The dimension a polynomial is.
+pub fn poly_dim(cx: &mut dyn ShapeContext, poly: Poly, what: &'static str) -> Result<Dim, OpError> {
+    let term = term_of(cx, SymbolDef::Poly(poly), what)?;
+    term.as_dim().ok_or_else(|| OpError::Symbolic {
+        what,
+        problem: format!("{term} is negative"),
+    })
+}
+
+/// `a // b` (floor division) of an integer polynomial by a constant, as a
+/// polynomial.
+pub fn floor_div_poly(
+    cx: &mut dyn ShapeContext,
+    a: Poly,
+    b: i64,
+    what: &'static str,
+) -> Result<Poly, OpError> {
+    let dividend = term_of(cx, SymbolDef::Poly(a), what)?;
+    let quotient = term_of(
+        cx,
+        SymbolDef::Op(SymOp::FloorDiv, vec![dividend, Term::int(b)]),
+        what,
+    )?;
+    cx.symbols()
+        .poly(quotient)
+        .map_err(|error| OpError::Symbolic {
+            what,
+            problem: error.to_string(),
+        })
+}
+
+/// The number of elements of a shape, as a polynomial.
+pub fn numel(cx: &dyn ShapeContext, shape: &[Dim]) -> Result<Poly, OpError> {
+    shape.iter().try_fold(Poly::constant(1), |product, &dim| {
+        Ok(product.mul(&dim_poly(cx, dim)?))
+    })
+}
+
+/// The symbols among `dims`.
+pub fn dim_symbols(dims: &[Dim]) -> impl Iterator<Item = SymbolId> + '_ {
+    dims.iter().filter_map(|dim| match dim {
+        Dim::Symbol(symbol) => Some(*symbol),
+        Dim::Fixed(_) => None,
+    })
+}
+
+fn broadcast_pair(a: &[Dim], b: &[Dim], eq: &mut dyn ShapeContext) -> Result<Shape, OpError> {
     let rank = a.len().max(b.len());
     let mut out = Vec::with_capacity(rank);
     for position in 0..rank {
@@ -294,7 +470,7 @@ fn broadcast_pair(a: &[Dim], b: &[Dim], eq: &mut dyn DimEquality) -> Result<Shap
 }
 
 /// The shape the given shapes broadcast to.
-pub fn broadcast(shapes: &[&[Dim]], eq: &mut dyn DimEquality) -> Result<Shape, OpError> {
+pub fn broadcast(shapes: &[&[Dim]], eq: &mut dyn ShapeContext) -> Result<Shape, OpError> {
     let mut out: Shape = Vec::new();
     for shape in shapes {
         out = broadcast_pair(&out, shape, eq)?;
@@ -316,6 +492,12 @@ pub fn broadcasts_to(from: &[Dim], to: &[Dim]) -> bool {
 pub fn show(shape: &[Dim]) -> String {
     let dims: Vec<String> = shape.iter().map(Dim::to_string).collect();
     format!("[{}]", dims.join(","))
+}
+
+/// Whether two shapes can be equal, equating their dimensions pairwise (at
+/// import, a symbol meeting a size becomes it).
+pub(crate) fn equate_shapes(eq: &mut dyn ShapeContext, a: &[Dim], b: &[Dim]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(&a, &b)| eq.equate(a, b).is_some())
 }
 
 /// The size of a dimension the op needs at compile time.

@@ -2,7 +2,7 @@
 //! norm over channels.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{DimEquality, Expected, OpDef, OpError, Outputs, Slot, shapes_of};
+use super::{Expected, OpDef, OpError, Outputs, ShapeContext, Slot, equate_shapes, shapes_of};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, Real, TensorType};
@@ -68,7 +68,7 @@ impl OpDef for LayerNorm {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         let Some(split) = x.len().checked_sub(self.normalized_dims) else {
@@ -79,9 +79,9 @@ impl OpDef for LayerNorm {
             });
         };
         let affine = &x[split..];
-        if inputs[1..]
+        if !inputs[1..]
             .iter()
-            .any(|parameter| parameter.shape != affine)
+            .all(|parameter| equate_shapes(eq, &parameter.shape, affine))
         {
             return Err(OpError::Shapes {
                 what: "layer norm of an input with affine parameters of other shapes",
@@ -133,7 +133,7 @@ impl OpDef for BatchNorm {
         &self,
         inputs: &[&TensorType],
         outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         if x.len() < 2

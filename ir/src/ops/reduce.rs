@@ -3,7 +3,7 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
-use super::{DimEquality, Expected, LayoutRule, OpDef, OpError, Outputs, axis, one, reduced};
+use super::{Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, axis, one, reduced};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Dim, TensorType};
@@ -111,7 +111,7 @@ impl OpDef for Reduce {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         for &dim in &self.dims {
@@ -144,7 +144,7 @@ impl OpDef for ArgReduce {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         match self.dim {
@@ -178,7 +178,7 @@ impl OpDef for TopK {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         // A 0-D tensor has one dimension of one element to select from.
@@ -209,7 +209,12 @@ impl OpDef for TopK {
         Ok(vec![Expected::Shape(shape.clone()), Expected::Shape(shape)])
     }
 
-    fn check(&self, inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
         if outputs[1].dtype != DType::I64 {
             return Err(OpError::ElementType {
                 what: "top_k's indices",
@@ -245,7 +250,7 @@ impl OpDef for CumSum {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         // A 0-D tensor has one dimension to run along.
@@ -269,7 +274,7 @@ impl OpDef for Softmax {
         &self,
         inputs: &[&TensorType],
         _outputs: usize,
-        _eq: &mut dyn DimEquality,
+        _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         axis(x.len().max(1), self.dim)?;
