@@ -963,6 +963,48 @@ fixture(
     fn(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)),
     twice(lambda: (randn(1, 2, 3, 4),)),
 )
+fixture(
+    "upsample_nearest2d_fractional",
+    "upsample_nearest2d",
+    "F.interpolate(x, scale_factor=(1.7, 0.6), mode='nearest'), float32 [1,2,5,6] (non-integer scales, given to the kernel)",
+    fn(lambda x: F.interpolate(x, scale_factor=(1.7, 0.6), mode="nearest")),
+    twice(lambda: (randn(1, 2, 5, 6),)),
+)
+fixture(
+    "upsample_nearest2d_size_float16",
+    "upsample_nearest2d",
+    "F.interpolate(x, size=(5, 2), mode='nearest'), float16 [2,1,3,5]",
+    fn(lambda x: F.interpolate(x, size=(5, 2), mode="nearest")),
+    twice(lambda: (randn(2, 1, 3, 5, dtype=torch.float16),)),
+)
+fixture(
+    "upsample_bilinear2d_align_corners",
+    "upsample_bilinear2d",
+    "F.interpolate(x, size=(6, 3), mode='bilinear', align_corners=True), float32 [1,2,4,5]",
+    fn(lambda x: F.interpolate(x, size=(6, 3), mode="bilinear", align_corners=True)),
+    twice(lambda: (randn(1, 2, 4, 5),)),
+)
+fixture(
+    "upsample_bilinear2d_scales",
+    "upsample_bilinear2d",
+    "F.interpolate(x, scale_factor=(1.5, 2.3), mode='bilinear'), float32 [1,2,4,3] (the given scales decide the source positions)",
+    fn(lambda x: F.interpolate(x, scale_factor=(1.5, 2.3), mode="bilinear")),
+    twice(lambda: (randn(1, 2, 4, 3),)),
+)
+fixture(
+    "upsample_bilinear2d_float64",
+    "upsample_bilinear2d",
+    "F.interpolate(x, size=(5, 3), mode='bilinear'), float64 [2,1,3,4]",
+    fn(lambda x: F.interpolate(x, size=(5, 3), mode="bilinear")),
+    twice(lambda: (randn(2, 1, 3, 4, dtype=torch.float64),)),
+)
+fixture(
+    "upsample_bilinear2d_float16",
+    "upsample_bilinear2d",
+    "F.interpolate(x, size=(5, 7), mode='bilinear', align_corners=True), float16 [1,2,3,4] (weights 0 and 1/2, exact in float16)",
+    fn(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True)),
+    twice(lambda: (randn(1, 2, 3, 4, dtype=torch.float16),)),
+)
 
 
 # ---- copies, views, strided reads, rolls and triangles (every dtype moves as it is)

@@ -328,6 +328,14 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    pub(crate) fn optional_double_list(&self, name: &str) -> Result<Option<Vec<f64>>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            Argument::DoubleList(values) => Ok(Some(values.clone())),
+            _ => Err(self.kind_error(name, "a DoubleList")),
+        }
+    }
+
     pub(crate) fn bool_list(&self, name: &str) -> Result<Vec<bool>, ImportError> {
         match self.argument(name)?.1 {
             Argument::BoolList(items) => Ok(items.clone()),

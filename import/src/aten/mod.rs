@@ -17,6 +17,7 @@ mod index;
 mod layout;
 mod nn;
 mod reduce;
+mod sample;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -38,13 +39,14 @@ type Operator = (&'static str, Rule, &'static [OpKind]);
 type Refused = (&'static str, &'static str);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 6] = [
+const FAMILIES: [&[Operator]; 7] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     index::OPERATORS,
     reduce::OPERATORS,
     nn::OPERATORS,
     creation::OPERATORS,
+    sample::OPERATORS,
 ];
 
 /// Every family's refused operators.

@@ -1,0 +1,332 @@
+//! Resampling operators: nearest and bilinear upsampling of NCHW images, and
+//! the copies between host and device memory ExecuTorch inserts (plain
+//! copies on a CPU program).
+//!
+//! Upsampling has no op of its own: the source positions depend only on the
+//! sizes and the given scales, so import computes them once, exactly as
+//! PyTorch's CPU kernels do (in their arithmetic type, f32 for every float
+//! type but f64), and the result is advanced indexing by constant index
+//! tensors, and for bilinear a weighted sum of four such reads.
+
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
+use ptec_ir::ops::gather::Index;
+use ptec_ir::ops::layout::Copy;
+use ptec_ir::{DType, Dim, Op, OpKind, TensorType, ValueId};
+
+use super::Operator;
+use crate::call::Call;
+use crate::error::ImportError;
+
+pub(super) const OPERATORS: &[Operator] = &[
+    (
+        "aten::upsample_nearest2d.vec_out(Tensor input, SymInt[]? output_size, float[]? scale_factors, *, Tensor(a!) out) -> Tensor(a!)",
+        upsample_nearest2d,
+        &[OpKind::Index],
+    ),
+    (
+        "aten::upsample_bilinear2d.vec_out(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors, *, Tensor(a!) out) -> Tensor(a!)",
+        upsample_bilinear2d,
+        &[OpKind::Index, OpKind::Elementwise, OpKind::Copy],
+    ),
+    (
+        "et_copy::_h2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        plain_copy,
+        &[OpKind::Copy],
+    ),
+    (
+        "et_copy::_d2h_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        plain_copy,
+        &[OpKind::Copy],
+    ),
+];
+
+/// `_h2d_copy`/`_d2h_copy`: on a CPU program host and device memory are one,
+/// so the copy moves elements unchanged; its output must have the input's
+/// element type and shape, as ExecuTorch's kernel requires.
+fn plain_copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let from = c.declared_type_of("self")?;
+    let to = c.declared_type_of("out")?;
+    if from.dtype != to.dtype || from.shape != to.shape {
+        return Err(c.bad(
+            "out",
+            format!("{to} is not a tensor of the input's type {from}: the copy converts nothing"),
+        ));
+    }
+    let input = c.tensor("self")?;
+    c.emit(Op::Copy(Copy { input }), &["out"])
+}
+
+/// One spatial dimension of an upsampling: its input and output sizes and
+/// the scale the caller gave (`scale_factors`), which PyTorch's kernels use
+/// in place of the ratio of the sizes.
+#[derive(Clone, Copy)]
+struct Axis {
+    input: u64,
+    output: u64,
+    scale: Option<f64>,
+}
+
+/// The input's fixed NCHW sizes and the two spatial axes of an upsampling,
+/// from `output_size` or `scale_factors` (exactly one of them, as in
+/// PyTorch's `compute_output_size`: a scale's size is the floor of the
+/// input's size times it), both checked.
+fn axes(c: &mut Call<'_, '_, '_>, input: ValueId) -> Result<[Axis; 2], ImportError> {
+    let sizes = c.fixed_sizes("input", input)?;
+    if sizes.len() != 4 {
+        return Err(c.bad("input", format!("{sizes:?} is not an NCHW image (4-D)")));
+    }
+    let spatial = [sizes[2], sizes[3]];
+    let output_size = c.optional_int_list("output_size")?;
+    let scale_factors = c.optional_double_list("scale_factors")?;
+    let (outputs, scales) = match (output_size, scale_factors) {
+        (Some(size), None) => {
+            let outputs: Vec<u64> = size.iter().filter_map(|&s| u64::try_from(s).ok()).collect();
+            if size.len() != 2 || outputs.len() != 2 {
+                return Err(c.bad("output_size", format!("{size:?} is not two sizes")));
+            }
+            ([outputs[0], outputs[1]], [None, None])
+        }
+        (None, Some(scales)) => {
+            let valid = scales.len() == 2 && scales.iter().all(|s| s.is_finite() && *s > 0.0);
+            if !valid {
+                return Err(c.bad(
+                    "scale_factors",
+                    format!("{scales:?} is not two positive finite scales"),
+                ));
+            }
+            let size = |d: usize| (spatial[d] as f64 * scales[d]).floor() as u64;
+            ([size(0), size(1)], [Some(scales[0]), Some(scales[1])])
+        }
+        (Some(_), Some(_)) | (None, None) => {
+            return Err(c.bad(
+                "scale_factors",
+                "exactly one of output_size and scale_factors must be given",
+            ));
+        }
+    };
+    if outputs.contains(&0) || spatial.contains(&0) {
+        return Err(c.bad(
+            "input",
+            format!("sizes {spatial:?} to {outputs:?}: input and output sizes must be positive"),
+        ));
+    }
+    Ok([0, 1].map(|d| Axis {
+        input: spatial[d],
+        output: outputs[d],
+        scale: scales[d],
+    }))
+}
+
+/// Arithmetic in one float type, emulated in f64: each result of f32 math
+/// is rounded to f32 (an f64 operation of f32 operands, rounded, is the f32
+/// operation's correctly rounded result).
+#[derive(Clone, Copy)]
+struct Arith {
+    single: bool,
+}
+
+impl Arith {
+    fn round(self, x: f64) -> f64 {
+        if self.single { f64::from(x as f32) } else { x }
+    }
+
+    /// PyTorch's `compute_scales_value`: `1 / scale` when a positive scale
+    /// was given, else the ratio of the sizes.
+    fn scale(self, axis: Axis) -> f64 {
+        match axis.scale {
+            Some(scale) => self.round(1.0 / scale),
+            None => self.round(self.round(axis.input as f64) / self.round(axis.output as f64)),
+        }
+    }
+}
+
+/// PyTorch's `nearest_idx`: the input row or column each output one reads.
+fn nearest_sources(axis: Axis) -> Vec<i64> {
+    let arith = Arith { single: true };
+    let last = axis.input as i64 - 1;
+    (0..axis.output as i64)
+        .map(|i| {
+            if axis.output == axis.input {
+                i
+            } else if axis.output == 2 * axis.input {
+                i >> 1
+            } else {
+                let at = arith.round(i as f64 * arith.scale(axis)).floor();
+                (at as i64).min(last)
+            }
+        })
+        .collect()
+}
+
+/// The input rows (or columns) each output one interpolates, and their
+/// weights: PyTorch's `compute_indices_weights_linear` in `arith`.
+struct Linear {
+    low: Vec<i64>,
+    high: Vec<i64>,
+    low_weight: Vec<f64>,
+    high_weight: Vec<f64>,
+}
+
+fn linear_sources(axis: Axis, align_corners: bool, arith: Arith) -> Linear {
+    let scale = if align_corners {
+        if axis.output > 1 {
+            arith.round((axis.input - 1) as f64 / (axis.output - 1) as f64)
+        } else {
+            0.0
+        }
+    } else {
+        arith.scale(axis)
+    };
+    let last = axis.input as i64 - 1;
+    let mut linear = Linear {
+        low: Vec::new(),
+        high: Vec::new(),
+        low_weight: Vec::new(),
+        high_weight: Vec::new(),
+    };
+    for i in 0..axis.output {
+        let real = if align_corners {
+            arith.round(scale * i as f64)
+        } else {
+            let centre = arith.round(arith.round(scale * (i as f64 + 0.5)) - 0.5);
+            centre.max(0.0)
+        };
+        let index = (real.floor() as i64).min(last);
+        let lambda = arith.round(real - index as f64).clamp(0.0, 1.0);
+        linear.low.push(index);
+        linear.high.push(index + i64::from(index < last));
+        linear.low_weight.push(arith.round(1.0 - lambda));
+        linear.high_weight.push(lambda);
+    }
+    linear
+}
+
+/// A constant tensor of `shape` holding `values` as i64.
+fn index_constant(c: &mut Call<'_, '_, '_>, values: &[i64], shape: [u64; 2]) -> ValueId {
+    let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    c.constant(
+        TensorType::contiguous(DType::I64, shape.map(Dim::Fixed).to_vec()),
+        bytes,
+    )
+}
+
+/// A constant tensor of `shape` holding `values` in `dtype` (f32 or f64).
+fn weight_constant(
+    c: &mut Call<'_, '_, '_>,
+    values: &[f64],
+    dtype: DType,
+    shape: [u64; 2],
+) -> ValueId {
+    let bytes = match dtype {
+        DType::F64 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        _ => values
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect(),
+    };
+    c.constant(
+        TensorType::contiguous(dtype, shape.map(Dim::Fixed).to_vec()),
+        bytes,
+    )
+}
+
+/// `input` read at rows `rows` (`[OH, 1]`) and columns `columns` (`[1, OW]`).
+fn read_at(rows: ValueId, columns: ValueId, input: ValueId) -> Op {
+    Op::Index(Index {
+        input,
+        indices: vec![rows, columns],
+        dims: vec![2, 3],
+        wrap: false,
+    })
+}
+
+fn upsample_nearest2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("input")?;
+    match c.ty(input).dtype {
+        DType::U8 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {}
+        other => {
+            return Err(c.bad(
+                "input",
+                format!("{other:?} images: PyTorch upsamples only uint8 and float types"),
+            ));
+        }
+    }
+    let [height, width] = axes(c, input)?;
+    let rows = index_constant(c, &nearest_sources(height), [height.output, 1]);
+    let columns = index_constant(c, &nearest_sources(width), [1, width.output]);
+    c.emit(read_at(rows, columns, input), &["out"])
+}
+
+/// `a op b` into a new value of `dtype`.
+fn binary(
+    c: &mut Call<'_, '_, '_>,
+    op: BinaryOp,
+    a: ValueId,
+    b: ValueId,
+    dtype: DType,
+) -> Result<ValueId, ImportError> {
+    let func = Func::Binary { op, alpha: None };
+    c.temporary(Elementwise::op(func, vec![a, b]), dtype)
+}
+
+/// Bilinear upsampling as PyTorch's CPU kernel computes it:
+/// `(x00 * w0 + x01 * w1) * h0 + (x10 * w0 + x11 * w1) * h1`, in f64 for
+/// f64 images and in f32 for the others (halves are widened first and the
+/// result rounded once).
+fn upsample_bilinear2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("input")?;
+    let compute = match c.ty(input).dtype {
+        DType::F64 => DType::F64,
+        DType::F16 | DType::BF16 | DType::F32 => DType::F32,
+        other => {
+            return Err(c.bad(
+                "input",
+                format!("{other:?} images: bilinear upsampling is defined for float types"),
+            ));
+        }
+    };
+    let align_corners = c.bool("align_corners")?;
+    let [height, width] = axes(c, input)?;
+    let arith = Arith {
+        single: compute == DType::F32,
+    };
+    let widened = if c.ty(input).dtype == compute {
+        input
+    } else {
+        let shape = c.ty(input).shape.clone();
+        c.temporary_of(
+            Op::Copy(Copy { input }),
+            TensorType::contiguous(compute, shape),
+        )
+    };
+    let rows = linear_sources(height, align_corners, arith);
+    let columns = linear_sources(width, align_corners, arith);
+    let row_shape = [height.output, 1];
+    let column_shape = [1, width.output];
+    let row_indices = [&rows.low, &rows.high].map(|r| index_constant(c, r, row_shape));
+    let column_indices = [&columns.low, &columns.high].map(|r| index_constant(c, r, column_shape));
+    let row_weights =
+        [&rows.low_weight, &rows.high_weight].map(|w| weight_constant(c, w, compute, row_shape));
+    let column_weights = [&columns.low_weight, &columns.high_weight]
+        .map(|w| weight_constant(c, w, compute, column_shape));
+    let mut terms = Vec::new();
+    for (row, row_weight) in row_indices.into_iter().zip(row_weights) {
+        let mut line = None;
+        for (&column, &column_weight) in column_indices.iter().zip(&column_weights) {
+            let read = c.temporary(read_at(row, column, widened), compute)?;
+            let weighted = binary(c, BinaryOp::Mul, read, column_weight, compute)?;
+            line = Some(match line {
+                None => weighted,
+                Some(sum) => binary(c, BinaryOp::Add, sum, weighted, compute)?,
+            });
+        }
+        if let Some(line) = line {
+            terms.push(binary(c, BinaryOp::Mul, line, row_weight, compute)?);
+        }
+    }
+    let func = Func::Binary {
+        op: BinaryOp::Add,
+        alpha: None,
+    };
+    c.emit(Elementwise::op(func, terms), &["out"])
+}
