@@ -994,9 +994,9 @@ fixture(
 fixture(
     "upsample_bilinear2d_float64",
     "upsample_bilinear2d",
-    "F.interpolate(x, size=(5, 3), mode='bilinear'), float64 [2,1,3,4]",
+    "F.interpolate(x, size=(5, 3), mode='bilinear'), float64 [1,1,3,4]",
     fn(lambda x: F.interpolate(x, size=(5, 3), mode="bilinear")),
-    twice(lambda: (randn(2, 1, 3, 4, dtype=torch.float64),)),
+    twice(lambda: (randn(1, 1, 3, 4, dtype=torch.float64),)),
 )
 fixture(
     "upsample_bilinear2d_float16",
@@ -1919,6 +1919,15 @@ def pool(name: str, op: str, description: str, f, shape) -> None:
 pool("max_pool2d", "max_pool2d_with_indices", "F.max_pool2d(x, 2)", lambda x: F.max_pool2d(x, 2), (1, 2, 4, 6))
 pool("max_pool2d_ceil", "max_pool2d_with_indices", "F.max_pool2d(x, 3, stride=2, ceil_mode=True)", lambda x: F.max_pool2d(x, 3, stride=2, ceil_mode=True), (1, 2, 6, 6))
 pool("max_pool2d_padding", "max_pool2d_with_indices", "F.max_pool2d(x, 3, stride=2, padding=1)", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), (1, 2, 5, 5))
+fixture(
+    "max_pool2d_backward",
+    "max_pool2d_with_indices_backward",
+    "max_pool2d_with_indices_backward of F.max_pool2d(x, 2, stride=1, padding=1) (overlapping windows: gradients add up), float32 x [1,1,3,4], grad [1,1,4,5]",
+    fn(lambda x, g: torch.ops.aten.max_pool2d_with_indices_backward(
+        g, x, [2, 2], [1, 1], [1, 1], [1, 1], False,
+        torch.ops.aten.max_pool2d_with_indices(x, [2, 2], [1, 1], [1, 1])[1])),
+    twice(lambda: (randn(1, 1, 3, 4), randn(1, 1, 4, 5))),
+)
 pool("avg_pool2d", "avg_pool2d", "F.avg_pool2d(x, 2)", lambda x: F.avg_pool2d(x, 2), (1, 2, 4, 6))
 pool("avg_pool2d_pad_include", "avg_pool2d", "F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True)", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True), (1, 2, 5, 5))
 pool("avg_pool2d_pad_exclude", "avg_pool2d", "F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False)", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False), (1, 2, 5, 5))

@@ -12,6 +12,7 @@
 //! with the reason (`REFUSED`), which a program calling them is told.
 
 mod creation;
+mod distance;
 mod elementwise;
 mod index;
 mod layout;
@@ -39,7 +40,7 @@ type Operator = (&'static str, Rule, &'static [OpKind]);
 type Refused = (&'static str, &'static str);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 7] = [
+const FAMILIES: [&[Operator]; 8] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     index::OPERATORS,
@@ -47,6 +48,7 @@ const FAMILIES: [&[Operator]; 7] = [
     nn::OPERATORS,
     creation::OPERATORS,
     sample::OPERATORS,
+    distance::OPERATORS,
 ];
 
 /// Every family's refused operators.

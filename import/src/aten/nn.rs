@@ -2,13 +2,14 @@
 //! pooling and embedding lookups.
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
-use ptec_ir::ops::gather::Index;
+use ptec_ir::ops::creation::Full;
+use ptec_ir::ops::gather::{Index, Scatter};
 use ptec_ir::ops::layout::{Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
 use ptec_ir::ops::{Expected, show};
-use ptec_ir::{DType, Dim, Op, OpKind, Real, TensorType, ValueId};
+use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
 use super::Operator;
 use crate::call::Call;
@@ -60,6 +61,11 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))",
         max_pool2d,
         &[OpKind::MaxPool2d],
+    ),
+    (
+        "aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        max_pool2d_backward,
+        &[OpKind::Full, OpKind::Reshape, OpKind::Scatter],
     ),
     (
         "aten::avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)",
@@ -435,17 +441,113 @@ fn pooling_stride(c: &Call<'_, '_, '_>, kernel: Pair) -> Result<Pair, ImportErro
     }
 }
 
-fn max_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+/// The max pooling of `input` that the call's arguments describe.
+fn max_pooling(c: &Call<'_, '_, '_>, input: ValueId) -> Result<Op, ImportError> {
     let kernel = c.pair("kernel_size", 1)?;
-    let op = Op::MaxPool2d(MaxPool2d {
-        input: c.tensor("self")?,
+    Ok(Op::MaxPool2d(MaxPool2d {
+        input,
         kernel,
         stride: pooling_stride(c, kernel)?,
         padding: c.pair("padding", 0)?,
         dilation: c.pair("dilation", 1)?,
         ceil_mode: c.bool("ceil_mode")?,
-    });
+    }))
+}
+
+fn max_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let op = max_pooling(c, input)?;
     c.emit(op, &["out", "indices"])
+}
+
+/// `max_pool2d_with_indices_backward`: each output gradient added to the
+/// input element its index names (row-major within its image's plane), in
+/// the order of the output positions, as PyTorch's CPU kernel adds them;
+/// every other input element's gradient is zero. That is a `scatter_add`
+/// into zeros of the planes flattened. The gradient and the indices must
+/// have the shape the forward pooling of `self` gives; an index outside its
+/// plane (PyTorch's kernel writes out of bounds) is an error at run time.
+/// Half-precision gradients are refused: PyTorch rounds each addition to
+/// the half type, where the scatter sums in f32 and rounds once.
+fn max_pool2d_backward(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let dtype = c.ty(input).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(c.bad(
+            "self",
+            format!(
+                "{dtype:?} gradients: ptec computes max pooling's gradient in f32 and f64 only"
+            ),
+        ));
+    }
+    let sizes = c.fixed_sizes("self", input)?;
+    let &[batch, channels, height, width] = sizes.as_slice() else {
+        return Err(c.bad("self", format!("{sizes:?} is not an NCHW image (4-D)")));
+    };
+    let pooled = match c
+        .importer
+        .expected_shapes(&max_pooling(c, input)?, 2)?
+        .first()
+    {
+        Some(Expected::Shape(shape)) => shape.clone(),
+        _ => return Err(c.invalid("a max pooling whose result has no shape")),
+    };
+    for name in ["grad_output", "indices"] {
+        let declared = c.declared_type_of(name)?.shape;
+        if declared != pooled {
+            return Err(c.bad(
+                name,
+                format!(
+                    "{} is not the shape {} of the pooling of self",
+                    show(&declared),
+                    show(&pooled)
+                ),
+            ));
+        }
+    }
+    let declared = c.declared_type_of("grad_input")?.shape;
+    if declared != c.ty(input).shape {
+        return Err(c.bad(
+            "grad_input",
+            format!("{} is not the shape {sizes:?} of self", show(&declared)),
+        ));
+    }
+    let positions: u64 = pooled[2..]
+        .iter()
+        .map(|dim| dim.fixed().unwrap_or(0))
+        .product();
+    let planes = |length: u64, dtype: DType| {
+        TensorType::contiguous(
+            dtype,
+            vec![Dim::Fixed(batch), Dim::Fixed(channels), Dim::Fixed(length)],
+        )
+    };
+    let grad_output = c.tensor("grad_output")?;
+    let src = c.temporary_of(
+        Op::Reshape(Reshape { input: grad_output }),
+        planes(positions, dtype),
+    );
+    let indices = c.tensor("indices")?;
+    let index_type = c.ty(indices).dtype;
+    let index = c.temporary_of(
+        Op::Reshape(Reshape { input: indices }),
+        planes(positions, index_type),
+    );
+    let zeros = c.temporary_of(
+        Op::Full(Full {
+            value: Scalar::Int(0),
+        }),
+        planes(height * width, dtype),
+    );
+    let op = Op::Scatter(Scatter {
+        input: zeros,
+        index,
+        src,
+        dim: 2,
+        accumulate: true,
+    });
+    let sums = c.temporary(op, dtype)?;
+    c.emit(Op::Reshape(Reshape { input: sums }), &["grad_input"])
 }
 
 fn avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
