@@ -952,58 +952,30 @@ fixture(
 fixture(
     "upsample_nearest2d",
     "upsample_nearest2d",
-    "F.interpolate(x, scale_factor=2, mode='nearest'), float32 [1,2,3,3]",
-    fn(lambda x: F.interpolate(x, scale_factor=2, mode="nearest")),
-    twice(lambda: (randn(1, 2, 3, 3),)),
+    "F.interpolate(x, scale_factor=2, mode='nearest') of float32 [1,2,3,3]; F.interpolate(x, scale_factor=(1.7, 0.6), mode='nearest') of float32 [1,1,5,6] (non-integer scales, given to the kernel); F.interpolate(y, size=(5, 2), mode='nearest') of float16 [1,1,3,5]",
+    fn(lambda w, x, y: (F.interpolate(w, scale_factor=2, mode="nearest"), F.interpolate(x, scale_factor=(1.7, 0.6), mode="nearest"), F.interpolate(y, size=(5, 2), mode="nearest"))),
+    twice(lambda: (randn(1, 2, 3, 3), randn(1, 1, 5, 6), randn(1, 1, 3, 5, dtype=torch.float16))),
 )
 fixture(
     "upsample_bilinear2d",
     "upsample_bilinear2d",
-    "F.interpolate(x, size=(5, 7), mode='bilinear', align_corners=False), float32 [1,2,3,4]",
-    fn(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)),
-    twice(lambda: (randn(1, 2, 3, 4),)),
+    "F.interpolate(w, size=(5, 7), mode='bilinear', align_corners=False) of float32 [1,2,3,4]; F.interpolate(x, size=(6, 3), mode='bilinear', align_corners=True) of float32 [1,1,4,5]; F.interpolate(y, scale_factor=(1.5, 2.3), mode='bilinear') of float32 [1,1,4,3] (the given scales decide the source positions)",
+    fn(lambda w, x, y: (F.interpolate(w, size=(5, 7), mode="bilinear", align_corners=False), F.interpolate(x, size=(6, 3), mode="bilinear", align_corners=True), F.interpolate(y, scale_factor=(1.5, 2.3), mode="bilinear"))),
+    twice(lambda: (randn(1, 2, 3, 4), randn(1, 1, 4, 5), randn(1, 1, 4, 3))),
 )
 fixture(
-    "upsample_nearest2d_fractional",
-    "upsample_nearest2d",
-    "F.interpolate(x, scale_factor=(1.7, 0.6), mode='nearest'), float32 [1,2,5,6] (non-integer scales, given to the kernel)",
-    fn(lambda x: F.interpolate(x, scale_factor=(1.7, 0.6), mode="nearest")),
-    twice(lambda: (randn(1, 2, 5, 6),)),
-)
-fixture(
-    "upsample_nearest2d_size_float16",
-    "upsample_nearest2d",
-    "F.interpolate(x, size=(5, 2), mode='nearest'), float16 [2,1,3,5]",
-    fn(lambda x: F.interpolate(x, size=(5, 2), mode="nearest")),
-    twice(lambda: (randn(2, 1, 3, 5, dtype=torch.float16),)),
-)
-fixture(
-    "upsample_bilinear2d_align_corners",
+    "upsample_bilinear2d_float64_float16",
     "upsample_bilinear2d",
-    "F.interpolate(x, size=(6, 3), mode='bilinear', align_corners=True), float32 [1,2,4,5]",
-    fn(lambda x: F.interpolate(x, size=(6, 3), mode="bilinear", align_corners=True)),
-    twice(lambda: (randn(1, 2, 4, 5),)),
+    "F.interpolate(x, size=(5, 3), mode='bilinear') of float64 [1,1,3,4]; F.interpolate(y, size=(5, 7), mode='bilinear', align_corners=True) of float16 [1,1,3,4] (weights 0 and 1/2, exact in float16)",
+    fn(lambda x, y: (F.interpolate(x, size=(5, 3), mode="bilinear"), F.interpolate(y, size=(5, 7), mode="bilinear", align_corners=True))),
+    twice(lambda: (randn(1, 1, 3, 4, dtype=torch.float64), randn(1, 1, 3, 4, dtype=torch.float16))),
 )
 fixture(
-    "upsample_bilinear2d_scales",
-    "upsample_bilinear2d",
-    "F.interpolate(x, scale_factor=(1.5, 2.3), mode='bilinear'), float32 [1,2,4,3] (the given scales decide the source positions)",
-    fn(lambda x: F.interpolate(x, scale_factor=(1.5, 2.3), mode="bilinear")),
-    twice(lambda: (randn(1, 2, 4, 3),)),
-)
-fixture(
-    "upsample_bilinear2d_float64",
-    "upsample_bilinear2d",
-    "F.interpolate(x, size=(5, 3), mode='bilinear'), float64 [1,1,3,4]",
-    fn(lambda x: F.interpolate(x, size=(5, 3), mode="bilinear")),
-    twice(lambda: (randn(1, 1, 3, 4, dtype=torch.float64),)),
-)
-fixture(
-    "upsample_bilinear2d_float16",
-    "upsample_bilinear2d",
-    "F.interpolate(x, size=(5, 7), mode='bilinear', align_corners=True), float16 [1,2,3,4] (weights 0 and 1/2, exact in float16)",
-    fn(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True)),
-    twice(lambda: (randn(1, 2, 3, 4, dtype=torch.float16),)),
+    "cdist_pdist",
+    "_cdist_forward/_pdist_forward",
+    "torch.cdist(a, b, p) for p = 0, 1, 2, inf, 1.5 of float32 [2,2,3] and [2,2,3]; F.pdist(x, p) for p = 2, 3 of float64 [4,3]; multiples of 1/2 (some differences are 0)",
+    fn(lambda a, b, x: tuple(torch.cdist(a, b, p=p) for p in (0.0, 1.0, 2.0, INF, 1.5)) + tuple(F.pdist(x, p) for p in (2.0, 3.0))),
+    twice(lambda: (halves(2, 2, 3), halves(2, 2, 3), halves(4, 3).double())),
 )
 
 
