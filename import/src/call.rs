@@ -269,6 +269,13 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    pub(crate) fn optional_bool(&self, name: &str) -> Result<Option<bool>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            _ => self.bool(name).map(Some),
+        }
+    }
+
     pub(crate) fn double(&self, name: &str) -> Result<f64, ImportError> {
         match self.argument(name)?.1 {
             Argument::Double(value) => Ok(*value),

@@ -17,6 +17,7 @@ mod elementwise;
 mod index;
 mod layout;
 mod nn;
+mod random;
 mod reduce;
 mod sample;
 
@@ -40,7 +41,7 @@ type Operator = (&'static str, Rule, &'static [OpKind]);
 type Refused = (&'static str, &'static str);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 8] = [
+const FAMILIES: [&[Operator]; 9] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     index::OPERATORS,
@@ -49,6 +50,7 @@ const FAMILIES: [&[Operator]; 8] = [
     creation::OPERATORS,
     sample::OPERATORS,
     distance::OPERATORS,
+    random::OPERATORS,
 ];
 
 /// Every family's refused operators.
