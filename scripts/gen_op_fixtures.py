@@ -952,9 +952,9 @@ fixture(
 fixture(
     "upsample_nearest2d",
     "upsample_nearest2d",
-    "F.interpolate(x, scale_factor=2, mode='nearest') of float32 [1,2,3,3]; F.interpolate(x, scale_factor=(1.7, 0.6), mode='nearest') of float32 [1,1,5,6] (non-integer scales, given to the kernel); F.interpolate(y, size=(5, 2), mode='nearest') of float16 [1,1,3,5]",
+    "F.interpolate(x, scale_factor=2, mode='nearest') of float32 [1,1,3,3]; F.interpolate(x, scale_factor=(1.7, 0.6), mode='nearest') of float32 [1,1,5,6] (non-integer scales, given to the kernel); F.interpolate(y, size=(5, 2), mode='nearest') of float16 [1,1,3,5]",
     fn(lambda w, x, y: (F.interpolate(w, scale_factor=2, mode="nearest"), F.interpolate(x, scale_factor=(1.7, 0.6), mode="nearest"), F.interpolate(y, size=(5, 2), mode="nearest"))),
-    twice(lambda: (randn(1, 2, 3, 3), randn(1, 1, 5, 6), randn(1, 1, 3, 5, dtype=torch.float16))),
+    twice(lambda: (randn(1, 1, 3, 3), randn(1, 1, 5, 6), randn(1, 1, 3, 5, dtype=torch.float16))),
 )
 fixture(
     "upsample_bilinear2d",
@@ -966,8 +966,8 @@ fixture(
 fixture(
     "upsample_bilinear2d_float64_float16",
     "upsample_bilinear2d",
-    "F.interpolate(x, size=(5, 3), mode='bilinear') of float64 [1,1,3,4]; F.interpolate(y, size=(5, 7), mode='bilinear', align_corners=True) of float16 [1,1,3,4] (weights 0 and 1/2, exact in float16)",
-    fn(lambda x, y: (F.interpolate(x, size=(5, 3), mode="bilinear"), F.interpolate(y, size=(5, 7), mode="bilinear", align_corners=True))),
+    "F.interpolate(x, size=(5, 3), mode='bilinear') of float64 [1,1,3,4]; F.interpolate(y, size=(5, 7), mode='bilinear', align_corners=True) of float16 [1,1,3,4] (weights 0 and 1/2, exact in float16); F.interpolate(x, size=(2, 3), mode='bilinear', antialias=True) (_upsample_bilinear2d_aa)",
+    fn(lambda x, y: (F.interpolate(x, size=(5, 3), mode="bilinear"), F.interpolate(y, size=(5, 7), mode="bilinear", align_corners=True), F.interpolate(x, size=(2, 3), mode="bilinear", antialias=True))),
     twice(lambda: (randn(1, 1, 3, 4, dtype=torch.float64), randn(1, 1, 3, 4, dtype=torch.float16))),
 )
 fixture(

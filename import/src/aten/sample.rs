@@ -11,7 +11,7 @@
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
 use ptec_ir::ops::gather::Index;
 use ptec_ir::ops::layout::Copy;
-use ptec_ir::{DType, Dim, Op, OpKind, TensorType, ValueId};
+use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
 use super::Operator;
 use crate::call::Call;
@@ -26,6 +26,11 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::upsample_bilinear2d.vec_out(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors, *, Tensor(a!) out) -> Tensor(a!)",
         upsample_bilinear2d,
+        &[OpKind::Index, OpKind::Elementwise, OpKind::Copy],
+    ),
+    (
+        "aten::_upsample_bilinear2d_aa.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
+        upsample_bilinear2d_aa,
         &[OpKind::Index, OpKind::Elementwise, OpKind::Copy],
     ),
     (
@@ -202,10 +207,10 @@ fn linear_sources(axis: Axis, align_corners: bool, arith: Arith) -> Linear {
 }
 
 /// A constant tensor of `shape` holding `values` as i64.
-fn index_constant(c: &mut Call<'_, '_, '_>, values: &[i64], shape: [u64; 2]) -> ValueId {
+fn index_constant(c: &mut Call<'_, '_, '_>, values: &[i64], shape: &[u64]) -> ValueId {
     let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     c.constant(
-        TensorType::contiguous(DType::I64, shape.map(Dim::Fixed).to_vec()),
+        TensorType::contiguous(DType::I64, shape.iter().copied().map(Dim::Fixed).collect()),
         bytes,
     )
 }
@@ -215,7 +220,7 @@ fn weight_constant(
     c: &mut Call<'_, '_, '_>,
     values: &[f64],
     dtype: DType,
-    shape: [u64; 2],
+    shape: &[u64],
 ) -> ValueId {
     let bytes = match dtype {
         DType::F64 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
@@ -225,7 +230,7 @@ fn weight_constant(
             .collect(),
     };
     c.constant(
-        TensorType::contiguous(dtype, shape.map(Dim::Fixed).to_vec()),
+        TensorType::contiguous(dtype, shape.iter().copied().map(Dim::Fixed).collect()),
         bytes,
     )
 }
@@ -252,9 +257,34 @@ fn upsample_nearest2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         }
     }
     let [height, width] = axes(c, input)?;
-    let rows = index_constant(c, &nearest_sources(height), [height.output, 1]);
-    let columns = index_constant(c, &nearest_sources(width), [1, width.output]);
+    let rows = index_constant(c, &nearest_sources(height), &[height.output, 1]);
+    let columns = index_constant(c, &nearest_sources(width), &[1, width.output]);
     c.emit(read_at(rows, columns, input), &["out"])
+}
+
+/// `input` in the element type `compute` (a cast when it has another).
+fn widened(c: &mut Call<'_, '_, '_>, input: ValueId, compute: DType) -> ValueId {
+    if c.ty(input).dtype == compute {
+        return input;
+    }
+    let shape = c.ty(input).shape.clone();
+    c.temporary_of(
+        Op::Copy(Copy { input }),
+        TensorType::contiguous(compute, shape),
+    )
+}
+
+/// The type PyTorch's CPU kernels compute a float image of `dtype` in (f64
+/// for f64, f32 for the others), or an error naming `name`.
+fn compute_type(c: &Call<'_, '_, '_>, name: &str, dtype: DType) -> Result<DType, ImportError> {
+    match dtype {
+        DType::F64 => Ok(DType::F64),
+        DType::F16 | DType::BF16 | DType::F32 => Ok(DType::F32),
+        other => Err(c.bad(
+            name,
+            format!("{other:?} images: ptec resamples float images only"),
+        )),
+    }
 }
 
 /// `a op b` into a new value of `dtype`.
@@ -275,40 +305,23 @@ fn binary(
 /// result rounded once).
 fn upsample_bilinear2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("input")?;
-    let compute = match c.ty(input).dtype {
-        DType::F64 => DType::F64,
-        DType::F16 | DType::BF16 | DType::F32 => DType::F32,
-        other => {
-            return Err(c.bad(
-                "input",
-                format!("{other:?} images: bilinear upsampling is defined for float types"),
-            ));
-        }
-    };
+    let compute = compute_type(c, "input", c.ty(input).dtype)?;
     let align_corners = c.bool("align_corners")?;
     let [height, width] = axes(c, input)?;
     let arith = Arith {
         single: compute == DType::F32,
     };
-    let widened = if c.ty(input).dtype == compute {
-        input
-    } else {
-        let shape = c.ty(input).shape.clone();
-        c.temporary_of(
-            Op::Copy(Copy { input }),
-            TensorType::contiguous(compute, shape),
-        )
-    };
+    let widened = widened(c, input, compute);
     let rows = linear_sources(height, align_corners, arith);
     let columns = linear_sources(width, align_corners, arith);
     let row_shape = [height.output, 1];
     let column_shape = [1, width.output];
-    let row_indices = [&rows.low, &rows.high].map(|r| index_constant(c, r, row_shape));
-    let column_indices = [&columns.low, &columns.high].map(|r| index_constant(c, r, column_shape));
+    let row_indices = [&rows.low, &rows.high].map(|r| index_constant(c, r, &row_shape));
+    let column_indices = [&columns.low, &columns.high].map(|r| index_constant(c, r, &column_shape));
     let row_weights =
-        [&rows.low_weight, &rows.high_weight].map(|w| weight_constant(c, w, compute, row_shape));
+        [&rows.low_weight, &rows.high_weight].map(|w| weight_constant(c, w, compute, &row_shape));
     let column_weights = [&columns.low_weight, &columns.high_weight]
-        .map(|w| weight_constant(c, w, compute, column_shape));
+        .map(|w| weight_constant(c, w, compute, &column_shape));
     let mut terms = Vec::new();
     for (row, row_weight) in row_indices.into_iter().zip(row_weights) {
         let mut line = None;
@@ -329,4 +342,164 @@ fn upsample_bilinear2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         alpha: None,
     };
     c.emit(Elementwise::op(func, terms), &["out"])
+}
+
+/// The input positions one output position of a windowed resampling reads:
+/// `weights.len()` of them from `start`, each times its weight.
+struct Window {
+    start: u64,
+    weights: Vec<f64>,
+}
+
+/// A constant bool tensor of `shape` holding `values`.
+fn mask_constant(c: &mut Call<'_, '_, '_>, values: &[bool], shape: &[u64]) -> ValueId {
+    let bytes = values.iter().map(|&flag| u8::from(flag)).collect();
+    c.constant(
+        TensorType::contiguous(DType::Bool, shape.iter().copied().map(Dim::Fixed).collect()),
+        bytes,
+    )
+}
+
+/// Sums over `windows` along the spatial dimension `dim` (2 or 3) of the
+/// NCHW value `x` of type `compute`: output position `i` is
+/// `x[start_i] * w_i0 + x[start_i + 1] * w_i1 + ...` in that order (plain
+/// sums without `weighted`). Each step reads one position of every window
+/// (advanced indexing by a constant); windows shorter than the longest read
+/// their last position again and mask it to 0, so no element outside a
+/// window reaches its sum (an infinity there stays out).
+fn window_sums(
+    c: &mut Call<'_, '_, '_>,
+    x: ValueId,
+    dim: usize,
+    windows: &[Window],
+    weighted: bool,
+    compute: DType,
+) -> Result<ValueId, ImportError> {
+    let count = windows.len() as u64;
+    let shape: Vec<u64> = if dim == 2 {
+        vec![count, 1]
+    } else {
+        vec![count]
+    };
+    let longest = windows.iter().map(|w| w.weights.len()).max().unwrap_or(0);
+    if longest == 0 || windows.iter().any(|w| w.weights.is_empty()) {
+        return Err(c.invalid("a resampling window that reads no input"));
+    }
+    let mut sum = None;
+    for k in 0..longest {
+        let at: Vec<i64> = windows
+            .iter()
+            .map(|w| (w.start + k.min(w.weights.len() - 1) as u64) as i64)
+            .collect();
+        let index = index_constant(c, &at, &[count]);
+        let read = c.temporary(
+            Op::Index(Index {
+                input: x,
+                indices: vec![index],
+                dims: vec![dim],
+                wrap: false,
+            }),
+            compute,
+        )?;
+        let mut term = read;
+        if weighted {
+            let weights: Vec<f64> = windows
+                .iter()
+                .map(|w| w.weights.get(k).copied().unwrap_or(0.0))
+                .collect();
+            let weight = weight_constant(c, &weights, compute, &shape);
+            term = binary(c, BinaryOp::Mul, read, weight, compute)?;
+        }
+        let outside: Vec<bool> = windows.iter().map(|w| k >= w.weights.len()).collect();
+        if outside.contains(&true) {
+            let mask = mask_constant(c, &outside, &shape);
+            let fill = Func::MaskedFill {
+                value: Scalar::Float(0.0),
+            };
+            term = c.temporary(Elementwise::op(fill, vec![term, mask]), compute)?;
+        }
+        sum = Some(match sum {
+            None => term,
+            Some(sum) => binary(c, BinaryOp::Add, sum, term, compute)?,
+        });
+    }
+    sum.ok_or_else(|| c.invalid("a resampling window that reads no input"))
+}
+
+/// PyTorch's antialiased bilinear windows (`_compute_index_ranges_weights`
+/// with the triangle filter): around each output position's centre in the
+/// input, a support of one input step, widened by the scale when
+/// downsampling; the weights are normalized to sum to 1.
+fn antialias_windows(axis: Axis, align_corners: bool) -> Vec<Window> {
+    let scale = if align_corners {
+        if axis.output > 1 {
+            (axis.input - 1) as f64 / (axis.output - 1) as f64
+        } else {
+            0.0
+        }
+    } else {
+        match axis.scale {
+            Some(scale) => 1.0 / scale,
+            None => axis.input as f64 / axis.output as f64,
+        }
+    };
+    let (support, invscale) = if scale >= 1.0 {
+        (scale, 1.0 / scale)
+    } else {
+        (1.0, 1.0)
+    };
+    let triangle = |x: f64| (1.0 - x.abs()).max(0.0);
+    (0..axis.output)
+        .map(|i| {
+            let centre = scale * (i as f64 + 0.5);
+            let start = ((centre - support + 0.5) as i64).max(0);
+            let end = ((centre + support + 0.5) as i64).min(axis.input as i64);
+            let mut weights: Vec<f64> = (start..end.max(start))
+                .map(|j| triangle((j as f64 - centre + 0.5) * invscale))
+                .collect();
+            let total: f64 = weights.iter().sum();
+            if total != 0.0 {
+                weights.iter_mut().for_each(|w| *w /= total);
+            }
+            Window {
+                start: start as u64,
+                weights,
+            }
+        })
+        .collect()
+}
+
+/// `_upsample_bilinear2d_aa`: the rows, then the columns, resampled with
+/// PyTorch's antialiased windows (the last dimension first, as its
+/// separable kernel does; a dimension whose size does not change is left
+/// as it is), in f32 (f64 for f64 images).
+fn upsample_bilinear2d_aa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let compute = compute_type(c, "self", c.ty(input).dtype)?;
+    let sizes = c.fixed_sizes("self", input)?;
+    if sizes.len() != 4 || sizes[2..].contains(&0) {
+        return Err(c.bad("self", format!("{sizes:?} is not a non-empty NCHW image")));
+    }
+    let output = c.pair("output_size", 1)?;
+    if output.contains(&0) {
+        return Err(c.bad("output_size", format!("{output:?}: sizes must be positive")));
+    }
+    let align_corners = c.bool("align_corners")?;
+    let scales = [
+        c.optional_double("scales_h")?,
+        c.optional_double("scales_w")?,
+    ];
+    let mut value = widened(c, input, compute);
+    for dim in [3, 2] {
+        let axis = Axis {
+            input: sizes[dim],
+            output: output[dim - 2],
+            scale: scales[dim - 2].filter(|&scale| scale > 0.0),
+        };
+        if axis.input != axis.output {
+            let windows = antialias_windows(axis, align_corners);
+            value = window_sums(c, value, dim, &windows, true, compute)?;
+        }
+    }
+    c.emit(Op::Copy(Copy { input: value }), &["out"])
 }
