@@ -75,7 +75,12 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::_adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)",
         adaptive_avg_pool2d,
-        &[OpKind::AvgPool2d],
+        &[
+            OpKind::AvgPool2d,
+            OpKind::Index,
+            OpKind::Elementwise,
+            OpKind::Copy,
+        ],
     ),
     (
         "aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -576,13 +581,15 @@ fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         ));
     }
     let input = [sizes[2] as u64, sizes[3] as u64];
-    if out.iter().zip(&input).any(|(&o, &i)| o == 0 || i % o != 0) {
+    if out.contains(&0) || input.contains(&0) {
         return Err(c.bad(
             "output_size",
-            format!(
-                "pooling from {input:?} to {out:?}: ptec handles only sizes that divide evenly"
-            ),
+            format!("pooling from {input:?} to {out:?}: sizes must be positive"),
         ));
+    }
+    if out.iter().zip(&input).any(|(&o, &i)| i % o != 0) {
+        let input = c.tensor("self")?;
+        return super::sample::adaptive_average(c, input, out);
     }
     let kernel = [input[0] / out[0], input[1] / out[1]];
     let op = Op::AvgPool2d(AvgPool2d {

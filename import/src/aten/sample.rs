@@ -503,3 +503,45 @@ fn upsample_bilinear2d_aa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     }
     c.emit(Op::Copy(Copy { input: value }), &["out"])
 }
+
+/// `_adaptive_avg_pool2d` to `output` sizes that need not divide the
+/// input's: output position `i` of a dimension averages the input from
+/// `floor(i * in / out)` up to `ceil((i + 1) * in / out)`, summed along the
+/// columns, then the rows, and divided by the window's height and then its
+/// width (PyTorch's `sum / kh / kw`), in f32 (f64 for f64 images).
+pub(super) fn adaptive_average(
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
+    output: [u64; 2],
+) -> Result<(), ImportError> {
+    let compute = compute_type(c, "self", c.ty(input).dtype)?;
+    let sizes = c.fixed_sizes("self", input)?;
+    let mut value = widened(c, input, compute);
+    let mut lengths = Vec::new();
+    for dim in [3, 2] {
+        let (from, to) = (sizes[dim], output[dim - 2]);
+        let windows: Vec<Window> = (0..to)
+            .map(|i| {
+                let start = i * from / to;
+                let end = ((i + 1) * from).div_ceil(to);
+                Window {
+                    start,
+                    weights: vec![1.0; (end - start) as usize],
+                }
+            })
+            .collect();
+        value = window_sums(c, value, dim, &windows, false, compute)?;
+        let shape: Vec<u64> = if dim == 2 { vec![to, 1] } else { vec![to] };
+        let length: Vec<f64> = windows.iter().map(|w| w.weights.len() as f64).collect();
+        lengths.push(weight_constant(c, &length, compute, &shape));
+    }
+    if let [columns, rows] = lengths[..] {
+        let per_row = binary(c, BinaryOp::Div, value, rows, compute)?;
+        let func = Func::Binary {
+            op: BinaryOp::Div,
+            alpha: None,
+        };
+        return c.emit(Elementwise::op(func, vec![per_row, columns]), &["out"]);
+    }
+    Err(c.invalid("an adaptive average over other than two dimensions"))
+}
