@@ -12,8 +12,18 @@ use ptec_ir::ops::{Expected, show};
 use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
 use super::Operator;
+use super::sample::{self, Divisor};
 use crate::call::Call;
 use crate::error::ImportError;
+
+/// What average pooling emits: the pooling op, or windowed sums (advanced
+/// indexing, elementwise sums and a division, after a widening copy).
+const POOLING: &[OpKind] = &[
+    OpKind::AvgPool2d,
+    OpKind::Index,
+    OpKind::Elementwise,
+    OpKind::Copy,
+];
 
 pub(super) const OPERATORS: &[Operator] = &[
     (
@@ -70,17 +80,12 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)",
         avg_pool2d,
-        &[OpKind::AvgPool2d],
+        POOLING,
     ),
     (
         "aten::_adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)",
         adaptive_avg_pool2d,
-        &[
-            OpKind::AvgPool2d,
-            OpKind::Index,
-            OpKind::Elementwise,
-            OpKind::Copy,
-        ],
+        POOLING,
     ),
     (
         "aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -556,19 +561,56 @@ fn max_pool2d_backward(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 }
 
 fn avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    if c.optional_int("divisor_override")?.is_some() {
-        return Err(c.bad("divisor_override", "a divisor override is not supported"));
-    }
     let kernel = c.pair("kernel_size", 1)?;
-    let op = Op::AvgPool2d(AvgPool2d {
+    let pooling = AvgPool2d {
         input: c.tensor("self")?,
         kernel,
         stride: pooling_stride(c, kernel)?,
         padding: c.pair("padding", 0)?,
         ceil_mode: c.bool("ceil_mode")?,
         count_include_pad: c.bool("count_include_pad")?,
+    };
+    match c.optional_int("divisor_override")? {
+        None => c.emit(Op::AvgPool2d(pooling), &["out"]),
+        Some(0) => Err(c.bad("divisor_override", "a divisor must not be zero")),
+        Some(divisor) => sum_pool2d(c, pooling, divisor),
+    }
+}
+
+/// `avg_pool2d` with a `divisor_override`: each window's sum (padding
+/// adds nothing to it) divided by the divisor, whatever the window holds.
+/// The windows are the pooling's, of the output size its shape rule gives,
+/// clipped to the input.
+fn sum_pool2d(
+    c: &mut Call<'_, '_, '_>,
+    pooling: AvgPool2d,
+    divisor: i64,
+) -> Result<(), ImportError> {
+    let input = pooling.input;
+    let sizes = c.fixed_sizes("self", input)?;
+    let pooled = match c
+        .importer
+        .expected_shapes(&Op::AvgPool2d(pooling.clone()), 1)?
+        .first()
+    {
+        Some(Expected::Shape(shape)) => shape.clone(),
+        _ => return Err(c.invalid("an average pooling whose result has no shape")),
+    };
+    let rank = sizes.len();
+    if rank != 4 || pooled.len() != 4 {
+        return Err(c.bad("self", format!("{sizes:?} is not an NCHW image (4-D)")));
+    }
+    let windows = [0, 1].map(|d| {
+        let count = pooled[2 + d].fixed().unwrap_or(0);
+        (0..count)
+            .map(|i| {
+                let from = (i * pooling.stride[d]) as i64 - pooling.padding[d] as i64;
+                let to = (from + pooling.kernel[d] as i64).min(sizes[2 + d] as i64);
+                sample::Window::plain(from.max(0) as u64, to.max(0) as u64)
+            })
+            .collect()
     });
-    c.emit(op, &["out"])
+    sample::window_average(c, input, windows, Divisor::Override(divisor))
 }
 
 fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
@@ -580,7 +622,8 @@ fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
             "adaptive average pooling of a tensor that is not NCHW",
         ));
     }
-    let input = [sizes[2] as u64, sizes[3] as u64];
+    let input_sizes = [sizes[2] as u64, sizes[3] as u64];
+    let input = input_sizes;
     if out.contains(&0) || input.contains(&0) {
         return Err(c.bad(
             "output_size",
@@ -589,7 +632,8 @@ fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     }
     if out.iter().zip(&input).any(|(&o, &i)| i % o != 0) {
         let input = c.tensor("self")?;
-        return super::sample::adaptive_average(c, input, out);
+        let windows = [0, 1].map(|d| sample::adaptive_windows(input_sizes[d], out[d]));
+        return sample::window_average(c, input, windows, Divisor::Lengths);
     }
     let kernel = [input[0] / out[0], input[1] / out[1]];
     let op = Op::AvgPool2d(AvgPool2d {

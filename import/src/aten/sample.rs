@@ -346,9 +346,19 @@ fn upsample_bilinear2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 
 /// The input positions one output position of a windowed resampling reads:
 /// `weights.len()` of them from `start`, each times its weight.
-struct Window {
+pub(super) struct Window {
     start: u64,
     weights: Vec<f64>,
+}
+
+impl Window {
+    /// The positions from `start` up to `end`, each of weight 1.
+    pub(super) fn plain(start: u64, end: u64) -> Window {
+        Window {
+            start,
+            weights: vec![1.0; end.saturating_sub(start) as usize],
+        }
+    }
 }
 
 /// A constant bool tensor of `shape` holding `values`.
@@ -504,44 +514,58 @@ fn upsample_bilinear2d_aa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(Op::Copy(Copy { input: value }), &["out"])
 }
 
-/// `_adaptive_avg_pool2d` to `output` sizes that need not divide the
-/// input's: output position `i` of a dimension averages the input from
-/// `floor(i * in / out)` up to `ceil((i + 1) * in / out)`, summed along the
-/// columns, then the rows, and divided by the window's height and then its
-/// width (PyTorch's `sum / kh / kw`), in f32 (f64 for f64 images).
-pub(super) fn adaptive_average(
+/// What a pooling's window sums are divided by.
+pub(super) enum Divisor {
+    /// The window's height, then its width (PyTorch's `sum / kh / kw` of
+    /// adaptive average pooling).
+    Lengths,
+    /// One number (`avg_pool2d`'s `divisor_override`).
+    Override(i64),
+}
+
+/// The windows of adaptive average pooling from `from` positions to `to`:
+/// output position `i` reads from `floor(i * from / to)` up to
+/// `ceil((i + 1) * from / to)`.
+pub(super) fn adaptive_windows(from: u64, to: u64) -> Vec<Window> {
+    (0..to)
+        .map(|i| {
+            let start = i * from / to;
+            let end = ((i + 1) * from).div_ceil(to);
+            Window::plain(start, end)
+        })
+        .collect()
+}
+
+/// Averages of the NCHW `input` over windows of its rows and of its
+/// columns: sums along the columns, then the rows, divided by `divisor`, in
+/// f32 (f64 for f64 images), written into `out`.
+pub(super) fn window_average(
     c: &mut Call<'_, '_, '_>,
     input: ValueId,
-    output: [u64; 2],
+    [rows, columns]: [Vec<Window>; 2],
+    divisor: Divisor,
 ) -> Result<(), ImportError> {
     let compute = compute_type(c, "self", c.ty(input).dtype)?;
-    let sizes = c.fixed_sizes("self", input)?;
-    let mut value = widened(c, input, compute);
-    let mut lengths = Vec::new();
-    for dim in [3, 2] {
-        let (from, to) = (sizes[dim], output[dim - 2]);
-        let windows: Vec<Window> = (0..to)
-            .map(|i| {
-                let start = i * from / to;
-                let end = ((i + 1) * from).div_ceil(to);
-                Window {
-                    start,
-                    weights: vec![1.0; (end - start) as usize],
-                }
-            })
-            .collect();
-        value = window_sums(c, value, dim, &windows, false, compute)?;
-        let shape: Vec<u64> = if dim == 2 { vec![to, 1] } else { vec![to] };
-        let length: Vec<f64> = windows.iter().map(|w| w.weights.len() as f64).collect();
-        lengths.push(weight_constant(c, &length, compute, &shape));
-    }
-    if let [columns, rows] = lengths[..] {
-        let per_row = binary(c, BinaryOp::Div, value, rows, compute)?;
-        let func = Func::Binary {
-            op: BinaryOp::Div,
-            alpha: None,
-        };
-        return c.emit(Elementwise::op(func, vec![per_row, columns]), &["out"]);
-    }
-    Err(c.invalid("an adaptive average over other than two dimensions"))
+    let widened = widened(c, input, compute);
+    let across = window_sums(c, widened, 3, &columns, false, compute)?;
+    let sums = window_sums(c, across, 2, &rows, false, compute)?;
+    let (value, by) = match divisor {
+        Divisor::Override(divisor) => {
+            let divisor = weight_constant(c, &[divisor as f64], compute, &[]);
+            (sums, divisor)
+        }
+        Divisor::Lengths => {
+            let length = |windows: &[Window]| -> Vec<f64> {
+                windows.iter().map(|w| w.weights.len() as f64).collect()
+            };
+            let heights = weight_constant(c, &length(&rows), compute, &[rows.len() as u64, 1]);
+            let widths = weight_constant(c, &length(&columns), compute, &[columns.len() as u64]);
+            (binary(c, BinaryOp::Div, sums, heights, compute)?, widths)
+        }
+    };
+    let func = Func::Binary {
+        op: BinaryOp::Div,
+        alpha: None,
+    };
+    c.emit(Elementwise::op(func, vec![value, by]), &["out"])
 }
