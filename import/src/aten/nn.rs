@@ -3,8 +3,9 @@
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::ops::creation::Full;
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
 use ptec_ir::ops::gather::{Index, Scatter};
-use ptec_ir::ops::layout::{Permute, Reshape, Slice};
+use ptec_ir::ops::layout::{Pad, PadMode, Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
@@ -12,18 +13,9 @@ use ptec_ir::ops::{Expected, show};
 use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
 use super::Operator;
-use super::sample::{self, Divisor};
+use super::sample;
 use crate::call::Call;
 use crate::error::ImportError;
-
-/// What average pooling emits: the pooling op, or windowed sums (advanced
-/// indexing, elementwise sums and a division, after a widening copy).
-const POOLING: &[OpKind] = &[
-    OpKind::AvgPool2d,
-    OpKind::Index,
-    OpKind::Elementwise,
-    OpKind::Copy,
-];
 
 pub(super) const OPERATORS: &[Operator] = &[
     (
@@ -80,12 +72,23 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)",
         avg_pool2d,
-        POOLING,
+        &[
+            OpKind::AvgPool2d,
+            OpKind::Pad,
+            OpKind::Slice,
+            OpKind::Elementwise,
+            OpKind::Copy,
+        ],
     ),
     (
         "aten::_adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)",
         adaptive_avg_pool2d,
-        POOLING,
+        &[
+            OpKind::AvgPool2d,
+            OpKind::Index,
+            OpKind::Elementwise,
+            OpKind::Copy,
+        ],
     ),
     (
         "aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -577,10 +580,11 @@ fn avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     }
 }
 
-/// `avg_pool2d` with a `divisor_override`: each window's sum (padding
-/// adds nothing to it) divided by the divisor, whatever the window holds.
-/// The windows are the pooling's, of the output size its shape rule gives,
-/// clipped to the input.
+/// `avg_pool2d` with a `divisor_override`: each window's sum divided by
+/// the divisor, whatever the window holds. The input is padded with zeros
+/// (which add nothing to a sum) to cover every window of the output size
+/// the pooling's shape rule gives; the sums are strided slices added along
+/// the columns, then the rows, in f32 (f64 for f64 images).
 fn sum_pool2d(
     c: &mut Call<'_, '_, '_>,
     pooling: AvgPool2d,
@@ -596,21 +600,57 @@ fn sum_pool2d(
         Some(Expected::Shape(shape)) => shape.clone(),
         _ => return Err(c.invalid("an average pooling whose result has no shape")),
     };
-    let rank = sizes.len();
-    if rank != 4 || pooled.len() != 4 {
+    let (Some(rows), Some(columns)) = (
+        pooled.get(2).and_then(|dim| dim.fixed()),
+        pooled.get(3).and_then(|dim| dim.fixed()),
+    ) else {
         return Err(c.bad("self", format!("{sizes:?} is not an NCHW image (4-D)")));
-    }
-    let windows = [0, 1].map(|d| {
-        let count = pooled[2 + d].fixed().unwrap_or(0);
-        (0..count)
-            .map(|i| {
-                let from = (i * pooling.stride[d]) as i64 - pooling.padding[d] as i64;
-                let to = (from + pooling.kernel[d] as i64).min(sizes[2 + d] as i64);
-                sample::Window::plain(from.max(0) as u64, to.max(0) as u64)
-            })
-            .collect()
+    };
+    let out = [rows, columns];
+    let compute = sample::compute_type(c, "self", c.ty(input).dtype)?;
+    let widened = sample::widened(c, input, compute);
+    let covered = |d: usize| (out[d] - 1) * pooling.stride[d] + pooling.kernel[d];
+    let before: Vec<i64> = vec![0, 0, pooling.padding[0] as i64, pooling.padding[1] as i64];
+    let after: Vec<i64> = (0..4)
+        .map(|d| match d {
+            2 | 3 => covered(d - 2) as i64 - sizes[d] as i64 - before[d],
+            _ => 0,
+        })
+        .collect();
+    let mut shape: Vec<Dim> = sizes.iter().copied().map(Dim::Fixed).collect();
+    shape[2] = Dim::Fixed(covered(0));
+    shape[3] = Dim::Fixed(covered(1));
+    let pad = Op::Pad(Pad {
+        input: widened,
+        before,
+        after,
+        mode: PadMode::Constant(Scalar::Float(0.0)),
     });
-    sample::window_average(c, input, windows, Divisor::Override(divisor))
+    let mut value = c.temporary_of(pad, TensorType::contiguous(compute, shape.clone()));
+    for dim in [3, 2] {
+        shape[dim] = Dim::Fixed(out[dim - 2]);
+        let mut sum = None;
+        for start in 0..pooling.kernel[dim - 2] {
+            let slice = Op::Slice(Slice {
+                input: value,
+                dim,
+                start,
+                step: pooling.stride[dim - 2],
+            });
+            let term = c.temporary_of(slice, TensorType::contiguous(compute, shape.clone()));
+            sum = Some(match sum {
+                None => term,
+                Some(sum) => sample::binary(c, BinaryOp::Add, sum, term, compute)?,
+            });
+        }
+        value = sum.ok_or_else(|| c.bad("kernel_size", "an empty pooling window"))?;
+    }
+    let divisor = sample::weight_constant(c, &[divisor as f64], compute, &[]);
+    let func = Func::Binary {
+        op: BinaryOp::Div,
+        alpha: None,
+    };
+    c.emit(Elementwise::op(func, vec![value, divisor]), &["out"])
 }
 
 fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
@@ -633,7 +673,7 @@ fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     if out.iter().zip(&input).any(|(&o, &i)| i % o != 0) {
         let input = c.tensor("self")?;
         let windows = [0, 1].map(|d| sample::adaptive_windows(input_sizes[d], out[d]));
-        return sample::window_average(c, input, windows, Divisor::Lengths);
+        return sample::window_average(c, input, windows);
     }
     let kernel = [input[0] / out[0], input[1] / out[1]];
     let op = Op::AvgPool2d(AvgPool2d {

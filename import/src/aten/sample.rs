@@ -216,7 +216,7 @@ fn index_constant(c: &mut Call<'_, '_, '_>, values: &[i64], shape: &[u64]) -> Va
 }
 
 /// A constant tensor of `shape` holding `values` in `dtype` (f32 or f64).
-fn weight_constant(
+pub(super) fn weight_constant(
     c: &mut Call<'_, '_, '_>,
     values: &[f64],
     dtype: DType,
@@ -263,7 +263,7 @@ fn upsample_nearest2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 }
 
 /// `input` in the element type `compute` (a cast when it has another).
-fn widened(c: &mut Call<'_, '_, '_>, input: ValueId, compute: DType) -> ValueId {
+pub(super) fn widened(c: &mut Call<'_, '_, '_>, input: ValueId, compute: DType) -> ValueId {
     if c.ty(input).dtype == compute {
         return input;
     }
@@ -276,7 +276,11 @@ fn widened(c: &mut Call<'_, '_, '_>, input: ValueId, compute: DType) -> ValueId 
 
 /// The type PyTorch's CPU kernels compute a float image of `dtype` in (f64
 /// for f64, f32 for the others), or an error naming `name`.
-fn compute_type(c: &Call<'_, '_, '_>, name: &str, dtype: DType) -> Result<DType, ImportError> {
+pub(super) fn compute_type(
+    c: &Call<'_, '_, '_>,
+    name: &str,
+    dtype: DType,
+) -> Result<DType, ImportError> {
     match dtype {
         DType::F64 => Ok(DType::F64),
         DType::F16 | DType::BF16 | DType::F32 => Ok(DType::F32),
@@ -288,7 +292,7 @@ fn compute_type(c: &Call<'_, '_, '_>, name: &str, dtype: DType) -> Result<DType,
 }
 
 /// `a op b` into a new value of `dtype`.
-fn binary(
+pub(super) fn binary(
     c: &mut Call<'_, '_, '_>,
     op: BinaryOp,
     a: ValueId,
@@ -514,15 +518,6 @@ fn upsample_bilinear2d_aa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(Op::Copy(Copy { input: value }), &["out"])
 }
 
-/// What a pooling's window sums are divided by.
-pub(super) enum Divisor {
-    /// The window's height, then its width (PyTorch's `sum / kh / kw` of
-    /// adaptive average pooling).
-    Lengths,
-    /// One number (`avg_pool2d`'s `divisor_override`).
-    Override(i64),
-}
-
 /// The windows of adaptive average pooling from `from` positions to `to`:
 /// output position `i` reads from `floor(i * from / to)` up to
 /// `ceil((i + 1) * from / to)`.
@@ -537,35 +532,27 @@ pub(super) fn adaptive_windows(from: u64, to: u64) -> Vec<Window> {
 }
 
 /// Averages of the NCHW `input` over windows of its rows and of its
-/// columns: sums along the columns, then the rows, divided by `divisor`, in
-/// f32 (f64 for f64 images), written into `out`.
+/// columns: sums along the columns, then the rows, divided by the window's
+/// height and then its width (PyTorch's `sum / kh / kw` of adaptive average
+/// pooling), in f32 (f64 for f64 images), written into `out`.
 pub(super) fn window_average(
     c: &mut Call<'_, '_, '_>,
     input: ValueId,
     [rows, columns]: [Vec<Window>; 2],
-    divisor: Divisor,
 ) -> Result<(), ImportError> {
     let compute = compute_type(c, "self", c.ty(input).dtype)?;
     let widened = widened(c, input, compute);
     let across = window_sums(c, widened, 3, &columns, false, compute)?;
     let sums = window_sums(c, across, 2, &rows, false, compute)?;
-    let (value, by) = match divisor {
-        Divisor::Override(divisor) => {
-            let divisor = weight_constant(c, &[divisor as f64], compute, &[]);
-            (sums, divisor)
-        }
-        Divisor::Lengths => {
-            let length = |windows: &[Window]| -> Vec<f64> {
-                windows.iter().map(|w| w.weights.len() as f64).collect()
-            };
-            let heights = weight_constant(c, &length(&rows), compute, &[rows.len() as u64, 1]);
-            let widths = weight_constant(c, &length(&columns), compute, &[columns.len() as u64]);
-            (binary(c, BinaryOp::Div, sums, heights, compute)?, widths)
-        }
+    let length = |windows: &[Window]| -> Vec<f64> {
+        windows.iter().map(|w| w.weights.len() as f64).collect()
     };
+    let heights = weight_constant(c, &length(&rows), compute, &[rows.len() as u64, 1]);
+    let widths = weight_constant(c, &length(&columns), compute, &[columns.len() as u64]);
+    let per_row = binary(c, BinaryOp::Div, sums, heights, compute)?;
     let func = Func::Binary {
         op: BinaryOp::Div,
         alpha: None,
     };
-    c.emit(Elementwise::op(func, vec![value, by]), &["out"])
+    c.emit(Elementwise::op(func, vec![per_row, widths]), &["out"])
 }
