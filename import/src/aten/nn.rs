@@ -85,7 +85,9 @@ pub(super) const OPERATORS: &[Operator] = &[
         adaptive_avg_pool2d,
         &[
             OpKind::AvgPool2d,
-            OpKind::Index,
+            OpKind::Slice,
+            OpKind::Reduce,
+            OpKind::Cat,
             OpKind::Elementwise,
             OpKind::Copy,
         ],

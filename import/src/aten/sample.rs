@@ -10,7 +10,8 @@
 
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
 use ptec_ir::ops::gather::Index;
-use ptec_ir::ops::layout::Copy;
+use ptec_ir::ops::layout::{Cat, Copy, Slice};
+use ptec_ir::ops::reduce::{Reduce, ReduceOp};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
 use super::Operator;
@@ -350,19 +351,9 @@ fn upsample_bilinear2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 
 /// The input positions one output position of a windowed resampling reads:
 /// `weights.len()` of them from `start`, each times its weight.
-pub(super) struct Window {
+struct Window {
     start: u64,
     weights: Vec<f64>,
-}
-
-impl Window {
-    /// The positions from `start` up to `end`, each of weight 1.
-    pub(super) fn plain(start: u64, end: u64) -> Window {
-        Window {
-            start,
-            weights: vec![1.0; end.saturating_sub(start) as usize],
-        }
-    }
 }
 
 /// A constant bool tensor of `shape` holding `values`.
@@ -518,17 +509,48 @@ fn upsample_bilinear2d_aa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(Op::Copy(Copy { input: value }), &["out"])
 }
 
-/// The windows of adaptive average pooling from `from` positions to `to`:
-/// output position `i` reads from `floor(i * from / to)` up to
-/// `ceil((i + 1) * from / to)`.
-pub(super) fn adaptive_windows(from: u64, to: u64) -> Vec<Window> {
+/// The windows of adaptive average pooling from `from` positions to `to`,
+/// as `(start, length)`: output position `i` reads from
+/// `floor(i * from / to)` up to `ceil((i + 1) * from / to)`.
+pub(super) fn adaptive_windows(from: u64, to: u64) -> Vec<(u64, u64)> {
     (0..to)
         .map(|i| {
             let start = i * from / to;
             let end = ((i + 1) * from).div_ceil(to);
-            Window::plain(start, end)
+            (start, end - start)
         })
         .collect()
+}
+
+/// Sums of the NCHW value `x` of type `compute` over `windows` (`(start,
+/// length)`) along `dim`: a slice and a sum per window, concatenated.
+fn sliced_sums(
+    c: &mut Call<'_, '_, '_>,
+    x: ValueId,
+    dim: usize,
+    windows: &[(u64, u64)],
+    compute: DType,
+) -> Result<ValueId, ImportError> {
+    let mut shape = c.ty(x).shape.clone();
+    let mut sums = Vec::with_capacity(windows.len());
+    for &(start, length) in windows {
+        shape[dim] = Dim::Fixed(length);
+        let slice = Op::Slice(Slice {
+            input: x,
+            dim,
+            start,
+            step: 1,
+        });
+        let window = c.temporary_of(slice, TensorType::contiguous(compute, shape.clone()));
+        let sum = Op::Reduce(Reduce {
+            input: window,
+            op: ReduceOp::Sum,
+            dims: vec![dim],
+            keepdim: true,
+        });
+        sums.push(c.temporary(sum, compute)?);
+    }
+    c.temporary(Op::Cat(Cat { inputs: sums, dim }), compute)
 }
 
 /// Averages of the NCHW `input` over windows of its rows and of its
@@ -538,14 +560,14 @@ pub(super) fn adaptive_windows(from: u64, to: u64) -> Vec<Window> {
 pub(super) fn window_average(
     c: &mut Call<'_, '_, '_>,
     input: ValueId,
-    [rows, columns]: [Vec<Window>; 2],
+    [rows, columns]: [Vec<(u64, u64)>; 2],
 ) -> Result<(), ImportError> {
     let compute = compute_type(c, "self", c.ty(input).dtype)?;
     let widened = widened(c, input, compute);
-    let across = window_sums(c, widened, 3, &columns, false, compute)?;
-    let sums = window_sums(c, across, 2, &rows, false, compute)?;
-    let length = |windows: &[Window]| -> Vec<f64> {
-        windows.iter().map(|w| w.weights.len() as f64).collect()
+    let across = sliced_sums(c, widened, 3, &columns, compute)?;
+    let sums = sliced_sums(c, across, 2, &rows, compute)?;
+    let length = |windows: &[(u64, u64)]| -> Vec<f64> {
+        windows.iter().map(|&(_, length)| length as f64).collect()
     };
     let heights = weight_constant(c, &length(&rows), compute, &[rows.len() as u64, 1]);
     let widths = weight_constant(c, &length(&columns), compute, &[columns.len() as u64]);
