@@ -77,16 +77,6 @@ fn unsqueezed(c: &mut Call<'_, '_, '_>, value: ValueId, at: usize) -> ValueId {
     )
 }
 
-/// `func` of `inputs` into a new value of `dtype`.
-fn apply(
-    c: &mut Call<'_, '_, '_>,
-    func: Func,
-    inputs: Vec<ValueId>,
-    dtype: DType,
-) -> Result<ValueId, ImportError> {
-    c.temporary(Elementwise::op(func, inputs), dtype)
-}
-
 /// The `p`-distances of every row of `x1` (`[.., P, M]`) with every row of
 /// `x2` (`[.., R, M]`): the op that writes them (`[.., P, R]`), on temporaries
 /// it emits first.
@@ -100,11 +90,7 @@ fn distances(
     let rank = c.ty(x1).rank();
     let rows = unsqueezed(c, x1, rank - 1);
     let columns = unsqueezed(c, x2, rank - 2);
-    let sub = Func::Binary {
-        op: BinaryOp::Sub,
-        alpha: None,
-    };
-    let difference = apply(c, sub, vec![rows, columns], dtype)?;
+    let difference = c.binary(BinaryOp::Sub, rows, columns, dtype)?;
     let reduce = |input, op| {
         Op::Reduce(Reduce {
             input,
@@ -122,7 +108,7 @@ fn distances(
             op: BinaryOp::Ne,
             scalar: Scalar::Float(0.0),
         };
-        let flags = apply(c, nonzero, vec![difference], DType::Bool)?;
+        let flags = c.elementwise(nonzero, vec![difference], DType::Bool)?;
         let shape = c.ty(flags).shape.clone();
         let counts = c.temporary_of(
             Op::Copy(Copy { input: flags }),
@@ -130,22 +116,18 @@ fn distances(
         );
         reduce(counts, ReduceOp::Sum)
     } else if p == 2.0 {
-        let mul = Func::Binary {
-            op: BinaryOp::Mul,
-            alpha: None,
-        };
-        let squares = apply(c, mul, vec![difference, difference], dtype)?;
+        let squares = c.binary(BinaryOp::Mul, difference, difference, dtype)?;
         let sum = c.temporary(reduce(squares, ReduceOp::Sum), dtype)?;
         Elementwise::unary(UnaryOp::Sqrt, sum)
     } else {
-        let magnitude = apply(c, Func::Unary(UnaryOp::Abs), vec![difference], dtype)?;
+        let magnitude = c.elementwise(Func::Unary(UnaryOp::Abs), vec![difference], dtype)?;
         if p == 1.0 {
             return Ok(reduce(magnitude, ReduceOp::Sum));
         }
         if p.is_infinite() {
             return Ok(reduce(magnitude, ReduceOp::Max));
         }
-        let powers = apply(c, power(p), vec![magnitude], dtype)?;
+        let powers = c.elementwise(power(p), vec![magnitude], dtype)?;
         let sum = c.temporary(reduce(powers, ReduceOp::Sum), dtype)?;
         Elementwise::op(power(1.0 / p), vec![sum])
     })

@@ -642,7 +642,7 @@ fn sum_pool2d(
             let term = c.temporary_of(slice, TensorType::contiguous(compute, shape.clone()));
             sum = Some(match sum {
                 None => term,
-                Some(sum) => sample::binary(c, BinaryOp::Add, sum, term, compute)?,
+                Some(sum) => c.binary(BinaryOp::Add, sum, term, compute)?,
             });
         }
         value = sum.ok_or_else(|| c.bad("kernel_size", "an empty pooling window"))?;

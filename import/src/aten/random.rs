@@ -77,43 +77,17 @@ fn digits(dtype: DType) -> Option<u32> {
     }
 }
 
-/// `func` of `inputs` into a new value of `dtype`.
-fn apply(
-    c: &mut Call<'_, '_, '_>,
-    func: Func,
-    inputs: Vec<ValueId>,
-    dtype: DType,
-) -> Result<ValueId, ImportError> {
-    c.temporary(Elementwise::op(func, inputs), dtype)
-}
-
-/// `x op scalar` into a new value of `dtype`.
-fn with_scalar(
-    c: &mut Call<'_, '_, '_>,
-    x: ValueId,
-    op: BinaryOp,
-    scalar: Scalar,
-    dtype: DType,
-) -> Result<ValueId, ImportError> {
-    apply(c, Func::BinaryScalar { op, scalar }, vec![x], dtype)
-}
-
 /// `z ^ (z >>> shift)` of an i64 holding 64 bits (the shift logical).
 fn xor_shift(c: &mut Call<'_, '_, '_>, z: ValueId, shift: u32) -> Result<ValueId, ImportError> {
-    let shifted = with_scalar(
-        c,
+    let shifted = c.with_scalar(
         z,
         BinaryOp::RightShift,
         Scalar::Int(shift.into()),
         DType::I64,
     )?;
     let mask = Scalar::Int(((1u64 << (64 - shift)) - 1) as i64);
-    let logical = with_scalar(c, shifted, BinaryOp::BitwiseAnd, mask, DType::I64)?;
-    let xor = Func::Binary {
-        op: BinaryOp::BitwiseXor,
-        alpha: None,
-    };
-    apply(c, xor, vec![z, logical], DType::I64)
+    let logical = c.with_scalar(shifted, BinaryOp::BitwiseAnd, mask, DType::I64)?;
+    c.binary(BinaryOp::BitwiseXor, z, logical, DType::I64)
 }
 
 /// `count` uniform numbers in `[0, 1)` of `dtype` from the stream `seed`,
@@ -133,28 +107,27 @@ fn uniform(
         TensorType::contiguous(DType::I64, vec![Dim::Fixed(count)]),
     );
     let wrapping = |value: u64| Scalar::Int(value as i64);
-    let mut z = with_scalar(c, counter, BinaryOp::Mul, wrapping(GOLDEN), DType::I64)?;
-    z = with_scalar(c, z, BinaryOp::Add, wrapping(seed), DType::I64)?;
+    let mut z = c.with_scalar(counter, BinaryOp::Mul, wrapping(GOLDEN), DType::I64)?;
+    z = c.with_scalar(z, BinaryOp::Add, wrapping(seed), DType::I64)?;
     for (shift, multiplier) in [(30, 0xbf58_476d_1ce4_e5b9), (27, 0x94d0_49bb_1331_11eb)] {
         z = xor_shift(c, z, shift)?;
-        z = with_scalar(c, z, BinaryOp::Mul, wrapping(multiplier), DType::I64)?;
+        z = c.with_scalar(z, BinaryOp::Mul, wrapping(multiplier), DType::I64)?;
     }
     z = xor_shift(c, z, 31)?;
-    let top = with_scalar(
-        c,
+    let top = c.with_scalar(
         z,
         BinaryOp::RightShift,
         Scalar::Int((64 - digits).into()),
         DType::I64,
     )?;
     let mask = Scalar::Int((1i64 << digits) - 1);
-    let bits = with_scalar(c, top, BinaryOp::BitwiseAnd, mask, DType::I64)?;
+    let bits = c.with_scalar(top, BinaryOp::BitwiseAnd, mask, DType::I64)?;
     let float = c.temporary_of(
         Op::Copy(Copy { input: bits }),
         TensorType::contiguous(dtype, vec![Dim::Fixed(count)]),
     );
     let unit = Scalar::Float((-f64::from(digits)).exp2());
-    with_scalar(c, float, BinaryOp::Mul, unit, dtype)
+    c.with_scalar(float, BinaryOp::Mul, unit, dtype)
 }
 
 /// The float element type and element count of the tensor argument `out`,
@@ -200,18 +173,14 @@ fn randn(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         scalar: Scalar::Float(1.0),
         alpha: None,
     };
-    let positive = apply(c, one_minus, vec![first], compute)?;
-    let log = apply(c, Func::Unary(UnaryOp::Log), vec![positive], compute)?;
-    let scaled = with_scalar(c, log, BinaryOp::Mul, Scalar::Float(-2.0), compute)?;
-    let radius = apply(c, Func::Unary(UnaryOp::Sqrt), vec![scaled], compute)?;
+    let positive = c.elementwise(one_minus, vec![first], compute)?;
+    let log = c.elementwise(Func::Unary(UnaryOp::Log), vec![positive], compute)?;
+    let scaled = c.with_scalar(log, BinaryOp::Mul, Scalar::Float(-2.0), compute)?;
+    let radius = c.elementwise(Func::Unary(UnaryOp::Sqrt), vec![scaled], compute)?;
     let tau = Scalar::Float(std::f64::consts::TAU);
-    let angle = with_scalar(c, second, BinaryOp::Mul, tau, compute)?;
-    let cos = apply(c, Func::Unary(UnaryOp::Cos), vec![angle], compute)?;
-    let mul = Func::Binary {
-        op: BinaryOp::Mul,
-        alpha: None,
-    };
-    let normal = apply(c, mul, vec![radius, cos], dtype)?;
+    let angle = c.with_scalar(second, BinaryOp::Mul, tau, compute)?;
+    let cos = c.elementwise(Func::Unary(UnaryOp::Cos), vec![angle], compute)?;
+    let normal = c.binary(BinaryOp::Mul, radius, cos, dtype)?;
     c.emit(Op::Reshape(Reshape { input: normal }), &["out"])
 }
 
@@ -260,11 +229,7 @@ fn native_dropout(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     };
     let mask = c.temporary(Elementwise::op(lt, vec![shaped]), DType::Bool)?;
     c.emit(Op::Copy(Copy { input: mask }), &["out1"])?;
-    let mul = Func::Binary {
-        op: BinaryOp::Mul,
-        alpha: None,
-    };
-    let kept = apply(c, mul, vec![input, mask], dtype)?;
+    let kept = c.binary(BinaryOp::Mul, input, mask, dtype)?;
     let scale = if keep == 0.0 { 0.0 } else { 1.0 / keep };
     let scaled = Func::BinaryScalar {
         op: BinaryOp::Mul,

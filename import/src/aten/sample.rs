@@ -292,18 +292,6 @@ pub(super) fn compute_type(
     }
 }
 
-/// `a op b` into a new value of `dtype`.
-pub(super) fn binary(
-    c: &mut Call<'_, '_, '_>,
-    op: BinaryOp,
-    a: ValueId,
-    b: ValueId,
-    dtype: DType,
-) -> Result<ValueId, ImportError> {
-    let func = Func::Binary { op, alpha: None };
-    c.temporary(Elementwise::op(func, vec![a, b]), dtype)
-}
-
 /// Bilinear upsampling as PyTorch's CPU kernel computes it:
 /// `(x00 * w0 + x01 * w1) * h0 + (x10 * w0 + x11 * w1) * h1`, in f64 for
 /// f64 images and in f32 for the others (halves are widened first and the
@@ -332,14 +320,14 @@ fn upsample_bilinear2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         let mut line = None;
         for (&column, &column_weight) in column_indices.iter().zip(&column_weights) {
             let read = c.temporary(read_at(row, column, widened), compute)?;
-            let weighted = binary(c, BinaryOp::Mul, read, column_weight, compute)?;
+            let weighted = c.binary(BinaryOp::Mul, read, column_weight, compute)?;
             line = Some(match line {
                 None => weighted,
-                Some(sum) => binary(c, BinaryOp::Add, sum, weighted, compute)?,
+                Some(sum) => c.binary(BinaryOp::Add, sum, weighted, compute)?,
             });
         }
         if let Some(line) = line {
-            terms.push(binary(c, BinaryOp::Mul, line, row_weight, compute)?);
+            terms.push(c.binary(BinaryOp::Mul, line, row_weight, compute)?);
         }
     }
     let func = Func::Binary {
@@ -413,7 +401,7 @@ fn window_sums(
                 .map(|w| w.weights.get(k).copied().unwrap_or(0.0))
                 .collect();
             let weight = weight_constant(c, &weights, compute, &shape);
-            term = binary(c, BinaryOp::Mul, read, weight, compute)?;
+            term = c.binary(BinaryOp::Mul, read, weight, compute)?;
         }
         let outside: Vec<bool> = windows.iter().map(|w| k >= w.weights.len()).collect();
         if outside.contains(&true) {
@@ -425,7 +413,7 @@ fn window_sums(
         }
         sum = Some(match sum {
             None => term,
-            Some(sum) => binary(c, BinaryOp::Add, sum, term, compute)?,
+            Some(sum) => c.binary(BinaryOp::Add, sum, term, compute)?,
         });
     }
     sum.ok_or_else(|| c.invalid("a resampling window that reads no input"))
@@ -571,7 +559,7 @@ pub(super) fn window_average(
     };
     let heights = weight_constant(c, &length(&rows), compute, &[rows.len() as u64, 1]);
     let widths = weight_constant(c, &length(&columns), compute, &[columns.len() as u64]);
-    let per_row = binary(c, BinaryOp::Div, sums, heights, compute)?;
+    let per_row = c.binary(BinaryOp::Div, sums, heights, compute)?;
     let func = Func::Binary {
         op: BinaryOp::Div,
         alpha: None,
