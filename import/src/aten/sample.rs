@@ -8,9 +8,9 @@
 //! type but f64), and the result is advanced indexing by constant index
 //! tensors, and for bilinear a weighted sum of four such reads.
 
-use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
 use ptec_ir::ops::gather::Index;
-use ptec_ir::ops::layout::{Cat, Copy, Slice};
+use ptec_ir::ops::layout::{Cat, Copy, Permute, Reshape, Slice};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
@@ -33,6 +33,18 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::_upsample_bilinear2d_aa.out(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None, *, Tensor(a!) out) -> Tensor(a!)",
         upsample_bilinear2d_aa,
         &[OpKind::Index, OpKind::Elementwise, OpKind::Copy],
+    ),
+    (
+        "aten::grid_sampler_2d.out(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, *, Tensor(a!) out) -> Tensor(a!)",
+        grid_sampler_2d,
+        &[
+            OpKind::Slice,
+            OpKind::Elementwise,
+            OpKind::Copy,
+            OpKind::Index,
+            OpKind::Reshape,
+            OpKind::Permute,
+        ],
     ),
     (
         "et_copy::_h2d_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
@@ -565,4 +577,167 @@ pub(super) fn window_average(
         alpha: None,
     };
     c.emit(Elementwise::op(func, vec![per_row, widths]), &["out"])
+}
+
+/// `grid_sampler_2d` with bilinear interpolation and zero padding (modes
+/// 0 and 0), as PyTorch's CPU kernel computes it: each grid point's
+/// position `(x + 1) * s` (minus 1/2 without `align_corners`, `s` half the
+/// size, or of the size less one with it), its four neighbours read where
+/// they are inside the input (0 where not: a masked read, at a position
+/// clamped into the input so the gather never goes out of range) and
+/// weighted by the opposite rectangles' areas, summed north-west,
+/// north-east, south-west, south-east. Other modes are refused, and so are
+/// types other than f32 and f64.
+fn grid_sampler_2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let (interpolation, padding) = (c.int("interpolation_mode")?, c.int("padding_mode")?);
+    if interpolation != 0 {
+        return Err(c.bad(
+            "interpolation_mode",
+            format!("{interpolation}: ptec samples bilinearly (0) only"),
+        ));
+    }
+    if padding != 0 {
+        return Err(c.bad(
+            "padding_mode",
+            format!("{padding}: ptec pads with zeros (0) only"),
+        ));
+    }
+    let align_corners = c.bool("align_corners")?;
+    let input = c.tensor("input")?;
+    let grid = c.tensor("grid")?;
+    let dtype = c.ty(input).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) || c.ty(grid).dtype != dtype {
+        return Err(c.bad(
+            "grid",
+            format!(
+                "{} and input {}: ptec samples f32 and f64 images by grids of their type",
+                c.ty(grid),
+                c.ty(input)
+            ),
+        ));
+    }
+    let sizes = c.fixed_sizes("input", input)?;
+    let points = c.fixed_sizes("grid", grid)?;
+    let (&[batch, channels, height, width], &[grid_batch, rows, columns, 2]) =
+        (sizes.as_slice(), points.as_slice())
+    else {
+        return Err(c.bad(
+            "grid",
+            format!("{points:?} is not [N, H, W, 2] for an input {sizes:?} of NCHW"),
+        ));
+    };
+    if grid_batch != batch || height == 0 || width == 0 {
+        return Err(c.bad(
+            "grid",
+            format!("{points:?} does not sample the non-empty input {sizes:?}"),
+        ));
+    }
+    let plane = vec![
+        Dim::Fixed(batch),
+        Dim::Fixed(rows),
+        Dim::Fixed(columns),
+        Dim::Fixed(1),
+    ];
+    // The position along one axis (the grid's `coordinate`, of `size`),
+    // the floor of it, and its two neighbours' indices and masks.
+    let mut axes = Vec::new();
+    for (coordinate, size) in [(0, width), (1, height)] {
+        let select = Op::Slice(Slice {
+            input: grid,
+            dim: 3,
+            start: coordinate,
+            step: 1,
+        });
+        let along = c.temporary_of(select, TensorType::contiguous(dtype, plane.clone()));
+        let scale = if align_corners {
+            (size - 1) as f64 / 2.0
+        } else {
+            size as f64 / 2.0
+        };
+        let shifted = c.with_scalar(along, BinaryOp::Add, Scalar::Float(1.0), dtype)?;
+        let mut position = c.with_scalar(shifted, BinaryOp::Mul, Scalar::Float(scale), dtype)?;
+        if !align_corners {
+            position = c.with_scalar(position, BinaryOp::Sub, Scalar::Float(0.5), dtype)?;
+        }
+        let low = c.elementwise(Func::Unary(UnaryOp::Floor), vec![position], dtype)?;
+        let fraction = c.binary(BinaryOp::Sub, position, low, dtype)?;
+        let rest = c.elementwise(
+            Func::ScalarFirst {
+                op: BinaryOp::Sub,
+                scalar: Scalar::Float(1.0),
+                alpha: None,
+            },
+            vec![fraction],
+            dtype,
+        )?;
+        let mut neighbours: Vec<(ValueId, ValueId)> = Vec::new();
+        for offset in [0.0, 1.0] {
+            let at = c.with_scalar(low, BinaryOp::Add, Scalar::Float(offset), dtype)?;
+            let above = c.with_scalar(at, BinaryOp::Gt, Scalar::Float(-1.0), DType::Bool)?;
+            let below = c.with_scalar(at, BinaryOp::Lt, Scalar::Float(size as f64), DType::Bool)?;
+            let inside = c.binary(BinaryOp::LogicalAnd, above, below, DType::Bool)?;
+            let outside = c.with_scalar(inside, BinaryOp::Eq, Scalar::Bool(false), DType::Bool)?;
+            let zero = Func::MaskedFill {
+                value: Scalar::Float(0.0),
+            };
+            let clamped = c.elementwise(zero, vec![at, outside], dtype)?;
+            let index = c.temporary_of(
+                Op::Copy(Copy { input: clamped }),
+                TensorType::contiguous(DType::I64, plane.clone()),
+            );
+            neighbours.push((index, inside));
+        }
+        axes.push((fraction, rest, neighbours));
+    }
+    let [
+        (x_fraction, x_rest, x_neighbours),
+        (y_fraction, y_rest, y_neighbours),
+    ] = &axes[..]
+    else {
+        return Err(c.invalid("a grid of other than two coordinates"));
+    };
+    let images: Vec<i64> = (0..batch as i64).collect();
+    let image = index_constant(c, &images, &[batch, 1, 1, 1]);
+    let mut gathered = vec![Dim::Fixed(batch), Dim::Fixed(rows), Dim::Fixed(columns)];
+    gathered.push(Dim::Fixed(channels));
+    let mut sum = None;
+    for (&(row, row_inside), row_weight) in y_neighbours.iter().zip([*y_rest, *y_fraction]) {
+        for (&(column, column_inside), column_weight) in
+            x_neighbours.iter().zip([*x_rest, *x_fraction])
+        {
+            let read = c.temporary(
+                Op::Index(Index {
+                    input,
+                    indices: vec![image, row, column],
+                    dims: vec![0, 2, 3],
+                    wrap: false,
+                }),
+                dtype,
+            )?;
+            let read = c.temporary_of(
+                Op::Reshape(Reshape { input: read }),
+                TensorType::contiguous(dtype, gathered.clone()),
+            );
+            let inside = c.binary(BinaryOp::LogicalAnd, row_inside, column_inside, DType::Bool)?;
+            let outside = c.with_scalar(inside, BinaryOp::Eq, Scalar::Bool(false), DType::Bool)?;
+            let zero = Func::MaskedFill {
+                value: Scalar::Float(0.0),
+            };
+            let value = c.elementwise(zero, vec![read, outside], dtype)?;
+            let weight = c.binary(BinaryOp::Mul, row_weight, column_weight, dtype)?;
+            let term = c.binary(BinaryOp::Mul, value, weight, dtype)?;
+            sum = Some(match sum {
+                None => term,
+                Some(sum) => c.binary(BinaryOp::Add, sum, term, dtype)?,
+            });
+        }
+    }
+    let sum = sum.ok_or_else(|| c.invalid("a bilinear sample of no neighbours"))?;
+    c.emit(
+        Op::Permute(Permute {
+            input: sum,
+            dims: vec![0, 3, 1, 2],
+        }),
+        &["out"],
+    )
 }
