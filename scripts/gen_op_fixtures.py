@@ -952,16 +952,30 @@ fixture(
 fixture(
     "upsample_nearest2d",
     "upsample_nearest2d",
-    "F.interpolate(x, scale_factor=2, mode='nearest'), float32 [1,2,3,3]",
-    fn(lambda x: F.interpolate(x, scale_factor=2, mode="nearest")),
-    twice(lambda: (randn(1, 2, 3, 3),)),
+    "F.interpolate(x, scale_factor=2, mode='nearest') of float32 [1,1,3,3]; F.interpolate(x, scale_factor=(1.7, 0.6), mode='nearest') of float32 [1,1,5,6] (non-integer scales, given to the kernel); F.interpolate(y, size=(5, 2), mode='nearest') of float16 [1,1,3,5]",
+    fn(lambda w, x, y: (F.interpolate(w, scale_factor=2, mode="nearest"), F.interpolate(x, scale_factor=(1.7, 0.6), mode="nearest"), F.interpolate(y, size=(5, 2), mode="nearest"))),
+    twice(lambda: (randn(1, 1, 3, 3), randn(1, 1, 5, 6), randn(1, 1, 3, 5, dtype=torch.float16))),
 )
 fixture(
     "upsample_bilinear2d",
     "upsample_bilinear2d",
-    "F.interpolate(x, size=(5, 7), mode='bilinear', align_corners=False), float32 [1,2,3,4]",
-    fn(lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)),
-    twice(lambda: (randn(1, 2, 3, 4),)),
+    "F.interpolate(w, size=(5, 7), mode='bilinear', align_corners=False) of float32 [1,2,3,4]; F.interpolate(x, size=(6, 3), mode='bilinear', align_corners=True) of float32 [1,1,4,5]; F.interpolate(y, scale_factor=(1.5, 2.3), mode='bilinear') of float32 [1,1,4,3] (the given scales decide the source positions)",
+    fn(lambda w, x, y: (F.interpolate(w, size=(5, 7), mode="bilinear", align_corners=False), F.interpolate(x, size=(6, 3), mode="bilinear", align_corners=True), F.interpolate(y, scale_factor=(1.5, 2.3), mode="bilinear"))),
+    twice(lambda: (randn(1, 2, 3, 4), randn(1, 1, 4, 5), randn(1, 1, 4, 3))),
+)
+fixture(
+    "upsample_bilinear2d_float64_float16",
+    "upsample_bilinear2d",
+    "F.interpolate(x, size=(5, 3), mode='bilinear') of float64 [1,1,3,4]; F.interpolate(y, size=(5, 7), mode='bilinear', align_corners=True) of float16 [1,1,3,4] (weights 0 and 1/2, exact in float16); F.interpolate(x, size=(2, 3), mode='bilinear', antialias=True) (_upsample_bilinear2d_aa)",
+    fn(lambda x, y: (F.interpolate(x, size=(5, 3), mode="bilinear"), F.interpolate(y, size=(5, 7), mode="bilinear", align_corners=True), F.interpolate(x, size=(2, 3), mode="bilinear", antialias=True))),
+    twice(lambda: (randn(1, 1, 3, 4, dtype=torch.float64), randn(1, 1, 3, 4, dtype=torch.float16))),
+)
+fixture(
+    "cdist_pdist",
+    "_cdist_forward/_pdist_forward",
+    "torch.cdist(a, b, p) for p = 0, 1, 2, inf, 1.5 of float32 [2,2,3] and [2,2,3]; F.pdist(x, p) for p = 2, 3 of float64 [4,3]; multiples of 1/2 (some differences are 0)",
+    fn(lambda a, b, x: tuple(torch.cdist(a, b, p=p) for p in (0.0, 1.0, 2.0, INF, 1.5)) + tuple(F.pdist(x, p) for p in (2.0, 3.0))),
+    twice(lambda: (halves(2, 2, 3), halves(2, 2, 3), halves(4, 3).double())),
 )
 
 
@@ -1879,6 +1893,15 @@ def pool(name: str, op: str, description: str, f, shape) -> None:
 pool("max_pool2d", "max_pool2d_with_indices", "F.max_pool2d(x, 2)", lambda x: F.max_pool2d(x, 2), (1, 2, 4, 6))
 pool("max_pool2d_ceil", "max_pool2d_with_indices", "F.max_pool2d(x, 3, stride=2, ceil_mode=True)", lambda x: F.max_pool2d(x, 3, stride=2, ceil_mode=True), (1, 2, 6, 6))
 pool("max_pool2d_padding", "max_pool2d_with_indices", "F.max_pool2d(x, 3, stride=2, padding=1)", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), (1, 2, 5, 5))
+fixture(
+    "max_pool2d_backward",
+    "max_pool2d_with_indices_backward",
+    "max_pool2d_with_indices_backward of F.max_pool2d(x, 2, stride=1, padding=1) (overlapping windows: gradients add up), float32 x [1,1,3,4], grad [1,1,4,5]",
+    fn(lambda x, g: torch.ops.aten.max_pool2d_with_indices_backward(
+        g, x, [2, 2], [1, 1], [1, 1], [1, 1], False,
+        torch.ops.aten.max_pool2d_with_indices(x, [2, 2], [1, 1], [1, 1])[1])),
+    twice(lambda: (randn(1, 1, 3, 4), randn(1, 1, 4, 5))),
+)
 pool("avg_pool2d", "avg_pool2d", "F.avg_pool2d(x, 2)", lambda x: F.avg_pool2d(x, 2), (1, 2, 4, 6))
 pool("avg_pool2d_pad_include", "avg_pool2d", "F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True)", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True), (1, 2, 5, 5))
 pool("avg_pool2d_pad_exclude", "avg_pool2d", "F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False)", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False), (1, 2, 5, 5))
@@ -2859,7 +2882,9 @@ fixture whose expected outputs contain NaN as failing even when ExecuTorch compu
 Expected outputs always follow eager PyTorch, also where ExecuTorch 1.5.1's portable kernels differ:
 `remainder_int64` and `int_divisions` (ExecuTorch returns C's truncated remainder of signed
 integers, whose sign follows the dividend; PyTorch's follows the divisor), `max_pool2d_nan_inf`
-(ExecuTorch drops NaN inside a pooling window; PyTorch propagates it), `shifts_*` (ExecuTorch shifts
+(ExecuTorch drops NaN inside a pooling window; PyTorch propagates it), `max_pool2d_backward`
+(ExecuTorch 1.5.1's kernel gives other gradients on these overlapping, padded windows, up to 1.39
+away; ptec's equal PyTorch's exactly), `shifts_*` (ExecuTorch shifts
 by amounts below 0 or not below the width as C leaves undefined; PyTorch gives 0, or the sign for
 right shifts of signed types), `pow_int32`, `pow_scalar_base_int64` and the integer sweeps'
 `pow` (ExecuTorch computes integer powers in floats and casts the overflowing result; PyTorch

@@ -45,14 +45,6 @@ const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
         "aten::nonzero.out (instructions 0.0): the size of its result is the number of true",
     ),
     (
-        "upsample_bilinear2d",
-        "unsupported operators in method forward: aten::upsample_bilinear2d.vec_out",
-    ),
-    (
-        "upsample_nearest2d",
-        "unsupported operators in method forward: aten::upsample_nearest2d.vec_out",
-    ),
-    (
         "var",
         "unsupported operators in method forward: aten::var.correction_out",
     ),

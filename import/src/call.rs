@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 
 use ptec_frontend::ValueIndex;
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
 use ptec_ir::symbolic::{Poly, ScalarKind, SymOp, SymbolDef, SymbolError, Term};
 use ptec_ir::{DType, Dim, Op, Scalar, SymbolId, TensorType, ValueData, ValueId};
 
@@ -357,6 +358,13 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    pub(crate) fn optional_bool(&self, name: &str) -> Result<Option<bool>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            _ => self.bool(name).map(Some),
+        }
+    }
+
     pub(crate) fn double(&self, name: &str) -> Result<f64, ImportError> {
         match self.argument(name)?.1 {
             Argument::Double(value) => Ok(*value),
@@ -418,6 +426,14 @@ impl Call<'_, '_, '_> {
         match self.argument(name)?.1 {
             Argument::Null => Ok(None),
             _ => self.int_list(name).map(Some),
+        }
+    }
+
+    pub(crate) fn optional_double_list(&self, name: &str) -> Result<Option<Vec<f64>>, ImportError> {
+        match self.argument(name)?.1 {
+            Argument::Null => Ok(None),
+            Argument::DoubleList(values) => Ok(Some(values.clone())),
+            _ => Err(self.kind_error(name, "a DoubleList")),
         }
     }
 
@@ -756,6 +772,39 @@ impl Call<'_, '_, '_> {
             }
         };
         Ok(self.temporary_of(op, TensorType::contiguous(dtype, shape)))
+    }
+
+    /// `func` of `inputs` into a new value of element type `dtype`: an
+    /// elementwise step of a composition.
+    pub(crate) fn elementwise(
+        &mut self,
+        func: Func,
+        inputs: Vec<ValueId>,
+        dtype: DType,
+    ) -> Result<ValueId, ImportError> {
+        self.temporary(Elementwise::op(func, inputs), dtype)
+    }
+
+    /// `a op b` into a new value of element type `dtype`.
+    pub(crate) fn binary(
+        &mut self,
+        op: BinaryOp,
+        a: ValueId,
+        b: ValueId,
+        dtype: DType,
+    ) -> Result<ValueId, ImportError> {
+        self.elementwise(Func::Binary { op, alpha: None }, vec![a, b], dtype)
+    }
+
+    /// `x op scalar` into a new value of element type `dtype`.
+    pub(crate) fn with_scalar(
+        &mut self,
+        x: ValueId,
+        op: BinaryOp,
+        scalar: Scalar,
+        dtype: DType,
+    ) -> Result<ValueId, ImportError> {
+        self.elementwise(Func::BinaryScalar { op, scalar }, vec![x], dtype)
     }
 
     /// Emits `op` into a new value of type `ty`, for a composition of ops

@@ -12,11 +12,14 @@
 //! with the reason (`REFUSED`), which a program calling them is told.
 
 mod creation;
+mod distance;
 mod elementwise;
 mod index;
 mod layout;
 mod nn;
+mod random;
 mod reduce;
+mod sample;
 mod symbolic;
 
 use std::collections::HashMap;
@@ -39,7 +42,7 @@ type Operator = (&'static str, Rule, &'static [OpKind]);
 type Refused = (&'static str, &'static str);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 7] = [
+const FAMILIES: [&[Operator]; 10] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     index::OPERATORS,
@@ -47,6 +50,9 @@ const FAMILIES: [&[Operator]; 7] = [
     nn::OPERATORS,
     creation::OPERATORS,
     symbolic::OPERATORS,
+    sample::OPERATORS,
+    distance::OPERATORS,
+    random::OPERATORS,
 ];
 
 /// Every family's refused operators.

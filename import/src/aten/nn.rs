@@ -2,15 +2,19 @@
 //! pooling and embedding lookups.
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
-use ptec_ir::ops::gather::Index;
-use ptec_ir::ops::layout::{Permute, Reshape, Slice};
+use ptec_ir::ops::creation::Full;
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
+use ptec_ir::ops::gather::{Index, Scatter};
+use ptec_ir::ops::layout::{Pad, PadMode, Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
 use ptec_ir::ops::{Expected, show};
-use ptec_ir::{DType, Dim, Op, OpKind, Real, TensorType, ValueId};
+use ptec_ir::symbolic::Term;
+use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
 use super::Operator;
+use super::sample;
 use crate::call::Call;
 use crate::error::ImportError;
 
@@ -62,14 +66,32 @@ pub(super) const OPERATORS: &[Operator] = &[
         &[OpKind::MaxPool2d],
     ),
     (
+        "aten::max_pool2d_with_indices_backward.grad_input(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices, *, Tensor(a!) grad_input) -> Tensor(a!)",
+        max_pool2d_backward,
+        &[OpKind::Full, OpKind::Reshape, OpKind::Scatter],
+    ),
+    (
         "aten::avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)",
         avg_pool2d,
-        &[OpKind::AvgPool2d],
+        &[
+            OpKind::AvgPool2d,
+            OpKind::Pad,
+            OpKind::Slice,
+            OpKind::Elementwise,
+            OpKind::Copy,
+        ],
     ),
     (
         "aten::_adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)",
         adaptive_avg_pool2d,
-        &[OpKind::AvgPool2d],
+        &[
+            OpKind::AvgPool2d,
+            OpKind::Slice,
+            OpKind::Reduce,
+            OpKind::Cat,
+            OpKind::Elementwise,
+            OpKind::Copy,
+        ],
     ),
     (
         "aten::embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -435,33 +457,203 @@ fn pooling_stride(c: &Call<'_, '_, '_>, kernel: Pair) -> Result<Pair, ImportErro
     }
 }
 
-fn max_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+/// The max pooling of `input` that the call's arguments describe.
+fn max_pooling(c: &Call<'_, '_, '_>, input: ValueId) -> Result<Op, ImportError> {
     let kernel = c.pair("kernel_size", 1)?;
-    let op = Op::MaxPool2d(MaxPool2d {
-        input: c.tensor("self")?,
+    Ok(Op::MaxPool2d(MaxPool2d {
+        input,
         kernel,
         stride: pooling_stride(c, kernel)?,
         padding: c.pair("padding", 0)?,
         dilation: c.pair("dilation", 1)?,
         ceil_mode: c.bool("ceil_mode")?,
-    });
+    }))
+}
+
+fn max_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let op = max_pooling(c, input)?;
     c.emit(op, &["out", "indices"])
 }
 
-fn avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    if c.optional_int("divisor_override")?.is_some() {
-        return Err(c.bad("divisor_override", "a divisor override is not supported"));
+/// `max_pool2d_with_indices_backward`: each output gradient added to the
+/// input element its index names (row-major within its image's plane), in
+/// the order of the output positions, as PyTorch's CPU kernel adds them;
+/// every other input element's gradient is zero. That is a `scatter_add`
+/// into zeros of the planes flattened. The gradient and the indices must
+/// have the shape the forward pooling of `self` gives; an index outside its
+/// plane (PyTorch's kernel writes out of bounds) is an error at run time.
+/// Half-precision gradients are refused: PyTorch rounds each addition to
+/// the half type, where the scatter sums in f32 and rounds once.
+fn max_pool2d_backward(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let dtype = c.ty(input).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(c.bad(
+            "self",
+            format!(
+                "{dtype:?} gradients: ptec computes max pooling's gradient in f32 and f64 only"
+            ),
+        ));
     }
+    let sizes = c.fixed_sizes("self", input)?;
+    let &[batch, channels, height, width] = sizes.as_slice() else {
+        return Err(c.bad("self", format!("{sizes:?} is not an NCHW image (4-D)")));
+    };
+    let pooled = match c
+        .importer
+        .expected_shapes(&max_pooling(c, input)?, 2)?
+        .first()
+    {
+        Some(Expected::Shape(shape)) => shape.clone(),
+        _ => return Err(c.invalid("a max pooling whose result has no shape")),
+    };
+    for name in ["grad_output", "indices"] {
+        let declared = c.declared_type_of(name)?.shape;
+        if declared != pooled {
+            return Err(c.bad(
+                name,
+                format!(
+                    "{} is not the shape {} of the pooling of self",
+                    show(&declared),
+                    show(&pooled)
+                ),
+            ));
+        }
+    }
+    let declared = c.declared_type_of("grad_input")?.shape;
+    if declared != c.ty(input).shape {
+        return Err(c.bad(
+            "grad_input",
+            format!("{} is not the shape {sizes:?} of self", show(&declared)),
+        ));
+    }
+    let positions: u64 = pooled[2..]
+        .iter()
+        .map(|dim| dim.fixed().unwrap_or(0))
+        .product();
+    let planes = |length: u64, dtype: DType| {
+        TensorType::contiguous(
+            dtype,
+            vec![Dim::Fixed(batch), Dim::Fixed(channels), Dim::Fixed(length)],
+        )
+    };
+    let grad_output = c.tensor("grad_output")?;
+    let src = c.temporary_of(
+        Op::Reshape(Reshape { input: grad_output }),
+        planes(positions, dtype),
+    );
+    let indices = c.tensor("indices")?;
+    let index_type = c.ty(indices).dtype;
+    let index = c.temporary_of(
+        Op::Reshape(Reshape { input: indices }),
+        planes(positions, index_type),
+    );
+    let zeros = c.temporary_of(
+        Op::Full(Full {
+            value: Term::Const(Scalar::Int(0)),
+        }),
+        planes(height * width, dtype),
+    );
+    let op = Op::Scatter(Scatter {
+        input: zeros,
+        index,
+        src,
+        dim: 2,
+        accumulate: true,
+    });
+    let sums = c.temporary(op, dtype)?;
+    c.emit(Op::Reshape(Reshape { input: sums }), &["grad_input"])
+}
+
+fn avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let kernel = c.pair("kernel_size", 1)?;
-    let op = Op::AvgPool2d(AvgPool2d {
+    let pooling = AvgPool2d {
         input: c.tensor("self")?,
         kernel,
         stride: pooling_stride(c, kernel)?,
         padding: c.pair("padding", 0)?,
         ceil_mode: c.bool("ceil_mode")?,
         count_include_pad: c.bool("count_include_pad")?,
+    };
+    match c.optional_int("divisor_override")? {
+        None => c.emit(Op::AvgPool2d(pooling), &["out"]),
+        Some(0) => Err(c.bad("divisor_override", "a divisor must not be zero")),
+        Some(divisor) => sum_pool2d(c, pooling, divisor),
+    }
+}
+
+/// `avg_pool2d` with a `divisor_override`: each window's sum divided by
+/// the divisor, whatever the window holds. The input is padded with zeros
+/// (which add nothing to a sum) to cover every window of the output size
+/// the pooling's shape rule gives; the sums are strided slices added along
+/// the columns, then the rows, in f32 (f64 for f64 images).
+fn sum_pool2d(
+    c: &mut Call<'_, '_, '_>,
+    pooling: AvgPool2d,
+    divisor: i64,
+) -> Result<(), ImportError> {
+    let input = pooling.input;
+    let sizes = c.fixed_sizes("self", input)?;
+    let pooled = match c
+        .importer
+        .expected_shapes(&Op::AvgPool2d(pooling.clone()), 1)?
+        .first()
+    {
+        Some(Expected::Shape(shape)) => shape.clone(),
+        _ => return Err(c.invalid("an average pooling whose result has no shape")),
+    };
+    let (Some(rows), Some(columns)) = (
+        pooled.get(2).and_then(|dim| dim.fixed()),
+        pooled.get(3).and_then(|dim| dim.fixed()),
+    ) else {
+        return Err(c.bad("self", format!("{sizes:?} is not an NCHW image (4-D)")));
+    };
+    let out = [rows, columns];
+    let compute = sample::compute_type(c, "self", c.ty(input).dtype)?;
+    let widened = sample::widened(c, input, compute);
+    let covered = |d: usize| (out[d] - 1) * pooling.stride[d] + pooling.kernel[d];
+    let before: Vec<i64> = vec![0, 0, pooling.padding[0] as i64, pooling.padding[1] as i64];
+    let after: Vec<i64> = (0..4)
+        .map(|d| match d {
+            2 | 3 => covered(d - 2) as i64 - sizes[d] as i64 - before[d],
+            _ => 0,
+        })
+        .collect();
+    let mut shape: Vec<Dim> = sizes.iter().copied().map(Dim::Fixed).collect();
+    shape[2] = Dim::Fixed(covered(0));
+    shape[3] = Dim::Fixed(covered(1));
+    let pad = Op::Pad(Pad {
+        input: widened,
+        before,
+        after,
+        mode: PadMode::Constant(Scalar::Float(0.0)),
     });
-    c.emit(op, &["out"])
+    let mut value = c.temporary_of(pad, TensorType::contiguous(compute, shape.clone()));
+    for dim in [3, 2] {
+        shape[dim] = Dim::Fixed(out[dim - 2]);
+        let mut sum = None;
+        for start in 0..pooling.kernel[dim - 2] {
+            let slice = Op::Slice(Slice {
+                input: value,
+                dim,
+                start: Dim::Fixed(start),
+                step: pooling.stride[dim - 2],
+            });
+            let term = c.temporary_of(slice, TensorType::contiguous(compute, shape.clone()));
+            sum = Some(match sum {
+                None => term,
+                Some(sum) => c.binary(BinaryOp::Add, sum, term, compute)?,
+            });
+        }
+        value = sum.ok_or_else(|| c.bad("kernel_size", "an empty pooling window"))?;
+    }
+    let divisor = sample::weight_constant(c, &[divisor as f64], compute, &[]);
+    let func = Func::Binary {
+        op: BinaryOp::Div,
+        alpha: None,
+    };
+    c.emit(Elementwise::op(func, vec![value, divisor]), &["out"])
 }
 
 fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
@@ -473,14 +665,18 @@ fn adaptive_avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
             "adaptive average pooling of a tensor that is not NCHW",
         ));
     }
-    let input = [sizes[2] as u64, sizes[3] as u64];
-    if out.iter().zip(&input).any(|(&o, &i)| o == 0 || i % o != 0) {
+    let input_sizes = [sizes[2] as u64, sizes[3] as u64];
+    let input = input_sizes;
+    if out.contains(&0) || input.contains(&0) {
         return Err(c.bad(
             "output_size",
-            format!(
-                "pooling from {input:?} to {out:?}: ptec handles only sizes that divide evenly"
-            ),
+            format!("pooling from {input:?} to {out:?}: sizes must be positive"),
         ));
+    }
+    if out.iter().zip(&input).any(|(&o, &i)| i % o != 0) {
+        let input = c.tensor("self")?;
+        let windows = [0, 1].map(|d| sample::adaptive_windows(input_sizes[d], out[d]));
+        return sample::window_average(c, input, windows);
     }
     let kernel = [input[0] / out[0], input[1] / out[1]];
     let op = Op::AvgPool2d(AvgPool2d {
