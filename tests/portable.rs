@@ -48,10 +48,6 @@ const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
         "unsupported operators in method forward: aten::upsample_nearest2d.vec_out",
     ),
     (
-        "var",
-        "unsupported operators in method forward: aten::var.correction_out",
-    ),
-    (
         "view_as_real",
         "a complex element type (ComplexFloat, scalar type 9) is not supported by ptec",
     ),
