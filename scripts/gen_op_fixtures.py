@@ -1874,6 +1874,23 @@ fixture(
     twice(lambda: (randn(2, 3, 8),)),
 )
 
+fixture(
+    "linear_kept",
+    "linear",
+    "F.linear(x, w, b) of float32 [2,3,4] and [5,4] and F.linear(v, w) of [4] (rank 1), kept as aten::linear",
+    fn(lambda x, w, b, v: (F.linear(x, w, b), F.linear(v, w))),
+    twice(lambda: (randn(2, 3, 4), randn(5, 4), randn(5), randn(4))),
+    preserve=(aten.linear.default,),
+)
+fixture(
+    "linear_kept_2d",
+    "linear",
+    "F.linear(x, w, b) of float32 [3,4], [2,4] and [2] and F.linear(x, w) unbiased, kept as aten::linear",
+    fn(lambda x, w, b: (F.linear(x, w, b), F.linear(x, w))),
+    twice(lambda: (randn(3, 4), randn(2, 4), randn(2))),
+    preserve=(aten.linear.default,),
+)
+
 
 # ---- convolution and pooling
 

@@ -8,7 +8,7 @@ use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
 use ptec_ir::ops::{Expected, show};
-use ptec_ir::{DType, Dim, Op, OpKind, Real, TensorType, ValueId};
+use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
 use super::Operator;
 use crate::call::Call;
@@ -39,6 +39,16 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
         addmm,
         &[OpKind::Addmm],
+    ),
+    (
+        "aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)",
+        linear,
+        &[
+            OpKind::Permute,
+            OpKind::Reshape,
+            OpKind::MatMul,
+            OpKind::Addmm,
+        ],
     ),
     (
         "aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)",
@@ -121,6 +131,71 @@ fn addmm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         clamp: ClampRange::default(),
     });
     c.emit(op, &["out"])
+}
+
+/// `linear(input, weight, bias)`: `input @ weight.T (+ bias)` over the
+/// last dimension of `input`, its other dimensions flattened into the rows
+/// of one matrix product (a bias broadcast over them, as addmm's) and
+/// restored after.
+fn linear(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("input")?;
+    let weight = c.tensor("weight")?;
+    let bias = c.optional_tensor("bias")?;
+    let dtype = c.ty(input).dtype;
+    let sizes = c.fixed_sizes("input", input)?;
+    let Some((&features, leading)) = sizes.split_last() else {
+        return Err(c.bad("input", "is 0-D: linear needs a last dimension of features"));
+    };
+    let weight_ty = c.ty(weight).clone();
+    let &[_, weight_features] = c.fixed_sizes("weight", weight)?.as_slice() else {
+        return Err(c.bad(
+            "weight",
+            format!("is {weight_ty}: ptec takes a matrix of [out_features, in_features]"),
+        ));
+    };
+    if weight_features != features {
+        return Err(c.bad(
+            "weight",
+            format!("is {weight_ty}, whose {weight_features} input features are not the input's {features}"),
+        ));
+    }
+    let rows: u64 = leading.iter().product();
+    let transposed = c.temporary(
+        Op::Permute(Permute {
+            input: weight,
+            dims: vec![1, 0],
+        }),
+        weight_ty.dtype,
+    )?;
+    let rows_in = match sizes.len() {
+        2 => input,
+        _ => c.temporary_of(
+            Op::Reshape(Reshape { input }),
+            TensorType::contiguous(dtype, vec![Dim::Fixed(rows), Dim::Fixed(features)]),
+        ),
+    };
+    let product = match bias {
+        Some(bias) => Op::Addmm(Addmm {
+            bias,
+            a: rows_in,
+            b: transposed,
+            beta: Scalar::Int(1),
+            alpha: Scalar::Int(1),
+            clamp: ClampRange::default(),
+        }),
+        None => Op::MatMul(MatMul {
+            a: rows_in,
+            b: transposed,
+            clamp: ClampRange::default(),
+        }),
+    };
+    match sizes.len() {
+        2 => c.emit(product, &["out"]),
+        _ => {
+            let rows_out = c.temporary(product, dtype)?;
+            c.emit(Op::Reshape(Reshape { input: rows_out }), &["out"])
+        }
+    }
 }
 
 fn convolution(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
