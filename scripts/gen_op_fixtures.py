@@ -1814,6 +1814,21 @@ fixture(
     twice(lambda: (randn(),)),
 )
 
+fixture(
+    "group_norm",
+    "native_group_norm",
+    "F.group_norm(x, 2, w, b, eps=1e-3), float32 [2,4,3,3]",
+    fn(lambda x, w, b: F.group_norm(x, 2, w, b, eps=1e-3)),
+    twice(lambda: (randn(2, 4, 3, 3) * 2.0 + 1.0, randn(4), randn(4))),
+)
+fixture(
+    "group_norm_stats",
+    "native_group_norm",
+    "torch.ops.aten.native_group_norm(x, None, None, 2, 6, 5, 3, 1e-5): the result, each group's mean and 1/std, float64 [2,6,5]",
+    fn(lambda x: torch.ops.aten.native_group_norm(x, None, None, 2, 6, 5, 3, 1e-5)),
+    twice(lambda: (randn(2, 6, 5, dtype=torch.float64) * 3.0,)),
+)
+
 
 # ---- linear algebra
 

@@ -2,6 +2,7 @@
 //! pooling and embedding lookups.
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
 use ptec_ir::ops::gather::Index;
 use ptec_ir::ops::layout::{Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
@@ -10,7 +11,7 @@ use ptec_ir::ops::reduce::{Reduce, ReduceOp};
 use ptec_ir::ops::{Expected, show};
 use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
-use super::Operator;
+use super::{Operator, reduce};
 use crate::call::Call;
 use crate::error::ImportError;
 
@@ -24,6 +25,11 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
         batch_norm,
         &[OpKind::BatchNorm],
+    ),
+    (
+        "aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+        group_norm,
+        &[OpKind::Reshape, OpKind::Reduce, OpKind::Elementwise],
     ),
     (
         "aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
@@ -110,6 +116,112 @@ fn batch_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         eps: Real(c.double("eps")?),
     });
     c.emit(op, &["out0", "out1", "out2"])
+}
+
+/// `native_group_norm`: `input` of `[N, C, *]` normalized over each of
+/// `group` groups of `C / group` channels (with all their positions), then
+/// scaled by `weight` and shifted by `bias` per channel; `out1` and `out2`
+/// are each group's mean and `1 / sqrt(variance + eps)` (the variance
+/// biased), of `[N, group]`. Composed of a reshape into `[N, group, rest]`,
+/// the centred values (`reduce::centered`), their mean square and
+/// elementwise steps. `N`, `C` and `HxW` must describe the input.
+fn group_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("input")?;
+    let dtype = c.ty(input).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(c.bad(
+            "input",
+            format!("is {dtype}: ptec's group norm takes float32 and float64"),
+        ));
+    }
+    let sizes = c.fixed_sizes("input", input)?;
+    let (batch, channels) = match sizes.as_slice() {
+        [batch, channels, ..] => (*batch, *channels),
+        _ => {
+            return Err(c.bad(
+                "input",
+                format!("is {}: group norm needs [N, C, *]", c.ty(input)),
+            ));
+        }
+    };
+    let positions: u64 = sizes[2..].iter().product();
+    for (name, given) in [("N", batch), ("C", channels), ("HxW", positions)] {
+        if c.count(name)? != given {
+            return Err(c.bad(
+                name,
+                format!(
+                    "is {}, but the input {} has {given}",
+                    c.int(name)?,
+                    c.ty(input)
+                ),
+            ));
+        }
+    }
+    let groups = c.count("group")?;
+    if groups == 0 || channels % groups != 0 {
+        return Err(c.bad(
+            "group",
+            format!("{groups} does not divide the input's {channels} channels into equal groups"),
+        ));
+    }
+    let eps = c.double("eps")?;
+    let weight = c.optional_tensor("weight")?;
+    let bias = c.optional_tensor("bias")?;
+    for (name, parameter) in [("weight", weight), ("bias", bias)] {
+        if let Some(parameter) = parameter
+            && c.fixed_sizes(name, parameter)? != [channels]
+        {
+            return Err(c.bad(
+                name,
+                format!(
+                    "is {}, not one value per each of the {channels} channels",
+                    c.ty(parameter)
+                ),
+            ));
+        }
+    }
+    let shaped = |c: &mut Call<'_, '_, '_>, input, shape: &[u64]| {
+        let ty =
+            TensorType::contiguous(dtype, shape.iter().map(|&size| Dim::Fixed(size)).collect());
+        c.temporary_of(Op::Reshape(Reshape { input }), ty)
+    };
+    let grouped = shaped(c, input, &[batch, groups, channels / groups * positions]);
+    let centered = reduce::centered(c, grouped, &[2], dtype)?;
+    let variance = Op::Reduce(Reduce {
+        input: centered.square,
+        op: ReduceOp::Mean,
+        dims: vec![2],
+        keepdim: true,
+    });
+    let variance = c.temporary(variance, dtype)?;
+    let shifted = Elementwise::op(
+        Func::BinaryScalar {
+            op: BinaryOp::Add,
+            scalar: Scalar::Float(eps),
+        },
+        vec![variance],
+    );
+    let shifted = c.temporary(shifted, dtype)?;
+    let inverse = c.temporary(Elementwise::unary(UnaryOp::Rsqrt, shifted), dtype)?;
+    let normalized = c.temporary(
+        reduce::binary(BinaryOp::Mul, centered.deviation, inverse),
+        dtype,
+    )?;
+    let mut result = shaped(c, normalized, &[batch, channels, positions]);
+    for (parameter, op) in [(weight, BinaryOp::Mul), (bias, BinaryOp::Add)] {
+        if let Some(parameter) = parameter {
+            let column = shaped(c, parameter, &[channels, 1]);
+            result = c.temporary(reduce::binary(op, result, column), dtype)?;
+        }
+    }
+    c.emit(Op::Reshape(Reshape { input: result }), &["out0"])?;
+    c.emit(
+        Op::Reshape(Reshape {
+            input: centered.mean,
+        }),
+        &["out1"],
+    )?;
+    c.emit(Op::Reshape(Reshape { input: inverse }), &["out2"])
 }
 
 fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {

@@ -4,7 +4,7 @@
 
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
 use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax, TopK};
-use ptec_ir::{DType, Op, OpKind, Scalar};
+use ptec_ir::{DType, Op, OpKind, Scalar, ValueId};
 
 use super::Operator;
 use crate::call::Call;
@@ -209,6 +209,45 @@ fn correction(c: &Call<'_, '_, '_>) -> Result<f64, ImportError> {
         .map_or(1.0, |scalar| scalar.as_f64()))
 }
 
+/// A tensor's deviations from its mean over some dimensions.
+pub(super) struct Centered {
+    /// The mean, its reduced dimensions kept as size 1.
+    pub(super) mean: ValueId,
+    /// The input minus the mean.
+    pub(super) deviation: ValueId,
+    /// The deviations squared.
+    pub(super) square: ValueId,
+}
+
+/// `input`'s mean over `dims` and its deviations from it, computed in
+/// `compute`: what a variance and a normalization start from.
+pub(super) fn centered(
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
+    dims: &[usize],
+    compute: DType,
+) -> Result<Centered, ImportError> {
+    let kept_mean = Op::Reduce(Reduce {
+        input,
+        op: ReduceOp::Mean,
+        dims: dims.to_vec(),
+        keepdim: true,
+    });
+    let mean = c.temporary(kept_mean, compute)?;
+    let deviation = c.temporary(binary(BinaryOp::Sub, input, mean), compute)?;
+    let square = c.temporary(binary(BinaryOp::Mul, deviation, deviation), compute)?;
+    Ok(Centered {
+        mean,
+        deviation,
+        square,
+    })
+}
+
+/// `a op b`, broadcast.
+pub(super) fn binary(op: BinaryOp, a: ValueId, b: ValueId) -> Op {
+    Elementwise::op(Func::Binary { op, alpha: None }, vec![a, b])
+}
+
 /// var, var_mean: the variance of `self` over `dim` (every dimension when
 /// None or empty) into `out` or `out0`, and its mean into `mean` when
 /// given, composed as PyTorch defines it: the squared deviations from the
@@ -246,10 +285,7 @@ fn variance(
             keepdim,
         })
     };
-    let kept_mean = c.temporary(reduce(input, ReduceOp::Mean, true), compute)?;
-    let binary = |op, inputs| Elementwise::op(Func::Binary { op, alpha: None }, inputs);
-    let deviation = c.temporary(binary(BinaryOp::Sub, vec![input, kept_mean]), compute)?;
-    let square = c.temporary(binary(BinaryOp::Mul, vec![deviation, deviation]), compute)?;
+    let Centered { square, .. } = centered(c, input, &dims, compute)?;
     let sum = c.temporary(reduce(square, ReduceOp::Sum, keepdim), compute)?;
     let divisor = Scalar::Float((count as f64 - correction).max(0.0));
     let divide = Elementwise::op(
