@@ -1829,6 +1829,14 @@ fixture(
     twice(lambda: (randn(2, 6, 5, dtype=torch.float64) * 3.0,)),
 )
 
+fixture(
+    "batch_norm_no_stats",
+    "_native_batch_norm_legit",
+    "F.batch_norm(x, None, None, w, b, training=True, eps=1e-3) (no running statistics), float64 [3,2,5]",
+    fn(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True, eps=1e-3)),
+    twice(lambda: (randn(3, 2, 5, dtype=torch.float64), randn(2, dtype=torch.float64), randn(2, dtype=torch.float64))),
+)
+
 
 # ---- linear algebra
 

@@ -23,8 +23,18 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
-        batch_norm,
+        |c| batch_norm(c, ["out0", "out1", "out2"]),
         &[OpKind::BatchNorm],
+    ),
+    (
+        "aten::_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))",
+        |c| batch_norm_legit(c, true),
+        BATCH_NORM_LEGIT,
+    ),
+    (
+        "aten::_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+        |c| batch_norm_legit(c, false),
+        BATCH_NORM_LEGIT,
     ),
     (
         "aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
@@ -94,6 +104,16 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
 ];
 
+/// What `_native_batch_norm_legit` emits: the inference batch norm, or in
+/// training a normalization composed of reductions, elementwise steps and
+/// reshapes.
+const BATCH_NORM_LEGIT: &[OpKind] = &[
+    OpKind::BatchNorm,
+    OpKind::Reduce,
+    OpKind::Elementwise,
+    OpKind::Reshape,
+];
+
 fn layer_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let normalized_dims = c.int_list("normalized_shape")?.len();
     let op = Op::LayerNorm(LayerNorm {
@@ -106,7 +126,8 @@ fn layer_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(op, &["out0", "out1", "out2"])
 }
 
-fn batch_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+/// The inference batch norm with running statistics, writing `outputs`.
+fn batch_norm(c: &mut Call<'_, '_, '_>, outputs: [&str; 3]) -> Result<(), ImportError> {
     let op = Op::BatchNorm(BatchNorm {
         input: c.tensor("input")?,
         weight: c.optional_tensor("weight")?,
@@ -115,7 +136,7 @@ fn batch_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         variance: c.tensor("running_var")?,
         eps: Real(c.double("eps")?),
     });
-    c.emit(op, &["out0", "out1", "out2"])
+    c.emit(op, &outputs)
 }
 
 /// `native_group_norm`: `input` of `[N, C, *]` normalized over each of
@@ -165,63 +186,213 @@ fn group_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         ));
     }
     let eps = c.double("eps")?;
-    let weight = c.optional_tensor("weight")?;
-    let bias = c.optional_tensor("bias")?;
-    for (name, parameter) in [("weight", weight), ("bias", bias)] {
-        if let Some(parameter) = parameter
-            && c.fixed_sizes(name, parameter)? != [channels]
-        {
-            return Err(c.bad(
-                name,
-                format!(
-                    "is {}, not one value per each of the {channels} channels",
-                    c.ty(parameter)
-                ),
-            ));
-        }
-    }
+    let [weight, bias] = channel_parameters(c, ["weight", "bias"], channels)?;
     let shaped = |c: &mut Call<'_, '_, '_>, input, shape: &[u64]| {
         let ty =
             TensorType::contiguous(dtype, shape.iter().map(|&size| Dim::Fixed(size)).collect());
         c.temporary_of(Op::Reshape(Reshape { input }), ty)
     };
     let grouped = shaped(c, input, &[batch, groups, channels / groups * positions]);
-    let centered = reduce::centered(c, grouped, &[2], dtype)?;
-    let variance = Op::Reduce(Reduce {
-        input: centered.square,
-        op: ReduceOp::Mean,
-        dims: vec![2],
-        keepdim: true,
-    });
-    let variance = c.temporary(variance, dtype)?;
-    let shifted = Elementwise::op(
-        Func::BinaryScalar {
-            op: BinaryOp::Add,
-            scalar: Scalar::Float(eps),
-        },
-        vec![variance],
-    );
-    let shifted = c.temporary(shifted, dtype)?;
-    let inverse = c.temporary(Elementwise::unary(UnaryOp::Rsqrt, shifted), dtype)?;
-    let normalized = c.temporary(
-        reduce::binary(BinaryOp::Mul, centered.deviation, inverse),
-        dtype,
-    )?;
-    let mut result = shaped(c, normalized, &[batch, channels, positions]);
-    for (parameter, op) in [(weight, BinaryOp::Mul), (bias, BinaryOp::Add)] {
-        if let Some(parameter) = parameter {
-            let column = shaped(c, parameter, &[channels, 1]);
-            result = c.temporary(reduce::binary(op, result, column), dtype)?;
-        }
-    }
+    let normalized = normalize(c, grouped, &[2], eps, dtype)?;
+    let result = shaped(c, normalized.result, &[batch, channels, positions]);
+    let result = affine(c, result, [weight, bias], &[channels, 1], dtype)?;
     c.emit(Op::Reshape(Reshape { input: result }), &["out0"])?;
     c.emit(
         Op::Reshape(Reshape {
-            input: centered.mean,
+            input: normalized.mean,
         }),
         &["out1"],
     )?;
-    c.emit(Op::Reshape(Reshape { input: inverse }), &["out2"])
+    c.emit(
+        Op::Reshape(Reshape {
+            input: normalized.inverse,
+        }),
+        &["out2"],
+    )
+}
+
+/// A tensor normalized over some dimensions, with its statistics (their
+/// reduced dimensions kept as size 1).
+struct Normalized {
+    mean: ValueId,
+    /// The biased variance.
+    variance: ValueId,
+    /// `1 / sqrt(variance + eps)`.
+    inverse: ValueId,
+    /// `(input - mean) * inverse`.
+    result: ValueId,
+}
+
+/// `input` normalized over `dims`, computed in `dtype`: its deviations from
+/// the mean (`reduce::centered`) times `1 / sqrt(variance + eps)`, the
+/// variance biased, as group and batch norms define it.
+fn normalize(
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
+    dims: &[usize],
+    eps: f64,
+    dtype: DType,
+) -> Result<Normalized, ImportError> {
+    let centered = reduce::centered(c, input, dims, dtype)?;
+    let variance = Op::Reduce(Reduce {
+        input: centered.square,
+        op: ReduceOp::Mean,
+        dims: dims.to_vec(),
+        keepdim: true,
+    });
+    let variance = c.temporary(variance, dtype)?;
+    let shifted = c.temporary(scaled(BinaryOp::Add, variance, eps), dtype)?;
+    let inverse = c.temporary(Elementwise::unary(UnaryOp::Rsqrt, shifted), dtype)?;
+    let result = c.temporary(
+        reduce::binary(BinaryOp::Mul, centered.deviation, inverse),
+        dtype,
+    )?;
+    Ok(Normalized {
+        mean: centered.mean,
+        variance,
+        inverse,
+        result,
+    })
+}
+
+/// `x op scalar` of a float scalar.
+fn scaled(op: BinaryOp, x: ValueId, scalar: f64) -> Op {
+    Elementwise::op(
+        Func::BinaryScalar {
+            op,
+            scalar: Scalar::Float(scalar),
+        },
+        vec![x],
+    )
+}
+
+/// `result * weight + bias`, each when given, the per-channel parameters
+/// viewed as `shape` to broadcast along the channels.
+fn affine(
+    c: &mut Call<'_, '_, '_>,
+    mut result: ValueId,
+    [weight, bias]: [Option<ValueId>; 2],
+    shape: &[u64],
+    dtype: DType,
+) -> Result<ValueId, ImportError> {
+    for (parameter, op) in [(weight, BinaryOp::Mul), (bias, BinaryOp::Add)] {
+        if let Some(parameter) = parameter {
+            let ty = TensorType::contiguous(
+                c.ty(parameter).dtype,
+                shape.iter().map(|&size| Dim::Fixed(size)).collect(),
+            );
+            let column = c.temporary_of(Op::Reshape(Reshape { input: parameter }), ty);
+            result = c.temporary(reduce::binary(op, result, column), dtype)?;
+        }
+    }
+    Ok(result)
+}
+
+/// The per-channel parameters `names` of a normalization over `channels`
+/// channels, each when given: one value per channel.
+fn channel_parameters<const N: usize>(
+    c: &mut Call<'_, '_, '_>,
+    names: [&str; N],
+    channels: u64,
+) -> Result<[Option<ValueId>; N], ImportError> {
+    let mut parameters = [None; N];
+    for (name, slot) in names.into_iter().zip(&mut parameters) {
+        let Some(parameter) = c.optional_tensor(name)? else {
+            continue;
+        };
+        if c.fixed_sizes(name, parameter)? != [channels] {
+            return Err(c.bad(
+                name,
+                format!(
+                    "is {}, not one value for each of the {channels} channels",
+                    c.ty(parameter)
+                ),
+            ));
+        }
+        *slot = Some(parameter);
+    }
+    Ok(parameters)
+}
+
+/// `_native_batch_norm_legit`: in training, `input` of `[N, C, *]`
+/// normalized per channel with the batch's statistics (over every
+/// dimension but 1), `save_mean` and `save_invstd` the channels' mean and
+/// `1 / sqrt(variance + eps)`, and the running statistics, when the
+/// operator has them, updated in place as PyTorch does:
+/// `running = (1 - momentum) * running + momentum * batch`, the running
+/// variance taking the unbiased batch variance. Outside training it is the
+/// inference batch norm with the running statistics; without them
+/// (`no_stats`) that is an error, as in PyTorch.
+fn batch_norm_legit(c: &mut Call<'_, '_, '_>, running: bool) -> Result<(), ImportError> {
+    if !c.bool("training")? {
+        if running {
+            return batch_norm(c, ["out", "save_mean", "save_invstd"]);
+        }
+        return Err(c.bad(
+            "training",
+            "is false, but without running statistics a batch norm can only use the batch's, in training (PyTorch refuses it too)",
+        ));
+    }
+    let input = c.tensor("input")?;
+    let dtype = c.ty(input).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(c.bad(
+            "input",
+            format!("is {dtype}: ptec's training batch norm takes float32 and float64"),
+        ));
+    }
+    let sizes = c.fixed_sizes("input", input)?;
+    let Some(&channels) = sizes.get(1) else {
+        return Err(c.bad(
+            "input",
+            format!("is {}: batch norm needs [N, C, *]", c.ty(input)),
+        ));
+    };
+    let [weight, bias] = channel_parameters(c, ["weight", "bias"], channels)?;
+    let eps = c.double("eps")?;
+    let dims: Vec<usize> = (0..sizes.len()).filter(|&dim| dim != 1).collect();
+    let normalized = normalize(c, input, &dims, eps, dtype)?;
+    let mut column = vec![1; sizes.len() - 1];
+    column[0] = channels;
+    let result = affine(c, normalized.result, [weight, bias], &column, dtype)?;
+    c.emit(Op::Reshape(Reshape { input: result }), &["out"])?;
+    c.emit(
+        Op::Reshape(Reshape {
+            input: normalized.mean,
+        }),
+        &["save_mean"],
+    )?;
+    c.emit(
+        Op::Reshape(Reshape {
+            input: normalized.inverse,
+        }),
+        &["save_invstd"],
+    )?;
+    if running {
+        let count: u64 = dims.iter().map(|&dim| sizes[dim]).product();
+        let momentum = c.double("momentum")?;
+        let unbiased = count as f64 / (count as f64 - 1.0);
+        let stats = channel_parameters(c, ["running_mean", "running_var"], channels)?;
+        let updates = [
+            ("running_mean", normalized.mean, 1.0),
+            ("running_var", normalized.variance, unbiased),
+        ];
+        for (running, (name, batch, correction)) in stats.into_iter().zip(updates) {
+            let Some(running) = running else {
+                return Err(c.bad(name, "is None, but the operator updates it in place"));
+            };
+            let stats_ty = c.ty(running).clone();
+            let batch = c.temporary_of(Op::Reshape(Reshape { input: batch }), stats_ty.clone());
+            let batch = scaled(BinaryOp::Mul, batch, momentum * correction);
+            let batch = c.temporary(batch, stats_ty.dtype)?;
+            let kept = c.temporary(
+                scaled(BinaryOp::Mul, running, 1.0 - momentum),
+                stats_ty.dtype,
+            )?;
+            c.emit_into(reduce::binary(BinaryOp::Add, kept, batch), name)?;
+        }
+    }
+    Ok(())
 }
 
 fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
