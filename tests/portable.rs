@@ -45,10 +45,6 @@ const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
         "aten::nonzero.out (instructions 0.0): the size of its result is the number of true",
     ),
     (
-        "var",
-        "unsupported operators in method forward: aten::var.correction_out",
-    ),
-    (
         "view_as_real",
         "a complex element type (ComplexFloat, scalar type 9) is not supported by ptec",
     ),

@@ -476,6 +476,54 @@ impl Call<'_, '_, '_> {
             .collect()
     }
 
+    /// The dimension argument `name` of a reduction over a tensor of rank
+    /// `rank`: `None` for a 0-D tensor, whose one element PyTorch reduces
+    /// along dimension 0 or -1 (`maybe_wrap_dim`'s `wrap_scalar`).
+    pub(crate) fn reduced_dim(
+        &self,
+        name: &str,
+        rank: usize,
+    ) -> Result<Option<usize>, ImportError> {
+        let dim = self.dim(name, rank.max(1))?;
+        Ok((rank > 0).then_some(dim))
+    }
+
+    /// The dimensions a reduction over a tensor of rank `rank` reduces: those
+    /// of the optional IntList argument `name`, every one when it is None or
+    /// empty. A 0-D tensor takes 0 and -1, reducing nothing; a dimension
+    /// named twice is an error, as in PyTorch.
+    pub(crate) fn reduced_dims(&self, name: &str, rank: usize) -> Result<Vec<usize>, ImportError> {
+        let list = match self.optional_int_list(name)? {
+            Some(list) if !list.is_empty() => list,
+            _ => return Ok((0..rank).collect()),
+        };
+        let mut dims = Vec::with_capacity(list.len());
+        for dim in list {
+            let axis = self.axis(name, dim, rank.max(1))?;
+            if dims.contains(&axis) {
+                return Err(self.bad(name, format!("names dimension {axis} more than once")));
+            }
+            dims.push(axis);
+        }
+        if rank == 0 {
+            dims.clear();
+        }
+        Ok(dims)
+    }
+
+    /// An optional ScalarType argument: the element type it names.
+    pub(crate) fn optional_dtype(&self, name: &str) -> Result<Option<DType>, ImportError> {
+        let Some(code) = self.optional_int(name)? else {
+            return Ok(None);
+        };
+        i8::try_from(code)
+            .ok()
+            .and_then(ptec_frontend::ScalarType::from_code)
+            .and_then(crate::program::dtype_of)
+            .map(Some)
+            .ok_or_else(|| self.bad(name, format!("{code} is not an element type ptec knows")))
+    }
+
     fn axis(&self, name: &str, dim: i64, rank: usize) -> Result<usize, ImportError> {
         let rank = rank as i64;
         let normalized = if dim < 0 { dim + rank } else { dim };

@@ -3,7 +3,7 @@
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::ops::creation::Full;
-use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
 use ptec_ir::ops::gather::{Index, Scatter};
 use ptec_ir::ops::layout::{Pad, PadMode, Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
@@ -13,8 +13,7 @@ use ptec_ir::ops::{Expected, show};
 use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
-use super::Operator;
-use super::sample;
+use super::{Operator, reduce, sample};
 use crate::call::Call;
 use crate::error::ImportError;
 
@@ -26,8 +25,23 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::_native_batch_norm_legit_no_training.out(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
-        batch_norm,
+        |c| batch_norm(c, ["out0", "out1", "out2"]),
         &[OpKind::BatchNorm],
+    ),
+    (
+        "aten::_native_batch_norm_legit.out(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps, *, Tensor(d!) out, Tensor(e!) save_mean, Tensor(f!) save_invstd) -> (Tensor(d!), Tensor(e!), Tensor(f!))",
+        |c| batch_norm_legit(c, true),
+        BATCH_NORM_LEGIT,
+    ),
+    (
+        "aten::_native_batch_norm_legit.no_stats_out(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps, *, Tensor(a!) out, Tensor(b!) save_mean, Tensor(c!) save_invstd) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+        |c| batch_norm_legit(c, false),
+        BATCH_NORM_LEGIT,
+    ),
+    (
+        "aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))",
+        group_norm,
+        &[OpKind::Reshape, OpKind::Reduce, OpKind::Elementwise],
     ),
     (
         "aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
@@ -43,6 +57,16 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
         addmm,
         &[OpKind::Addmm],
+    ),
+    (
+        "aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out) -> Tensor(a!)",
+        linear,
+        &[
+            OpKind::Permute,
+            OpKind::Reshape,
+            OpKind::MatMul,
+            OpKind::Addmm,
+        ],
     ),
     (
         "aten::convolution.out(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)",
@@ -100,6 +124,16 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
 ];
 
+/// What `_native_batch_norm_legit` emits: the inference batch norm, or in
+/// training a normalization composed of reductions, elementwise steps and
+/// reshapes.
+const BATCH_NORM_LEGIT: &[OpKind] = &[
+    OpKind::BatchNorm,
+    OpKind::Reduce,
+    OpKind::Elementwise,
+    OpKind::Reshape,
+];
+
 fn layer_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let normalized_dims = c.int_list("normalized_shape")?.len();
     let op = Op::LayerNorm(LayerNorm {
@@ -112,7 +146,8 @@ fn layer_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(op, &["out0", "out1", "out2"])
 }
 
-fn batch_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+/// The inference batch norm with running statistics, writing `outputs`.
+fn batch_norm(c: &mut Call<'_, '_, '_>, outputs: [&str; 3]) -> Result<(), ImportError> {
     let op = Op::BatchNorm(BatchNorm {
         input: c.tensor("input")?,
         weight: c.optional_tensor("weight")?,
@@ -121,7 +156,263 @@ fn batch_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         variance: c.tensor("running_var")?,
         eps: Real(c.double("eps")?),
     });
-    c.emit(op, &["out0", "out1", "out2"])
+    c.emit(op, &outputs)
+}
+
+/// `native_group_norm`: `input` of `[N, C, *]` normalized over each of
+/// `group` groups of `C / group` channels (with all their positions), then
+/// scaled by `weight` and shifted by `bias` per channel; `out1` and `out2`
+/// are each group's mean and `1 / sqrt(variance + eps)` (the variance
+/// biased), of `[N, group]`. Composed of a reshape into `[N, group, rest]`,
+/// the centred values (`reduce::centered`), their mean square and
+/// elementwise steps. `N`, `C` and `HxW` must describe the input.
+fn group_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("input")?;
+    let dtype = c.ty(input).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(c.bad(
+            "input",
+            format!("is {dtype}: ptec's group norm takes float32 and float64"),
+        ));
+    }
+    let sizes = c.fixed_sizes("input", input)?;
+    let (batch, channels) = match sizes.as_slice() {
+        [batch, channels, ..] => (*batch, *channels),
+        _ => {
+            return Err(c.bad(
+                "input",
+                format!("is {}: group norm needs [N, C, *]", c.ty(input)),
+            ));
+        }
+    };
+    let positions: u64 = sizes[2..].iter().product();
+    for (name, given) in [("N", batch), ("C", channels), ("HxW", positions)] {
+        if c.count(name)? != given {
+            return Err(c.bad(
+                name,
+                format!(
+                    "is {}, but the input {} has {given}",
+                    c.int(name)?,
+                    c.ty(input)
+                ),
+            ));
+        }
+    }
+    let groups = c.count("group")?;
+    if groups == 0 || channels % groups != 0 {
+        return Err(c.bad(
+            "group",
+            format!("{groups} does not divide the input's {channels} channels into equal groups"),
+        ));
+    }
+    let eps = c.double("eps")?;
+    let [weight, bias] = channel_parameters(c, ["weight", "bias"], channels)?;
+    let shaped = |c: &mut Call<'_, '_, '_>, input, shape: &[u64]| {
+        let ty =
+            TensorType::contiguous(dtype, shape.iter().map(|&size| Dim::Fixed(size)).collect());
+        c.temporary_of(Op::Reshape(Reshape { input }), ty)
+    };
+    let grouped = shaped(c, input, &[batch, groups, channels / groups * positions]);
+    let normalized = normalize(c, grouped, &[2], eps, dtype)?;
+    let result = shaped(c, normalized.result, &[batch, channels, positions]);
+    let result = affine(c, result, [weight, bias], &[channels, 1], dtype)?;
+    c.emit(Op::Reshape(Reshape { input: result }), &["out0"])?;
+    c.emit(
+        Op::Reshape(Reshape {
+            input: normalized.mean,
+        }),
+        &["out1"],
+    )?;
+    c.emit(
+        Op::Reshape(Reshape {
+            input: normalized.inverse,
+        }),
+        &["out2"],
+    )
+}
+
+/// A tensor normalized over some dimensions, with its statistics (their
+/// reduced dimensions kept as size 1).
+struct Normalized {
+    mean: ValueId,
+    /// The biased variance.
+    variance: ValueId,
+    /// `1 / sqrt(variance + eps)`.
+    inverse: ValueId,
+    /// `(input - mean) * inverse`.
+    result: ValueId,
+}
+
+/// `input` normalized over `dims`, computed in `dtype`: its deviations from
+/// the mean (`reduce::centered`) times `1 / sqrt(variance + eps)`, the
+/// variance biased, as group and batch norms define it.
+fn normalize(
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
+    dims: &[usize],
+    eps: f64,
+    dtype: DType,
+) -> Result<Normalized, ImportError> {
+    let centered = reduce::centered(c, input, dims, dtype)?;
+    let variance = Op::Reduce(Reduce {
+        input: centered.square,
+        op: ReduceOp::Mean,
+        dims: dims.to_vec(),
+        keepdim: true,
+    });
+    let variance = c.temporary(variance, dtype)?;
+    let shifted = c.temporary(scaled(BinaryOp::Add, variance, eps), dtype)?;
+    let inverse = c.temporary(Elementwise::unary(UnaryOp::Rsqrt, shifted), dtype)?;
+    let result = c.temporary(
+        reduce::binary(BinaryOp::Mul, centered.deviation, inverse),
+        dtype,
+    )?;
+    Ok(Normalized {
+        mean: centered.mean,
+        variance,
+        inverse,
+        result,
+    })
+}
+
+/// `x op scalar` of a float scalar.
+fn scaled(op: BinaryOp, x: ValueId, scalar: f64) -> Op {
+    Elementwise::op(
+        Func::BinaryScalar {
+            op,
+            scalar: Scalar::Float(scalar),
+        },
+        vec![x],
+    )
+}
+
+/// `result * weight + bias`, each when given, the per-channel parameters
+/// viewed as `shape` to broadcast along the channels.
+fn affine(
+    c: &mut Call<'_, '_, '_>,
+    mut result: ValueId,
+    [weight, bias]: [Option<ValueId>; 2],
+    shape: &[u64],
+    dtype: DType,
+) -> Result<ValueId, ImportError> {
+    for (parameter, op) in [(weight, BinaryOp::Mul), (bias, BinaryOp::Add)] {
+        if let Some(parameter) = parameter {
+            let ty = TensorType::contiguous(
+                c.ty(parameter).dtype,
+                shape.iter().map(|&size| Dim::Fixed(size)).collect(),
+            );
+            let column = c.temporary_of(Op::Reshape(Reshape { input: parameter }), ty);
+            result = c.temporary(reduce::binary(op, result, column), dtype)?;
+        }
+    }
+    Ok(result)
+}
+
+/// The per-channel parameters `names` of a normalization over `channels`
+/// channels, each when given: one value per channel.
+fn channel_parameters<const N: usize>(
+    c: &mut Call<'_, '_, '_>,
+    names: [&str; N],
+    channels: u64,
+) -> Result<[Option<ValueId>; N], ImportError> {
+    let mut parameters = [None; N];
+    for (name, slot) in names.into_iter().zip(&mut parameters) {
+        let Some(parameter) = c.optional_tensor(name)? else {
+            continue;
+        };
+        if c.fixed_sizes(name, parameter)? != [channels] {
+            return Err(c.bad(
+                name,
+                format!(
+                    "is {}, not one value for each of the {channels} channels",
+                    c.ty(parameter)
+                ),
+            ));
+        }
+        *slot = Some(parameter);
+    }
+    Ok(parameters)
+}
+
+/// `_native_batch_norm_legit`: in training, `input` of `[N, C, *]`
+/// normalized per channel with the batch's statistics (over every
+/// dimension but 1), `save_mean` and `save_invstd` the channels' mean and
+/// `1 / sqrt(variance + eps)`, and the running statistics, when the
+/// operator has them, updated in place as PyTorch does:
+/// `running = (1 - momentum) * running + momentum * batch`, the running
+/// variance taking the unbiased batch variance. Outside training it is the
+/// inference batch norm with the running statistics; without them
+/// (`no_stats`) that is an error, as in PyTorch.
+fn batch_norm_legit(c: &mut Call<'_, '_, '_>, running: bool) -> Result<(), ImportError> {
+    if !c.bool("training")? {
+        if running {
+            return batch_norm(c, ["out", "save_mean", "save_invstd"]);
+        }
+        return Err(c.bad(
+            "training",
+            "is false, but without running statistics a batch norm can only use the batch's, in training (PyTorch refuses it too)",
+        ));
+    }
+    let input = c.tensor("input")?;
+    let dtype = c.ty(input).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(c.bad(
+            "input",
+            format!("is {dtype}: ptec's training batch norm takes float32 and float64"),
+        ));
+    }
+    let sizes = c.fixed_sizes("input", input)?;
+    let Some(&channels) = sizes.get(1) else {
+        return Err(c.bad(
+            "input",
+            format!("is {}: batch norm needs [N, C, *]", c.ty(input)),
+        ));
+    };
+    let [weight, bias] = channel_parameters(c, ["weight", "bias"], channels)?;
+    let eps = c.double("eps")?;
+    let dims: Vec<usize> = (0..sizes.len()).filter(|&dim| dim != 1).collect();
+    let normalized = normalize(c, input, &dims, eps, dtype)?;
+    let mut column = vec![1; sizes.len() - 1];
+    column[0] = channels;
+    let result = affine(c, normalized.result, [weight, bias], &column, dtype)?;
+    c.emit(Op::Reshape(Reshape { input: result }), &["out"])?;
+    c.emit(
+        Op::Reshape(Reshape {
+            input: normalized.mean,
+        }),
+        &["save_mean"],
+    )?;
+    c.emit(
+        Op::Reshape(Reshape {
+            input: normalized.inverse,
+        }),
+        &["save_invstd"],
+    )?;
+    if running {
+        let count: u64 = dims.iter().map(|&dim| sizes[dim]).product();
+        let momentum = c.double("momentum")?;
+        let unbiased = count as f64 / (count as f64 - 1.0);
+        let stats = channel_parameters(c, ["running_mean", "running_var"], channels)?;
+        let updates = [
+            ("running_mean", normalized.mean, 1.0),
+            ("running_var", normalized.variance, unbiased),
+        ];
+        for (running, (name, batch, correction)) in stats.into_iter().zip(updates) {
+            let Some(running) = running else {
+                return Err(c.bad(name, "is None, but the operator updates it in place"));
+            };
+            let stats_ty = c.ty(running).clone();
+            let batch = c.temporary_of(Op::Reshape(Reshape { input: batch }), stats_ty.clone());
+            let batch = scaled(BinaryOp::Mul, batch, momentum * correction);
+            let batch = c.temporary(batch, stats_ty.dtype)?;
+            let kept = c.temporary(
+                scaled(BinaryOp::Mul, running, 1.0 - momentum),
+                stats_ty.dtype,
+            )?;
+            c.emit_into(reduce::binary(BinaryOp::Add, kept, batch), name)?;
+        }
+    }
+    Ok(())
 }
 
 fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
@@ -143,6 +434,71 @@ fn addmm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         clamp: ClampRange::default(),
     });
     c.emit(op, &["out"])
+}
+
+/// `linear(input, weight, bias)`: `input @ weight.T (+ bias)` over the
+/// last dimension of `input`, its other dimensions flattened into the rows
+/// of one matrix product (a bias broadcast over them, as addmm's) and
+/// restored after.
+fn linear(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("input")?;
+    let weight = c.tensor("weight")?;
+    let bias = c.optional_tensor("bias")?;
+    let dtype = c.ty(input).dtype;
+    let sizes = c.fixed_sizes("input", input)?;
+    let Some((&features, leading)) = sizes.split_last() else {
+        return Err(c.bad("input", "is 0-D: linear needs a last dimension of features"));
+    };
+    let weight_ty = c.ty(weight).clone();
+    let &[_, weight_features] = c.fixed_sizes("weight", weight)?.as_slice() else {
+        return Err(c.bad(
+            "weight",
+            format!("is {weight_ty}: ptec takes a matrix of [out_features, in_features]"),
+        ));
+    };
+    if weight_features != features {
+        return Err(c.bad(
+            "weight",
+            format!("is {weight_ty}, whose {weight_features} input features are not the input's {features}"),
+        ));
+    }
+    let rows: u64 = leading.iter().product();
+    let transposed = c.temporary(
+        Op::Permute(Permute {
+            input: weight,
+            dims: vec![1, 0],
+        }),
+        weight_ty.dtype,
+    )?;
+    let rows_in = match sizes.len() {
+        2 => input,
+        _ => c.temporary_of(
+            Op::Reshape(Reshape { input }),
+            TensorType::contiguous(dtype, vec![Dim::Fixed(rows), Dim::Fixed(features)]),
+        ),
+    };
+    let product = match bias {
+        Some(bias) => Op::Addmm(Addmm {
+            bias,
+            a: rows_in,
+            b: transposed,
+            beta: Scalar::Int(1),
+            alpha: Scalar::Int(1),
+            clamp: ClampRange::default(),
+        }),
+        None => Op::MatMul(MatMul {
+            a: rows_in,
+            b: transposed,
+            clamp: ClampRange::default(),
+        }),
+    };
+    match sizes.len() {
+        2 => c.emit(product, &["out"]),
+        _ => {
+            let rows_out = c.temporary(product, dtype)?;
+            c.emit(Op::Reshape(Reshape { input: rows_out }), &["out"])
+        }
+    }
 }
 
 fn convolution(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {

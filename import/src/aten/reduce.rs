@@ -2,8 +2,9 @@
 //! arg-reductions, the `k` largest or smallest elements, cumulative sums and
 //! softmax.
 
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
 use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax, TopK};
-use ptec_ir::{Op, OpKind};
+use ptec_ir::{DType, Op, OpKind, Scalar, ValueId};
 
 use super::Operator;
 use crate::call::Call;
@@ -17,13 +18,33 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
-        |c| reduce(c, ReduceOp::Sum),
+        |c| with_dtype(c, ReduceOp::Sum, reduce),
         &[OpKind::Reduce],
     ),
     (
         "aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
-        |c| reduce(c, ReduceOp::Mean),
+        |c| with_dtype(c, ReduceOp::Mean, reduce),
         &[OpKind::Reduce],
+    ),
+    (
+        "aten::mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        |c| with_dtype(c, ReduceOp::Mean, reduce_all),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::var.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out) -> Tensor(a!)",
+        |c| variance(c, correction(c)?, None),
+        VARIANCE,
+    ),
+    (
+        "aten::var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+        |c| variance(c, f64::from(u8::from(c.bool("unbiased")?)), None),
+        VARIANCE,
+    ),
+    (
+        "aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))",
+        |c| variance(c, correction(c)?, Some("out1")),
+        VARIANCE,
     ),
     (
         "aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -38,6 +59,11 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::any.out(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
         |c| reduce_along(c, ReduceOp::Any),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::any.dims_out(Tensor self, int[]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)",
+        |c| reduce(c, ReduceOp::Any),
         &[OpKind::Reduce],
     ),
     (
@@ -83,7 +109,12 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
-        |c| reduce_along(c, ReduceOp::Prod),
+        |c| with_dtype(c, ReduceOp::Prod, reduce_along),
+        &[OpKind::Reduce],
+    ),
+    (
+        "aten::prod.out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        |c| with_dtype(c, ReduceOp::Prod, reduce_all),
         &[OpKind::Reduce],
     ),
     (
@@ -102,6 +133,10 @@ pub(super) const OPERATORS: &[Operator] = &[
         &[OpKind::Softmax],
     ),
 ];
+
+/// What a variance emits: a mean, deviations from it, their squares, the
+/// sum of those and its division by the count.
+const VARIANCE: &[OpKind] = &[OpKind::Reduce, OpKind::Elementwise];
 
 fn reduction(
     c: &mut Call<'_, '_, '_>,
@@ -122,21 +157,151 @@ fn reduction(
     )
 }
 
-/// sum, mean, amax, amin: over the dimensions of `dim`, every one when it
-/// is None or empty.
+/// sum, mean, amax, amin, any: over the dimensions of `dim`, every one
+/// when it is None or empty.
 fn reduce(c: &mut Call<'_, '_, '_>, op: ReduceOp) -> Result<(), ImportError> {
-    let rank = c.rank_of("self")?;
-    let dims = match c.optional_int_list("dim")? {
-        Some(dims) if !dims.is_empty() => c.dims("dim", rank)?,
-        _ => (0..rank).collect(),
-    };
+    let dims = c.reduced_dims("dim", c.rank_of("self")?)?;
     reduction(c, op, dims, "out")
 }
 
 /// any, prod: along the one dimension `dim`.
 fn reduce_along(c: &mut Call<'_, '_, '_>, op: ReduceOp) -> Result<(), ImportError> {
-    let dim = c.dim("dim", c.rank_of("self")?)?;
-    reduction(c, op, vec![dim], "out")
+    let dim = c.reduced_dim("dim", c.rank_of("self")?)?;
+    reduction(c, op, dim.into_iter().collect(), "out")
+}
+
+/// A reduction with a `dtype` argument, imported by `rule`: PyTorch
+/// computes in `dtype` and requires `out` to have it; a mean computes in
+/// a float (`dtype`, else the input's type), never an integer.
+fn with_dtype(
+    c: &mut Call<'_, '_, '_>,
+    op: ReduceOp,
+    rule: fn(&mut Call<'_, '_, '_>, ReduceOp) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let out = c.declared_type_of("out")?.dtype;
+    let requested = c.optional_dtype("dtype")?;
+    if let Some(dtype) = requested
+        && dtype != out
+    {
+        return Err(c.bad(
+            "dtype",
+            format!("is {dtype}, but out is {out}: the result must have the requested type"),
+        ));
+    }
+    let compute = match requested {
+        Some(dtype) => dtype,
+        None => c.declared_type_of("self")?.dtype,
+    };
+    if op == ReduceOp::Mean && !compute.is_float() {
+        return Err(c.bad(
+            "dtype",
+            format!(
+                "is not given and self is {compute}: a mean is computed in a float type, so an integer input needs a float dtype, as in PyTorch"
+            ),
+        ));
+    }
+    rule(c, op)
+}
+
+/// The `correction` argument of a variance: Bessel's 1 when None.
+fn correction(c: &Call<'_, '_, '_>) -> Result<f64, ImportError> {
+    Ok(c.optional_scalar("correction")?
+        .map_or(1.0, |scalar| scalar.as_f64()))
+}
+
+/// A tensor's deviations from its mean over some dimensions.
+pub(super) struct Centered {
+    /// The mean, its reduced dimensions kept as size 1.
+    pub(super) mean: ValueId,
+    /// The input minus the mean.
+    pub(super) deviation: ValueId,
+    /// The deviations squared.
+    pub(super) square: ValueId,
+}
+
+/// `input`'s mean over `dims` and its deviations from it, computed in
+/// `compute`: what a variance and a normalization start from.
+pub(super) fn centered(
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
+    dims: &[usize],
+    compute: DType,
+) -> Result<Centered, ImportError> {
+    let kept_mean = Op::Reduce(Reduce {
+        input,
+        op: ReduceOp::Mean,
+        dims: dims.to_vec(),
+        keepdim: true,
+    });
+    let mean = c.temporary(kept_mean, compute)?;
+    let deviation = c.temporary(binary(BinaryOp::Sub, input, mean), compute)?;
+    let square = c.temporary(binary(BinaryOp::Mul, deviation, deviation), compute)?;
+    Ok(Centered {
+        mean,
+        deviation,
+        square,
+    })
+}
+
+/// `a op b`, broadcast.
+pub(super) fn binary(op: BinaryOp, a: ValueId, b: ValueId) -> Op {
+    Elementwise::op(Func::Binary { op, alpha: None }, vec![a, b])
+}
+
+/// var, var_mean: the variance of `self` over `dim` (every dimension when
+/// None or empty) into `out` or `out0`, and its mean into `mean` when
+/// given, composed as PyTorch defines it: the squared deviations from the
+/// mean, summed and divided by `max(count - correction, 0)` (so a count not
+/// above the correction gives inf, or NaN when every deviation is 0, and
+/// an empty reduction NaN). Half types compute in f32, as PyTorch's
+/// accumulation does.
+fn variance(
+    c: &mut Call<'_, '_, '_>,
+    correction: f64,
+    mean: Option<&str>,
+) -> Result<(), ImportError> {
+    let rank = c.rank_of("self")?;
+    let dims = c.reduced_dims("dim", rank)?;
+    let keepdim = c.bool("keepdim")?;
+    let input = c.tensor("self")?;
+    let dtype = c.ty(input).dtype;
+    let compute = match dtype {
+        DType::F64 => DType::F64,
+        DType::F32 | DType::F16 | DType::BF16 => DType::F32,
+        _ => {
+            return Err(c.bad(
+                "self",
+                format!("is {dtype}: the variance is defined for floats only, as in PyTorch"),
+            ));
+        }
+    };
+    let sizes = c.fixed_sizes("self", input)?;
+    let count: u64 = dims.iter().map(|&dim| sizes[dim]).product();
+    let reduce = |input, op, keepdim| {
+        Op::Reduce(Reduce {
+            input,
+            op,
+            dims: dims.clone(),
+            keepdim,
+        })
+    };
+    let Centered { square, .. } = centered(c, input, &dims, compute)?;
+    let sum = c.temporary(reduce(square, ReduceOp::Sum, keepdim), compute)?;
+    let divisor = Scalar::Float((count as f64 - correction).max(0.0));
+    let divide = Elementwise::op(
+        Func::BinaryScalar {
+            op: BinaryOp::Div,
+            scalar: divisor,
+        },
+        vec![sum],
+    );
+    match mean {
+        Some(mean) => {
+            c.emit(divide, &["out0"])?;
+            c.emit(reduce(input, ReduceOp::Mean, keepdim), &[mean])
+        }
+        None => c.emit(divide, &["out"]),
+    }
 }
 
 /// A reduction of every element: `(self, *, out)`.
@@ -180,19 +345,19 @@ fn extreme_along(
     extreme: Extreme,
     [values, indices]: [&str; 2],
 ) -> Result<(), ImportError> {
-    let dim = c.dim("dim", c.rank_of("self")?.max(1))?;
+    let dim = c.reduced_dim("dim", c.rank_of("self")?)?;
     let op = match extreme {
         Extreme::Max => ReduceOp::Max,
         Extreme::Min => ReduceOp::Min,
     };
-    reduction(c, op, vec![dim], values)?;
+    reduction(c, op, dim.into_iter().collect(), values)?;
     let keepdim = c.bool("keepdim")?;
     let input = c.tensor("self")?;
     c.emit(
         Op::ArgReduce(ArgReduce {
             input,
             extreme,
-            dim: Some(dim),
+            dim,
             keepdim,
         }),
         &[indices],
