@@ -287,11 +287,19 @@ fn variance(
     };
     let Centered { square, .. } = centered(c, input, &dims, compute)?;
     let sum = c.temporary(reduce(square, ReduceOp::Sum, keepdim), compute)?;
-    let divisor = Scalar::Float((count as f64 - correction).max(0.0));
+    let divisor = (count as f64 - correction).max(0.0);
+    // A sum of squares over no degrees of freedom is inf, or NaN when it is
+    // 0: its product with inf says so on every back end, where a shader's
+    // 0 / 0 need not be NaN.
+    let (op, scalar) = if divisor == 0.0 {
+        (BinaryOp::Mul, f64::INFINITY)
+    } else {
+        (BinaryOp::Div, divisor)
+    };
     let divide = Elementwise::op(
         Func::BinaryScalar {
-            op: BinaryOp::Div,
-            scalar: divisor,
+            op,
+            scalar: Scalar::Float(scalar),
         },
         vec![sum],
     );
