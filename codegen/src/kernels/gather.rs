@@ -338,21 +338,7 @@ pub(super) fn gather(
     let position = (dim, e.dim(x_ty.shape[dim]));
     let axes: Vec<usize> = (0..sizes.len()).collect();
     over_axes(e, &sizes, &strides, &axes, &bases, &mut |e, pointers| {
-        let at = checked_index(
-            e,
-            index_ty.dtype,
-            pointers[1],
-            position,
-            Negative::OutOfRange,
-        )?;
-        let step = e.value_of(step);
-        let offset = e.b.ins().imul(at, step);
-        let from = e.b.ins().iadd(pointers[2], offset);
-        let element = |base, dtype| Operand {
-            base,
-            dtype,
-            strides: Vec::new(),
-        };
+        let from = at_index(e, index_ty.dtype, pointers[1], position, step, pointers[2])?;
         emit_copy(
             e,
             Vec::new(),
@@ -360,6 +346,32 @@ pub(super) fn gather(
             element(from, x_ty.dtype),
         )
     })
+}
+
+/// The address of the element a `gather` reads or a `scatter` writes: the
+/// index at `index` (checked against `position`'s size; negative ones out
+/// of range) times the byte `step` of its dimension, from `base`.
+fn at_index(
+    e: &mut Emitter<'_, '_, '_>,
+    index_dtype: DType,
+    index: Value,
+    position: (usize, Size),
+    step: Size,
+    base: Value,
+) -> Result<Value, CodegenError> {
+    let at = checked_index(e, index_dtype, index, position, Negative::OutOfRange)?;
+    let step = e.value_of(step);
+    let offset = e.b.ins().imul(at, step);
+    Ok(e.b.ins().iadd(base, offset))
+}
+
+/// One element of `dtype` at `base`, as a copy's operand.
+fn element(base: Value, dtype: DType) -> Operand {
+    Operand {
+        base,
+        dtype,
+        strides: Vec::new(),
+    }
 }
 
 /// Where a scatter writes: the output itself, or for a sum of
@@ -481,21 +493,7 @@ pub(super) fn scatter(
     let position = (op.dim, e.dim(out_ty.shape[op.dim]));
     let axes: Vec<usize> = (0..sizes.len()).collect();
     over_axes(e, &sizes, &strides, &axes, &bases, &mut |e, pointers| {
-        let at = checked_index(
-            e,
-            index_ty.dtype,
-            pointers[0],
-            position,
-            Negative::OutOfRange,
-        )?;
-        let step = e.value_of(step);
-        let offset = e.b.ins().imul(at, step);
-        let to = e.b.ins().iadd(pointers[2], offset);
-        let element = |base, dtype| Operand {
-            base,
-            dtype,
-            strides: Vec::new(),
-        };
+        let to = at_index(e, index_ty.dtype, pointers[0], position, step, pointers[2])?;
         put(
             e,
             Vec::new(),
