@@ -741,3 +741,70 @@ fn grid_sampler_2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         &["out"],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axis(input: u64, output: u64, scale: Option<f64>) -> Axis {
+        Axis {
+            input,
+            output,
+            scale,
+        }
+    }
+
+    #[test]
+    fn nearest_sources_follow_pytorch() {
+        // 3 to 5: positions i * 0.6, floored.
+        assert_eq!(nearest_sources(axis(3, 5, None)), [0, 0, 1, 1, 2]);
+        // A given scale of 1.7 reads i / 1.7, not i * 5 / 8.
+        assert_eq!(
+            nearest_sources(axis(5, 8, Some(1.7))),
+            [0, 0, 1, 1, 2, 2, 3, 4]
+        );
+        // Twice the size: each input position twice.
+        assert_eq!(nearest_sources(axis(2, 4, Some(3.0))), [0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn linear_sources_clamp_at_the_edges() {
+        let single = Arith { single: true };
+        // 2 to 4 without align_corners: centres -0.25 (clamped to 0), 0.25,
+        // 0.75 and 1.25 (the last position reads itself twice).
+        let linear = linear_sources(axis(2, 4, None), false, single);
+        assert_eq!(linear.low, [0, 0, 0, 1]);
+        assert_eq!(linear.high, [1, 1, 1, 1]);
+        assert_eq!(linear.high_weight, [0.0, 0.25, 0.75, 0.25]);
+        assert_eq!(linear.low_weight, [1.0, 0.75, 0.25, 0.75]);
+        // With align_corners, the corners meet: 3 to 5 reads 0, 0.5, .., 2.
+        let aligned = linear_sources(axis(3, 5, None), true, single);
+        assert_eq!(aligned.low, [0, 0, 1, 1, 2]);
+        assert_eq!(aligned.high_weight, [0.0, 0.5, 0.0, 0.5, 0.0]);
+    }
+
+    #[test]
+    fn adaptive_windows_overlap_where_sizes_do_not_divide() {
+        assert_eq!(adaptive_windows(5, 3), [(0, 2), (1, 3), (3, 2)]);
+        assert_eq!(adaptive_windows(4, 2), [(0, 2), (2, 2)]);
+    }
+
+    #[test]
+    fn antialias_weights_sum_to_one() {
+        // Halving 4 positions: the first output's centre is 1, its window
+        // positions 0, 1 and 2 (support 2, cut at the edge), at distances
+        // 1/4, 1/4 and 3/4 of the widened filter: weights 3/4, 3/4 and 1/4,
+        // normalized.
+        let windows = antialias_windows(axis(4, 2, None), false);
+        assert_eq!(windows.len(), 2);
+        assert_eq!(windows[0].start, 0);
+        let expected = [3.0 / 7.0, 3.0 / 7.0, 1.0 / 7.0];
+        for (weight, expected) in windows[0].weights.iter().zip(expected) {
+            assert!((weight - expected).abs() < 1e-12, "{weight} for {expected}");
+        }
+        for window in &windows {
+            let total: f64 = window.weights.iter().sum();
+            assert!((total - 1.0).abs() < 1e-12);
+        }
+    }
+}
