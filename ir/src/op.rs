@@ -145,6 +145,56 @@ impl Op {
         }
     }
 
+    /// Whether the op accumulates: it computes half-precision (f16, bf16)
+    /// operands in f32 and rounds each result once, as PyTorch's CPU kernels
+    /// do (their `acc_type` for halves is float). The IR defines such a node
+    /// as conversions to f32, the op in f32 and conversions back, and the
+    /// pipeline rewrites it so before any pass (`ptec_passes::run_pipeline`),
+    /// so that no back end sees halves in these ops. The others compute
+    /// halves element by element (maps round each result, which is
+    /// PyTorch's rule for them) or only move and select elements.
+    pub fn accumulates(&self) -> bool {
+        match self {
+            Op::Reduce(_)
+            | Op::ArgReduce(_)
+            | Op::CumSum(_)
+            | Op::Softmax(_)
+            | Op::LayerNorm(_)
+            | Op::BatchNorm(_)
+            | Op::MatMul(_)
+            | Op::Addmm(_)
+            | Op::Convolution(_)
+            | Op::MaxPool2d(_)
+            | Op::AvgPool2d(_) => true,
+            Op::Elementwise(_)
+            | Op::Fused(_)
+            | Op::Copy(_)
+            | Op::Reshape(_)
+            | Op::Permute(_)
+            | Op::Select(_)
+            | Op::Slice(_)
+            | Op::Cat(_)
+            | Op::Pad(_)
+            | Op::Roll(_)
+            | Op::Repeat(_)
+            | Op::Strided(_)
+            | Op::SliceScatter(_)
+            | Op::Tril(_)
+            | Op::Index(_)
+            | Op::Gather(_)
+            | Op::Scatter(_)
+            | Op::IndexPut(_)
+            | Op::MaskedScatter(_)
+            | Op::TopK(_)
+            | Op::Full(_)
+            | Op::Arange(_)
+            | Op::RepeatInterleave(_)
+            | Op::Label(_)
+            | Op::Jump(_)
+            | Op::JumpIfFalse(_) => false,
+        }
+    }
+
     /// Whether the op computes each float element from the elements at the
     /// same position of its operands, in the output's type, so that it can
     /// be a step of [`Op::Fused`].

@@ -18,6 +18,7 @@ mod plan_memory;
 mod propagate_dim_order;
 mod remove_copies;
 mod schedule;
+mod widen_halves;
 
 use std::time::{Duration, Instant};
 
@@ -113,6 +114,9 @@ pub const PIPELINE: &[Pass] = &[
 
 const PLAN_MEMORY: &str = "plan-memory";
 
+/// The legalization that runs before the passes (`widen_halves.rs`).
+const WIDEN_HALVES: &str = "widen-halves";
+
 pub fn names() -> Vec<&'static str> {
     PIPELINE.iter().map(|pass| pass.name).collect()
 }
@@ -148,7 +152,8 @@ pub struct PassReport {
 
 /// Runs the pipeline on `graph` (which must pass
 /// [`ptec_ir::verify_unplanned`]), calling `after` with the graph after each
-/// pass that ran. The graph that comes back is always placed in memory: by
+/// pass that ran. Accumulating ops on half-precision values are first
+/// rewritten to compute in f32 (`widen_halves.rs`), always. The graph that comes back is always placed in memory: by
 /// `plan-memory`, or, when that pass is switched off or the pipeline stops
 /// before it, with every value in memory of its own.
 pub fn run_pipeline(
@@ -159,6 +164,15 @@ pub fn run_pipeline(
     options.validate()?;
     let verify = options.verify || cfg!(debug_assertions);
     let mut reports = Vec::new();
+    // Not a pass: what the IR means by an accumulating op on halves, made
+    // explicit before any pass, whatever the switches.
+    widen_halves::run(graph);
+    if verify {
+        ptec_ir::verify_unplanned(graph).map_err(|source| PassError::Verify {
+            pass: WIDEN_HALVES,
+            source: Box::new(source),
+        })?;
+    }
     // Until memory is planned, passes may leave values without memory.
     let mut placed = false;
     for pass in PIPELINE {

@@ -1,5 +1,6 @@
 //! Scalar arithmetic in a kernel's compute type, for the kernels that take
-//! every element type one loop at a time (direct convolutions): floats compute in their arithmetic type (half
+//! every element type one loop at a time (direct convolutions, matrix
+//! products of other types than f32): floats compute in their arithmetic type (half
 //! precision widened to f32, f64 in f64), integers and booleans in i64,
 //! which wraps like the narrower types once stored. Elements are converted
 //! as they are loaded and stored, with PyTorch's cast rules.
@@ -59,6 +60,14 @@ impl Arith {
             e.b.ins().fadd(a, b)
         } else {
             e.b.ins().iadd(a, b)
+        }
+    }
+
+    pub(crate) fn mul(self, e: &mut Emitter<'_, '_, '_>, a: Value, b: Value) -> Value {
+        if self.is_float() {
+            e.b.ins().fmul(a, b)
+        } else {
+            e.b.ins().imul(a, b)
         }
     }
 

@@ -11,9 +11,10 @@ use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, ty
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::{DType, Scalar, ValueId};
 
+use super::arith::{Arith, element_address};
 use super::expr::{at_least, at_most, fconst};
 use super::map::broadcast_strides;
-use super::nest::{byte_strides, over_axes};
+use super::nest::{byte_strides, over_axes, over_indices};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 use crate::microkernel;
@@ -521,20 +522,11 @@ pub(crate) fn scale_shift_row(
     Ok(())
 }
 
-/// Fails unless every operand and the result are f32.
-fn require_f32(
-    e: &Emitter<'_, '_, '_>,
-    values: &[ValueId],
-    what: &str,
-) -> Result<(), CodegenError> {
-    let all_f32 = values
+/// Whether every operand and the result are f32, which the GEMM takes.
+fn all_f32(e: &Emitter<'_, '_, '_>, values: &[ValueId]) -> bool {
+    values
         .iter()
-        .all(|&value| e.graph().value(value).ty.dtype == DType::F32);
-    if all_f32 {
-        Ok(())
-    } else {
-        Err(e.unsupported(format!("{what} of tensors other than f32")))
-    }
+        .all(|&value| e.graph().value(value).ty.dtype == DType::F32)
 }
 
 /// `a @ b`, batched over leading dimensions, clamped.
@@ -543,24 +535,120 @@ pub(super) fn matmul(
     &MatMul { a, b, clamp }: &MatMul,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    require_f32(e, &[a, b, output], "a matrix product")?;
+    if !all_f32(e, &[a, b, output]) {
+        return any_product(e, [a, b, output], None, Scalar::Int(1), clamp);
+    }
     product(e, [a, b, output], None, 1.0, clamp)
 }
 
-/// `beta * bias + alpha * (a @ b)`, clamped.
+/// `beta * bias + alpha * (a @ b)`, clamped. A zero beta ignores the bias
+/// (NaN and infinity included), as PyTorch's addmm does.
 pub(super) fn addmm(
     e: &mut Emitter<'_, '_, '_>,
     op: &Addmm,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    require_f32(e, &[op.bias, op.a, op.b, output], "addmm")?;
+    let bias = (op.beta.as_f64() != 0.0).then_some((op.bias, op.beta));
+    if !all_f32(e, &[op.bias, op.a, op.b, output]) {
+        return any_product(e, [op.a, op.b, output], bias, op.alpha, op.clamp);
+    }
     product(
         e,
         [op.a, op.b, output],
-        Some((op.bias, op.beta)),
+        bias,
         op.alpha.as_f64() as f32,
         op.clamp,
     )
+}
+
+/// A matrix product of any element type but halves (which the pipeline
+/// computes in f32), one output element at a time: the sum over K in
+/// `Arith`'s compute type (f64 in f64; integers in i64, which wraps like
+/// the narrower types once stored, as PyTorch's products wrap), then times
+/// `alpha`, plus `beta` times the bias, each scalar taken in the compute
+/// type (an integer product truncates a float alpha or beta, as PyTorch
+/// converts them to the tensors' type).
+fn any_product(
+    e: &mut Emitter<'_, '_, '_>,
+    [a_value, b_value, c_value]: [ValueId; 3],
+    bias: Option<(ValueId, Scalar)>,
+    alpha: Scalar,
+    clamp: ClampRange,
+) -> Result<(), CodegenError> {
+    let c_ty = e.graph().value(c_value).ty.clone();
+    let a_ty = e.graph().value(a_value).ty.clone();
+    let b_dtype = e.graph().value(b_value).ty.dtype;
+    let arith = Arith::of(c_ty.dtype);
+    if !arith.is_float() && !clamp.is_none() {
+        return Err(e.unsupported("a fused clamp on an integer matrix product"));
+    }
+    let rank = c_ty.rank();
+    let sizes = e.shape(&c_ty.shape);
+    let k = e.dim(a_ty.shape[rank - 1]);
+    let [a_strides, b_strides, c_strides] = [a_value, b_value, c_value].map(|v| byte_strides(e, v));
+    let [a, b, c] = [a_value, b_value, c_value].map(|v| e.address(v));
+    let bias = bias.map(|(value, beta)| {
+        let ty = e.graph().value(value).ty.clone();
+        let size = Size::Const(ty.dtype.size() as i64);
+        let strides: Vec<Size> = broadcast_strides(e, &ty, &c_ty.shape)
+            .into_iter()
+            .map(|stride| e.mul(stride, size))
+            .collect();
+        (e.address(value), ty.dtype, strides, beta)
+    });
+    let alpha = scalar_in(e, arith, alpha);
+    over_indices(e, &sizes, &[], &mut |e, index, _| {
+        let batch = &index[..rank - 2];
+        let (i, j) = (index[rank - 2], index[rank - 1]);
+        let terms = |strides: &[Size], last: [Value; 2]| -> Vec<(Value, Size)> {
+            let mut terms: Vec<(Value, Size)> =
+                batch.iter().copied().zip(strides.iter().copied()).collect();
+            terms.push((last[0], strides[rank - 2]));
+            terms.push((last[1], strides[rank - 1]));
+            terms
+        };
+        let zero = arith.zero(e);
+        let sum = over_indices(e, &[k], &[zero], &mut |e, kk, acc| {
+            let a_address = element_address(e, a, &terms(&a_strides, [i, kk[0]]));
+            let b_address = element_address(e, b, &terms(&b_strides, [kk[0], j]));
+            let x = arith.load(e, a_ty.dtype, a_address)?;
+            let y = arith.load(e, b_dtype, b_address)?;
+            Ok(vec![arith.mul_add(e, x, y, acc[0])])
+        })?[0];
+        let mut value = match alpha {
+            Some(alpha) => arith.mul(e, sum, alpha),
+            None => sum,
+        };
+        if let Some((base, dtype, strides, beta)) = &bias {
+            let address = element_address(e, *base, &terms(strides, [i, j]));
+            let mut term = arith.load(e, *dtype, address)?;
+            if let Some(beta) = scalar_in(e, arith, *beta) {
+                term = arith.mul(e, term, beta);
+            }
+            value = arith.add(e, value, term);
+        }
+        let value = arith.clamp(
+            e,
+            value,
+            clamp.min.map(|min| min.0),
+            clamp.max.map(|max| max.0),
+        );
+        let address = element_address(e, c, &terms(&c_strides, [i, j]));
+        arith.store(e, value, c_ty.dtype, address)?;
+        Ok(Vec::new())
+    })?;
+    Ok(())
+}
+
+/// A scalar factor in the compute type, or `None` for 1 (nothing to
+/// multiply by); integers take a float truncated.
+fn scalar_in(e: &mut Emitter<'_, '_, '_>, arith: Arith, scalar: Scalar) -> Option<Value> {
+    match scalar {
+        Scalar::Int(1) | Scalar::Bool(true) => None,
+        Scalar::Float(value) if value == 1.0 => None,
+        Scalar::Int(value) if !arith.is_float() => Some(e.b.ins().iconst(arith.ty, value)),
+        _ => Some(arith.constant(e, scalar.as_f64())),
+    }
 }
 
 /// A GEMM per batch position of `[.., M, K] @ [.., K, N]`.

@@ -67,57 +67,14 @@ pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
     }
 }
 
-/// Whether the op's kernel converts each element as it loads and stores it,
-/// which is how half-precision values (held as bit patterns) are computed in
-/// f32: maps, gathers, scatters and top-k selections do; the other kernels
-/// compute on elements as they are loaded.
-fn converts_elements(op: &Op) -> bool {
-    match op {
-        Op::Elementwise(_)
-        | Op::Fused(_)
-        | Op::Copy(_)
-        | Op::Reshape(_)
-        | Op::Permute(_)
-        | Op::Select(_)
-        | Op::Slice(_)
-        | Op::Cat(_)
-        | Op::Pad(_)
-        | Op::Roll(_)
-        | Op::Repeat(_)
-        | Op::Strided(_)
-        | Op::SliceScatter(_)
-        | Op::Tril(_)
-        | Op::Index(_)
-        | Op::Gather(_)
-        | Op::Scatter(_)
-        | Op::IndexPut(_)
-        | Op::MaskedScatter(_)
-        | Op::TopK(_)
-        | Op::Full(_)
-        | Op::Arange(_)
-        | Op::RepeatInterleave(_)
-        | Op::Convolution(_)
-        | Op::Label(_)
-        | Op::Jump(_)
-        | Op::JumpIfFalse(_) => true,
-        Op::Reduce(_)
-        | Op::ArgReduce(_)
-        | Op::CumSum(_)
-        | Op::Softmax(_)
-        | Op::LayerNorm(_)
-        | Op::BatchNorm(_)
-        | Op::MatMul(_)
-        | Op::Addmm(_)
-        | Op::MaxPool2d(_)
-        | Op::AvgPool2d(_) => false,
-    }
-}
-
 /// Emits the kernel of `node` into `e`.
 pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), CodegenError> {
     let graph = e.graph();
     let op = node.op();
-    if !converts_elements(op)
+    // Accumulating ops take halves only as f32, which the pipeline
+    // converts them to first (`Op::accumulates`); other kernels convert
+    // each element as they load and store it.
+    if op.accumulates()
         && let Some(half) = op
             .inputs()
             .into_iter()
@@ -126,7 +83,7 @@ pub(crate) fn lower(e: &mut Emitter<'_, '_, '_>, node: &Node) -> Result<(), Code
             .find(|&dtype| dtype.arithmetic() != dtype)
     {
         return Err(e.unsupported(format!(
-            "{half} tensors, which only maps and gathers convert"
+            "{half} tensors, which the pipeline computes in f32 for this op (a graph that bypassed it)"
         )));
     }
     let outputs = node.outputs();

@@ -415,7 +415,57 @@ fn batch_norm_legit(c: &mut Call<'_, '_, '_>, running: bool) -> Result<(), Impor
     Ok(())
 }
 
+/// The element type of a matrix product's tensor arguments `names` and its
+/// `out`: one type, as PyTorch requires, and not bool, which PyTorch's CPU
+/// kernels do not implement.
+fn product_dtype(c: &Call<'_, '_, '_>, names: &[&str]) -> Result<DType, ImportError> {
+    let dtype = c.declared_type_of(names[0])?.dtype;
+    for &name in names[1..].iter().chain(&["out"]) {
+        let other = c.declared_type_of(name)?.dtype;
+        if other != dtype {
+            return Err(c.bad(
+                name,
+                format!(
+                    "is {other}, not {dtype} as `{}`: PyTorch multiplies matrices of one element type",
+                    names[0]
+                ),
+            ));
+        }
+    }
+    if dtype == DType::Bool {
+        return Err(c.bad(
+            names[0],
+            "is bool: PyTorch's CPU matrix products (addmm_impl_cpu_, bmm) are not implemented for 'Bool'",
+        ));
+    }
+    Ok(dtype)
+}
+
+/// The Scalar argument `name` of a product of `dtype` elements, which
+/// PyTorch converts to that type: an integer product refuses a value the
+/// type cannot hold, with PyTorch's reason (a float is truncated first).
+fn factor(c: &Call<'_, '_, '_>, name: &str, dtype: DType) -> Result<Scalar, ImportError> {
+    let scalar = c.scalar(name)?;
+    if dtype.is_float() {
+        return Ok(scalar);
+    }
+    let bits = 8 * dtype.size() as i32;
+    let (min, max) = match dtype.is_unsigned() {
+        true => (0.0, 2f64.powi(bits) - 1.0),
+        false => (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1) - 1.0),
+    };
+    let value = scalar.as_f64().trunc();
+    if !(min..=max).contains(&value) {
+        return Err(c.bad(
+            name,
+            format!("is {scalar}, which cannot be converted to {dtype} without overflow, as PyTorch says"),
+        ));
+    }
+    Ok(scalar)
+}
+
 fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    product_dtype(c, &["self", "mat2"])?;
     let op = Op::MatMul(MatMul {
         a: c.tensor("self")?,
         b: c.tensor("mat2")?,
@@ -425,12 +475,13 @@ fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 }
 
 fn addmm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let dtype = product_dtype(c, &["self", "mat1", "mat2"])?;
     let op = Op::Addmm(Addmm {
         bias: c.tensor("self")?,
         a: c.tensor("mat1")?,
         b: c.tensor("mat2")?,
-        beta: c.scalar("beta")?,
-        alpha: c.scalar("alpha")?,
+        beta: factor(c, "beta", dtype)?,
+        alpha: factor(c, "alpha", dtype)?,
         clamp: ClampRange::default(),
     });
     c.emit(op, &["out"])
@@ -444,6 +495,10 @@ fn linear(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("input")?;
     let weight = c.tensor("weight")?;
     let bias = c.optional_tensor("bias")?;
+    match bias {
+        Some(_) => product_dtype(c, &["input", "weight", "bias"])?,
+        None => product_dtype(c, &["input", "weight"])?,
+    };
     let dtype = c.ty(input).dtype;
     let sizes = c.fixed_sizes("input", input)?;
     let Some((&features, leading)) = sizes.split_last() else {
