@@ -1929,6 +1929,188 @@ fixture(
 )
 
 
+# Matrix products of f64 and integer elements: integers wrap as PyTorch's do
+# (int8 and uint8 overflow on purpose), addmm's scalars are taken in the
+# tensors' type (a float truncated for integers), a zero beta ignores the bias.
+I64, I32, I16, I8, U8, F64 = torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.float64
+fixture(
+    "mm_float64",
+    "mm",
+    "x @ y, float64 [3,9] @ [9,5]",
+    fn(torch.mm),
+    twice(lambda: (randn(3, 9, dtype=F64), randn(9, 5, dtype=F64))),
+)
+fixture(
+    "bmm_int32",
+    "bmm",
+    "torch.bmm(x, y), int32 [2,3,4] @ [2,4,5], values in [-1000, 1000)",
+    fn(torch.bmm),
+    twice(lambda: (ints(-1000, 1000, 2, 3, 4, dtype=I32), ints(-1000, 1000, 2, 4, 5, dtype=I32))),
+)
+fixture(
+    "mm_int64_wrap",
+    "mm",
+    "x @ y, int64 [3,4] @ [4,2], values up to 2^40 (products wrap modulo 2^64)",
+    fn(torch.mm),
+    twice(lambda: (ints(-(2**40), 2**40, 3, 4, dtype=I64), ints(-(2**40), 2**40, 4, 2, dtype=I64))),
+)
+fixture(
+    "mm_int8_wrap",
+    "mm",
+    "x @ y, int8 [3,8] @ [8,5], values in [-128, 128) (sums wrap modulo 2^8)",
+    fn(torch.mm),
+    twice(lambda: (ints(-128, 128, 3, 8, dtype=I8), ints(-128, 128, 8, 5, dtype=I8))),
+)
+fixture(
+    "mm_uint8_wrap",
+    "mm",
+    "x @ y, uint8 [3,8] @ [8,5], values in [0, 256) (sums wrap modulo 2^8)",
+    fn(torch.mm),
+    twice(lambda: (ints(0, 256, 3, 8, dtype=U8), ints(0, 256, 8, 5, dtype=U8))),
+)
+fixture(
+    "matmul_int16_4d",
+    "matmul",
+    "x @ y, int16 [2,2,3,4] @ [2,2,4,3], values in [-300, 300) (sums wrap modulo 2^16)",
+    fn(torch.matmul),
+    twice(lambda: (ints(-300, 300, 2, 2, 3, 4, dtype=I16), ints(-300, 300, 2, 2, 4, 3, dtype=I16))),
+)
+fixture(
+    "addmm_int8_wrap",
+    "addmm",
+    "torch.addmm(b, x, y, beta=3, alpha=5), int8 [5] + [3,4] @ [4,5], values in [-100, 100) (wraps)",
+    fn(lambda b, x, y: torch.addmm(b, x, y, beta=3, alpha=5)),
+    twice(lambda: (ints(-100, 100, 5, dtype=I8), ints(-100, 100, 3, 4, dtype=I8), ints(-100, 100, 4, 5, dtype=I8))),
+)
+fixture(
+    "addmm_int32_float_scalars",
+    "addmm",
+    "torch.addmm(b, x, y, beta=2.5, alpha=-1.5), int32 [3,5] + [3,4] @ [4,5] (beta 2 and alpha -1, truncated)",
+    fn(lambda b, x, y: torch.addmm(b, x, y, beta=2.5, alpha=-1.5)),
+    twice(lambda: (ints(-50, 50, 3, 5, dtype=I32), ints(-50, 50, 3, 4, dtype=I32), ints(-50, 50, 4, 5, dtype=I32))),
+)
+fixture(
+    "addmm_float64",
+    "addmm",
+    "torch.addmm(b, x, y, beta=0.5, alpha=2.0), float64 [5] + [3,7] @ [7,5]",
+    fn(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)),
+    twice(lambda: (randn(5, dtype=F64), randn(3, 7, dtype=F64), randn(7, 5, dtype=F64))),
+)
+fixture(
+    "addmm_beta_zero",
+    "addmm",
+    "torch.addmm(b, x, y, beta=0) with NaN and inf in b, float32 [3,5] and float64 [3,5] (the bias is ignored)",
+    fn(lambda b, x, y, d, u, v: (torch.addmm(b, x, y, beta=0), torch.addmm(d, u, v, beta=0, alpha=2))),
+    twice(lambda: (with_specials(3, 5), randn(3, 4), randn(4, 5), with_specials(3, 5).double(), randn(3, 4, dtype=F64), randn(4, 5, dtype=F64))),
+)
+fixture(
+    "linear_float64",
+    "linear",
+    "F.linear(x, w, b), float64 [2,3,6], [4,6], [4]",
+    fn(lambda x, w, b: F.linear(x, w, b)),
+    twice(lambda: (randn(2, 3, 6, dtype=F64), randn(4, 6, dtype=F64), randn(4, dtype=F64))),
+)
+fixture(
+    "linear_uint8_wrap",
+    "linear",
+    "F.linear(x, w, b) kept as aten::linear, uint8 [3,6], [4,6], [4], values in [0, 256) (wraps)",
+    fn(lambda x, w, b: F.linear(x, w, b)),
+    twice(lambda: (ints(0, 256, 3, 6, dtype=U8), ints(0, 256, 4, 6, dtype=U8), ints(0, 256, 4, dtype=U8))),
+    preserve=(aten.linear.default,),
+)
+fixture(
+    "linear_int64",
+    "linear",
+    "F.linear(x, w) of int64 [2,5] and [3,5]",
+    fn(lambda x, w: F.linear(x, w)),
+    twice(lambda: (ints(-1000, 1000, 2, 5, dtype=I64), ints(-1000, 1000, 3, 5, dtype=I64))),
+)
+
+# Accumulating ops on half-precision floats: PyTorch's CPU kernels compute
+# them in float32 and round each result once.
+F16, BF16 = torch.float16, torch.bfloat16
+
+
+def half_cases(*shapes, scale: float = 1.0, shift: float = 0.0):
+    return lambda: [tuple((randn(*shape) * scale + shift).to(dtype) for shape, dtype in shapes) for _ in range(2)]
+
+
+fixture(
+    "sum_half",
+    "sum",
+    "x.sum(dim=1) of float16 [3,200] (many terms: an f16 accumulator would drift) and y.sum() of bfloat16 [4,50], values ~N(3, 2)",
+    fn(lambda x, y: (x.sum(dim=1), y.sum())),
+    half_cases(((3, 200), F16), ((4, 50), BF16), scale=2.0, shift=3.0),
+)
+fixture(
+    "mean_amax_argmax_half",
+    "mean",
+    "x.mean(dim=0), x.amax(dim=1), x.argmax(dim=1) of bfloat16 [4,30] and y.cumsum(1) of float16 [2,40]",
+    fn(lambda x, y: (x.mean(dim=0), x.amax(dim=1), x.argmax(dim=1), y.cumsum(1))),
+    half_cases(((4, 30), BF16), ((2, 40), F16), scale=2.0, shift=1.0),
+)
+fixture(
+    "softmax_half",
+    "softmax",
+    "softmax(x, dim=1) of float16 [3,20] and log_softmax(y, dim=0) of bfloat16 [6,4]",
+    fn(lambda x, y: (torch.softmax(x, dim=1), torch.log_softmax(y, dim=0))),
+    half_cases(((3, 20), F16), ((6, 4), BF16), scale=3.0),
+)
+fixture(
+    "layer_norm_half",
+    "native_layer_norm",
+    "F.layer_norm over the last dim of float16 [2,3,16] (weights and bias float16) and of bfloat16 [4,8] without affine",
+    fn(lambda x, w, b, y: (F.layer_norm(x, [16], w, b), F.layer_norm(y, [8]))),
+    half_cases(((2, 3, 16), F16), ((16,), F16), ((16,), F16), ((4, 8), BF16), scale=2.0, shift=1.0),
+)
+fixture(
+    "matmul_half",
+    "bmm",
+    "x @ y of float16 [2,3,32] @ [2,32,5], torch.addmm(b, u, v, beta=0.5, alpha=2) of bfloat16 [5] + [3,16] @ [16,5]",
+    fn(lambda x, y, b, u, v: (x @ y, torch.addmm(b, u, v, beta=0.5, alpha=2.0))),
+    half_cases(((2, 3, 32), F16), ((2, 32, 5), F16), ((5,), BF16), ((3, 16), BF16), ((16, 5), BF16)),
+)
+fixture(
+    "conv2d_half",
+    "convolution",
+    "F.conv2d(x, w, b, padding=1) of float16 [1,3,6,6], [4,3,3,3], [4] and F.conv2d(y, v) of bfloat16 [1,2,5,5], [3,2,1,1]",
+    fn(lambda x, w, b, y, v: (F.conv2d(x, w, b, padding=1), F.conv2d(y, v))),
+    half_cases(((1, 3, 6, 6), F16), ((4, 3, 3, 3), F16), ((4,), F16), ((1, 2, 5, 5), BF16), ((3, 2, 1, 1), BF16)),
+)
+fixture(
+    "pool_half",
+    "max_pool2d_with_indices",
+    "F.max_pool2d(x, 2) of float16 [1,2,4,6] and F.avg_pool2d(y, 3, stride=2, padding=1) of bfloat16 [1,2,5,5]",
+    fn(lambda x, y: (F.max_pool2d(x, 2), F.avg_pool2d(y, 3, stride=2, padding=1))),
+    half_cases(((1, 2, 4, 6), F16), ((1, 2, 5, 5), BF16), scale=2.0),
+)
+fixture(
+    "norm_half",
+    "native_group_norm",
+    "F.group_norm(x, 2, w, b) of float16 [2,4,3] (weights float16), F.group_norm(y, 3) of bfloat16 [2,6,4] and inference F.batch_norm of bfloat16 [3,2,5] with bfloat16 running statistics and weights",
+    fn(lambda x, w, b, y, z, m, v, g, h: (
+        F.group_norm(x, 2, w, b),
+        F.group_norm(y, 3),
+        F.batch_norm(z, m, v.abs() + 0.5, g, h, training=False),
+    )),
+    half_cases(((2, 4, 3), F16), ((4,), F16), ((4,), F16), ((2, 6, 4), BF16), ((3, 2, 5), BF16), ((2,), BF16), ((2,), BF16), ((2,), BF16), ((2,), BF16), scale=2.0, shift=1.0),
+)
+fixture(
+    "batch_norm_training_half",
+    "native_batch_norm",
+    "F.batch_norm in training of bfloat16 [3,2,5] (refused: PyTorch's CPU kernel rounds the statistics of halves along the way)",
+    fn(lambda x: F.batch_norm(x, None, None, training=True)),
+    half_cases(((3, 2, 5), BF16), scale=2.0, shift=1.0),
+)
+fixture(
+    "var_mean_half",
+    "var_mean",
+    "torch.var_mean(x, dim=1) of float16 [3,40] and torch.var(y) of bfloat16 [4,6] (computed in float32, rounded once), x.mean() of float16 [3,40]",
+    fn(lambda x, y: (*torch.var_mean(x, dim=1), torch.var(y), x.mean())),
+    twice(lambda: ((randn(3, 40) * 3.0 + 10.0).half(), (randn(4, 6) * 2.0 + 1.0).bfloat16())),
+)
+
+
 # ---- convolution and pooling
 
 

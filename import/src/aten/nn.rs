@@ -5,7 +5,7 @@ use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::ops::creation::Full;
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
 use ptec_ir::ops::gather::{Index, Scatter};
-use ptec_ir::ops::layout::{Pad, PadMode, Permute, Reshape, Slice};
+use ptec_ir::ops::layout::{Copy, Pad, PadMode, Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
@@ -168,13 +168,16 @@ fn batch_norm(c: &mut Call<'_, '_, '_>, outputs: [&str; 3]) -> Result<(), Import
 /// elementwise steps. `N`, `C` and `HxW` must describe the input.
 fn group_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("input")?;
-    let dtype = c.ty(input).dtype;
-    if !matches!(dtype, DType::F32 | DType::F64) {
+    let stored = c.ty(input).dtype;
+    if !stored.is_float() {
         return Err(c.bad(
             "input",
-            format!("is {dtype}: ptec's group norm takes float32 and float64"),
+            format!("is {stored}: group norm is defined for floats only, as in PyTorch"),
         ));
     }
+    // Halves compute in f32 and round each result once, as PyTorch's
+    // accumulation does.
+    let dtype = stored.arithmetic();
     let sizes = c.fixed_sizes("input", input)?;
     let (batch, channels) = match sizes.as_slice() {
         [batch, channels, ..] => (*batch, *channels),
@@ -208,27 +211,24 @@ fn group_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let eps = c.double("eps")?;
     let [weight, bias] = channel_parameters(c, ["weight", "bias"], channels)?;
     let shaped = |c: &mut Call<'_, '_, '_>, input, shape: &[u64]| {
-        let ty =
-            TensorType::contiguous(dtype, shape.iter().map(|&size| Dim::Fixed(size)).collect());
+        let ty = TensorType::contiguous(
+            c.ty(input).dtype,
+            shape.iter().map(|&size| Dim::Fixed(size)).collect(),
+        );
         c.temporary_of(Op::Reshape(Reshape { input }), ty)
     };
     let grouped = shaped(c, input, &[batch, groups, channels / groups * positions]);
     let normalized = normalize(c, grouped, &[2], eps, dtype)?;
     let result = shaped(c, normalized.result, &[batch, channels, positions]);
     let result = affine(c, result, [weight, bias], &[channels, 1], dtype)?;
-    c.emit(Op::Reshape(Reshape { input: result }), &["out0"])?;
-    c.emit(
-        Op::Reshape(Reshape {
-            input: normalized.mean,
-        }),
-        &["out1"],
-    )?;
-    c.emit(
-        Op::Reshape(Reshape {
-            input: normalized.inverse,
-        }),
-        &["out2"],
-    )
+    for (value, name) in [
+        (result, "out0"),
+        (normalized.mean, "out1"),
+        (normalized.inverse, "out2"),
+    ] {
+        reshape_into(c, value, name)?;
+    }
+    Ok(())
 }
 
 /// A tensor normalized over some dimensions, with its statistics (their
@@ -356,6 +356,8 @@ fn batch_norm_legit(c: &mut Call<'_, '_, '_>, running: bool) -> Result<(), Impor
     let input = c.tensor("input")?;
     let dtype = c.ty(input).dtype;
     if !matches!(dtype, DType::F32 | DType::F64) {
+        // PyTorch's CPU kernel rounds statistics of halves along the way in
+        // ways its results show but ptec does not reproduce yet.
         return Err(c.bad(
             "input",
             format!("is {dtype}: ptec's training batch norm takes float32 and float64"),
@@ -375,19 +377,13 @@ fn batch_norm_legit(c: &mut Call<'_, '_, '_>, running: bool) -> Result<(), Impor
     let mut column = vec![1; sizes.len() - 1];
     column[0] = channels;
     let result = affine(c, normalized.result, [weight, bias], &column, dtype)?;
-    c.emit(Op::Reshape(Reshape { input: result }), &["out"])?;
-    c.emit(
-        Op::Reshape(Reshape {
-            input: normalized.mean,
-        }),
-        &["save_mean"],
-    )?;
-    c.emit(
-        Op::Reshape(Reshape {
-            input: normalized.inverse,
-        }),
-        &["save_invstd"],
-    )?;
+    for (value, name) in [
+        (result, "out"),
+        (normalized.mean, "save_mean"),
+        (normalized.inverse, "save_invstd"),
+    ] {
+        reshape_into(c, value, name)?;
+    }
     if running {
         let count: u64 = dims.iter().map(|&dim| sizes[dim]).product();
         let momentum = c.double("momentum")?;
@@ -413,6 +409,28 @@ fn batch_norm_legit(c: &mut Call<'_, '_, '_>, running: bool) -> Result<(), Impor
         }
     }
     Ok(())
+}
+
+/// Writes `value` into the output `name` of the same element count, viewed
+/// with its shape and, when its element type differs (a half computed in
+/// f32), rounded to its type.
+fn reshape_into(c: &mut Call<'_, '_, '_>, value: ValueId, name: &str) -> Result<(), ImportError> {
+    let declared = c.declared_type_of(name)?.dtype;
+    let value = match c.ty(value).dtype == declared {
+        true => value,
+        false => cast(c, value, declared),
+    };
+    c.emit(Op::Reshape(Reshape { input: value }), &[name])
+}
+
+/// `value` converted to `dtype` (with PyTorch's cast rules) into a new
+/// value of its shape.
+fn cast(c: &mut Call<'_, '_, '_>, value: ValueId, dtype: DType) -> ValueId {
+    let ty = TensorType {
+        dtype,
+        ..c.ty(value).clone()
+    };
+    c.temporary_of(Op::Copy(Copy { input: value }), ty)
 }
 
 /// The element type of a matrix product's tensor arguments `names` and its
