@@ -350,14 +350,14 @@ fn lower(
             [&tensor(op.a)?, &tensor(op.b)?],
             None,
             &out()?,
-            (1.0, 1.0),
+            (Scalar::Int(1), Scalar::Int(1)),
             op.clamp,
         ),
         Op::Addmm(op) => matmul(
             [&tensor(op.a)?, &tensor(op.b)?],
             Some(&tensor(op.bias)?),
             &out()?,
-            (op.beta.as_f64(), op.alpha.as_f64()),
+            (op.beta, op.alpha),
             op.clamp,
         ),
         Op::Convolution(op) => convolution(
@@ -840,12 +840,21 @@ fn matmul(
     [a, b]: [&Tensor; 2],
     bias: Option<&Tensor>,
     out: &Tensor,
-    (beta, alpha): (f64, f64),
+    (beta, alpha): (Scalar, Scalar),
     clamp: ClampRange,
 ) -> Result<Kernel, Refusal> {
     if a.rank() < 2 || b.rank() < 2 {
         return Err(refuse("a matrix product of vectors"));
     }
+    // Floats accumulate with fused multiply-adds; integers (i8, u8, i32,
+    // computed in i32) wrap as WGSL's i32 arithmetic does, which their
+    // stores then truncate like PyTorch's products.
+    let (zero, step) = match out.ty {
+        Ty::F32 => ("0.0f", "fma({a}, {b}, acc)"),
+        Ty::I32 if clamp.is_none() => ("0i", "acc + {a} * {b}"),
+        Ty::I32 => return Err(refuse("a fused clamp on an integer matrix product")),
+        Ty::Bool => return Err(refuse("a matrix product of bool elements")),
+    };
     let depth = a.sizes[a.rank() - 1];
     per_element(out, no_extra, |c| {
         let rank = c.len();
@@ -855,26 +864,27 @@ fn matmul(
             coords.push(columns);
             t.load(&t.offset_at(&coords))
         };
+        let step = step
+            .replace("{a}", &operand(a, c[rank - 2].clone(), "k".into()))
+            .replace("{b}", &operand(b, "k".into(), c[rank - 1].clone()));
         let code = format!(
-            "    var acc = 0.0f;
+            "    var acc = {zero};
     for (var k = 0u; k < {depth}u; k = k + 1u) {{
-        acc = fma({}, {}, acc);
+        acc = {step};
     }}
-",
-            operand(a, c[rank - 2].clone(), "k".into()),
-            operand(b, "k".into(), c[rank - 1].clone())
+"
         );
-        let mut value = if alpha == 1.0 {
+        let mut value = if alpha.as_f64() == 1.0 {
             "acc".to_string()
         } else {
-            format!("({} * acc)", float(alpha))
+            format!("({} * acc)", scalar(alpha, out.ty)?)
         };
-        if let Some(bias) = bias.filter(|_| beta != 0.0) {
+        if let Some(bias) = bias.filter(|_| beta.as_f64() != 0.0) {
             let term = bias.load_broadcast(c);
-            value = if beta == 1.0 {
+            value = if beta.as_f64() == 1.0 {
                 format!("({term} + {value})")
             } else {
-                format!("({} * {term} + {value})", float(beta))
+                format!("({} * {term} + {value})", scalar(beta, out.ty)?)
             };
         }
         Ok(Element {
