@@ -1941,6 +1941,13 @@ fixture(
     twice(lambda: (randn(3, 9, dtype=F64), randn(9, 5, dtype=F64))),
 )
 fixture(
+    "bmm_float64",
+    "bmm",
+    "torch.bmm(x, y) of float64 [2,6,7] @ [2,7,11] (whole and partial tiles) and torch.bmm(x, z.transpose(1, 2)) of [2,7,3] (a transposed operand)",
+    fn(lambda x, y, z: (torch.bmm(x, y), torch.bmm(x, z.transpose(1, 2)))),
+    twice(lambda: (randn(2, 6, 7, dtype=F64), randn(2, 7, 11, dtype=F64), randn(2, 3, 7, dtype=F64))),
+)
+fixture(
     "bmm_int32",
     "bmm",
     "torch.bmm(x, y), int32 [2,3,4] @ [2,4,5], values in [-1000, 1000)",

@@ -22,7 +22,7 @@ use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, ValueId, strides_in_order};
 
 use super::conv_dynamic;
 use super::conv_nhwc::{self, ChannelsLast};
-use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
+use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
 use super::map::{Operand, emit_copy};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
@@ -345,6 +345,7 @@ fn weights_times_columns(
         col: Size::Const(4),
     };
     let gemm = Gemm {
+        float: Float::F32,
         m: Size::Const(m),
         n: Size::Const(n),
         k: Size::Const(k),

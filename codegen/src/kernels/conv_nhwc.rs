@@ -20,7 +20,7 @@ use std::ops::Range;
 use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
 
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
-use super::linalg::{Epilogue, Gemm, Matrix, emit_gemm};
+use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
 use super::map::emit_copy;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
@@ -131,6 +131,7 @@ fn gemm_by_filter(
 ) -> Result<(), CodegenError> {
     let out_channels = conv.out_channels();
     let gemm = Gemm {
+        float: Float::F32,
         m: Size::Const(conv.pixels()),
         n: Size::Const(n),
         k: Size::Const(k),

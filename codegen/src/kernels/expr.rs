@@ -260,13 +260,13 @@ fn integer_condition(comparison: Comparison, unsigned: bool) -> IntCC {
     }
 }
 
-/// A float constant of `ty` (a float type, or an f32x4 vector splat).
+/// A float constant of `ty` (a float type, or a vector of one, splat).
 pub(crate) fn fconst(e: &mut Emitter<'_, '_, '_>, ty: Type, value: f64) -> Value {
     match ty {
         types::F64 => e.b.ins().f64const(value),
         types::F32 => e.b.ins().f32const(value as f32),
         _ => {
-            let lane = e.b.ins().f32const(value as f32);
+            let lane = fconst(e, ty.lane_type(), value);
             e.b.ins().splat(ty, lane)
         }
     }

@@ -1,13 +1,14 @@
-//! Matrix products: a register-blocked f32 GEMM that mm, bmm, addmm and
-//! pointwise (1x1) convolutions share, and the row helpers other kernels use.
+//! Matrix products: a register-blocked float GEMM (f32, or f64) that mm,
+//! bmm, addmm and pointwise (1x1) convolutions share, a scalar loop for
+//! integer products, and the row helpers other kernels use.
 //!
-//! The GEMM computes tiles of 4 rows by 8 columns (two f32x4 vectors per
-//! row, eight accumulators) over the whole K dimension: each step loads two
+//! The GEMM computes tiles of 4 rows by two vectors (f32x4 or f64x2) per
+//! row, eight accumulators, over the whole K dimension: each step loads two
 //! vectors of B and broadcasts four elements of A. Edge tiles use fewer rows,
-//! one vector, or single columns. The epilogue applies alpha, beta * bias
+//! one vector, or single columns; the AVX microkernels take f32 tiles. The epilogue applies alpha, beta * bias
 //! (any bias broadcastable to the output) and an optional clamp.
 
-use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Type, Value, types};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::{DType, Scalar, ValueId};
 
@@ -34,9 +35,49 @@ pub(crate) struct Matrix {
     pub col: Size,
 }
 
-/// `C = alpha * (A @ B) + beta * bias`, then clamped, for f32 matrices.
+/// The float type a GEMM computes in, and its vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Float {
+    F32,
+    F64,
+}
+
+impl Float {
+    fn scalar(self) -> Type {
+        match self {
+            Float::F32 => types::F32,
+            Float::F64 => types::F64,
+        }
+    }
+
+    /// A 16-byte vector of it.
+    fn vector(self) -> Type {
+        match self {
+            Float::F32 => types::F32X4,
+            Float::F64 => types::F64X2,
+        }
+    }
+
+    fn bytes(self) -> i64 {
+        match self {
+            Float::F32 => 4,
+            Float::F64 => 8,
+        }
+    }
+
+    /// Elements in a vector.
+    fn lanes(self) -> i64 {
+        VECTOR_BYTES as i64 / self.bytes()
+    }
+}
+
+/// The bytes of a vector register, of either float type.
+const VECTOR_BYTES: i32 = 16;
+
+/// `C = alpha * (A @ B) + beta * bias`, then clamped, for float matrices.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Gemm {
+    pub float: Float,
     pub m: Size,
     pub n: Size,
     pub k: Size,
@@ -44,8 +85,8 @@ pub(crate) struct Gemm {
     pub b: Matrix,
     pub c: Matrix,
     pub bias: Option<Matrix>,
-    pub alpha: f32,
-    pub beta: f32,
+    pub alpha: f64,
+    pub beta: f64,
     pub epilogue: Epilogue,
 }
 
@@ -97,7 +138,7 @@ impl Epilogue {
     }
 }
 
-/// How many columns a tile covers: vectors of four, or one scalar column.
+/// How many columns a tile covers: vectors, or one scalar column.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Columns {
     Vectors(usize),
@@ -105,22 +146,31 @@ enum Columns {
 }
 
 impl Columns {
-    fn width(self) -> i64 {
+    fn width(self, float: Float) -> i64 {
         match self {
-            Columns::Vectors(count) => 4 * count as i64,
+            Columns::Vectors(count) => float.lanes() * count as i64,
             Columns::Scalar => 1,
+        }
+    }
+
+    /// The type of one group of columns, and how many groups.
+    fn lane(self, float: Float) -> (Type, usize) {
+        match self {
+            Columns::Vectors(count) => (float.vector(), count),
+            Columns::Scalar => (float.scalar(), 1),
         }
     }
 }
 
 pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), CodegenError> {
     // Vector tiles need B, C (and a moving bias) contiguous along j.
-    let contiguous = |stride: Size| stride == Size::Const(4);
+    let unit = gemm.float.bytes();
+    let contiguous = |stride: Size| stride == Size::Const(unit);
     let vector = contiguous(gemm.b.col)
         && contiguous(gemm.c.col)
         && gemm
             .bias
-            .is_none_or(|bias| matches!(bias.col, Size::Const(0 | 4)));
+            .is_none_or(|bias| bias.col == Size::Const(0) || contiguous(bias.col));
     // Column panels outside, row blocks inside: a panel of B (K rows of one
     // tile's width) stays in the L1 cache while every row block uses it.
     let call = (vector && microkernel_applies(e, gemm)).then(|| MicrokernelCall::prepare(e, gemm));
@@ -140,7 +190,7 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
     carried.extend(gemm.bias.map(|bias| bias.base));
     let mut left = gemm.n;
     for &columns in &widths {
-        let width = columns.width();
+        let width = columns.width(gemm.float);
         let count = if columns == Columns::Scalar {
             left
         } else {
@@ -241,21 +291,23 @@ fn remainder(e: &mut Emitter<'_, '_, '_>, size: Size, by: i64) -> Size {
     }
 }
 
-/// Loads (or, with a zero stride, broadcasts) the f32 data of one tile
-/// column group at `address`.
+/// Loads (or, with a zero stride, broadcasts) the data of one tile column
+/// group at `address`.
 fn load_columns(
     e: &mut Emitter<'_, '_, '_>,
+    float: Float,
     columns: Columns,
     address: Value,
     offset: i32,
     moving: bool,
 ) -> Value {
+    let (scalar, vector) = (float.scalar(), float.vector());
     match (columns, moving) {
-        (Columns::Scalar, _) => e.b.ins().load(types::F32, flags(), address, offset),
-        (Columns::Vectors(_), true) => e.b.ins().load(types::F32X4, flags(), address, offset),
+        (Columns::Scalar, _) => e.b.ins().load(scalar, flags(), address, offset),
+        (Columns::Vectors(_), true) => e.b.ins().load(vector, flags(), address, offset),
         (Columns::Vectors(_), false) => {
-            let scalar = e.b.ins().load(types::F32, flags(), address, offset);
-            e.b.ins().splat(types::F32X4, scalar)
+            let element = e.b.ins().load(scalar, flags(), address, offset);
+            e.b.ins().splat(vector, element)
         }
     }
 }
@@ -283,10 +335,7 @@ fn tile(
     c: Value,
     bias: Option<Value>,
 ) -> Result<(), CodegenError> {
-    let (lane, vectors) = match columns {
-        Columns::Vectors(count) => (types::F32X4, count),
-        Columns::Scalar => (types::F32, 1),
-    };
+    let (lane, vectors) = columns.lane(gemm.float);
     if let (Some(call), Columns::Vectors(vectors)) = (call, columns)
         && let Some(&kernel) = call
             .kernels
@@ -301,12 +350,14 @@ fn tile(
     // One step of K: two vectors of B, four broadcasts of A, eight FMAs.
     let step = |e: &mut Emitter<'_, '_, '_>, p: &[Value]| -> Vec<Value> {
         let b_values: Vec<Value> = (0..vectors)
-            .map(|t| load_columns(e, columns, p[1], 16 * t as i32, true))
+            .map(|t| load_columns(e, gemm.float, columns, p[1], VECTOR_BYTES * t as i32, true))
             .collect();
         let mut accumulators = p[2..].to_vec();
         for row in 0..rows {
             let (address, offset) = row_address(e, p[0], gemm.a.row, row);
-            let scalar = e.b.ins().load(types::F32, flags(), address, offset);
+            let scalar =
+                e.b.ins()
+                    .load(gemm.float.scalar(), flags(), address, offset);
             let a_value = if lane.is_vector() {
                 e.b.ins().splat(lane, scalar)
             } else {
@@ -435,10 +486,7 @@ fn finish_tile(
     bias: Option<Value>,
     product: &mut dyn FnMut(&mut Emitter<'_, '_, '_>, usize, usize) -> Value,
 ) -> Result<(), CodegenError> {
-    let (lane, vectors) = match columns {
-        Columns::Vectors(count) => (types::F32X4, count),
-        Columns::Scalar => (types::F32, 1),
-    };
+    let (lane, vectors) = columns.lane(gemm.float);
     for row in 0..rows {
         let (c_row, c_offset) = row_address(e, c, gemm.c.row, row);
         let bias_row = match (gemm.bias, bias) {
@@ -451,24 +499,25 @@ fn finish_tile(
         for t in 0..vectors {
             let mut value = product(e, row, t);
             if gemm.alpha != 1.0 {
-                let alpha = fconst(e, lane, f64::from(gemm.alpha));
+                let alpha = fconst(e, lane, gemm.alpha);
                 value = e.b.ins().fmul(value, alpha);
             }
             if let Some(((address, offset), moving)) = bias_row {
                 let mut bias_value = load_columns(
                     e,
+                    gemm.float,
                     columns,
                     address,
-                    offset + if moving { 16 * t as i32 } else { 0 },
+                    offset + if moving { VECTOR_BYTES * t as i32 } else { 0 },
                     moving,
                 );
                 if gemm.beta != 1.0 {
-                    let beta = fconst(e, lane, f64::from(gemm.beta));
+                    let beta = fconst(e, lane, gemm.beta);
                     bias_value = e.b.ins().fmul(bias_value, beta);
                 }
                 value = e.b.ins().fadd(value, bias_value);
             }
-            let offset = c_offset + 16 * t as i32;
+            let offset = c_offset + VECTOR_BYTES * t as i32;
             let value = gemm.epilogue.apply(e, value, c_row, offset);
             e.b.ins().store(flags(), value, c_row, offset);
         }
@@ -477,11 +526,12 @@ fn finish_tile(
 }
 
 /// Whether the AVX2 microkernel can compute this GEMM's 4x16 tiles: it is
-/// in the module, and A, B and C are contiguous along K and j with B and C
-/// sharing their row stride.
+/// in the module, the GEMM's is f32, and A, B and C are contiguous along K
+/// and j with B and C sharing their row stride.
 fn microkernel_applies(e: &Emitter<'_, '_, '_>, gemm: &Gemm) -> bool {
     let unit = Size::Const(4);
-    !e.cx.microkernels.is_empty()
+    gemm.float == Float::F32
+        && !e.cx.microkernels.is_empty()
         && gemm.a.col == unit
         && gemm.b.col == unit
         && gemm.c.col == unit
@@ -522,11 +572,22 @@ pub(crate) fn scale_shift_row(
     Ok(())
 }
 
-/// Whether every operand and the result are f32, which the GEMM takes.
-fn all_f32(e: &Emitter<'_, '_, '_>, values: &[ValueId]) -> bool {
-    values
-        .iter()
-        .all(|&value| e.graph().value(value).ty.dtype == DType::F32)
+/// The GEMM's float type when every operand and the result are f32, or
+/// all f64 without a clamp (whose f32 bounds the GEMM takes); `None` for
+/// the scalar loop.
+fn gemm_float(e: &Emitter<'_, '_, '_>, values: &[ValueId], clamp: ClampRange) -> Option<Float> {
+    let all = |dtype| {
+        values
+            .iter()
+            .all(|&value| e.graph().value(value).ty.dtype == dtype)
+    };
+    if all(DType::F32) {
+        Some(Float::F32)
+    } else if all(DType::F64) && clamp.is_none() {
+        Some(Float::F64)
+    } else {
+        None
+    }
 }
 
 /// `a @ b`, batched over leading dimensions, clamped.
@@ -535,10 +596,10 @@ pub(super) fn matmul(
     &MatMul { a, b, clamp }: &MatMul,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    if !all_f32(e, &[a, b, output]) {
-        return any_product(e, [a, b, output], None, Scalar::Int(1), clamp);
+    match gemm_float(e, &[a, b, output], clamp) {
+        Some(float) => product(e, float, [a, b, output], None, 1.0, clamp),
+        None => any_product(e, [a, b, output], None, Scalar::Int(1), clamp),
     }
-    product(e, [a, b, output], None, 1.0, clamp)
 }
 
 /// `beta * bias + alpha * (a @ b)`, clamped. A zero beta ignores the bias
@@ -549,22 +610,23 @@ pub(super) fn addmm(
     output: ValueId,
 ) -> Result<(), CodegenError> {
     let bias = (op.beta.as_f64() != 0.0).then_some((op.bias, op.beta));
-    if !all_f32(e, &[op.bias, op.a, op.b, output]) {
-        return any_product(e, [op.a, op.b, output], bias, op.alpha, op.clamp);
+    match gemm_float(e, &[op.bias, op.a, op.b, output], op.clamp) {
+        Some(float) => product(
+            e,
+            float,
+            [op.a, op.b, output],
+            bias,
+            op.alpha.as_f64(),
+            op.clamp,
+        ),
+        None => any_product(e, [op.a, op.b, output], bias, op.alpha, op.clamp),
     }
-    product(
-        e,
-        [op.a, op.b, output],
-        bias,
-        op.alpha.as_f64() as f32,
-        op.clamp,
-    )
 }
 
-/// A matrix product of any element type but halves (which the pipeline
-/// computes in f32), one output element at a time: the sum over K in
-/// `Arith`'s compute type (f64 in f64; integers in i64, which wraps like
-/// the narrower types once stored, as PyTorch's products wrap), then times
+/// A matrix product of integers (or of f64 with a clamp) one output element
+/// at a time: the sum over K in `Arith`'s compute type (integers in i64,
+/// which wraps like the narrower types once stored, as PyTorch's products
+/// wrap; f64 in f64), then times
 /// `alpha`, plus `beta` times the bias, each scalar taken in the compute
 /// type (an integer product truncates a float alpha or beta, as PyTorch
 /// converts them to the tensors' type).
@@ -645,7 +707,7 @@ fn any_product(
 fn scalar_in(e: &mut Emitter<'_, '_, '_>, arith: Arith, scalar: Scalar) -> Option<Value> {
     match scalar {
         Scalar::Int(1) | Scalar::Bool(true) => None,
-        Scalar::Float(value) if value == 1.0 => None,
+        Scalar::Float(1.0) => None,
         Scalar::Int(value) if !arith.is_float() => Some(e.b.ins().iconst(arith.ty, value)),
         _ => Some(arith.constant(e, scalar.as_f64())),
     }
@@ -654,9 +716,10 @@ fn scalar_in(e: &mut Emitter<'_, '_, '_>, arith: Arith, scalar: Scalar) -> Optio
 /// A GEMM per batch position of `[.., M, K] @ [.., K, N]`.
 fn product(
     e: &mut Emitter<'_, '_, '_>,
+    float: Float,
     [a_value, b_value, c_value]: [ValueId; 3],
     bias: Option<(ValueId, Scalar)>,
-    alpha: f32,
+    alpha: f64,
     clamp: ClampRange,
 ) -> Result<(), CodegenError> {
     let c_ty = e.graph().value(c_value).ty.clone();
@@ -673,7 +736,7 @@ fn product(
         let ty = e.graph().value(value).ty.clone();
         broadcast_strides(e, &ty, &c_ty.shape)
             .into_iter()
-            .map(|stride| e.mul(stride, Size::Const(4)))
+            .map(|stride| e.mul(stride, Size::Const(float.bytes())))
             .collect::<Vec<_>>()
     });
     let batch: Vec<usize> = (0..rank - 2).collect();
@@ -683,9 +746,10 @@ fn product(
         operand_strides.push(strides.clone());
         bases.push(e.address(value));
     }
-    let beta = bias.map_or(1.0, |(_, beta)| beta.as_f64() as f32);
+    let beta = bias.map_or(1.0, |(_, beta)| beta.as_f64());
     over_axes(e, &sizes, &operand_strides, &batch, &bases, &mut |e, p| {
         let gemm = Gemm {
+            float,
             m: sizes[rank - 2],
             n: sizes[rank - 1],
             k,
