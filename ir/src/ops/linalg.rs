@@ -5,7 +5,7 @@ use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandRead
 use super::{Expected, OpDef, OpError, ShapeContext, Slot, broadcast, one, shapes_of};
 use crate::graph::ValueId;
 use crate::op::Op;
-use crate::types::{Real, Scalar, TensorType};
+use crate::types::{DType, Real, Scalar, TensorType};
 
 /// Bounds an op clamps its result to (either may be absent): a ReLU, ReLU6
 /// or hardtanh fused into the op that feeds it.
@@ -98,6 +98,15 @@ impl OpDef for MatMul {
         one(shape)
     }
 
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        one_element_type(inputs, outputs)
+    }
+
     fn attributes(&self, out: &mut AttributeWriter) {
         self.clamp.write(out);
     }
@@ -145,6 +154,15 @@ impl OpDef for Addmm {
         one(out)
     }
 
+    fn check(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+        _cx: &mut dyn ShapeContext,
+    ) -> Result<(), OpError> {
+        one_element_type(inputs, outputs)
+    }
+
     fn attributes(&self, out: &mut AttributeWriter) {
         out.scalar("beta", self.beta);
         out.scalar("alpha", self.alpha);
@@ -153,6 +171,27 @@ impl OpDef for Addmm {
 
     fn clamp_epilogue(&mut self) -> Option<&mut ClampRange> {
         Some(&mut self.clamp)
+    }
+}
+
+/// A matrix product's operands and result share one element type, which
+/// is a number (PyTorch multiplies no bools and no mixed types).
+fn one_element_type(inputs: &[&TensorType], outputs: &[&TensorType]) -> Result<(), OpError> {
+    let dtype = outputs[0].dtype;
+    if dtype == DType::Bool {
+        return Err(OpError::ElementType {
+            what: "a matrix product",
+            expected: "of numbers",
+            found: dtype,
+        });
+    }
+    match inputs.iter().find(|input| input.dtype != dtype) {
+        Some(input) => Err(OpError::ElementType {
+            what: "a matrix product's operand",
+            expected: "of the result's type",
+            found: input.dtype,
+        }),
+        None => Ok(()),
     }
 }
 
