@@ -460,26 +460,40 @@ fn product_dtype(c: &Call<'_, '_, '_>, names: &[&str]) -> Result<DType, ImportEr
 }
 
 /// The Scalar argument `name` of a product of `dtype` elements, which
-/// PyTorch converts to that type: an integer product refuses a value the
-/// type cannot hold, with PyTorch's reason (a float is truncated first).
+/// PyTorch converts to that type: an integer product refuses a value
+/// PyTorch reports as an overflow (`fits`), with PyTorch's reason.
 fn factor(c: &Call<'_, '_, '_>, name: &str, dtype: DType) -> Result<Scalar, ImportError> {
     let scalar = c.scalar(name)?;
     if dtype.is_float() {
         return Ok(scalar);
     }
-    let bits = 8 * dtype.size() as i32;
-    let (min, max) = match dtype.is_unsigned() {
-        true => (0.0, 2f64.powi(bits) - 1.0),
-        false => (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1) - 1.0),
-    };
-    let value = scalar.as_f64().trunc();
-    if !(min..=max).contains(&value) {
+    if !fits(scalar, dtype) {
         return Err(c.bad(
             name,
             format!("is {scalar}, which cannot be converted to {dtype} without overflow, as PyTorch says"),
         ));
     }
     Ok(scalar)
+}
+
+/// Whether PyTorch converts `scalar` to `dtype` (an integer type) without
+/// reporting an overflow: a float must lie in `[lowest, max + 1)` (it is
+/// then truncated), an integer within the type's range, or for unsigned
+/// types its negation within it (which wraps).
+fn fits(scalar: Scalar, dtype: DType) -> bool {
+    let bits = 8 * dtype.size() as u32;
+    let (low, high): (i128, i128) = match dtype.is_unsigned() {
+        true => (0, 1 << bits),
+        false => (-(1 << (bits - 1)), 1 << (bits - 1)),
+    };
+    match scalar {
+        Scalar::Int(value) if dtype.is_unsigned() => i128::from(value).abs() < high,
+        Scalar::Int(value) => (low..high).contains(&i128::from(value)),
+        Scalar::Bool(_) => true,
+        // Both bounds are powers of two, which an f64 holds exactly; NaN
+        // fits nowhere.
+        Scalar::Float(value) => value >= low as f64 && value < high as f64,
+    }
 }
 
 fn matmul(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
@@ -1133,4 +1147,35 @@ fn embedding(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         wrap: false,
     });
     c.emit(op, &["out"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_factors_fit_as_pytorch_converts_them() {
+        assert!(fits(Scalar::Int(127), DType::I8));
+        assert!(!fits(Scalar::Int(128), DType::I8));
+        assert!(fits(Scalar::Int(-128), DType::I8));
+        assert!(!fits(Scalar::Int(-129), DType::I8));
+        // An unsigned type takes negated values of its range, which wrap.
+        assert!(fits(Scalar::Int(-255), DType::U8));
+        assert!(!fits(Scalar::Int(-256), DType::U8));
+        assert!(fits(Scalar::Int(255), DType::U8));
+        assert!(!fits(Scalar::Int(256), DType::U8));
+        assert!(fits(Scalar::Int(i64::MAX), DType::I64));
+        assert!(fits(Scalar::Int(i64::MIN), DType::I64));
+        // Floats lie in [lowest, max + 1), then truncate toward zero.
+        assert!(fits(Scalar::Float(127.9), DType::I8));
+        assert!(!fits(Scalar::Float(128.0), DType::I8));
+        assert!(!fits(Scalar::Float(-128.9), DType::I8));
+        assert!(!fits(Scalar::Float(-0.5), DType::U8));
+        assert!(fits(Scalar::Float(-0.0), DType::U8));
+        assert!(fits(Scalar::Float(255.9), DType::U8));
+        assert!(fits(Scalar::Float(9.2e18), DType::I64));
+        assert!(!fits(Scalar::Float(9.3e18), DType::I64));
+        assert!(!fits(Scalar::Float(f64::NAN), DType::I32));
+        assert!(!fits(Scalar::Float(f64::INFINITY), DType::I32));
+    }
 }
