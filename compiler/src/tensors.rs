@@ -7,23 +7,18 @@ use ptec_runtime::{ElementType, HostTensor};
 use crate::error::Error;
 use crate::load::element_type_of;
 
-/// A bundled test tensor as a host tensor (row-major).
+/// A bundled test tensor as a host tensor (row-major, whatever dim order it
+/// is stored in).
 pub fn host_tensor(tensor: &TestTensor<'_>) -> Result<HostTensor, Error> {
-    let row_major = tensor
-        .dim_order
-        .iter()
-        .enumerate()
-        .all(|(index, &dim)| index == dim as usize);
-    if !row_major {
-        return Err(Error::TestValue(format!(
-            "test tensors stored in dim order {:?} are not supported",
-            tensor.dim_order
-        )));
-    }
-    Ok(HostTensor {
-        element: element_type_of(tensor.dtype).ok_or(Error::ElementType(tensor.dtype))?,
-        sizes: tensor.sizes.iter().map(|&size| size as u64).collect(),
-        data: tensor.data.to_vec(),
+    let element = element_type_of(tensor.dtype).ok_or(Error::ElementType(tensor.dtype))?;
+    let sizes = tensor.sizes.iter().map(|&size| size as u64).collect();
+    HostTensor::from_dim_order(element, sizes, tensor.data, &tensor.dim_order).ok_or_else(|| {
+        Error::TestValue(format!(
+            "a test tensor of sizes {:?} in dim order {:?} with {} bytes of data: the order is no permutation of its dimensions, or the data does not hold exactly its elements",
+            tensor.sizes,
+            tensor.dim_order,
+            tensor.data.len()
+        ))
     })
 }
 
