@@ -95,14 +95,13 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
 /// The first few elements, for a glance.
 fn preview(tensor: &HostTensor) -> String {
     const SHOWN: usize = 8;
-    let values = ptec_compiler::tensors::values(tensor);
-    let mut shown: Vec<String> = values
-        .iter()
+    let count = tensor.data.len() / tensor.element.size();
+    let mut shown: Vec<String> = ptec_compiler::tensors::elements(tensor)
         .take(SHOWN)
-        .map(|value| format!("{value:.6}"))
+        .map(|element| element.to_string())
         .collect();
-    if values.len() > SHOWN {
-        shown.push(format!("... ({} more)", values.len() - SHOWN));
+    if count > SHOWN {
+        shown.push(format!("... ({} more)", count - SHOWN));
     }
     format!("[{}]", shown.join(", "))
 }

@@ -131,10 +131,12 @@ class MethodMeta:
         return _tensor_meta([], index, "attribute")
 
     def __repr__(self) -> str:
-        inputs = [repr(self.input_tensor_meta(i)) for i in range(self.num_inputs())
-                  if isinstance(self._inputs[i], dict)]
-        outputs = [repr(self.output_tensor_meta(i)) for i in range(self.num_outputs())
-                   if isinstance(self._outputs[i], dict)]
+        # Values that are no tensors are listed by their kind's name, as
+        # executorch.runtime lists them.
+        inputs = [repr(TensorInfo(info)) if isinstance(info, dict) else info
+                  for info in self._inputs]
+        outputs = [repr(TensorInfo(info)) if isinstance(info, dict) else info
+                   for info in self._outputs]
         return (
             f"MethodMeta(name={self._name!r}, num_inputs={self.num_inputs()}, "
             f"input_tensor_meta={inputs}, num_outputs={self.num_outputs()}, "
@@ -142,6 +144,16 @@ class MethodMeta:
         )
 
     __str__ = __repr__
+
+
+_SCALARS = {"Int": int, "Bool": bool, "Double": float}
+
+
+def _scalar(output: Any, kind: str) -> Any:
+    """A method's Int, Bool or Double output (which ptec returns as a 0-dim
+    tensor) as the Python number executorch.runtime gives."""
+    data, element, _ = output
+    return _SCALARS[kind](data.view(element)[0].item())
 
 
 def _tensor_meta(infos: List[Any], index: int, what: str) -> TensorInfo:
@@ -212,7 +224,11 @@ class Method:
         if _is_tensor_like(inputs):
             inputs = [inputs]
         native = native_inputs(list(inputs), self._infos)
-        return [from_native(output) for output in self._native.execute(native)]
+        outputs = self._native.execute(native)
+        return [
+            from_native(output) if isinstance(info, dict) else _scalar(output, info)
+            for output, info in zip(outputs, self._meta._outputs)
+        ]
 
     @property
     def metadata(self) -> MethodMeta:

@@ -150,6 +150,21 @@ def test_dynamic_batch_runs_at_each_size(corpus: Path) -> None:
         method.execute([np.ones((33, 16), dtype=np.float32)])
 
 
+def test_int_bool_and_double_outputs_are_python_numbers() -> None:
+    """The constant methods of LLM exports answer Python numbers, as
+    executorch.runtime's do, and their metadata names the kinds."""
+    program = load(FIXTURES / "dyn_seq.portable.bpte")
+    for name, kind, expected in [
+        ("get_max_seq_len", "Int", 128),
+        ("use_kv_cache", "Bool", False),
+        ("get_rope_theta", "Double", 10000.0),
+    ]:
+        method = program.load_method(name)
+        [answer] = method.execute([])
+        assert type(answer) is type(expected) and answer == expected, (name, answer)
+        assert f"output_tensor_meta=[{kind!r}]" in repr(method.metadata)
+
+
 def test_program_from_bytes_bytearray_file_and_path() -> None:
     bundle = ptec.bundled.read(ADD)
     x, y = add_inputs()

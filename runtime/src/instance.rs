@@ -46,6 +46,37 @@ pub struct HostTensor {
     pub data: Vec<u8>,
 }
 
+impl HostTensor {
+    /// A host tensor from elements stored in `dim_order` (outermost first);
+    /// `None` unless `dim_order` is a permutation of the dimensions and
+    /// `data` holds exactly the elements of `sizes`.
+    pub fn from_dim_order(
+        element: ElementType,
+        sizes: Vec<u64>,
+        data: &[u8],
+        dim_order: &[u8],
+    ) -> Option<HostTensor> {
+        let mut order = dim_order.to_vec();
+        order.sort_unstable();
+        let is_permutation = order.iter().enumerate().all(|(i, &dim)| i == dim as usize)
+            && order.len() == sizes.len();
+        let bytes = sizes
+            .iter()
+            .try_fold(element.size() as u64, |bytes, &size| {
+                bytes.checked_mul(size)
+            });
+        if !is_permutation || bytes != Some(data.len() as u64) {
+            return None;
+        }
+        let data = load_in_order(data, &sizes, element.size(), dim_order);
+        Some(HostTensor {
+            element,
+            sizes,
+            data,
+        })
+    }
+}
+
 /// A borrowed input tensor.
 #[derive(Clone, Copy, Debug)]
 pub struct TensorRef<'t> {
@@ -342,4 +373,30 @@ pub(crate) fn check_inputs(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tensor_stored_transposed_reads_back_row_major() {
+        // [2, 3] stored in dim order [1, 0]: column by column.
+        let stored: Vec<u8> = [0u8, 3, 1, 4, 2, 5].to_vec();
+        let tensor = HostTensor::from_dim_order(ElementType::U8, vec![2, 3], &stored, &[1, 0])
+            .expect("a permutation and every element");
+        assert_eq!(tensor.data, [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_dim_order_that_is_no_permutation_or_short_data_is_refused() {
+        let data = [0u8; 6];
+        assert!(HostTensor::from_dim_order(ElementType::U8, vec![2, 3], &data, &[0, 0]).is_none());
+        assert!(HostTensor::from_dim_order(ElementType::U8, vec![2, 3], &data, &[0]).is_none());
+        assert!(HostTensor::from_dim_order(ElementType::U8, vec![2, 4], &data, &[0, 1]).is_none());
+        assert!(
+            HostTensor::from_dim_order(ElementType::U8, vec![u64::MAX, 3], &data, &[0, 1])
+                .is_none()
+        );
+    }
 }
