@@ -37,14 +37,6 @@ fn fixtures_pass() {
 /// Operator fixtures ptec cannot compile yet, with what its error must say.
 const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
     (
-        "masked_select",
-        "aten::masked_select.out (instructions 0.1): the size of its result is the number of true",
-    ),
-    (
-        "nonzero",
-        "aten::nonzero.out (instructions 0.0): the size of its result is the number of true",
-    ),
-    (
         "view_as_real",
         "a complex element type (ComplexFloat, scalar type 9) is not supported by ptec",
     ),

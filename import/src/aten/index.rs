@@ -1,9 +1,9 @@
 //! Indexing by tensors: advanced indexing (`index.Tensor`, lists of
 //! optional index tensors), `index_put`, `gather`, the scatters and
-//! `masked_scatter`. Boolean masks as indices select a number of elements
-//! known only at run time, and so do `masked_select` and `nonzero`: ptec
-//! refuses those until it computes data-dependent sizes, except a mask
-//! written over with one value (`x[mask] = v`), which is a `where`.
+//! `masked_scatter`. A boolean mask as an index stands for the coordinates
+//! of its true elements (`nonzero.rs`), a number known only at run time,
+//! except a mask written over with one value (`x[mask] = v`), which is a
+//! `where`.
 
 use ptec_ir::ops::elementwise::{Elementwise, Func};
 use ptec_ir::ops::gather::{Gather, Index, IndexPut, MaskedScatter, Scatter};
@@ -11,7 +11,8 @@ use ptec_ir::ops::layout::{Copy, Reshape};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
 use super::layout::view;
-use super::{Operator, Refused};
+use super::nonzero::coordinates;
+use super::Operator;
 use crate::call::{Call, TensorRef};
 use crate::error::ImportError;
 
@@ -19,7 +20,14 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)",
         index,
-        &[OpKind::Copy, OpKind::Index],
+        &[
+            OpKind::Copy,
+            OpKind::Index,
+            OpKind::Reshape,
+            OpKind::Elementwise,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
+        ],
     ),
     (
         "aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -29,6 +37,8 @@ pub(super) const OPERATORS: &[Operator] = &[
             OpKind::Reshape,
             OpKind::Elementwise,
             OpKind::IndexPut,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
         ],
     ),
     (
@@ -39,6 +49,8 @@ pub(super) const OPERATORS: &[Operator] = &[
             OpKind::Reshape,
             OpKind::Elementwise,
             OpKind::IndexPut,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
         ],
     ),
     (
@@ -65,19 +77,6 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::masked_scatter.out(Tensor self, Tensor mask, Tensor source, *, Tensor(a!) out) -> Tensor(a!)",
         masked_scatter,
         &[OpKind::MaskedScatter],
-    ),
-];
-
-const DATA_DEPENDENT: &str = "the size of its result is the number of true (or non-zero) elements, known only at run time, and ptec does not compute data-dependent sizes yet";
-
-pub(super) const REFUSED: &[Refused] = &[
-    (
-        "aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)",
-        DATA_DEPENDENT,
-    ),
-    (
-        "aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        DATA_DEPENDENT,
     ),
 ];
 
@@ -137,9 +136,11 @@ fn indexers(c: &mut Call<'_, '_, '_>, rank: usize) -> Result<Vec<(usize, Indexer
 }
 
 /// The integer index tensors of `indexers` and the dimensions they index;
-/// masks are refused.
+/// a mask over dimensions `d..d + k` becomes the `k` coordinates of its true
+/// elements, indexing those dimensions.
 fn positions(
-    c: &Call<'_, '_, '_>,
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
     indexers: Vec<(usize, Indexer)>,
 ) -> Result<(Vec<ValueId>, Vec<usize>), ImportError> {
     let mut indices = Vec::with_capacity(indexers.len());
@@ -150,11 +151,31 @@ fn positions(
                 indices.push(tensor);
                 dims.push(dim);
             }
-            Indexer::Mask(_) => {
-                return Err(c.bad(
-                    "indices",
-                    format!("holds a boolean mask for dimension {dim}: {DATA_DEPENDENT}"),
-                ));
+            Indexer::Mask(mask) => {
+                let sizes = c.fixed_sizes("indices", mask)?;
+                if sizes.is_empty() {
+                    return Err(c.bad(
+                        "indices",
+                        format!(
+                            "holds a 0-dim boolean mask for dimension {dim}, which ptec does not \
+                             support yet (it adds a dimension of size 0 or 1)"
+                        ),
+                    ));
+                }
+                let covered = &c.ty(input).shape[dim..dim + sizes.len()];
+                if covered.iter().zip(&sizes).any(|(&d, &s)| d != Dim::Fixed(s)) {
+                    return Err(c.bad(
+                        "indices",
+                        format!(
+                            "holds a boolean mask of shape {sizes:?} for dimension {dim}, which \
+                             does not match the indexed dimensions {} of self",
+                            ptec_ir::ops::show(covered)
+                        ),
+                    ));
+                }
+                let columns = coordinates(c, "indices", mask, &sizes)?;
+                dims.extend(dim..dim + columns.len());
+                indices.extend(columns);
             }
         }
     }
@@ -166,7 +187,7 @@ fn positions(
 fn index(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     let indexers = indexers(c, c.ty(input).rank())?;
-    let (indices, dims) = positions(c, indexers)?;
+    let (indices, dims) = positions(c, input, indexers)?;
     if indices.is_empty() {
         return c.emit(Op::Copy(Copy { input }), &["out"]);
     }
@@ -205,7 +226,7 @@ fn index_put(c: &mut Call<'_, '_, '_>, written: Written) -> Result<(), ImportErr
             Elementwise::op(Func::Where, vec![mask, value, input])
         }
         _ => {
-            let (indices, dims) = positions(c, std::mem::take(&mut indexers))?;
+            let (indices, dims) = positions(c, input, std::mem::take(&mut indexers))?;
             if indices.is_empty() {
                 return Err(c.bad("indices", "holds no index tensor"));
             }

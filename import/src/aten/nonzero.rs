@@ -1,0 +1,221 @@
+//! Results whose size depends on the data: `nonzero`, `masked_select`, and
+//! the integer indices a boolean mask stands for in advanced indexing. The
+//! number of non-zero elements is counted at run time into a value, and a
+//! symbol reads it (the count is known once that value is written, as
+//! `.item()`'s element is); the result's dimension is that symbol, bounded
+//! by the mask's number of elements, for which memory is planned.
+//!
+//! The row-major positions of the non-zero elements are
+//! `repeat_interleave` of the mask as 0/1 counts (position `i` repeated once
+//! where the element is non-zero, not at all where it is zero), whose length
+//! is the count by construction; coordinates are those positions divided
+//! and reduced by the mask's sizes. NaN is non-zero, as in PyTorch.
+
+use ptec_ir::ops::creation::{Full, RepeatInterleave};
+use ptec_ir::ops::elementwise::BinaryOp;
+use ptec_ir::ops::gather::Index;
+use ptec_ir::ops::layout::{Cat, Copy};
+use ptec_ir::ops::reduce::{Reduce, ReduceOp};
+use ptec_ir::symbolic::{Range, ScalarKind, Term};
+use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
+
+use super::Operator;
+use super::creation::emit_given;
+use super::layout::view;
+use crate::call::Call;
+use crate::error::ImportError;
+
+pub(super) const OPERATORS: &[Operator] = &[
+    (
+        "aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+        nonzero,
+        &[
+            OpKind::Reshape,
+            OpKind::Elementwise,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
+            OpKind::Cat,
+            OpKind::Full,
+        ],
+    ),
+    (
+        "aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)",
+        masked_select,
+        &[
+            OpKind::Copy,
+            OpKind::Reshape,
+            OpKind::Elementwise,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
+            OpKind::Index,
+        ],
+    ),
+];
+
+/// The row-major positions of the non-zero elements of `mask`, the tensor
+/// argument `name` (of fixed sizes `sizes`): a 1-D `i64` value whose length
+/// is a symbol counting them, computed at run time.
+fn positions(
+    c: &mut Call<'_, '_, '_>,
+    name: &str,
+    mask: ValueId,
+    sizes: &[u64],
+) -> Result<ValueId, ImportError> {
+    let numel = sizes.iter().try_fold(1u64, |n, &size| n.checked_mul(size));
+    let Some(numel) = numel.filter(|&n| i64::try_from(n).is_ok()) else {
+        return Err(c.bad(name, "has more elements than an index can count"));
+    };
+    let flat = view(c, mask, vec![Dim::Fixed(numel)])?;
+    let counts = c.with_scalar(flat, BinaryOp::Ne, Scalar::Int(0), DType::I64)?;
+    let count = c.temporary(
+        Op::Reduce(Reduce {
+            input: counts,
+            op: ReduceOp::Sum,
+            dims: vec![0],
+            keepdim: false,
+        }),
+        DType::I64,
+    )?;
+    let origin = format!(
+        "{}: the number of non-zero elements of `{name}`",
+        c.importer.symbols.origin
+    );
+    let range = Range {
+        lo: 0,
+        hi: numel as i64,
+    };
+    let symbol =
+        c.importer
+            .symbols
+            .table
+            .add_element(count, ScalarKind::Int, range, numel, origin);
+    let ty = TensorType::contiguous(DType::I64, vec![Dim::Symbol(symbol)]);
+    Ok(c.temporary_of(
+        Op::RepeatInterleave(RepeatInterleave { input: counts }),
+        ty,
+    ))
+}
+
+/// The coordinates, one 1-D `i64` value per dimension, of the non-zero
+/// elements of `mask` (the tensor argument `name`, of fixed sizes `sizes`),
+/// in row-major order: PyTorch's `mask.nonzero().unbind(1)`.
+pub(super) fn coordinates(
+    c: &mut Call<'_, '_, '_>,
+    name: &str,
+    mask: ValueId,
+    sizes: &[u64],
+) -> Result<Vec<ValueId>, ImportError> {
+    let flat = positions(c, name, mask, sizes)?;
+    let mut columns = Vec::with_capacity(sizes.len());
+    for (axis, &size) in sizes.iter().enumerate() {
+        // Sizes are at most i64::MAX in product (`positions` checked).
+        let stride: u64 = sizes[axis + 1..].iter().product();
+        let mut column = flat;
+        if stride != 1 {
+            let stride = Scalar::Int(stride as i64);
+            column = c.with_scalar(column, BinaryOp::FloorDiv, stride, DType::I64)?;
+        }
+        if axis != 0 {
+            let size = Scalar::Int(size as i64);
+            column = c.with_scalar(column, BinaryOp::Remainder, size, DType::I64)?;
+        }
+        columns.push(column);
+    }
+    Ok(columns)
+}
+
+/// `nonzero(self)`: the coordinates of the non-zero elements, one row each,
+/// in row-major order; `[count, rank]`, so `[count, 0]` for a 0-dim `self`
+/// (`count` 1 or 0).
+fn nonzero(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let sizes = c.fixed_sizes("self", input)?;
+    if sizes.is_empty() {
+        let flat = positions(c, "self", input, &sizes)?;
+        let count = c.shape(flat)[0];
+        let op = Op::Full(Full {
+            value: Term::Const(Scalar::Int(0)),
+        });
+        let out = c.output("out")?;
+        return emit_given(c, op, out, vec![count, Dim::Fixed(0)]);
+    }
+    let columns = coordinates(c, "self", input, &sizes)?;
+    let count = c.shape(columns[0])[0];
+    let rows = columns
+        .into_iter()
+        .map(|column| view(c, column, vec![count, Dim::Fixed(1)]))
+        .collect::<Result<Vec<_>, _>>()?;
+    c.emit(Op::Cat(Cat { inputs: rows, dim: 1 }), &["out"])
+}
+
+/// `masked_select(self, mask)`: the elements of `self` where `mask` is
+/// true, both broadcast to their common shape, in row-major order.
+fn masked_select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let input = c.tensor("self")?;
+    let mask = c.tensor("mask")?;
+    if c.ty(mask).dtype != DType::Bool {
+        return Err(c.bad("mask", format!("{} is not a boolean tensor", c.ty(mask))));
+    }
+    let own = c.fixed_sizes("self", input)?;
+    let masks = c.fixed_sizes("mask", mask)?;
+    let Some(sizes) = broadcast(&own, &masks) else {
+        return Err(c.bad(
+            "mask",
+            format!("{masks:?} does not broadcast with self's sizes {own:?}"),
+        ));
+    };
+    let input = expand(c, input, &own, &sizes);
+    let mask = expand(c, mask, &masks, &sizes);
+    let flat = positions(c, "mask", mask, &sizes)?;
+    let numel = sizes.iter().product();
+    let input = view(c, input, vec![Dim::Fixed(numel)])?;
+    let op = Index {
+        input,
+        indices: vec![flat],
+        dims: vec![0],
+        wrap: false,
+    };
+    c.emit(Op::Index(op), &["out"])
+}
+
+/// The broadcast of two fixed shapes, if they broadcast.
+fn broadcast(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
+    let rank = a.len().max(b.len());
+    let at = |shape: &[u64], axis: usize| {
+        (axis + shape.len())
+            .checked_sub(rank)
+            .map_or(1, |index| shape[index])
+    };
+    (0..rank)
+        .map(|axis| match (at(a, axis), at(b, axis)) {
+            (x, y) if x == y || y == 1 => Some(x),
+            (1, y) => Some(y),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `value` (of sizes `own`) broadcast to `sizes`: itself when they are
+/// equal.
+fn expand(c: &mut Call<'_, '_, '_>, value: ValueId, own: &[u64], sizes: &[u64]) -> ValueId {
+    if own == sizes {
+        return value;
+    }
+    let shape = sizes.iter().map(|&size| Dim::Fixed(size)).collect();
+    let ty = TensorType::contiguous(c.ty(value).dtype, shape);
+    c.temporary_of(Op::Copy(Copy { input: value }), ty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::broadcast;
+
+    #[test]
+    fn shapes_broadcast_as_in_pytorch() {
+        assert_eq!(broadcast(&[3, 4], &[4]), Some(vec![3, 4]));
+        assert_eq!(broadcast(&[3, 1], &[1, 4]), Some(vec![3, 4]));
+        assert_eq!(broadcast(&[], &[2]), Some(vec![2]));
+        assert_eq!(broadcast(&[0, 2], &[1, 2]), Some(vec![0, 2]));
+        assert_eq!(broadcast(&[3, 4], &[3]), None);
+    }
+}
