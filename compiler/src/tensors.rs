@@ -7,23 +7,19 @@ use ptec_runtime::{ElementType, HostTensor};
 use crate::error::Error;
 use crate::load::element_type_of;
 
-/// A bundled test tensor as a host tensor (row-major).
+/// A bundled test tensor as a host tensor (row-major). The exporter stores
+/// a tensor's storage as it is, so a tensor in another dim order (a
+/// transpose, `nonzero`'s column-major result) is reordered; the reader
+/// checked that the dim order is a permutation and the data the tensor's
+/// bytes.
 pub fn host_tensor(tensor: &TestTensor<'_>) -> Result<HostTensor, Error> {
-    let row_major = tensor
-        .dim_order
-        .iter()
-        .enumerate()
-        .all(|(index, &dim)| index == dim as usize);
-    if !row_major {
-        return Err(Error::TestValue(format!(
-            "test tensors stored in dim order {:?} are not supported",
-            tensor.dim_order
-        )));
-    }
+    let element = element_type_of(tensor.dtype).ok_or(Error::ElementType(tensor.dtype))?;
+    let sizes: Vec<u64> = tensor.sizes.iter().map(|&size| size as u64).collect();
+    let data = ptec_runtime::load_in_order(tensor.data, &sizes, element.size(), &tensor.dim_order);
     Ok(HostTensor {
-        element: element_type_of(tensor.dtype).ok_or(Error::ElementType(tensor.dtype))?,
-        sizes: tensor.sizes.iter().map(|&size| size as u64).collect(),
-        data: tensor.data.to_vec(),
+        element,
+        sizes,
+        data,
     })
 }
 

@@ -19,3 +19,4 @@ pub mod vulkan;
 
 pub use abi::{DimSpec, ElementType, EntryFn, MethodAbi, StateSlot, TensorSlot};
 pub use instance::{HostTensor, Instance, RuntimeError, TensorRef};
+pub use layout::load_in_order;
