@@ -1514,6 +1514,13 @@ fixture(
     twice(lambda: (randn(3, 4),)),
 )
 fixture(
+    "nonzero_count_sym_size",
+    "nonzero",
+    "torch.ones(x.nonzero().shape[0], 3) * 2: a size read from the data-dependent dimension (sym_size), int64 [3,4]",
+    fn(lambda x: torch.ones(x.nonzero().shape[0], 3) * 2.0),
+    twice(lambda: (ints(-1, 2, 3, 4),)),
+)
+fixture(
     "view_as_real",
     "view_as_real_copy",
     "torch.view_as_real(torch.complex(x, y)), float32 [3] (a complex tensor)",
