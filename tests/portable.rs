@@ -35,12 +35,10 @@ fn fixtures_pass() {
 }
 
 /// Operator fixtures ptec cannot compile yet, with what its error must say.
-const NOT_YET_SUPPORTED: &[(&str, &str)] = &[
-    (
-        "view_as_real",
-        "a complex element type (ComplexFloat, scalar type 9) is not supported by ptec",
-    ),
-];
+const NOT_YET_SUPPORTED: &[(&str, &str)] = &[(
+    "view_as_real",
+    "a complex element type (ComplexFloat, scalar type 9) is not supported by ptec",
+)];
 
 /// Every operator fixture passes, except the ones listed as not supported
 /// yet, which must fail with an error that says what is not supported (so

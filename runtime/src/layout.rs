@@ -55,12 +55,7 @@ pub(crate) fn store_in_order(arena: &mut [u8], input: &TensorRef<'_>, dim_order:
 /// The row-major bytes of `stored`, the elements (of `size` bytes) of a
 /// tensor of `sizes` stored in `dim_order`, a permutation of the dimensions,
 /// with `stored` exactly the tensor's bytes.
-pub fn load_in_order(
-    stored: &[u8],
-    sizes: &[u64],
-    size: usize,
-    dim_order: &[u8],
-) -> Vec<u8> {
+pub fn load_in_order(stored: &[u8], sizes: &[u64], size: usize, dim_order: &[u8]) -> Vec<u8> {
     if is_identity(dim_order) {
         return stored.to_vec();
     }

@@ -10,9 +10,9 @@ use ptec_ir::ops::gather::{Gather, Index, IndexPut, MaskedScatter, Scatter};
 use ptec_ir::ops::layout::{Copy, Reshape};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
+use super::Operator;
 use super::layout::view;
 use super::nonzero::coordinates;
-use super::Operator;
 use crate::call::{Call, TensorRef};
 use crate::error::ImportError;
 
@@ -163,12 +163,23 @@ fn positions(
                     ));
                 }
                 let covered = &c.ty(input).shape[dim..dim + sizes.len()];
-                if covered.iter().zip(&sizes).any(|(&d, &s)| d != Dim::Fixed(s)) {
+                let problem = if covered.iter().any(|d| d.fixed().is_none()) {
+                    Some("are symbolic, which ptec handles only with fixed sizes here")
+                } else if covered
+                    .iter()
+                    .zip(&sizes)
+                    .any(|(&d, &s)| d != Dim::Fixed(s))
+                {
+                    Some("do not have the mask's sizes")
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
                     return Err(c.bad(
                         "indices",
                         format!(
-                            "holds a boolean mask of shape {sizes:?} for dimension {dim}, which \
-                             does not match the indexed dimensions {} of self",
+                            "holds a boolean mask of shape {sizes:?} for dimension {dim}, and the \
+                             dimensions it indexes, {} of self, {problem}",
                             ptec_ir::ops::show(covered)
                         ),
                     ));

@@ -30,6 +30,7 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
         nonzero,
         &[
+            OpKind::Copy,
             OpKind::Reshape,
             OpKind::Elementwise,
             OpKind::Reduce,
@@ -84,16 +85,13 @@ fn positions(
         lo: 0,
         hi: numel as i64,
     };
-    let symbol =
-        c.importer
-            .symbols
-            .table
-            .add_element(count, ScalarKind::Int, range, numel, origin);
+    let symbol = c
+        .importer
+        .symbols
+        .table
+        .add_element(count, ScalarKind::Int, range, numel, origin);
     let ty = TensorType::contiguous(DType::I64, vec![Dim::Symbol(symbol)]);
-    Ok(c.temporary_of(
-        Op::RepeatInterleave(RepeatInterleave { input: counts }),
-        ty,
-    ))
+    Ok(c.temporary_of(Op::RepeatInterleave(RepeatInterleave { input: counts }), ty))
 }
 
 /// The coordinates, one 1-D `i64` value per dimension, of the non-zero
@@ -145,7 +143,13 @@ fn nonzero(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         .into_iter()
         .map(|column| view(c, column, vec![count, Dim::Fixed(1)]))
         .collect::<Result<Vec<_>, _>>()?;
-    c.emit(Op::Cat(Cat { inputs: rows, dim: 1 }), &["out"])
+    c.emit(
+        Op::Cat(Cat {
+            inputs: rows,
+            dim: 1,
+        }),
+        &["out"],
+    )
 }
 
 /// `masked_select(self, mask)`: the elements of `self` where `mask` is
