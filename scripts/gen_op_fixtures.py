@@ -1514,6 +1514,13 @@ fixture(
     twice(lambda: (randn(3, 4),)),
 )
 fixture(
+    "index_tensor_mask_pair",
+    "index",
+    "x[m] + y[m] * 2, float32 [3,4], bool mask [3,4]: two data-dependent results of one size meet",
+    fn(lambda x, y, m: x[m] + y[m] * 2.0),
+    twice(lambda: (randn(3, 4), randn(3, 4), bools(3, 4))),
+)
+fixture(
     "nonzero_count_sym_size",
     "nonzero",
     "torch.ones(x.nonzero().shape[0], 3) * 2: a size read from the data-dependent dimension (sym_size), int64 [3,4]",
