@@ -5,6 +5,7 @@
 //! except a mask written over with one value (`x[mask] = v`), which is a
 //! `where`.
 
+use ptec_ir::ops::ShapeContext;
 use ptec_ir::ops::elementwise::{Elementwise, Func};
 use ptec_ir::ops::gather::{Gather, Index, IndexPut, MaskedScatter, Scatter};
 use ptec_ir::ops::layout::{Copy, Reshape};
@@ -152,8 +153,8 @@ fn positions(
                 dims.push(dim);
             }
             Indexer::Mask(mask) => {
-                let sizes = c.fixed_sizes("indices", mask)?;
-                if sizes.is_empty() {
+                let shape = c.shape(mask);
+                if shape.is_empty() {
                     return Err(c.bad(
                         "indices",
                         format!(
@@ -162,29 +163,22 @@ fn positions(
                         ),
                     ));
                 }
-                let covered = &c.ty(input).shape[dim..dim + sizes.len()];
-                let problem = if covered.iter().any(|d| d.fixed().is_none()) {
-                    Some("are symbolic, which ptec handles only with fixed sizes here")
-                } else if covered
-                    .iter()
-                    .zip(&sizes)
-                    .any(|(&d, &s)| d != Dim::Fixed(s))
-                {
-                    Some("do not have the mask's sizes")
-                } else {
-                    None
-                };
-                if let Some(problem) = problem {
-                    return Err(c.bad(
-                        "indices",
-                        format!(
-                            "holds a boolean mask of shape {sizes:?} for dimension {dim}, and the \
-                             dimensions it indexes, {} of self, {problem}",
-                            ptec_ir::ops::show(covered)
-                        ),
-                    ));
+                // The mask has the sizes of the dimensions it indexes.
+                let covered = c.ty(input).shape[dim..dim + shape.len()].to_vec();
+                for (&own, &size) in covered.iter().zip(&shape) {
+                    if c.importer.symbols.equate(own, size).is_none() {
+                        return Err(c.bad(
+                            "indices",
+                            format!(
+                                "holds a boolean mask of shape {} for dimension {dim}, and the \
+                                 dimensions it indexes are {} in self",
+                                ptec_ir::ops::show(&shape),
+                                ptec_ir::ops::show(&covered)
+                            ),
+                        ));
+                    }
                 }
-                let columns = coordinates(c, "indices", mask, &sizes)?;
+                let columns = coordinates(c, "indices", mask)?;
                 dims.extend(dim..dim + columns.len());
                 indices.extend(columns);
             }

@@ -16,7 +16,7 @@ use ptec_ir::ops::elementwise::BinaryOp;
 use ptec_ir::ops::gather::Index;
 use ptec_ir::ops::layout::{Cat, Copy};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
-use ptec_ir::symbolic::{Range, ScalarKind, Term};
+use ptec_ir::symbolic::{Poly, Range, ScalarKind, Term};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
 use super::Operator;
@@ -53,20 +53,30 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
 ];
 
+/// The product of `dims` as a term (a constant, or a symbol computed from
+/// theirs).
+fn product(c: &mut Call<'_, '_, '_>, dims: &[Dim]) -> Result<Term, ImportError> {
+    let poly = dims.iter().try_fold(Poly::constant(1), |product, &dim| {
+        Ok::<_, ImportError>(product.mul(&c.poly(Term::from(dim))?))
+    })?;
+    c.poly_term(poly)
+}
+
 /// The row-major positions of the non-zero elements of `mask`, the tensor
-/// argument `name` (of fixed sizes `sizes`): a 1-D `i64` value whose length
-/// is a symbol counting them, computed at run time.
-fn positions(
-    c: &mut Call<'_, '_, '_>,
-    name: &str,
-    mask: ValueId,
-    sizes: &[u64],
-) -> Result<ValueId, ImportError> {
-    let numel = sizes.iter().try_fold(1u64, |n, &size| n.checked_mul(size));
-    let Some(numel) = numel.filter(|&n| i64::try_from(n).is_ok()) else {
+/// argument `name`: a 1-D `i64` value whose length is a symbol counting
+/// them, computed at run time, at most the mask's (largest) number of
+/// elements.
+fn positions(c: &mut Call<'_, '_, '_>, name: &str, mask: ValueId) -> Result<ValueId, ImportError> {
+    let shape = c.shape(mask);
+    let most = shape.iter().try_fold(1u64, |n, &dim| {
+        n.checked_mul(c.importer.symbols.max_size(dim))
+    });
+    let Some(most) = most.filter(|&n| i64::try_from(n).is_ok()) else {
         return Err(c.bad(name, "has more elements than an index can count"));
     };
-    let flat = view(c, mask, vec![Dim::Fixed(numel)])?;
+    let numel = product(c, &shape)?;
+    let numel = c.size(name, numel)?;
+    let flat = view(c, mask, vec![numel])?;
     let counts = c.with_scalar(flat, BinaryOp::Ne, Scalar::Int(0), DType::I64)?;
     let count = c.temporary(
         Op::Reduce(Reduce {
@@ -83,39 +93,59 @@ fn positions(
     );
     let range = Range {
         lo: 0,
-        hi: numel as i64,
+        hi: most as i64,
     };
     let symbol = c
         .importer
         .symbols
         .table
-        .add_element(count, ScalarKind::Int, range, numel, origin);
+        .add_element(count, ScalarKind::Int, range, most, origin);
     let ty = TensorType::contiguous(DType::I64, vec![Dim::Symbol(symbol)]);
     Ok(c.temporary_of(Op::RepeatInterleave(RepeatInterleave { input: counts }), ty))
 }
 
+/// `column op term` for a 1-D `i64` column: with a constant, a scalar
+/// operand; with a symbol, a 0-dim tensor filled with it.
+fn with_term(
+    c: &mut Call<'_, '_, '_>,
+    column: ValueId,
+    op: BinaryOp,
+    term: Term,
+) -> Result<ValueId, ImportError> {
+    match term {
+        Term::Const(scalar) => c.with_scalar(column, op, scalar, DType::I64),
+        Term::Symbol(_) => {
+            let ty = TensorType::contiguous(DType::I64, Vec::new());
+            let operand = c.temporary_of(Op::Full(Full { value: term }), ty);
+            c.binary(op, column, operand, DType::I64)
+        }
+    }
+}
+
 /// The coordinates, one 1-D `i64` value per dimension, of the non-zero
-/// elements of `mask` (the tensor argument `name`, of fixed sizes `sizes`),
-/// in row-major order: PyTorch's `mask.nonzero().unbind(1)`.
+/// elements of `mask` (the tensor argument `name`), in row-major order:
+/// PyTorch's `mask.nonzero().unbind(1)`.
 pub(super) fn coordinates(
     c: &mut Call<'_, '_, '_>,
     name: &str,
     mask: ValueId,
-    sizes: &[u64],
 ) -> Result<Vec<ValueId>, ImportError> {
-    let flat = positions(c, name, mask, sizes)?;
-    let mut columns = Vec::with_capacity(sizes.len());
-    for (axis, &size) in sizes.iter().enumerate() {
-        // Sizes are at most i64::MAX in product (`positions` checked).
-        let stride: u64 = sizes[axis + 1..].iter().product();
+    let shape = c.shape(mask);
+    let flat = positions(c, name, mask)?;
+    let mut columns = Vec::with_capacity(shape.len());
+    for axis in 0..shape.len() {
         let mut column = flat;
-        if stride != 1 {
-            let stride = Scalar::Int(stride as i64);
-            column = c.with_scalar(column, BinaryOp::FloorDiv, stride, DType::I64)?;
+        // A stride of 0 (a later dimension of size 0) comes with no
+        // elements to divide; 1 keeps the division defined.
+        let stride = match product(c, &shape[axis + 1..])? {
+            Term::Const(Scalar::Int(0)) => Term::Const(Scalar::Int(1)),
+            stride => stride,
+        };
+        if stride != Term::Const(Scalar::Int(1)) {
+            column = with_term(c, column, BinaryOp::FloorDiv, stride)?;
         }
         if axis != 0 {
-            let size = Scalar::Int(size as i64);
-            column = c.with_scalar(column, BinaryOp::Remainder, size, DType::I64)?;
+            column = with_term(c, column, BinaryOp::Remainder, Term::from(shape[axis]))?;
         }
         columns.push(column);
     }
@@ -127,9 +157,8 @@ pub(super) fn coordinates(
 /// (`count` 1 or 0).
 fn nonzero(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
-    let sizes = c.fixed_sizes("self", input)?;
-    if sizes.is_empty() {
-        let flat = positions(c, "self", input, &sizes)?;
+    if c.ty(input).rank() == 0 {
+        let flat = positions(c, "self", input)?;
         let count = c.shape(flat)[0];
         let op = Op::Full(Full {
             value: Term::Const(Scalar::Int(0)),
@@ -137,7 +166,7 @@ fn nonzero(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         let out = c.output("out")?;
         return emit_given(c, op, out, vec![count, Dim::Fixed(0)]);
     }
-    let columns = coordinates(c, "self", input, &sizes)?;
+    let columns = coordinates(c, "self", input)?;
     let count = c.shape(columns[0])[0];
     let rows = columns
         .into_iter()
@@ -170,7 +199,7 @@ fn masked_select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     };
     let input = expand(c, input, &own, &sizes);
     let mask = expand(c, mask, &masks, &sizes);
-    let flat = positions(c, "mask", mask, &sizes)?;
+    let flat = positions(c, "mask", mask)?;
     let numel = sizes.iter().product();
     let input = view(c, input, vec![Dim::Fixed(numel)])?;
     let op = Index {
