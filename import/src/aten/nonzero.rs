@@ -16,6 +16,7 @@ use ptec_ir::ops::elementwise::BinaryOp;
 use ptec_ir::ops::gather::Index;
 use ptec_ir::ops::layout::{Cat, Copy};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
+use ptec_ir::ops::{broadcast, show};
 use ptec_ir::symbolic::{Poly, Range, ScalarKind, Term};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
@@ -62,6 +63,12 @@ fn product(c: &mut Call<'_, '_, '_>, dims: &[Dim]) -> Result<Term, ImportError> 
     c.poly_term(poly)
 }
 
+/// The number of elements of a tensor of `shape`, the argument `name`.
+fn numel(c: &mut Call<'_, '_, '_>, name: &str, shape: &[Dim]) -> Result<Dim, ImportError> {
+    let count = product(c, shape)?;
+    c.size(name, count)
+}
+
 /// The row-major positions of the non-zero elements of `mask`, the tensor
 /// argument `name`: a 1-D `i64` value whose length is a symbol counting
 /// them, computed at run time, at most the mask's (largest) number of
@@ -74,8 +81,7 @@ fn positions(c: &mut Call<'_, '_, '_>, name: &str, mask: ValueId) -> Result<Valu
     let Some(most) = most.filter(|&n| i64::try_from(n).is_ok()) else {
         return Err(c.bad(name, "has more elements than an index can count"));
     };
-    let numel = product(c, &shape)?;
-    let numel = c.size(name, numel)?;
+    let numel = numel(c, name, &shape)?;
     let flat = view(c, mask, vec![numel])?;
     let counts = c.with_scalar(flat, BinaryOp::Ne, Scalar::Int(0), DType::I64)?;
     let count = c.temporary(
@@ -189,19 +195,22 @@ fn masked_select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     if c.ty(mask).dtype != DType::Bool {
         return Err(c.bad("mask", format!("{} is not a boolean tensor", c.ty(mask))));
     }
-    let own = c.fixed_sizes("self", input)?;
-    let masks = c.fixed_sizes("mask", mask)?;
-    let Some(sizes) = broadcast(&own, &masks) else {
-        return Err(c.bad(
+    let (own, masks) = (c.shape(input), c.shape(mask));
+    let shape = broadcast(&[&own, &masks], &mut c.importer.symbols).map_err(|_| {
+        c.bad(
             "mask",
-            format!("{masks:?} does not broadcast with self's sizes {own:?}"),
-        ));
-    };
-    let input = expand(c, input, &own, &sizes);
-    let mask = expand(c, mask, &masks, &sizes);
+            format!(
+                "{} does not broadcast with self's shape {}",
+                show(&masks),
+                show(&own)
+            ),
+        )
+    })?;
+    let input = expand(c, input, &shape);
+    let mask = expand(c, mask, &shape);
     let flat = positions(c, "mask", mask)?;
-    let numel = sizes.iter().product();
-    let input = view(c, input, vec![Dim::Fixed(numel)])?;
+    let numel = numel(c, "self", &shape)?;
+    let input = view(c, input, vec![numel])?;
     let op = Index {
         input,
         indices: vec![flat],
@@ -211,44 +220,11 @@ fn masked_select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(Op::Index(op), &["out"])
 }
 
-/// The broadcast of two fixed shapes, if they broadcast.
-fn broadcast(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
-    let rank = a.len().max(b.len());
-    let at = |shape: &[u64], axis: usize| {
-        (axis + shape.len())
-            .checked_sub(rank)
-            .map_or(1, |index| shape[index])
-    };
-    (0..rank)
-        .map(|axis| match (at(a, axis), at(b, axis)) {
-            (x, y) if x == y || y == 1 => Some(x),
-            (1, y) => Some(y),
-            _ => None,
-        })
-        .collect()
-}
-
-/// `value` (of sizes `own`) broadcast to `sizes`: itself when they are
-/// equal.
-fn expand(c: &mut Call<'_, '_, '_>, value: ValueId, own: &[u64], sizes: &[u64]) -> ValueId {
-    if own == sizes {
+/// `value` broadcast to `shape`: itself when it has that shape.
+fn expand(c: &mut Call<'_, '_, '_>, value: ValueId, shape: &[Dim]) -> ValueId {
+    if c.shape(value) == shape {
         return value;
     }
-    let shape = sizes.iter().map(|&size| Dim::Fixed(size)).collect();
-    let ty = TensorType::contiguous(c.ty(value).dtype, shape);
+    let ty = TensorType::contiguous(c.ty(value).dtype, shape.to_vec());
     c.temporary_of(Op::Copy(Copy { input: value }), ty)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::broadcast;
-
-    #[test]
-    fn shapes_broadcast_as_in_pytorch() {
-        assert_eq!(broadcast(&[3, 4], &[4]), Some(vec![3, 4]));
-        assert_eq!(broadcast(&[3, 1], &[1, 4]), Some(vec![3, 4]));
-        assert_eq!(broadcast(&[], &[2]), Some(vec![2]));
-        assert_eq!(broadcast(&[0, 2], &[1, 2]), Some(vec![0, 2]));
-        assert_eq!(broadcast(&[3, 4], &[3]), None);
-    }
 }
