@@ -13,7 +13,7 @@ use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
 use super::Operator;
 use super::layout::view;
-use super::nonzero::coordinates;
+use super::nonzero::{coordinates, flat_positions, flatten};
 use crate::call::{Call, TensorRef};
 use crate::error::ImportError;
 
@@ -136,6 +136,40 @@ fn indexers(c: &mut Call<'_, '_, '_>, rank: usize) -> Result<Vec<(usize, Indexer
     Ok(indexers)
 }
 
+/// That a boolean mask for dimensions `dim..` of `input` has their sizes.
+fn check_mask(
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
+    dim: usize,
+    mask: ValueId,
+) -> Result<(), ImportError> {
+    let shape = c.shape(mask);
+    if shape.is_empty() {
+        return Err(c.bad(
+            "indices",
+            format!(
+                "holds a 0-dim boolean mask for dimension {dim}, which ptec does not support yet \
+                 (it adds a dimension of size 0 or 1)"
+            ),
+        ));
+    }
+    let covered = c.ty(input).shape[dim..dim + shape.len()].to_vec();
+    for (&own, &size) in covered.iter().zip(&shape) {
+        if c.importer.symbols.equate(own, size).is_none() {
+            return Err(c.bad(
+                "indices",
+                format!(
+                    "holds a boolean mask of shape {} for dimension {dim}, and the dimensions it \
+                     indexes are {} in self",
+                    ptec_ir::ops::show(&shape),
+                    ptec_ir::ops::show(&covered)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The integer index tensors of `indexers` and the dimensions they index;
 /// a mask over dimensions `d..d + k` becomes the `k` coordinates of its true
 /// elements, indexing those dimensions.
@@ -153,31 +187,7 @@ fn positions(
                 dims.push(dim);
             }
             Indexer::Mask(mask) => {
-                let shape = c.shape(mask);
-                if shape.is_empty() {
-                    return Err(c.bad(
-                        "indices",
-                        format!(
-                            "holds a 0-dim boolean mask for dimension {dim}, which ptec does not \
-                             support yet (it adds a dimension of size 0 or 1)"
-                        ),
-                    ));
-                }
-                // The mask has the sizes of the dimensions it indexes.
-                let covered = c.ty(input).shape[dim..dim + shape.len()].to_vec();
-                for (&own, &size) in covered.iter().zip(&shape) {
-                    if c.importer.symbols.equate(own, size).is_none() {
-                        return Err(c.bad(
-                            "indices",
-                            format!(
-                                "holds a boolean mask of shape {} for dimension {dim}, and the \
-                                 dimensions it indexes are {} in self",
-                                ptec_ir::ops::show(&shape),
-                                ptec_ir::ops::show(&covered)
-                            ),
-                        ));
-                    }
-                }
+                check_mask(c, input, dim, mask)?;
                 let columns = coordinates(c, "indices", mask)?;
                 dims.extend(dim..dim + columns.len());
                 indices.extend(columns);
@@ -192,6 +202,23 @@ fn positions(
 fn index(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     let indexers = indexers(c, c.ty(input).rank())?;
+    if let [(0, Indexer::Mask(mask))] = indexers.as_slice()
+        && c.ty(*mask).rank() == c.ty(input).rank()
+    {
+        // `x[mask]` over every dimension: the elements at the mask's flat
+        // positions, without coordinates.
+        let mask = *mask;
+        check_mask(c, input, 0, mask)?;
+        let positions = flat_positions(c, "indices", mask)?;
+        let input = flatten(c, "self", input)?;
+        let op = Index {
+            input,
+            indices: vec![positions],
+            dims: vec![0],
+            wrap: false,
+        };
+        return c.emit(Op::Index(op), &["out"]);
+    }
     let (indices, dims) = positions(c, input, indexers)?;
     if indices.is_empty() {
         return c.emit(Op::Copy(Copy { input }), &["out"]);

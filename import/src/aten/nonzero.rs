@@ -63,17 +63,27 @@ fn product(c: &mut Call<'_, '_, '_>, dims: &[Dim]) -> Result<Term, ImportError> 
     c.poly_term(poly)
 }
 
-/// The number of elements of a tensor of `shape`, the argument `name`.
-fn numel(c: &mut Call<'_, '_, '_>, name: &str, shape: &[Dim]) -> Result<Dim, ImportError> {
-    let count = product(c, shape)?;
-    c.size(name, count)
+/// `value`, the argument `name`, viewed as 1-D (row-major).
+pub(super) fn flatten(
+    c: &mut Call<'_, '_, '_>,
+    name: &str,
+    value: ValueId,
+) -> Result<ValueId, ImportError> {
+    let shape = c.shape(value);
+    let count = product(c, &shape)?;
+    let numel = c.size(name, count)?;
+    view(c, value, vec![numel])
 }
 
 /// The row-major positions of the non-zero elements of `mask`, the tensor
 /// argument `name`: a 1-D `i64` value whose length is a symbol counting
 /// them, computed at run time, at most the mask's (largest) number of
 /// elements.
-fn positions(c: &mut Call<'_, '_, '_>, name: &str, mask: ValueId) -> Result<ValueId, ImportError> {
+pub(super) fn flat_positions(
+    c: &mut Call<'_, '_, '_>,
+    name: &str,
+    mask: ValueId,
+) -> Result<ValueId, ImportError> {
     let shape = c.shape(mask);
     let most = shape.iter().try_fold(1u64, |n, &dim| {
         n.checked_mul(c.importer.symbols.max_size(dim))
@@ -81,8 +91,7 @@ fn positions(c: &mut Call<'_, '_, '_>, name: &str, mask: ValueId) -> Result<Valu
     let Some(most) = most.filter(|&n| i64::try_from(n).is_ok()) else {
         return Err(c.bad(name, "has more elements than an index can count"));
     };
-    let numel = numel(c, name, &shape)?;
-    let flat = view(c, mask, vec![numel])?;
+    let flat = flatten(c, name, mask)?;
     let counts = c.with_scalar(flat, BinaryOp::Ne, Scalar::Int(0), DType::I64)?;
     let count = c.temporary(
         Op::Reduce(Reduce {
@@ -137,7 +146,7 @@ pub(super) fn coordinates(
     mask: ValueId,
 ) -> Result<Vec<ValueId>, ImportError> {
     let shape = c.shape(mask);
-    let flat = positions(c, name, mask)?;
+    let flat = flat_positions(c, name, mask)?;
     let mut columns = Vec::with_capacity(shape.len());
     for axis in 0..shape.len() {
         let mut column = flat;
@@ -164,7 +173,7 @@ pub(super) fn coordinates(
 fn nonzero(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     if c.ty(input).rank() == 0 {
-        let flat = positions(c, "self", input)?;
+        let flat = flat_positions(c, "self", input)?;
         let count = c.shape(flat)[0];
         let op = Op::Full(Full {
             value: Term::Const(Scalar::Int(0)),
@@ -208,9 +217,8 @@ fn masked_select(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     })?;
     let input = expand(c, input, &shape);
     let mask = expand(c, mask, &shape);
-    let flat = positions(c, "mask", mask)?;
-    let numel = numel(c, "self", &shape)?;
-    let input = view(c, input, vec![numel])?;
+    let flat = flat_positions(c, "mask", mask)?;
+    let input = flatten(c, "self", input)?;
     let op = Index {
         input,
         indices: vec![flat],
