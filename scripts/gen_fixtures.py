@@ -203,15 +203,6 @@ class SymOps(nn.Module):
         return half * 2, tail - 1, joined.reshape(-1)
 
 
-class DynNonzero(nn.Module):
-    """Data-dependent sizes over a dynamic input: nonzero of x [n, 3], the
-    elements above zero summed, and the positive elements doubled."""
-
-    def forward(self, x):
-        positive = x[x > 0]
-        return (x > 0.5).nonzero(), positive.sum(), positive * 2
-
-
 @dataclass(frozen=True)
 class Fixture:
     """One model and how to export and test it.
@@ -304,14 +295,6 @@ FIXTURES = [
         lambda: [(torch.randn(1, 3, h, w),) for h, w in ((16, 16), (11, 23), (64, 64), (10, 10))],
         ("portable",),
         dynamic_shapes=({2: torch.export.Dim("h", min=10, max=64), 3: torch.export.Dim("w", min=10, max=64)},),
-    ),
-    Fixture(
-        "dyn_nonzero",
-        "nonzero, a boolean-mask index and its sum over x [n, 3], n dynamic (2..16): counts known at run time bounded by 3n; cases n 5, 2, 16",
-        DynNonzero,
-        lambda: [(torch.randn(n, 3),) for n in (5, 2, 16)],
-        ("portable",),
-        dynamic_shapes=({0: torch.export.Dim("n", min=2, max=16)},),
     ),
     Fixture(
         "sym_ops",

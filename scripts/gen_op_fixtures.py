@@ -265,13 +265,17 @@ class OpFixture:
     # Operators the exporter must keep rather than decompose into core ATen
     # (``aten::glu.out`` is otherwise a slice, a sigmoid and a product).
     preserve: tuple = ()
+    # ``torch.export``'s dynamic_shapes (dynamic dimensions of the inputs).
+    dynamic_shapes: tuple | None = None
 
 
 FIXTURES: list[OpFixture] = []
 
 
-def fixture(name: str, op: str, description: str, make_model, make_cases, preserve: tuple = ()) -> None:
-    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases, preserve))
+def fixture(
+    name: str, op: str, description: str, make_model, make_cases, preserve: tuple = (), dynamic_shapes=None
+) -> None:
+    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases, preserve, dynamic_shapes))
 
 
 def unary(name: str, op: str, f: Callable, make_input: Callable[[], torch.Tensor], note: str = "") -> None:
@@ -1519,6 +1523,15 @@ fixture(
     "x[m] + y[m] * 2, float32 [3,4], bool mask [3,4]: two data-dependent results of one size meet",
     fn(lambda x, y, m: x[m] + y[m] * 2.0),
     twice(lambda: (randn(3, 4), randn(3, 4), bools(3, 4))),
+)
+fixture(
+    "nonzero_dynamic_input",
+    "nonzero",
+    "(x > 0.5).nonzero(), x[x > 0] summed and doubled, x.masked_select(x < -0.5) over x float32 [n,3], n dynamic (2..16); cases n 5, 2, 16",
+    fn(lambda x: ((x > 0.5).nonzero(), x[x > 0].sum(), x[x > 0] * 2.0, x.masked_select(x < -0.5))),
+    lambda: [(randn(n, 3),) for n in (5, 2, 16)],
+    # Fn.forward takes *args: one entry for the tuple of them.
+    dynamic_shapes=(({0: torch.export.Dim("n", min=2, max=16)},),),
 )
 fixture(
     "nonzero_count_sym_size",
@@ -3042,7 +3055,7 @@ def export_bundled(
     cases = spec.make_cases()
     reference = copy.deepcopy(model)
 
-    exported = torch.export.export(model, cases[0])
+    exported = torch.export.export(model, cases[0], dynamic_shapes=spec.dynamic_shapes)
     edge = to_edge_transform_and_lower(
         exported,
         partitioner=partitioner or [],

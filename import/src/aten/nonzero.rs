@@ -6,7 +6,7 @@
 //! by the mask's number of elements, for which memory is planned.
 //!
 //! The row-major positions of the non-zero elements are
-//! `repeat_interleave` of the mask as 0/1 counts (position `i` repeated once
+//! `repeat_interleave` of the mask as boolean counts (position `i` repeated once
 //! where the element is non-zero, not at all where it is zero), whose length
 //! is the count by construction; coordinates are those positions divided
 //! and reduced by the mask's sizes. NaN is non-zero, as in PyTorch.
@@ -76,9 +76,9 @@ pub(super) fn flatten(
 }
 
 /// The row-major positions of the non-zero elements of `mask`, the tensor
-/// argument `name`: a 1-D `i64` value whose length is a symbol counting
-/// them, computed at run time, at most the mask's (largest) number of
-/// elements.
+/// argument `name`: a 1-D integer value (`i32` when the mask has fewer than
+/// 2^31 elements) whose length is a symbol counting them, computed at run
+/// time, at most the mask's (largest) number of elements.
 pub(super) fn flat_positions(
     c: &mut Call<'_, '_, '_>,
     name: &str,
@@ -92,7 +92,13 @@ pub(super) fn flat_positions(
         return Err(c.bad(name, "has more elements than an index can count"));
     };
     let flat = flatten(c, name, mask)?;
-    let counts = c.with_scalar(flat, BinaryOp::Ne, Scalar::Int(0), DType::I64)?;
+    // Each element's count of repeats, 1 where it is non-zero and 0 where
+    // it is zero, as a boolean (a byte each).
+    let counts = if c.ty(flat).dtype == DType::Bool {
+        flat
+    } else {
+        c.with_scalar(flat, BinaryOp::Ne, Scalar::Int(0), DType::Bool)?
+    };
     let count = c.temporary(
         Op::Reduce(Reduce {
             input: counts,
@@ -115,11 +121,17 @@ pub(super) fn flat_positions(
         .symbols
         .table
         .add_element(count, ScalarKind::Int, range, most, origin);
-    let ty = TensorType::contiguous(DType::I64, vec![Dim::Symbol(symbol)]);
+    // Positions below 2^31 are held in 32 bits, half the memory.
+    let dtype = if i32::try_from(most).is_ok() {
+        DType::I32
+    } else {
+        DType::I64
+    };
+    let ty = TensorType::contiguous(dtype, vec![Dim::Symbol(symbol)]);
     Ok(c.temporary_of(Op::RepeatInterleave(RepeatInterleave { input: counts }), ty))
 }
 
-/// `column op term` for a 1-D `i64` column: with a constant, a scalar
+/// `column op term` for a 1-D integer column, into `i64`: with a constant, a scalar
 /// operand; with a symbol, a 0-dim tensor filled with it.
 fn with_term(
     c: &mut Call<'_, '_, '_>,
@@ -137,7 +149,21 @@ fn with_term(
     }
 }
 
-/// The coordinates, one 1-D `i64` value per dimension, of the non-zero
+/// The row-major strides of `shape`, as terms. A stride of 0 (a later
+/// dimension of size 0) comes with no elements to divide; 1 keeps the
+/// division defined.
+fn strides(c: &mut Call<'_, '_, '_>, shape: &[Dim]) -> Result<Vec<Term>, ImportError> {
+    (0..shape.len())
+        .map(|axis| {
+            Ok(match product(c, &shape[axis + 1..])? {
+                Term::Const(Scalar::Int(0)) => Term::Const(Scalar::Int(1)),
+                stride => stride,
+            })
+        })
+        .collect()
+}
+
+/// The coordinates, one 1-D integer value per dimension, of the non-zero
 /// elements of `mask` (the tensor argument `name`), in row-major order:
 /// PyTorch's `mask.nonzero().unbind(1)`.
 pub(super) fn coordinates(
@@ -147,15 +173,10 @@ pub(super) fn coordinates(
 ) -> Result<Vec<ValueId>, ImportError> {
     let shape = c.shape(mask);
     let flat = flat_positions(c, name, mask)?;
+    let strides = strides(c, &shape)?;
     let mut columns = Vec::with_capacity(shape.len());
-    for axis in 0..shape.len() {
+    for (axis, stride) in strides.into_iter().enumerate() {
         let mut column = flat;
-        // A stride of 0 (a later dimension of size 0) comes with no
-        // elements to divide; 1 keeps the division defined.
-        let stride = match product(c, &shape[axis + 1..])? {
-            Term::Const(Scalar::Int(0)) => Term::Const(Scalar::Int(1)),
-            stride => stride,
-        };
         if stride != Term::Const(Scalar::Int(1)) {
             column = with_term(c, column, BinaryOp::FloorDiv, stride)?;
         }
@@ -183,10 +204,18 @@ fn nonzero(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     }
     let columns = coordinates(c, "self", input)?;
     let count = c.shape(columns[0])[0];
-    let rows = columns
-        .into_iter()
-        .map(|column| view(c, column, vec![count, Dim::Fixed(1)]))
-        .collect::<Result<Vec<_>, _>>()?;
+    let shape = vec![count, Dim::Fixed(1)];
+    let mut rows = Vec::with_capacity(columns.len());
+    for column in columns {
+        let row = view(c, column, shape.clone())?;
+        // A 1-D self's positions are its coordinates, perhaps in 32 bits.
+        rows.push(if c.ty(row).dtype == DType::I64 {
+            row
+        } else {
+            let ty = TensorType::contiguous(DType::I64, shape.clone());
+            c.temporary_of(Op::Copy(Copy { input: row }), ty)
+        });
+    }
     c.emit(
         Op::Cat(Cat {
             inputs: rows,
