@@ -265,13 +265,17 @@ class OpFixture:
     # Operators the exporter must keep rather than decompose into core ATen
     # (``aten::glu.out`` is otherwise a slice, a sigmoid and a product).
     preserve: tuple = ()
+    # ``torch.export``'s dynamic_shapes (dynamic dimensions of the inputs).
+    dynamic_shapes: tuple | None = None
 
 
 FIXTURES: list[OpFixture] = []
 
 
-def fixture(name: str, op: str, description: str, make_model, make_cases, preserve: tuple = ()) -> None:
-    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases, preserve))
+def fixture(
+    name: str, op: str, description: str, make_model, make_cases, preserve: tuple = (), dynamic_shapes=None
+) -> None:
+    FIXTURES.append(OpFixture(name, op, description, make_model, make_cases, preserve, dynamic_shapes))
 
 
 def unary(name: str, op: str, f: Callable, make_input: Callable[[], torch.Tensor], note: str = "") -> None:
@@ -1413,6 +1417,127 @@ fixture(
     "nonzero",
     "x.nonzero(), int64 [3,4] (the result's size depends on the data)",
     fn(lambda x: x.nonzero()),
+    twice(lambda: (ints(-1, 2, 3, 4),)),
+)
+fixture(
+    "nonzero_1d_float",
+    "nonzero",
+    "x.nonzero(), float32 [9] with 0.0, -0.0 (zeros) and NaN (non-zero) planted",
+    fn(lambda x: x.nonzero()),
+    twice(lambda: (planted(torch.randn(9), (0.0, -0.0, NAN, 0.0)),)),
+)
+fixture(
+    "nonzero_3d_bool",
+    "nonzero",
+    "torch.nonzero(m), bool [2,3,4]",
+    fn(lambda m: torch.nonzero(m)),
+    twice(lambda: (bools(2, 3, 4),)),
+)
+# nonzero's result is [count, rank] with strides (1, count), which the exporter
+# cannot bundle when count or rank is 0 ("0 in strides"): these cases return a
+# reduction of it, whose shape still depends on the count, or use masked_select.
+fixture(
+    "nonzero_0dim",
+    "nonzero",
+    "x.nonzero().sum(1), int64 0-dim: [1] (of [1, 0]) when non-zero, [0] when zero",
+    fn(lambda x: x.nonzero().sum(1)),
+    lambda: [(torch.tensor(5),), (torch.tensor(0),)],
+)
+fixture(
+    "nonzero_all_false",
+    "nonzero",
+    "m.nonzero().sum(1), bool [3,4] all false in one case (a [0] result), all true in the other",
+    fn(lambda m: m.nonzero().sum(1)),
+    lambda: [(torch.zeros(3, 4, dtype=torch.bool),), (torch.ones(3, 4, dtype=torch.bool),)],
+)
+fixture(
+    "masked_select_all_false",
+    "masked_select",
+    "x.masked_select(m), int64 [2,3], bool mask all false (a [0] result) in one case, all true in the other",
+    fn(lambda x, m: x.masked_select(m)),
+    lambda: [
+        (ints(-9, 9, 2, 3), torch.zeros(2, 3, dtype=torch.bool)),
+        (ints(-9, 9, 2, 3), torch.ones(2, 3, dtype=torch.bool)),
+    ],
+)
+fixture(
+    "masked_select_broadcast_mask",
+    "masked_select",
+    "x.masked_select(m), float32 [3,4], bool mask [4] broadcast over the rows",
+    fn(lambda x, m: x.masked_select(m)),
+    twice(lambda: (randn(3, 4), bools(4))),
+)
+fixture(
+    "masked_select_broadcast_self",
+    "masked_select",
+    "torch.masked_select(x, m), int64 [4], bool mask [3,4] with 3 true: self broadcast over the rows "
+    "(the exporter bounds the result by self's 4 elements, not the broadcast 12: more fails at run time)",
+    fn(lambda x, m: torch.masked_select(x, m)),
+    twice(lambda: (ints(-9, 9, 4), planted(torch.zeros(3, 4, dtype=torch.bool), (True, True, True)))),
+)
+fixture(
+    "index_tensor_mask",
+    "index",
+    "x[m], float32 [3,4], bool mask [3,4] (every dimension)",
+    fn(lambda x, m: x[m]),
+    twice(lambda: (randn(3, 4), bools(3, 4))),
+)
+fixture(
+    "index_tensor_mask_rows",
+    "index",
+    "x[m], float32 [5,3], bool mask [5] on the rows",
+    fn(lambda x, m: x[m]),
+    twice(lambda: (randn(5, 3), bools(5))),
+)
+fixture(
+    "index_put_mask_rows",
+    "index_put",
+    "torch.index_put(x, (m,), v), float32 [4,3], bool mask [4] on rows, v [3] broadcast over the selected rows",
+    fn(lambda x, m, v: torch.index_put(x, (m,), v)),
+    twice(lambda: (randn(4, 3), bools(4), randn(3))),
+)
+fixture(
+    "index_put_mask_accumulate",
+    "index_put",
+    "torch.index_put(x, (m,), v, accumulate=True), float32 [4,3], bool mask [4], v [3]",
+    fn(lambda x, m, v: torch.index_put(x, (m,), v, accumulate=True)),
+    twice(lambda: (randn(4, 3), bools(4), randn(3))),
+)
+fixture(
+    "index_put_mask_accumulate_one_value",
+    "index_put",
+    "x.index_put((m,), v, accumulate=True), int64 [3,4], bool mask [3,4], one value v [1]",
+    fn(lambda x, m, v: x.index_put((m,), v, accumulate=True)),
+    twice(lambda: (ints(-9, 9, 3, 4), bools(3, 4), ints(-9, 9, 1))),
+)
+fixture(
+    "masked_select_sum",
+    "masked_select",
+    "x[x > 0].sum() and (x[x > 0] * 2).exp(): consumers of the data-dependent size, float32 [3,4]",
+    fn(lambda x: (x[x > 0].sum(), (x[x > 0] * 2.0).exp())),
+    twice(lambda: (randn(3, 4),)),
+)
+fixture(
+    "index_tensor_mask_pair",
+    "index",
+    "x[m] + y[m] * 2, float32 [3,4], bool mask [3,4]: two data-dependent results of one size meet",
+    fn(lambda x, y, m: x[m] + y[m] * 2.0),
+    twice(lambda: (randn(3, 4), randn(3, 4), bools(3, 4))),
+)
+fixture(
+    "nonzero_dynamic_input",
+    "nonzero",
+    "(x > 0.5).nonzero(), x[x > 0] summed and doubled, x.masked_select(x < -0.5) over x float32 [n,3], n dynamic (2..16); cases n 5, 2, 16",
+    fn(lambda x: ((x > 0.5).nonzero(), x[x > 0].sum(), x[x > 0] * 2.0, x.masked_select(x < -0.5))),
+    lambda: [(randn(n, 3),) for n in (5, 2, 16)],
+    # Fn.forward takes *args: one entry for the tuple of them.
+    dynamic_shapes=(({0: torch.export.Dim("n", min=2, max=16)},),),
+)
+fixture(
+    "nonzero_count_sym_size",
+    "nonzero",
+    "torch.ones(x.nonzero().shape[0], 3) * 2: a size read from the data-dependent dimension (sym_size), int64 [3,4]",
+    fn(lambda x: torch.ones(x.nonzero().shape[0], 3) * 2.0),
     twice(lambda: (ints(-1, 2, 3, 4),)),
 )
 fixture(
@@ -3119,7 +3244,7 @@ def export_bundled(
     cases = spec.make_cases()
     reference = copy.deepcopy(model)
 
-    exported = torch.export.export(model, cases[0])
+    exported = torch.export.export(model, cases[0], dynamic_shapes=spec.dynamic_shapes)
     edge = to_edge_transform_and_lower(
         exported,
         partitioner=partitioner or [],

@@ -358,7 +358,7 @@ fn repeat_interleave(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let Some(size) = c.optional_term("output_size")? else {
         return Err(c.bad(
             "output_size",
-            "is not given: the result's length is the sum of repeats, known only at run time, and ptec does not compute data-dependent sizes yet",
+            "is not given: the result's length is the sum of repeats, known only at run time, and nothing bounds it for ptec to plan memory (torch.export cannot bound it either)",
         ));
     };
     let length = c.size("output_size", size)?;

@@ -1,17 +1,19 @@
 //! Indexing by tensors: advanced indexing (`index.Tensor`, lists of
 //! optional index tensors), `index_put`, `gather`, the scatters and
-//! `masked_scatter`. Boolean masks as indices select a number of elements
-//! known only at run time, and so do `masked_select` and `nonzero`: ptec
-//! refuses those until it computes data-dependent sizes, except a mask
-//! written over with one value (`x[mask] = v`), which is a `where`.
+//! `masked_scatter`. A boolean mask as an index stands for the coordinates
+//! of its true elements (`nonzero.rs`), a number known only at run time,
+//! except a mask written over with one value (`x[mask] = v`), which is a
+//! `where`.
 
+use ptec_ir::ops::ShapeContext;
 use ptec_ir::ops::elementwise::{Elementwise, Func};
 use ptec_ir::ops::gather::{Gather, Index, IndexPut, MaskedScatter, Scatter};
 use ptec_ir::ops::layout::{Copy, Reshape};
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
+use super::Operator;
 use super::layout::view;
-use super::{Operator, Refused};
+use super::nonzero::{coordinates, flat_positions, flatten};
 use crate::call::{Call, TensorRef};
 use crate::error::ImportError;
 
@@ -19,7 +21,14 @@ pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)",
         index,
-        &[OpKind::Copy, OpKind::Index],
+        &[
+            OpKind::Copy,
+            OpKind::Index,
+            OpKind::Reshape,
+            OpKind::Elementwise,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
+        ],
     ),
     (
         "aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *, Tensor(a!) out) -> Tensor(a!)",
@@ -29,6 +38,8 @@ pub(super) const OPERATORS: &[Operator] = &[
             OpKind::Reshape,
             OpKind::Elementwise,
             OpKind::IndexPut,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
         ],
     ),
     (
@@ -39,6 +50,8 @@ pub(super) const OPERATORS: &[Operator] = &[
             OpKind::Reshape,
             OpKind::Elementwise,
             OpKind::IndexPut,
+            OpKind::Reduce,
+            OpKind::RepeatInterleave,
         ],
     ),
     (
@@ -65,19 +78,6 @@ pub(super) const OPERATORS: &[Operator] = &[
         "aten::masked_scatter.out(Tensor self, Tensor mask, Tensor source, *, Tensor(a!) out) -> Tensor(a!)",
         masked_scatter,
         &[OpKind::MaskedScatter],
-    ),
-];
-
-const DATA_DEPENDENT: &str = "the size of its result is the number of true (or non-zero) elements, known only at run time, and ptec does not compute data-dependent sizes yet";
-
-pub(super) const REFUSED: &[Refused] = &[
-    (
-        "aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)",
-        DATA_DEPENDENT,
-    ),
-    (
-        "aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        DATA_DEPENDENT,
     ),
 ];
 
@@ -136,10 +136,46 @@ fn indexers(c: &mut Call<'_, '_, '_>, rank: usize) -> Result<Vec<(usize, Indexer
     Ok(indexers)
 }
 
+/// That a boolean mask for dimensions `dim..` of `input` has their sizes.
+fn check_mask(
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
+    dim: usize,
+    mask: ValueId,
+) -> Result<(), ImportError> {
+    let shape = c.shape(mask);
+    if shape.is_empty() {
+        return Err(c.bad(
+            "indices",
+            format!(
+                "holds a 0-dim boolean mask for dimension {dim}, which ptec does not support yet \
+                 (it adds a dimension of size 0 or 1)"
+            ),
+        ));
+    }
+    let covered = c.ty(input).shape[dim..dim + shape.len()].to_vec();
+    for (&own, &size) in covered.iter().zip(&shape) {
+        if c.importer.symbols.equate(own, size).is_none() {
+            return Err(c.bad(
+                "indices",
+                format!(
+                    "holds a boolean mask of shape {} for dimension {dim}, and the dimensions it \
+                     indexes are {} in self",
+                    ptec_ir::ops::show(&shape),
+                    ptec_ir::ops::show(&covered)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The integer index tensors of `indexers` and the dimensions they index;
-/// masks are refused.
+/// a mask over dimensions `d..d + k` becomes the `k` coordinates of its true
+/// elements, indexing those dimensions.
 fn positions(
-    c: &Call<'_, '_, '_>,
+    c: &mut Call<'_, '_, '_>,
+    input: ValueId,
     indexers: Vec<(usize, Indexer)>,
 ) -> Result<(Vec<ValueId>, Vec<usize>), ImportError> {
     let mut indices = Vec::with_capacity(indexers.len());
@@ -150,11 +186,11 @@ fn positions(
                 indices.push(tensor);
                 dims.push(dim);
             }
-            Indexer::Mask(_) => {
-                return Err(c.bad(
-                    "indices",
-                    format!("holds a boolean mask for dimension {dim}: {DATA_DEPENDENT}"),
-                ));
+            Indexer::Mask(mask) => {
+                check_mask(c, input, dim, mask)?;
+                let columns = coordinates(c, "indices", mask)?;
+                dims.extend(dim..dim + columns.len());
+                indices.extend(columns);
             }
         }
     }
@@ -166,7 +202,24 @@ fn positions(
 fn index(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     let indexers = indexers(c, c.ty(input).rank())?;
-    let (indices, dims) = positions(c, indexers)?;
+    if let [(0, Indexer::Mask(mask))] = indexers.as_slice()
+        && c.ty(*mask).rank() == c.ty(input).rank()
+    {
+        // `x[mask]` over every dimension: the elements at the mask's flat
+        // positions, without coordinates.
+        let mask = *mask;
+        check_mask(c, input, 0, mask)?;
+        let positions = flat_positions(c, "indices", mask)?;
+        let input = flatten(c, "self", input)?;
+        let op = Index {
+            input,
+            indices: vec![positions],
+            dims: vec![0],
+            wrap: false,
+        };
+        return c.emit(Op::Index(op), &["out"]);
+    }
+    let (indices, dims) = positions(c, input, indexers)?;
     if indices.is_empty() {
         return c.emit(Op::Copy(Copy { input }), &["out"]);
     }
@@ -205,7 +258,7 @@ fn index_put(c: &mut Call<'_, '_, '_>, written: Written) -> Result<(), ImportErr
             Elementwise::op(Func::Where, vec![mask, value, input])
         }
         _ => {
-            let (indices, dims) = positions(c, std::mem::take(&mut indexers))?;
+            let (indices, dims) = positions(c, input, std::mem::take(&mut indexers))?;
             if indices.is_empty() {
                 return Err(c.bad("indices", "holds no index tensor"));
             }

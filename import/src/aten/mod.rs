@@ -17,6 +17,7 @@ mod elementwise;
 mod index;
 mod layout;
 mod nn;
+mod nonzero;
 mod random;
 mod reduce;
 mod sample;
@@ -42,10 +43,11 @@ type Operator = (&'static str, Rule, &'static [OpKind]);
 type Refused = (&'static str, &'static str);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 10] = [
+const FAMILIES: [&[Operator]; 11] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     index::OPERATORS,
+    nonzero::OPERATORS,
     reduce::OPERATORS,
     nn::OPERATORS,
     creation::OPERATORS,
@@ -56,7 +58,7 @@ const FAMILIES: [&[Operator]; 10] = [
 ];
 
 /// Every family's refused operators.
-const REFUSED: [&[Refused]; 2] = [layout::REFUSED, index::REFUSED];
+const REFUSED: [&[Refused]; 1] = [layout::REFUSED];
 
 const ELEMENTWISE: &[OpKind] = &[OpKind::Elementwise];
 const NOTHING: &[OpKind] = &[];

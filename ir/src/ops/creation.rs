@@ -40,7 +40,8 @@ fn check_term(term: Term, name: &'static str, cx: &dyn ShapeContext) -> Result<(
 /// `repeats`, `repeats[i]` times in a row, in `repeats`' element type. The
 /// output's length is the one declared (the `output_size` argument); a
 /// negative count, or counts whose sum is not that length, are an error at
-/// run time.
+/// run time. Boolean counts (0 or 1: a mask, whose `i32` or `i64` result is
+/// the positions of its true elements) are ptec's own case.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RepeatInterleave {
     pub input: ValueId,
@@ -166,9 +167,10 @@ impl OpDef for RepeatInterleave {
         }
         match counts.dtype {
             DType::I32 | DType::I64 if out.dtype == counts.dtype => Ok(()),
+            DType::Bool if matches!(out.dtype, DType::I32 | DType::I64) => Ok(()),
             found => Err(OpError::ElementType {
                 what: "repeat_interleave's counts and result",
-                expected: "both i32 or both i64",
+                expected: "both i32, both i64, or bool counts and an i32 or i64 result",
                 found,
             }),
         }
