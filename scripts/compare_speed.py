@@ -2,7 +2,7 @@
 
 For each model, runs `ptec bench` on its portable program (or another
 variant: --ptec-variant) and ExecuTorch's runtime (../shared/anchor/et_run.py)
-on the XNNPACK-delegated program of the same model (or --et-variant), each pinned to CPU 0, in alternating rounds so that machine noise
+on the XNNPACK-delegated program of the same model (or --et-variant), each pinned to CPU 0 (or not: --all-cores), in alternating rounds so that machine noise
 hits both alike, and prints a table of medians and ratios. ExecuTorch's
 portable kernels are timed afterwards, apart: their runs take seconds, and on
 a VM that slows down under sustained load they would penalise whichever
@@ -14,7 +14,7 @@ change in one run.
 
 Usage (with the anchor environment of ../shared/anchor/setup.sh):
   $ANCHOR_PY scripts/compare_speed.py [--ptec target/release/ptec] [--rounds 3]
-      [--corpus ../shared/corpus] [--skip-et-portable] [--baseline OTHER_PTEC]
+      [--corpus ../shared/corpus] [--skip-et-portable] [--baseline OTHER_PTEC] [--all-cores]
       [--ptec-variant portable] [--et-variant xnnpack] MODEL...
 """
 import argparse
@@ -28,8 +28,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ET_RUN = os.path.join(HERE, "..", "..", "shared", "anchor", "et_run.py")
 
 
+# CPU 0 only, unless --all-cores lets both runtimes use every core
+# (ExecuTorch's XNNPACK thread pool sizes itself to the cores it may use;
+# ptec runs a method on one thread either way).
+PIN = ["taskset", "-c", "0"]
+
+
 def pinned(command):
-    return ["taskset", "-c", "0"] + command
+    return PIN + command
 
 
 def ptec_median(ptec, path, iters):
@@ -54,6 +60,8 @@ def main():
     parser.add_argument("--ptec", default=os.path.join(HERE, "..", "target", "release", "ptec"))
     parser.add_argument("--corpus", default=os.path.join(HERE, "..", "..", "shared", "corpus"))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--all-cores", action="store_true",
+                        help="do not pin the runs to CPU 0 (ExecuTorch's XNNPACK then uses every core)")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--skip-et-portable", action="store_true",
                         help="do not time ExecuTorch's portable kernels (slow on the large models)")
@@ -65,6 +73,8 @@ def main():
                         help="another ptec binary to time in the same rounds (before/after a change)")
     parser.add_argument("models", nargs="+")
     args = parser.parse_args()
+    if args.all_cores:
+        PIN.clear()
 
     baseline_columns = " baseline ptec ms | ratio ptec/baseline |" if args.baseline else ""
     print(f"| model | ptec JIT ({args.ptec_variant}) ms | ExecuTorch ({args.et_variant}) ms | ratio ptec/ET |{baseline_columns} ExecuTorch portable ms |")
