@@ -79,9 +79,15 @@ enum Command {
         /// An input, as a .npy file; one per method input, in order.
         #[arg(long = "input")]
         inputs: Vec<PathBuf>,
-        /// Write each output to DIR/output_N.npy instead of printing it.
+        /// Write each output to DIR/output_N.npy instead of printing it
+        /// (with --steps: DIR/<step>/out_N.npy).
         #[arg(long)]
         output_dir: Option<PathBuf>,
+        /// Run the method once per sub-folder of DIR, in lexical order, on
+        /// one instance (state such as a KV cache carries over), each
+        /// sub-folder holding the inputs as in_0.npy, in_1.npy, ...
+        #[arg(long, value_name = "DIR")]
+        steps: Option<PathBuf>,
         /// jit (compiled in-process), aot (a shared object called through
         /// its C ABI) or vulkan (compute shaders on a Vulkan device).
         #[arg(long, default_value_t = Backend::Jit)]
@@ -210,6 +216,7 @@ fn main() -> ExitCode {
             method,
             inputs,
             output_dir,
+            steps,
             backend,
             passes,
         } => {
@@ -217,6 +224,7 @@ fn main() -> ExitCode {
                 method: method.as_deref(),
                 inputs: &inputs,
                 output_dir: output_dir.as_deref(),
+                steps: steps.as_deref(),
                 backend,
                 passes: &passes,
             };

@@ -1,5 +1,7 @@
 //! `ptec run`: runs a method once on `.npy` inputs (or a bundled program's
-//! first test case) and writes or prints its outputs.
+//! first test case) and writes or prints its outputs; or, with `--steps`,
+//! once per step folder on one instance, so that state (a language model's
+//! KV cache) carries from one call to the next.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +18,7 @@ pub struct RunOptions<'o> {
     pub method: Option<&'o str>,
     pub inputs: &'o [PathBuf],
     pub output_dir: Option<&'o Path>,
+    pub steps: Option<&'o Path>,
     pub backend: Backend,
     pub passes: &'o CompileArgs,
 }
@@ -61,6 +64,25 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
     let bytes = FileBytes::open(path)?;
     let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
     let method = select_method(file.program(), options.method)?;
+    if let Some(steps) = options.steps {
+        let output_dir = options
+            .output_dir
+            .context("--steps writes each step's outputs under --output-dir, which is missing")?;
+        if !options.inputs.is_empty() {
+            anyhow::bail!("--steps takes each step's inputs from its folder, not from --input");
+        }
+        let mut loaded = load(method, options.backend, options.passes)?;
+        for step in step_folders(steps)? {
+            let inputs = step_inputs(&step, method.inputs.len())?;
+            let outputs = loaded
+                .runner
+                .run(&refs(&inputs))
+                .with_context(|| format!("step {}", step.display()))?;
+            let name = step.file_name().context("a step folder has a name")?;
+            write_outputs(&output_dir.join(name), "out", &outputs)?;
+        }
+        return Ok(());
+    }
     // A method without inputs (`get_max_seq_len`) needs no test case.
     let inputs = match method.inputs.is_empty() && options.inputs.is_empty() {
         true => Vec::new(),
@@ -69,15 +91,7 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
     let mut loaded = load(method, options.backend, options.passes)?;
     let outputs = loaded.runner.run(&refs(&inputs))?;
     match options.output_dir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            for (index, output) in outputs.iter().enumerate() {
-                let path = dir.join(format!("output_{index}.npy"));
-                npy::write(&path, output)?;
-                println!("{}", path.display());
-            }
-        }
+        Some(dir) => write_outputs(dir, "output", &outputs)?,
         None => {
             for (index, output) in outputs.iter().enumerate() {
                 println!(
@@ -90,6 +104,66 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes each output to `dir/<prefix>_N.npy`, printing the paths.
+fn write_outputs(dir: &Path, prefix: &str, outputs: &[HostTensor]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (index, output) in outputs.iter().enumerate() {
+        let path = dir.join(format!("{prefix}_{index}.npy"));
+        npy::write(&path, output)?;
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+/// The sub-folders of `dir`, in lexical order of their names: one method
+/// call each.
+fn step_folders(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let mut folders = Vec::new();
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .path();
+        if path.is_dir() {
+            folders.push(path);
+        }
+    }
+    folders.sort();
+    if folders.is_empty() {
+        anyhow::bail!(
+            "{} has no step folders (step_0, step_1, ...)",
+            dir.display()
+        );
+    }
+    Ok(folders)
+}
+
+/// A step's inputs: `in_0.npy` to `in_{count-1}.npy` of its folder, which
+/// must hold no other `in_*.npy`.
+fn step_inputs(step: &Path, count: usize) -> anyhow::Result<Vec<HostTensor>> {
+    let inputs = (0..count)
+        .map(|index| {
+            let path = step.join(format!("in_{index}.npy"));
+            if !path.exists() {
+                anyhow::bail!(
+                    "step {} lacks {} (the method takes {count} inputs)",
+                    step.display(),
+                    path.display()
+                );
+            }
+            npy::read(&path)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if step.join(format!("in_{count}.npy")).exists() {
+        anyhow::bail!(
+            "step {} has in_{count}.npy, but the method takes {count} inputs",
+            step.display()
+        );
+    }
+    Ok(inputs)
 }
 
 /// The first few elements, for a glance.

@@ -293,8 +293,8 @@ impl<'m, 'a> Importer<'m, 'a> {
             .apply(&mut self.graph)
             .map_err(|error| self.contradiction(error.to_string()))?;
         // Memory is planned for the largest sizes, so every size needs a
-        // bound.
-        for symbol in self.graph.named_symbols() {
+        // bound (a scalar that is no size, a fill value, needs none).
+        for symbol in self.graph.shape_symbols() {
             let data = self.graph.symbol(symbol);
             if data.bound == u64::MAX {
                 return Err(self.contradiction(format!(

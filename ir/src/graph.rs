@@ -309,18 +309,25 @@ impl<'a> Graph<'a> {
     /// Every symbol the graph names outside the table: in the types of the
     /// values it uses, in ops' attributes.
     pub fn named_symbols(&self) -> Vec<SymbolId> {
-        let mut named = Vec::new();
-        let referenced = self.referenced_values();
-        for value in referenced.iter().map(|&id| &self.values[id.index()]) {
-            named.extend(value.ty.shape.iter().filter_map(|dim| match dim {
-                Dim::Symbol(symbol) => Some(*symbol),
-                Dim::Fixed(_) => None,
-            }));
-        }
+        let mut named = self.shape_symbols();
         for node in self.nodes.iter().flatten() {
             named.extend(node.op.def().terms().into_iter().filter_map(Term::symbol));
         }
         named
+    }
+
+    /// The symbols the shapes of the values in use name (the sizes memory
+    /// is planned for), with repeats.
+    pub fn shape_symbols(&self) -> Vec<SymbolId> {
+        let referenced = self.referenced_values();
+        referenced
+            .iter()
+            .flat_map(|&id| &self.values[id.index()].ty.shape)
+            .filter_map(|dim| match dim {
+                Dim::Symbol(symbol) => Some(*symbol),
+                Dim::Fixed(_) => None,
+            })
+            .collect()
     }
 
     /// Replaces every symbol the graph names (in types, attributes and the

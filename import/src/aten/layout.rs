@@ -16,7 +16,7 @@ use ptec_ir::ops::layout::{
     Tril,
 };
 use ptec_ir::symbolic::{Poly, Range, SymOp, Term};
-use ptec_ir::{Dim, Op, OpKind, Scalar, TensorType, ValueId};
+use ptec_ir::{Dim, Op, OpKind, Scalar, SymbolId, TensorType, ValueId};
 
 use super::creation::emit_given;
 use super::{Operator, Refused};
@@ -366,7 +366,7 @@ fn view_into(c: &mut Call<'_, '_, '_>, out: TensorRef) -> Result<(), ImportError
     let input = c.tensor("self")?;
     let shape = c.shape(input);
     let sizes = c.terms("size")?;
-    let count = numel(c, &shape)?;
+    let count = c.numel(&shape)?;
     let mut known = Poly::constant(1);
     let mut inferred = None;
     let mut dims = Vec::with_capacity(sizes.len());
@@ -385,9 +385,10 @@ fn view_into(c: &mut Call<'_, '_, '_>, out: TensorRef) -> Result<(), ImportError
     if let Some(axis) = inferred {
         dims[axis] = quotient(c, &count, &known)?;
     }
-    let viewed = numel(c, &dims)?;
+    let viewed = c.numel(&dims)?;
     if viewed != count {
-        let (a, b) = (c.poly_term(count.clone())?, c.poly_term(viewed)?);
+        let (a, b) = cancel_common_factors(&count, &viewed);
+        let (a, b) = (c.poly_term(a)?, c.poly_term(b)?);
         let same = match (a.as_dim(), b.as_dim()) {
             (Some(a), Some(b)) => c.importer.symbols.equate(a, b).is_some(),
             _ => false,
@@ -400,13 +401,6 @@ fn view_into(c: &mut Call<'_, '_, '_>, out: TensorRef) -> Result<(), ImportError
         }
     }
     emit_given(c, Op::Reshape(Reshape { input }), out, dims)
-}
-
-/// The number of elements of a shape.
-fn numel(c: &Call<'_, '_, '_>, shape: &[Dim]) -> Result<Poly, ImportError> {
-    shape.iter().try_fold(Poly::constant(1), |product, &dim| {
-        Ok(product.mul(&c.poly(Term::from(dim))?))
-    })
 }
 
 /// `count / known`, the size a view's -1 takes: exact when `known` divides
@@ -434,6 +428,45 @@ fn quotient(c: &mut Call<'_, '_, '_>, count: &Poly, known: &Poly) -> Result<Dim,
         }
     };
     c.size("size", quotient)
+}
+
+/// Two monomials without the symbols and the constant factor they share
+/// (`8·s16` and `8·s0` become `s16` and `s0`, which can then be equated);
+/// other polynomials as they are.
+fn cancel_common_factors(a: &Poly, b: &Poly) -> (Poly, Poly) {
+    let (Some((a_symbols, a_factor)), Some((b_symbols, b_factor))) = (single(a), single(b)) else {
+        return (a.clone(), b.clone());
+    };
+    let mut b_rest = b_symbols.to_vec();
+    let mut a_rest = Vec::with_capacity(a_symbols.len());
+    for symbol in a_symbols {
+        match b_rest.iter().position(|other| other == symbol) {
+            Some(position) => {
+                b_rest.remove(position);
+            }
+            None => a_rest.push(*symbol),
+        }
+    }
+    let common = gcd(a_factor.unsigned_abs(), b_factor.unsigned_abs()).max(1) as i64;
+    let monomial = |factor: i64, symbols: Vec<SymbolId>| {
+        symbols
+            .into_iter()
+            .fold(Poly::constant(factor / common), |product, symbol| {
+                product.mul(&Poly::symbol(symbol))
+            })
+    };
+    (monomial(a_factor, a_rest), monomial(b_factor, b_rest))
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The one monomial of a polynomial that has one.
+fn single(poly: &Poly) -> Option<(&[SymbolId], i64)> {
+    let mut monomials = poly.monomials();
+    let first = monomials.next();
+    first.filter(|_| monomials.next().is_none())
 }
 
 /// `count / known` when `known` is one monomial dividing each of `count`'s.
@@ -614,6 +647,9 @@ fn clamp_bound(c: &mut Call<'_, '_, '_>, bound: Term, size: Dim) -> Result<Term,
     let wrapped = c.poly(bound)?.add(&c.poly(size)?);
     let wrapped = c.poly_term(wrapped)?;
     let low = c.sym_op(SymOp::Max, vec![wrapped, Term::int(0)])?;
+    // A negative bound wraps below `size`; saying so gives the clamped
+    // bound a range of `0..=size` when `bound` is only known at run time.
+    let low = c.sym_op(SymOp::Min, vec![low, size])?;
     let high = c.sym_op(SymOp::Min, vec![bound, size])?;
     c.sym_op(SymOp::Ite, vec![negative, low, high])
 }

@@ -9,7 +9,7 @@ use ptec_ir::ops::layout::{Copy, Pad, PadMode, Permute, Reshape, Slice};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp};
-use ptec_ir::ops::{Expected, show};
+use ptec_ir::ops::{Expected, ShapeContext, show};
 use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
@@ -532,24 +532,28 @@ fn linear(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         None => product_dtype(c, &["input", "weight"])?,
     };
     let dtype = c.ty(input).dtype;
-    let sizes = c.fixed_sizes("input", input)?;
+    let sizes = c.shape(input);
     let Some((&features, leading)) = sizes.split_last() else {
         return Err(c.bad("input", "is 0-D: linear needs a last dimension of features"));
     };
     let weight_ty = c.ty(weight).clone();
-    let &[_, weight_features] = c.fixed_sizes("weight", weight)?.as_slice() else {
+    let &[out_features, weight_features] = c.shape(weight).as_slice() else {
         return Err(c.bad(
             "weight",
             format!("is {weight_ty}: ptec takes a matrix of [out_features, in_features]"),
         ));
     };
-    if weight_features != features {
+    if c.importer
+        .symbols
+        .equate(weight_features, features)
+        .is_none()
+    {
         return Err(c.bad(
             "weight",
             format!("is {weight_ty}, whose {weight_features} input features are not the input's {features}"),
         ));
     }
-    let rows: u64 = leading.iter().product();
+    let rows = c.numel_dim("input", leading)?;
     let transposed = c.temporary(
         Op::Permute(Permute {
             input: weight,
@@ -561,7 +565,7 @@ fn linear(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         2 => input,
         _ => c.temporary_of(
             Op::Reshape(Reshape { input }),
-            TensorType::contiguous(dtype, vec![Dim::Fixed(rows), Dim::Fixed(features)]),
+            TensorType::contiguous(dtype, vec![rows, features]),
         ),
     };
     let product = match bias {
@@ -583,7 +587,10 @@ fn linear(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         2 => c.emit(product, &["out"]),
         _ => {
             let rows_out = c.temporary(product, dtype)?;
-            c.emit(Op::Reshape(Reshape { input: rows_out }), &["out"])
+            let mut shape = leading.to_vec();
+            shape.push(out_features);
+            let out = c.output("out")?;
+            super::creation::emit_given(c, Op::Reshape(Reshape { input: rows_out }), out, shape)
         }
     }
 }

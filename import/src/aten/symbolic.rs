@@ -11,7 +11,7 @@
 //! behaviour.
 
 use ptec_ir::ops::layout::Reshape;
-use ptec_ir::symbolic::{Poly, ScalarKind, SymOp, Term, element_scalar};
+use ptec_ir::symbolic::{ScalarKind, SymOp, Term, element_scalar};
 use ptec_ir::{Op, OpKind, TensorType, ValueData};
 
 use super::Operator;
@@ -155,9 +155,7 @@ fn sym_size(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 fn sym_numel(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     let shape = c.shape(input);
-    let count = shape.iter().try_fold(Poly::constant(1), |product, &dim| {
-        Ok::<_, ImportError>(product.mul(&c.poly(Term::from(dim))?))
-    })?;
+    let count = c.numel(&shape)?;
     let count = c.poly_term(count)?;
     c.define(count)
 }

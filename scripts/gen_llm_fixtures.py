@@ -1,0 +1,201 @@
+"""Export tiny language models with ExecuTorch's own LLM path and record
+ExecuTorch's answers, step by step, as ptec's LLM fixtures.
+
+For each configuration the script writes a ``params.json`` and a checkpoint
+of seeded random weights (every weight the model has, norm weights
+included, so that nothing in the exported program is left uninitialised),
+runs ``python -m executorch.examples.models.llama.export_llama`` with the
+configuration's flags, and runs the ``.pte`` on ExecuTorch's own Python
+runtime: a prefill of ``--prefill`` prompt tokens, then ``--decode`` greedy
+decode steps (each feeds back the argmax of the previous logits), on one
+method instance, so the KV cache carries over. Each call becomes a step
+folder::
+
+    OUT/<config>/model.pte
+    OUT/<config>/step_00/in_0.npy  tokens  int64 [1, n]
+    OUT/<config>/step_00/in_1.npy  input_pos  int64 [1]
+    OUT/<config>/step_00/out_0.npy  ExecuTorch's logits
+    OUT/<config>/step_01/...
+
+which is what ``ptec run FILE --steps OUT/<config> --output-dir DIR`` reads
+(it ignores the ``out_*.npy`` files) and what ``tests/llm.rs`` compares
+with. ``OUT/index.json`` lists each configuration: its flags, model
+parameters, the operators of its program, file sizes and ExecuTorch's
+greedy tokens. The LLM custom operators (``llama::*``) and the quantized
+kernels are registered with the runtime by importing their modules.
+
+Usage (the anchor environment from ../shared/anchor/setup.sh):
+    $ANCHOR_PY scripts/gen_llm_fixtures.py [--out DIR] [--only NAME...]
+        [--size tiny|fixture|bench] [--prefill 6] [--decode 16]
+
+``--size fixture`` (the default) is small enough to commit; ``tiny`` is the
+issue's dim-64 Llama; ``bench`` (dim 512, 8 layers, vocab 32000) is for
+speed figures and not for committing.
+"""
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SIZES = {
+    "fixture": dict(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=128, max_seq_len=32),
+    "tiny": dict(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, max_seq_len=64),
+    "bench": dict(dim=512, n_layers=8, n_heads=8, n_kv_heads=4, vocab_size=32000, max_seq_len=128),
+}
+
+# name -> export_llama flags beyond the checkpoint, params and sequence lengths.
+CONFIGS = {
+    "llama_kv": ["-kv"],
+}
+
+
+def model_params(size: dict) -> dict:
+    params = {k: v for k, v in size.items() if k != "max_seq_len"}
+    params.update(norm_eps=1e-5, multiple_of=32)
+    return params
+
+
+def write_checkpoint(params: dict, max_seq_len: int, path: Path, seed: int) -> None:
+    """A state dict of seeded random weights for every parameter the model has."""
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    args = ModelArgs(**params, max_seq_len=max_seq_len, max_context_len=max_seq_len)
+    state = construct_transformer(args).state_dict()
+    generator = torch.Generator().manual_seed(seed)
+    weights = {}
+    for name, tensor in state.items():
+        if not tensor.is_floating_point():
+            weights[name] = tensor
+        elif name.endswith("norm.weight"):
+            # Around one, so that the norms' weights matter.
+            weights[name] = 1 + 0.1 * torch.randn(tensor.shape, generator=generator)
+        else:
+            scale = tensor.shape[-1] ** -0.5 if tensor.dim() > 1 else 0.1
+            weights[name] = scale * torch.randn(tensor.shape, generator=generator)
+    torch.save(weights, path)
+
+
+def export(flags: list, params_path: Path, checkpoint: Path, max_seq_len: int, out: Path) -> None:
+    command = [
+        sys.executable, "-m", "executorch.examples.models.llama.export_llama",
+        "--checkpoint", str(checkpoint),
+        "--params", str(params_path),
+        "--max_seq_length", str(max_seq_len),
+        "--max_context_length", str(max_seq_len),
+        "-o", str(out.parent),
+        "--output_name", str(out),
+        *flags,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0 or not out.exists():
+        sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
+        raise RuntimeError(f"export_llama failed: {' '.join(command)}")
+
+
+def register_custom_ops() -> None:
+    """Registers the LLM custom operators and quantized kernels with the runtime."""
+    import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401  (llama::*)
+    try:
+        import executorch.kernels.quantized  # noqa: F401  (quantized_decomposed::*)
+    except ImportError:
+        pass
+
+
+def run_steps(pte: Path, folder: Path, vocab: int, prefill: int, decode: int, seed: int) -> list:
+    """Runs a prefill and greedy decode steps on one method instance, writing step folders."""
+    from executorch.runtime import Runtime
+
+    register_custom_ops()
+    program = Runtime.get().load_program(str(pte))
+    method = program.load_method("forward")
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, vocab, (1, prefill), generator=generator, dtype=torch.int64)
+    position = 0
+    greedy = []
+    for step in range(1 + decode):
+        inputs = [tokens, torch.tensor([position], dtype=torch.int64)]
+        (logits,) = method.execute(inputs)
+        directory = folder / f"step_{step:02d}"
+        directory.mkdir(parents=True, exist_ok=True)
+        for index, tensor in enumerate(inputs):
+            np.save(directory / f"in_{index}.npy", tensor.numpy())
+        np.save(directory / "out_0.npy", logits.float().numpy() if logits.dtype != torch.float32 else logits.numpy())
+        position += tokens.shape[1]
+        token = int(logits.reshape(-1, logits.shape[-1])[-1].argmax())
+        greedy.append(token)
+        tokens = torch.tensor([[token]], dtype=torch.int64)
+    return greedy
+
+
+def operators(pte: Path) -> list:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(pte.read_bytes())
+    program = getattr(program, "program", program)
+    plan = next(plan for plan in program.execution_plan if plan.name == "forward")
+    return sorted({f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("tests/fixtures/llm"))
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--size", choices=sorted(SIZES), default="fixture")
+    parser.add_argument("--prefill", type=int, default=6)
+    parser.add_argument("--decode", type=int, default=16)
+    args = parser.parse_args()
+
+    size = SIZES[args.size]
+    params = model_params(size)
+    max_seq_len = size["max_seq_len"]
+    args.out.mkdir(parents=True, exist_ok=True)
+    index_path = args.out / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    names = args.only or list(CONFIGS)
+    failed = []
+    for seed, name in enumerate(CONFIGS):
+        if name not in names:
+            continue
+        folder = args.out / name
+        for old in folder.glob("step_*/*.npy"):
+            old.unlink()
+        folder.mkdir(parents=True, exist_ok=True)
+        pte = folder / "model.pte"
+        with tempfile.TemporaryDirectory() as scratch:
+            scratch = Path(scratch)
+            (scratch / "params.json").write_text(json.dumps(params))
+            write_checkpoint(params, max_seq_len, scratch / "checkpoint.pth", seed)
+            try:
+                export(CONFIGS[name], scratch / "params.json", scratch / "checkpoint.pth", max_seq_len, pte)
+            except RuntimeError as error:
+                print(f"{name}: {error}", file=sys.stderr)
+                failed.append(name)
+                continue
+        greedy = run_steps(pte, folder, params["vocab_size"], args.prefill, args.decode, seed)
+        index[name] = {
+            "flags": CONFIGS[name],
+            "size": args.size,
+            "params": params,
+            "max_seq_len": max_seq_len,
+            "steps": 1 + args.decode,
+            "prefill": args.prefill,
+            "greedy_tokens": greedy,
+            "operators": operators(pte),
+            "bytes": pte.stat().st_size,
+            "sha256": hashlib.sha256(pte.read_bytes()).hexdigest(),
+        }
+        print(f"{name}: {pte.stat().st_size} bytes, greedy {greedy}")
+    index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
