@@ -39,6 +39,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -50,24 +51,49 @@ SIZES = {
     "bench": dict(dim=512, n_layers=8, n_heads=8, n_kv_heads=4, vocab_size=32000, max_seq_len=128),
 }
 
-# name -> export_llama flags beyond the checkpoint, params and sequence lengths.
+@dataclass
+class Config:
+    """One export: export_llama's flags, and changes to the size's parameters."""
+
+    flags: list
+    params: dict = field(default_factory=dict)
+    # The KV cache's length when it differs from the longest input.
+    max_context_len: int | None = None
+
+
+QWEN3 = dict(use_qk_norm=True, qk_norm_before_rope=True, use_hf_rope=True, head_dim=16, rope_theta=1e6)
+
 CONFIGS = {
-    "llama_kv": ["-kv"],
+    "llama_kv": Config(["-kv"]),
+    "llama_xnnpack": Config(["-kv", "-X"]),
+    "llama_sdpa_with_kv_cache": Config(["-kv", "--use_sdpa_with_kv_cache", "-X"]),
+    "llama_8da4w_g32": Config(["-kv", "-X", "-qmode", "8da4w", "--group_size", "32"]),
+    "llama_8da4w_g128": Config(
+        ["-kv", "-X", "-qmode", "8da4w", "--group_size", "128"],
+        params=dict(dim=128, hidden_dim=256),
+    ),
+    "llama_embedding_q8": Config(["-kv", "-E", "8,0"]),
+    "llama_embedding_q4": Config(["-kv", "-E", "4,32"]),
+    "llama_fp16": Config(["-kv", "-d", "fp16"]),
+    "llama_bf16": Config(["-kv", "-d", "bf16"]),
+    "llama_context": Config(["-kv", "-X"], max_context_len=48),
+    "qwen3_xnnpack": Config(["-kv", "-X", "--model", "qwen3_0_6b"], params=QWEN3),
 }
 
 
-def model_params(size: dict) -> dict:
+def model_params(size: dict, config: Config) -> dict:
     params = {k: v for k, v in size.items() if k != "max_seq_len"}
     params.update(norm_eps=1e-5, multiple_of=32)
+    params.update(config.params)
     return params
 
 
-def write_checkpoint(params: dict, max_seq_len: int, path: Path, seed: int) -> None:
+def write_checkpoint(params: dict, max_seq_len: int, max_context_len: int, path: Path, seed: int) -> None:
     """A state dict of seeded random weights for every parameter the model has."""
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
 
-    args = ModelArgs(**params, max_seq_len=max_seq_len, max_context_len=max_seq_len)
+    args = ModelArgs(**params, max_seq_len=max_seq_len, max_context_len=max_context_len)
     state = construct_transformer(args).state_dict()
     generator = torch.Generator().manual_seed(seed)
     weights = {}
@@ -83,13 +109,15 @@ def write_checkpoint(params: dict, max_seq_len: int, path: Path, seed: int) -> N
     torch.save(weights, path)
 
 
-def export(flags: list, params_path: Path, checkpoint: Path, max_seq_len: int, out: Path) -> None:
+def export(
+    flags: list, params_path: Path, checkpoint: Path, max_seq_len: int, max_context_len: int, out: Path
+) -> None:
     command = [
         sys.executable, "-m", "executorch.examples.models.llama.export_llama",
         "--checkpoint", str(checkpoint),
         "--params", str(params_path),
         "--max_seq_length", str(max_seq_len),
-        "--max_context_length", str(max_seq_len),
+        "--max_context_length", str(max_context_len),
         "-o", str(out.parent),
         "--output_name", str(out),
         *flags,
@@ -154,16 +182,20 @@ def main() -> int:
     args = parser.parse_args()
 
     size = SIZES[args.size]
-    params = model_params(size)
     max_seq_len = size["max_seq_len"]
     args.out.mkdir(parents=True, exist_ok=True)
     index_path = args.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     names = args.only or list(CONFIGS)
+    unknown = sorted(set(names) - set(CONFIGS))
+    if unknown:
+        parser.error(f"unknown configurations {unknown}; there are {sorted(CONFIGS)}")
     failed = []
-    for seed, name in enumerate(CONFIGS):
+    for seed, (name, config) in enumerate(CONFIGS.items()):
         if name not in names:
             continue
+        params = model_params(size, config)
+        max_context_len = config.max_context_len or max_seq_len
         folder = args.out / name
         for old in folder.glob("step_*/*.npy"):
             old.unlink()
@@ -172,19 +204,27 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as scratch:
             scratch = Path(scratch)
             (scratch / "params.json").write_text(json.dumps(params))
-            write_checkpoint(params, max_seq_len, scratch / "checkpoint.pth", seed)
+            write_checkpoint(params, max_seq_len, max_context_len, scratch / "checkpoint.pth", seed)
             try:
-                export(CONFIGS[name], scratch / "params.json", scratch / "checkpoint.pth", max_seq_len, pte)
+                export(
+                    config.flags,
+                    scratch / "params.json",
+                    scratch / "checkpoint.pth",
+                    max_seq_len,
+                    max_context_len,
+                    pte,
+                )
             except RuntimeError as error:
                 print(f"{name}: {error}", file=sys.stderr)
                 failed.append(name)
                 continue
         greedy = run_steps(pte, folder, params["vocab_size"], args.prefill, args.decode, seed)
         index[name] = {
-            "flags": CONFIGS[name],
+            "flags": config.flags,
             "size": args.size,
             "params": params,
             "max_seq_len": max_seq_len,
+            "max_context_len": max_context_len,
             "steps": 1 + args.decode,
             "prefill": args.prefill,
             "greedy_tokens": greedy,
