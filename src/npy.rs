@@ -1,5 +1,6 @@
 //! Tensors in numpy's `.npy` format, read and written with npyz (float16 as
-//! the `half` crate's `f16`).
+//! the `half` crate's `f16`). numpy has no bfloat16, so bfloat16 tensors are
+//! written widened to float32, which every bfloat16 is exactly.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -149,6 +150,9 @@ pub fn read(path: &Path) -> anyhow::Result<HostTensor> {
 }
 
 pub fn write(path: &Path, tensor: &HostTensor) -> anyhow::Result<()> {
+    if tensor.element == ElementType::BF16 {
+        return write(path, &widen_bf16(tensor));
+    }
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let descr: npyz::TypeStr = descr_of(tensor.element)
         .parse()
@@ -164,4 +168,21 @@ pub fn write(path: &Path, tensor: &HostTensor) -> anyhow::Result<()> {
         writer.finish()?;
     });
     Ok(())
+}
+
+/// A bfloat16 tensor as the float32 tensor of the same values.
+fn widen_bf16(tensor: &HostTensor) -> HostTensor {
+    let data = tensor
+        .data
+        .chunks_exact(2)
+        .flat_map(|bits| {
+            let bits = u32::from(u16::from_le_bytes([bits[0], bits[1]])) << 16;
+            f32::from_bits(bits).to_le_bytes()
+        })
+        .collect();
+    HostTensor {
+        element: ElementType::F32,
+        sizes: tensor.sizes.clone(),
+        data,
+    }
 }

@@ -615,16 +615,17 @@ impl Call<'_, '_, '_> {
 
     /// The number of elements of a shape, as a polynomial of its symbols.
     pub(crate) fn numel(&self, shape: &[Dim]) -> Result<Poly, ImportError> {
-        shape.iter().try_fold(Poly::constant(1), |product, &dim| {
-            Ok(product.mul(&self.poly(Term::from(dim))?))
-        })
+        self.importer
+            .symbols
+            .numel(shape)
+            .map_err(|error| self.symbolic(error))
     }
 
     /// The number of elements of a shape as one dimension (a symbol when
     /// it is not fixed), for the argument `name` whose shape it is.
     pub(crate) fn numel_dim(&mut self, name: &str, shape: &[Dim]) -> Result<Dim, ImportError> {
-        let count = self.numel(shape)?;
-        let count = self.poly_term(count)?;
+        let count = self.importer.symbols.product(shape);
+        let count = count.map_err(|error| self.symbolic(error))?;
         self.size(name, count)
     }
 

@@ -10,7 +10,7 @@
 //! check when [`Symbols::apply`] writes the resolution into the graph).
 
 use ptec_ir::ops::{OpError, ShapeContext};
-use ptec_ir::symbolic::{SymbolDef, SymbolError, SymbolTable, Term};
+use ptec_ir::symbolic::{Poly, SymbolDef, SymbolError, SymbolTable, Term};
 use ptec_ir::{Dim, Graph, Shape, SymbolId, TensorType};
 
 #[derive(Debug, Default)]
@@ -103,6 +103,21 @@ impl Symbols {
                 .map(|_| Term::from(self.resolve(Dim::Symbol(symbol))))
         };
         graph.rewrite_symbols(resolved)
+    }
+
+    /// The product of dimensions as one term: a constant when they are all
+    /// fixed, else a symbol for their product.
+    pub(crate) fn product(&mut self, dims: &[Dim]) -> Result<Term, SymbolError> {
+        let product = self.numel(dims)?;
+        self.intern(SymbolDef::Poly(product))
+    }
+
+    /// The number of elements of a shape, as a polynomial of its symbols.
+    pub(crate) fn numel(&self, shape: &[Dim]) -> Result<Poly, SymbolError> {
+        shape.iter().try_fold(Poly::constant(1), |product, &dim| {
+            let term = self.resolve_term(Term::from(dim));
+            Ok(product.mul(&self.table.poly(term)?))
+        })
     }
 
     /// Makes the symbol (or constant) `def` defines, with the current

@@ -40,6 +40,7 @@ use ptec_ir::ops::layout::{Cat, Copy, Pad, PadMode, Permute, Reshape, Slice, is_
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp, Softmax};
 use ptec_ir::ops::{Expected, show};
+use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, Op, OpKind, Real, Scalar, Shape, TensorType, ValueData, ValueId};
 
 use crate::call::TensorRef;
@@ -1170,17 +1171,12 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         // XNNPACK flattens the leading dimensions into rows.
         let leading = &shape[..rank - 1];
         if rank != 2 {
-            let count = leading
-                .iter()
-                .map(|dim| dim.fixed())
-                .product::<Option<u64>>()
-                .ok_or_else(|| {
-                    self.unsupported(format!(
-                        "a rank-{rank} input {} with a dynamic dimension",
-                        show(&shape)
-                    ))
-                })?;
-            rows = self.emit_given(reshape(rows), vec![Dim::Fixed(count), shape[rank - 1]])?;
+            let count = self.importer.symbols.product(leading);
+            let count = count
+                .ok()
+                .and_then(Term::as_dim)
+                .ok_or_else(|| self.invalid(format!("an input {} of too many rows", show(&shape))))?;
+            rows = self.emit_given(reshape(rows), vec![count, shape[rank - 1]])?;
         }
         let product = match bias {
             None => self.emit(Op::MatMul(MatMul {
