@@ -141,11 +141,23 @@ pub(crate) fn import_kernel_call(
             given: arguments.len(),
         }));
     };
+    // The tensors the call returns: those it writes, less those it only
+    // updates in place (as a cache) where the results name the alias sets
+    // they are.
+    let named = schema.returns.iter().any(|result| result.alias.is_some());
+    let returned = |param: &Param| {
+        param.ty.written
+            && (!named
+                || schema
+                    .returns
+                    .iter()
+                    .any(|result| result.alias == param.ty.alias))
+    };
     let written: Vec<TensorRef> = schema
         .params
         .iter()
         .zip(params)
-        .filter(|(param, _)| param.ty.written)
+        .filter(|(param, _)| returned(param))
         .flat_map(|(_, arg)| arg.tensors())
         .collect();
     let returns_own = written.is_empty() && !schema.returns.is_empty();

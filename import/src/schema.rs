@@ -38,6 +38,9 @@ pub(crate) struct Type {
     pub(crate) optional: bool,
     /// The operator writes it (`Tensor(a!)`).
     pub(crate) written: bool,
+    /// Its alias set's letter (`a` in `Tensor(a!)`): a result with the
+    /// letter of a parameter is that parameter's tensor.
+    pub(crate) alias: Option<char>,
 }
 
 /// The element types schemas use.
@@ -291,6 +294,7 @@ fn parse_type(text: &str) -> Result<Type, String> {
         optional_items: false,
         optional: false,
         written: false,
+        alias: None,
     };
     let mut rest = &text[end..];
     if let Some(alias) = rest.strip_prefix('(') {
@@ -298,6 +302,7 @@ fn parse_type(text: &str) -> Result<Type, String> {
             .find(')')
             .ok_or_else(|| format!("unclosed alias in {text:?}"))?;
         ty.written = alias[..close].ends_with('!');
+        ty.alias = alias.chars().next().filter(char::is_ascii_lowercase);
         rest = &alias[close + 1..];
     }
     if let Some(items) = rest.strip_prefix("?[") {
@@ -378,6 +383,15 @@ mod tests {
         );
         assert!(schema.returns.is_empty());
         assert!(schema.params[3].ty.written && schema.params[3].ty.list);
+
+        // A cache written in place is not the result, which names `out`'s
+        // alias set.
+        let schema = parse(
+            "llama::update_cache.out(Tensor value, Tensor(a!) cache, SymInt start_pos, *, Tensor(b!) out) -> Tensor(b!)",
+        );
+        assert!(schema.params[1].ty.written && schema.params[3].ty.written);
+        assert_eq!(schema.params[1].ty.alias, Some('a'));
+        assert_eq!(schema.returns[0].alias, schema.params[3].ty.alias);
 
         let schema = parse("aten::sym_size.int(Tensor self, int dim) -> SymInt");
         assert_eq!(schema.returns[0].base, Base::SymInt);

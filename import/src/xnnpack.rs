@@ -1172,10 +1172,9 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let leading = &shape[..rank - 1];
         if rank != 2 {
             let count = self.importer.symbols.product(leading);
-            let count = count
-                .ok()
-                .and_then(Term::as_dim)
-                .ok_or_else(|| self.invalid(format!("an input {} of too many rows", show(&shape))))?;
+            let count = count.ok().and_then(Term::as_dim).ok_or_else(|| {
+                self.invalid(format!("an input {} of too many rows", show(&shape)))
+            })?;
             rows = self.emit_given(reshape(rows), vec![count, shape[rank - 1]])?;
         }
         let product = match bias {

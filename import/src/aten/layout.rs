@@ -1177,16 +1177,22 @@ fn permute_into_out(
     value: ValueId,
     dims: Vec<usize>,
 ) -> Result<(), ImportError> {
+    let permuted = permuted(c, value, dims)?;
+    c.emit(Op::Reshape(Reshape { input: permuted }), &["out"])
+}
+
+/// `value.permute(dims)` into a new row-major value.
+pub(super) fn permuted(
+    c: &mut Call<'_, '_, '_>,
+    value: ValueId,
+    dims: Vec<usize>,
+) -> Result<ValueId, ImportError> {
     let ty = c.ty(value).clone();
     let shape: Vec<Dim> = dims.iter().map(|&dim| ty.shape[dim]).collect();
-    let permuted = c.new_value(TensorType {
-        dtype: ty.dtype,
-        dim_order: (0..shape.len() as u8).collect(),
-        shape,
-    });
+    let permuted = c.new_value(TensorType::contiguous(ty.dtype, shape));
     let op = Op::Permute(Permute { input: value, dims });
     c.emit_to(op, &[TensorRef::Ir(permuted)])?;
-    c.emit(Op::Reshape(Reshape { input: permuted }), &["out"])
+    Ok(permuted)
 }
 
 /// The leading (batch) dimensions of `self` and its last three sizes, for

@@ -16,6 +16,7 @@ mod distance;
 mod elementwise;
 mod index;
 mod layout;
+mod llm;
 mod nn;
 mod nonzero;
 mod random;
@@ -43,7 +44,7 @@ type Operator = (&'static str, Rule, &'static [OpKind]);
 type Refused = (&'static str, &'static str);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 11] = [
+const FAMILIES: [&[Operator]; 12] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     index::OPERATORS,
@@ -55,6 +56,7 @@ const FAMILIES: [&[Operator]; 11] = [
     sample::OPERATORS,
     distance::OPERATORS,
     random::OPERATORS,
+    llm::OPERATORS,
 ];
 
 /// Every family's refused operators.

@@ -1,0 +1,574 @@
+//! The operators of ExecuTorch's LLM export path (`export_llama`): the KV
+//! cache's in-place update and the attention over it (`llama::*`, from
+//! `extension/llm/custom_ops`), and embedding tables quantized to 8, 4 or 2
+//! bits (`quantized_decomposed::embedding_*`, from `kernels/quantized`).
+//!
+//! Each is a composition of ordinary ops. A cache is `[batch, length,
+//! heads, head_dim]`, state that persists between calls; `update_cache`
+//! writes `value` at rows `start_pos..start_pos + seq_len` with an
+//! `index_put` in place, and `custom_sdpa` attends over the rows
+//! `0..start_pos + seq_len` of the caches (a slice whose length is known at
+//! run time), query heads sharing key heads in groups, the causal mask
+//! letting query row `m` see key rows `0..=start_pos + m`, as ExecuTorch's
+//! kernel does. The embeddings gather the packed rows and their scales,
+//! unpack the integers with shifts and masks, and compute `(q - zero_point)
+//! * scale` in f32, rounded once into the output's type.
+
+use ptec_ir::ops::creation::{Arange, Full};
+use ptec_ir::ops::elementwise::{BinaryOp, Func};
+use ptec_ir::ops::gather::{Index, IndexPut};
+use ptec_ir::ops::layout::{Cat, Copy, Slice};
+use ptec_ir::ops::linalg::{ClampRange, MatMul};
+use ptec_ir::ops::reduce::Softmax;
+use ptec_ir::symbolic::{SymOp, Term};
+use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
+
+use super::Operator;
+use super::layout::{permuted, view};
+use crate::call::Call;
+use crate::error::ImportError;
+
+const ATTENTION: &[OpKind] = &[
+    OpKind::Slice,
+    OpKind::Permute,
+    OpKind::Reshape,
+    OpKind::MatMul,
+    OpKind::Elementwise,
+    OpKind::Arange,
+    OpKind::Softmax,
+];
+
+const CACHE_UPDATE: &[OpKind] = &[OpKind::Arange, OpKind::IndexPut, OpKind::Full];
+
+const EMBEDDING: &[OpKind] = &[
+    OpKind::Index,
+    OpKind::Elementwise,
+    OpKind::Reshape,
+    OpKind::Cat,
+    OpKind::Copy,
+];
+
+pub(super) const OPERATORS: &[Operator] = &[
+    (
+        "llama::update_cache.out(Tensor value, Tensor(a!) cache, SymInt start_pos, *, Tensor(b!) out) -> Tensor(b!)",
+        update_cache,
+        CACHE_UPDATE,
+    ),
+    (
+        "llama::custom_sdpa.out(Tensor query, Tensor key, Tensor value, SymInt start_pos, Tensor? attn_mask=None, float drpout_p=0., bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)",
+        custom_sdpa,
+        ATTENTION,
+    ),
+    (
+        "llama::sdpa_with_kv_cache.out(Tensor query, Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, SymInt start_pos, SymInt seq_len, Tensor? attn_mask=None, float drpout_p=0., bool is_causal=False, float? scale=None, *, Tensor(c!) out) -> Tensor(c!)",
+        sdpa_with_kv_cache,
+        &[
+            OpKind::Slice,
+            OpKind::Permute,
+            OpKind::Reshape,
+            OpKind::MatMul,
+            OpKind::Elementwise,
+            OpKind::Arange,
+            OpKind::Softmax,
+            OpKind::IndexPut,
+        ],
+    ),
+    (
+        "quantized_decomposed::embedding_byte.out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices, *, Tensor(a!) out) -> Tensor(a!)",
+        |c| quantized_embedding(c, 8, false),
+        EMBEDDING,
+    ),
+    (
+        "quantized_decomposed::embedding_byte.dtype_out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        |c| quantized_embedding(c, 8, true),
+        EMBEDDING,
+    ),
+    (
+        "quantized_decomposed::embedding_4bit.out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices, *, Tensor(a!) out) -> Tensor(a!)",
+        |c| quantized_embedding(c, 4, false),
+        EMBEDDING,
+    ),
+    (
+        "quantized_decomposed::embedding_4bit.dtype_out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        |c| quantized_embedding(c, 4, true),
+        EMBEDDING,
+    ),
+    (
+        "quantized_decomposed::embedding_2bit.out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices, *, Tensor(a!) out) -> Tensor(a!)",
+        |c| quantized_embedding(c, 2, false),
+        EMBEDDING,
+    ),
+    (
+        "quantized_decomposed::embedding_2bit.dtype_out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)",
+        |c| quantized_embedding(c, 2, true),
+        EMBEDDING,
+    ),
+];
+
+/// The sizes of a `[batch, length, heads, head_dim]` tensor argument.
+fn rows_of_heads(c: &Call<'_, '_, '_>, name: &str, id: ValueId) -> Result<[Dim; 4], ImportError> {
+    let shape = c.ty(id).shape.clone();
+    <[Dim; 4]>::try_from(shape).map_err(|shape| {
+        c.bad(
+            name,
+            format!(
+                "must be [batch, length, heads, head_dim], not rank {}",
+                shape.len()
+            ),
+        )
+    })
+}
+
+/// That dimension `dim` of two tensor arguments agree.
+fn same_size(
+    c: &Call<'_, '_, '_>,
+    (a, a_dims): (&str, &[Dim; 4]),
+    (b, b_dims): (&str, &[Dim; 4]),
+    dim: usize,
+) -> Result<(), ImportError> {
+    match (a_dims[dim], b_dims[dim]) {
+        (Dim::Fixed(x), Dim::Fixed(y)) if x != y => Err(c.bad(
+            b,
+            format!("has size {y} in dimension {dim}, where {a} has {x}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The cache's length, which must be fixed.
+fn cache_length(c: &Call<'_, '_, '_>, name: &str, dims: &[Dim; 4]) -> Result<u64, ImportError> {
+    dims[1]
+        .fixed()
+        .ok_or_else(|| c.bad(name, "must have a fixed length"))
+}
+
+/// Requires `0 <= start_pos` and `start_pos + length <= capacity` at run
+/// time, as ExecuTorch's kernels do, and returns `start_pos + length`,
+/// with a range of `0..=capacity`.
+fn filled_length(
+    c: &mut Call<'_, '_, '_>,
+    start: Term,
+    length: Dim,
+    capacity: u64,
+) -> Result<Term, ImportError> {
+    let capacity = Term::int(capacity as i64);
+    let end = c.poly(start)?.add(&c.poly(Term::from(length))?);
+    let end = c.poly_term(end)?;
+    let not_negative = c.sym_op(SymOp::Le, vec![Term::int(0), start])?;
+    c.require(
+        not_negative,
+        format!("start_pos {start} must not be negative"),
+    )?;
+    let fits = c.sym_op(SymOp::Le, vec![end, capacity])?;
+    c.require(
+        fits,
+        format!("start_pos {start} plus {length} rows must fit the cache's {capacity}"),
+    )?;
+    let end = c.sym_op(SymOp::Max, vec![end, Term::int(0)])?;
+    c.sym_op(SymOp::Min, vec![end, capacity])
+}
+
+/// Writes `value` (`[batch, seq_len, heads, head_dim]`) into the cache
+/// argument `cache` at rows `start..start + seq_len`, in place.
+fn write_cache(
+    c: &mut Call<'_, '_, '_>,
+    value_name: &str,
+    cache_name: &str,
+    start: Term,
+) -> Result<(), ImportError> {
+    let value = c.tensor(value_name)?;
+    let cache = c.tensor(cache_name)?;
+    let value_dims = rows_of_heads(c, value_name, value)?;
+    let cache_dims = rows_of_heads(c, cache_name, cache)?;
+    for dim in [0, 2, 3] {
+        same_size(c, (cache_name, &cache_dims), (value_name, &value_dims), dim)?;
+    }
+    if c.ty(value).dtype != c.ty(cache).dtype {
+        return Err(c.bad(
+            value_name,
+            format!(
+                "is {}, where {cache_name} is {}",
+                c.ty(value).dtype,
+                c.ty(cache).dtype
+            ),
+        ));
+    }
+    let capacity = cache_length(c, cache_name, &cache_dims)?;
+    filled_length(c, start, value_dims[1], capacity)?;
+    let rows = TensorType::contiguous(DType::I64, vec![value_dims[1]]);
+    let rows = c.temporary_of(
+        Op::Arange(Arange {
+            start,
+            step: Scalar::Int(1),
+        }),
+        rows,
+    );
+    let op = Op::IndexPut(IndexPut {
+        input: cache,
+        values: value,
+        indices: vec![rows],
+        dims: vec![1],
+        accumulate: false,
+    });
+    c.emit_into(op, cache_name)
+}
+
+/// `update_cache(value, cache, start_pos)`: `value` written into the cache
+/// at `start_pos`. Its result is a placeholder nothing reads, written as a
+/// zero.
+fn update_cache(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let start = c.term("start_pos")?;
+    write_cache(c, "value", "cache", start)?;
+    c.emit(
+        Op::Full(Full {
+            value: Term::int(0),
+        }),
+        &["out"],
+    )
+}
+
+/// `sdpa_with_kv_cache(query, key, value, key_cache, value_cache,
+/// start_pos, seq_len, ...)`: the new keys and values written into the
+/// caches, then `custom_sdpa` of the query over them.
+fn sdpa_with_kv_cache(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let start = c.term("start_pos")?;
+    write_cache(c, "key", "key_cache", start)?;
+    write_cache(c, "value", "value_cache", start)?;
+    attention(c, "key_cache", "value_cache")
+}
+
+/// `custom_sdpa(query, key, value, start_pos, ...)`: attention of the
+/// query over the rows the caches `key` and `value` hold.
+fn custom_sdpa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    attention(c, "key", "value")
+}
+
+/// Scaled dot-product attention of `query` (`[batch, seq_len, heads,
+/// head_dim]`) over rows `0..start_pos + seq_len` of the caches named
+/// `key_name` and `value_name`, into `out`.
+fn attention(
+    c: &mut Call<'_, '_, '_>,
+    key_name: &str,
+    value_name: &str,
+) -> Result<(), ImportError> {
+    let query = c.tensor("query")?;
+    let key = c.tensor(key_name)?;
+    let value = c.tensor(value_name)?;
+    let q = rows_of_heads(c, "query", query)?;
+    let k = rows_of_heads(c, key_name, key)?;
+    let v = rows_of_heads(c, value_name, value)?;
+    let dtype = c.ty(query).dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(c.bad(
+            "query",
+            format!("is {dtype}; ExecuTorch's kernel attends in float32 or float64 only"),
+        ));
+    }
+    for (name, id) in [(key_name, key), (value_name, value)] {
+        if c.ty(id).dtype != dtype {
+            return Err(c.bad(
+                name,
+                format!("is {}, where query is {dtype}", c.ty(id).dtype),
+            ));
+        }
+    }
+    for dim in [0, 3] {
+        same_size(c, ("query", &q), (key_name, &k), dim)?;
+    }
+    for dim in 0..4 {
+        same_size(c, (key_name, &k), (value_name, &v), dim)?;
+    }
+    let (Some(heads), Some(kv_heads), Some(head_dim)) = (q[2].fixed(), k[2].fixed(), q[3].fixed())
+    else {
+        return Err(c.bad("query", "must have a fixed number of heads and head size"));
+    };
+    if kv_heads == 0 || heads % kv_heads != 0 {
+        return Err(c.bad(
+            key_name,
+            format!("has {kv_heads} heads, which must divide the query's {heads}"),
+        ));
+    }
+    let is_causal = c.bool("is_causal")?;
+    let mask = c.optional_tensor("attn_mask")?;
+    if mask.is_some() && is_causal {
+        return Err(c.bad("attn_mask", "cannot be given with is_causal"));
+    }
+    let scale = c
+        .optional_double("scale")?
+        .unwrap_or(1.0 / (head_dim as f64).sqrt());
+    let capacity = cache_length(c, key_name, &k)?;
+    let start = c.term("start_pos")?;
+    let filled = filled_length(c, start, q[1], capacity)?;
+    let filled = c.size("start_pos", filled)?;
+
+    // Query heads in groups that share a key head: [B, KVH, G * S, D].
+    let group = heads / kv_heads;
+    let (batch, length) = (q[0], q[1]);
+    let fixed = Dim::Fixed;
+    let query = permuted(c, query, vec![0, 2, 1, 3])?;
+    let grouped_rows = c
+        .importer
+        .symbols
+        .product(&[fixed(group), length])
+        .ok()
+        .and_then(Term::as_dim)
+        .ok_or_else(|| c.bad("query", "has too many rows"))?;
+    let query = view(
+        c,
+        query,
+        vec![batch, fixed(kv_heads), grouped_rows, fixed(head_dim)],
+    )?;
+    // The filled rows of the caches: keys as [B, KVH, D, T], values as [B,
+    // KVH, T, D].
+    let filled_rows = |c: &mut Call<'_, '_, '_>, cache: ValueId| {
+        let mut shape = c.ty(cache).shape.clone();
+        shape[1] = filled;
+        let op = Op::Slice(Slice {
+            input: cache,
+            dim: 1,
+            start: fixed(0),
+            step: 1,
+        });
+        c.temporary_of(op, TensorType::contiguous(dtype, shape))
+    };
+    let keys = filled_rows(c, key);
+    let keys = permuted(c, keys, vec![0, 2, 3, 1])?;
+    let values = filled_rows(c, value);
+    let values = permuted(c, values, vec![0, 2, 1, 3])?;
+
+    let product = |a, b| {
+        Op::MatMul(MatMul {
+            a,
+            b,
+            clamp: ClampRange::default(),
+        })
+    };
+    let scores = c.temporary(product(query, keys), dtype)?;
+    let scores = c.with_scalar(scores, BinaryOp::Mul, Scalar::Float(scale), dtype)?;
+    // Scores as [B, KVH, G, S, T], which a [S, T] mask broadcasts against.
+    let split = vec![batch, fixed(kv_heads), fixed(group), length, filled];
+    let scores = view(c, scores, split)?;
+    let scores = if let Some(mask) = mask {
+        if c.ty(mask).rank() != 2 {
+            return Err(c.bad("attn_mask", "must be 2-D [seq_len, start_pos + seq_len]"));
+        }
+        c.binary(BinaryOp::Add, scores, mask, dtype)?
+    } else if is_causal {
+        // Query row m (at position start_pos + m) sees keys 0..=start_pos + m.
+        let positions = |c: &mut Call<'_, '_, '_>, start: Term, length: Dim, shape| {
+            let op = Op::Arange(Arange {
+                start,
+                step: Scalar::Int(1),
+            });
+            let line = c.temporary_of(op, TensorType::contiguous(DType::I64, vec![length]));
+            view(c, line, shape)
+        };
+        let rows = positions(c, start, length, vec![length, fixed(1)])?;
+        let keys = positions(c, Term::int(0), filled, vec![fixed(1), filled])?;
+        let future = c.binary(BinaryOp::Gt, keys, rows, DType::Bool)?;
+        let func = Func::MaskedFill {
+            value: Scalar::Float(f64::NEG_INFINITY),
+        };
+        c.elementwise(func, vec![scores, future], dtype)?
+    } else {
+        scores
+    };
+    let weights = c.temporary(
+        Op::Softmax(Softmax {
+            input: scores,
+            dim: 4,
+            log: false,
+        }),
+        dtype,
+    )?;
+    let weights = view(
+        c,
+        weights,
+        vec![batch, fixed(kv_heads), grouped_rows, filled],
+    )?;
+    let attended = c.temporary(product(weights, values), dtype)?;
+    let attended = view(
+        c,
+        attended,
+        vec![batch, fixed(heads), length, fixed(head_dim)],
+    )?;
+    let op = Op::Permute(ptec_ir::ops::layout::Permute {
+        input: attended,
+        dims: vec![0, 2, 1, 3],
+    });
+    c.emit(op, &["out"])
+}
+
+/// `embedding_{byte,4bit,2bit}(weight, weight_scales, weight_zero_points,
+/// quant_min, quant_max, indices)`: rows of a table of `bits`-bit integers
+/// (packed `8 / bits` to a byte, high nibble first for 4 bits, low bits
+/// first for 2, each less `2^(bits-1)`; bytes as they are for 8), with a
+/// scale (and zero point) per row or per group of columns. `has_dtype`:
+/// the overload takes the output's `dtype`, which must be `out`'s.
+fn quantized_embedding(
+    c: &mut Call<'_, '_, '_>,
+    bits: u32,
+    has_dtype: bool,
+) -> Result<(), ImportError> {
+    let weight = c.tensor("weight")?;
+    let scales = c.tensor("weight_scales")?;
+    let zero_points = c.optional_tensor("weight_zero_points")?;
+    let indices = c.tensor("indices")?;
+    let out = c.declared_type_of("out")?;
+    let Some([rows, packed]) = c
+        .ty(weight)
+        .fixed_shape()
+        .and_then(|s| <[u64; 2]>::try_from(s).ok())
+    else {
+        return Err(c.bad("weight", "must be a 2-D table of fixed size"));
+    };
+    let weight_type = c.ty(weight).dtype;
+    let accepted = if bits == 8 {
+        matches!(weight_type, DType::U8 | DType::I8)
+    } else {
+        weight_type == DType::U8
+    };
+    if !accepted {
+        return Err(c.bad("weight", format!("is {weight_type}, not packed bytes")));
+    }
+    let per_byte = u64::from(8 / bits);
+    let columns = packed * per_byte;
+    let groups = match c.ty(scales).fixed_shape().as_deref() {
+        Some([n]) if *n == rows => 1,
+        Some([n, groups]) if *n == rows && *groups > 0 && columns % groups == 0 => *groups,
+        _ => {
+            return Err(c.bad(
+                "weight_scales",
+                format!(
+                    "is {}; it needs {rows} rows of one scale, or of groups that divide {columns} columns",
+                    c.ty(scales)
+                ),
+            ));
+        }
+    };
+    let params = c.ty(scales).dtype;
+    if !matches!(params, DType::F32 | DType::F16) {
+        return Err(c.bad(
+            "weight_scales",
+            format!("is {params}, not float32 or float16"),
+        ));
+    }
+    if let Some(zero_points) = zero_points
+        && c.ty(zero_points).shape != c.ty(scales).shape
+    {
+        return Err(c.bad(
+            "weight_zero_points",
+            format!(
+                "is {}, unlike weight_scales {}",
+                c.ty(zero_points),
+                c.ty(scales)
+            ),
+        ));
+    }
+    if !matches!(out.dtype, DType::F32 | DType::F16) {
+        return Err(c.bad("out", format!("is {}, not float32 or float16", out.dtype)));
+    }
+    if has_dtype
+        && let Some(dtype) = c.optional_dtype("dtype")?
+        && dtype != out.dtype
+    {
+        return Err(c.bad("dtype", format!("is {dtype}, but out is {}", out.dtype)));
+    }
+    if c.ty(indices).dtype != DType::I64 {
+        return Err(c.bad("indices", format!("is {}, not int64", c.ty(indices).dtype)));
+    }
+
+    let lookup = |c: &mut Call<'_, '_, '_>, table: ValueId| {
+        let ty = c.ty(table).clone();
+        let mut shape = c.ty(indices).shape.clone();
+        shape.extend_from_slice(&ty.shape[1..]);
+        let op = Op::Index(Index {
+            input: table,
+            indices: vec![indices],
+            dims: vec![0],
+            wrap: false,
+        });
+        c.temporary_of(op, TensorType::contiguous(ty.dtype, shape))
+    };
+    let as_f32 = |c: &mut Call<'_, '_, '_>, id: ValueId| {
+        let shape = c.ty(id).shape.clone();
+        c.temporary_of(
+            Op::Copy(Copy { input: id }),
+            TensorType::contiguous(DType::F32, shape),
+        )
+    };
+    let mut lead = c.ty(indices).shape.clone();
+    let bytes = lookup(c, weight);
+    let integers = if bits == 8 {
+        bytes
+    } else {
+        unpack(c, bytes, bits, &lead, packed)?
+    };
+    let mut values = as_f32(c, integers);
+    let offset = if bits == 8 { 0 } else { 1 << (bits - 1) };
+    if offset != 0 {
+        values = c.with_scalar(values, BinaryOp::Sub, Scalar::Int(offset), DType::F32)?;
+    }
+    // [*indices, groups, columns / groups] against [*indices, groups, 1].
+    let mut grouped = lead.clone();
+    grouped.extend([Dim::Fixed(groups), Dim::Fixed(columns / groups)]);
+    values = view(c, values, grouped)?;
+    let mut per_group = lead.clone();
+    per_group.extend([Dim::Fixed(groups), Dim::Fixed(1)]);
+    if let Some(zero_points) = zero_points {
+        let zero_points = lookup(c, zero_points);
+        let zero_points = as_f32(c, zero_points);
+        let zero_points = view(c, zero_points, per_group.clone())?;
+        values = c.binary(BinaryOp::Sub, values, zero_points, DType::F32)?;
+    }
+    let scales = lookup(c, scales);
+    let scales = as_f32(c, scales);
+    let scales = view(c, scales, per_group)?;
+    let dequantized = c.binary(BinaryOp::Mul, values, scales, DType::F32)?;
+    lead.push(Dim::Fixed(columns));
+    let rows = view(c, dequantized, lead.clone())?;
+    let out = c.output("out")?;
+    c.emit_shaped(Op::Copy(Copy { input: rows }), &[out], Some(lead))
+}
+
+/// The `bits`-bit integers packed in `bytes` (`[*lead, packed]`), as
+/// `[*lead, packed * 8 / bits]` unsigned bytes.
+fn unpack(
+    c: &mut Call<'_, '_, '_>,
+    bytes: ValueId,
+    bits: u32,
+    lead: &[Dim],
+    packed: u64,
+) -> Result<ValueId, ImportError> {
+    let per_byte = 8 / bits;
+    let mask = (1 << bits) - 1;
+    let mut column = lead.to_vec();
+    column.extend([Dim::Fixed(packed), Dim::Fixed(1)]);
+    let mut pieces = Vec::with_capacity(per_byte as usize);
+    for k in 0..per_byte {
+        // 4-bit values are packed high nibble first, 2-bit ones low bits
+        // first.
+        let shift = if bits == 4 { 4 - 4 * k } else { bits * k };
+        let mut piece = bytes;
+        if shift != 0 {
+            piece = c.with_scalar(
+                piece,
+                BinaryOp::RightShift,
+                Scalar::Int(shift.into()),
+                DType::U8,
+            )?;
+        }
+        piece = c.with_scalar(piece, BinaryOp::BitwiseAnd, Scalar::Int(mask), DType::U8)?;
+        pieces.push(view(c, piece, column.clone())?);
+    }
+    let mut interleaved = lead.to_vec();
+    interleaved.extend([Dim::Fixed(packed), Dim::Fixed(per_byte.into())]);
+    let op = Op::Cat(Cat {
+        inputs: pieces,
+        dim: lead.len() + 1,
+    });
+    let interleaved = c.temporary_of(op, TensorType::contiguous(DType::U8, interleaved));
+    let mut shape = lead.to_vec();
+    shape.push(Dim::Fixed(packed * u64::from(per_byte)));
+    view(c, interleaved, shape)
+}
