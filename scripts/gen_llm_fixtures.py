@@ -8,8 +8,9 @@ runs ``python -m executorch.examples.models.llama.export_llama`` with the
 configuration's flags, and runs the ``.pte`` on ExecuTorch's own Python
 runtime: a prefill of ``--prefill`` prompt tokens, then ``--decode`` greedy
 decode steps (each feeds back the argmax of the previous logits), on one
-method instance, so the KV cache carries over. Each call becomes a step
-folder::
+method instance, so the KV cache carries over, and on to ``--greedy``
+generated tokens (the C decode loop's test compares them). Each of the
+prefill and the first ``--decode`` calls becomes a step folder::
 
     OUT/<config>/model.pte
     OUT/<config>/step_00/in_0.npy  tokens  int64 [1, n]
@@ -46,7 +47,7 @@ import numpy as np
 import torch
 
 SIZES = {
-    "fixture": dict(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=128, max_seq_len=32),
+    "fixture": dict(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=128, max_seq_len=64),
     "tiny": dict(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, max_seq_len=64),
     "bench": dict(dim=512, n_layers=8, n_heads=8, n_kv_heads=4, vocab_size=32000, max_seq_len=128),
 }
@@ -57,7 +58,9 @@ class Config:
 
     flags: list
     params: dict = field(default_factory=dict)
-    # The KV cache's length when it differs from the longest input.
+    # The longest input of one call, and the KV cache's length (at least
+    # as long), when they differ from the size's.
+    max_seq_len: int | None = None
     max_context_len: int | None = None
 
 
@@ -76,7 +79,7 @@ CONFIGS = {
     "llama_embedding_q4": Config(["-kv", "-E", "4,32"]),
     "llama_fp16": Config(["-kv", "-d", "fp16"]),
     "llama_bf16": Config(["-kv", "-d", "bf16"]),
-    "llama_context": Config(["-kv", "-X"], max_context_len=48),
+    "llama_context": Config(["-kv", "-X"], max_seq_len=16, max_context_len=48),
     "qwen3_xnnpack": Config(["-kv", "-X", "--model", "qwen3_0_6b"], params=QWEN3),
 }
 
@@ -137,8 +140,12 @@ def register_custom_ops() -> None:
         pass
 
 
-def run_steps(pte: Path, folder: Path, vocab: int, prefill: int, decode: int, seed: int) -> list:
-    """Runs a prefill and greedy decode steps on one method instance, writing step folders."""
+def run_steps(
+    pte: Path, folder: Path, vocab: int, prefill: int, decode: int, greedy: int, seed: int
+) -> list:
+    """Runs a prefill and greedy decode steps on one method instance, writing
+    step folders for the prefill and the first ``decode`` steps; returns the
+    first ``greedy`` tokens greedy decoding generates."""
     from executorch.runtime import Runtime
 
     register_custom_ops()
@@ -147,20 +154,21 @@ def run_steps(pte: Path, folder: Path, vocab: int, prefill: int, decode: int, se
     generator = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, vocab, (1, prefill), generator=generator, dtype=torch.int64)
     position = 0
-    greedy = []
-    for step in range(1 + decode):
+    generated = []
+    for step in range(max(1 + decode, greedy)):
         inputs = [tokens, torch.tensor([position], dtype=torch.int64)]
         (logits,) = method.execute(inputs)
-        directory = folder / f"step_{step:02d}"
-        directory.mkdir(parents=True, exist_ok=True)
-        for index, tensor in enumerate(inputs):
-            np.save(directory / f"in_{index}.npy", tensor.numpy())
-        np.save(directory / "out_0.npy", logits.float().numpy() if logits.dtype != torch.float32 else logits.numpy())
+        if step <= decode:
+            directory = folder / f"step_{step:02d}"
+            directory.mkdir(parents=True, exist_ok=True)
+            for index, tensor in enumerate(inputs):
+                np.save(directory / f"in_{index}.npy", tensor.numpy())
+            np.save(directory / "out_0.npy", logits.float().numpy())
         position += tokens.shape[1]
         token = int(logits.reshape(-1, logits.shape[-1])[-1].argmax())
-        greedy.append(token)
+        generated.append(token)
         tokens = torch.tensor([[token]], dtype=torch.int64)
-    return greedy
+    return generated[:greedy]
 
 
 def operators(pte: Path) -> list:
@@ -179,10 +187,12 @@ def main() -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="fixture")
     parser.add_argument("--prefill", type=int, default=6)
     parser.add_argument("--decode", type=int, default=16)
+    parser.add_argument(
+        "--greedy", type=int, default=32, help="greedy tokens to record (the C decode loop's test)"
+    )
     args = parser.parse_args()
 
     size = SIZES[args.size]
-    max_seq_len = size["max_seq_len"]
     args.out.mkdir(parents=True, exist_ok=True)
     index_path = args.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
@@ -195,6 +205,7 @@ def main() -> int:
         if name not in names:
             continue
         params = model_params(size, config)
+        max_seq_len = config.max_seq_len or size["max_seq_len"]
         max_context_len = config.max_context_len or max_seq_len
         folder = args.out / name
         for old in folder.glob("step_*/*.npy"):
@@ -218,7 +229,9 @@ def main() -> int:
                 print(f"{name}: {error}", file=sys.stderr)
                 failed.append(name)
                 continue
-        greedy = run_steps(pte, folder, params["vocab_size"], args.prefill, args.decode, seed)
+        greedy = run_steps(
+            pte, folder, params["vocab_size"], args.prefill, args.decode, args.greedy, seed
+        )
         index[name] = {
             "flags": config.flags,
             "size": args.size,

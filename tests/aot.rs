@@ -9,7 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{assert_all_pass, corpus_dir, ptec, ptec_test, repo_dir, with_suffix};
+use common::{
+    assert_all_pass, corpus_dir, ptec, ptec_ok, ptec_test, repo_dir, run_ok, with_suffix,
+};
 use ptec_frontend::{ExecutorchFile, FileBytes, ScalarType, TestTensor, TestValue};
 
 fn temp_dir(name: &str) -> tempfile::TempDir {
@@ -22,30 +24,6 @@ fn temp_dir(name: &str) -> tempfile::TempDir {
 fn corpus_file(name: &str) -> PathBuf {
     let dir = corpus_dir().expect("../shared/corpus is beside the repository");
     dir.join(name)
-}
-
-fn run_ok(command: &mut Command, what: &str) -> String {
-    let output = command
-        .output()
-        .unwrap_or_else(|error| panic!("{what}: cannot run {command:?}: {error}"));
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{}{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("UTF-8 output")
-}
-
-fn ptec_ok(args: &[&str]) -> String {
-    let output = ptec(args);
-    assert!(
-        output.status.success(),
-        "ptec {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("UTF-8 output")
 }
 
 fn path_str(path: &Path) -> &str {

@@ -42,6 +42,32 @@ pub fn ptec(args: &[&str]) -> Output {
         .expect("the ptec binary runs")
 }
 
+/// Runs a command that must succeed; returns its standard output.
+pub fn run_ok(command: &mut Command, what: &str) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|error| panic!("{what}: cannot run {command:?}: {error}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+/// Runs `ptec`, which must succeed; returns its standard output.
+pub fn ptec_ok(args: &[&str]) -> String {
+    let output = ptec(args);
+    assert!(
+        output.status.success(),
+        "ptec {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
 /// The `.bpte` files of a folder whose names end with `suffix`
 /// (`.portable.bpte`, `.xnnpack.bpte`), sorted.
 pub fn with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
