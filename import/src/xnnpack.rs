@@ -140,6 +140,14 @@ pub(crate) fn import<'m, 'a>(
     graph: &'m XnnpackGraph<'a>,
     args: &[ValueIndex],
 ) -> Result<(), ImportError> {
+    let (inputs, outputs) = (graph.input_ids.len(), graph.output_ids.len());
+    if inputs + outputs != args.len() {
+        return Err(importer.contradiction(format!(
+            "the XNNPACK graph has {inputs} inputs and {outputs} outputs but the call passes {} \
+             arguments",
+            args.len()
+        )));
+    }
     let mut translation = Translation {
         instruction: importer.current_instruction(),
         importer,

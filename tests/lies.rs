@@ -1,0 +1,324 @@
+//! Programs that lie (issue 16): committed fixtures with one flatbuffer field
+//! changed so that the file is well formed but says something false. Each is
+//! refused by `test`, `run` and `compile` on every back end (JIT, AOT,
+//! Vulkan) with exit code 1 and an error naming the method, the instruction
+//! and what is wrong, within a time limit: no panic, no hang, no exit 0.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::lie::{Lie, Patch, find_instruction, instructions, value};
+use common::ptec_within;
+use ptec_schema::program as fb;
+use ptec_schema::xnnpack as xfb;
+
+/// Longer than any of these programs takes to compile and run.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs every command on `file` and checks each refuses it with an error
+/// containing each of `expected`.
+fn refused(file: &Path, expected: &[&str]) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = file.to_str().expect("utf-8 path");
+    let so = dir.path().join("lie.so");
+    let spirv = dir.path().join("spirv");
+    let (so, spirv) = (so.to_str().expect("utf-8"), spirv.to_str().expect("utf-8"));
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    for backend in ["jit", "aot", "vulkan"] {
+        runs.push(vec!["test", "--backend", backend, file]);
+        runs.push(vec!["run", "--backend", backend, file]);
+    }
+    runs.push(vec!["compile", "-o", so, file]);
+    runs.push(vec!["compile", "--emit", "spirv", "-o", spirv, file]);
+    for args in runs {
+        let output = ptec_within(TIMEOUT, &args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let context = format!(
+            "ptec {}:\nstdout: {stdout}\nstderr: {stderr}",
+            args.join(" ")
+        );
+        assert_eq!(output.status.code(), Some(1), "{context}");
+        assert!(!stderr.contains("panicked"), "{context}");
+        // `test` reports each file on stdout (`FAIL file: why`); the other
+        // commands print their error on stderr.
+        let message = if args[0] == "test" {
+            let line = stdout.lines().next().unwrap_or_default();
+            assert!(line.starts_with("FAIL "), "{context}");
+            line.to_string()
+        } else {
+            assert!(stderr.starts_with("error:"), "{context}");
+            stderr.to_string()
+        };
+        for part in expected {
+            assert!(message.contains(part), "expected {part:?}; {context}");
+        }
+    }
+}
+
+/// Saves `lie` and checks it is refused.
+fn check(lie: &Lie, expected: &[&str]) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    refused(&lie.save(dir.path(), "lie.bpte"), expected);
+}
+
+fn is_jump(instruction: &fb::Instruction<'_>) -> bool {
+    instruction.instr_args_as_jump_false_call().is_some()
+}
+
+fn jump_destination(instruction: &fb::Instruction<'_>, destination: i32) -> Patch {
+    let jump = instruction.instr_args_as_jump_false_call().expect("a jump");
+    Patch::field(
+        &jump._tab,
+        fb::JumpFalseCall::VT_DESTINATION_INSTRUCTION,
+        &destination.to_le_bytes(),
+    )
+}
+
+/// The `n`th JumpFalseCall of `cond` (its `if`, then its jump over the
+/// `else` on a constant false), with its index.
+fn cond_jump(lie: &Lie, n: usize) -> (usize, fb::Instruction<'_>) {
+    instructions(&lie.program())
+        .filter(|(_, instruction)| is_jump(instruction))
+        .nth(n)
+        .expect("cond's jumps")
+}
+
+#[test]
+fn a_backward_jump_is_refused() {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, _) = cond_jump(&lie, 0);
+    let lie = lie.patch(|lie| vec![jump_destination(&cond_jump(lie, 0).1, 0)]);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "backward", "loop"]);
+}
+
+#[test]
+fn a_jump_onto_itself_is_refused() {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, _) = cond_jump(&lie, 1);
+    let lie = lie.patch(|lie| {
+        let (at, jump) = cond_jump(lie, 1);
+        vec![jump_destination(&jump, at as i32)]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "onto itself"]);
+}
+
+/// The `if` jumps past both branches, so the output the branches write is
+/// read where nothing defined it.
+#[test]
+fn a_jump_over_a_definition_is_refused() {
+    let lie = Lie::of("cond.portable.bpte").patch(|lie| {
+        let end = cond_jump(lie, 1)
+            .1
+            .instr_args_as_jump_false_call()
+            .expect("a jump")
+            .destination_instruction();
+        vec![jump_destination(&cond_jump(lie, 0).1, end)]
+    });
+    check(&lie, &["method forward", "undefined", "jump"]);
+}
+
+/// A MoveCall from a tensor of another size and type (the scalar the
+/// condition sums into) into the [3, 5] output.
+#[test]
+fn a_move_between_different_tensors_is_refused() {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, scalar) = {
+        let program = lie.program();
+        let (at, _) = find_instruction(&program, |i| i.instr_args_as_move_call().is_some());
+        let scalar = (0..)
+            .find(|&index| {
+                value(&program, index)
+                    .val_as_tensor()
+                    .is_some_and(|tensor| tensor.sizes().is_some_and(|sizes| sizes.is_empty()))
+            })
+            .expect("a 0-dim tensor");
+        (at, scalar)
+    };
+    let lie = lie.patch(|lie| {
+        let (_, instruction) =
+            find_instruction(&lie.program(), |i| i.instr_args_as_move_call().is_some());
+        let call = instruction.instr_args_as_move_call().expect("a move");
+        vec![Patch::field(
+            &call._tab,
+            fb::MoveCall::VT_MOVE_FROM,
+            &(scalar as i32).to_le_bytes(),
+        )]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "move", "float32[3, 5]"]);
+}
+
+/// The first KernelCall (or DelegateCall) of `fixture` whose argument list
+/// can be made one shorter or (`delta` 1) one longer, with that change, its
+/// index, and what it calls (the operator's name, or "XNNPACK").
+fn argument_count_lie(fixture: &str, delta: i32) -> (Lie, usize, String) {
+    fn calls<'a>(instruction: &fb::Instruction<'a>) -> Option<flatbuffers::Vector<'a, i32>> {
+        instruction
+            .instr_args_as_kernel_call()
+            .and_then(|call| call.args())
+            .or_else(|| {
+                instruction
+                    .instr_args_as_delegate_call()
+                    .and_then(|c| c.args())
+            })
+    }
+    // The longer list reads the four bytes after the list as one more
+    // argument: the lie is about the count only where they name a value.
+    let changeable = |lie: &Lie, instruction: &fb::Instruction<'_>| {
+        let Some(args) = calls(instruction) else {
+            return false;
+        };
+        let values = lie
+            .program()
+            .execution_plan()
+            .expect("a plan")
+            .get(0)
+            .values();
+        let count = values.expect("values").len() as i32;
+        let after = args.bytes().as_ptr() as usize - lie.bytes_at() + args.len() * 4;
+        delta < 0
+            || lie.bytes(after, 4).is_some_and(|next| {
+                let extra = i32::from_le_bytes(next.try_into().expect("four bytes"));
+                (0..count).contains(&extra)
+            })
+    };
+    let lie = Lie::of(fixture);
+    let (at, instruction) = find_instruction(&lie.program(), |i| changeable(&lie, i));
+    let callee = match instruction.instr_args_as_kernel_call() {
+        Some(call) => {
+            let operators = lie
+                .program()
+                .execution_plan()
+                .expect("a plan")
+                .get(0)
+                .operators();
+            let operator = operators.expect("operators").get(call.op_index() as usize);
+            format!(
+                "{}.{}",
+                operator.name().expect("a name"),
+                operator.overload().unwrap_or("")
+            )
+        }
+        None => "XNNPACK".to_string(),
+    };
+    let lie = lie.patch(|lie| {
+        let (_, instruction) = find_instruction(&lie.program(), |i| changeable(lie, i));
+        let args = calls(&instruction).expect("arguments");
+        vec![Patch::length(
+            args.bytes(),
+            (args.len() as i32 + delta) as u32,
+        )]
+    });
+    (lie, at, callee)
+}
+
+fn check_argument_count(fixture: &str, delta: i32) {
+    let (lie, at, callee) = argument_count_lie(fixture, delta);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, &callee, "arguments"]);
+}
+
+#[test]
+fn a_kernel_call_with_too_few_arguments_is_refused() {
+    check_argument_count("add.portable.bpte", -1);
+}
+
+#[test]
+fn a_kernel_call_with_too_many_arguments_is_refused() {
+    check_argument_count("add.portable.bpte", 1);
+}
+
+#[test]
+fn a_delegate_call_with_too_few_arguments_is_refused() {
+    check_argument_count("add.xnnpack.bpte", -1);
+}
+
+#[test]
+fn a_delegate_call_with_too_many_arguments_is_refused() {
+    check_argument_count("add.xnnpack.bpte", 1);
+}
+
+/// An XNNPACK max-pooling node with a window of height 0.
+#[test]
+fn an_xnnpack_pooling_window_of_height_zero_is_refused() {
+    let lie = Lie::of("xnnpack/max_pool_ceil.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let pool = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .find_map(|node| node.xnode_union_as_xnnmax_pooling_2d())
+            .expect("a max-pooling node");
+        vec![Patch::field(
+            &pool._tab,
+            xfb::_XNNPooling2D::VT_POOLING_HEIGHT,
+            &0u32.to_le_bytes(),
+        )]
+    });
+    check(&lie, &["method forward", "XNNPACK node", "pooling_height"]);
+}
+
+/// Sets the Int that item `item` of the IntList argument `argument` of the
+/// first KernelCall names (or the Int argument itself, without `item`).
+fn int_argument_lie(fixture: &str, argument: usize, item: Option<usize>, to: i64) -> (Lie, usize) {
+    fn int_value<'a>(lie: &'a Lie, argument: usize, item: Option<usize>) -> fb::Int<'a> {
+        let program = lie.program();
+        let (_, instruction) =
+            find_instruction(&program, |i| i.instr_args_as_kernel_call().is_some());
+        let call = instruction
+            .instr_args_as_kernel_call()
+            .expect("a kernel call");
+        let mut index = call.args().expect("arguments").get(argument) as usize;
+        if let Some(item) = item {
+            let list = value(&program, index)
+                .val_as_int_list()
+                .expect("an IntList");
+            index = list.items().expect("items").get(item) as usize;
+        }
+        value(&program, index).val_as_int().expect("an Int")
+    }
+    let lie = Lie::of(fixture);
+    let (at, _) = find_instruction(&lie.program(), |i| i.instr_args_as_kernel_call().is_some());
+    let lie = lie.patch(|lie| {
+        let int = int_value(lie, argument, item);
+        vec![Patch::field(
+            &int._tab,
+            fb::Int::VT_INT_VAL,
+            &to.to_le_bytes(),
+        )]
+    });
+    (lie, at)
+}
+
+#[test]
+fn a_max_pool_kernel_of_size_zero_is_refused() {
+    let (lie, at) = int_argument_lie("ops/max_pool2d.portable.bpte", 1, Some(0), 0);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "max_pool2d", "kernel_size"]);
+}
+
+#[test]
+fn a_max_pool_dilation_of_zero_is_refused() {
+    let (lie, at) = int_argument_lie("ops/max_pool2d.portable.bpte", 4, Some(1), 0);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "max_pool2d", "dilation"]);
+}
+
+#[test]
+fn an_arange_step_of_zero_is_refused() {
+    let (lie, at) = int_argument_lie("ops/arange.portable.bpte", 2, None, 0);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "arange", "step"]);
+}
+
+#[test]
+fn an_unsqueeze_dim_out_of_range_is_refused() {
+    let (lie, at) = int_argument_lie("ops/unsqueeze.portable.bpte", 1, None, 9);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "unsqueeze", "dim"]);
+}
