@@ -322,3 +322,130 @@ fn an_unsqueeze_dim_out_of_range_is_refused() {
     let at = format!("instruction 0.{at}");
     check(&lie, &["method forward", &at, "unsqueeze", "dim"]);
 }
+
+/// The first KernelCall of `lie`'s program, with its index.
+fn first_kernel_call<'a>(lie: &'a Lie) -> (usize, fb::KernelCall<'a>) {
+    let (at, instruction) =
+        find_instruction(&lie.program(), |i| i.instr_args_as_kernel_call().is_some());
+    (
+        at,
+        instruction
+            .instr_args_as_kernel_call()
+            .expect("a kernel call"),
+    )
+}
+
+/// A patch pointing argument `argument` of the first KernelCall at value
+/// `to`.
+fn point_argument(lie: &Lie, argument: usize, to: i32) -> Patch {
+    let args = first_kernel_call(lie).1.args().expect("arguments");
+    Patch::element(args.bytes(), 4, argument, &to.to_le_bytes())
+}
+
+/// `linear` over a [2, 3, 4] input, given that input as its bias: a bias of
+/// rank 3.
+#[test]
+fn a_linear_bias_of_rank_three_is_refused() {
+    let lie = Lie::of("ops/linear_kept.portable.bpte");
+    let (at, input) = {
+        let program = lie.program();
+        let plan = program.execution_plan().expect("a plan").get(0);
+        (
+            first_kernel_call(&lie).0,
+            plan.inputs().expect("inputs").get(0),
+        )
+    };
+    let lie = lie.patch(|lie| vec![point_argument(lie, 2, input)]);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &["method forward", &at, "linear", "bias of rank above 2"],
+    );
+}
+
+#[test]
+fn a_negative_full_size_is_refused() {
+    let (lie, at) = int_argument_lie("ops/full.portable.bpte", 0, Some(0), -2);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "full", "size"]);
+}
+
+#[test]
+fn a_negative_expand_size_is_refused() {
+    let (lie, at) = int_argument_lie("ops/expand.portable.bpte", 1, Some(0), -2);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "expand_copy", "size"]);
+}
+
+/// A slice ending at INT64_MIN is empty: the [3, 8] the file declares is
+/// not what the slice computes.
+#[test]
+fn a_slice_ending_at_int64_min_is_refused() {
+    let (lie, at) = int_argument_lie("ops/slice_negative_end.portable.bpte", 3, None, i64::MIN);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &["method forward", &at, "slice_copy", "[0,8]", "[3,8]"],
+    );
+}
+
+/// `_clone_dim_order` with a dim order [0, 0]: not a permutation.
+#[test]
+fn a_clone_dim_order_that_is_no_permutation_is_refused() {
+    let lie = Lie::of("ops/clone.portable.bpte");
+    let at = first_kernel_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let program = lie.program();
+        let list = first_kernel_call(lie).1.args().expect("arguments").get(2);
+        let list = value(&program, list as usize)
+            .val_as_int_list()
+            .expect("a dim order");
+        let items = list.items().expect("items");
+        vec![Patch::element(
+            items.bytes(),
+            8,
+            1,
+            &items.get(0).to_le_bytes(),
+        )]
+    });
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &["method forward", &at, "_clone_dim_order", "dim_order"],
+    );
+}
+
+#[test]
+fn a_layer_norm_shape_unlike_the_input_is_refused() {
+    let (lie, at) = int_argument_lie("ops/layer_norm.portable.bpte", 1, Some(0), 7);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &[
+            "method forward",
+            &at,
+            "native_layer_norm",
+            "normalized_shape",
+        ],
+    );
+}
+
+/// `addmm` whose out tensor says int64: a float product into integers.
+#[test]
+fn a_float_result_into_an_int64_out_is_refused() {
+    let lie = Lie::of("ops/addmm.portable.bpte");
+    let at = first_kernel_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let program = lie.program();
+        let args = first_kernel_call(lie).1.args().expect("arguments");
+        let out = value(&program, args.get(args.len() - 1) as usize);
+        let tensor = out.val_as_tensor().expect("the out tensor");
+        vec![Patch::field(
+            &tensor._tab,
+            fb::Tensor::VT_SCALAR_TYPE,
+            &[fb::ScalarType::LONG.0 as u8],
+        )]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "addmm", "`out`", "i64"]);
+}

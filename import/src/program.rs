@@ -30,6 +30,12 @@ use crate::call::{self, Argument, TensorRef};
 use crate::error::{ImportError, InstructionId, Location, Problem, Unsupported};
 use crate::symbols::Symbols;
 
+/// Why a backward jump is refused: a loop could run forever, and the only
+/// loop ExecuTorch's exporter emits (for `torch.ops.higher_order.map`) is
+/// refused with its operators before any jump is read.
+const LOOPS: &str = "ptec refuses loops, which ExecuTorch's exporter emits only for \
+                     torch.ops.higher_order.map (not supported)";
+
 /// Bytes each region of the file's plan is aligned to, in the importer's
 /// view of the file's memory.
 const REGION_ALIGNMENT: u64 = 64;
@@ -429,19 +435,17 @@ impl<'m, 'a> Importer<'m, 'a> {
         }
     }
 
-    /// Refuses a jump that does not go forward: ExecuTorch's exporter
-    /// never emits loops, and a loop could run forever.
+    /// Refuses a jump that does not go forward (see [`LOOPS`]).
     fn check_jump(&self, index: usize, destination: usize) -> Result<(), ImportError> {
         if destination == index {
             return Err(self.contradiction(format!(
                 "the jump lands onto itself (instruction {destination}), a loop that never \
-                 ends; ptec refuses loops, which ExecuTorch's exporter never emits"
+                 ends; {LOOPS}"
             )));
         }
         if destination < index {
             return Err(self.contradiction(format!(
-                "the jump goes backward to instruction {destination}, a loop; ptec refuses \
-                 loops, which ExecuTorch's exporter never emits"
+                "the jump goes backward to instruction {destination}, a loop; {LOOPS}"
             )));
         }
         Ok(())
