@@ -111,7 +111,9 @@ fn a_jump_onto_itself_is_refused() {
 /// read where nothing defined it.
 #[test]
 fn a_jump_over_a_definition_is_refused() {
-    let lie = Lie::of("cond.portable.bpte").patch(|lie| {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, _) = cond_jump(&lie, 0);
+    let lie = lie.patch(|lie| {
         let end = cond_jump(lie, 1)
             .1
             .instr_args_as_jump_false_call()
@@ -119,7 +121,8 @@ fn a_jump_over_a_definition_is_refused() {
             .destination_instruction();
         vec![jump_destination(&cond_jump(lie, 0).1, end)]
     });
-    check(&lie, &["method forward", "undefined", "jump"]);
+    let jump = format!("the jump at instruction 0.{at}");
+    check(&lie, &["method forward", "the outputs", "undefined", &jump]);
 }
 
 /// A MoveCall from a tensor of another size and type (the scalar the

@@ -127,9 +127,12 @@ pub(crate) struct Importer<'m, 'a> {
     /// The values defined before the first instruction (inputs, constants,
     /// state), which every path has.
     always_defined: HashSet<ValueIndex>,
-    /// For each instruction a jump lands on, the values defined on every
-    /// jump there so far.
-    defined_at_jump: HashMap<usize, HashSet<ValueIndex>>,
+    /// For each instruction a jump lands on, each jump there so far with
+    /// the values defined where it jumps.
+    defined_at_jump: HashMap<usize, Vec<(usize, HashSet<ValueIndex>)>>,
+    /// For a value some path to the current instruction does not define,
+    /// the path that skips its definition (for messages).
+    skipped: HashMap<ValueIndex, String>,
 }
 
 impl<'m, 'a> Importer<'m, 'a> {
@@ -154,6 +157,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             defined: HashSet::new(),
             always_defined: HashSet::new(),
             defined_at_jump: HashMap::new(),
+            skipped: HashMap::new(),
         }
     }
 
@@ -349,13 +353,37 @@ impl<'m, 'a> Importer<'m, 'a> {
     /// length: its end): those of every jump landing there, and of the
     /// instruction before when it falls through.
     fn arrive(&mut self, index: usize, falls_through: bool) {
-        if let Some(jumped) = self.defined_at_jump.remove(&index) {
-            if falls_through {
-                self.defined.retain(|value| jumped.contains(value));
-            } else {
-                self.defined = jumped;
+        let Some(jumps) = self.defined_at_jump.remove(&index) else {
+            return;
+        };
+        let chain = self.current_instruction().chain;
+        let mut paths: Vec<(String, HashSet<ValueIndex>)> = jumps
+            .into_iter()
+            .map(|(jump, defined)| {
+                let at = InstructionId { chain, index: jump };
+                (format!("the jump at instruction {at}"), defined)
+            })
+            .collect();
+        if falls_through {
+            let before = InstructionId {
+                chain,
+                index: index.saturating_sub(1),
+            };
+            let path = format!("the path through instruction {before}");
+            paths.push((path, std::mem::take(&mut self.defined)));
+        }
+        let mut on_every_path = paths[0].1.clone();
+        for (_, defined) in &paths[1..] {
+            on_every_path.retain(|value| defined.contains(value));
+        }
+        for (_, defined) in &paths {
+            for &value in defined.difference(&on_every_path) {
+                if let Some((path, _)) = paths.iter().find(|(_, other)| !other.contains(&value)) {
+                    self.skipped.insert(value, path.clone());
+                }
             }
         }
+        self.defined = on_every_path;
     }
 
     /// Imports one instruction, at `index` in its chain; says whether the
@@ -369,11 +397,10 @@ impl<'m, 'a> Importer<'m, 'a> {
     ) -> Result<bool, ImportError> {
         if let Instruction::JumpFalse { destination, .. } = *instruction {
             self.check_jump(index, destination)?;
-            let defined = &self.defined;
             self.defined_at_jump
                 .entry(destination)
-                .and_modify(|jumped| jumped.retain(|value| defined.contains(value)))
-                .or_insert_with(|| defined.clone());
+                .or_default()
+                .push((index, self.defined.clone()));
         }
         match instruction {
             Instruction::Kernel { operator, args } => {
@@ -627,8 +654,9 @@ impl<'m, 'a> Importer<'m, 'a> {
         };
         if let Some(&id) = self.values.get(&index) {
             if !self.defined.contains(&index) && !self.always_defined.contains(&index) {
+                let path = self.skipped.get(&index).map_or("a jump", String::as_str);
                 return Err(self.contradiction(format!(
-                    "value {index} is read where it is undefined: a jump skips the \
+                    "value {index} is read where it is undefined: {path} skips the \
                      instruction that writes it"
                 )));
             }
