@@ -158,7 +158,8 @@ fn a_move_between_different_tensors_is_refused() {
 
 /// The first KernelCall (or DelegateCall) of `fixture` whose argument list
 /// can be made one shorter or (`delta` 1) one longer, with that change, its
-/// index, and what it calls (the operator's name, or "XNNPACK").
+/// index, and what it calls (the operator's name, or the delegate's
+/// backend).
 fn argument_count_lie(fixture: &str, delta: i32) -> (Lie, usize, String) {
     fn calls<'a>(instruction: &fb::Instruction<'a>) -> Option<flatbuffers::Vector<'a, i32>> {
         instruction
@@ -207,6 +208,7 @@ fn argument_count_lie(fixture: &str, delta: i32) -> (Lie, usize, String) {
                 operator.overload().unwrap_or("")
             )
         }
+        None if fixture.contains(".vulkan.") => "Vulkan".to_string(),
         None => "XNNPACK".to_string(),
     };
     let lie = lie.patch(|lie| {
@@ -244,6 +246,16 @@ fn a_delegate_call_with_too_few_arguments_is_refused() {
 #[test]
 fn a_delegate_call_with_too_many_arguments_is_refused() {
     check_argument_count("add.xnnpack.bpte", 1);
+}
+
+#[test]
+fn a_vulkan_delegate_call_with_too_few_arguments_is_refused() {
+    check_argument_count("add.vulkan.bpte", -1);
+}
+
+#[test]
+fn a_vulkan_delegate_call_with_too_many_arguments_is_refused() {
+    check_argument_count("add.vulkan.bpte", 1);
 }
 
 /// An XNNPACK max-pooling node with a window of height 0.
@@ -317,6 +329,14 @@ fn an_arange_step_of_zero_is_refused() {
     let (lie, at) = int_argument_lie("ops/arange.portable.bpte", 2, None, 0);
     let at = format!("instruction 0.{at}");
     check(&lie, &["method forward", &at, "arange", "step"]);
+}
+
+/// `arange(0, 10, 2)` with its end moved before its start.
+#[test]
+fn an_arange_ending_before_its_start_is_refused() {
+    let (lie, at) = int_argument_lie("ops/arange.portable.bpte", 1, None, -4);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "arange", "0 to -4"]);
 }
 
 #[test]
