@@ -556,6 +556,28 @@ impl Call<'_, '_, '_> {
         Ok([values[0], values[1]])
     }
 
+    /// [`Call::pair`] for a size, a stride or a dilation, each of which
+    /// must be positive.
+    pub(crate) fn positive_pair(&self, name: &str, default: u64) -> Result<[u64; 2], ImportError> {
+        let values = self.positive_spatial(name, 2, default)?;
+        Ok([values[0], values[1]])
+    }
+
+    /// [`Call::spatial`] for sizes, strides or dilations, each of which
+    /// must be positive.
+    pub(crate) fn positive_spatial(
+        &self,
+        name: &str,
+        rank: usize,
+        default: u64,
+    ) -> Result<Vec<u64>, ImportError> {
+        let values = self.spatial(name, rank, default)?;
+        if values.contains(&0) {
+            return Err(self.bad(name, format!("{values:?}: each value must be positive")));
+        }
+        Ok(values)
+    }
+
     /// A spatial argument of `rank` values (one element means all of them),
     /// or `default` for each when the list is empty.
     pub(crate) fn spatial(

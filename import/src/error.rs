@@ -53,13 +53,13 @@ pub enum Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Location::Inputs => f.write_str("inputs"),
-            Location::Outputs => f.write_str("outputs"),
-            Location::Instruction(at) => write!(f, "{at}"),
+            Location::Inputs => f.write_str("the inputs"),
+            Location::Outputs => f.write_str("the outputs"),
+            Location::Instruction(at) => write!(f, "instruction {at}"),
             Location::KernelCall {
                 instruction,
                 operator,
-            } => write!(f, "{instruction} ({operator})"),
+            } => write!(f, "instruction {instruction} ({operator})"),
             Location::XnnpackNode {
                 instruction,
                 node,
@@ -67,15 +67,18 @@ impl fmt::Display for Location {
                 debug_handle,
             } => write!(
                 f,
-                "{instruction}, XNNPACK node {node} ({kind}, debug handle {debug_handle})"
+                "instruction {instruction}, XNNPACK node {node} ({kind}, debug handle {debug_handle})"
             ),
-            Location::XnnpackOutputs(at) => write!(f, "{at}, XNNPACK outputs"),
+            Location::XnnpackOutputs(at) => write!(f, "instruction {at}, XNNPACK outputs"),
             Location::VulkanCall {
                 instruction,
                 node,
                 name,
-            } => write!(f, "{instruction}, Vulkan chain[{node}] ({name})"),
-            Location::VulkanOutputs(at) => write!(f, "{at}, Vulkan outputs"),
+            } => write!(
+                f,
+                "instruction {instruction}, Vulkan chain[{node}] ({name})"
+            ),
+            Location::VulkanOutputs(at) => write!(f, "instruction {at}, Vulkan outputs"),
         }
     }
 }
@@ -162,7 +165,7 @@ pub enum ImportError {
         name: String,
         what: String,
     },
-    #[error("method {method}, instruction {location}: {problem}")]
+    #[error("method {method}, {location}: {problem}")]
     Invalid {
         method: String,
         location: Location,

@@ -10,7 +10,7 @@
 //! carries no memory placement: the pipeline plans memory afresh.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ptec_frontend::{
     DelegateIndex, DelegatePayload, Instruction, Method, ScalarType, ShapeDynamism, Tensor,
@@ -29,6 +29,12 @@ use crate::aten;
 use crate::call::{self, Argument, TensorRef};
 use crate::error::{ImportError, InstructionId, Location, Problem, Unsupported};
 use crate::symbols::Symbols;
+
+/// Why a backward jump is refused: a loop could run forever, and the only
+/// loop ExecuTorch's exporter emits (for `torch.ops.higher_order.map`) is
+/// refused with its operators before any jump is read.
+const LOOPS: &str = "ptec refuses loops, which ExecuTorch's exporter emits only for \
+                     torch.ops.higher_order.map (not supported)";
 
 /// Bytes each region of the file's plan is aligned to, in the importer's
 /// view of the file's memory.
@@ -115,6 +121,18 @@ pub(crate) struct Importer<'m, 'a> {
     scalars: HashMap<ValueIndex, Term>,
     /// Where the importer is, for messages.
     pub(crate) at: Location,
+    /// The method's values an instruction wrote on every path that
+    /// reaches the instruction being imported.
+    defined: HashSet<ValueIndex>,
+    /// The values defined before the first instruction (inputs, constants,
+    /// state), which every path has.
+    always_defined: HashSet<ValueIndex>,
+    /// For each instruction a jump lands on, each jump there so far with
+    /// the values defined where it jumps.
+    defined_at_jump: HashMap<usize, Vec<(usize, HashSet<ValueIndex>)>>,
+    /// For a value some path to the current instruction does not define,
+    /// the path that skips its definition (for messages).
+    skipped: HashMap<ValueIndex, String>,
 }
 
 impl<'m, 'a> Importer<'m, 'a> {
@@ -136,6 +154,10 @@ impl<'m, 'a> Importer<'m, 'a> {
             symbols: Symbols::default(),
             scalars: HashMap::new(),
             at: Location::Inputs,
+            defined: HashSet::new(),
+            always_defined: HashSet::new(),
+            defined_at_jump: HashMap::new(),
+            skipped: HashMap::new(),
         }
     }
 
@@ -197,22 +219,28 @@ impl<'m, 'a> Importer<'m, 'a> {
                 offset: None,
             });
             self.values.insert(input, id);
+            self.always_defined.insert(input);
             self.file_offsets.insert(id, offset);
             self.record_written(id);
         }
         for (chain, instructions) in self.method.chains.iter().enumerate() {
             let labels = self.jump_targets(instructions);
+            self.defined_at_jump.clear();
+            // Whether the instruction before falls through to the next.
+            let mut falls_through = true;
             for (index, instruction) in instructions.iter().enumerate() {
                 self.at = Location::Instruction(InstructionId { chain, index });
                 self.symbols.origin = format!("instruction {chain}:{index}");
                 if let Some(&label) = labels.get(&index) {
                     self.graph.push_node(Op::Label(Label { label }), Vec::new());
                 }
-                self.instruction(instruction, &labels)?;
+                self.arrive(index, falls_through);
+                falls_through = self.instruction(instruction, index, &labels)?;
             }
             if let Some(&label) = labels.get(&instructions.len()) {
                 self.graph.push_node(Op::Label(Label { label }), Vec::new());
             }
+            self.arrive(instructions.len(), falls_through);
         }
         self.at = Location::Outputs;
         self.symbols.origin = "the method's outputs".to_string();
@@ -321,11 +349,59 @@ impl<'m, 'a> Importer<'m, 'a> {
         labels
     }
 
+    /// The values defined on arrival at instruction `index` (the chain's
+    /// length: its end): those of every jump landing there, and of the
+    /// instruction before when it falls through.
+    fn arrive(&mut self, index: usize, falls_through: bool) {
+        let Some(jumps) = self.defined_at_jump.remove(&index) else {
+            return;
+        };
+        let chain = self.current_instruction().chain;
+        let mut paths: Vec<(String, HashSet<ValueIndex>)> = jumps
+            .into_iter()
+            .map(|(jump, defined)| {
+                let at = InstructionId { chain, index: jump };
+                (format!("the jump at instruction {at}"), defined)
+            })
+            .collect();
+        if falls_through {
+            let before = InstructionId {
+                chain,
+                index: index.saturating_sub(1),
+            };
+            let path = format!("the path through instruction {before}");
+            paths.push((path, std::mem::take(&mut self.defined)));
+        }
+        let mut on_every_path = paths[0].1.clone();
+        for (_, defined) in &paths[1..] {
+            on_every_path.retain(|value| defined.contains(value));
+        }
+        for (_, defined) in &paths {
+            for &value in defined.difference(&on_every_path) {
+                if let Some((path, _)) = paths.iter().find(|(_, other)| !other.contains(&value)) {
+                    self.skipped.insert(value, path.clone());
+                }
+            }
+        }
+        self.defined = on_every_path;
+    }
+
+    /// Imports one instruction, at `index` in its chain; says whether the
+    /// next instruction runs after it (false after a jump that always
+    /// jumps).
     fn instruction(
         &mut self,
         instruction: &Instruction,
+        index: usize,
         labels: &HashMap<usize, LabelId>,
-    ) -> Result<(), ImportError> {
+    ) -> Result<bool, ImportError> {
+        if let Instruction::JumpFalse { destination, .. } = *instruction {
+            self.check_jump(index, destination)?;
+            self.defined_at_jump
+                .entry(destination)
+                .or_default()
+                .push((index, self.defined.clone()));
+        }
         match instruction {
             Instruction::Kernel { operator, args } => {
                 let key = self.method.operator(*operator).key();
@@ -336,14 +412,19 @@ impl<'m, 'a> Importer<'m, 'a> {
                     operator: key.clone(),
                 };
                 let arguments = self.arguments(args)?;
-                call::import_kernel_call(self, &key, args, &arguments)
+                call::import_kernel_call(self, &key, args, &arguments)?;
+                Ok(true)
             }
-            Instruction::Delegate { delegate, args } => self.delegate(*delegate, args),
+            Instruction::Delegate { delegate, args } => {
+                self.delegate(*delegate, args)?;
+                Ok(true)
+            }
             Instruction::Move { from, to } => {
+                self.check_move(*from, *to)?;
                 let input = self.read(TensorRef::Method(*from))?;
                 let destination = self.write(TensorRef::Method(*to), None, "copy", 0)?;
                 self.push(Op::Copy(Copy { input }), vec![destination]);
-                Ok(())
+                Ok(true)
             }
             Instruction::JumpFalse {
                 condition,
@@ -353,6 +434,7 @@ impl<'m, 'a> Importer<'m, 'a> {
                 match self.scalar_value(*condition)? {
                     Some(Term::Const(Scalar::Bool(false))) => {
                         self.graph.push_node(Op::Jump(Jump { label }), Vec::new());
+                        return Ok(false);
                     }
                     Some(Term::Const(Scalar::Bool(true))) => {}
                     None => {
@@ -373,11 +455,42 @@ impl<'m, 'a> Importer<'m, 'a> {
                         )));
                     }
                 }
-                Ok(())
+                Ok(true)
             }
             // Memory is planned ahead; freeing changes nothing.
-            Instruction::Free { .. } => Ok(()),
+            Instruction::Free { .. } => Ok(true),
         }
+    }
+
+    /// Refuses a jump that does not go forward (see [`LOOPS`]).
+    fn check_jump(&self, index: usize, destination: usize) -> Result<(), ImportError> {
+        if destination == index {
+            return Err(self.contradiction(format!(
+                "the jump lands onto itself (instruction {destination}), a loop that never \
+                 ends; {LOOPS}"
+            )));
+        }
+        if destination < index {
+            return Err(self.contradiction(format!(
+                "the jump goes backward to instruction {destination}, a loop; {LOOPS}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses a MoveCall between tensors of different element types or
+    /// sizes (a move copies a tensor as it is).
+    fn check_move(&self, from: ValueIndex, to: ValueIndex) -> Result<(), ImportError> {
+        let (source, destination) = (self.tensor(from)?, self.tensor(to)?);
+        if source.dtype != destination.dtype || source.sizes != destination.sizes {
+            return Err(self.contradiction(format!(
+                "the move from value {from} ({}{:?}) into value {to} ({}{:?}) changes the \
+                 tensor's type or size; a move copies a tensor into one of the same type and \
+                 sizes",
+                source.dtype, source.sizes, destination.dtype, destination.sizes
+            )));
+        }
+        Ok(())
     }
 
     /// A KernelCall's arguments as typed values: scalars that earlier
@@ -540,8 +653,16 @@ impl<'m, 'a> Importer<'m, 'a> {
             TensorRef::Method(index) => index,
         };
         if let Some(&id) = self.values.get(&index) {
+            if !self.defined.contains(&index) && !self.always_defined.contains(&index) {
+                let path = self.skipped.get(&index).map_or("a jump", String::as_str);
+                return Err(self.contradiction(format!(
+                    "value {index} is read where it is undefined: {path} skips the \
+                     instruction that writes it"
+                )));
+            }
             return Ok(id);
         }
+        self.always_defined.insert(index);
         let tensor = self.tensor(index)?.clone();
         let ty = self.file_type(&tensor)?;
         let (kind, offset) = match tensor.storage {
@@ -647,6 +768,9 @@ impl<'m, 'a> Importer<'m, 'a> {
                 }
             },
         };
+        if let TensorRef::Method(index) = tensor {
+            self.defined.insert(index);
+        }
         if let Some(inferred) = inferred {
             let declared = self.graph.value(id).ty.shape.clone();
             if !self.symbols.equate_shapes(inferred, &declared) {

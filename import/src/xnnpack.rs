@@ -141,6 +141,14 @@ pub(crate) fn import<'m, 'a>(
     graph: &'m XnnpackGraph<'a>,
     args: &[ValueIndex],
 ) -> Result<(), ImportError> {
+    let (inputs, outputs) = (graph.input_ids.len(), graph.output_ids.len());
+    if inputs + outputs != args.len() {
+        return Err(importer.contradiction(format!(
+            "the XNNPACK graph has {inputs} inputs and {outputs} outputs but the call passes {} \
+             arguments",
+            args.len()
+        )));
+    }
     let mut translation = Translation {
         instruction: importer.current_instruction(),
         importer,
@@ -1227,12 +1235,15 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         self.materialize(x, &NHWC_OF_NCHW)
     }
 
-    /// A window's stride or dilation, which must be at least 1.
-    fn positive(&self, what: &str, [height, width]: [u32; 2]) -> Result<Pair, ImportError> {
-        if height == 0 || width == 0 {
-            return Err(self.invalid(format!("a {what} of {height}x{width}")));
+    /// A window's size, stride or dilation, given as its two fields with
+    /// their schema names; each must be at least 1.
+    fn positive(&self, [height, width]: [(&str, u32); 2]) -> Result<Pair, ImportError> {
+        for (field, value) in [height, width] {
+            if value == 0 {
+                return Err(self.invalid(format!("field `{field}` is 0; it must be positive")));
+            }
         }
-        Ok([height.into(), width.into()])
+        Ok([height.1.into(), width.1.into()])
     }
 
     /// Pads an NCHW value by XNNPACK's (top, right, bottom, left) padding.
@@ -1317,11 +1328,17 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             bias,
             residual: None,
             stride: self
-                .positive("stride", [t.subsampling_height, t.subsampling_width])?
+                .positive([
+                    ("subsampling_height", t.subsampling_height),
+                    ("subsampling_width", t.subsampling_width),
+                ])?
                 .to_vec(),
             padding: padding.to_vec(),
             dilation: self
-                .positive("dilation", [t.dilation_height, t.dilation_width])?
+                .positive([
+                    ("dilation_height", t.dilation_height),
+                    ("dilation_width", t.dilation_width),
+                ])?
                 .to_vec(),
             transposed: None,
             groups: t.groups.into(),
@@ -1346,7 +1363,10 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     fn max_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
         self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
         let x = self.nchw_input(t.input)?;
-        let kernel = [u64::from(t.pooling_height), u64::from(t.pooling_width)];
+        let kernel = self.positive([
+            ("pooling_height", t.pooling_height),
+            ("pooling_width", t.pooling_width),
+        ])?;
         let padding = [
             t.padding_top,
             t.padding_right,
@@ -1360,9 +1380,15 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let op = Op::MaxPool2d(MaxPool2d {
             input: x,
             kernel,
-            stride: self.positive("stride", [t.stride_height, t.stride_width])?,
+            stride: self.positive([
+                ("stride_height", t.stride_height),
+                ("stride_width", t.stride_width),
+            ])?,
             padding,
-            dilation: self.positive("dilation", [t.dilation_height, t.dilation_width])?,
+            dilation: self.positive([
+                ("dilation_height", t.dilation_height),
+                ("dilation_width", t.dilation_width),
+            ])?,
             ceil_mode: false,
         });
         let values = self.emit_outputs(op, &[DType::F32, DType::I64], None)?[0];

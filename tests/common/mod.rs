@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // Each test binary uses its own subset.
 
+pub mod lie;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -164,4 +166,43 @@ pub fn not_run(test: &str, problem: &str) {
     std::io::stderr()
         .write_all(notice.as_bytes())
         .expect("stderr is writable");
+}
+
+/// Runs the `ptec` binary, killing it and failing the test when it has not
+/// finished within `timeout` (a hang is a failure, not a stuck test run).
+pub fn ptec_within(timeout: std::time::Duration, args: &[&str]) -> Output {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ptec"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the ptec binary starts");
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes).expect("a readable pipe");
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("ptec can be waited for") {
+            break status;
+        }
+        if start.elapsed() > timeout {
+            child.kill().expect("a hung ptec can be killed");
+            child.wait().expect("the killed ptec is reaped");
+            panic!("ptec {} did not finish within {timeout:?}", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("stdout is read"),
+        stderr: stderr.join().expect("stderr is read"),
+    }
 }

@@ -95,21 +95,16 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
 ];
 
-/// Whether a shape has a dimension known only at run time.
-pub(super) fn is_dynamic(shape: &[Dim]) -> bool {
-    shape.iter().any(|dim| matches!(dim, Dim::Symbol(_)))
-}
-
-/// Emits `op` writing `out`, whose shape is `shape` when that is known only
-/// at run time (otherwise the file's shape, which a fixed `shape` equals).
+/// Emits `op` writing `out`, whose shape is `shape`, computed from the
+/// call's arguments: the shape the file declares for `out` must agree (a
+/// file that declares another shape is refused, not trusted).
 pub(super) fn emit_given(
     c: &mut Call<'_, '_, '_>,
     op: Op,
     out: TensorRef,
     shape: Vec<Dim>,
 ) -> Result<(), ImportError> {
-    let given = is_dynamic(&shape).then_some(shape);
-    c.emit_shaped(op, &[out], given)
+    c.emit_shaped(op, &[out], Some(shape))
 }
 
 /// full: `out`, of the size `size`, filled with `fill_value`.

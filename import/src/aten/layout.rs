@@ -36,12 +36,12 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "dim_order_ops::_to_dim_order_copy.out(Tensor self, *, bool non_blocking=False, int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
-        copy,
+        copy_dim_order,
         &[OpKind::Copy],
     ),
     (
         "dim_order_ops::_clone_dim_order.out(Tensor self, *, bool non_blocking=False, int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
-        copy,
+        copy_dim_order,
         &[OpKind::Copy],
     ),
     (
@@ -290,6 +290,24 @@ pub(super) fn copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let shape = c.shape(input);
     let out = c.output("out")?;
     emit_given(c, Op::Copy(Copy { input }), out, shape)
+}
+
+/// `_to_dim_order_copy` and `_clone_dim_order`: a copy of `self` (in the
+/// layout of `out`), whose `dim_order`, when given, must be a permutation
+/// of the dimensions of `self`.
+fn copy_dim_order(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    if let Some(order) = c.optional_int_list("dim_order")? {
+        let rank = c.rank_of("self")?;
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        if !sorted.into_iter().eq(0..rank as i64) {
+            return Err(c.bad(
+                "dim_order",
+                format!("{order:?} is not a permutation of the {rank} dimensions of `self`"),
+            ));
+        }
+    }
+    copy(c)
 }
 
 /// `expand_copy(self, size)`: `self` broadcast to `size` (-1 keeps a

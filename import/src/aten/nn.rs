@@ -134,10 +134,39 @@ const BATCH_NORM_LEGIT: &[OpKind] = &[
     OpKind::Reshape,
 ];
 
+/// `native_layer_norm`: `input` normalized over its trailing dimensions,
+/// which `normalized_shape` must give.
 fn layer_norm(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let normalized_dims = c.int_list("normalized_shape")?.len();
+    let input = c.tensor("input")?;
+    let shape = c.shape(input);
+    let sizes = c
+        .terms("normalized_shape")?
+        .into_iter()
+        .map(|size| c.size("normalized_shape", size))
+        .collect::<Result<Vec<_>, _>>()?;
+    let normalized_dims = sizes.len();
+    let trailing = shape
+        .len()
+        .checked_sub(normalized_dims)
+        .map(|lead| &shape[lead..]);
+    let agrees = trailing.is_some_and(|trailing| {
+        sizes
+            .iter()
+            .zip(trailing)
+            .all(|(&size, &dim)| c.importer.symbols.equate(size, dim).is_some())
+    });
+    if !agrees {
+        return Err(c.bad(
+            "normalized_shape",
+            format!(
+                "{} is not the trailing dimensions of `input`, {}",
+                show(&sizes),
+                show(&shape)
+            ),
+        ));
+    }
     let op = Op::LayerNorm(LayerNorm {
-        input: c.tensor("input")?,
+        input,
         weight: c.optional_tensor("weight")?,
         bias: c.optional_tensor("bias")?,
         normalized_dims,
@@ -622,9 +651,9 @@ fn convolution(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         weight: c.tensor("weight")?,
         bias: c.optional_tensor("bias")?,
         residual: None,
-        stride: c.spatial("stride", spatial, 1)?,
+        stride: c.positive_spatial("stride", spatial, 1)?,
         padding: c.spatial("padding", spatial, 0)?,
-        dilation: c.spatial("dilation", spatial, 1)?,
+        dilation: c.positive_spatial("dilation", spatial, 1)?,
         transposed,
         groups: c.count("groups")?,
         clamp: ClampRange::default(),
@@ -699,9 +728,9 @@ fn backward_forward(c: &mut Call<'_, '_, '_>) -> Result<Forward, ImportError> {
         weight: c.tensor("weight")?,
         bias: None,
         residual: None,
-        stride: c.spatial("stride", spatial, 1)?,
+        stride: c.positive_spatial("stride", spatial, 1)?,
         padding: c.spatial("padding", spatial, 0)?,
-        dilation: c.spatial("dilation", spatial, 1)?,
+        dilation: c.positive_spatial("dilation", spatial, 1)?,
         transposed,
         groups: c.count("groups")?,
         clamp: ClampRange::default(),
@@ -903,19 +932,19 @@ fn pooling_stride(c: &Call<'_, '_, '_>, kernel: Pair) -> Result<Pair, ImportErro
     if c.int_list("stride")?.is_empty() {
         Ok(kernel)
     } else {
-        c.pair("stride", 1)
+        c.positive_pair("stride", 1)
     }
 }
 
 /// The max pooling of `input` that the call's arguments describe.
 fn max_pooling(c: &Call<'_, '_, '_>, input: ValueId) -> Result<Op, ImportError> {
-    let kernel = c.pair("kernel_size", 1)?;
+    let kernel = c.positive_pair("kernel_size", 1)?;
     Ok(Op::MaxPool2d(MaxPool2d {
         input,
         kernel,
         stride: pooling_stride(c, kernel)?,
         padding: c.pair("padding", 0)?,
-        dilation: c.pair("dilation", 1)?,
+        dilation: c.positive_pair("dilation", 1)?,
         ceil_mode: c.bool("ceil_mode")?,
     }))
 }
@@ -1017,7 +1046,7 @@ fn max_pool2d_backward(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 }
 
 fn avg_pool2d(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let kernel = c.pair("kernel_size", 1)?;
+    let kernel = c.positive_pair("kernel_size", 1)?;
     let pooling = AvgPool2d {
         input: c.tensor("self")?,
         kernel,

@@ -147,6 +147,11 @@ impl OpDef for Addmm {
         if a.len() != 2 || b.len() != 2 {
             return Err(mismatch("addmm of operands that are not matrices"));
         }
+        if bias.len() > 2 {
+            return Err(mismatch(
+                "addmm of a bias of rank above 2, which does not broadcast to the matrix product",
+            ));
+        }
         eq.equate(a[1], b[0])
             .ok_or_else(|| mismatch("addmm of matrices whose inner sizes differ"))?;
         let out = vec![a[0], b[1]];

@@ -1,0 +1,474 @@
+//! Programs that lie (issue 16): committed fixtures with one flatbuffer field
+//! changed so that the file is well formed but says something false. Each is
+//! refused by `test`, `run` and `compile` on every back end (JIT, AOT,
+//! Vulkan) with exit code 1 and an error naming the method, the instruction
+//! and what is wrong, within a time limit: no panic, no hang, no exit 0.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::lie::{Lie, Patch, find_instruction, instructions, value};
+use common::ptec_within;
+use ptec_schema::program as fb;
+use ptec_schema::xnnpack as xfb;
+
+/// Longer than any of these programs takes to compile and run.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs every command on `file` and checks each refuses it with an error
+/// containing each of `expected`.
+fn refused(file: &Path, expected: &[&str]) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = file.to_str().expect("utf-8 path");
+    let so = dir.path().join("lie.so");
+    let spirv = dir.path().join("spirv");
+    let (so, spirv) = (so.to_str().expect("utf-8"), spirv.to_str().expect("utf-8"));
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    for backend in ["jit", "aot", "vulkan"] {
+        runs.push(vec!["test", "--backend", backend, file]);
+        runs.push(vec!["run", "--backend", backend, file]);
+    }
+    runs.push(vec!["compile", "-o", so, file]);
+    runs.push(vec!["compile", "--emit", "spirv", "-o", spirv, file]);
+    for args in runs {
+        let output = ptec_within(TIMEOUT, &args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let context = format!(
+            "ptec {}:\nstdout: {stdout}\nstderr: {stderr}",
+            args.join(" ")
+        );
+        assert_eq!(output.status.code(), Some(1), "{context}");
+        assert!(!stderr.contains("panicked"), "{context}");
+        // `test` reports each file on stdout (`FAIL file: why`); the other
+        // commands print their error on stderr.
+        let message = if args[0] == "test" {
+            let line = stdout.lines().next().unwrap_or_default();
+            assert!(line.starts_with("FAIL "), "{context}");
+            line.to_string()
+        } else {
+            assert!(stderr.starts_with("error:"), "{context}");
+            stderr.to_string()
+        };
+        for part in expected {
+            assert!(message.contains(part), "expected {part:?}; {context}");
+        }
+    }
+}
+
+/// Saves `lie` and checks it is refused.
+fn check(lie: &Lie, expected: &[&str]) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    refused(&lie.save(dir.path(), "lie.bpte"), expected);
+}
+
+fn is_jump(instruction: &fb::Instruction<'_>) -> bool {
+    instruction.instr_args_as_jump_false_call().is_some()
+}
+
+fn jump_destination(instruction: &fb::Instruction<'_>, destination: i32) -> Patch {
+    let jump = instruction.instr_args_as_jump_false_call().expect("a jump");
+    Patch::field(
+        &jump._tab,
+        fb::JumpFalseCall::VT_DESTINATION_INSTRUCTION,
+        &destination.to_le_bytes(),
+    )
+}
+
+/// The `n`th JumpFalseCall of `cond` (its `if`, then its jump over the
+/// `else` on a constant false), with its index.
+fn cond_jump(lie: &Lie, n: usize) -> (usize, fb::Instruction<'_>) {
+    instructions(&lie.program())
+        .filter(|(_, instruction)| is_jump(instruction))
+        .nth(n)
+        .expect("cond's jumps")
+}
+
+#[test]
+fn a_backward_jump_is_refused() {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, _) = cond_jump(&lie, 0);
+    let lie = lie.patch(|lie| vec![jump_destination(&cond_jump(lie, 0).1, 0)]);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "backward", "loop"]);
+}
+
+#[test]
+fn a_jump_onto_itself_is_refused() {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, _) = cond_jump(&lie, 1);
+    let lie = lie.patch(|lie| {
+        let (at, jump) = cond_jump(lie, 1);
+        vec![jump_destination(&jump, at as i32)]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "onto itself"]);
+}
+
+/// The `if` jumps past both branches, so the output the branches write is
+/// read where nothing defined it.
+#[test]
+fn a_jump_over_a_definition_is_refused() {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, _) = cond_jump(&lie, 0);
+    let lie = lie.patch(|lie| {
+        let end = cond_jump(lie, 1)
+            .1
+            .instr_args_as_jump_false_call()
+            .expect("a jump")
+            .destination_instruction();
+        vec![jump_destination(&cond_jump(lie, 0).1, end)]
+    });
+    let jump = format!("the jump at instruction 0.{at}");
+    check(&lie, &["method forward", "the outputs", "undefined", &jump]);
+}
+
+/// A MoveCall from a tensor of another size and type (the scalar the
+/// condition sums into) into the [3, 5] output.
+#[test]
+fn a_move_between_different_tensors_is_refused() {
+    let lie = Lie::of("cond.portable.bpte");
+    let (at, scalar) = {
+        let program = lie.program();
+        let (at, _) = find_instruction(&program, |i| i.instr_args_as_move_call().is_some());
+        let scalar = (0..)
+            .find(|&index| {
+                value(&program, index)
+                    .val_as_tensor()
+                    .is_some_and(|tensor| tensor.sizes().is_some_and(|sizes| sizes.is_empty()))
+            })
+            .expect("a 0-dim tensor");
+        (at, scalar)
+    };
+    let lie = lie.patch(|lie| {
+        let (_, instruction) =
+            find_instruction(&lie.program(), |i| i.instr_args_as_move_call().is_some());
+        let call = instruction.instr_args_as_move_call().expect("a move");
+        vec![Patch::field(
+            &call._tab,
+            fb::MoveCall::VT_MOVE_FROM,
+            &(scalar as i32).to_le_bytes(),
+        )]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "move", "float32[3, 5]"]);
+}
+
+/// The first KernelCall (or DelegateCall) of `fixture` whose argument list
+/// can be made one shorter or (`delta` 1) one longer, with that change, its
+/// index, and what it calls (the operator's name, or the delegate's
+/// backend).
+fn argument_count_lie(fixture: &str, delta: i32) -> (Lie, usize, String) {
+    fn calls<'a>(instruction: &fb::Instruction<'a>) -> Option<flatbuffers::Vector<'a, i32>> {
+        instruction
+            .instr_args_as_kernel_call()
+            .and_then(|call| call.args())
+            .or_else(|| {
+                instruction
+                    .instr_args_as_delegate_call()
+                    .and_then(|c| c.args())
+            })
+    }
+    // The longer list reads the four bytes after the list as one more
+    // argument: the lie is about the count only where they name a value.
+    let changeable = |lie: &Lie, instruction: &fb::Instruction<'_>| {
+        let Some(args) = calls(instruction) else {
+            return false;
+        };
+        let values = lie
+            .program()
+            .execution_plan()
+            .expect("a plan")
+            .get(0)
+            .values();
+        let count = values.expect("values").len() as i32;
+        let after = args.bytes().as_ptr() as usize - lie.bytes_at() + args.len() * 4;
+        delta < 0
+            || lie.bytes(after, 4).is_some_and(|next| {
+                let extra = i32::from_le_bytes(next.try_into().expect("four bytes"));
+                (0..count).contains(&extra)
+            })
+    };
+    let lie = Lie::of(fixture);
+    let (at, instruction) = find_instruction(&lie.program(), |i| changeable(&lie, i));
+    let callee = match instruction.instr_args_as_kernel_call() {
+        Some(call) => {
+            let operators = lie
+                .program()
+                .execution_plan()
+                .expect("a plan")
+                .get(0)
+                .operators();
+            let operator = operators.expect("operators").get(call.op_index() as usize);
+            format!(
+                "{}.{}",
+                operator.name().expect("a name"),
+                operator.overload().unwrap_or("")
+            )
+        }
+        None if fixture.contains(".vulkan.") => "Vulkan".to_string(),
+        None => "XNNPACK".to_string(),
+    };
+    let lie = lie.patch(|lie| {
+        let (_, instruction) = find_instruction(&lie.program(), |i| changeable(lie, i));
+        let args = calls(&instruction).expect("arguments");
+        vec![Patch::length(
+            args.bytes(),
+            (args.len() as i32 + delta) as u32,
+        )]
+    });
+    (lie, at, callee)
+}
+
+fn check_argument_count(fixture: &str, delta: i32) {
+    let (lie, at, callee) = argument_count_lie(fixture, delta);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, &callee, "arguments"]);
+}
+
+#[test]
+fn a_kernel_call_with_too_few_arguments_is_refused() {
+    check_argument_count("add.portable.bpte", -1);
+}
+
+#[test]
+fn a_kernel_call_with_too_many_arguments_is_refused() {
+    check_argument_count("add.portable.bpte", 1);
+}
+
+#[test]
+fn a_delegate_call_with_too_few_arguments_is_refused() {
+    check_argument_count("add.xnnpack.bpte", -1);
+}
+
+#[test]
+fn a_delegate_call_with_too_many_arguments_is_refused() {
+    check_argument_count("add.xnnpack.bpte", 1);
+}
+
+#[test]
+fn a_vulkan_delegate_call_with_too_few_arguments_is_refused() {
+    check_argument_count("add.vulkan.bpte", -1);
+}
+
+#[test]
+fn a_vulkan_delegate_call_with_too_many_arguments_is_refused() {
+    check_argument_count("add.vulkan.bpte", 1);
+}
+
+/// An XNNPACK max-pooling node with a window of height 0.
+#[test]
+fn an_xnnpack_pooling_window_of_height_zero_is_refused() {
+    let lie = Lie::of("xnnpack/max_pool_ceil.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let pool = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .find_map(|node| node.xnode_union_as_xnnmax_pooling_2d())
+            .expect("a max-pooling node");
+        vec![Patch::field(
+            &pool._tab,
+            xfb::_XNNPooling2D::VT_POOLING_HEIGHT,
+            &0u32.to_le_bytes(),
+        )]
+    });
+    check(&lie, &["method forward", "XNNPACK node", "pooling_height"]);
+}
+
+/// Sets the Int that item `item` of the IntList argument `argument` of the
+/// first KernelCall names (or the Int argument itself, without `item`).
+fn int_argument_lie(fixture: &str, argument: usize, item: Option<usize>, to: i64) -> (Lie, usize) {
+    fn int_value<'a>(lie: &'a Lie, argument: usize, item: Option<usize>) -> fb::Int<'a> {
+        let program = lie.program();
+        let (_, instruction) =
+            find_instruction(&program, |i| i.instr_args_as_kernel_call().is_some());
+        let call = instruction
+            .instr_args_as_kernel_call()
+            .expect("a kernel call");
+        let mut index = call.args().expect("arguments").get(argument) as usize;
+        if let Some(item) = item {
+            let list = value(&program, index)
+                .val_as_int_list()
+                .expect("an IntList");
+            index = list.items().expect("items").get(item) as usize;
+        }
+        value(&program, index).val_as_int().expect("an Int")
+    }
+    let lie = Lie::of(fixture);
+    let (at, _) = find_instruction(&lie.program(), |i| i.instr_args_as_kernel_call().is_some());
+    let lie = lie.patch(|lie| {
+        let int = int_value(lie, argument, item);
+        vec![Patch::field(
+            &int._tab,
+            fb::Int::VT_INT_VAL,
+            &to.to_le_bytes(),
+        )]
+    });
+    (lie, at)
+}
+
+#[test]
+fn a_max_pool_kernel_of_size_zero_is_refused() {
+    let (lie, at) = int_argument_lie("ops/max_pool2d.portable.bpte", 1, Some(0), 0);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "max_pool2d", "kernel_size"]);
+}
+
+#[test]
+fn a_max_pool_dilation_of_zero_is_refused() {
+    let (lie, at) = int_argument_lie("ops/max_pool2d.portable.bpte", 4, Some(1), 0);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "max_pool2d", "dilation"]);
+}
+
+#[test]
+fn an_arange_step_of_zero_is_refused() {
+    let (lie, at) = int_argument_lie("ops/arange.portable.bpte", 2, None, 0);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "arange", "step"]);
+}
+
+/// `arange(0, 10, 2)` with its end moved before its start.
+#[test]
+fn an_arange_ending_before_its_start_is_refused() {
+    let (lie, at) = int_argument_lie("ops/arange.portable.bpte", 1, None, -4);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "arange", "0 to -4"]);
+}
+
+#[test]
+fn an_unsqueeze_dim_out_of_range_is_refused() {
+    let (lie, at) = int_argument_lie("ops/unsqueeze.portable.bpte", 1, None, 9);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "unsqueeze", "dim"]);
+}
+
+/// The first KernelCall of `lie`'s program, with its index.
+fn first_kernel_call<'a>(lie: &'a Lie) -> (usize, fb::KernelCall<'a>) {
+    let (at, instruction) =
+        find_instruction(&lie.program(), |i| i.instr_args_as_kernel_call().is_some());
+    (
+        at,
+        instruction
+            .instr_args_as_kernel_call()
+            .expect("a kernel call"),
+    )
+}
+
+/// A patch pointing argument `argument` of the first KernelCall at value
+/// `to`.
+fn point_argument(lie: &Lie, argument: usize, to: i32) -> Patch {
+    let args = first_kernel_call(lie).1.args().expect("arguments");
+    Patch::element(args.bytes(), 4, argument, &to.to_le_bytes())
+}
+
+/// `linear` over a [2, 3, 4] input, given that input as its bias: a bias of
+/// rank 3.
+#[test]
+fn a_linear_bias_of_rank_three_is_refused() {
+    let lie = Lie::of("ops/linear_kept.portable.bpte");
+    let (at, input) = {
+        let program = lie.program();
+        let plan = program.execution_plan().expect("a plan").get(0);
+        (
+            first_kernel_call(&lie).0,
+            plan.inputs().expect("inputs").get(0),
+        )
+    };
+    let lie = lie.patch(|lie| vec![point_argument(lie, 2, input)]);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &["method forward", &at, "linear", "bias of rank above 2"],
+    );
+}
+
+#[test]
+fn a_negative_full_size_is_refused() {
+    let (lie, at) = int_argument_lie("ops/full.portable.bpte", 0, Some(0), -2);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "full", "size"]);
+}
+
+#[test]
+fn a_negative_expand_size_is_refused() {
+    let (lie, at) = int_argument_lie("ops/expand.portable.bpte", 1, Some(0), -2);
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "expand_copy", "size"]);
+}
+
+/// A slice ending at INT64_MIN is empty: the [3, 8] the file declares is
+/// not what the slice computes.
+#[test]
+fn a_slice_ending_at_int64_min_is_refused() {
+    let (lie, at) = int_argument_lie("ops/slice_negative_end.portable.bpte", 3, None, i64::MIN);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &["method forward", &at, "slice_copy", "[0,8]", "[3,8]"],
+    );
+}
+
+/// `_clone_dim_order` with a dim order [0, 0]: not a permutation.
+#[test]
+fn a_clone_dim_order_that_is_no_permutation_is_refused() {
+    let lie = Lie::of("ops/clone.portable.bpte");
+    let at = first_kernel_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let program = lie.program();
+        let list = first_kernel_call(lie).1.args().expect("arguments").get(2);
+        let list = value(&program, list as usize)
+            .val_as_int_list()
+            .expect("a dim order");
+        let items = list.items().expect("items");
+        vec![Patch::element(
+            items.bytes(),
+            8,
+            1,
+            &items.get(0).to_le_bytes(),
+        )]
+    });
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &["method forward", &at, "_clone_dim_order", "dim_order"],
+    );
+}
+
+#[test]
+fn a_layer_norm_shape_unlike_the_input_is_refused() {
+    let (lie, at) = int_argument_lie("ops/layer_norm.portable.bpte", 1, Some(0), 7);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &[
+            "method forward",
+            &at,
+            "native_layer_norm",
+            "normalized_shape",
+        ],
+    );
+}
+
+/// `addmm` whose out tensor says int64: a float product into integers.
+#[test]
+fn a_float_result_into_an_int64_out_is_refused() {
+    let lie = Lie::of("ops/addmm.portable.bpte");
+    let at = first_kernel_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let program = lie.program();
+        let args = first_kernel_call(lie).1.args().expect("arguments");
+        let out = value(&program, args.get(args.len() - 1) as usize);
+        let tensor = out.val_as_tensor().expect("the out tensor");
+        vec![Patch::field(
+            &tensor._tab,
+            fb::Tensor::VT_SCALAR_TYPE,
+            &[fb::ScalarType::LONG.0 as u8],
+        )]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "addmm", "`out`", "i64"]);
+}
