@@ -3220,6 +3220,154 @@ fixture(
 )
 
 
+# ---- the LLM export path's operators (llama::*, quantized embeddings)
+
+
+def llm_ops():
+    """Registers the llama:: operators and the quantized embeddings with torch."""
+    import executorch.exir.passes._quant_patterns_and_replacements  # noqa: F401
+    import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
+
+
+class CustomSdpa(nn.Module):
+    """``custom_sdpa`` of the query over caches given as inputs."""
+
+    def __init__(self, start_pos: int, is_causal: bool, scale=None):
+        super().__init__()
+        llm_ops()
+        self.start_pos, self.is_causal, self.scale = start_pos, is_causal, scale
+
+    def forward(self, q, k, v, mask=None):
+        return torch.ops.llama.custom_sdpa(q, k, v, self.start_pos, mask, 0.0, self.is_causal, self.scale)
+
+
+class KvCacheAttention(nn.Module):
+    """``sdpa_with_kv_cache`` over caches the module holds (state across cases)."""
+
+    def __init__(self, start_pos: int):
+        super().__init__()
+        llm_ops()
+        self.start_pos = start_pos
+        self.register_buffer("k_cache", torch.zeros(1, 8, 2, 8))
+        self.register_buffer("v_cache", torch.zeros(1, 8, 2, 8))
+
+    def forward(self, q, k, v):
+        return torch.ops.llama.sdpa_with_kv_cache(
+            q, k, v, self.k_cache, self.v_cache, self.start_pos, q.shape[1], None, 0.0, True, None
+        )
+
+
+class CacheUpdate(nn.Module):
+    """``update_cache`` into a cache the module holds, then the cache read back."""
+
+    def __init__(self, start_pos: int):
+        super().__init__()
+        llm_ops()
+        self.start_pos = start_pos
+        self.register_buffer("cache", torch.zeros(1, 6, 2, 4))
+
+    def forward(self, value):
+        torch.ops.llama.update_cache(value, self.cache, self.start_pos)
+        return self.cache * 1.0
+
+
+class QuantizedEmbedding(nn.Module):
+    """A table of ``bits``-bit integers (packed as ExecuTorch packs them) with
+    a scale, and optionally a zero point, per group of columns."""
+
+    def __init__(self, bits: int, groups: int, zero_points: bool, dtype=torch.float32):
+        super().__init__()
+        llm_ops()
+        rows, columns = 6, 8
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        q = torch.randint(low, high + 1, (rows, columns), dtype=torch.int32)
+        if bits == 8:
+            packed = q.to(torch.int8)
+        elif bits == 4:
+            shifted = (q + 8).to(torch.uint8).view(rows, columns // 2, 2)
+            packed = (shifted[:, :, 0] << 4) | shifted[:, :, 1]
+        else:
+            shifted = (q + 2).to(torch.uint8).view(rows, columns // 4, 4)
+            packed = shifted[:, :, 0] | (shifted[:, :, 1] << 2) | (shifted[:, :, 2] << 4) | (shifted[:, :, 3] << 6)
+        self.bits, self.low, self.high, self.dtype = bits, low, high, dtype
+        self.register_buffer("weight", packed)
+        shape = (rows, groups) if groups > 1 else (rows,)
+        self.register_buffer("scales", (0.05 + torch.rand(shape)).to(dtype))
+        self.register_buffer("zero_points", torch.randint(-2, 3, shape).to(dtype) if zero_points else None)
+
+    def forward(self, indices):
+        name = {8: "embedding_byte", 4: "embedding_4bit", 2: "embedding_2bit"}[self.bits]
+        op = getattr(torch.ops.quantized_decomposed, name).dtype
+        return op(self.weight, self.scales, self.zero_points, self.low, self.high, indices, dtype=self.dtype)
+
+
+def attention_inputs(length: int, mask_columns: int | None = None):
+    def make():
+        inputs = (randn(1, length, 4, 8), randn(1, 8, 2, 8), randn(1, 8, 2, 8))
+        if mask_columns is None:
+            return inputs
+        mask = torch.where(torch.rand(length, mask_columns) < 0.3, -math.inf, 0.0)
+        mask[:, 0] = 0.0  # every row sees a key
+        return (*inputs, mask)
+
+    return twice(make)
+
+
+fixture(
+    "custom_sdpa_causal",
+    "llama::custom_sdpa",
+    "custom_sdpa of q [1,3,4,8] over caches [1,8,2,8] (4 query heads on 2 key heads) from start_pos 2, causal",
+    lambda: CustomSdpa(2, True),
+    attention_inputs(3),
+)
+fixture(
+    "custom_sdpa_mask",
+    "llama::custom_sdpa",
+    "custom_sdpa of q [1,3,4,8] from start_pos 2 with an additive float mask [3,8] holding -inf "
+    "(a mask covers every row of the caches)",
+    lambda: CustomSdpa(2, False),
+    attention_inputs(3, 8),
+)
+fixture(
+    "custom_sdpa_full_scale",
+    "llama::custom_sdpa",
+    "custom_sdpa of q [1,2,4,8] from start_pos 4, not causal (every filled row), scale 0.5",
+    lambda: CustomSdpa(4, False, 0.5),
+    attention_inputs(2),
+)
+fixture(
+    "sdpa_with_kv_cache",
+    "llama::sdpa_with_kv_cache",
+    "sdpa_with_kv_cache: k, v [1,3,2,8] written into held caches [1,8,2,8] at 2, then causal attention",
+    lambda: KvCacheAttention(2),
+    twice(lambda: (randn(1, 3, 4, 8), randn(1, 3, 2, 8), randn(1, 3, 2, 8))),
+)
+fixture(
+    "update_cache",
+    "llama::update_cache",
+    "update_cache of value [1,2,2,4] into a held cache [1,6,2,4] at 3 (the second case overwrites it)",
+    lambda: CacheUpdate(3),
+    twice(lambda: (randn(1, 2, 2, 4),)),
+)
+for bits, groups, zero_points, dtype, note in [
+    (8, 1, False, torch.float32, "one scale per row"),
+    (8, 2, True, torch.float32, "2 groups, zero points"),
+    (4, 2, True, torch.float32, "2 groups, zero points"),
+    (4, 1, False, torch.float16, "one scale per row, float16"),
+    (2, 4, True, torch.float32, "4 groups, zero points"),
+]:
+    name = {8: "byte", 4: "4bit", 2: "2bit"}[bits]
+    fixture(
+        f"embedding_{name}_g{groups}{'_zp' if zero_points else ''}{'_f16' if dtype == torch.float16 else ''}",
+        f"quantized_decomposed::embedding_{name}",
+        f"embedding_{name} of a [6,8] table of {bits}-bit integers, {note}; int64 ids [2,3]",
+        lambda bits=bits, groups=groups, zero_points=zero_points, dtype=dtype: QuantizedEmbedding(
+            bits, groups, zero_points, dtype
+        ),
+        twice(lambda: (ints(0, 6, 2, 3),)),
+    )
+
+
 # ---------------------------------------------------------------- lowering
 
 

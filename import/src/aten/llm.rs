@@ -9,8 +9,9 @@
 //! `index_put` in place, and `custom_sdpa` attends over the rows
 //! `0..start_pos + seq_len` of the caches (a slice whose length is known at
 //! run time), query heads sharing key heads in groups, the causal mask
-//! letting query row `m` see key rows `0..=start_pos + m`, as ExecuTorch's
-//! kernel does. The embeddings gather the packed rows and their scales,
+//! letting query row `m` see key rows `0..=start_pos + m`, or over every row
+//! of the caches with an additive `[seq_len, cache length]` mask, as
+//! ExecuTorch 1.5.1's kernel does. The embeddings gather the packed rows and their scales,
 //! unpack the integers with shifts and masks, and compute `(q - zero_point)
 //! * scale` in f32, rounded once into the output's type.
 
@@ -299,7 +300,12 @@ fn attention(
     let capacity = cache_length(c, key_name, &k)?;
     let start = c.term("start_pos")?;
     let filled = filled_length(c, start, q[1], capacity)?;
-    let filled = c.size("start_pos", filled)?;
+    // A mask covers every row of the caches; otherwise the filled ones are
+    // attended to.
+    let filled = match mask {
+        Some(_) => Dim::Fixed(capacity),
+        None => c.size("start_pos", filled)?,
+    };
 
     // Query heads in groups that share a key head: [B, KVH, G * S, D].
     let group = heads / kv_heads;
@@ -350,7 +356,7 @@ fn attention(
     let scores = view(c, scores, split)?;
     let scores = if let Some(mask) = mask {
         if c.ty(mask).rank() != 2 {
-            return Err(c.bad("attn_mask", "must be 2-D [seq_len, start_pos + seq_len]"));
+            return Err(c.bad("attn_mask", "must be 2-D [seq_len, cache length]"));
         }
         c.binary(BinaryOp::Add, scores, mask, dtype)?
     } else if is_causal {
