@@ -472,3 +472,138 @@ fn a_float_result_into_an_int64_out_is_refused() {
     let at = format!("instruction 0.{at}");
     check(&lie, &["method forward", &at, "addmm", "`out`", "i64"]);
 }
+
+/// Writes `to` over element `index` of the XNNPACK graph's `input_ids` (or
+/// `output_ids`, with `outputs`).
+fn graph_id_lie(fixture: &str, outputs: bool, index: usize, to: impl Fn(&Lie) -> u32) -> Lie {
+    Lie::of(fixture).patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let ids = if outputs {
+            graph.output_ids()
+        } else {
+            graph.input_ids()
+        };
+        let ids = ids.expect("the graph's ids");
+        vec![Patch::element(
+            ids.bytes(),
+            4,
+            index,
+            &to(lie).to_le_bytes(),
+        )]
+    })
+}
+
+#[test]
+fn an_xnnpack_input_id_out_of_range_is_refused() {
+    let lie = graph_id_lie("add.xnnpack.bpte", false, 0, |_| 1000);
+    // The frontend reads delegate payloads before any method.
+    check(
+        &lie,
+        &["execution_plan[0].delegates[0]", "input_ids[0]", "1000"],
+    );
+}
+
+/// The graph's output listed as the id of its first input: a value that
+/// is no output of the call.
+#[test]
+fn an_xnnpack_output_id_naming_an_input_is_refused() {
+    let lie = graph_id_lie("add.xnnpack.bpte", true, 0, |lie| {
+        lie.xnnpack_graph().input_ids().expect("inputs").get(0)
+    });
+    check(
+        &lie,
+        &["method forward", "XNNPACK", "output_ids[0]", "not flagged"],
+    );
+}
+
+#[test]
+fn an_xnnpack_num_dims_unlike_the_dims_is_refused() {
+    let lie = Lie::of("add.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let value = graph.xvalues().expect("values").get(0);
+        let tensor = value
+            .xvalue_union_as_xnntensor_value()
+            .expect("a tensor value");
+        let rank = tensor.dims().expect("dims").len() as u32;
+        vec![Patch::field(
+            &tensor._tab,
+            xfb::XNNTensorValue::VT_NUM_DIMS,
+            &(rank + 1).to_le_bytes(),
+        )]
+    });
+    check(&lie, &["method forward", "XNNPACK", "num_dims", "dims"]);
+}
+
+/// The first XNNPACK convolution of `fixture` with its `u32` field `field`
+/// set to what `to` gives of the node.
+fn convolution_lie(
+    fixture: &str,
+    field: flatbuffers::VOffsetT,
+    to: fn(&xfb::_XNNNodeConv<'_>) -> u32,
+) -> Lie {
+    Lie::of(fixture).patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let conv = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .find_map(|node| node.xnode_union_as_xnnconv_2d())
+            .expect("a convolution node");
+        vec![Patch::field(&conv._tab, field, &to(&conv).to_le_bytes())]
+    })
+}
+
+#[test]
+fn an_xnnpack_convolution_with_other_group_input_channels_is_refused() {
+    let lie = convolution_lie(
+        "conv_bn.xnnpack.bpte",
+        xfb::_XNNNodeConv::VT_GROUP_INPUT_CHANNELS,
+        |conv| conv.group_input_channels() + 1,
+    );
+    check(
+        &lie,
+        &[
+            "method forward",
+            "XNNConv2d",
+            "debug handle",
+            "group_input_channels",
+        ],
+    );
+}
+
+#[test]
+fn an_xnnpack_convolution_with_other_groups_is_refused() {
+    let lie = convolution_lie(
+        "conv_bn.xnnpack.bpte",
+        xfb::_XNNNodeConv::VT_GROUPS,
+        |conv| conv.groups() + 1,
+    );
+    check(
+        &lie,
+        &["method forward", "XNNConv2d", "debug handle", "groups"],
+    );
+}
+
+/// A node's output range with its maximum below its minimum (a ReLU's 0,
+/// the default, which the file does not store).
+#[test]
+fn an_xnnpack_clamp_with_min_above_max_is_refused() {
+    let lie = Lie::of("linear_relu.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let range = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .find_map(|node| node.output_min_max())
+            .expect("a node with an output range");
+        vec![Patch::field(
+            &range._tab,
+            xfb::OutputMinMax::VT_OUTPUT_MAX,
+            &(-1.0f32).to_le_bytes(),
+        )]
+    });
+    check(
+        &lie,
+        &["method forward", "debug handle", "output_min", "output_max"],
+    );
+}
