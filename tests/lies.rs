@@ -607,3 +607,51 @@ fn an_xnnpack_clamp_with_min_above_max_is_refused() {
         &["method forward", "debug handle", "output_min", "output_max"],
     );
 }
+
+/// A Vulkan tensor whose every dim is 2^32 - 1: its element count does not
+/// fit 64 bits.
+#[test]
+fn vulkan_dims_whose_product_wraps_are_refused() {
+    let lie = Lie::of("add.vulkan.bpte").patch(|lie| {
+        let graph = lie.vulkan_graph();
+        let tensor = graph
+            .values()
+            .expect("values")
+            .iter()
+            .find_map(|value| {
+                value
+                    .value_as_vk_tensor()
+                    .filter(|tensor| tensor.dims().is_some_and(|dims| dims.len() >= 2))
+            })
+            .expect("a tensor of rank 2 or more");
+        let dims = tensor.dims().expect("dims");
+        (0..dims.len())
+            .map(|index| Patch::element(dims.bytes(), 4, index, &u32::MAX.to_le_bytes()))
+            .collect()
+    });
+    check(&lie, &["method forward", "Vulkan", "dims", "too large"]);
+}
+
+/// The Vulkan graph's first input declared one larger than the argument the
+/// call passes.
+#[test]
+fn a_vulkan_input_unlike_the_argument_is_refused() {
+    let lie = Lie::of("add.vulkan.bpte").patch(|lie| {
+        let graph = lie.vulkan_graph();
+        let input = graph.input_ids().expect("inputs").get(0) as usize;
+        let tensor = graph
+            .values()
+            .expect("values")
+            .get(input)
+            .value_as_vk_tensor()
+            .expect("a tensor input");
+        let dims = tensor.dims().expect("dims");
+        vec![Patch::element(
+            dims.bytes(),
+            4,
+            0,
+            &(dims.get(0) + 1).to_le_bytes(),
+        )]
+    });
+    check(&lie, &["method forward", "Vulkan", "dims", "sizes"]);
+}

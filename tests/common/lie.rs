@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use flatbuffers::{Table, VOffsetT};
-use ptec_schema::{bundled as bfb, program as fb, xnnpack as xfb};
+use ptec_schema::{bundled as bfb, program as fb, vulkan as vfb, xnnpack as xfb};
 
 /// A change to the bytes: `bytes` written at the memory address of a field
 /// the bindings found.
@@ -98,25 +98,37 @@ impl Lie {
         fb::root_as_program(&self.bytes[self.program_at..]).expect("the fixture's program")
     }
 
-    /// The XNNPACK graph of the first delegate payload with an `XH00`
-    /// header, decoded.
-    pub fn xnnpack_graph(&self) -> xfb::XNNGraph<'_> {
+    /// The flatbuffer of the first delegate payload whose header carries
+    /// `tag` (`XH00`, `VH00`).
+    fn payload(&self, tag: &[u8; 4]) -> &[u8] {
         let at = self
             .bytes
             .windows(4)
-            .position(|window| window == b"XH00")
-            .expect("an XNNPACK payload")
+            .position(|window| window == tag)
+            .unwrap_or_else(|| panic!("a payload with a {tag:?} header"))
             - 4;
         let u32_at = |offset: usize| {
             let field = &self.bytes[at + offset..at + offset + 4];
             u32::from_le_bytes(field.try_into().expect("four bytes")) as usize
         };
         let (start, size) = (at + u32_at(10), u32_at(14));
-        xfb::root_as_xnngraph(&self.bytes[start..start + size]).expect("the XNNPACK graph")
+        &self.bytes[start..start + size]
     }
 
-    /// Applies patches found through [`Lie::program`] or
-    /// [`Lie::xnnpack_graph`] (a function of this lie's bytes, so that the
+    /// The XNNPACK graph of the first delegate payload with an `XH00`
+    /// header, decoded.
+    pub fn xnnpack_graph(&self) -> xfb::XNNGraph<'_> {
+        xfb::root_as_xnngraph(self.payload(b"XH00")).expect("the XNNPACK graph")
+    }
+
+    /// The Vulkan graph of the first delegate payload with a `VH00`
+    /// header, decoded.
+    pub fn vulkan_graph(&self) -> vfb::VkGraph<'_> {
+        vfb::root_as_vk_graph(self.payload(b"VH00")).expect("the Vulkan graph")
+    }
+
+    /// Applies patches found through [`Lie::program`],
+    /// [`Lie::xnnpack_graph`] or [`Lie::vulkan_graph`] (a function of this lie's bytes, so that the
     /// addresses are of these bytes).
     pub fn patch(mut self, find: impl FnOnce(&Lie) -> Vec<Patch>) -> Lie {
         let patches = find(&self);
