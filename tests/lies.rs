@@ -655,3 +655,18 @@ fn a_vulkan_input_unlike_the_argument_is_refused() {
     });
     check(&lie, &["method forward", "Vulkan", "dims", "sizes"]);
 }
+
+/// `cumsum(x, dim)` of floats, given its `dim` (an Int, read as a
+/// ScalarType: an integer type) as its `dtype`: the float out tensor is not
+/// the type the call requests.
+#[test]
+fn a_cumsum_dtype_unlike_the_out_tensor_is_refused() {
+    let lie = Lie::of("ops/cumsum.portable.bpte");
+    let at = first_kernel_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let dim = first_kernel_call(lie).1.args().expect("arguments").get(1);
+        vec![point_argument(lie, 2, dim)]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "cumsum", "`dtype`", "out"]);
+}
