@@ -670,3 +670,25 @@ fn a_cumsum_dtype_unlike_the_out_tensor_is_refused() {
     let at = format!("instruction 0.{at}");
     check(&lie, &["method forward", &at, "cumsum", "`dtype`", "out"]);
 }
+
+/// A program whose second method is renamed to its first's name.
+#[test]
+fn two_methods_of_one_name_are_refused() {
+    let lie = Lie::of("llm/llama_kv/model.pte");
+    let first = {
+        let program = lie.program();
+        let plans = program.execution_plan().expect("plans");
+        plans.get(0).name().expect("a name").to_string()
+    };
+    let lie = lie.patch(|lie| {
+        let program = lie.program();
+        let plans = program.execution_plan().expect("plans");
+        let other = plans
+            .iter()
+            .skip(1)
+            .find_map(|plan| plan.name().filter(|name| name.len() > first.len()))
+            .expect("a method with a longer name");
+        Patch::shorter_string(other, &first)
+    });
+    check(&lie, &["execution_plan[", "name", &format!("{first:?}")]);
+}

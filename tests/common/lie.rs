@@ -47,6 +47,24 @@ impl Patch {
         }
     }
 
+    /// Shortens the string `string` (of the bindings) to `to`, which must
+    /// be shorter: its length, its bytes and the terminating zero.
+    pub fn shorter_string(string: &str, to: &str) -> Vec<Patch> {
+        assert!(
+            to.len() < string.len(),
+            "{to:?} is not shorter than {string:?}"
+        );
+        let mut bytes = to.as_bytes().to_vec();
+        bytes.push(0);
+        vec![
+            Patch::length(string.as_bytes(), to.len() as u32),
+            Patch {
+                address: string.as_ptr() as usize,
+                bytes,
+            },
+        ]
+    }
+
     /// Changes the length of the vector whose element bytes are `elements`.
     pub fn length(elements: &[u8], length: u32) -> Patch {
         Patch {
