@@ -692,3 +692,94 @@ fn two_methods_of_one_name_are_refused() {
     });
     check(&lie, &["execution_plan[", "name", &format!("{first:?}")]);
 }
+
+/// `dyn_batch` (`tanh(x @ w^T + b)` over a batch of at most 8 rows of 16)
+/// with the bound of its batch, on every tensor of dynamic shape, set to
+/// `bound`: ptec's arena grows with the bound, 96 bytes a row. The file's
+/// own plan is made large enough to hold its values at their offsets.
+fn dyn_batch_bounded(bound: i32) -> Lie {
+    Lie::of("dyn_batch.portable.bpte").patch(|lie| {
+        let program = lie.program();
+        let plan = program.execution_plan().expect("a plan").get(0);
+        let arenas = plan.non_const_buffer_sizes().expect("the file's plan");
+        let arena = Patch::element(arenas.bytes(), 8, 1, &(i64::MAX / 2).to_le_bytes());
+        let values = plan.values().expect("values");
+        let bounds = values.iter().filter_map(|value| {
+            let tensor = value.val_as_tensor().filter(|tensor| {
+                tensor.shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_BOUND
+            })?;
+            let sizes = tensor.sizes().expect("sizes");
+            Some(Patch::element(sizes.bytes(), 4, 0, &bound.to_le_bytes()))
+        });
+        bounds.chain([arena]).collect()
+    })
+}
+
+/// A batch bounded at 2^31 - 1 plans 206 GB: above the default limit, it is
+/// refused before anything is allocated, by every command and back end.
+#[test]
+fn an_arena_above_the_memory_limit_is_refused() {
+    check(
+        &dyn_batch_bounded(i32::MAX),
+        &["method forward", "arena", "--max-memory"],
+    );
+}
+
+/// The peak resident memory of the children this process has waited for,
+/// in bytes.
+fn children_peak_rss() -> u64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        assert_eq!(libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage), 0);
+        usage
+    };
+    // Linux gives kilobytes.
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// A batch bounded at 2^25 plans 3.2 GB, within the limit: its cases (a few
+/// rows each) pass on the CPU back ends touching memory for their rows,
+/// not for the bound.
+#[test]
+fn a_high_dynamic_bound_touches_memory_for_the_actual_sizes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dyn_batch_bounded(1 << 25).save(dir.path(), "bounded.bpte");
+    let file = file.to_str().expect("utf-8 path");
+    for backend in ["jit", "aot"] {
+        let output = ptec_within(TIMEOUT, &["test", "--backend", backend, file]);
+        assert!(
+            output.status.success(),
+            "{backend}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let peak = children_peak_rss();
+    assert!(
+        peak < 1 << 30,
+        "a child's peak resident memory is {peak} bytes"
+    );
+}
+
+/// With the limit raised, the program the default refuses compiles.
+#[test]
+fn the_memory_limit_can_be_raised() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dyn_batch_bounded(i32::MAX).save(dir.path(), "bounded.bpte");
+    let so = dir.path().join("bounded.so");
+    let args = [
+        "compile",
+        "--max-memory",
+        "1000000000000",
+        "-o",
+        so.to_str().expect("utf-8"),
+        file.to_str().expect("utf-8"),
+    ];
+    let output = ptec_within(TIMEOUT, &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
