@@ -783,3 +783,25 @@ fn the_memory_limit_can_be_raised() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A bundled program whose one suite lists no cases fails, saying so.
+#[test]
+fn a_bundled_program_without_cases_fails_saying_why() {
+    let lie = Lie::of("add.portable.bpte").patch(|lie| {
+        let suites = lie.bundled().method_test_suites().expect("suites");
+        let cases = suites.get(0).test_cases().expect("cases");
+        vec![Patch::length(cases.bytes(), 0)]
+    });
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = lie.save(dir.path(), "lie.bpte");
+    let file = file.to_str().expect("utf-8 path");
+    for backend in ["jit", "aot", "vulkan"] {
+        let output = ptec_within(TIMEOUT, &["test", "--backend", backend, file]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{backend}: {stdout}");
+        assert!(
+            stdout.contains("has no test cases for method forward"),
+            "{backend}: {stdout}"
+        );
+    }
+}

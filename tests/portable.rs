@@ -355,10 +355,8 @@ fn sizes_above_their_bound_are_errors() {
     let input = dir.join("x.npy");
     write_npy(&input, &[1, 129, 16], &vec![0f32; 129 * 16]);
     let file = repo_dir().join("tests/fixtures/dyn_seq.portable.bpte");
-    for (backend, expected) in [
-        ("jit", "input 0: dimension 1 is 129, above its bound 128"),
-        ("aot", "a dynamic size is above its bound"),
-    ] {
+    for backend in ["jit", "aot"] {
+        let expected = "input 0: dimension 1 is 129, above its bound 128";
         let output = ptec(&[
             "run",
             "--backend",

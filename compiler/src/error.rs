@@ -79,6 +79,8 @@ pub enum Error {
     Target { target: String, problem: String },
     #[error("the file has no test cases (is it a bundled program?)")]
     NotBundled,
+    #[error("the bundled program has no test cases for method {method}")]
+    NoCases { method: String },
     /// A bundled test value ptec cannot give a method or compare.
     #[error("{0}")]
     TestValue(String),

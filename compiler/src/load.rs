@@ -167,7 +167,7 @@ fn load_shared_object<'a>(graph: &Graph<'_>, options: &Options) -> Result<Runner
     write_shared_object(&object, &Linker::for_target(None), &path)?;
     // SAFETY: ptec just wrote this library with this prefix.
     let library = unsafe { Library::open(&path, PREFIX)? };
-    let instance = LibraryInstance::new(Arc::new(library))?;
+    let instance = LibraryInstance::new(Arc::new(library), graph.arena_size())?;
     Ok(Runner::Aot {
         instance,
         method: 0,

@@ -251,20 +251,12 @@ pub(crate) fn bind_inputs(
         let shape_error = |problem: String| RuntimeError::InputShape { index, problem };
         for (axis, (spec, &size)) in slot.shape.iter().zip(input.sizes).enumerate() {
             match *spec {
-                DimSpec::Fixed(fixed) if fixed != size => {
-                    return Err(shape_error(format!(
-                        "dimension {axis} must be {fixed}, got shape {:?}",
-                        input.sizes
-                    )));
+                DimSpec::Fixed(fixed) => {
+                    check_dimension(index, axis, input.sizes, Dimension::Fixed(fixed))?
                 }
-                DimSpec::Fixed(_) => {}
                 DimSpec::Symbol(symbol) => {
-                    let bound = abi.dim_bounds[symbol];
-                    if size > bound {
-                        return Err(shape_error(format!(
-                            "dimension {axis} is {size}, above its bound {bound}"
-                        )));
-                    }
+                    let bound = Dimension::AtMost(abi.dim_bounds[symbol]);
+                    check_dimension(index, axis, input.sizes, bound)?;
                     match settled[symbol] {
                         Some(seen) if seen != size => {
                             return Err(shape_error(format!(
@@ -287,6 +279,34 @@ pub(crate) fn bind_inputs(
         store_in_order(&mut arena[start..], input, &slot.dim_order);
     }
     Ok(())
+}
+
+/// What a dimension of an input may be.
+#[derive(Clone, Copy)]
+pub(crate) enum Dimension {
+    Fixed(u64),
+    /// A dynamic dimension, with its bound.
+    AtMost(u64),
+}
+
+/// Checks dimension `axis` of input `index`, whose sizes are `sizes`.
+pub(crate) fn check_dimension(
+    index: usize,
+    axis: usize,
+    sizes: &[u64],
+    dimension: Dimension,
+) -> Result<(), RuntimeError> {
+    let size = sizes[axis];
+    let problem = match dimension {
+        Dimension::Fixed(fixed) if size != fixed => {
+            format!("dimension {axis} must be {fixed}, got shape {sizes:?}")
+        }
+        Dimension::AtMost(bound) if size > bound => {
+            format!("dimension {axis} is {size}, above its bound {bound}")
+        }
+        _ => return Ok(()),
+    };
+    Err(RuntimeError::InputShape { index, problem })
 }
 
 /// The outputs in `arena`, as contiguous tensors.

@@ -111,6 +111,11 @@ impl Lie {
         self.bytes.get(offset..offset + length)
     }
 
+    /// The bundled program, decoded (the fixture must be one).
+    pub fn bundled(&self) -> bfb::BundledProgram<'_> {
+        bfb::root_as_bundled_program(&self.bytes).expect("a bundled program")
+    }
+
     /// The program, decoded.
     pub fn program(&self) -> fb::Program<'_> {
         fb::root_as_program(&self.bytes[self.program_at..]).expect("the fixture's program")
