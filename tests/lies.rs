@@ -805,3 +805,55 @@ fn a_bundled_program_without_cases_fails_saying_why() {
         );
     }
 }
+
+/// The last KernelCall of `fixture` with its `out` argument and result
+/// (an out variant's last two arguments, the same value) pointed at the
+/// value `to` gives, with the call's index.
+fn redirect_last_result(fixture: &str, to: fn(&Lie) -> i32) -> (Lie, usize) {
+    fn last_call<'a>(lie: &'a Lie) -> (usize, fb::KernelCall<'a>) {
+        instructions(&lie.program())
+            .filter_map(|(at, i)| i.instr_args_as_kernel_call().map(|call| (at, call)))
+            .last()
+            .expect("a kernel call")
+    }
+    let lie = Lie::of(fixture);
+    let at = last_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let args = last_call(lie).1.args().expect("arguments");
+        let value = to(lie).to_le_bytes();
+        (args.len() - 2..args.len())
+            .map(|index| Patch::element(args.bytes(), 4, index, &value))
+            .collect()
+    });
+    (lie, at)
+}
+
+/// `add.portable`'s last call made to write its result into the input `x`
+/// (of the output's type).
+#[test]
+fn a_kernel_writing_an_input_is_refused() {
+    let (lie, at) = redirect_last_result("add.portable.bpte", |lie| {
+        let program = lie.program();
+        let plan = program.execution_plan().expect("a plan").get(0);
+        plan.inputs().expect("inputs").get(0)
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "one of the method's inputs"]);
+}
+
+/// `linear_relu.portable`'s ReLU made to write its result over its own
+/// input (the linear layer's result, of the output's type): the method's
+/// output is never written.
+#[test]
+fn an_unwritten_output_is_reported_as_such() {
+    let (lie, _) = redirect_last_result("linear_relu.portable.bpte", |lie| {
+        let program = lie.program();
+        let (_, relu) = instructions(&program)
+            .filter(|(_, i)| i.instr_args_as_kernel_call().is_some())
+            .last()
+            .expect("a kernel call");
+        let call = relu.instr_args_as_kernel_call().expect("a kernel call");
+        call.args().expect("arguments").get(0)
+    });
+    check(&lie, &["method forward", "the outputs", "never written"]);
+}
