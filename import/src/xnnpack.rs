@@ -381,7 +381,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     fn node(&mut self, node: &XnnNode) -> Result<(), ImportError> {
         if let Some(OutputRange { min, max }) = node.output_range {
             // Also refuses a NaN bound, which bounds nothing.
-            if !(min <= max) {
+            if min.partial_cmp(&max).is_none_or(|order| order.is_gt()) {
                 return Err(self.invalid(format!(
                     "the output range's output_min {min} is above its output_max {max}"
                 )));
