@@ -857,3 +857,37 @@ fn an_unwritten_output_is_reported_as_such() {
     });
     check(&lie, &["method forward", "the outputs", "never written"]);
 }
+
+/// `repeat` with a repeat count of -1: the message names the argument.
+#[test]
+fn a_negative_repeat_names_its_argument() {
+    let (lie, at) = int_argument_lie("ops/repeat.portable.bpte", 1, Some(0), -1);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &[
+            "method forward",
+            &at,
+            "repeat",
+            "`repeats`",
+            "-1 must not be negative",
+        ],
+    );
+}
+
+/// `topk` with k = -1.
+#[test]
+fn a_negative_topk_k_names_its_argument() {
+    let (lie, at) = int_argument_lie("ops/topk.portable.bpte", 1, None, -1);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &[
+            "method forward",
+            &at,
+            "topk",
+            "`k`",
+            "-1 must not be negative",
+        ],
+    );
+}
