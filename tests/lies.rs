@@ -566,7 +566,7 @@ fn an_xnnpack_convolution_with_other_group_input_channels_is_refused() {
             "method forward",
             "XNNConv2d",
             "debug handle",
-            "group_input_channels",
+            "field `group_input_channels`",
         ],
     );
 }
@@ -580,7 +580,12 @@ fn an_xnnpack_convolution_with_other_groups_is_refused() {
     );
     check(
         &lie,
-        &["method forward", "XNNConv2d", "debug handle", "groups"],
+        &[
+            "method forward",
+            "XNNConv2d",
+            "debug handle",
+            "field `groups`",
+        ],
     );
 }
 

@@ -1465,18 +1465,20 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                 "the filter's input channels",
             ),
             (
-                "group_output_channels",
-                groups * u64::from(t.group_output_channels),
-                shape[0].fixed(),
-                "the filter's output channels (with `groups`)",
-            ),
-            (
                 "groups",
                 groups * u64::from(t.group_input_channels),
                 channels,
                 "the input's channels (with `group_input_channels`)",
             ),
+            (
+                "group_output_channels",
+                groups * u64::from(t.group_output_channels),
+                shape[0].fixed(),
+                "the filter's output channels (with `groups`)",
+            ),
         ];
+        // In this order, each check blames the first field that disagrees
+        // with the tensors, the others having agreed.
         for (field, declared, actual, what) in fields {
             if let Some(actual) = actual.filter(|&actual| actual != declared) {
                 return Err(self.invalid(format!(
