@@ -896,3 +896,41 @@ fn a_negative_topk_k_names_its_argument() {
         ],
     );
 }
+
+/// Generated code above `--max-code` is refused, as a shared object and as
+/// SPIR-V, naming the option that raises the limit.
+#[test]
+fn code_above_the_code_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = common::repo_dir().join("tests/fixtures/add.vulkan.bpte");
+    let file = file.to_str().expect("utf-8 path");
+    let so = dir.path().join("add.so");
+    let spirv = dir.path().join("spirv");
+    let (so, spirv) = (so.to_str().expect("utf-8"), spirv.to_str().expect("utf-8"));
+    let runs = [
+        vec!["compile", "--max-code", "64", "-o", so, file],
+        vec![
+            "compile",
+            "--max-code",
+            "64",
+            "--emit",
+            "spirv",
+            "-o",
+            spirv,
+            file,
+        ],
+        vec!["test", "--backend", "aot", "--max-code", "64", file],
+    ];
+    for args in runs {
+        let output = ptec_within(TIMEOUT, &args);
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {said}");
+        for part in ["method forward", "compiled code", "--max-code"] {
+            assert!(said.contains(part), "expected {part:?}; {args:?}: {said}");
+        }
+    }
+}
