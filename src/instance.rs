@@ -2,14 +2,14 @@
 //! methods on host tensors; the work itself is the compiler library's
 //! (`ptec-compiler`).
 
-use ptec_compiler::{Loaded, Options};
+use ptec_compiler::{Limits, Loaded, Options};
 use ptec_frontend::Method;
 use ptec_passes::PassReport;
 
 pub use ptec_compiler::Backend;
 
 /// The compiler switches every compiling command takes.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct CompileArgs {
     /// Generate every kernel with Cranelift alone, without the AVX2
     /// microkernels (for comparison).
@@ -27,6 +27,14 @@ pub struct CompileArgs {
     /// Print how long each pass took, on stderr.
     #[arg(long)]
     pub time_passes: bool,
+    /// The most planned memory (arena) a method may need, in bytes; a
+    /// method that needs more is refused before anything is allocated.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT_MAX_MEMORY)]
+    pub max_memory: u64,
+    /// The most generated code (an object file, a method's SPIR-V) may
+    /// take, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT_MAX_CODE)]
+    pub max_code: u64,
 }
 
 impl CompileArgs {
@@ -39,6 +47,10 @@ impl CompileArgs {
             },
             codegen: ptec_codegen::CodegenOptions {
                 microkernels: !self.no_microkernels,
+            },
+            limits: Limits {
+                max_memory: self.max_memory,
+                max_code: self.max_code,
             },
         }
     }

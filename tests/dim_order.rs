@@ -7,7 +7,7 @@ mod common;
 
 use std::borrow::Cow;
 
-use common::{corpus_dir, ptec, ptec_test, repo_dir};
+use common::{corpus_for, ptec, ptec_test, repo_dir};
 use ptec_codegen::{CodegenOptions, compile_jit};
 use ptec_frontend::{ExecutorchFile, FileBytes, ScalarType, TestValue};
 use ptec_ir::ops::conv::Convolution;
@@ -75,8 +75,7 @@ fn check_channels_last_chain(file: &str, expected_convolutions: usize) {
 
 #[test]
 fn mobilenet_v2_convolutions_are_channels_last() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("skipped: the shared corpus is not there");
+    let Some(corpus) = corpus_for("mobilenet_v2_convolutions_are_channels_last") else {
         return;
     };
     let file = corpus.join("mobilenet_v2.portable.bpte");

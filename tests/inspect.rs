@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{corpus_dir, fixture_files, ptec};
+use common::{corpus_for, fixture_files, ptec};
 use serde_json::Value;
 
 fn inspect_json(path: &Path) -> Value {
@@ -42,8 +42,7 @@ fn every_fixture_reads_as_text_and_json() {
 
 #[test]
 fn every_corpus_file_reads() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: corpus files not checked");
+    let Some(corpus) = corpus_for("every_corpus_file_reads") else {
         return;
     };
     let files = common::bpte_files(&corpus);
@@ -84,8 +83,7 @@ fn every_corpus_file_reads() {
 /// Facts from FORMATS.md §5.1, checked on the files they were read from.
 #[test]
 fn corpus_operator_histograms_match_the_format_notes() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: corpus facts not checked");
+    let Some(corpus) = corpus_for("corpus_operator_histograms_match_the_format_notes") else {
         return;
     };
     let ops = |file: &str| method(&inspect_json(&corpus.join(file)))["operators"].clone();

@@ -472,3 +472,465 @@ fn a_float_result_into_an_int64_out_is_refused() {
     let at = format!("instruction 0.{at}");
     check(&lie, &["method forward", &at, "addmm", "`out`", "i64"]);
 }
+
+/// Writes `to` over element `index` of the XNNPACK graph's `input_ids` (or
+/// `output_ids`, with `outputs`).
+fn graph_id_lie(fixture: &str, outputs: bool, index: usize, to: impl Fn(&Lie) -> u32) -> Lie {
+    Lie::of(fixture).patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let ids = if outputs {
+            graph.output_ids()
+        } else {
+            graph.input_ids()
+        };
+        let ids = ids.expect("the graph's ids");
+        vec![Patch::element(
+            ids.bytes(),
+            4,
+            index,
+            &to(lie).to_le_bytes(),
+        )]
+    })
+}
+
+#[test]
+fn an_xnnpack_input_id_out_of_range_is_refused() {
+    let lie = graph_id_lie("add.xnnpack.bpte", false, 0, |_| 1000);
+    // The frontend reads delegate payloads before any method.
+    check(
+        &lie,
+        &["execution_plan[0].delegates[0]", "input_ids[0]", "1000"],
+    );
+}
+
+/// The graph's output listed as the id of its first input: a value that
+/// is no output of the call.
+#[test]
+fn an_xnnpack_output_id_naming_an_input_is_refused() {
+    let lie = graph_id_lie("add.xnnpack.bpte", true, 0, |lie| {
+        lie.xnnpack_graph().input_ids().expect("inputs").get(0)
+    });
+    check(
+        &lie,
+        &["method forward", "XNNPACK", "output_ids[0]", "not flagged"],
+    );
+}
+
+#[test]
+fn an_xnnpack_num_dims_unlike_the_dims_is_refused() {
+    let lie = Lie::of("add.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let value = graph.xvalues().expect("values").get(0);
+        let tensor = value
+            .xvalue_union_as_xnntensor_value()
+            .expect("a tensor value");
+        let rank = tensor.dims().expect("dims").len() as u32;
+        vec![Patch::field(
+            &tensor._tab,
+            xfb::XNNTensorValue::VT_NUM_DIMS,
+            &(rank + 1).to_le_bytes(),
+        )]
+    });
+    check(&lie, &["method forward", "XNNPACK", "num_dims", "dims"]);
+}
+
+/// The first XNNPACK convolution of `fixture` with its `u32` field `field`
+/// set to what `to` gives of the node.
+fn convolution_lie(
+    fixture: &str,
+    field: flatbuffers::VOffsetT,
+    to: fn(&xfb::_XNNNodeConv<'_>) -> u32,
+) -> Lie {
+    Lie::of(fixture).patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let conv = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .find_map(|node| node.xnode_union_as_xnnconv_2d())
+            .expect("a convolution node");
+        vec![Patch::field(&conv._tab, field, &to(&conv).to_le_bytes())]
+    })
+}
+
+#[test]
+fn an_xnnpack_convolution_with_other_group_input_channels_is_refused() {
+    let lie = convolution_lie(
+        "conv_bn.xnnpack.bpte",
+        xfb::_XNNNodeConv::VT_GROUP_INPUT_CHANNELS,
+        |conv| conv.group_input_channels() + 1,
+    );
+    check(
+        &lie,
+        &[
+            "method forward",
+            "XNNConv2d",
+            "debug handle",
+            "field `group_input_channels`",
+        ],
+    );
+}
+
+#[test]
+fn an_xnnpack_convolution_with_other_groups_is_refused() {
+    let lie = convolution_lie(
+        "conv_bn.xnnpack.bpte",
+        xfb::_XNNNodeConv::VT_GROUPS,
+        |conv| conv.groups() + 1,
+    );
+    check(
+        &lie,
+        &[
+            "method forward",
+            "XNNConv2d",
+            "debug handle",
+            "field `groups`",
+        ],
+    );
+}
+
+/// A node's output range with its maximum below its minimum (a ReLU's 0,
+/// the default, which the file does not store).
+#[test]
+fn an_xnnpack_clamp_with_min_above_max_is_refused() {
+    let lie = Lie::of("linear_relu.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let range = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .find_map(|node| node.output_min_max())
+            .expect("a node with an output range");
+        vec![Patch::field(
+            &range._tab,
+            xfb::OutputMinMax::VT_OUTPUT_MAX,
+            &(-1.0f32).to_le_bytes(),
+        )]
+    });
+    check(
+        &lie,
+        &["method forward", "debug handle", "output_min", "output_max"],
+    );
+}
+
+/// A Vulkan tensor whose every dim is 2^32 - 1: its element count does not
+/// fit 64 bits.
+#[test]
+fn vulkan_dims_whose_product_wraps_are_refused() {
+    let lie = Lie::of("add.vulkan.bpte").patch(|lie| {
+        let graph = lie.vulkan_graph();
+        let tensor = graph
+            .values()
+            .expect("values")
+            .iter()
+            .find_map(|value| {
+                value
+                    .value_as_vk_tensor()
+                    .filter(|tensor| tensor.dims().is_some_and(|dims| dims.len() >= 2))
+            })
+            .expect("a tensor of rank 2 or more");
+        let dims = tensor.dims().expect("dims");
+        (0..dims.len())
+            .map(|index| Patch::element(dims.bytes(), 4, index, &u32::MAX.to_le_bytes()))
+            .collect()
+    });
+    check(&lie, &["method forward", "Vulkan", "dims", "too large"]);
+}
+
+/// The Vulkan graph's first input declared one larger than the argument the
+/// call passes.
+#[test]
+fn a_vulkan_input_unlike_the_argument_is_refused() {
+    let lie = Lie::of("add.vulkan.bpte").patch(|lie| {
+        let graph = lie.vulkan_graph();
+        let input = graph.input_ids().expect("inputs").get(0) as usize;
+        let tensor = graph
+            .values()
+            .expect("values")
+            .get(input)
+            .value_as_vk_tensor()
+            .expect("a tensor input");
+        let dims = tensor.dims().expect("dims");
+        vec![Patch::element(
+            dims.bytes(),
+            4,
+            0,
+            &(dims.get(0) + 1).to_le_bytes(),
+        )]
+    });
+    check(&lie, &["method forward", "Vulkan", "dims", "sizes"]);
+}
+
+/// `cumsum(x, dim)` of floats, given its `dim` (an Int, read as a
+/// ScalarType: an integer type) as its `dtype`: the float out tensor is not
+/// the type the call requests.
+#[test]
+fn a_cumsum_dtype_unlike_the_out_tensor_is_refused() {
+    let lie = Lie::of("ops/cumsum.portable.bpte");
+    let at = first_kernel_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let dim = first_kernel_call(lie).1.args().expect("arguments").get(1);
+        vec![point_argument(lie, 2, dim)]
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "cumsum", "`dtype`", "out"]);
+}
+
+/// A program whose second method is renamed to its first's name.
+#[test]
+fn two_methods_of_one_name_are_refused() {
+    let lie = Lie::of("llm/llama_kv/model.pte");
+    let first = {
+        let program = lie.program();
+        let plans = program.execution_plan().expect("plans");
+        plans.get(0).name().expect("a name").to_string()
+    };
+    let lie = lie.patch(|lie| {
+        let program = lie.program();
+        let plans = program.execution_plan().expect("plans");
+        let other = plans
+            .iter()
+            .skip(1)
+            .find_map(|plan| plan.name().filter(|name| name.len() > first.len()))
+            .expect("a method with a longer name");
+        Patch::shorter_string(other, &first)
+    });
+    check(&lie, &["execution_plan[", "name", &format!("{first:?}")]);
+}
+
+/// `dyn_batch` (`tanh(x @ w^T + b)` over a batch of at most 8 rows of 16)
+/// with the bound of its batch, on every tensor of dynamic shape, set to
+/// `bound`: ptec's arena grows with the bound, 96 bytes a row. The file's
+/// own plan is made large enough to hold its values at their offsets.
+fn dyn_batch_bounded(bound: i32) -> Lie {
+    Lie::of("dyn_batch.portable.bpte").patch(|lie| {
+        let program = lie.program();
+        let plan = program.execution_plan().expect("a plan").get(0);
+        let arenas = plan.non_const_buffer_sizes().expect("the file's plan");
+        let arena = Patch::element(arenas.bytes(), 8, 1, &(i64::MAX / 2).to_le_bytes());
+        let values = plan.values().expect("values");
+        let bounds = values.iter().filter_map(|value| {
+            let tensor = value.val_as_tensor().filter(|tensor| {
+                tensor.shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_BOUND
+            })?;
+            let sizes = tensor.sizes().expect("sizes");
+            Some(Patch::element(sizes.bytes(), 4, 0, &bound.to_le_bytes()))
+        });
+        bounds.chain([arena]).collect()
+    })
+}
+
+/// A batch bounded at 2^31 - 1 plans 206 GB: above the default limit, it is
+/// refused before anything is allocated, by every command and back end.
+#[test]
+fn an_arena_above_the_memory_limit_is_refused() {
+    check(
+        &dyn_batch_bounded(i32::MAX),
+        &["method forward", "arena", "--max-memory"],
+    );
+}
+
+/// The peak resident memory of the children this process has waited for,
+/// in bytes.
+fn children_peak_rss() -> u64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        assert_eq!(libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage), 0);
+        usage
+    };
+    // Linux gives kilobytes.
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// A batch bounded at 2^25 plans 3.2 GB, within the limit: its cases (a few
+/// rows each) pass on the CPU back ends touching memory for their rows,
+/// not for the bound.
+#[test]
+fn a_high_dynamic_bound_touches_memory_for_the_actual_sizes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dyn_batch_bounded(1 << 25).save(dir.path(), "bounded.bpte");
+    let file = file.to_str().expect("utf-8 path");
+    for backend in ["jit", "aot"] {
+        let output = ptec_within(TIMEOUT, &["test", "--backend", backend, file]);
+        assert!(
+            output.status.success(),
+            "{backend}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let peak = children_peak_rss();
+    assert!(
+        peak < 1 << 30,
+        "a child's peak resident memory is {peak} bytes"
+    );
+}
+
+/// With the limit raised, the program the default refuses compiles.
+#[test]
+fn the_memory_limit_can_be_raised() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dyn_batch_bounded(i32::MAX).save(dir.path(), "bounded.bpte");
+    let so = dir.path().join("bounded.so");
+    let args = [
+        "compile",
+        "--max-memory",
+        "1000000000000",
+        "-o",
+        so.to_str().expect("utf-8"),
+        file.to_str().expect("utf-8"),
+    ];
+    let output = ptec_within(TIMEOUT, &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A bundled program whose one suite lists no cases fails, saying so.
+#[test]
+fn a_bundled_program_without_cases_fails_saying_why() {
+    let lie = Lie::of("add.portable.bpte").patch(|lie| {
+        let suites = lie.bundled().method_test_suites().expect("suites");
+        let cases = suites.get(0).test_cases().expect("cases");
+        vec![Patch::length(cases.bytes(), 0)]
+    });
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = lie.save(dir.path(), "lie.bpte");
+    let file = file.to_str().expect("utf-8 path");
+    for backend in ["jit", "aot", "vulkan"] {
+        let output = ptec_within(TIMEOUT, &["test", "--backend", backend, file]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{backend}: {stdout}");
+        assert!(
+            stdout.contains("has no test cases for method forward"),
+            "{backend}: {stdout}"
+        );
+    }
+}
+
+/// The last KernelCall of `fixture` with its `out` argument and result
+/// (an out variant's last two arguments, the same value) pointed at the
+/// value `to` gives, with the call's index.
+fn redirect_last_result(fixture: &str, to: fn(&Lie) -> i32) -> (Lie, usize) {
+    fn last_call<'a>(lie: &'a Lie) -> (usize, fb::KernelCall<'a>) {
+        instructions(&lie.program())
+            .filter_map(|(at, i)| i.instr_args_as_kernel_call().map(|call| (at, call)))
+            .last()
+            .expect("a kernel call")
+    }
+    let lie = Lie::of(fixture);
+    let at = last_call(&lie).0;
+    let lie = lie.patch(|lie| {
+        let args = last_call(lie).1.args().expect("arguments");
+        let value = to(lie).to_le_bytes();
+        (args.len() - 2..args.len())
+            .map(|index| Patch::element(args.bytes(), 4, index, &value))
+            .collect()
+    });
+    (lie, at)
+}
+
+/// `add.portable`'s last call made to write its result into the input `x`
+/// (of the output's type).
+#[test]
+fn a_kernel_writing_an_input_is_refused() {
+    let (lie, at) = redirect_last_result("add.portable.bpte", |lie| {
+        let program = lie.program();
+        let plan = program.execution_plan().expect("a plan").get(0);
+        plan.inputs().expect("inputs").get(0)
+    });
+    let at = format!("instruction 0.{at}");
+    check(&lie, &["method forward", &at, "one of the method's inputs"]);
+}
+
+/// `linear_relu.portable`'s ReLU made to write its result over its own
+/// input (the linear layer's result, of the output's type): the method's
+/// output is never written.
+#[test]
+fn an_unwritten_output_is_reported_as_such() {
+    let (lie, _) = redirect_last_result("linear_relu.portable.bpte", |lie| {
+        let program = lie.program();
+        let (_, relu) = instructions(&program)
+            .filter(|(_, i)| i.instr_args_as_kernel_call().is_some())
+            .last()
+            .expect("a kernel call");
+        let call = relu.instr_args_as_kernel_call().expect("a kernel call");
+        call.args().expect("arguments").get(0)
+    });
+    check(&lie, &["method forward", "the outputs", "never written"]);
+}
+
+/// `repeat` with a repeat count of -1: the message names the argument.
+#[test]
+fn a_negative_repeat_names_its_argument() {
+    let (lie, at) = int_argument_lie("ops/repeat.portable.bpte", 1, Some(0), -1);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &[
+            "method forward",
+            &at,
+            "repeat",
+            "`repeats`",
+            "-1 must not be negative",
+        ],
+    );
+}
+
+/// `topk` with k = -1.
+#[test]
+fn a_negative_topk_k_names_its_argument() {
+    let (lie, at) = int_argument_lie("ops/topk.portable.bpte", 1, None, -1);
+    let at = format!("instruction 0.{at}");
+    check(
+        &lie,
+        &[
+            "method forward",
+            &at,
+            "topk",
+            "`k`",
+            "-1 must not be negative",
+        ],
+    );
+}
+
+/// Generated code above `--max-code` is refused, as a shared object and as
+/// SPIR-V, naming the option that raises the limit.
+#[test]
+fn code_above_the_code_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = common::repo_dir().join("tests/fixtures/add.vulkan.bpte");
+    let file = file.to_str().expect("utf-8 path");
+    let so = dir.path().join("add.so");
+    let spirv = dir.path().join("spirv");
+    let (so, spirv) = (so.to_str().expect("utf-8"), spirv.to_str().expect("utf-8"));
+    let runs = [
+        vec!["compile", "--max-code", "64", "-o", so, file],
+        vec![
+            "compile",
+            "--max-code",
+            "64",
+            "--emit",
+            "spirv",
+            "-o",
+            spirv,
+            file,
+        ],
+        vec!["test", "--backend", "aot", "--max-code", "64", file],
+    ];
+    for args in runs {
+        let output = ptec_within(TIMEOUT, &args);
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {said}");
+        for part in ["method forward", "compiled code", "--max-code"] {
+            assert!(said.contains(part), "expected {part:?}; {args:?}: {said}");
+        }
+    }
+}

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{bpte_files, corpus_dir, fixture_files, ptec};
+use common::{bpte_files, corpus_dir, corpus_for, fixture_files, ptec};
 
 /// A scalar output's 0-dim value, 8 bytes, in an arena of 16-byte steps.
 const SCALAR_OUTPUT_BYTES: u64 = 16;
@@ -81,8 +81,7 @@ fn fixtures_plan_no_more_than_the_file() {
 
 #[test]
 fn corpus_plans_are_smaller_than_the_files() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: corpus plans not checked");
+    let Some(corpus) = corpus_for("corpus_plans_are_smaller_than_the_files") else {
         return;
     };
     let files: Vec<_> = bpte_files(&corpus)
@@ -100,8 +99,7 @@ fn corpus_plans_are_smaller_than_the_files() {
 /// global average pool and the classifier.
 #[test]
 fn mobilenet_v2_runs_one_kernel_per_convolution_plus_two() {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: mobilenet_v2 not checked");
+    let Some(corpus) = corpus_for("mobilenet_v2_runs_one_kernel_per_convolution_plus_two") else {
         return;
     };
     let file = corpus.join("mobilenet_v2.portable.bpte");

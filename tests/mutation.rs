@@ -8,6 +8,8 @@
 //! The mutations are deterministic (a fixed-seed splitmix64 generator), so a
 //! failure names a file, a mutation family and an index that reproduce it.
 
+mod common;
+
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -302,7 +304,8 @@ fn input_files() -> Vec<(String, Vec<u8>)> {
     let mut files = Vec::new();
     let mut listed = |dir: &Path, label: &str, keep: &dyn Fn(&str) -> bool| {
         let Ok(entries) = fs::read_dir(dir) else {
-            eprintln!("mutation: {} is absent; no {label} files", dir.display());
+            let problem = format!("{} is absent; no {label} files", dir.display());
+            common::not_run("mutation", &problem);
             return;
         };
         let mut paths: Vec<PathBuf> = entries

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{
-    assert_all_pass, assert_pass_with_each_pass_off, corpus_dir, corpus_programs_pass,
+    assert_all_pass, assert_pass_with_each_pass_off, corpus_for, corpus_programs_pass,
     files_pass_with_cases, ptec, ptec_test, repo_dir, with_suffix,
 };
 
@@ -128,7 +128,8 @@ fn quantized_programs(with_corpus: bool) -> Vec<Quantized> {
         [0.0, 0.0],
         0.007759,
     ));
-    if let Some(corpus) = corpus_dir().filter(|_| with_corpus) {
+    let corpus = with_corpus.then(|| corpus_for("quantized_programs_land_where_executorch_does"));
+    if let Some(corpus) = corpus.flatten() {
         programs.push(measured(
             &corpus,
             "mobilenet_v2.xnnpack-q8.bpte",

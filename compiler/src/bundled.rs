@@ -102,6 +102,11 @@ impl Run<'_> {
             return Err(Error::NotBundled);
         }
         for suite in file.test_suites() {
+            if suite.cases.is_empty() {
+                return Err(Error::NoCases {
+                    method: suite.method.clone(),
+                });
+            }
             let method = file
                 .program()
                 .method(&suite.method)

@@ -14,7 +14,9 @@ use ptec_passes::PassReport;
 
 use crate::error::Error;
 use crate::file::ProgramFile;
-use crate::pipeline::{Options, object, optimize, vulkan, write_shared_object};
+use crate::pipeline::{
+    Options, method_names, object, optimize_within, vulkan_within, write_shared_object,
+};
 
 /// What to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +134,7 @@ pub fn compile_file(
     let graphs = methods
         .iter()
         .map(|method| {
-            let optimized = optimize(method, &options.options.passes, |_, _| {})?;
+            let optimized = optimize_within(method, options.options, |_, _| {})?;
             report(&optimized.reports);
             Ok(optimized.graph)
         })
@@ -149,7 +151,11 @@ pub fn compile_file(
     match options.emit {
         Emit::Ir => return text(graphs.iter().map(ptec_ir::to_text).collect()),
         Emit::Spirv => {
-            let compiled = graphs.iter().map(vulkan).collect::<Result<Vec<_>, _>>()?;
+            let limits = &options.options.limits;
+            let compiled = graphs
+                .iter()
+                .map(|graph| vulkan_within(graph, limits))
+                .collect::<Result<Vec<_>, _>>()?;
             crate::spirv_dir::write_directory(&output, &compiled)?;
             return Ok(Emitted::Written(output));
         }
@@ -159,6 +165,10 @@ pub fn compile_file(
         .options
         .aot(target.clone(), options.prefix, options.emit == Emit::Asm);
     let object = object(&graphs, &aot)?;
+    options
+        .options
+        .limits
+        .check_code(&method_names(&graphs), object.bytes.len())?;
     if let Some(header) = options.header {
         let source = path.file_name().unwrap_or_default().to_string_lossy();
         let text = ptec_codegen::c_header(options.prefix, &source, &object.methods);

@@ -61,10 +61,26 @@ pub enum Error {
     },
     #[error("the program has no methods")]
     NoMethods,
+    /// A method needs more than a [`crate::Limits`] allows.
+    #[error(
+        "method {method} needs {needed} bytes of {what}, above the limit of {limit} bytes \
+         ({option} BYTES raises it)"
+    )]
+    Limit {
+        method: String,
+        /// `planned memory (its arena)`, `compiled code`.
+        what: &'static str,
+        needed: u64,
+        limit: u64,
+        /// The command-line option that sets the limit.
+        option: &'static str,
+    },
     #[error("target {target:?}: {problem}")]
     Target { target: String, problem: String },
     #[error("the file has no test cases (is it a bundled program?)")]
     NotBundled,
+    #[error("the bundled program has no test cases for method {method}")]
+    NoCases { method: String },
     /// A bundled test value ptec cannot give a method or compare.
     #[error("{0}")]
     TestValue(String),

@@ -29,6 +29,6 @@ pub use error::{Error, full_message};
 pub use load::{Backend, Loaded, Runner, element_type_of, load};
 pub use operators::{OperatorSource, OperatorSupport, operators};
 pub use pipeline::{
-    Compiled, Optimized, Options, Target, compile, jit, object, optimize, vulkan,
-    write_shared_object,
+    Compiled, Limits, Optimized, Options, Target, compile, jit, object, optimize, optimize_within,
+    vulkan, vulkan_within, write_shared_object,
 };

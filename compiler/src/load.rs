@@ -15,7 +15,7 @@ use ptec_runtime::vulkan::{VulkanDevice, VulkanInstance};
 use ptec_runtime::{ElementType, HostTensor, Instance, RuntimeError, TensorRef};
 
 use crate::error::Error;
-use crate::pipeline::{Options, jit, object, optimize, vulkan, write_shared_object};
+use crate::pipeline::{Options, jit, object, optimize_within, vulkan_within, write_shared_object};
 
 /// The back ends a method can run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -104,7 +104,7 @@ pub fn load<'a>(
     options: &Options,
 ) -> Result<Loaded<'a>, Error> {
     let start = Instant::now();
-    let optimized = optimize(method, &options.passes, |_, _| {})?;
+    let optimized = optimize_within(method, options, |_, _| {})?;
     let graph = &optimized.graph;
     let runner = match backend {
         Backend::Jit => {
@@ -122,7 +122,7 @@ pub fn load<'a>(
         }
         Backend::Aot => load_shared_object(graph, options)?,
         Backend::Vulkan => {
-            let compiled = vulkan(graph)?;
+            let compiled = vulkan_within(graph, &options.limits)?;
             let program = compiled.device_program();
             let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program).map_err(
                 |source| Error::Vulkan {
@@ -158,6 +158,7 @@ fn load_shared_object<'a>(graph: &Graph<'_>, options: &Options) -> Result<Runner
         std::slice::from_ref(graph),
         &options.aot(None, PREFIX, false),
     )?;
+    options.limits.check_code(&graph.name, object.bytes.len())?;
     let directory = tempfile::tempdir().map_err(|source| Error::Io {
         what: "creating a temporary directory".into(),
         source,
@@ -166,7 +167,7 @@ fn load_shared_object<'a>(graph: &Graph<'_>, options: &Options) -> Result<Runner
     write_shared_object(&object, &Linker::for_target(None), &path)?;
     // SAFETY: ptec just wrote this library with this prefix.
     let library = unsafe { Library::open(&path, PREFIX)? };
-    let instance = LibraryInstance::new(Arc::new(library))?;
+    let instance = LibraryInstance::new(Arc::new(library), graph.arena_size())?;
     Ok(Runner::Aot {
         instance,
         method: 0,

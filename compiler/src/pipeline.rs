@@ -13,12 +13,83 @@ use ptec_passes::{Pass, PassOptions, PassReport, run_pipeline};
 
 use crate::error::Error;
 
-/// How to compile: the optimizer's switches and the code generator's
-/// options. Built once, passed in.
+/// How to compile: the optimizer's switches, the code generator's options
+/// and the limits on what a method may ask for. Built once, passed in.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub passes: PassOptions,
     pub codegen: CodegenOptions,
+    pub limits: Limits,
+}
+
+/// The most a compiled method may ask of the machine, checked before
+/// anything is allocated or mapped for it: a file's shapes decide these
+/// sizes, and a file can claim anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest arena (planned memory: inputs, outputs, temporaries and
+    /// state at their bounds) of one method, in bytes.
+    pub max_memory: u64,
+    /// The largest generated code (an object file, or a method's SPIR-V),
+    /// in bytes.
+    pub max_code: u64,
+}
+
+impl Limits {
+    /// 16 GiB.
+    pub const DEFAULT_MAX_MEMORY: u64 = 16 << 30;
+    /// 1 GiB.
+    pub const DEFAULT_MAX_CODE: u64 = 1 << 30;
+
+    /// Checks the arena a planned graph needs.
+    pub fn check_memory(&self, graph: &Graph<'_>) -> Result<(), Error> {
+        check_limit(
+            &graph.name,
+            "planned memory (its arena)",
+            graph.arena_size(),
+            self.max_memory,
+            "--max-memory",
+        )
+    }
+
+    /// Checks the size of the code generated for `methods`.
+    pub fn check_code(&self, methods: &str, bytes: usize) -> Result<(), Error> {
+        check_limit(
+            methods,
+            "compiled code",
+            bytes as u64,
+            self.max_code,
+            "--max-code",
+        )
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_memory: Limits::DEFAULT_MAX_MEMORY,
+            max_code: Limits::DEFAULT_MAX_CODE,
+        }
+    }
+}
+
+fn check_limit(
+    method: &str,
+    what: &'static str,
+    needed: u64,
+    limit: u64,
+    option: &'static str,
+) -> Result<(), Error> {
+    if needed > limit {
+        return Err(Error::Limit {
+            method: method.to_string(),
+            what,
+            needed,
+            limit,
+            option,
+        });
+    }
+    Ok(())
 }
 
 /// A method through import and the optimizer.
@@ -48,6 +119,18 @@ pub fn optimize<'a>(
         reports,
         imported_kernels,
     })
+}
+
+/// [`optimize`], then the arena the plan needs checked against the limit,
+/// before any code generator or runtime allocates for it.
+pub fn optimize_within<'a>(
+    method: &Method<'a>,
+    options: &Options,
+    observe: impl FnMut(&Pass, &Graph<'_>),
+) -> Result<Optimized<'a>, Error> {
+    let optimized = optimize(method, &options.passes, observe)?;
+    options.limits.check_memory(&optimized.graph)?;
+    Ok(optimized)
 }
 
 /// What to generate code for.
@@ -82,7 +165,7 @@ pub fn compile<'a>(
     }
     let graphs = methods
         .iter()
-        .map(|method| optimize(method, &options.passes, |_, _| {}).map(|done| done.graph))
+        .map(|method| optimize_within(method, options, |_, _| {}).map(|done| done.graph))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(match target {
         Target::Jit => Compiled::Jit(
@@ -91,8 +174,19 @@ pub fn compile<'a>(
                 .map(|graph| jit(graph, options))
                 .collect::<Result<_, _>>()?,
         ),
-        Target::Object(aot) => Compiled::Object(object(&graphs, aot)?),
-        Target::Vulkan => Compiled::Vulkan(graphs.iter().map(vulkan).collect::<Result<_, _>>()?),
+        Target::Object(aot) => {
+            let object = object(&graphs, aot)?;
+            options
+                .limits
+                .check_code(&method_names(&graphs), object.bytes.len())?;
+            Compiled::Object(object)
+        }
+        Target::Vulkan => Compiled::Vulkan(
+            graphs
+                .iter()
+                .map(|graph| vulkan_within(graph, &options.limits))
+                .collect::<Result<_, _>>()?,
+        ),
     })
 }
 
@@ -108,14 +202,31 @@ pub fn jit<'a>(graph: &Graph<'a>, options: &Options) -> Result<JitMethod<'a>, Er
 /// Optimized graphs compiled into one relocatable object.
 pub fn object(graphs: &[Graph<'_>], aot: &AotOptions) -> Result<ObjectCode, Error> {
     compile_object(graphs, aot).map_err(|source| Error::Codegen {
-        method: graphs
-            .iter()
-            .map(|graph| graph.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+        method: method_names(graphs),
         target: "an object file",
         source,
     })
+}
+
+/// The names of the graphs' methods, for messages.
+pub(crate) fn method_names(graphs: &[Graph<'_>]) -> String {
+    graphs
+        .iter()
+        .map(|graph| graph.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// [`vulkan`], its shaders' SPIR-V checked against the code limit.
+pub fn vulkan_within(graph: &Graph<'_>, limits: &Limits) -> Result<VulkanMethod, Error> {
+    let compiled = vulkan(graph)?;
+    let words: usize = compiled
+        .shaders
+        .iter()
+        .map(|shader| shader.spirv.len())
+        .sum();
+    limits.check_code(&graph.name, words * 4)?;
+    Ok(compiled)
 }
 
 /// An optimized graph compiled to Vulkan compute shaders.

@@ -54,6 +54,7 @@ pub fn read_program(bytes: &[u8]) -> Result<Program<'_>> {
         .enumerate()
         .map(|(index, plan)| read_method(&file, index, plan))
         .collect::<Result<Vec<_>>>()?;
+    check_method_names(&methods)?;
     let constant_bytes = constants.total_bytes();
     Ok(Program {
         version: root.version(),
@@ -63,6 +64,24 @@ pub fn read_program(bytes: &[u8]) -> Result<Program<'_>> {
         named_data,
         constant_bytes,
     })
+}
+
+/// Methods are called by name: two of the same name would leave one
+/// unreachable, or the one called a matter of order.
+fn check_method_names(methods: &[Method<'_>]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for (index, method) in methods.iter().enumerate() {
+        if let Some(first) = seen.insert(method.name.as_str(), index) {
+            return Err(Error::invalid(
+                format!("execution_plan[{index}].name"),
+                format!(
+                    "the method name {:?} is also that of execution_plan[{first}]",
+                    method.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn read_extended_header(bytes: &[u8]) -> Result<Option<ExtendedHeader>> {

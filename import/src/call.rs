@@ -536,6 +536,27 @@ impl Call<'_, '_, '_> {
             .ok_or_else(|| self.bad(name, format!("{code} is not an element type ptec knows")))
     }
 
+    /// The optional ScalarType argument `name`, which when given must be
+    /// the element type of the tensor argument `out` (the result has the
+    /// type the call requests, as ATen's out variants require).
+    pub(crate) fn requested_dtype(
+        &self,
+        name: &str,
+        out: &str,
+    ) -> Result<Option<DType>, ImportError> {
+        let requested = self.optional_dtype(name)?;
+        let declared = self.declared_type_of(out)?.dtype;
+        match requested {
+            Some(dtype) if dtype != declared => Err(self.bad(
+                name,
+                format!(
+                    "is {dtype}, but {out} is {declared}: the result must have the requested type"
+                ),
+            )),
+            _ => Ok(requested),
+        }
+    }
+
     fn axis(&self, name: &str, dim: i64, rank: usize) -> Result<usize, ImportError> {
         let rank = rank as i64;
         let normalized = if dim < 0 { dim + rank } else { dim };

@@ -670,7 +670,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             TensorStorage::Planned { initial, .. } => {
                 let offset = self.place(&tensor, &ty)?;
                 if let Some(&base) = self.written_at.get(&offset).filter(|_| holds_bytes(&ty)) {
-                    return Ok(self.view_of(index, base, ty, offset));
+                    return self.view_of(index, base, ty, offset);
                 }
                 let initial = initial.map(Cow::Borrowed);
                 (ValueKind::State { initial }, Some(offset))
@@ -694,15 +694,25 @@ impl<'m, 'a> Importer<'m, 'a> {
         Ok(id)
     }
 
-    /// An instruction-less view: `index` reinterprets the bytes of `base`.
+    /// An instruction-less view: `index` reinterprets the bytes of `base`,
+    /// which must have as many (a tensor nothing writes, at the offset of
+    /// one of another size, is no view: it is never written).
     fn view_of(
         &mut self,
         index: ValueIndex,
         base: ValueId,
         ty: TensorType,
         offset: u64,
-    ) -> ValueId {
+    ) -> Result<ValueId, ImportError> {
         let base_ty = self.graph.value(base).ty.clone();
+        if let (Some(_), Some(_)) = (ty.fixed_shape(), base_ty.fixed_shape())
+            && ty.max_bytes(|_| 0) != base_ty.max_bytes(|_| 0)
+        {
+            return Err(self.contradiction(format!(
+                "value {index} ({ty}) is read but never written: nothing writes it, and the \
+                 {base_ty} written at its offset is no view of it"
+            )));
+        }
         let ty = if base_ty.fixed_shape().is_some() {
             ty
         } else {
@@ -714,7 +724,7 @@ impl<'m, 'a> Importer<'m, 'a> {
         self.values.insert(index, id);
         self.file_offsets.insert(id, offset);
         self.push(Op::Reshape(Reshape { input: base }), vec![id]);
-        id
+        Ok(id)
     }
 
     /// The value a node writes in place: the tensor's value when it has
@@ -768,6 +778,20 @@ impl<'m, 'a> Importer<'m, 'a> {
                 }
             },
         };
+        let read_only = match self.graph.value(id).kind {
+            ValueKind::Input(_) => Some("one of the method's inputs"),
+            ValueKind::Constant(_) => Some("a constant"),
+            _ => None,
+        };
+        if let Some(what) = read_only {
+            let value = match tensor {
+                TensorRef::Method(index) => format!("value {index}"),
+                TensorRef::Ir(id) => id.to_string(),
+            };
+            return Err(self.contradiction(format!(
+                "{op} writes {value}, which is {what} and cannot be written"
+            )));
+        }
         if let TensorRef::Method(index) = tensor {
             self.defined.insert(index);
         }

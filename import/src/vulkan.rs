@@ -236,6 +236,7 @@ pub(crate) fn import<'m, 'a>(
         name: String::new(),
     };
     for (&id, &arg) in inputs.iter().chain(outputs).zip(args) {
+        translation.check_external(id, arg)?;
         if translation
             .tensors
             .insert(id, TensorRef::Method(arg))
@@ -300,6 +301,29 @@ impl<'a> Translation<'_, '_, 'a> {
 
     fn invalid(&self, problem: impl Into<String>) -> ImportError {
         self.importer.contradiction(problem)
+    }
+
+    /// Checks that the graph declares its input or output `id` with the
+    /// sizes of the call's argument `arg` (its bound, for a dynamic one),
+    /// which is the tensor the call passes in its place.
+    fn check_external(&self, id: VkValueId, arg: ValueIndex) -> Result<(), ImportError> {
+        let VkValue::Tensor(tensor) = self.graph.value(id) else {
+            return Err(self.invalid(format!(
+                "the graph's input or output value {id} is a {}, not a tensor",
+                self.graph.value(id).kind()
+            )));
+        };
+        let declared = self.tensor_type(id, tensor)?.fixed_shape();
+        let argument = self.importer.tensor(arg)?;
+        let sizes: Vec<u64> = argument.sizes.iter().map(|&size| size as u64).collect();
+        if declared.as_deref() != Some(&sizes[..]) {
+            return Err(self.invalid(format!(
+                "the Vulkan graph declares its input or output value {id} with dims {:?}, but the \
+                 call's argument {arg} has sizes {sizes:?}",
+                tensor.dims
+            )));
+        }
+        Ok(())
     }
 
     fn enter(&mut self, instruction: crate::InstructionId, node: usize, call: &VkCall) {
@@ -510,7 +534,10 @@ impl<'a> Translation<'_, '_, 'a> {
             })
             .is_none()
         {
-            return Err(self.invalid(format!("value {id} has dims {:?}, too large", tensor.dims)));
+            return Err(self.invalid(format!(
+                "Vulkan value {id} has dims {:?}, too large: its bytes do not fit 64 bits",
+                tensor.dims
+            )));
         }
         Ok(TensorType {
             dtype,

@@ -149,6 +149,7 @@ pub(crate) fn import<'m, 'a>(
             args.len()
         )));
     }
+    check_externals(importer, graph)?;
     let mut translation = Translation {
         instruction: importer.current_instruction(),
         importer,
@@ -169,6 +170,56 @@ pub(crate) fn import<'m, 'a>(
     translation.importer.at = Location::XnnpackOutputs(translation.instruction);
     translation.outputs()?;
     translation.importer.at = Location::Instruction(translation.instruction);
+    Ok(())
+}
+
+/// Checks that the graph's `input_ids` and `output_ids` list exactly its
+/// values flagged as the call's inputs and outputs, each once: the
+/// importer finds a call's arguments by those flags, so a list that says
+/// otherwise is a lie about the call.
+fn check_externals(
+    importer: &Importer<'_, '_>,
+    graph: &XnnpackGraph<'_>,
+) -> Result<(), ImportError> {
+    type Flagged = fn(&XnnTensorValue<'_>) -> bool;
+    let lists: [(&str, &[XnnValueId], &str, Flagged); 2] = [
+        ("input_ids", &graph.input_ids, "an input", |value| {
+            value.external_input
+        }),
+        ("output_ids", &graph.output_ids, "an output", |value| {
+            value.external_output
+        }),
+    ];
+    for (field, ids, role, flagged) in lists {
+        let mut listed = HashSet::new();
+        for (index, &id) in ids.iter().enumerate() {
+            let value = graph.value(id).ok_or_else(|| {
+                importer.contradiction(format!(
+                    "XNNPACK {field}[{index}]: value id {id} is none of the graph's values"
+                ))
+            })?;
+            if !flagged(value) {
+                return Err(importer.contradiction(format!(
+                    "XNNPACK {field}[{index}]: value {id} is not flagged {role} of the call"
+                )));
+            }
+            if !listed.insert(id) {
+                return Err(importer.contradiction(format!(
+                    "XNNPACK {field}[{index}]: value {id} is listed twice"
+                )));
+            }
+        }
+        let unlisted = graph
+            .values()
+            .iter()
+            .find(|value| flagged(value) && !listed.contains(&value.id));
+        if let Some(value) = unlisted {
+            return Err(importer.contradiction(format!(
+                "XNNPACK value {} is flagged {role} of the call but {field} does not list it",
+                value.id
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -284,6 +335,14 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 
     /// Records what the elements of the graph's value `index` stand for.
     fn classify(&mut self, index: usize, value: &XnnTensorValue<'_>) -> Result<(), ImportError> {
+        if value.num_dims as usize != value.dims.len() {
+            return Err(self.invalid(format!(
+                "XNNPACK value {index} (id {}): num_dims is {}, but dims has {} entries",
+                value.id,
+                value.num_dims,
+                value.dims.len()
+            )));
+        }
         let numbers = Numbers::of(value)
             .map_err(|problem| self.invalid(format!("XNNPACK value {index}: {problem}")))?;
         self.numbers.insert(value.id, numbers);
@@ -320,6 +379,14 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     }
 
     fn node(&mut self, node: &XnnNode) -> Result<(), ImportError> {
+        if let Some(OutputRange { min, max }) = node.output_range {
+            // Also refuses a NaN bound, which bounds nothing.
+            if min.partial_cmp(&max).is_none_or(|order| order.is_gt()) {
+                return Err(self.invalid(format!(
+                    "the output range's output_min {min} is above its output_max {max}"
+                )));
+            }
+        }
         let range = output_range(node.output_range);
         let none = ClampRange::default();
         let unary = |op| OneInput::Map(Func::Unary(op));
@@ -392,6 +459,17 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             | XnnOp::ArgMaxPooling2d(_)
             | XnnOp::ScaledDotProductAttention(_) => Err(self.unsupported(UNTRANSLATED)),
         }
+    }
+
+    /// Checks a node's `num_dims` against the length of a list it gives
+    /// (`field`).
+    fn check_num_dims(&self, num_dims: u32, field: &str, len: usize) -> Result<(), ImportError> {
+        if num_dims as usize != len {
+            return Err(self.invalid(format!(
+                "num_dims is {num_dims}, but {field} has {len} entries"
+            )));
+        }
+        Ok(())
     }
 
     fn check_flags(&self, flags: u32, allowed: u32) -> Result<(), ImportError> {
@@ -1311,6 +1389,11 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             vec![0, 3, 1, 2]
         };
         let weight = self.emit(permute(weight, dims))?;
+        self.check_groups(
+            t,
+            input_channels(&self.importer.graph.value(x).ty.shape),
+            weight,
+        )?;
         let bias = match bias {
             Some(bias) => Some(self.materialize(&bias, &identity(bias.perm.len()))?),
             None => None,
@@ -1360,6 +1443,52 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         }
     }
 
+    /// Checks a convolution's `groups`, `group_input_channels` and
+    /// `group_output_channels` against its NCHW input's channels and its
+    /// weight, `[O, I/groups, KH, KW]` in the IR's layout.
+    fn check_groups(
+        &self,
+        t: &ConvNode,
+        channels: Option<u64>,
+        weight: ValueId,
+    ) -> Result<(), ImportError> {
+        if t.groups == 0 {
+            return Err(self.invalid("field `groups` is 0; it must be positive"));
+        }
+        let shape = &self.importer.graph.value(weight).ty.shape;
+        let groups = u64::from(t.groups);
+        let fields = [
+            (
+                "group_input_channels",
+                u64::from(t.group_input_channels),
+                shape[1].fixed(),
+                "the filter's input channels",
+            ),
+            (
+                "groups",
+                groups * u64::from(t.group_input_channels),
+                channels,
+                "the input's channels (with `group_input_channels`)",
+            ),
+            (
+                "group_output_channels",
+                groups * u64::from(t.group_output_channels),
+                shape[0].fixed(),
+                "the filter's output channels (with `groups`)",
+            ),
+        ];
+        // In this order, each check blames the first field that disagrees
+        // with the tensors, the others having agreed.
+        for (field, declared, actual, what) in fields {
+            if let Some(actual) = actual.filter(|&actual| actual != declared) {
+                return Err(self.invalid(format!(
+                    "field `{field}` gives {declared} for {what}, which are {actual}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn max_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
         self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
         let x = self.nchw_input(t.input)?;
@@ -1401,6 +1530,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 
     fn transpose(&mut self, t: &StaticTranspose) -> Result<(), ImportError> {
         self.check_flags(t.flags, 0)?;
+        self.check_num_dims(t.num_dims, "perm", t.perm.len())?;
         let x = self.input(t.input)?;
         let perm: Vec<usize> = t.perm.iter().map(|&d| d as usize).collect();
         if !is_permutation(&perm, x.perm.len()) {
@@ -1422,6 +1552,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 
     fn reshape(&mut self, t: &StaticReshape) -> Result<(), ImportError> {
         self.check_flags(t.flags, 0)?;
+        self.check_num_dims(t.num_dims, "new_shape", t.new_shape.len())?;
         let x = self.input(t.input)?;
         let declared = self.dims(self.value(t.output)?);
         let new_shape: Vec<u64> = t.new_shape.iter().map(|&size| u64::from(size)).collect();
@@ -1468,6 +1599,8 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 
     fn slice(&mut self, t: &StaticSlice) -> Result<(), ImportError> {
         self.check_flags(t.flags, 0)?;
+        self.check_num_dims(t.num_dims, "offsets", t.offsets.len())?;
+        self.check_num_dims(t.num_dims, "sizes", t.sizes.len())?;
         let x = self.input(t.input)?;
         let offsets: Vec<u64> = t.offsets.iter().map(|&offset| u64::from(offset)).collect();
         let sizes: Vec<u64> = t.sizes.iter().map(|&size| u64::from(size)).collect();
@@ -1722,6 +1855,11 @@ fn output_range(range: Option<OutputRange>) -> ClampRange {
         min: bound(range.min, f32::NEG_INFINITY),
         max: bound(range.max, f32::INFINITY),
     })
+}
+
+/// The channels of an NCHW shape, when they are fixed.
+fn input_channels(shape: &Shape) -> Option<u64> {
+    shape.get(1).and_then(|dim| dim.fixed())
 }
 
 /// The bytes of an f32 tensor of these sizes, unless they overflow.

@@ -25,6 +25,7 @@ pub(crate) fn compiler(error: CompilerError) -> PyErr {
         CompilerError::Read(_)
         | CompilerError::ReadFile { .. }
         | CompilerError::NotBundled
+        | CompilerError::NoCases { .. }
         | CompilerError::TestValue(_) => ReadError::new_err(message),
         CompilerError::NoMethod { .. } => MethodNotFoundError::new_err(message),
         CompilerError::Pass(PassError::UnknownPass(_)) | CompilerError::Target { .. } => {
@@ -37,6 +38,7 @@ pub(crate) fn compiler(error: CompilerError) -> PyErr {
         | CompilerError::Link(_)
         | CompilerError::Library(_)
         | CompilerError::NoMethods
+        | CompilerError::Limit { .. }
         | CompilerError::ElementType(_) => CompileError::new_err(message),
         CompilerError::Runtime(source) | CompilerError::Case { source, .. } => {
             runtime_kind(&source, message)

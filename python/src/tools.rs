@@ -9,7 +9,7 @@ use ptec_compiler::emit::{Emit, EmitOptions, Emitted, compile_file};
 use ptec_compiler::file::ProgramFile;
 use ptec_compiler::inspect::Report;
 use ptec_compiler::tensors::host_tensor;
-use ptec_compiler::{Backend, OperatorSource, Options, operators as all_operators};
+use ptec_compiler::{Backend, Limits, OperatorSource, Options, operators as all_operators};
 use ptec_frontend::TestValue;
 use ptec_passes::PassOptions;
 use pyo3::prelude::*;
@@ -46,6 +46,7 @@ pub(crate) fn options((disabled, stop_after, verify, microkernels): Switches) ->
             verify,
         },
         codegen: CodegenOptions { microkernels },
+        limits: Limits::default(),
     }
 }
 

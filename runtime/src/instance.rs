@@ -1,7 +1,6 @@
 //! An instance of a compiled method: its arena and state, the checks on its
 //! inputs, and the call into generated code.
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::any::Any;
 use std::borrow::Cow;
 
@@ -85,44 +84,34 @@ pub struct TensorRef<'t> {
     pub data: &'t [u8],
 }
 
-const ARENA_ALIGNMENT: usize = 64;
-
-/// Zeroed, 64-byte aligned memory.
+/// Zeroed, page-aligned memory: an anonymous mapping, whose pages the
+/// system provides (zeroed) when they are first touched, so that a method
+/// planned for the bounds of dynamic shapes uses memory for the sizes it
+/// runs at. Pages are not reserved in swap up front: a bound far beyond a
+/// run's sizes costs address space only.
 struct Arena {
+    map: memmap2::MmapMut,
     ptr: *mut u8,
-    layout: Layout,
 }
 
 impl Arena {
     fn new(bytes: u64) -> Result<Self, RuntimeError> {
         let size = usize::try_from(bytes.max(1)).map_err(|_| RuntimeError::Allocation { bytes })?;
-        let layout = Layout::from_size_align(size, ARENA_ALIGNMENT)
+        let mut map = memmap2::MmapOptions::new()
+            .len(size)
+            .no_reserve_swap()
+            .map_anon()
             .map_err(|_| RuntimeError::Allocation { bytes })?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        if ptr.is_null() {
-            return Err(RuntimeError::Allocation { bytes });
-        }
-        Ok(Arena { ptr, layout })
+        let ptr = map.as_mut_ptr();
+        Ok(Arena { map, ptr })
     }
 
     fn bytes(&self) -> &[u8] {
-        // SAFETY: as for `bytes_mut`; the shared borrow of the arena keeps
-        // the bytes from changing while the slice lives.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+        &self.map
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` points to `layout.size()` initialized (zeroed) bytes
-        // owned by this arena.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
-    }
-}
-
-impl Drop for Arena {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr, self.layout) }
+        &mut self.map
     }
 }
 
@@ -262,20 +251,12 @@ pub(crate) fn bind_inputs(
         let shape_error = |problem: String| RuntimeError::InputShape { index, problem };
         for (axis, (spec, &size)) in slot.shape.iter().zip(input.sizes).enumerate() {
             match *spec {
-                DimSpec::Fixed(fixed) if fixed != size => {
-                    return Err(shape_error(format!(
-                        "dimension {axis} must be {fixed}, got shape {:?}",
-                        input.sizes
-                    )));
+                DimSpec::Fixed(fixed) => {
+                    check_dimension(index, axis, input.sizes, Dimension::Fixed(fixed))?
                 }
-                DimSpec::Fixed(_) => {}
                 DimSpec::Symbol(symbol) => {
-                    let bound = abi.dim_bounds[symbol];
-                    if size > bound {
-                        return Err(shape_error(format!(
-                            "dimension {axis} is {size}, above its bound {bound}"
-                        )));
-                    }
+                    let bound = Dimension::AtMost(abi.dim_bounds[symbol]);
+                    check_dimension(index, axis, input.sizes, bound)?;
                     match settled[symbol] {
                         Some(seen) if seen != size => {
                             return Err(shape_error(format!(
@@ -298,6 +279,34 @@ pub(crate) fn bind_inputs(
         store_in_order(&mut arena[start..], input, &slot.dim_order);
     }
     Ok(())
+}
+
+/// What a dimension of an input may be.
+#[derive(Clone, Copy)]
+pub(crate) enum Dimension {
+    Fixed(u64),
+    /// A dynamic dimension, with its bound.
+    AtMost(u64),
+}
+
+/// Checks dimension `axis` of input `index`, whose sizes are `sizes`.
+pub(crate) fn check_dimension(
+    index: usize,
+    axis: usize,
+    sizes: &[u64],
+    dimension: Dimension,
+) -> Result<(), RuntimeError> {
+    let size = sizes[axis];
+    let problem = match dimension {
+        Dimension::Fixed(fixed) if size != fixed => {
+            format!("dimension {axis} must be {fixed}, got shape {sizes:?}")
+        }
+        Dimension::AtMost(bound) if size > bound => {
+            format!("dimension {axis} is {size}, above its bound {bound}")
+        }
+        _ => return Ok(()),
+    };
+    Err(RuntimeError::InputShape { index, problem })
 }
 
 /// The outputs in `arena`, as contiguous tensors.

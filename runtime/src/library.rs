@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::abi::ElementType;
 use crate::c_abi::{CTensor, CTensorInfo, symbol};
-use crate::instance::{HostTensor, RuntimeError, TensorRef, check_inputs};
+use crate::instance::{
+    Dimension, HostTensor, RuntimeError, TensorRef, check_dimension, check_inputs,
+};
 use crate::layout::{load_in_order, store_in_order};
 
 /// Why a library could not be used.
@@ -235,10 +237,13 @@ impl std::fmt::Debug for LibraryInstance {
 }
 
 impl LibraryInstance {
-    pub fn new(library: Arc<Library>) -> Result<LibraryInstance, RuntimeError> {
+    /// An instance of `library`, whose methods' arenas take `arena_bytes`
+    /// together (the C ABI does not say; the error names it when the
+    /// library cannot allocate them).
+    pub fn new(library: Arc<Library>, arena_bytes: u64) -> Result<LibraryInstance, RuntimeError> {
         // SAFETY: takes no arguments; returns null when out of memory.
         let handle = unsafe { (library.api.create)() };
-        let handle = NonNull::new(handle).ok_or(RuntimeError::Allocation { bytes: 0 })?;
+        let handle = NonNull::new(handle).ok_or(RuntimeError::Allocation { bytes: arena_bytes })?;
         Ok(LibraryInstance { library, handle })
     }
 
@@ -259,6 +264,15 @@ impl LibraryInstance {
             .iter()
             .map(|tensor| (tensor.element, tensor.sizes.len()));
         check_inputs(&description.name, expected, inputs)?;
+        for (index, (tensor, input)) in description.inputs.iter().zip(inputs).enumerate() {
+            for (axis, (&fixed, &bound)) in tensor.sizes.iter().zip(&tensor.max_sizes).enumerate() {
+                let dimension = match fixed {
+                    Some(size) => Dimension::Fixed(size),
+                    None => Dimension::AtMost(bound),
+                };
+                check_dimension(index, axis, input.sizes, dimension)?;
+            }
+        }
         let mut input_data: Vec<Vec<u8>> = description
             .inputs
             .iter()

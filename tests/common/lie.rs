@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use flatbuffers::{Table, VOffsetT};
-use ptec_schema::{bundled as bfb, program as fb, xnnpack as xfb};
+use ptec_schema::{bundled as bfb, program as fb, vulkan as vfb, xnnpack as xfb};
 
 /// A change to the bytes: `bytes` written at the memory address of a field
 /// the bindings found.
@@ -45,6 +45,24 @@ impl Patch {
             address: elements.as_ptr() as usize + index * size,
             bytes: bytes.to_vec(),
         }
+    }
+
+    /// Shortens the string `string` (of the bindings) to `to`, which must
+    /// be shorter: its length, its bytes and the terminating zero.
+    pub fn shorter_string(string: &str, to: &str) -> Vec<Patch> {
+        assert!(
+            to.len() < string.len(),
+            "{to:?} is not shorter than {string:?}"
+        );
+        let mut bytes = to.as_bytes().to_vec();
+        bytes.push(0);
+        vec![
+            Patch::length(string.as_bytes(), to.len() as u32),
+            Patch {
+                address: string.as_ptr() as usize,
+                bytes,
+            },
+        ]
     }
 
     /// Changes the length of the vector whose element bytes are `elements`.
@@ -93,30 +111,47 @@ impl Lie {
         self.bytes.get(offset..offset + length)
     }
 
+    /// The bundled program, decoded (the fixture must be one).
+    pub fn bundled(&self) -> bfb::BundledProgram<'_> {
+        bfb::root_as_bundled_program(&self.bytes).expect("a bundled program")
+    }
+
     /// The program, decoded.
     pub fn program(&self) -> fb::Program<'_> {
         fb::root_as_program(&self.bytes[self.program_at..]).expect("the fixture's program")
     }
 
-    /// The XNNPACK graph of the first delegate payload with an `XH00`
-    /// header, decoded.
-    pub fn xnnpack_graph(&self) -> xfb::XNNGraph<'_> {
+    /// The flatbuffer of the first delegate payload whose header carries
+    /// `tag` (`XH00`, `VH00`).
+    fn payload(&self, tag: &[u8; 4]) -> &[u8] {
         let at = self
             .bytes
             .windows(4)
-            .position(|window| window == b"XH00")
-            .expect("an XNNPACK payload")
+            .position(|window| window == tag)
+            .unwrap_or_else(|| panic!("a payload with a {tag:?} header"))
             - 4;
         let u32_at = |offset: usize| {
             let field = &self.bytes[at + offset..at + offset + 4];
             u32::from_le_bytes(field.try_into().expect("four bytes")) as usize
         };
         let (start, size) = (at + u32_at(10), u32_at(14));
-        xfb::root_as_xnngraph(&self.bytes[start..start + size]).expect("the XNNPACK graph")
+        &self.bytes[start..start + size]
     }
 
-    /// Applies patches found through [`Lie::program`] or
-    /// [`Lie::xnnpack_graph`] (a function of this lie's bytes, so that the
+    /// The XNNPACK graph of the first delegate payload with an `XH00`
+    /// header, decoded.
+    pub fn xnnpack_graph(&self) -> xfb::XNNGraph<'_> {
+        xfb::root_as_xnngraph(self.payload(b"XH00")).expect("the XNNPACK graph")
+    }
+
+    /// The Vulkan graph of the first delegate payload with a `VH00`
+    /// header, decoded.
+    pub fn vulkan_graph(&self) -> vfb::VkGraph<'_> {
+        vfb::root_as_vk_graph(self.payload(b"VH00")).expect("the Vulkan graph")
+    }
+
+    /// Applies patches found through [`Lie::program`],
+    /// [`Lie::xnnpack_graph`] or [`Lie::vulkan_graph`] (a function of this lie's bytes, so that the
     /// addresses are of these bytes).
     pub fn patch(mut self, find: impl FnOnce(&Lie) -> Vec<Patch>) -> Lie {
         let patches = find(&self);

@@ -19,6 +19,16 @@ pub fn corpus_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
+/// The shared corpus for `test`; when it is absent, `None` after saying
+/// so through [`not_run`] (which fails the test under CI).
+pub fn corpus_for(test: &str) -> Option<PathBuf> {
+    let corpus = corpus_dir();
+    if corpus.is_none() {
+        not_run(test, "../shared/corpus is absent");
+    }
+    corpus
+}
+
 /// The `.bpte` files of a folder, sorted.
 pub fn bpte_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -131,10 +141,10 @@ pub fn files_pass_with_cases(files: &[PathBuf], context: &str) {
 }
 
 /// The corpus programs whose names end with `suffix` pass (there must be
-/// `count` of them); nothing runs when the corpus is absent.
+/// `count` of them); when the corpus is absent nothing runs, which fails
+/// under CI.
 pub fn corpus_programs_pass(suffix: &str, count: usize) {
-    let Some(corpus) = corpus_dir() else {
-        eprintln!("../shared/corpus is absent: corpus programs not run");
+    let Some(corpus) = corpus_for(&format!("corpus programs {suffix}")) else {
         return;
     };
     let files = with_suffix(&corpus, suffix);

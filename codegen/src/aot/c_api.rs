@@ -2,8 +2,7 @@
 //! around the methods' entry points: Cranelift functions that create and
 //! destroy instances, describe methods, check and copy tensors and run a
 //! method, and the read-only tables they read. Nothing here is linked from
-//! Rust; the library needs libc alone (`calloc`, `aligned_alloc`, `free`,
-//! `memset`, `memcpy`).
+//! Rust; the library needs libc alone (`calloc`, `free`, `memcpy`).
 
 use std::mem::{offset_of, size_of};
 
@@ -76,9 +75,7 @@ impl Blob {
 /// The libc functions the generated code calls.
 struct Libc {
     calloc: FuncId,
-    aligned_alloc: FuncId,
     free: FuncId,
-    memset: FuncId,
     memcpy: FuncId,
 }
 
@@ -89,9 +86,7 @@ impl Libc {
         };
         Ok(Libc {
             calloc: import("calloc", &[PTR, PTR], &[PTR])?,
-            aligned_alloc: import("aligned_alloc", &[PTR, PTR], &[PTR])?,
             free: import("free", &[PTR], &[])?,
-            memset: import("memset", &[PTR, types::I32, PTR], &[PTR])?,
             memcpy: import("memcpy", &[PTR, PTR, PTR], &[PTR])?,
         })
     }
@@ -173,14 +168,15 @@ pub(crate) fn define_c_api(
 /// instance.
 struct InstanceLayout {
     /// Byte offset of each method's sizes of symbolic dimensions (the arena
-    /// pointers come first, one per method).
+    /// pointers come first, one per method, then the allocations holding
+    /// the arenas, one per method).
     dims: Vec<i32>,
     bytes: i64,
 }
 
 impl InstanceLayout {
     fn new(methods: &[MethodCode<'_>]) -> InstanceLayout {
-        let mut offset = 8 * methods.len() as i32;
+        let mut offset = 16 * methods.len() as i32;
         let dims = methods
             .iter()
             .map(|method| {
@@ -197,6 +193,12 @@ impl InstanceLayout {
 
     fn arena(method: usize) -> i32 {
         8 * method as i32
+    }
+
+    /// Where the pointer `calloc` returned for a method's arena is (the
+    /// arena is that pointer rounded up to [`ARENA_ALIGNMENT`]).
+    fn allocation(&self, method: usize) -> i32 {
+        8 * (self.dims.len() + method) as i32
     }
 }
 
@@ -484,11 +486,11 @@ impl Api<'_, '_> {
             body.b.ins().brif(instance, free, &[], done, &[]);
             body.b.switch_to_block(free);
             for method in 0..methods {
-                let arena =
+                let allocation =
                     body.b
                         .ins()
-                        .load(PTR, own_memory(), instance, InstanceLayout::arena(method));
-                body.call(body.libc.free, &[arena]);
+                        .load(PTR, own_memory(), instance, layout.allocation(method));
+                body.call(body.libc.free, &[allocation]);
             }
             body.call(body.libc.free, &[instance]);
             body.b.ins().jump(done, &[]);
@@ -530,20 +532,32 @@ impl Api<'_, '_> {
             body.check(instance, null);
             let failed = body.b.create_block();
             for (index, method) in methods.iter().enumerate() {
-                let arena_bytes = (method.abi.arena_bytes.max(1) as i64 + ARENA_ALIGNMENT - 1)
-                    / ARENA_ALIGNMENT
-                    * ARENA_ALIGNMENT;
-                let alignment = body.b.ins().iconst(PTR, ARENA_ALIGNMENT);
-                let size = body.b.ins().iconst(PTR, arena_bytes);
-                let arena = body
-                    .call(body.libc.aligned_alloc, &[alignment, size])
-                    .expect("aligned_alloc returns");
-                body.check(arena, failed);
+                // calloc's memory is zeroed as it is first touched (large
+                // blocks are fresh mappings), so an arena planned for
+                // dynamic bounds costs memory for the sizes a run uses;
+                // the arena starts at the first aligned byte in it.
+                let bytes = method
+                    .abi
+                    .arena_bytes
+                    .max(1)
+                    .saturating_add(ARENA_ALIGNMENT as u64 - 1);
+                // An arena beyond the address space: calloc refuses it.
+                let size = body
+                    .b
+                    .ins()
+                    .iconst(PTR, i64::try_from(bytes).unwrap_or(i64::MAX));
+                let allocation = body
+                    .call(body.libc.calloc, &[one, size])
+                    .expect("calloc returns");
+                body.check(allocation, failed);
+                body.b
+                    .ins()
+                    .store(own_memory(), allocation, instance, layout.allocation(index));
+                let end = body.b.ins().iadd_imm_s(allocation, ARENA_ALIGNMENT - 1);
+                let arena = body.b.ins().band_imm_s(end, -ARENA_ALIGNMENT);
                 body.b
                     .ins()
                     .store(own_memory(), arena, instance, InstanceLayout::arena(index));
-                let zero = body.b.ins().iconst(types::I32, 0);
-                body.call(body.libc.memset, &[arena, zero, size]);
                 for &(_, offset, data, len) in
                     initial_states.iter().filter(|state| state.0 == index)
                 {

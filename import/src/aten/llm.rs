@@ -474,11 +474,8 @@ fn quantized_embedding(
     if !matches!(out.dtype, DType::F32 | DType::F16) {
         return Err(c.bad("out", format!("is {}, not float32 or float16", out.dtype)));
     }
-    if has_dtype
-        && let Some(dtype) = c.optional_dtype("dtype")?
-        && dtype != out.dtype
-    {
-        return Err(c.bad("dtype", format!("is {dtype}, but out is {}", out.dtype)));
+    if has_dtype {
+        c.requested_dtype("dtype", "out")?;
     }
     if c.ty(indices).dtype != DType::I64 {
         return Err(c.bad("indices", format!("is {}, not int64", c.ty(indices).dtype)));

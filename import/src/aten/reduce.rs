@@ -178,16 +178,7 @@ fn with_dtype(
     op: ReduceOp,
     rule: fn(&mut Call<'_, '_, '_>, ReduceOp) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
-    let out = c.declared_type_of("out")?.dtype;
-    let requested = c.optional_dtype("dtype")?;
-    if let Some(dtype) = requested
-        && dtype != out
-    {
-        return Err(c.bad(
-            "dtype",
-            format!("is {dtype}, but out is {out}: the result must have the requested type"),
-        ));
-    }
+    let requested = c.requested_dtype("dtype", "out")?;
     let compute = match requested {
         Some(dtype) => dtype,
         None => c.declared_type_of("self")?.dtype,
@@ -373,6 +364,7 @@ fn extreme_along(
 }
 
 fn cumsum(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.requested_dtype("dtype", "out")?;
     let dim = c.dim("dim", c.rank_of("self")?.max(1))?;
     let input = c.tensor("self")?;
     c.emit(Op::CumSum(CumSum { input, dim }), &["out"])
