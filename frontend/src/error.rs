@@ -96,6 +96,28 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    #[error(
+        "{at}: {what} {key:?} is in neither the program nor {}",
+        match data_files {
+            0 => "a data file: none was given (pass the program's .ptd file with --data)".to_string(),
+            1 => "its data file".to_string(),
+            n => format!("its {n} data files"),
+        }
+    )]
+    MissingData {
+        at: At,
+        what: &'static str,
+        key: String,
+        data_files: usize,
+    },
+
+    #[error("{at}: external tensor {key:?} {problem}")]
+    DataMismatch {
+        at: At,
+        key: String,
+        problem: String,
+    },
+
     #[error("{at}: {what} is not supported by ptec")]
     Unsupported { at: At, what: String },
 }

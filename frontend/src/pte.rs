@@ -8,9 +8,11 @@ use crate::bytes::{self, expect_identifier, slice, u32_at, u64_at, verifier_opti
 use crate::delegate::{self, DelegatePayload};
 use crate::error::{Error, Result};
 use crate::model::{
-    CompileSpec, Delegate, DelegateIndex, ExtendedHeader, Instruction, Method, NamedData, Operator,
-    OperatorIndex, Program, Segment, ShapeDynamism, Tensor, TensorStorage, Value, ValueIndex,
+    CompileSpec, DataEntry, Delegate, DelegateIndex, ExtendedHeader, Instruction, Method,
+    NamedData, Operator, OperatorIndex, Program, Segment, ShapeDynamism, Tensor, TensorStorage,
+    Value, ValueIndex,
 };
+use crate::ptd::DataFile;
 use crate::scalar_type::ScalarType;
 
 const EXTENDED_HEADER_MAGIC: &[u8; 4] = b"eh00";
@@ -21,6 +23,15 @@ const EXTENDED_HEADER_START: usize = 8;
 
 /// Reads a `.pte` program from `bytes`, borrowing its data.
 pub fn read_program(bytes: &[u8]) -> Result<Program<'_>> {
+    read_program_with_data(bytes, &[])
+}
+
+/// Reads a `.pte` program whose named data and external tensors may live in
+/// the data files `data` (`.ptd`, read with [`read_data_file`]); their blobs
+/// join the program's named data, and a key defined twice is an error.
+///
+/// [`read_data_file`]: crate::read_data_file
+pub fn read_program_with_data<'a>(bytes: &'a [u8], data: &[DataFile<'a>]) -> Result<Program<'a>> {
     if bytes.len() < 8 {
         return Err(Error::Truncated {
             what: "program",
@@ -40,7 +51,10 @@ pub fn read_program(bytes: &[u8]) -> Result<Program<'_>> {
             source,
         })?;
     let segments = read_segments(bytes, header, root)?;
-    let named_data = read_named_data(root, &segments)?;
+    let mut named_data = read_named_data(root, &segments)?;
+    for file in data {
+        named_data.merge(&file.named_data)?;
+    }
     let constants = ConstantData::read(root, &segments)?;
     let mutable = read_mutable_data(root, &segments)?;
     let file = FileData {
@@ -241,7 +255,10 @@ fn read_named_data<'a>(root: fb::Program<'a>, segments: &[Segment<'a>]) -> Resul
             .key()
             .ok_or_else(|| Error::invalid(at(), "the entry has no key"))?;
         let data = segment(segments, u64::from(entry.segment_index()), at)?;
-        if named.insert(key.to_string(), data).is_some() {
+        if named
+            .insert(key.to_string(), DataEntry { data, layout: None })
+            .is_some()
+        {
             return Err(Error::invalid(at(), format!("key {key:?} appears twice")));
         }
     }
@@ -643,9 +660,8 @@ fn tensor_storage<'a>(
                 "external tensor data has no fully qualified name",
             ));
         }
-        return Ok(TensorStorage::External {
-            name: name.to_string(),
-        });
+        return external_tensor(file.named_data, tensor, name, nbytes, at)
+            .map(TensorStorage::Constant);
     }
     let buffer = tensor.data_buffer_idx();
     let Some(allocation) = tensor.allocation_info() else {
@@ -709,6 +725,56 @@ fn tensor_storage<'a>(
         offset,
         initial,
     })
+}
+
+/// The bytes of a tensor the program keeps outside, under the key `name`,
+/// checked against the tensor: its byte length, and the element type, sizes
+/// and dim order the data file records.
+fn external_tensor<'a>(
+    named_data: &NamedData<'a>,
+    tensor: fb::Tensor<'a>,
+    name: &str,
+    nbytes: u64,
+    at: &dyn Fn() -> String,
+) -> Result<&'a [u8]> {
+    let entry = named_data
+        .entry(name)
+        .ok_or_else(|| named_data.missing(at(), "external tensor", name))?;
+    let mismatch = |problem: String| Error::DataMismatch {
+        at: at(),
+        key: name.to_string(),
+        problem,
+    };
+    if let Some(layout) = &entry.layout {
+        let dtype = ScalarType::decode(tensor.scalar_type().0, at)?;
+        if layout.dtype != dtype {
+            return Err(mismatch(format!(
+                "is {dtype} in the program but {} in the data file",
+                layout.dtype
+            )));
+        }
+        let sizes: Vec<i64> = vec_of_scalars(tensor.sizes()).map(i64::from).collect();
+        if layout.sizes != sizes {
+            return Err(mismatch(format!(
+                "has sizes {sizes:?} in the program but {:?} in the data file",
+                layout.sizes
+            )));
+        }
+        let dim_order = tensor.dim_order().map_or(&[][..], |order| order.bytes());
+        if layout.dim_order != dim_order {
+            return Err(mismatch(format!(
+                "has dim order {dim_order:?} in the program but {:?} in the data file",
+                layout.dim_order
+            )));
+        }
+    }
+    if entry.data.len() as u64 != nbytes {
+        return Err(mismatch(format!(
+            "is {nbytes} bytes in the program but {} in the data file",
+            entry.data.len()
+        )));
+    }
+    Ok(entry.data)
 }
 
 /// The byte size of a tensor of `sizes`, checking that no size is negative and
