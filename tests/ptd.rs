@@ -167,7 +167,7 @@ fn the_same_data_file_twice_is_refused() {
     let ptd = path_arg(&fixture().join("model.ptd"));
     let stderr = stderr_of(&["inspect", &pte, "--data", &ptd, "--data", &ptd]);
     assert!(
-        stderr.contains("data file 1")
+        stderr.starts_with(&format!("error: {ptd}: named data key "))
             && stderr.contains("is also in the program or an earlier data file"),
         "{stderr}"
     );

@@ -104,10 +104,16 @@ impl ProgramFile {
                     })
                 })
                 .collect::<Result<Vec<DataFile<'_>>, Error>>()?;
-            Ok::<_, Error>(ExecutorchFile::read_with_data(
-                (*sources.program).as_ref(),
-                &data,
-            )?)
+            ExecutorchFile::read_with_data((*sources.program).as_ref(), &data).map_err(|error| {
+                // A clash is the data file's fault: name it.
+                match &error {
+                    ptec_frontend::Error::DuplicateKey { data_file, .. } => Error::ReadFile {
+                        path: sources.data[*data_file].name.clone(),
+                        source: error,
+                    },
+                    _ => Error::Read(error),
+                }
+            })
         })?;
         Ok(ProgramFile { cell })
     }

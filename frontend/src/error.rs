@@ -111,6 +111,11 @@ pub enum Error {
         data_files: usize,
     },
 
+    /// A key of data file `data_file` (counting from 0, in the order the
+    /// files were given) that the program or an earlier data file defines.
+    #[error("named data key {key:?} is also in the program or an earlier data file")]
+    DuplicateKey { data_file: usize, key: String },
+
     #[error("{at}: external tensor {key:?} {problem}")]
     DataMismatch {
         at: At,

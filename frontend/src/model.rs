@@ -136,15 +136,12 @@ impl<'a> NamedData<'a> {
 
     /// Adds the blobs of a data file; a key already present is an error.
     pub(crate) fn merge(&mut self, file: &NamedData<'a>) -> Result<()> {
-        let index = self.data_files;
         for (key, entry) in file.entries() {
             if self.insert(key.to_string(), entry.clone()).is_some() {
-                return Err(Error::invalid(
-                    format!("data file {index}"),
-                    format!(
-                        "named data key {key:?} is also in the program or an earlier data file"
-                    ),
-                ));
+                return Err(Error::DuplicateKey {
+                    data_file: self.data_files,
+                    key: key.to_string(),
+                });
             }
         }
         self.data_files += 1;

@@ -894,11 +894,10 @@ fn external_tensor_that_disagrees_with_its_data() {
 fn a_key_in_two_data_files() {
     let program = external_program();
     let data = data_file("layer.weight", vec![4], 16);
-    let message = with_data(&program, &[&data, &data])
-        .expect_err("the key is defined twice")
-        .to_string();
-    assert!(
-        message.contains("data file 1") && message.contains("\"layer.weight\" is also in"),
-        "{message}"
-    );
+    match with_data(&program, &[&data, &data]).expect_err("the key is defined twice") {
+        Error::DuplicateKey { data_file, key } => {
+            assert_eq!((data_file, key.as_str()), (1, "layer.weight"));
+        }
+        other => panic!("expected DuplicateKey, got {other}"),
+    }
 }
