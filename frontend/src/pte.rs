@@ -633,7 +633,17 @@ fn read_tensor<'a>(
             ));
         }
     };
-    let storage = tensor_storage(file, tensor, nbytes, buffer_sizes, at)?;
+    let storage = match external_name(tensor, at)? {
+        Some(name) => TensorStorage::Constant(external_tensor(
+            file.named_data,
+            name,
+            dtype,
+            &sizes,
+            &dim_order,
+            at,
+        )?),
+        None => tensor_storage(file, tensor, nbytes, buffer_sizes, at)?,
+    };
     Ok(Tensor {
         dtype,
         sizes,
@@ -650,19 +660,6 @@ fn tensor_storage<'a>(
     buffer_sizes: &[u64],
     at: &dyn Fn() -> String,
 ) -> Result<TensorStorage<'a>> {
-    if let Some(extra) = tensor.extra_tensor_info()
-        && extra.location() == fb::TensorDataLocation::EXTERNAL
-    {
-        let name = extra.fully_qualified_name().unwrap_or_default();
-        if name.is_empty() {
-            return Err(Error::invalid(
-                at(),
-                "external tensor data has no fully qualified name",
-            ));
-        }
-        return external_tensor(file.named_data, tensor, name, nbytes, at)
-            .map(TensorStorage::Constant);
-    }
     let buffer = tensor.data_buffer_idx();
     let Some(allocation) = tensor.allocation_info() else {
         if buffer == 0 {
@@ -727,16 +724,36 @@ fn tensor_storage<'a>(
     })
 }
 
+/// The key under which the program keeps `tensor`'s data outside
+/// (`TensorDataLocation::EXTERNAL`), if it does.
+fn external_name<'a>(tensor: fb::Tensor<'a>, at: &dyn Fn() -> String) -> Result<Option<&'a str>> {
+    let Some(extra) = tensor.extra_tensor_info() else {
+        return Ok(None);
+    };
+    if extra.location() != fb::TensorDataLocation::EXTERNAL {
+        return Ok(None);
+    }
+    match extra.fully_qualified_name() {
+        Some(name) if !name.is_empty() => Ok(Some(name)),
+        _ => Err(Error::invalid(
+            at(),
+            "external tensor data has no fully qualified name",
+        )),
+    }
+}
+
 /// The bytes of a tensor the program keeps outside, under the key `name`,
-/// checked against the tensor: its byte length, and the element type, sizes
-/// and dim order the data file records.
+/// checked against the tensor's element type, sizes and dim order: their
+/// byte count, and the layout the data file records.
 fn external_tensor<'a>(
     named_data: &NamedData<'a>,
-    tensor: fb::Tensor<'a>,
     name: &str,
-    nbytes: u64,
+    dtype: ScalarType,
+    sizes: &[i64],
+    dim_order: &[u8],
     at: &dyn Fn() -> String,
 ) -> Result<&'a [u8]> {
+    let nbytes = byte_count(sizes, dtype, at)?;
     let entry = named_data
         .entry(name)
         .ok_or_else(|| named_data.missing(at(), "external tensor", name))?;
@@ -746,21 +763,18 @@ fn external_tensor<'a>(
         problem,
     };
     if let Some(layout) = &entry.layout {
-        let dtype = ScalarType::decode(tensor.scalar_type().0, at)?;
         if layout.dtype != dtype {
             return Err(mismatch(format!(
                 "is {dtype} in the program but {} in the data file",
                 layout.dtype
             )));
         }
-        let sizes: Vec<i64> = vec_of_scalars(tensor.sizes()).map(i64::from).collect();
         if layout.sizes != sizes {
             return Err(mismatch(format!(
                 "has sizes {sizes:?} in the program but {:?} in the data file",
                 layout.sizes
             )));
         }
-        let dim_order = tensor.dim_order().map_or(&[][..], |order| order.bytes());
         if layout.dim_order != dim_order {
             return Err(mismatch(format!(
                 "has dim order {dim_order:?} in the program but {:?} in the data file",
