@@ -19,7 +19,7 @@ if [ "$have" != "$want" ]; then
 fi
 mkdir -p "$out"
 rm -f "$out"/*.rs
-for fbs in program bundled_program xnnpack vulkan; do
+for fbs in program bundled_program xnnpack vulkan flat_tensor; do
   (cd "$here/fbs" && "$flatc" --rust --gen-all -o "$out" "$fbs.fbs")
 done
 # A stamp of inputs and outputs, so that a test can tell, even without flatc,

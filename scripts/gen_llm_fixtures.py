@@ -4,21 +4,24 @@ ExecuTorch's answers, step by step, as ptec's LLM fixtures.
 For each configuration the script writes a ``params.json`` and a checkpoint
 of seeded random weights (every weight the model has, norm weights
 included, so that nothing in the exported program is left uninitialised),
-runs ``python -m executorch.examples.models.llama.export_llama`` with the
-configuration's flags, and runs the ``.pte`` on ExecuTorch's own Python
-runtime: a prefill of ``--prefill`` prompt tokens, then ``--decode`` greedy
-decode steps (each feeds back the argmax of the previous logits), on one
-method instance, so the KV cache carries over, and on to ``--greedy``
-generated tokens (the C decode loop's test compares them). Each of the
-prefill and the first ``--decode`` calls becomes a step folder::
+runs export_llama (its own main, in a child interpreter) with the
+configuration's flags, and runs the ``.pte`` (with its ``.ptd`` when the
+weights are kept apart) on ExecuTorch's own Python runtime: a prefill of
+``--prefill`` prompt tokens, then ``--decode`` greedy decode steps (each
+feeds back the argmax of the previous logits), on one method instance, so
+the KV cache carries over, and on to ``--greedy`` generated tokens (the C
+decode loop's test compares them). Each of the prefill and the first
+``--decode`` calls becomes a step folder::
 
     OUT/<config>/model.pte
+    OUT/<config>/model.ptd  the weights, for configurations that keep them apart
     OUT/<config>/step_00/in_0.npy  tokens  int64 [1, n]
     OUT/<config>/step_00/in_1.npy  input_pos  int64 [1]
     OUT/<config>/step_00/out_0.npy  ExecuTorch's logits
     OUT/<config>/step_01/...
 
-which is what ``ptec run FILE --steps OUT/<config> --output-dir DIR`` reads
+which is what ``ptec run FILE --steps OUT/<config> --output-dir DIR`` (with
+``--data OUT/<config>/model.ptd`` when there is one) reads
 (it ignores the ``out_*.npy`` files) and what ``tests/llm.rs`` compares
 with. ``OUT/index.json`` lists each configuration: its flags, model
 parameters, the operators of its program, file sizes and ExecuTorch's
@@ -62,7 +65,12 @@ class Config:
     # as long), when they differ from the size's.
     max_seq_len: int | None = None
     max_context_len: int | None = None
+    # export_llama's foundation_weights_file: the data file the weights go to.
+    weights_file: str | None = None
 
+
+# The name of the data file of configurations that keep weights outside the program.
+PTD_NAME = "model.ptd"
 
 QWEN3 = dict(use_qk_norm=True, qk_norm_before_rope=True, use_hf_rope=True, head_dim=16, rope_theta=1e6)
 
@@ -81,6 +89,10 @@ CONFIGS = {
     "llama_bf16": Config(["-kv", "-d", "bf16"]),
     "llama_context": Config(["-kv", "-X"], max_seq_len=16, max_context_len=48),
     "qwen3_xnnpack": Config(["-kv", "-X", "--model", "qwen3_0_6b"], params=QWEN3),
+    # The weights in a separate FlatTensor file, model.ptd beside model.pte:
+    # export_llama tags every weight with this name and writes the file into
+    # the output folder.
+    "llama_xnnpack_ptd": Config(["-kv", "-X"], weights_file=PTD_NAME),
 }
 
 
@@ -112,18 +124,34 @@ def write_checkpoint(params: dict, max_seq_len: int, max_context_len: int, path:
     torch.save(weights, path)
 
 
+# export_llama's own main (same seed), plus the foundation weights file, which
+# its configuration has but its command line does not offer.
+EXPORT_LLAMA = """
+import sys
+import torch
+from executorch.examples.models.llama.export_llama_lib import build_args_parser, export_llama
+sys.setrecursionlimit(4096)
+torch.manual_seed(42)
+weights_file, flags = sys.argv[1], sys.argv[2:]
+args = build_args_parser().parse_args(flags)
+if weights_file:
+    args.foundation_weights_file = weights_file
+export_llama(args)
+"""
+
+
 def export(
-    flags: list, params_path: Path, checkpoint: Path, max_seq_len: int, max_context_len: int, out: Path
+    config: Config, params_path: Path, checkpoint: Path, max_seq_len: int, max_context_len: int, out: Path
 ) -> None:
     command = [
-        sys.executable, "-m", "executorch.examples.models.llama.export_llama",
+        sys.executable, "-c", EXPORT_LLAMA, config.weights_file or "",
         "--checkpoint", str(checkpoint),
         "--params", str(params_path),
         "--max_seq_length", str(max_seq_len),
         "--max_context_length", str(max_context_len),
         "-o", str(out.parent),
         "--output_name", str(out),
-        *flags,
+        *config.flags,
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0 or not out.exists():
@@ -149,7 +177,8 @@ def run_steps(
     from executorch.runtime import Runtime
 
     register_custom_ops()
-    program = Runtime.get().load_program(str(pte))
+    ptd = pte.with_name(PTD_NAME)
+    program = Runtime.get().load_program(str(pte), data_path=str(ptd) if ptd.exists() else None)
     method = program.load_method("forward")
     generator = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, vocab, (1, prefill), generator=generator, dtype=torch.int64)
@@ -212,13 +241,14 @@ def main() -> int:
             old.unlink()
         folder.mkdir(parents=True, exist_ok=True)
         pte = folder / "model.pte"
+        pte.with_name(PTD_NAME).unlink(missing_ok=True)
         with tempfile.TemporaryDirectory() as scratch:
             scratch = Path(scratch)
             (scratch / "params.json").write_text(json.dumps(params))
             write_checkpoint(params, max_seq_len, max_context_len, scratch / "checkpoint.pth", seed)
             try:
                 export(
-                    config.flags,
+                    config,
                     scratch / "params.json",
                     scratch / "checkpoint.pth",
                     max_seq_len,
@@ -245,6 +275,13 @@ def main() -> int:
             "bytes": pte.stat().st_size,
             "sha256": hashlib.sha256(pte.read_bytes()).hexdigest(),
         }
+        ptd = pte.with_name(PTD_NAME)
+        if ptd.exists():
+            index[name]["data"] = {
+                "file": PTD_NAME,
+                "bytes": ptd.stat().st_size,
+                "sha256": hashlib.sha256(ptd.read_bytes()).hexdigest(),
+            }
         print(f"{name}: {pte.stat().st_size} bytes, greedy {greedy}")
     index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
     return 1 if failed else 0

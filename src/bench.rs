@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use ptec_compiler::bundled::refs;
-use ptec_frontend::{ExecutorchFile, FileBytes};
+use ptec_compiler::file::ProgramFile;
 use serde::Serialize;
 
 use crate::instance::{Backend, CompileArgs, load};
@@ -36,14 +36,14 @@ struct BenchReport {
     iters: usize,
 }
 
-pub fn run(path: &Path, options: BenchOptions<'_>) -> anyhow::Result<()> {
+pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::Result<()> {
     if options.iters == 0 {
         bail!("--iters must be at least 1");
     }
-    let bytes = FileBytes::open(path)?;
-    let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
+    let program = ProgramFile::open(path, data)?;
+    let file = program.file();
     let method = select_method(file.program(), options.method)?;
-    let inputs = method_inputs(&file, &method.name, options.inputs)?;
+    let inputs = method_inputs(file, &method.name, options.inputs)?;
     let inputs = refs(&inputs);
     let mut loaded = load(method, options.backend, options.passes)?;
     for _ in 0..options.warmup {

@@ -10,6 +10,7 @@ use crate::instance::{Backend, CompileArgs};
 /// Runs the tests of every file; returns whether all passed.
 pub fn run(
     files: &[PathBuf],
+    data: &[PathBuf],
     backend: Backend,
     tolerance: Tolerance,
     json: bool,
@@ -18,7 +19,7 @@ pub fn run(
     let options = passes.options();
     let (mut passed, mut failed) = (0, 0);
     for path in files {
-        let report = test_file(path, backend, tolerance, &options, |reports| {
+        let report = test_file(path, data, backend, tolerance, &options, |reports| {
             passes.report(reports);
         });
         if report.pass {

@@ -1,10 +1,9 @@
 //! `ptec dump`: a method's IR, as text or as Graphviz DOT.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use clap::ValueEnum;
-use ptec_frontend::{ExecutorchFile, FileBytes};
+use ptec_compiler::file::ProgramFile;
 
 use crate::instance::CompileArgs;
 use crate::method::select_method;
@@ -19,13 +18,14 @@ pub enum DumpFormat {
 /// after each pass, each preceded by a `; after PASS` line).
 pub fn run(
     path: &Path,
+    data: &[PathBuf],
     method: Option<&str>,
     format: DumpFormat,
     after: Option<&str>,
     passes: &CompileArgs,
 ) -> anyhow::Result<()> {
-    let bytes = FileBytes::open(path)?;
-    let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
+    let program = ProgramFile::open(path, data)?;
+    let file = program.file();
     let method = select_method(file.program(), method)?;
     let render = |graph: &ptec_ir::Graph<'_>| match format {
         DumpFormat::Text => ptec_ir::to_text(graph),

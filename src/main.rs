@@ -38,6 +38,8 @@ enum Command {
     /// operators, delegates, planned memory and test suites.
     Inspect {
         file: PathBuf,
+        #[command(flatten)]
+        data: DataArgs,
         /// Print a machine-readable JSON report instead of text.
         #[arg(long)]
         json: bool,
@@ -45,6 +47,8 @@ enum Command {
     /// Print a method's IR.
     Dump {
         file: PathBuf,
+        #[command(flatten)]
+        data: DataArgs,
         /// The method (default: the first).
         #[arg(long)]
         method: Option<String>,
@@ -74,6 +78,8 @@ enum Command {
     /// program's first test case).
     Run {
         file: PathBuf,
+        #[command(flatten)]
+        data: DataArgs,
         #[arg(long)]
         method: Option<String>,
         /// An input, as a .npy file; one per method input, in order.
@@ -100,6 +106,9 @@ enum Command {
     Test {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// (Every file is read with these data files.)
+        #[command(flatten)]
+        data: DataArgs,
         /// jit (compiled in-process), aot (a shared object called through
         /// its C ABI) or vulkan (compute shaders on a Vulkan device).
         #[arg(long, default_value_t = Backend::Jit)]
@@ -118,9 +127,13 @@ enum Command {
     },
     /// Compile a program ahead of time: a shared object or object file with
     /// a C ABI (and its C header), the generated machine code, or the
-    /// optimized IR.
+    /// optimized IR. The weights of --data files are embedded in the
+    /// library, as the program's own constants are: the library needs no
+    /// other file at run time.
     Compile {
         file: PathBuf,
+        #[command(flatten)]
+        data: DataArgs,
         /// The output file (default: <file stem>.so or .o in the current
         /// directory; standard output for asm and ir).
         #[arg(short, long)]
@@ -155,6 +168,8 @@ enum Command {
     /// .npy inputs): median, min and max over the runs.
     Bench {
         file: PathBuf,
+        #[command(flatten)]
+        data: DataArgs,
         #[arg(long)]
         method: Option<String>,
         #[arg(long = "input")]
@@ -174,6 +189,15 @@ enum Command {
     },
 }
 
+/// The data files (`.ptd`) of a program that keeps weights outside it.
+#[derive(Debug, clap::Args)]
+struct DataArgs {
+    /// A .ptd data file holding weights the program keeps outside it
+    /// (program-data separation); repeat for several files.
+    #[arg(long = "data", value_name = "FILE.ptd")]
+    files: Vec<PathBuf>,
+}
+
 /// Restores the default action of SIGPIPE, which Rust programs ignore, so
 /// that a reader closing the pipe (`ptec inspect FILE | head`) ends ptec
 /// quietly, as it ends any Unix tool, instead of making `println!` panic.
@@ -191,14 +215,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Ok(false): the command ran but found failures (failing tests).
     let result = match cli.command {
-        Command::Inspect { file, json } => inspect::run(&file, json).map(|()| true),
+        Command::Inspect { file, data, json } => {
+            inspect::run(&file, &data.files, json).map(|()| true)
+        }
         Command::Dump {
             file,
+            data,
             method,
             format,
             after,
             passes,
-        } => dump::run(&file, method.as_deref(), format, after.as_deref(), &passes).map(|()| true),
+        } => dump::run(
+            &file,
+            &data.files,
+            method.as_deref(),
+            format,
+            after.as_deref(),
+            &passes,
+        )
+        .map(|()| true),
         Command::Passes => {
             let width = ptec_passes::PIPELINE
                 .iter()
@@ -213,6 +248,7 @@ fn main() -> ExitCode {
         Command::Operators { backend, json } => operators::run(backend, json).map(|()| true),
         Command::Run {
             file,
+            data,
             method,
             inputs,
             output_dir,
@@ -228,10 +264,11 @@ fn main() -> ExitCode {
                 backend,
                 passes: &passes,
             };
-            run::run(&file, options).map(|()| true)
+            run::run(&file, &data.files, options).map(|()| true)
         }
         Command::Compile {
             file,
+            data,
             output,
             emit,
             target,
@@ -251,11 +288,13 @@ fn main() -> ExitCode {
                 prefix: &prefix,
                 linker: linker.as_deref(),
                 options: &options,
+                data: &data.files,
             };
             compile::run(&file, &emit, &passes).map(|()| true)
         }
         Command::Bench {
             file,
+            data,
             method,
             inputs,
             iters,
@@ -273,10 +312,11 @@ fn main() -> ExitCode {
                 json,
                 passes: &passes,
             };
-            bench::run(&file, options).map(|()| true)
+            bench::run(&file, &data.files, options).map(|()| true)
         }
         Command::Test {
             files,
+            data,
             backend,
             rtol,
             atol,
@@ -284,7 +324,7 @@ fn main() -> ExitCode {
             passes,
         } => {
             let tolerance = ptec_compiler::bundled::Tolerance { rtol, atol };
-            bundled_test::run(&files, backend, tolerance, json, &passes)
+            bundled_test::run(&files, &data.files, backend, tolerance, json, &passes)
         }
     };
     match result {

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ptec_compiler::bundled::refs;
-use ptec_frontend::{ExecutorchFile, FileBytes};
+use ptec_compiler::file::ProgramFile;
+use ptec_frontend::ExecutorchFile;
 use ptec_runtime::HostTensor;
 
 use crate::instance::{Backend, CompileArgs, load};
@@ -60,9 +61,9 @@ pub fn first_case_inputs(
         .collect::<Result<_, _>>()?)
 }
 
-pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
-    let bytes = FileBytes::open(path)?;
-    let file = ExecutorchFile::read(bytes.bytes()).with_context(|| path.display().to_string())?;
+pub fn run(path: &Path, data: &[PathBuf], options: RunOptions<'_>) -> anyhow::Result<()> {
+    let program = ProgramFile::open(path, data)?;
+    let file = program.file();
     let method = select_method(file.program(), options.method)?;
     if let Some(steps) = options.steps {
         let output_dir = options
@@ -86,7 +87,7 @@ pub fn run(path: &Path, options: RunOptions<'_>) -> anyhow::Result<()> {
     // A method without inputs (`get_max_seq_len`) needs no test case.
     let inputs = match method.inputs.is_empty() && options.inputs.is_empty() {
         true => Vec::new(),
-        false => method_inputs(&file, &method.name, options.inputs)?,
+        false => method_inputs(file, &method.name, options.inputs)?,
     };
     let mut loaded = load(method, options.backend, options.passes)?;
     let outputs = loaded.runner.run(&refs(&inputs))?;

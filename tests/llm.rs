@@ -121,6 +121,12 @@ fn every_configuration_matches_executorch(extra: &[&str]) {
             out.display().to_string(),
         );
         let mut args = vec!["run", model.to_str().expect("a UTF-8 path")];
+        // A configuration that keeps its weights apart has them in model.ptd.
+        let data = dir.join("model.ptd");
+        let data = data.to_str().expect("a UTF-8 path");
+        if Path::new(data).exists() {
+            args.extend(["--data", data]);
+        }
         args.extend_from_slice(extra);
         args.extend(["--steps", &steps_dir, "--output-dir", &out_dir]);
         let output = ptec(&args);

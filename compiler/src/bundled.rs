@@ -3,7 +3,7 @@
 //! each output compared with the expected one. `ptec test` and the Python
 //! package's `ptec.test` print this report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ptec_frontend::ExecutorchFile;
 use ptec_passes::PassReport;
@@ -56,18 +56,20 @@ pub struct CaseReport {
     pub problem: Option<String>,
 }
 
-/// Runs every test case of the bundled program at `path` on `backend`;
+/// Runs every test case of the bundled program at `path` (with the data
+/// files at `data`) on `backend`;
 /// `passes` sees what the passes did for each method. A file passes when
 /// it has cases and every case passes.
 pub fn test_file(
     path: &Path,
+    data: &[PathBuf],
     backend: Backend,
     tolerance: Tolerance,
     options: &Options,
     mut passes: impl FnMut(&[PassReport]),
 ) -> FileReport {
     let mut cases = Vec::new();
-    let result = ProgramFile::open(path).and_then(|program| {
+    let result = ProgramFile::open(path, data).and_then(|program| {
         let run = Run {
             backend,
             tolerance,

@@ -96,6 +96,10 @@ pub struct EmitOptions<'o> {
     /// `<arch>-linux-gnu-gcc` for another architecture).
     pub linker: Option<&'o str>,
     pub options: &'o Options,
+    /// The program's data files (`.ptd`): what they hold is embedded in the
+    /// library like the program's own constants, so the library is one
+    /// self-contained artifact.
+    pub data: &'o [PathBuf],
 }
 
 /// What compiling wrote.
@@ -122,7 +126,7 @@ pub fn compile_file(
     options: &EmitOptions<'_>,
     mut report: impl FnMut(&[PassReport]),
 ) -> Result<Emitted, Error> {
-    let program = ProgramFile::open(path)?;
+    let program = ProgramFile::open(path, options.data)?;
     let methods: Vec<&Method<'_>> = match options.method {
         Some(name) => vec![program.method(name)?],
         None => program.program().methods.iter().collect(),

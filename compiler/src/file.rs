@@ -1,13 +1,14 @@
 //! Programs and loaded methods that own their bytes, for callers that
-//! cannot hold borrows across calls (the Python package): a [`ProgramFile`]
-//! owns a file's bytes (a mapping, or a caller's buffer) and what was read
-//! from them; a [`LoadedMethod`] shares its program and owns a runner that
-//! borrows from it.
+//! cannot hold borrows across calls (the Python package and the command
+//! line): a [`ProgramFile`] owns a file's bytes (a mapping, or a caller's
+//! buffer), those of its data files (`.ptd`), and what was read from them; a
+//! [`LoadedMethod`] shares its program and owns a runner that borrows from
+//! it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ptec_frontend::{ExecutorchFile, FileBytes, Method, Program};
+use ptec_frontend::{DataFile, ExecutorchFile, FileBytes, Method, Program, read_data_file};
 use ptec_passes::PassReport;
 use ptec_runtime::{HostTensor, RuntimeError, TensorRef};
 use self_cell::self_cell;
@@ -20,9 +21,40 @@ use crate::pipeline::Options;
 /// caller hands over.
 pub type ProgramBytes = Box<dyn AsRef<[u8]> + Send + Sync>;
 
+/// A data file's bytes, and the name its errors give (its path).
+pub struct DataBytes {
+    pub name: String,
+    pub bytes: ProgramBytes,
+}
+
+impl std::fmt::Debug for DataBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataBytes")
+            .field("name", &self.name)
+            .field("bytes", &(*self.bytes).as_ref().len())
+            .finish()
+    }
+}
+
+impl DataBytes {
+    /// Maps the data file at `path`.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        Ok(DataBytes {
+            name: path.display().to_string(),
+            bytes: Box::new(FileBytes::open(path)?),
+        })
+    }
+}
+
+/// A program's bytes and its data files'.
+struct Sources {
+    program: ProgramBytes,
+    data: Vec<DataBytes>,
+}
+
 self_cell!(
     struct FileCell {
-        owner: ProgramBytes,
+        owner: Sources,
         #[covariant]
         dependent: ExecutorchFile,
     }
@@ -43,21 +75,52 @@ impl std::fmt::Debug for ProgramFile {
 }
 
 impl ProgramFile {
-    /// Maps the file at `path` and reads it.
-    pub fn open(path: &Path) -> Result<Self, Error> {
+    /// Maps the file at `path` and the data files at `data`, and reads them.
+    pub fn open(path: &Path, data: &[PathBuf]) -> Result<Self, Error> {
         let bytes = FileBytes::open(path)?;
-        ProgramFile::read(Box::new(bytes)).map_err(|error| error.in_file(path))
+        let data = data
+            .iter()
+            .map(|path| DataBytes::open(path))
+            .collect::<Result<Vec<_>, _>>()?;
+        ProgramFile::read(Box::new(bytes), data).map_err(|error| error.in_file(path))
     }
 
-    /// Reads a program (or a bundled program) from `bytes`.
-    pub fn read(bytes: ProgramBytes) -> Result<Self, Error> {
-        let cell = FileCell::try_new(bytes, |bytes| ExecutorchFile::read((**bytes).as_ref()))?;
+    /// Reads a program (or a bundled program) from `bytes`, with the data
+    /// files that hold what it keeps outside: external tensors and named
+    /// data.
+    pub fn read(bytes: ProgramBytes, data: Vec<DataBytes>) -> Result<Self, Error> {
+        let sources = Sources {
+            program: bytes,
+            data,
+        };
+        let cell = FileCell::try_new(sources, |sources| {
+            let data = sources
+                .data
+                .iter()
+                .map(|file| {
+                    read_data_file((*file.bytes).as_ref()).map_err(|source| Error::ReadFile {
+                        path: file.name.clone(),
+                        source,
+                    })
+                })
+                .collect::<Result<Vec<DataFile<'_>>, Error>>()?;
+            ExecutorchFile::read_with_data((*sources.program).as_ref(), &data).map_err(|error| {
+                // A clash is the data file's fault: name it.
+                match &error {
+                    ptec_frontend::Error::DuplicateKey { data_file, .. } => Error::ReadFile {
+                        path: sources.data[*data_file].name.clone(),
+                        source: error,
+                    },
+                    _ => Error::Read(error),
+                }
+            })
+        })?;
         Ok(ProgramFile { cell })
     }
 
     /// The bytes the file was read from.
     pub fn bytes(&self) -> &[u8] {
-        (**self.cell.borrow_owner()).as_ref()
+        (*self.cell.borrow_owner().program).as_ref()
     }
 
     pub fn file(&self) -> &ExecutorchFile<'_> {

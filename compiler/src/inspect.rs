@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ptec_frontend::{
     ExecutorchFile, Instruction, Method, Program, Tensor, TestSuite, Value, ValueIndex,
@@ -130,12 +130,15 @@ struct SegmentReport {
 struct NamedDataReport {
     entries: usize,
     bytes: u64,
+    /// How many data files (`.ptd`) the entries include.
+    data_files: usize,
 }
 
 impl Report {
-    /// Reads the file at `path` and reports on it.
-    pub fn read(path: &Path) -> Result<Self, Error> {
-        let program = ProgramFile::open(path)?;
+    /// Reads the file at `path`, with the data files at `data`, and reports
+    /// on it.
+    pub fn read(path: &Path, data: &[PathBuf]) -> Result<Self, Error> {
+        let program = ProgramFile::open(path, data)?;
         Ok(Report::new(path, program.bytes().len(), program.file()))
     }
 
@@ -162,6 +165,7 @@ impl Report {
             named_data: NamedDataReport {
                 entries: program.named_data.len(),
                 bytes: program.named_data.total_bytes(),
+                data_files: program.named_data.data_files(),
             },
         }
     }
@@ -286,11 +290,15 @@ impl Report {
         .ok();
         writeln!(
             out,
-            "  {}; constants {}; named data {}, {}",
+            "  {}; constants {}; named data {}, {}{}",
             plural(self.segments.len(), "segment"),
             human_bytes(self.constant_bytes),
             plural(self.named_data.entries, "entry"),
-            human_bytes(self.named_data.bytes)
+            human_bytes(self.named_data.bytes),
+            match self.named_data.data_files {
+                0 => String::new(),
+                files => format!(" (with {})", plural(files, "data file")),
+            }
         )
         .ok();
         for method in &self.methods {

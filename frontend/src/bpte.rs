@@ -5,7 +5,8 @@ use ptec_schema::bundled as fb;
 use crate::bytes::{expect_identifier, verifier_options};
 use crate::error::{Error, Result};
 use crate::model::Program;
-use crate::pte::{byte_count, check_dim_order, read_program, vec_of, vec_of_scalars};
+use crate::ptd::DataFile;
+use crate::pte::{byte_count, check_dim_order, read_program_with_data, vec_of, vec_of_scalars};
 use crate::scalar_type::ScalarType;
 
 /// A bundled program: a program plus test cases.
@@ -52,6 +53,15 @@ pub struct TestTensor<'a> {
 
 /// Reads a `.bpte` bundled program from `bytes`, borrowing its data.
 pub fn read_bundled_program(bytes: &[u8]) -> Result<BundledProgram<'_>> {
+    read_bundled_program_with_data(bytes, &[])
+}
+
+/// Reads a bundled program whose embedded program keeps data in the data
+/// files `data` (see [`read_program_with_data`]).
+pub fn read_bundled_program_with_data<'a>(
+    bytes: &'a [u8],
+    data: &[DataFile<'a>],
+) -> Result<BundledProgram<'a>> {
     if bytes.len() < 8 {
         return Err(Error::Truncated {
             what: "bundled program",
@@ -70,10 +80,11 @@ pub fn read_bundled_program(bytes: &[u8]) -> Result<BundledProgram<'_>> {
         .ok_or_else(|| Error::invalid("program", "the bundled program holds no program"))?
         .bytes();
     let offset = program_bytes.as_ptr() as u64 - bytes.as_ptr() as u64;
-    let program = read_program(program_bytes).map_err(|source| Error::InBundle {
-        offset,
-        source: Box::new(source),
-    })?;
+    let program =
+        read_program_with_data(program_bytes, data).map_err(|source| Error::InBundle {
+            offset,
+            source: Box::new(source),
+        })?;
     let test_suites = vec_of(root.method_test_suites())
         .enumerate()
         .map(|(index, suite)| read_suite(&program, suite, index))

@@ -96,6 +96,33 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    #[error(
+        "{at}: {what} {key:?} is in neither the program nor {}",
+        match data_files {
+            0 => "a data file: none was given (pass the program's .ptd file with --data)".to_string(),
+            1 => "its data file".to_string(),
+            n => format!("its {n} data files"),
+        }
+    )]
+    MissingData {
+        at: At,
+        what: &'static str,
+        key: String,
+        data_files: usize,
+    },
+
+    /// A key of data file `data_file` (counting from 0, in the order the
+    /// files were given) that the program or an earlier data file defines.
+    #[error("named data key {key:?} is also in the program or an earlier data file")]
+    DuplicateKey { data_file: usize, key: String },
+
+    #[error("{at}: external tensor {key:?} {problem}")]
+    DataMismatch {
+        at: At,
+        key: String,
+        problem: String,
+    },
+
     #[error("{at}: {what} is not supported by ptec")]
     Unsupported { at: At, what: String },
 }

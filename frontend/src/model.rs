@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::delegate::DelegatePayload;
+use crate::error::{Error, Result};
 use crate::scalar_type::ScalarType;
 
 /// Declares a typed index into one table of a method or of a delegate
@@ -56,7 +57,8 @@ pub struct Program<'a> {
     pub header: Option<ExtendedHeader>,
     pub methods: Vec<Method<'a>>,
     pub segments: Vec<Segment<'a>>,
-    /// The data of `Program.named_data`, by key.
+    /// The data of `Program.named_data` and of the data files the program
+    /// was read with, by key.
     pub named_data: NamedData<'a>,
     /// Bytes of the constant segment or of the legacy inline constant buffers.
     pub constant_bytes: u64,
@@ -87,19 +89,81 @@ pub struct Segment<'a> {
     pub data: &'a [u8],
 }
 
-/// Blobs that backends look up by key.
+/// Blobs that backends and external tensors look up by key: a program's
+/// named data, a data file's, or both merged.
 #[derive(Clone, Debug, Default)]
 pub struct NamedData<'a> {
-    entries: BTreeMap<String, &'a [u8]>,
+    entries: BTreeMap<String, DataEntry<'a>>,
+    /// How many data files were merged in.
+    data_files: usize,
+}
+
+/// One named blob.
+#[derive(Clone, Debug)]
+pub struct DataEntry<'a> {
+    pub data: &'a [u8],
+    /// What the blob holds when it is a tensor (data files record it).
+    pub layout: Option<TensorLayout>,
+}
+
+/// The element type, sizes and dim order a data file records for a blob
+/// that is a tensor, checked against the blob's length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorLayout {
+    pub dtype: ScalarType,
+    pub sizes: Vec<i64>,
+    pub dim_order: Vec<u8>,
 }
 
 impl<'a> NamedData<'a> {
-    pub(crate) fn insert(&mut self, key: String, data: &'a [u8]) -> Option<&'a [u8]> {
-        self.entries.insert(key, data)
+    /// Adds `entry` under `key`; gives back the entry it replaces, if any.
+    pub(crate) fn insert(&mut self, key: String, entry: DataEntry<'a>) -> Option<DataEntry<'a>> {
+        self.entries.insert(key, entry)
     }
 
     pub fn get(&self, key: &str) -> Option<&'a [u8]> {
-        self.entries.get(key).copied()
+        self.entries.get(key).map(|entry| entry.data)
+    }
+
+    pub fn entry(&self, key: &str) -> Option<&DataEntry<'a>> {
+        self.entries.get(key)
+    }
+
+    /// How many data files (`.ptd`) were merged into these.
+    pub fn data_files(&self) -> usize {
+        self.data_files
+    }
+
+    /// Adds the blobs of a data file; a key already present is an error.
+    pub(crate) fn merge(&mut self, file: &NamedData<'a>) -> Result<()> {
+        for (key, entry) in file.entries() {
+            if self.insert(key.to_string(), entry.clone()).is_some() {
+                return Err(Error::DuplicateKey {
+                    data_file: self.data_files,
+                    key: key.to_string(),
+                });
+            }
+        }
+        self.data_files += 1;
+        Ok(())
+    }
+
+    /// The error for a key that is missing, naming it and the data files
+    /// that were searched.
+    pub(crate) fn missing(&self, at: String, what: &'static str, key: &str) -> Error {
+        Error::MissingData {
+            at,
+            what,
+            key: key.to_string(),
+            data_files: self.data_files,
+        }
+    }
+
+    /// The keys and their blobs, in key order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &DataEntry<'a>)> {
+        self.entries
+            .iter()
+            .map(|(key, entry)| (key.as_str(), entry))
     }
 
     pub fn len(&self) -> usize {
@@ -111,7 +175,10 @@ impl<'a> NamedData<'a> {
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.entries.values().map(|data| data.len() as u64).sum()
+        self.entries
+            .values()
+            .map(|entry| entry.data.len() as u64)
+            .sum()
     }
 }
 
@@ -233,7 +300,8 @@ impl ShapeDynamism {
 /// Where a tensor's bytes live.
 #[derive(Clone, Debug)]
 pub enum TensorStorage<'a> {
-    /// A constant: its bytes in the file.
+    /// A constant: its bytes in the file, or in a data file when the program
+    /// keeps the tensor outside (`TensorDataLocation::EXTERNAL`).
     Constant(&'a [u8]),
     /// Planned memory: an arena (`memory_id`, 1-based, an index into
     /// `non_const_buffer_sizes`) and a byte offset in it, with the initial
@@ -245,8 +313,6 @@ pub enum TensorStorage<'a> {
     },
     /// No memory: bound by the caller at run time.
     Unplanned,
-    /// Data kept outside the file, under a fully qualified name.
-    External { name: String },
 }
 
 /// An operator as KernelCalls name it.

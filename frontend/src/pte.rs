@@ -8,9 +8,11 @@ use crate::bytes::{self, expect_identifier, slice, u32_at, u64_at, verifier_opti
 use crate::delegate::{self, DelegatePayload};
 use crate::error::{Error, Result};
 use crate::model::{
-    CompileSpec, Delegate, DelegateIndex, ExtendedHeader, Instruction, Method, NamedData, Operator,
-    OperatorIndex, Program, Segment, ShapeDynamism, Tensor, TensorStorage, Value, ValueIndex,
+    CompileSpec, DataEntry, Delegate, DelegateIndex, ExtendedHeader, Instruction, Method,
+    NamedData, Operator, OperatorIndex, Program, Segment, ShapeDynamism, Tensor, TensorStorage,
+    Value, ValueIndex,
 };
+use crate::ptd::DataFile;
 use crate::scalar_type::ScalarType;
 
 const EXTENDED_HEADER_MAGIC: &[u8; 4] = b"eh00";
@@ -21,6 +23,15 @@ const EXTENDED_HEADER_START: usize = 8;
 
 /// Reads a `.pte` program from `bytes`, borrowing its data.
 pub fn read_program(bytes: &[u8]) -> Result<Program<'_>> {
+    read_program_with_data(bytes, &[])
+}
+
+/// Reads a `.pte` program whose named data and external tensors may live in
+/// the data files `data` (`.ptd`, read with [`read_data_file`]); their blobs
+/// join the program's named data, and a key defined twice is an error.
+///
+/// [`read_data_file`]: crate::read_data_file
+pub fn read_program_with_data<'a>(bytes: &'a [u8], data: &[DataFile<'a>]) -> Result<Program<'a>> {
     if bytes.len() < 8 {
         return Err(Error::Truncated {
             what: "program",
@@ -40,7 +51,10 @@ pub fn read_program(bytes: &[u8]) -> Result<Program<'_>> {
             source,
         })?;
     let segments = read_segments(bytes, header, root)?;
-    let named_data = read_named_data(root, &segments)?;
+    let mut named_data = read_named_data(root, &segments)?;
+    for file in data {
+        named_data.merge(&file.named_data)?;
+    }
     let constants = ConstantData::read(root, &segments)?;
     let mutable = read_mutable_data(root, &segments)?;
     let file = FileData {
@@ -260,7 +274,10 @@ fn read_named_data<'a>(root: fb::Program<'a>, segments: &[Segment<'a>]) -> Resul
             .key()
             .ok_or_else(|| Error::invalid(at(), "the entry has no key"))?;
         let data = segment(segments, u64::from(entry.segment_index()), at)?;
-        if named.insert(key.to_string(), data).is_some() {
+        if named
+            .insert(key.to_string(), DataEntry { data, layout: None })
+            .is_some()
+        {
             return Err(Error::invalid(at(), format!("key {key:?} appears twice")));
         }
     }
@@ -635,7 +652,17 @@ fn read_tensor<'a>(
             ));
         }
     };
-    let storage = tensor_storage(file, tensor, nbytes, buffer_sizes, at)?;
+    let storage = match external_name(tensor, at)? {
+        Some(name) => TensorStorage::Constant(external_tensor(
+            file.named_data,
+            name,
+            dtype,
+            &sizes,
+            &dim_order,
+            at,
+        )?),
+        None => tensor_storage(file, tensor, nbytes, buffer_sizes, at)?,
+    };
     Ok(Tensor {
         dtype,
         sizes,
@@ -652,20 +679,6 @@ fn tensor_storage<'a>(
     buffer_sizes: &[u64],
     at: &dyn Fn() -> String,
 ) -> Result<TensorStorage<'a>> {
-    if let Some(extra) = tensor.extra_tensor_info()
-        && extra.location() == fb::TensorDataLocation::EXTERNAL
-    {
-        let name = extra.fully_qualified_name().unwrap_or_default();
-        if name.is_empty() {
-            return Err(Error::invalid(
-                at(),
-                "external tensor data has no fully qualified name",
-            ));
-        }
-        return Ok(TensorStorage::External {
-            name: name.to_string(),
-        });
-    }
     let buffer = tensor.data_buffer_idx();
     let Some(allocation) = tensor.allocation_info() else {
         if buffer == 0 {
@@ -728,6 +741,73 @@ fn tensor_storage<'a>(
         offset,
         initial,
     })
+}
+
+/// The key under which the program keeps `tensor`'s data outside
+/// (`TensorDataLocation::EXTERNAL`), if it does.
+fn external_name<'a>(tensor: fb::Tensor<'a>, at: &dyn Fn() -> String) -> Result<Option<&'a str>> {
+    let Some(extra) = tensor.extra_tensor_info() else {
+        return Ok(None);
+    };
+    if extra.location() != fb::TensorDataLocation::EXTERNAL {
+        return Ok(None);
+    }
+    match extra.fully_qualified_name() {
+        Some(name) if !name.is_empty() => Ok(Some(name)),
+        _ => Err(Error::invalid(
+            at(),
+            "external tensor data has no fully qualified name",
+        )),
+    }
+}
+
+/// The bytes of a tensor the program keeps outside, under the key `name`,
+/// checked against the tensor's element type, sizes and dim order: their
+/// byte count, and the layout the data file records.
+fn external_tensor<'a>(
+    named_data: &NamedData<'a>,
+    name: &str,
+    dtype: ScalarType,
+    sizes: &[i64],
+    dim_order: &[u8],
+    at: &dyn Fn() -> String,
+) -> Result<&'a [u8]> {
+    let nbytes = byte_count(sizes, dtype, at)?;
+    let entry = named_data
+        .entry(name)
+        .ok_or_else(|| named_data.missing(at(), "external tensor", name))?;
+    let mismatch = |problem: String| Error::DataMismatch {
+        at: at(),
+        key: name.to_string(),
+        problem,
+    };
+    if let Some(layout) = &entry.layout {
+        if layout.dtype != dtype {
+            return Err(mismatch(format!(
+                "is {dtype} in the program but {} in the data file",
+                layout.dtype
+            )));
+        }
+        if layout.sizes != sizes {
+            return Err(mismatch(format!(
+                "has sizes {sizes:?} in the program but {:?} in the data file",
+                layout.sizes
+            )));
+        }
+        if layout.dim_order != dim_order {
+            return Err(mismatch(format!(
+                "has dim order {dim_order:?} in the program but {:?} in the data file",
+                layout.dim_order
+            )));
+        }
+    }
+    if entry.data.len() as u64 != nbytes {
+        return Err(mismatch(format!(
+            "is {nbytes} bytes in the program but {} in the data file",
+            entry.data.len()
+        )));
+    }
+    Ok(entry.data)
 }
 
 /// The byte size of a tensor of `sizes`, checking that no size is negative and

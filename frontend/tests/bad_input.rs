@@ -2,8 +2,14 @@
 //! program with one fault injected, and checked for the error kind and for a
 //! message that says where the fault is.
 
+#[path = "../../tests/common/ptd_writer.rs"]
+mod ptd_writer;
+
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
-use ptec_frontend::{Error, ExecutorchFile, read_bundled_program, read_program};
+use ptec_frontend::{
+    DataFile, Error, ExecutorchFile, TensorStorage, Value, read_bundled_program, read_data_file,
+    read_program, read_program_with_data,
+};
 use ptec_schema::{bundled as bfb, program as fb};
 
 /// A one-method program: `out = relu(x)`, with the knobs the tests turn.
@@ -26,6 +32,8 @@ struct Spec {
     segment_data: Vec<u8>,
     /// A delegate whose payload is segment `delegate_segment`.
     delegate_segment: Option<u32>,
+    /// Keep the constant tensor outside the program, under this name.
+    external: Option<&'static str>,
 }
 
 impl Default for Spec {
@@ -46,6 +54,7 @@ impl Default for Spec {
             segments: vec![(0, 16)],
             segment_data: vec![0; 16],
             delegate_segment: None,
+            external: None,
         }
     }
 }
@@ -57,7 +66,19 @@ fn tensor<'b>(
     dim_order: &[u8],
     allocation: Option<(u32, u32)>,
     data_buffer_idx: u32,
+    external: Option<&str>,
 ) -> WIPOffset<fb::EValue<'b>> {
+    let extra_tensor_info = external.map(|name| {
+        let name = fbb.create_string(name);
+        fb::ExtraTensorInfo::create(
+            fbb,
+            &fb::ExtraTensorInfoArgs {
+                fully_qualified_name: Some(name),
+                location: fb::TensorDataLocation::EXTERNAL,
+                ..Default::default()
+            },
+        )
+    });
     let sizes = fbb.create_vector(sizes);
     let dim_order = fbb.create_vector(dim_order);
     let allocation_info = allocation.map(|(memory_id, offset)| {
@@ -78,6 +99,7 @@ fn tensor<'b>(
             dim_order: Some(dim_order),
             data_buffer_idx,
             allocation_info,
+            extra_tensor_info,
             ..Default::default()
         },
     );
@@ -102,6 +124,7 @@ fn flatbuffer(spec: &Spec) -> Vec<u8> {
             &spec.input_dim_order,
             Some((spec.memory_id, 0)),
             0,
+            None,
         ),
         tensor(
             &mut fbb,
@@ -110,6 +133,7 @@ fn flatbuffer(spec: &Spec) -> Vec<u8> {
             &[0, 1],
             Some((1, spec.output_offset)),
             0,
+            None,
         ),
         tensor(
             &mut fbb,
@@ -118,6 +142,7 @@ fn flatbuffer(spec: &Spec) -> Vec<u8> {
             &constant_order,
             None,
             1,
+            spec.external,
         ),
     ];
     let condition = fb::Bool::create(&mut fbb, &fb::BoolArgs { bool_val: true });
@@ -765,4 +790,114 @@ fn bundled_program_whose_inner_program_is_bad() {
         "the offset points at the embedded program"
     );
     assert!(matches!(**source, Error::Identifier { .. }), "{source}");
+}
+
+/// A data file holding one float tensor `key` of `sizes`, with `bytes` bytes.
+fn data_file(key: &str, sizes: Vec<i32>, bytes: usize) -> Vec<u8> {
+    let dim_order = (0..sizes.len() as u8).collect();
+    ptd_writer::write(&[ptd_writer::Blob {
+        key: key.to_string(),
+        data: (0..bytes).map(|byte| byte as u8).collect(),
+        layout: Some(ptd_writer::Layout {
+            scalar_type: 6,
+            sizes,
+            dim_order,
+        }),
+    }])
+}
+
+fn external_program() -> Vec<u8> {
+    pte(&Spec {
+        external: Some("layer.weight"),
+        ..Spec::default()
+    })
+}
+
+fn with_data(program: &[u8], files: &[&[u8]]) -> Result<(), Error> {
+    let files: Vec<DataFile<'_>> = files
+        .iter()
+        .map(|bytes| read_data_file(bytes).expect("a valid data file"))
+        .collect();
+    read_program_with_data(program, &files).map(|_| ())
+}
+
+#[test]
+fn external_tensors_read_their_data_file() {
+    let program = external_program();
+    let data = data_file("layer.weight", vec![4], 16);
+    let file = read_data_file(&data).expect("a valid data file");
+    let read = read_program_with_data(&program, std::slice::from_ref(&file))
+        .expect("the data file holds the tensor");
+    let Value::Tensor(tensor) = &read.methods[0].values[2] else {
+        panic!("value 2 is the constant tensor");
+    };
+    let TensorStorage::Constant(bytes) = tensor.storage else {
+        panic!("an external tensor is a constant once resolved");
+    };
+    assert_eq!(bytes, (0..16).collect::<Vec<u8>>());
+    assert_eq!(read.named_data.data_files(), 1);
+}
+
+#[test]
+fn external_tensor_without_its_data() {
+    let program = external_program();
+    let message = error_of(&program).to_string();
+    assert!(
+        message.contains("execution_plan[0].values[2]")
+            && message.contains("\"layer.weight\"")
+            && message.contains("none was given"),
+        "{message}"
+    );
+    let other = data_file("other.weight", vec![4], 16);
+    let message = with_data(&program, &[&other])
+        .expect_err("the key is missing")
+        .to_string();
+    assert!(
+        message.contains("\"layer.weight\" is in neither the program nor its data file"),
+        "{message}"
+    );
+}
+
+#[test]
+fn external_tensor_that_disagrees_with_its_data() {
+    let program = external_program();
+    let wrong_sizes = data_file("layer.weight", vec![2, 2], 16);
+    let message = with_data(&program, &[&wrong_sizes])
+        .expect_err("sizes differ")
+        .to_string();
+    assert!(
+        message
+            .contains("\"layer.weight\" has sizes [4] in the program but [2, 2] in the data file"),
+        "{message}"
+    );
+    let too_long = data_file("layer.weight", vec![8], 32);
+    let message = with_data(&program, &[&too_long])
+        .expect_err("sizes differ")
+        .to_string();
+    assert!(message.contains("[8] in the data file"), "{message}");
+    // A blob without a layout is checked by its length alone.
+    let untyped = ptd_writer::write(&[ptd_writer::Blob {
+        key: "layer.weight".to_string(),
+        data: vec![0; 12],
+        layout: None,
+    }]);
+    let message = with_data(&program, &[&untyped])
+        .expect_err("lengths differ")
+        .to_string();
+    assert!(
+        message.contains("is 16 bytes in the program but 12 in the data file"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_key_in_two_data_files() {
+    let program = external_program();
+    let data = data_file("layer.weight", vec![4], 16);
+    match with_data(&program, &[&data, &data]).expect_err("the key is defined twice") {
+        Error::DuplicateKey { data_file, key } => {
+            assert_eq!((data_file, key.as_str()), (1, "layer.weight"));
+        }
+        other => panic!("expected DuplicateKey, got {other}"),
+    }
 }

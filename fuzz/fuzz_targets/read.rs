@@ -77,7 +77,6 @@ fn walk_method(method: &Method<'_>) -> u64 {
                         initial.map_or(0, |data| data.len() as u64)
                     }
                     TensorStorage::Unplanned => 0,
-                    TensorStorage::External { name } => name.len() as u64,
                 };
                 let _ = ptec_frontend::Tensor::is_contiguous_order(&tensor.dim_order);
                 nbytes ^ numel ^ storage ^ tensor.dynamism.name().len() as u64

@@ -615,9 +615,6 @@ impl<'m, 'a> Importer<'m, 'a> {
             TensorStorage::Constant(_) => {
                 Err(self.contradiction("a constant tensor cannot be written"))
             }
-            TensorStorage::External { ref name } => {
-                Err(self.contradiction(format!("external tensor data ({name}) is not supported")))
-            }
         }
     }
 

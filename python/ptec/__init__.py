@@ -15,7 +15,7 @@ native code.
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import bundled, errors, runtime
 from ._ptec import __version__
@@ -57,6 +57,12 @@ def _optional_path(path: Optional[PathLike]) -> Optional[str]:
     return None if path is None else os.fspath(path)
 
 
+def _paths(paths: Sequence[PathLike]) -> List[str]:
+    if isinstance(paths, (str, Path)):
+        raise TypeError("data is a sequence of paths: write data=[path]")
+    return [os.fspath(path) for path in paths]
+
+
 def compile(
     path: PathLike,
     output: Optional[PathLike] = None,
@@ -67,6 +73,7 @@ def compile(
     header: Optional[PathLike] = None,
     prefix: str = "ptec",
     linker: Optional[str] = None,
+    data: Sequence[PathLike] = (),
     disable_passes: Sequence[str] = (),
     stop_after: Optional[str] = None,
     verify: bool = False,
@@ -79,10 +86,13 @@ def compile(
     ``"aarch64-unknown-linux-gnu"`` (default: this machine). ``output``
     defaults to ``<stem>.so``/``.o``/``.spirv`` in the current directory;
     for ``"asm"`` and ``"ir"`` without an output, the text is returned.
-    Returns ``None`` when a file was written. The pass switches are those
-    of ``ptec.runtime``'s ``load_program``."""
+    Returns ``None`` when a file was written. ``data`` are the program's
+    ``.ptd`` data files (weights it keeps outside), whose contents are
+    embedded in the library. The pass switches are those of
+    ``ptec.runtime``'s ``load_program``."""
     return _ptec.compile(
         os.fspath(path),
+        _paths(data),
         _optional_path(output),
         target,
         emit,
@@ -94,11 +104,12 @@ def compile(
     )
 
 
-def inspect(path: PathLike) -> Dict[str, Any]:
+def inspect(path: PathLike, *, data: Sequence[PathLike] = ()) -> Dict[str, Any]:
     """What the file at ``path`` holds: ``ptec inspect --json``'s object
     (methods with their inputs, outputs, operators and delegates, test
-    suites, segments, constants, named data)."""
-    return json.loads(_ptec.inspect(os.fspath(path)))
+    suites, segments, constants, named data, including that of the ``.ptd``
+    data files ``data``)."""
+    return json.loads(_ptec.inspect(os.fspath(path), _paths(data)))
 
 
 def test(
@@ -107,6 +118,7 @@ def test(
     atol: float = 1e-5,
     *,
     backend: str = "jit",
+    data: Sequence[PathLike] = (),
     disable_passes: Sequence[str] = (),
     stop_after: Optional[str] = None,
     verify: bool = False,
@@ -122,6 +134,7 @@ def test(
     return json.loads(
         _ptec.test(
             os.fspath(bpte_path),
+            _paths(data),
             backend,
             rtol,
             atol,

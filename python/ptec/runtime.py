@@ -344,26 +344,24 @@ class Runtime:
         """Reads a program: a path (``str`` or ``Path``: the file is
         mapped, not read into memory), ``bytes`` (kept, not copied), a
         ``bytearray`` (copied) or a file-like object (read). A ``.bpte``
-        bundled program is read too (its program is used). ``verification``
-        is accepted and ptec verifies fully; ``enable_etdump=True`` and
-        ``data_path`` (external ``.ptd`` data) raise ``ptec.UsageError``,
-        since ptec has neither. ``switches`` are ptec's (see the module's
-        documentation) and apply to every method the program loads."""
+        bundled program is read too (its program is used). ``data_path`` is
+        the ``.ptd`` file holding the weights the program keeps outside it.
+        ``verification`` is accepted and ptec verifies fully;
+        ``enable_etdump=True`` raises ``ptec.UsageError``, since ptec records
+        no ETDump. ``switches`` are ptec's (see the module's documentation)
+        and apply to every method the program loads."""
         if not isinstance(verification, Verification) and not hasattr(verification, "name"):
             raise TypeError(f"verification must be a Verification, not {type(verification).__name__}")
         if enable_etdump:
             raise UsageError("ptec records no ETDump: enable_etdump=True is not supported")
-        if data_path is not None:
-            raise UsageError(
-                f"data_path={str(data_path)!r}: ptec does not read external .ptd data yet"
-            )
         chosen = _Switches(**switches)
+        data_files = [] if data_path is None else [os.fspath(data_path)]
         if isinstance(data, (Path, str)):
-            native = _ptec.NativeProgram.open(os.fspath(data))
+            native = _ptec.NativeProgram.open(os.fspath(data), data_files)
         elif isinstance(data, (bytes, bytearray)):
-            native = _ptec.NativeProgram.from_bytes(data)
+            native = _ptec.NativeProgram.from_bytes(data, data_files)
         elif hasattr(data, "read"):
-            native = _ptec.NativeProgram.from_bytes(data.read())
+            native = _ptec.NativeProgram.from_bytes(data.read(), data_files)
         else:
             raise TypeError(
                 "Expected data to be bytes, bytearray, a path to a .pte file, or a "

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ptec_compiler::Backend;
-use ptec_compiler::file::{LoadedMethod, ProgramFile};
+use ptec_compiler::file::{DataBytes, LoadedMethod, ProgramFile};
 use ptec_frontend::{TensorStorage, Value};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -27,19 +27,29 @@ pub(crate) struct NativeProgram {
 
 #[pymethods]
 impl NativeProgram {
-    /// Maps the file at `path` and reads it.
+    /// Maps the file at `path` and the data files (`.ptd`) at `data`, and
+    /// reads them.
     #[staticmethod]
-    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        py.detach(|| guard(|| ProgramFile::open(&path).map_err(errors::compiler)))
+    fn open(py: Python<'_>, path: PathBuf, data: Vec<PathBuf>) -> PyResult<Self> {
+        py.detach(|| guard(|| ProgramFile::open(&path, &data).map_err(errors::compiler)))
             .map(NativeProgram::new)
     }
 
     /// Reads a program from a `bytes` object (kept, not copied) or another
-    /// bytes-like object (copied).
+    /// bytes-like object (copied), with the data files at `data`.
     #[staticmethod]
-    fn from_bytes(py: Python<'_>, data: PyBackedBytes) -> PyResult<Self> {
-        py.detach(|| guard(|| ProgramFile::read(Box::new(data)).map_err(errors::compiler)))
-            .map(NativeProgram::new)
+    fn from_bytes(py: Python<'_>, bytes: PyBackedBytes, data: Vec<PathBuf>) -> PyResult<Self> {
+        py.detach(|| {
+            guard(|| {
+                let data = data
+                    .iter()
+                    .map(|path| DataBytes::open(path))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(errors::compiler)?;
+                ProgramFile::read(Box::new(bytes), data).map_err(errors::compiler)
+            })
+        })
+        .map(NativeProgram::new)
     }
 
     /// The names of the methods, in the file's order.

@@ -19,10 +19,11 @@ use crate::errors::{self, UsageError};
 use crate::guard;
 use crate::tensors::output;
 
-/// `ptec inspect --json`'s object for the file at `path`, as JSON text.
+/// `ptec inspect --json`'s object for the file at `path` (with the data
+/// files at `data`), as JSON text.
 #[pyfunction]
-pub(crate) fn inspect(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    py.detach(|| guard(|| to_json(&Report::read(&path).map_err(errors::compiler)?)))
+pub(crate) fn inspect(py: Python<'_>, path: PathBuf, data: Vec<PathBuf>) -> PyResult<String> {
+    py.detach(|| guard(|| to_json(&Report::read(&path, &data).map_err(errors::compiler)?)))
 }
 
 /// A report as JSON text, which the Python half parses.
@@ -53,11 +54,12 @@ pub(crate) fn options((disabled, stop_after, verify, microkernels): Switches) ->
 /// Compiles the file at `path` ahead of time (`ptec compile`); returns the
 /// text for `asm` and `ir` without an output, else `None`.
 #[pyfunction]
-#[pyo3(signature = (path, output, target, emit, method, header, prefix, linker, switches))]
+#[pyo3(signature = (path, data, output, target, emit, method, header, prefix, linker, switches))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each.
 pub(crate) fn compile(
     py: Python<'_>,
     path: PathBuf,
+    data: Vec<PathBuf>,
     output: Option<PathBuf>,
     target: Option<String>,
     emit: &str,
@@ -80,6 +82,7 @@ pub(crate) fn compile(
                 prefix: &prefix,
                 linker: linker.as_deref(),
                 options: &options,
+                data: &data,
             };
             match compile_file(&path, &emit, |_| {}).map_err(errors::compiler)? {
                 Emitted::Text(text) => Ok(Some(text)),
@@ -89,12 +92,14 @@ pub(crate) fn compile(
     })
 }
 
-/// Runs every bundled test case of the file at `path` (`ptec test`);
-/// returns `ptec test --json`'s object as JSON text.
+/// Runs every bundled test case of the file at `path` (`ptec test`), read
+/// with the data files at `data`; returns `ptec test --json`'s object as
+/// JSON text.
 #[pyfunction]
 pub(crate) fn test(
     py: Python<'_>,
     path: PathBuf,
+    data: Vec<PathBuf>,
     backend: &str,
     rtol: f64,
     atol: f64,
@@ -106,6 +111,7 @@ pub(crate) fn test(
         guard(|| {
             to_json(&test_file(
                 &path,
+                &data,
                 backend,
                 Tolerance { rtol, atol },
                 &options,
@@ -124,7 +130,7 @@ pub(crate) fn read_bundled<'py>(
     path: PathBuf,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<Bound<'py, PyAny>>)> {
     guard(|| {
-        let program = ProgramFile::open(&path).map_err(errors::compiler)?;
+        let program = ProgramFile::open(&path, &[]).map_err(errors::compiler)?;
         let ptec_frontend::ExecutorchFile::Bundled(bundle) = program.file() else {
             return Err(errors::compiler(ptec_compiler::Error::NotBundled));
         };

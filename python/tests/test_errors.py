@@ -125,10 +125,24 @@ def test_unknown_switches() -> None:
 def test_what_ptec_does_not_have() -> None:
     with pytest.raises(ptec.UsageError, match="ETDump"):
         load(ADD, enable_etdump=True)
-    with pytest.raises(ptec.UsageError, match="ptd"):
-        load(ADD, data_path="weights.ptd")
     with pytest.raises(ptec.UsageError, match="ETDump"):
         load(ADD).write_etdump_result_to_file("a", "b")
+
+
+def test_data_files_that_are_missing_or_not_data_files(tmp_path: Path) -> None:
+    program = FIXTURES / "llm" / "llama_xnnpack_ptd" / "model.pte"
+    with pytest.raises(ptec.ReadError, match='"tok_embeddings.weight".*--data'):
+        load(program)
+    with pytest.raises(ptec.ReadError, match="cannot read .*nothing.ptd"):
+        load(program, data_path=tmp_path / "nothing.ptd")
+    junk = tmp_path / "junk.ptd"
+    junk.write_bytes(b"\0" * 64)
+    with pytest.raises(ptec.ReadError, match='junk.ptd: data file: expected file identifier "FT01"'):
+        load(program, data_path=junk)
+    with pytest.raises(ptec.ReadError, match='"tok_embeddings.weight"'):
+        ptec.inspect(program)
+    with pytest.raises(TypeError, match="data=\\[path\\]"):
+        ptec.inspect(program, data=str(junk))
 
 
 def test_tools_refuse_bad_files(tmp_path: Path) -> None:

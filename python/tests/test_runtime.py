@@ -178,6 +178,18 @@ def test_program_from_bytes_bytearray_file_and_path() -> None:
         np.testing.assert_array_equal(result, results[0])
 
 
+def test_a_program_with_its_data_file_runs_as_executorch_did() -> None:
+    folder = FIXTURES / "llm" / "llama_xnnpack_ptd"
+    program = Runtime.get().load_program(folder / "model.pte", data_path=folder / "model.ptd")
+    method = program.load_method("forward")
+    for step in sorted(folder.glob("step_*"))[:3]:
+        inputs = [np.load(step / f"in_{index}.npy") for index in range(2)]
+        [logits] = method.execute(inputs)
+        assert_close(logits, np.load(step / "out_0.npy"), 1e-4, str(step))
+    report = ptec.inspect(folder / "model.pte", data=[folder / "model.ptd"])
+    assert report["named_data"]["data_files"] == 1
+
+
 def test_backend_switch_runs_aot_and_the_same_results() -> None:
     x, y = add_inputs()
     program = load(ADD)

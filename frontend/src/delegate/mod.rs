@@ -186,12 +186,9 @@ fn resolve_constant<'a>(
 ) -> Result<&'a [u8]> {
     match named_key.filter(|key| !key.is_empty()) {
         Some(key) => {
-            let data = named_data.get(key).ok_or_else(|| {
-                Error::invalid(
-                    at(),
-                    format!("named data key {key:?} is not in the program"),
-                )
-            })?;
+            let data = named_data
+                .get(key)
+                .ok_or_else(|| named_data.missing(at(), "named data key", key))?;
             if data.len() as u64 != size {
                 return Err(Error::ByteCount {
                     at: at(),
