@@ -4,7 +4,8 @@ Each fixture is a tiny model lowered with ``XnnpackPartitioner``, so that its
 work runs in XNNPACK delegate payloads: together they cover the XNNPACK node
 types and layouts the shared corpus does not (elementwise nodes, slices, pads,
 concatenations of three to five inputs, pooling whose ceil mode becomes
-asymmetric padding, grouped and depthwise-multiplier convolutions, matrix
+asymmetric padding, average pooling, grouped and depthwise-multiplier
+convolutions, transposed convolutions, PReLU, bilinear resizing, matrix
 products in their several forms, a channels-last input). Each has two test cases
 whose expected outputs come from eager PyTorch.
 
@@ -28,6 +29,7 @@ writes byte-identical files.
 
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_xnnpack_fixtures.py [OUT_DIR]      # default: tests/fixtures/xnnpack
+    $ANCHOR_PY scripts/gen_xnnpack_fixtures.py --only NAME... # only these fixtures' files
 """
 
 import hashlib
@@ -49,10 +51,10 @@ import gen_fixtures  # noqa: E402  (sibling script)
 from gen_fixtures import check_sizes  # noqa: E402
 from gen_op_fixtures import (  # noqa: E402
     OpFixture,
+    arguments,
     export_bundled,
     fn,
     index_entry,
-    out_dir_argument,
     positive,
     randn,
     twice,
@@ -140,6 +142,65 @@ class Rows(nn.Module):
 
     def forward(self, x):
         return self.second(F.relu(self.first(x)))
+
+
+class ConvTranspose(nn.Module):
+    """Transposed convolutions: with output padding, a bias and a fused ReLU;
+    grouped and dilated without a bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.padded = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+        self.grouped = nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2, dilation=2, bias=False)
+
+    def forward(self, x):
+        return F.relu(self.padded(x)), self.grouped(x)
+
+
+class QuantizedConvTranspose(nn.Module):
+    """The transposed convolutions XNNPACK's quantizer annotates (groups of
+    1): with output padding, a bias and a fused ReLU; dilated without a
+    bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.padded = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+        self.dilated = nn.ConvTranspose2d(4, 3, 2, stride=2, dilation=2, bias=False)
+
+    def forward(self, x):
+        return F.relu(self.padded(x)), self.dilated(x)
+
+
+class PRelu(nn.Module):
+    """PReLU with a slope per channel after a convolution, and with one
+    slope for every channel."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.per_channel = nn.PReLU(4)
+        self.shared = nn.PReLU()
+        with torch.no_grad():
+            self.per_channel.weight.copy_(torch.tensor([0.25, -0.5, 1.5, 0.0]))
+
+    def forward(self, x):
+        return self.per_channel(self.conv(x)), self.shared(x)
+
+
+class KeywordSpotting(nn.Module):
+    """A small keyword-spotting CNN over a spectrogram: convolutions, average
+    pooling and a linear classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(1, 8, 3, padding=1)
+        self.second = nn.Conv2d(8, 8, 3, padding=1)
+        self.classifier = nn.Linear(8 * 2 * 3, 4)
+
+    def forward(self, x):
+        x = F.avg_pool2d(F.relu(self.first(x)), 2)
+        x = F.avg_pool2d(F.relu(self.second(x)), 2)
+        return self.classifier(x.flatten(1))
 
 
 def channels_last(*shape) -> torch.Tensor:
@@ -237,6 +298,45 @@ FIXTURES = [
         ChannelsLast,
         twice(lambda: (channels_last(1, 3, 5, 5),)),
     ),
+    OpFixture(
+        "avg_pool",
+        "avg_pool2d",
+        "avg_pool2d(2), and avg_pool2d(3, stride 2, padding 1) counting only the input's elements, of float32 [1,3,7,6]",
+        fn(
+            lambda x: (
+                F.avg_pool2d(x, 2),
+                F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+            )
+        ),
+        twice(lambda: (randn(1, 3, 7, 6),)),
+    ),
+    OpFixture(
+        "conv_transpose",
+        "convolution",
+        "ConvTranspose2d(4, 6, 3, stride 2, padding 1, output_padding 1) + ReLU, and ConvTranspose2d(4, 6, 3, stride 2, groups 2, dilation 2, no bias), float32 [1,4,4,3]",
+        ConvTranspose,
+        twice(lambda: (randn(1, 4, 4, 3),)),
+    ),
+    OpFixture(
+        "prelu",
+        "prelu",
+        "PReLU(4) (slopes 0.25, -0.5, 1.5, 0) after Conv2d(3, 4, 1), and PReLU() of float32 [1,3,5,6]",
+        PRelu,
+        twice(lambda: (randn(1, 3, 5, 6),)),
+    ),
+    OpFixture(
+        "resize_bilinear",
+        "upsample_bilinear2d",
+        "bilinear interpolation of float32 [1,2,5,7] to 11x4, to 3x3, and by 2 with aligned corners",
+        fn(
+            lambda x: (
+                F.interpolate(x, size=(11, 4), mode="bilinear"),
+                F.interpolate(x, size=(3, 3), mode="bilinear"),
+                F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+            )
+        ),
+        twice(lambda: (randn(1, 2, 5, 7),)),
+    ),
 ]
 
 
@@ -260,6 +360,20 @@ Q8_FIXTURES = [
         "Linear(6,5,no bias)+ReLU on [2,3,6], then Linear(5,4)",
         Rows,
         twice(lambda: (randn(2, 3, 6),)),
+        ("xnnpack-q8",),
+    ),
+    gen_fixtures.Fixture(
+        "keyword_spotting",
+        "Conv2d(1,8,3,p1)+ReLU, avg_pool2d(2), Conv2d(8,8,3,p1)+ReLU, avg_pool2d(2), Linear(24,4) of a [1,1,8,12] spectrogram",
+        KeywordSpotting,
+        twice(lambda: (randn(1, 1, 8, 12),)),
+        ("xnnpack-q8",),
+    ),
+    gen_fixtures.Fixture(
+        "conv_transpose",
+        "ConvTranspose2d(4, 6, 3, stride 2, padding 1, output_padding 1) + ReLU, and ConvTranspose2d(4, 3, 2, stride 2, dilation 2, no bias), of [1,4,5,4]",
+        QuantizedConvTranspose,
+        twice(lambda: (randn(1, 4, 5, 4),)),
         ("xnnpack-q8",),
     ),
 ]
@@ -371,6 +485,10 @@ def write_readme(out_dir: Path, index: dict) -> None:
         "",
         "    $ANCHOR_PY scripts/gen_xnnpack_fixtures.py",
         "",
+        "or only some fixtures (every variant of each), leaving the others' files and entries as they are:",
+        "",
+        "    $ANCHOR_PY scripts/gen_xnnpack_fixtures.py --only NAME...",
+        "",
         "| file | description | bytes |",
         "|---|---|---|",
     ]
@@ -379,30 +497,64 @@ def write_readme(out_dir: Path, index: dict) -> None:
     (out_dir / "README.md").write_text("\n".join(lines) + "\n")
 
 
-def main() -> int:
-    out_dir = out_dir_argument(__doc__, DEFAULT_OUT_DIR)
+def jobs():
+    """Every fixture file, in the order a full run writes them: its name and
+    how to export it (the bytes and the index entry)."""
 
+    def plain(spec):
+        def export():
+            data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
+            return data, index_entry(spec, data, cases, outputs, operators, VARIANT)
+
+        return f"{spec.name}.{VARIANT}.bpte", spec.name, export
+
+    def typed(variant, spec):
+        def export():
+            data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
+            entry = index_entry(spec, data, cases, outputs, operators, variant)
+            entry["executorch_errors"] = executorch_errors(data)
+            return data, entry
+
+        return f"{spec.name}.{variant}.bpte", spec.name, export
+
+    def q8(fixture):
+        def export():
+            data, cases, reference = gen_fixtures.export_bundled(fixture, "xnnpack-q8")
+            return data, q8_entry(fixture, data, cases, reference)
+
+        return f"{fixture.name}.xnnpack-q8.bpte", fixture.name, export
+
+    return (
+        [plain(spec) for spec in FIXTURES]
+        + [typed(variant, spec) for variant, spec in TYPED_FIXTURES]
+        + [q8(fixture) for fixture in Q8_FIXTURES]
+    )
+
+
+def main() -> int:
+    args = arguments(__doc__, DEFAULT_OUT_DIR, only=True)
+    out_dir = args.out_dir
+    every = jobs()
+    unknown = sorted(set(args.only or ()) - {name for _, name, _ in every})
+    if unknown:
+        print(f"no such fixtures: {unknown}", file=sys.stderr)
+        return 1
+
+    # With --only (fixture names: every variant of each), the other files
+    # and their index entries stay as they are.
     index = {}
-    for spec in FIXTURES:
-        file_name = f"{spec.name}.{VARIANT}.bpte"
-        data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
+    index_file = out_dir / "index.json"
+    if args.only and index_file.exists():
+        index = json.loads(index_file.read_text())
+    for file_name, name, export in every:
+        if args.only and name not in args.only:
+            continue
+        data, entry = export()
         (out_dir / file_name).write_bytes(data)
-        index[file_name] = index_entry(spec, data, cases, outputs, operators, VARIANT)
-        print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
-    for variant, spec in TYPED_FIXTURES:
-        file_name = f"{spec.name}.{variant}.bpte"
-        data, cases, outputs, operators = export_bundled(spec, [XnnpackPartitioner()], VARIANT)
-        (out_dir / file_name).write_bytes(data)
-        entry = index_entry(spec, data, cases, outputs, operators, variant)
-        entry["executorch_errors"] = executorch_errors(data)
         index[file_name] = entry
         print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
-    for fixture in Q8_FIXTURES:
-        file_name = f"{fixture.name}.xnnpack-q8.bpte"
-        data, cases, reference = gen_fixtures.export_bundled(fixture, "xnnpack-q8")
-        (out_dir / file_name).write_bytes(data)
-        index[file_name] = q8_entry(fixture, data, cases, reference)
-        print(f"wrote {file_name} ({len(data)} bytes)", flush=True)
+    # In the order a full run writes them.
+    index = {file_name: index[file_name] for file_name, _, _ in every if file_name in index}
 
     with open(out_dir / "index.json", "w") as out:
         json.dump(index, out, indent=2, sort_keys=True)

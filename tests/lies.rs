@@ -278,6 +278,77 @@ fn an_xnnpack_pooling_window_of_height_zero_is_refused() {
     check(&lie, &["method forward", "XNNPACK node", "pooling_height"]);
 }
 
+/// An XNNPACK average pooling padded 2 rows above and 1 below: XNNPACK
+/// would average over the rows inside the input, but ptec's pooling pads
+/// symmetrically, so it refuses rather than compute another average.
+#[test]
+fn an_xnnpack_average_pooling_padded_asymmetrically_is_refused() {
+    let lie = Lie::of("xnnpack/avg_pool.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let pool = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .filter_map(|node| node.xnode_union_as_xnnavg_pooling_2d())
+            .find(|pool| pool.padding_top() == 1)
+            .expect("a padded average-pooling node");
+        vec![Patch::field(
+            &pool._tab,
+            xfb::_XNNPooling2D::VT_PADDING_TOP,
+            &2u32.to_le_bytes(),
+        )]
+    });
+    check(
+        &lie,
+        &["XNNPACK node", "XNNAvgPooling2d", "asymmetric", "top 2"],
+    );
+}
+
+/// An XNNPACK transposed convolution of 0 groups.
+#[test]
+fn an_xnnpack_transposed_convolution_of_no_groups_is_refused() {
+    let lie = Lie::of("xnnpack/conv_transpose.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let conv = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .find_map(|node| node.xnode_union_as_xnnconv_transpose_2d())
+            .expect("a transposed convolution");
+        vec![Patch::field(
+            &conv._tab,
+            xfb::_XNNNodeConv::VT_GROUPS,
+            &0u32.to_le_bytes(),
+        )]
+    });
+    check(&lie, &["XNNPACK node", "`groups` is 0"]);
+}
+
+/// An XNNPACK bilinear resize with a flag ptec does not know (0x10 beside
+/// aligned corners).
+#[test]
+fn an_xnnpack_resize_with_an_unknown_flag_is_refused() {
+    let lie = Lie::of("xnnpack/resize_bilinear.xnnpack.bpte").patch(|lie| {
+        let graph = lie.xnnpack_graph();
+        let resize = graph
+            .xnodes()
+            .expect("nodes")
+            .iter()
+            .filter_map(|node| node.xnode_union_as_xnnstatic_resize_bilinear_2_d())
+            .find(|resize| resize.flags() != 0)
+            .expect("a resize with aligned corners");
+        vec![Patch::field(
+            &resize._tab,
+            xfb::XNNStaticResizeBilinear2D::VT_FLAGS,
+            &(resize.flags() | 0x10).to_le_bytes(),
+        )]
+    });
+    check(
+        &lie,
+        &["XNNPACK node", "XNNStaticResizeBilinear2D", "flags 0x10"],
+    );
+}
+
 /// Sets the Int that item `item` of the IntList argument `argument` of the
 /// first KernelCall names (or the Int argument itself, without `item`).
 fn int_argument_lie(fixture: &str, argument: usize, item: Option<usize>, to: i64) -> (Lie, usize) {

@@ -30,12 +30,13 @@ use std::collections::{HashMap, HashSet};
 use ptec_frontend::ValueIndex;
 use ptec_frontend::delegate::xnnpack::{
     Concatenate, ConvNode, FullyConnected, Node1x1, Node2x1, OutputRange, Pooling2d,
-    StaticConstantPad, StaticReshape, StaticSlice, StaticTranspose, XnnNode, XnnOp, XnnOpKind,
-    XnnTensorValue, XnnValueId, XnnpackGraph,
+    StaticConstantPad, StaticReshape, StaticResizeBilinear2d, StaticSlice, StaticTranspose,
+    XnnNode, XnnOp, XnnOpKind, XnnTensorValue, XnnValueId, XnnpackGraph,
 };
 
-use ptec_ir::ops::conv::{Convolution, MaxPool2d, Pair};
+use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
+use ptec_ir::ops::gather::Index;
 use ptec_ir::ops::layout::{Cat, Copy, Pad, PadMode, Permute, Reshape, Slice, is_permutation};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::ops::reduce::{Reduce, ReduceOp, Softmax};
@@ -54,6 +55,11 @@ use quantize::{Elements, Integer, Numbers, Quantization};
 const FLAG_TRANSPOSE_WEIGHTS: u32 = 0x1;
 /// Node flag: pooling keeps the pooled dimensions (as size 1).
 const FLAG_KEEP_DIMS: u32 = 0x40;
+/// Resize flag: the corner pixels of the input and output are aligned.
+const FLAG_ALIGN_CORNERS: u32 = 0x8;
+/// Resize flag: TensorFlow's legacy source positions (`output * input /
+/// output`, no pixel centers).
+const FLAG_TENSORFLOW_LEGACY_MODE: u32 = 0x4;
 /// XNNPACK's NHWC tensor is the IR's NCHW value permuted by this.
 const NHWC_OF_NCHW: [usize; 4] = [0, 2, 3, 1];
 
@@ -101,16 +107,15 @@ fn translation(kind: XnnOpKind) -> Result<&'static [OpKind], &'static str> {
         K::FullyConnected => &[OpKind::MatMul, OpKind::Addmm, OpKind::Reduce],
         K::Conv2d | K::DepthwiseConv2d => &[OpKind::Convolution, OpKind::Pad],
         K::MaxPooling2d => &[OpKind::MaxPool2d, OpKind::Pad],
+        K::AvgPooling2d => &[OpKind::AvgPool2d],
+        K::ConvTranspose2d => &[OpKind::Convolution],
+        K::PRelu => &[],
+        K::StaticResizeBilinear2d => &[OpKind::Index],
         K::StaticReshape => &[],
         K::StaticSlice => &[OpKind::Slice],
         K::StaticConstantPad => &[OpKind::Pad],
         K::Concatenate2 | K::Concatenate3 | K::Concatenate4 | K::Concatenate5 => &[OpKind::Cat],
-        K::AvgPooling2d
-        | K::ConvTranspose2d
-        | K::PRelu
-        | K::StaticResizeBilinear2d
-        | K::ArgMaxPooling2d
-        | K::ScaledDotProductAttention => return Err(UNTRANSLATED),
+        K::ArgMaxPooling2d | K::ScaledDotProductAttention => return Err(UNTRANSLATED),
     })
 }
 
@@ -268,6 +273,9 @@ enum TwoInputs {
     Map(BinaryOp),
     /// A batched matrix product.
     MatMul,
+    /// `x < 0 ? x * slope : x`, the slope broadcasting as the operands of
+    /// an elementwise op do (one per channel, the last NHWC dimension).
+    PRelu,
 }
 
 /// How XNNPACK computes a convolution or fully connected node whose input
@@ -281,6 +289,14 @@ struct Accumulated {
     multipliers: Vec<f32>,
     input: Quantization,
     output: Quantization,
+}
+
+/// The three convolution node types, which differ in their filter's layout.
+#[derive(Clone, Copy, Debug)]
+enum ConvKind {
+    Ordinary,
+    Depthwise,
+    Transposed,
 }
 
 /// The value ids of a convolution or fully connected node.
@@ -441,8 +457,8 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                 )
             }
             XnnOp::FullyConnected(t) => self.fully_connected(t, range),
-            XnnOp::Conv2d(t) => self.convolution(t, false, range),
-            XnnOp::DepthwiseConv2d(t) => self.convolution(t, true, range),
+            XnnOp::Conv2d(t) => self.convolution(t, ConvKind::Ordinary, range),
+            XnnOp::DepthwiseConv2d(t) => self.convolution(t, ConvKind::Depthwise, range),
             XnnOp::MaxPooling2d(t) => self.max_pooling(t, range),
             XnnOp::StaticTranspose(t) => self.transpose(t),
             XnnOp::StaticReshape(t) => self.reshape(t),
@@ -452,12 +468,13 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             | XnnOp::Concatenate3(t)
             | XnnOp::Concatenate4(t)
             | XnnOp::Concatenate5(t) => self.concatenate(t),
-            XnnOp::AvgPooling2d(_)
-            | XnnOp::ConvTranspose2d(_)
-            | XnnOp::PRelu(_)
-            | XnnOp::StaticResizeBilinear2d(_)
-            | XnnOp::ArgMaxPooling2d(_)
-            | XnnOp::ScaledDotProductAttention(_) => Err(self.unsupported(UNTRANSLATED)),
+            XnnOp::AvgPooling2d(t) => self.average_pooling(t, range),
+            XnnOp::ConvTranspose2d(t) => self.convolution(t, ConvKind::Transposed, range),
+            XnnOp::PRelu(t) => self.two(t, TwoInputs::PRelu, none),
+            XnnOp::StaticResizeBilinear2d(t) => self.resize_bilinear(t),
+            XnnOp::ArgMaxPooling2d(_) | XnnOp::ScaledDotProductAttention(_) => {
+                Err(self.unsupported(UNTRANSLATED))
+            }
         }
     }
 
@@ -1172,20 +1189,22 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let (a, b) = (self.input(t.input1)?, self.input(t.input2)?);
         let result = match what {
             TwoInputs::Map(op) => {
-                let rank = a.perm.len().max(b.perm.len());
-                let (a, b) = (self.with_rank(a, rank)?, self.with_rank(b, rank)?);
-                // Work in whichever operand's layout is not plain.
-                let layout = if a.perm == identity(rank) {
-                    b.perm.clone()
-                } else {
-                    a.perm.clone()
-                };
-                let inputs = vec![
-                    self.materialize(&a, &layout)?,
-                    self.materialize(&b, &layout)?,
-                ];
+                let (inputs, layout) = self.broadcast(a, b)?;
                 Laid {
-                    value: self.emit(Elementwise::op(Func::Binary { op, alpha: None }, inputs))?,
+                    value: self.emit(Elementwise::op(
+                        Func::Binary { op, alpha: None },
+                        inputs.to_vec(),
+                    ))?,
+                    perm: layout,
+                }
+            }
+            TwoInputs::PRelu => {
+                let ([x, slope], layout) = self.broadcast(a, b)?;
+                let negative =
+                    self.emit_outputs(scalar(BinaryOp::Lt, x, 0.0), &[DType::Bool], None)?[0];
+                let scaled = self.emit(binary(BinaryOp::Mul, x, slope))?;
+                Laid {
+                    value: self.emit(Elementwise::op(Func::Where, vec![negative, scaled, x]))?,
                     perm: layout,
                 }
             }
@@ -1207,6 +1226,24 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             }
         };
         self.define_bounded(t.output, result, range)
+    }
+
+    /// The operands of an elementwise op of two tensors, brought to one rank
+    /// (leading dimensions of size 1 added) and one layout (whichever
+    /// operand's is not plain), and that layout.
+    fn broadcast(&mut self, a: Laid, b: Laid) -> Result<([ValueId; 2], Vec<usize>), ImportError> {
+        let rank = a.perm.len().max(b.perm.len());
+        let (a, b) = (self.with_rank(a, rank)?, self.with_rank(b, rank)?);
+        let layout = if a.perm == identity(rank) {
+            b.perm.clone()
+        } else {
+            a.perm.clone()
+        };
+        let inputs = [
+            self.materialize(&a, &layout)?,
+            self.materialize(&b, &layout)?,
+        ];
+        Ok((inputs, layout))
     }
 
     /// A value with its last two dimensions swapped.
@@ -1350,7 +1387,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     fn convolution(
         &mut self,
         t: &ConvNode,
-        depthwise: bool,
+        kind: ConvKind,
         range: ClampRange,
     ) -> Result<(), ImportError> {
         self.check_flags(t.flags, 0)?;
@@ -1361,14 +1398,20 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             bias: t.bias,
             output: t.output,
         };
-        let product = self.product(ids, if depthwise { 3 } else { 0 })?;
+        // The filter's dimension of output channels.
+        let output_channels = match kind {
+            ConvKind::Depthwise => 3,
+            ConvKind::Ordinary | ConvKind::Transposed => 0,
+        };
+        let product = self.product(ids, output_channels)?;
         let (x, filter, bias) = (product.x, product.filter, product.bias);
         let x = self.as_nchw(t.input, &x)?;
         if filter.perm.len() != 4 {
             return Err(self.invalid(format!("a rank-{} filter", filter.perm.len())));
         }
         // XNNPACK's filters are [O, KH, KW, I/groups], depthwise ones
-        // [1, KH, KW, O]; the IR's are [O, I/groups, KH, KW].
+        // [1, KH, KW, O]; the IR's are [O, I/groups, KH, KW], transposed
+        // ones [I, O/groups, KH, KW].
         let filter_shape = self.xnn_shape(&filter);
         let kernel = [
             Dim::Fixed(t.kernel_height.into()),
@@ -1382,15 +1425,19 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                 show(&filter_shape)
             )));
         }
+        let groups = u64::from(t.groups);
+        if groups == 0 {
+            return Err(self.invalid("field `groups` is 0; it must be positive"));
+        }
         let weight = self.materialize(&filter, &identity(4))?;
-        let dims = if depthwise {
-            vec![3, 0, 1, 2]
-        } else {
-            vec![0, 3, 1, 2]
+        let weight = match kind {
+            ConvKind::Ordinary => self.emit(permute(weight, vec![0, 3, 1, 2]))?,
+            ConvKind::Depthwise => self.emit(permute(weight, vec![3, 0, 1, 2]))?,
+            ConvKind::Transposed => self.transposed_weight(weight, &filter_shape, groups)?,
         };
-        let weight = self.emit(permute(weight, dims))?;
         self.check_groups(
             t,
+            kind,
             input_channels(&self.importer.graph.value(x).ty.shape),
             weight,
         )?;
@@ -1404,7 +1451,24 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             t.padding_bottom,
             t.padding_left,
         ];
-        let (input, padding) = self.pad_spatial(x, padding, 0.0, true)?;
+        let (input, padding, transposed) = match kind {
+            ConvKind::Ordinary | ConvKind::Depthwise => {
+                let (input, padding) = self.pad_spatial(x, padding, 0.0, true)?;
+                (input, padding, None)
+            }
+            // A transposed convolution's padding crops its output.
+            ConvKind::Transposed => {
+                let [top, right, bottom, left] = padding;
+                if top != bottom || left != right {
+                    return Err(self.unsupported(format!(
+                        "asymmetric padding (top {top}, right {right}, bottom {bottom}, left \
+                         {left})"
+                    )));
+                }
+                let adjustment = vec![t.adjustment_height.into(), t.adjustment_width.into()];
+                (x, [top.into(), left.into()], Some(adjustment))
+            }
+        };
         let value = self.emit(Op::Convolution(Convolution {
             input,
             weight,
@@ -1423,8 +1487,8 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                     ("dilation_width", t.dilation_width),
                 ])?
                 .to_vec(),
-            transposed: None,
-            groups: t.groups.into(),
+            transposed,
+            groups,
             // A quantized result is bounded as it is requantized.
             clamp: if quantized {
                 ClampRange::default()
@@ -1445,23 +1509,29 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
 
     /// Checks a convolution's `groups`, `group_input_channels` and
     /// `group_output_channels` against its NCHW input's channels and its
-    /// weight, `[O, I/groups, KH, KW]` in the IR's layout.
+    /// weight in the IR's layout: `[O, I/groups, KH, KW]`, or `[I,
+    /// O/groups, KH, KW]` for a transposed convolution.
     fn check_groups(
         &self,
         t: &ConvNode,
+        kind: ConvKind,
         channels: Option<u64>,
         weight: ValueId,
     ) -> Result<(), ImportError> {
-        if t.groups == 0 {
-            return Err(self.invalid("field `groups` is 0; it must be positive"));
-        }
         let shape = &self.importer.graph.value(weight).ty.shape;
         let groups = u64::from(t.groups);
+        let (group_inputs, outputs) = match kind {
+            ConvKind::Ordinary | ConvKind::Depthwise => (shape[1].fixed(), shape[0].fixed()),
+            ConvKind::Transposed => (
+                shape[0].fixed().map(|inputs| inputs / groups),
+                shape[1].fixed().map(|group_outputs| group_outputs * groups),
+            ),
+        };
         let fields = [
             (
                 "group_input_channels",
                 u64::from(t.group_input_channels),
-                shape[1].fixed(),
+                group_inputs,
                 "the filter's input channels",
             ),
             (
@@ -1473,7 +1543,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             (
                 "group_output_channels",
                 groups * u64::from(t.group_output_channels),
-                shape[0].fixed(),
+                outputs,
                 "the filter's output channels (with `groups`)",
             ),
         ];
@@ -1487,6 +1557,176 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             }
         }
         Ok(())
+    }
+
+    /// A transposed convolution's XNNPACK filter `[O, KH, KW, I/groups]`
+    /// (the output channels of each group together) as the IR's weight
+    /// `[I, O/groups, KH, KW]`.
+    fn transposed_weight(
+        &mut self,
+        filter: ValueId,
+        filter_shape: &[Dim],
+        groups: u64,
+    ) -> Result<ValueId, ImportError> {
+        if groups == 1 {
+            return self.emit(permute(filter, vec![3, 0, 1, 2]));
+        }
+        let sizes = filter_shape
+            .iter()
+            .map(|dim| dim.fixed())
+            .collect::<Option<Vec<u64>>>();
+        let [outputs, height, width, group_inputs] = match sizes.as_deref() {
+            Some(&[outputs, height, width, group_inputs]) if outputs % groups == 0 => {
+                [outputs, height, width, group_inputs]
+            }
+            _ => {
+                return Err(self.invalid(format!(
+                    "a filter of shape {} for {groups} groups",
+                    show(filter_shape)
+                )));
+            }
+        };
+        let group_outputs = outputs / groups;
+        let split = self.emit_given(
+            reshape(filter),
+            fixed(&[groups, group_outputs, height, width, group_inputs]),
+        )?;
+        let moved = self.emit(permute(split, vec![0, 4, 1, 2, 3]))?;
+        self.emit_given(
+            reshape(moved),
+            fixed(&[groups * group_inputs, group_outputs, height, width]),
+        )
+    }
+
+    /// Average pooling, over the window's elements inside the input
+    /// (XNNPACK leaves padding out of the count).
+    fn average_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
+        // ExecuTorch sets the keep-dims flag, which 2-D pooling ignores.
+        self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
+        let x = self.nchw_input(t.input)?;
+        let kernel = self.positive([
+            ("pooling_height", t.pooling_height),
+            ("pooling_width", t.pooling_width),
+        ])?;
+        let [top, right, bottom, left] = [
+            t.padding_top,
+            t.padding_right,
+            t.padding_bottom,
+            t.padding_left,
+        ];
+        let padding = [u64::from(top), u64::from(left)];
+        if top != bottom
+            || left != right
+            || 2 * padding[0] > kernel[0]
+            || 2 * padding[1] > kernel[1]
+        {
+            return Err(self.unsupported(format!(
+                "padding (top {top}, right {right}, bottom {bottom}, left {left}) that is \
+                 asymmetric or more than half the {}x{} window",
+                kernel[0], kernel[1]
+            )));
+        }
+        let op = Op::AvgPool2d(AvgPool2d {
+            input: x,
+            kernel,
+            stride: self.positive([
+                ("stride_height", t.stride_height),
+                ("stride_width", t.stride_width),
+            ])?,
+            padding,
+            ceil_mode: false,
+            count_include_pad: false,
+        });
+        let result = Laid {
+            value: self.emit(op)?,
+            perm: NHWC_OF_NCHW.to_vec(),
+        };
+        self.define_bounded(t.output, result, range)
+    }
+
+    /// Bilinear resizing as XNNPACK computes it: each output pixel's source
+    /// position (in f32, from pixel centers unless the flags ask for
+    /// aligned corners or TensorFlow's legacy mode), clamped into the
+    /// image, and the four pixels around it interpolated along W, then H.
+    fn resize_bilinear(&mut self, t: &StaticResizeBilinear2d) -> Result<(), ImportError> {
+        self.check_flags(t.flags, FLAG_ALIGN_CORNERS | FLAG_TENSORFLOW_LEGACY_MODE)?;
+        let corners = t.flags & (FLAG_ALIGN_CORNERS | FLAG_TENSORFLOW_LEGACY_MODE) != 0;
+        let align = t.flags & FLAG_ALIGN_CORNERS != 0;
+        let x = self.nchw_input(t.input)?;
+        let shape = self.importer.graph.value(x).ty.shape.clone();
+        let (Some(height), Some(width)) = (shape[2].fixed(), shape[3].fixed()) else {
+            return Err(self.unsupported(format!("resizing an image of size {}", show(&shape))));
+        };
+        let axes = [
+            (height, t.new_height, "new_height"),
+            (width, t.new_width, "new_width"),
+        ];
+        let mut sources = Vec::new();
+        for (input, output, field) in axes {
+            if output == 0 || input >= 1 << 24 || output >= 1 << 24 {
+                return Err(self.invalid(format!(
+                    "a resize of {input} pixels to `{field}` {output}: both must be positive \
+                     and below 2^24"
+                )));
+            }
+            sources.push(resize_sources(input, output.into(), align, corners));
+        }
+        let (rows, columns) = (&sources[0], &sources[1]);
+        let row_shape = [rows.weights.len() as u64, 1];
+        let column_shape = [1, columns.weights.len() as u64];
+        let row_index = [&rows.low, &rows.high].map(|r| self.index_constant(r, &row_shape));
+        let column_index =
+            [&columns.low, &columns.high].map(|c| self.index_constant(c, &column_shape));
+        let mut lines = Vec::new();
+        for row in row_index {
+            let [left, right] = column_index.map(|column| {
+                self.emit(Op::Index(Index {
+                    input: x,
+                    indices: vec![row, column],
+                    dims: vec![2, 3],
+                    wrap: false,
+                }))
+            });
+            let alpha = self.f32_constant(&columns.weights, &column_shape);
+            lines.push(self.lerp(left?, right?, alpha)?);
+        }
+        let alpha = self.f32_constant(&rows.weights, &row_shape);
+        let value = self.lerp(lines[0], lines[1], alpha)?;
+        self.define(
+            t.output,
+            Laid {
+                value,
+                perm: NHWC_OF_NCHW.to_vec(),
+            },
+        )
+    }
+
+    /// `a + (b - a) * alpha`, XNNPACK's interpolation.
+    fn lerp(&mut self, a: ValueId, b: ValueId, alpha: ValueId) -> Result<ValueId, ImportError> {
+        let difference = self.emit(binary(BinaryOp::Sub, b, a))?;
+        let step = self.emit(binary(BinaryOp::Mul, difference, alpha))?;
+        self.emit(binary(BinaryOp::Add, a, step))
+    }
+
+    /// A constant i64 tensor of `shape`.
+    fn index_constant(&mut self, values: &[i64], shape: &[u64]) -> ValueId {
+        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let ty = TensorType {
+            dtype: DType::I64,
+            ..contiguous(fixed(shape))
+        };
+        self.importer
+            .graph
+            .add_value(ValueData::constant(ty, Cow::Owned(bytes)))
+    }
+
+    /// A constant f32 tensor of `shape`.
+    fn f32_constant(&mut self, values: &[f32], shape: &[u64]) -> ValueId {
+        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.importer.graph.add_value(ValueData::constant(
+            contiguous(fixed(shape)),
+            Cow::Owned(bytes),
+        ))
     }
 
     fn max_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
@@ -1862,6 +2102,44 @@ fn input_channels(shape: &Shape) -> Option<u64> {
     shape.get(1).and_then(|dim| dim.fixed())
 }
 
+/// Along one dimension of a bilinear resize, the two input positions each
+/// output position interpolates and the weight of the second.
+#[derive(Debug, PartialEq)]
+struct ResizeSources {
+    low: Vec<i64>,
+    high: Vec<i64>,
+    weights: Vec<f32>,
+}
+
+/// XNNPACK's source positions of a bilinear resize from `input` to `output`
+/// pixels (both positive, below 2^24), computed in f32 as it does: from the
+/// corners (`corners`: aligned corners, or TensorFlow's legacy mode, whose
+/// scale is the plain ratio) or else from pixel centers, clamped into the
+/// input.
+fn resize_sources(input: u64, output: u64, align: bool, corners: bool) -> ResizeSources {
+    let adjustment = u64::from(align && output != 1);
+    let scale = (input - adjustment) as f32 / (output - adjustment) as f32;
+    let last = input - 1;
+    let offset = 0.5 * scale - 0.5;
+    let mut sources = ResizeSources {
+        low: Vec::new(),
+        high: Vec::new(),
+        weights: Vec::new(),
+    };
+    for position in 0..output {
+        let source = if corners {
+            position as f32 * scale
+        } else {
+            (position as f32 * scale + offset).clamp(0.0, last as f32)
+        };
+        let low = (source as u64).min(last);
+        sources.low.push(low as i64);
+        sources.high.push((low + 1).min(last) as i64);
+        sources.weights.push(source - low as f32);
+    }
+    sources
+}
+
 /// The bytes of an f32 tensor of these sizes, unless they overflow.
 fn byte_count(sizes: &[u64]) -> Option<u64> {
     sizes
@@ -1920,5 +2198,45 @@ mod tests {
         );
         // Composition is not symmetric: perm [1,2,0] held, wanted as [2,0,1].
         assert_eq!(permutation_between(&[1, 2, 0], &[2, 0, 1]), [2, 0, 1]);
+    }
+
+    /// Source positions worked out by hand from XNNPACK's rules.
+    #[test]
+    fn resize_source_positions() {
+        let sources = |low: &[i64], high: &[i64], weights: &[f32]| ResizeSources {
+            low: low.to_vec(),
+            high: high.to_vec(),
+            weights: weights.to_vec(),
+        };
+        // Pixel centers: 2 -> 4 reads -0.25 (clamped to 0), 0.25, 0.75 and
+        // 1.25 (clamped to 1).
+        assert_eq!(
+            resize_sources(2, 4, false, false),
+            sources(&[0, 0, 0, 1], &[1, 1, 1, 1], &[0.0, 0.25, 0.75, 0.0])
+        );
+        // TensorFlow's legacy mode: 4 -> 8 reads 0, 0.5, ..., 3.5; the last
+        // pixel has no right neighbour but itself.
+        assert_eq!(
+            resize_sources(4, 8, false, true),
+            sources(
+                &[0, 0, 1, 1, 2, 2, 3, 3],
+                &[1, 1, 2, 2, 3, 3, 3, 3],
+                &[0.0, 0.5, 0.0, 0.5, 0.0, 0.5, 0.0, 0.5]
+            )
+        );
+        // Aligned corners: 3 -> 5 reads 0, 0.5, 1, 1.5, 2; to one pixel, the
+        // first.
+        assert_eq!(
+            resize_sources(3, 5, true, true),
+            sources(
+                &[0, 0, 1, 1, 2],
+                &[1, 1, 2, 2, 2],
+                &[0.0, 0.5, 0.0, 0.5, 0.0]
+            )
+        );
+        assert_eq!(
+            resize_sources(3, 1, true, true),
+            sources(&[0], &[1], &[0.0])
+        );
     }
 }
