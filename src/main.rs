@@ -195,7 +195,7 @@ struct DataArgs {
     /// A .ptd data file holding weights the program keeps outside it
     /// (program-data separation); repeat for several files.
     #[arg(long = "data", value_name = "FILE.ptd")]
-    files: Vec<PathBuf>,
+    data_files: Vec<PathBuf>,
 }
 
 /// Restores the default action of SIGPIPE, which Rust programs ignore, so
@@ -216,7 +216,7 @@ fn main() -> ExitCode {
     // Ok(false): the command ran but found failures (failing tests).
     let result = match cli.command {
         Command::Inspect { file, data, json } => {
-            inspect::run(&file, &data.files, json).map(|()| true)
+            inspect::run(&file, &data.data_files, json).map(|()| true)
         }
         Command::Dump {
             file,
@@ -227,7 +227,7 @@ fn main() -> ExitCode {
             passes,
         } => dump::run(
             &file,
-            &data.files,
+            &data.data_files,
             method.as_deref(),
             format,
             after.as_deref(),
@@ -264,7 +264,7 @@ fn main() -> ExitCode {
                 backend,
                 passes: &passes,
             };
-            run::run(&file, &data.files, options).map(|()| true)
+            run::run(&file, &data.data_files, options).map(|()| true)
         }
         Command::Compile {
             file,
@@ -288,7 +288,7 @@ fn main() -> ExitCode {
                 prefix: &prefix,
                 linker: linker.as_deref(),
                 options: &options,
-                data: &data.files,
+                data: &data.data_files,
             };
             compile::run(&file, &emit, &passes).map(|()| true)
         }
@@ -312,7 +312,7 @@ fn main() -> ExitCode {
                 json,
                 passes: &passes,
             };
-            bench::run(&file, &data.files, options).map(|()| true)
+            bench::run(&file, &data.data_files, options).map(|()| true)
         }
         Command::Test {
             files,
@@ -324,7 +324,7 @@ fn main() -> ExitCode {
             passes,
         } => {
             let tolerance = ptec_compiler::bundled::Tolerance { rtol, atol };
-            bundled_test::run(&files, &data.files, backend, tolerance, json, &passes)
+            bundled_test::run(&files, &data.data_files, backend, tolerance, json, &passes)
         }
     };
     match result {
@@ -334,5 +334,18 @@ fn main() -> ExitCode {
             eprintln!("error: {}", ptec_compiler::full_message(error.as_ref()));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// clap checks a command line's definition (unique argument names, ...)
+    /// only in debug builds, when it is first parsed; this checks it in
+    /// every build.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
     }
 }
