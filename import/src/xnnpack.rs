@@ -1598,16 +1598,22 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         )
     }
 
-    /// Average pooling, over the window's elements inside the input
-    /// (XNNPACK leaves padding out of the count).
-    fn average_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
-        // ExecuTorch sets the keep-dims flag, which 2-D pooling ignores.
+    /// A pooling node's NCHW input and its window (ExecuTorch sets the
+    /// keep-dims flag, which 2-D pooling ignores).
+    fn pooling_window(&mut self, t: &Pooling2d) -> Result<(ValueId, Pair), ImportError> {
         self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
         let x = self.nchw_input(t.input)?;
         let kernel = self.positive([
             ("pooling_height", t.pooling_height),
             ("pooling_width", t.pooling_width),
         ])?;
+        Ok((x, kernel))
+    }
+
+    /// Average pooling, over the window's elements inside the input
+    /// (XNNPACK leaves padding out of the count).
+    fn average_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
+        let (x, kernel) = self.pooling_window(t)?;
         let [top, right, bottom, left] = [
             t.padding_top,
             t.padding_right,
@@ -1730,12 +1736,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     }
 
     fn max_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
-        self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
-        let x = self.nchw_input(t.input)?;
-        let kernel = self.positive([
-            ("pooling_height", t.pooling_height),
-            ("pooling_width", t.pooling_width),
-        ])?;
+        let (x, kernel) = self.pooling_window(t)?;
         let padding = [
             t.padding_top,
             t.padding_right,
