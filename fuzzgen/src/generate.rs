@@ -593,7 +593,7 @@ impl Builder<'_, '_> {
             let mut rest = count;
             let mut factor = 2;
             while rest > 1 {
-                while rest % factor != 0 {
+                while !rest.is_multiple_of(factor) {
                     factor += 1;
                 }
                 rest /= factor;
@@ -685,7 +685,7 @@ impl Builder<'_, '_> {
         let Value { dtype, shape, .. } = self.values[x].clone();
         let channels = shape[1];
         let divisors: Vec<usize> = (1..=channels.max(1))
-            .filter(|g| channels % g == 0)
+            .filter(|&g| channels.is_multiple_of(g))
             .collect();
         let groups = *self.u.choose(&divisors)?;
         let out_channels = groups * self.u.int_in_range(1..=2)?;
