@@ -26,7 +26,7 @@ mod spirv_dir;
 pub mod tensors;
 
 pub use error::{Error, full_message};
-pub use load::{Backend, Loaded, Runner, element_type_of, load};
+pub use load::{Backend, Loaded, Runner, element_type_of, instantiate, load};
 pub use operators::{OperatorSource, OperatorSupport, operators};
 pub use pipeline::{
     Compiled, Limits, Optimized, Options, Target, compile, jit, object, optimize, optimize_within,

@@ -105,8 +105,23 @@ pub fn load<'a>(
 ) -> Result<Loaded<'a>, Error> {
     let start = Instant::now();
     let optimized = optimize_within(method, options, |_, _| {})?;
-    let graph = &optimized.graph;
-    let runner = match backend {
+    let runner = instantiate(&optimized.graph, backend, options)?;
+    Ok(Loaded {
+        runner,
+        compile_ms: start.elapsed().as_secs_f64() * 1e3,
+        passes: optimized.reports,
+    })
+}
+
+/// Generates code for a graph the pipeline planned and makes an instance of
+/// it on `backend`: [`load`] after the optimizer, and what a caller that
+/// builds graphs itself (the differential test, the fuzzer) runs them with.
+pub fn instantiate<'a>(
+    graph: &Graph<'a>,
+    backend: Backend,
+    options: &Options,
+) -> Result<Runner<'a>, Error> {
+    Ok(match backend {
         Backend::Jit => {
             let ptec_codegen::JitMethod {
                 code,
@@ -126,17 +141,12 @@ pub fn load<'a>(
             let program = compiled.device_program();
             let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program).map_err(
                 |source| Error::Vulkan {
-                    method: method.name.clone(),
+                    method: graph.name.clone(),
                     source,
                 },
             )?;
             Runner::Vulkan(Box::new(instance))
         }
-    };
-    Ok(Loaded {
-        runner,
-        compile_ms: start.elapsed().as_secs_f64() * 1e3,
-        passes: optimized.reports,
     })
 }
 
