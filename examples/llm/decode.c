@@ -63,7 +63,7 @@ static float from_bfloat16(uint16_t bits) {
 }
 
 /* The position of the largest of `count` logits (the first, on ties, as
- * torch.argmax); -1 for an element type that is not a float. */
+ * torch.argmax) of a float element type; -1 when there are none. */
 static int64_t argmax(const void *data, int32_t dtype, int64_t count) {
     int64_t best = -1;
     float largest = 0;
@@ -105,9 +105,13 @@ int main(int argc, char **argv) {
     const ptec_tensor_info *position_info = ptec_input_info(method, 1);
     const ptec_tensor_info *logits_info = ptec_output_info(method, 0);
     if (tokens_info->dtype != PTEC_INT64 || tokens_info->rank != 2 ||
-        position_info->dtype != PTEC_INT64 || position_info->rank != 1 ||
-        logits_info->rank < 2)
+        position_info->dtype != PTEC_INT64 || position_info->rank != 1)
         return fail("forward's inputs must be int64 [1, n] tokens and an int64 [1] position",
+                    NULL);
+    if (logits_info->rank < 2 || logits_info->rank > 8 ||
+        (logits_info->dtype != PTEC_FLOAT32 && logits_info->dtype != PTEC_FLOAT16 &&
+         logits_info->dtype != PTEC_BFLOAT16))
+        return fail("forward must return float32, float16 or bfloat16 logits of rank 2 to 8",
                     NULL);
     if (prompt_length > tokens_info->max_sizes[1])
         return fail("the prompt is longer than one call of forward takes", NULL);
@@ -118,8 +122,8 @@ int main(int argc, char **argv) {
         tokens[i] = strtoll(argv[first + i], &end, 10);
         if (*end) return fail("a prompt id is not an integer", argv[first + i]);
     }
-    int64_t logits_bytes = 2;
-    if (logits_info->dtype == PTEC_FLOAT32) logits_bytes = 4;
+    size_t element = logits_info->dtype == PTEC_FLOAT32 ? 4 : 2;
+    int64_t logits_bytes = (int64_t)element;
     for (int32_t axis = 0; axis < logits_info->rank; axis++)
         logits_bytes *= logits_info->max_sizes[axis];
     void *logits = malloc((size_t)logits_bytes);
@@ -127,11 +131,11 @@ int main(int argc, char **argv) {
     int64_t position = 0;
     int64_t position_sizes[1] = {1};
     int64_t logits_sizes[8] = {0};
-    if (!tokens || !logits || logits_info->rank > 8) return fail("out of memory", NULL);
+    int64_t *generated = malloc((size_t)steps * sizeof *generated);
+    if (!tokens || !logits || !generated) return fail("out of memory", NULL);
 
     ptec_instance *instance = ptec_create();
     if (!instance) return fail("out of memory", NULL);
-    int64_t *generated = malloc((size_t)steps * sizeof *generated);
     double prefill_seconds = 0, decode_seconds = 0;
     for (int64_t step = 0; step < steps; step++) {
         ptec_tensor inputs[2] = {
@@ -148,10 +152,9 @@ int main(int argc, char **argv) {
         int64_t vocabulary = logits_sizes[logits_info->rank - 1];
         int64_t count = 1;
         for (int32_t axis = 0; axis < logits_info->rank; axis++) count *= logits_sizes[axis];
-        size_t element = logits_info->dtype == PTEC_FLOAT32 ? 4 : 2;
         const char *last = (const char *)logits + (size_t)(count - vocabulary) * element;
         int64_t next = argmax(last, logits_info->dtype, vocabulary);
-        if (next < 0) return fail("the logits are not floats", NULL);
+        if (next < 0) return fail("forward returned no logits", NULL);
         generated[step] = next;
         position += token_sizes[1];
         tokens[0] = next;

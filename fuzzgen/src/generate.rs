@@ -426,11 +426,18 @@ impl Builder<'_, '_> {
         Ok(())
     }
 
-    fn binary(&mut self) -> Result<()> {
+    /// Two numeric operands that broadcast together: their ids, their
+    /// element type and the broadcast shape.
+    fn broadcast_pair(&mut self) -> Result<(usize, usize, DType, Vec<usize>)> {
         let a = self.operand(&NUMBERS, |_| true)?;
         let Value { dtype, shape, .. } = self.values[a].clone();
         let b = self.broadcastable(dtype, &shape, false)?;
         let out = broadcast(&shape, &self.values[b].shape).unwrap_or(shape);
+        Ok((a, b, dtype, out))
+    }
+
+    fn binary(&mut self) -> Result<()> {
+        let (a, b, dtype, out) = self.broadcast_pair()?;
         let mut names = vec!["add", "sub", "mul", "maximum", "minimum"];
         if dtype.is_float() {
             names.extend(["div", "pow", "atan2"]);
@@ -452,10 +459,7 @@ impl Builder<'_, '_> {
     }
 
     fn compare(&mut self) -> Result<()> {
-        let a = self.operand(&NUMBERS, |_| true)?;
-        let Value { dtype, shape, .. } = self.values[a].clone();
-        let b = self.broadcastable(dtype, &shape, false)?;
-        let out = broadcast(&shape, &self.values[b].shape).unwrap_or(shape);
+        let (a, b, _, out) = self.broadcast_pair()?;
         let name = *self.u.choose(&["gt", "lt", "ge", "le", "eq", "ne"])?;
         self.emit(DType::Bool, out, format!("{name}(%{a}, %{b})"));
         Ok(())

@@ -1598,22 +1598,26 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         )
     }
 
-    /// A pooling node's NCHW input and its window (ExecuTorch sets the
-    /// keep-dims flag, which 2-D pooling ignores).
-    fn pooling_window(&mut self, t: &Pooling2d) -> Result<(ValueId, Pair), ImportError> {
+    /// A pooling node's NCHW input, its window and its stride (ExecuTorch
+    /// sets the keep-dims flag, which 2-D pooling ignores).
+    fn pooling_window(&mut self, t: &Pooling2d) -> Result<(ValueId, Pair, Pair), ImportError> {
         self.check_flags(t.flags, FLAG_KEEP_DIMS)?;
         let x = self.nchw_input(t.input)?;
         let kernel = self.positive([
             ("pooling_height", t.pooling_height),
             ("pooling_width", t.pooling_width),
         ])?;
-        Ok((x, kernel))
+        let stride = self.positive([
+            ("stride_height", t.stride_height),
+            ("stride_width", t.stride_width),
+        ])?;
+        Ok((x, kernel, stride))
     }
 
     /// Average pooling, over the window's elements inside the input
     /// (XNNPACK leaves padding out of the count).
     fn average_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
-        let (x, kernel) = self.pooling_window(t)?;
+        let (x, kernel, stride) = self.pooling_window(t)?;
         let [top, right, bottom, left] = [
             t.padding_top,
             t.padding_right,
@@ -1635,10 +1639,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let op = Op::AvgPool2d(AvgPool2d {
             input: x,
             kernel,
-            stride: self.positive([
-                ("stride_height", t.stride_height),
-                ("stride_width", t.stride_width),
-            ])?,
+            stride,
             padding,
             ceil_mode: false,
             count_include_pad: false,
@@ -1736,7 +1737,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     }
 
     fn max_pooling(&mut self, t: &Pooling2d, range: ClampRange) -> Result<(), ImportError> {
-        let (x, kernel) = self.pooling_window(t)?;
+        let (x, kernel, stride) = self.pooling_window(t)?;
         let padding = [
             t.padding_top,
             t.padding_right,
@@ -1750,10 +1751,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let op = Op::MaxPool2d(MaxPool2d {
             input: x,
             kernel,
-            stride: self.positive([
-                ("stride_height", t.stride_height),
-                ("stride_width", t.stride_width),
-            ])?,
+            stride,
             padding,
             dilation: self.positive([
                 ("dilation_height", t.dilation_height),

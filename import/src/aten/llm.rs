@@ -358,6 +358,14 @@ fn attention(
         if c.ty(mask).rank() != 2 {
             return Err(c.bad("attn_mask", "must be 2-D [seq_len, cache length]"));
         }
+        // An additive mask of the query's type, as ExecuTorch's kernel
+        // requires (not a boolean one).
+        if c.ty(mask).dtype != dtype {
+            return Err(c.bad(
+                "attn_mask",
+                format!("is {}, where query is {dtype}", c.ty(mask).dtype),
+            ));
+        }
         c.binary(BinaryOp::Add, scores, mask, dtype)?
     } else if is_causal {
         // Query row m (at position start_pos + m) sees keys 0..=start_pos + m.
