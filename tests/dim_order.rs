@@ -235,3 +235,55 @@ fn convolutions_compute_alike_in_every_layout() {
     }
     assert!(checked >= 8, "only {checked} convolution fixtures");
 }
+
+/// A depthwise convolution of several one-channel images whose
+/// channels-last result is one pixel, read from an NCHW input: the kernel
+/// packs each image into scratch, at the same address for every image, and
+/// the loads of the packed window must stay below that copy (they were
+/// hoisted above it once, as loads of memory nothing writes, and read
+/// zeros). Against the same convolution with an NCHW result.
+#[test]
+fn depthwise_over_packed_images_reads_each_image() {
+    let text = |output_order: &str, weight_order: &str| {
+        format!(
+            "graph g {{
+  %0: f32[4,1,3,2] = input 0
+  %1: f32[1,1,2,1]{weight_order} = constant [1.0, 10.0]
+  %2: f32[4,1,1,1]{output_order} = convolution(%0, %1) stride=[2, 2] padding=[0, 0] dilation=[1, 1] groups=1
+  %3: f32[4,1,1,1] = relu(%2)
+  return %3
+}}"
+        )
+    };
+    let planned = |text: &str| {
+        let mut graph = ptec_ir::parse(text).expect("the text parses");
+        let passes = ptec_passes::PassOptions {
+            disabled: ptec_passes::names()
+                .into_iter()
+                .filter(|name| *name != "plan-memory")
+                .map(String::from)
+                .collect(),
+            ..ptec_passes::PassOptions::default()
+        };
+        ptec_passes::run_pipeline(&mut graph, &passes, |_, _| {}).expect("the graph is planned");
+        graph
+    };
+    let input = HostTensor {
+        element: ElementType::F32,
+        sizes: vec![4, 1, 3, 2],
+        data: (0..24u8).flat_map(|v| f32::from(v).to_le_bytes()).collect(),
+    };
+    let expected = f32s(&run(&planned(&text("", "")), &input)[0]);
+    let got = f32s(
+        &run(
+            &planned(&text(CHANNELS_LAST_TEXT, "{order [2, 3, 1, 0]}")),
+            &input,
+        )[0],
+    );
+    // Image n reads rows 0 and 1 of column 0: 6n and 6n + 2.
+    let reference: Vec<f32> = (0..4)
+        .map(|n| (6 * n) as f32 + (6 * n + 2) as f32 * 10.0)
+        .collect();
+    assert_eq!(expected, reference);
+    assert_eq!(got, reference);
+}

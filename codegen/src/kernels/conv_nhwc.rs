@@ -17,7 +17,7 @@
 
 use std::ops::Range;
 
-use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value, types};
 
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
@@ -297,6 +297,11 @@ fn depthwise_direct(
                     dilation: conv.dilation,
                     width,
                     channels,
+                    window: if packed.is_some() {
+                        flags()
+                    } else {
+                        tile_input()
+                    },
                 };
                 e.counted_loop(Size::Const(rows.count), &[window, first], |e, _, row| {
                     e.counted_loop(Size::Const(columns.count), row, |e, _, pixel| {
@@ -327,6 +332,10 @@ struct DepthwiseTaps {
     dilation: [i64; 2],
     width: i64,
     channels: i64,
+    /// How the window is read: as the node's input, or (a packed copy in
+    /// scratch, rewritten for every image) with ordinary loads, which stay
+    /// below the copy.
+    window: MemFlagsData,
 }
 
 /// Every channel of one output pixel: blocks of 16 channels (four
@@ -381,7 +390,7 @@ fn depthwise_block(
                 let offset = t as i64 * 16;
                 let x = e.b.ins().load(
                     lane,
-                    tile_input(),
+                    taps.window,
                     p[0],
                     (pixel * taps.channels * 4 + offset) as i32,
                 );
