@@ -1005,3 +1005,105 @@ fn code_above_the_code_limit_is_refused() {
         }
     }
 }
+
+/// The operators whose result takes `out`'s element type, whatever it is
+/// (a cast, a fill, a sum computed in `out`'s type, a result that is never
+/// written), as in PyTorch; with the types `out` may not be.
+const OUT_CHOOSES_ITS_TYPE: &[(&str, &[fb::ScalarType])] = &[
+    ("dim_order_ops::_to_dim_order_copy", &[]),
+    ("dim_order_ops::_empty_dim_order", &[]),
+    ("aten::_to_copy", &[]),
+    ("aten::full", &[]),
+    ("aten::full_like", &[]),
+    ("aten::scalar_tensor", &[]),
+    ("aten::sum", &[]),
+    ("aten::prod", &[]),
+    ("aten::cumsum", &[fb::ScalarType::BOOL]),
+    ("aten::arange", &[fb::ScalarType::BOOL]),
+    ("llama::update_cache", &[]),
+];
+
+/// Every float result of every operator fixture ptec compiles, its `out` said to be int32
+/// (an integer of the float's size, so the memory plan stays true) and then
+/// bool: refused, naming the instruction and the operator, unless the
+/// operator's result takes `out`'s type. (Refused at import, so on every
+/// back end alike: `addmm` above checks each of them.)
+#[test]
+fn float_results_into_integer_or_bool_outs_are_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut refused = 0;
+    for path in common::bpte_files(&common::repo_dir().join("tests/fixtures/ops")) {
+        let name = path.file_name().expect("a name").to_string_lossy();
+        if !name.ends_with(".portable.bpte") {
+            continue;
+        }
+        let fixture = format!("ops/{name}");
+        // Only programs ptec takes as they are (not the complex ones).
+        let path = path.to_str().expect("utf-8 path");
+        let taken = ptec_within(
+            TIMEOUT,
+            &["compile", "--emit", "ir", "-o", "/dev/null", path],
+        );
+        if !taken.status.success() {
+            continue;
+        }
+        let base = Lie::of(&fixture);
+        let program = base.program();
+        let operators = program.execution_plan().expect("a plan").get(0).operators();
+        let float_calls: Vec<(usize, String)> = instructions(&program)
+            .filter_map(|(at, instruction)| {
+                let call = instruction.instr_args_as_kernel_call()?;
+                let args = call.args()?;
+                let out = value(&program, args.get(args.len() - 1) as usize);
+                let tensor = out.val_as_tensor()?;
+                let operator = operators?.get(call.op_index() as usize).name()?;
+                (tensor.scalar_type() == fb::ScalarType::FLOAT).then(|| (at, operator.to_string()))
+            })
+            .collect();
+        for (at, operator) in float_calls {
+            for to in [fb::ScalarType::INT, fb::ScalarType::BOOL] {
+                let lie = Lie::of(&fixture).patch(|lie| {
+                    let program = lie.program();
+                    let call = instructions(&program)
+                        .find(|(index, _)| *index == at)
+                        .and_then(|(_, instruction)| instruction.instr_args_as_kernel_call())
+                        .expect("the kernel call");
+                    let args = call.args().expect("arguments");
+                    let out = value(&program, args.get(args.len() - 1) as usize);
+                    let tensor = out.val_as_tensor().expect("the out tensor");
+                    vec![Patch::field(
+                        &tensor._tab,
+                        fb::Tensor::VT_SCALAR_TYPE,
+                        &[to.0 as u8],
+                    )]
+                });
+                let file = lie.save(dir.path(), "lie.bpte");
+                let file = file.to_str().expect("utf-8 path");
+                let output = ptec_within(
+                    TIMEOUT,
+                    &["compile", "--emit", "ir", "-o", "/dev/null", file],
+                );
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let context =
+                    format!("{name}, instruction {at} ({operator}) into {to:?}: {stderr}");
+                let allowed = OUT_CHOOSES_ITS_TYPE
+                    .iter()
+                    .find(|(name, _)| *name == operator)
+                    .is_some_and(|(_, refused)| !refused.contains(&to));
+                if allowed {
+                    // Taken, or refused for what the new type does to the
+                    // other arguments (a range's float step truncated to 0).
+                    assert!(matches!(output.status.code(), Some(0 | 1)), "{context}");
+                    continue;
+                }
+                assert_eq!(output.status.code(), Some(1), "{context}");
+                let instruction = format!("instruction 0.{at}");
+                for part in ["error:", "method forward", &instruction, &operator] {
+                    assert!(stderr.contains(part), "expected {part:?}; {context}");
+                }
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused >= 200, "only {refused} lies refused");
+}

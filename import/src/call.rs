@@ -788,6 +788,21 @@ impl Call<'_, '_, '_> {
         self.importer.declared_type(tensor)
     }
 
+    /// Checks that `out` is declared with the element type of the tensor
+    /// argument `input`: an op that copies or fills keeps it, and PyTorch
+    /// requires its `out` to have it, as ExecuTorch's kernels do.
+    pub(crate) fn keeps_dtype(&self, input: &str, out: &str) -> Result<(), ImportError> {
+        let kept = self.declared_type_of(input)?.dtype;
+        let declared = self.declared_type_of(out)?.dtype;
+        if kept == declared {
+            return Ok(());
+        }
+        Err(self.bad(
+            out,
+            format!("is {declared}, but `{input}` is {kept}: the op keeps its element type"),
+        ))
+    }
+
     /// Checks that the IntList argument `size` is the shape the tensor
     /// argument `out` declares: a creation op's size decides its result,
     /// which the program's declaration must not contradict. A symbolic
@@ -866,13 +881,11 @@ impl Call<'_, '_, '_> {
                     .write(output, inferred, op.def().name(), slot)?,
             );
         }
-        // An elementwise function's element types are checked here, where
-        // the error can name the call (a float written into an integer
-        // tensor, bitwise operations of floats); the verifier checks every
-        // op's rules again once the graph's symbols have settled.
-        if let Op::Elementwise(_) = &op {
-            self.importer.check_types(&op, &written)?;
-        }
+        // Element types are checked here, where the error can name the call
+        // (a float written into an integer tensor, bitwise operations of
+        // floats); the verifier checks every op's rules again once the
+        // graph's symbols have settled.
+        self.importer.check_types(&op, &written)?;
         self.importer.push(op, written);
         Ok(())
     }

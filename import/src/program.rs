@@ -835,15 +835,21 @@ impl<'m, 'a> Importer<'m, 'a> {
             })
     }
 
-    /// What `op`'s rule requires of its operands' and `outputs`' types
-    /// beyond their shapes (`OpDef::check`).
+    /// What `op`'s rule requires of its operands' and `outputs`' element
+    /// types (`OpDef::element_types`, and an elementwise function's
+    /// `OpDef::check`, which needs no settled symbols).
     pub(crate) fn check_types(&mut self, op: &Op, outputs: &[ValueId]) -> Result<(), ImportError> {
         let graph = &self.graph;
         let types = |values: &[ValueId]| -> Vec<&TensorType> {
             values.iter().map(|&value| &graph.value(value).ty).collect()
         };
-        op.def()
-            .check(&types(&op.inputs()), &types(outputs), &mut self.symbols)
+        let (inputs, outputs) = (types(&op.inputs()), types(outputs));
+        let def = op.def();
+        def.element_types(&inputs, &outputs)
+            .and_then(|()| match op {
+                Op::Elementwise(_) => def.check(&inputs, &outputs, &mut self.symbols),
+                _ => Ok(()),
+            })
             .map_err(|error| {
                 self.invalid(Problem::Rule {
                     op: op.def().name(),

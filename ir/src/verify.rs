@@ -387,6 +387,7 @@ fn check_node(graph: &Graph<'_>, id: NodeId) -> Result<(), Problem> {
             });
         }
     }
+    def.element_types(&inputs, &outputs)?;
     def.check(&inputs, &outputs, &mut cx)?;
     Ok(())
 }

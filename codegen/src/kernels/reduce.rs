@@ -151,6 +151,7 @@ pub(crate) fn reduce(
     let axes = dims.as_slice();
     let in_ty = e.graph().value(input).ty.clone();
     let out_dtype = e.graph().value(output).ty.dtype;
+    let op = op.into_type(out_dtype);
     let sizes = e.shape(&in_ty.shape);
     let in_strides = byte_strides(e, input);
     let out_strides = output_strides(e, input, output, axes, keepdim);

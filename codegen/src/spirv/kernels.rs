@@ -919,6 +919,15 @@ fn reduce(
     dims: &[usize],
     keepdim: bool,
 ) -> Result<Kernel, Refusal> {
+    let op = op.into_type(out.dtype);
+    // A sum or product computes in its output's type: each element is
+    // converted first, which these shaders do not do.
+    if matches!(op, ReduceOp::Sum | ReduceOp::Prod) && out.dtype != x.dtype {
+        return Err(refuse(format!(
+            "{op:?} of {} tensors into {}",
+            x.dtype, out.dtype
+        )));
+    }
     let ty = x.ty;
     let (init, combine): (String, fn(&str) -> String) = match (op, ty) {
         (ReduceOp::Sum | ReduceOp::Mean, Ty::F32) => ("0.0f".into(), |v| format!("acc + {v}")),

@@ -194,6 +194,7 @@ fn check_like(c: &Call<'_, '_, '_>, like: &str) -> Result<(), ImportError> {
 
 /// fill.Scalar: `out`, of `self`'s shape, filled with `value`.
 fn fill_scalar(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.keeps_dtype("self", "out")?;
     let value = c.term("value")?;
     fill_like(c, value)
 }
@@ -201,6 +202,7 @@ fn fill_scalar(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// fill.Tensor: `out`, of `self`'s shape, filled with the one element of
 /// the 0-dim tensor `value` (converted to `out`'s element type).
 fn fill_tensor(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.keeps_dtype("self", "out")?;
     check_like(c, "self")?;
     let rank = c.rank_of("value")?;
     if rank != 0 {

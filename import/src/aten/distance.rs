@@ -154,6 +154,7 @@ fn cdist(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let x1 = c.tensor("x1")?;
     let x2 = c.tensor("x2")?;
     let dtype = float_type(c, "x1", x1)?;
+    c.keeps_dtype("x1", "out")?;
     if c.ty(x2).dtype != dtype {
         return Err(c.bad("x2", format!("{} is not of x1's type {dtype:?}", c.ty(x2))));
     }
@@ -179,6 +180,7 @@ fn pdist(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let p = norm(c)?;
     let x = c.tensor("self")?;
     let dtype = float_type(c, "self", x)?;
+    c.keeps_dtype("self", "out")?;
     vectors(c, "self", x, 2)?;
     let sizes = c.fixed_sizes("self", x)?;
     let &[rows, _] = sizes.as_slice() else {

@@ -55,7 +55,7 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "aten::_conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        super::layout::copy,
+        super::layout::clone,
         &[OpKind::Copy],
     ),
     // Elementwise, two operands.

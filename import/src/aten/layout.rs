@@ -26,7 +26,7 @@ use crate::error::ImportError;
 pub(super) const OPERATORS: &[Operator] = &[
     (
         "aten::clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
-        copy,
+        clone,
         &[OpKind::Copy],
     ),
     (
@@ -41,22 +41,22 @@ pub(super) const OPERATORS: &[Operator] = &[
     ),
     (
         "dim_order_ops::_clone_dim_order.out(Tensor self, *, bool non_blocking=False, int[]? dim_order=None, Tensor(a!) out) -> Tensor(a!)",
-        copy_dim_order,
+        clone_dim_order,
         &[OpKind::Copy],
     ),
     (
         "aten::alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        copy,
+        clone,
         &[OpKind::Copy],
     ),
     (
         "aten::detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        copy,
+        clone,
         &[OpKind::Copy],
     ),
     (
         "aten::lift_fresh_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
-        copy,
+        clone,
         &[OpKind::Copy],
     ),
     (
@@ -285,11 +285,23 @@ pub(super) const REFUSED: &[Refused] = &[(
 
 /// `self` into `out` (a copy, a change of dim order or of dtype: the
 /// output's type says which), of `self`'s shape.
-pub(super) fn copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+fn copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let input = c.tensor("self")?;
     let shape = c.shape(input);
     let out = c.output("out")?;
     emit_given(c, Op::Copy(Copy { input }), out, shape)
+}
+
+/// `clone` and its aliases: a copy of `self` in its own element type.
+pub(super) fn clone(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.keeps_dtype("self", "out")?;
+    copy(c)
+}
+
+/// `_clone_dim_order`: `_to_dim_order_copy` in `self`'s own element type.
+fn clone_dim_order(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.keeps_dtype("self", "out")?;
+    copy_dim_order(c)
 }
 
 /// `_to_dim_order_copy` and `_clone_dim_order`: a copy of `self` (in the
@@ -313,6 +325,7 @@ fn copy_dim_order(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// `expand_copy(self, size)`: `self` broadcast to `size` (-1 keeps a
 /// dimension; leading sizes add dimensions).
 fn expand(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.keeps_dtype("self", "out")?;
     let input = c.tensor("self")?;
     let shape = c.shape(input);
     let sizes = c.terms("size")?;
@@ -364,6 +377,7 @@ fn expand(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 
 /// `copy(self, src, non_blocking, *, out)`: the source into `out`.
 fn copy_from(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    c.keeps_dtype("self", "out")?;
     let input = c.tensor("src")?;
     let target = c.tensor("self")?;
     let shape = c.shape(target);

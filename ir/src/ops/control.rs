@@ -47,6 +47,15 @@ impl OpDef for Label {
         "label"
     }
 
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        // A label has no outputs.
+        Ok(())
+    }
+
     no_operands!();
 
     fn outputs(&self) -> Outputs {
@@ -66,6 +75,15 @@ impl OpDef for Label {
 impl OpDef for Jump {
     fn name(&self) -> &'static str {
         "jump"
+    }
+
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        // A jump has no outputs.
+        Ok(())
     }
 
     no_operands!();
@@ -110,11 +128,10 @@ impl OpDef for JumpIfFalse {
         no_outputs()
     }
 
-    fn check(
+    fn element_types(
         &self,
         inputs: &[&TensorType],
         _outputs: &[&TensorType],
-        _cx: &mut dyn ShapeContext,
     ) -> Result<(), OpError> {
         let condition = inputs[0];
         let one_element = condition

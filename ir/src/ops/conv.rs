@@ -6,7 +6,7 @@ use super::linalg::ClampRange;
 use super::one_input;
 use super::{
     Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, Slot, dim_poly, fixed,
-    floor_div_poly, one, poly_dim, shapes_of, term_of,
+    floor_div_poly, keeps, one, poly_dim, shapes_of, term_of,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -410,6 +410,14 @@ impl OpDef for Convolution {
         "convolution"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         let mut operands = vec![
             (Slot::Positional, self.input),
@@ -489,6 +497,14 @@ impl OpDef for MaxPool2d {
         "max_pool2d"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     one_input!();
 
     fn outputs(&self) -> Outputs {
@@ -525,6 +541,14 @@ impl OpDef for MaxPool2d {
 impl OpDef for AvgPool2d {
     fn name(&self) -> &'static str {
         "avg_pool2d"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     one_input!();

@@ -56,6 +56,15 @@ impl OpDef for Full {
         "full"
     }
 
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        // A fill converts its value to its output's type, any one.
+        Ok(())
+    }
+
     no_operands!();
 
     fn infer(
@@ -92,6 +101,22 @@ impl OpDef for Full {
 impl OpDef for Arange {
     fn name(&self) -> &'static str {
         "arange"
+    }
+
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        match outputs[0].dtype {
+            // PyTorch has no range of bools.
+            DType::Bool => Err(OpError::ElementType {
+                what: "a range",
+                expected: "of numbers",
+                found: DType::Bool,
+            }),
+            _ => Ok(()),
+        }
     }
 
     no_operands!();
@@ -152,11 +177,10 @@ impl OpDef for RepeatInterleave {
         given()
     }
 
-    fn check(
+    fn element_types(
         &self,
         inputs: &[&TensorType],
         outputs: &[&TensorType],
-        _cx: &mut dyn ShapeContext,
     ) -> Result<(), OpError> {
         let (counts, out) = (inputs[0], outputs[0]);
         if counts.rank() > 1 || out.rank() != 1 {

@@ -1137,6 +1137,15 @@ impl OpDef for Elementwise {
         self.func.name()
     }
 
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        // `check` applies PyTorch's promotion and casts to the function.
+        Ok(())
+    }
+
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         self.inputs
             .iter()

@@ -89,11 +89,10 @@ impl OpDef for Fused {
         Ok(vec![Expected::Shape(broadcast(&shapes, eq)?)])
     }
 
-    fn check(
+    fn element_types(
         &self,
         inputs: &[&TensorType],
         outputs: &[&TensorType],
-        _cx: &mut dyn ShapeContext,
     ) -> Result<(), OpError> {
         let output = outputs[0].dtype;
         if !output.is_float() {

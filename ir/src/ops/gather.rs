@@ -5,7 +5,7 @@
 //! outside its dimension is an error, never an access out of bounds.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{Expected, OpDef, OpError, ShapeContext, Slot, axis, broadcast, one, shapes_of};
+use super::{Expected, OpDef, OpError, ShapeContext, Slot, axis, broadcast, keeps, one, shapes_of};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Dim, Shape, TensorType};
@@ -138,6 +138,14 @@ impl OpDef for Index {
         "index"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         std::iter::once(self.input)
             .chain(self.indices.iter().copied())
@@ -211,6 +219,14 @@ impl OpDef for Gather {
         "gather"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         vec![
             (Slot::Positional, self.input),
@@ -256,6 +272,14 @@ impl OpDef for Gather {
 impl OpDef for Scatter {
     fn name(&self) -> &'static str {
         "scatter"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
@@ -314,6 +338,14 @@ impl OpDef for Scatter {
 impl OpDef for IndexPut {
     fn name(&self) -> &'static str {
         "index_put"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
@@ -392,11 +424,10 @@ impl OpDef for MaskedScatter {
         one(broadcast(&[&inputs[0].shape, &inputs[1].shape], eq)?)
     }
 
-    fn check(
+    fn element_types(
         &self,
         inputs: &[&TensorType],
         outputs: &[&TensorType],
-        _cx: &mut dyn ShapeContext,
     ) -> Result<(), OpError> {
         if inputs[1].dtype != DType::Bool {
             return Err(OpError::ElementType {

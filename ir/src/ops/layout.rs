@@ -10,9 +10,10 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
+use super::promotion::{Operand, can_cast, result_type};
 use super::{
     Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly, fixed,
-    numel, one, poly_dim, shapes_of, show,
+    keeps, numel, one, poly_dim, shapes_of, show,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -166,6 +167,15 @@ impl OpDef for Copy {
         "copy"
     }
 
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        _outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        // A copy converts to its output's type, any one.
+        Ok(())
+    }
+
     one_input!();
 
     fn infer(
@@ -219,6 +229,14 @@ impl OpDef for Reshape {
         "reshape"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     one_input!();
 
     fn infer(
@@ -238,7 +256,7 @@ impl OpDef for Reshape {
     ) -> Result<(), OpError> {
         let (from, to) = (inputs[0], outputs[0]);
         let same_count = numel(cx, &from.shape)? == numel(cx, &to.shape)?;
-        if same_count && from.dtype == to.dtype && from.is_contiguous() && to.is_contiguous() {
+        if same_count && from.is_contiguous() && to.is_contiguous() {
             Ok(())
         } else {
             Err(OpError::Output {
@@ -260,6 +278,14 @@ impl OpDef for Reshape {
 impl OpDef for Permute {
     fn name(&self) -> &'static str {
         "permute"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     one_input!();
@@ -305,6 +331,14 @@ impl OpDef for Select {
         "select"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     one_input!();
 
     fn infer(
@@ -347,6 +381,14 @@ impl OpDef for Select {
 impl OpDef for Slice {
     fn name(&self) -> &'static str {
         "slice"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     one_input!();
@@ -468,6 +510,23 @@ impl OpDef for Cat {
         one(shape)
     }
 
+    /// The inputs are promoted to one type (PyTorch's `result_type`), which
+    /// must cast to the output's.
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        let operands: Vec<Operand> = inputs.iter().map(|ty| Operand::of(ty)).collect();
+        match (result_type(&operands, &[]), outputs.first()) {
+            (Some(from), Some(output)) if !can_cast(from, output.dtype) => Err(OpError::Cast {
+                from,
+                to: output.dtype,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
     }
@@ -532,6 +591,14 @@ type Run = (i64, i64);
 impl OpDef for Pad {
     fn name(&self) -> &'static str {
         "pad"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     one_input!();
@@ -660,6 +727,14 @@ impl OpDef for Roll {
         "roll"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     one_input!();
 
     fn infer(
@@ -712,6 +787,14 @@ impl Strided {
 impl OpDef for Strided {
     fn name(&self) -> &'static str {
         "strided"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     one_input!();
@@ -769,6 +852,14 @@ impl OpDef for Strided {
 impl OpDef for SliceScatter {
     fn name(&self) -> &'static str {
         "slice_scatter"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
@@ -836,6 +927,14 @@ impl OpDef for Tril {
         "tril"
     }
 
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
+    }
+
     one_input!();
 
     fn infer(
@@ -862,6 +961,14 @@ impl OpDef for Tril {
 impl OpDef for Repeat {
     fn name(&self) -> &'static str {
         "repeat"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     one_input!();

@@ -98,11 +98,10 @@ impl OpDef for MatMul {
         one(shape)
     }
 
-    fn check(
+    fn element_types(
         &self,
         inputs: &[&TensorType],
         outputs: &[&TensorType],
-        _cx: &mut dyn ShapeContext,
     ) -> Result<(), OpError> {
         one_element_type(inputs, outputs)
     }
@@ -159,11 +158,10 @@ impl OpDef for Addmm {
         one(out)
     }
 
-    fn check(
+    fn element_types(
         &self,
         inputs: &[&TensorType],
         outputs: &[&TensorType],
-        _cx: &mut dyn ShapeContext,
     ) -> Result<(), OpError> {
         one_element_type(inputs, outputs)
     }

@@ -109,6 +109,31 @@ pub enum Expected {
     Given,
 }
 
+/// Checks that the outputs `kept` have the element type of the first
+/// operand: the op moves its data, or computes in its type (PyTorch
+/// requires `out` to have it, as ExecuTorch's kernels do).
+pub(crate) fn keeps(
+    inputs: &[&TensorType],
+    outputs: &[&TensorType],
+    kept: &[usize],
+) -> Result<(), OpError> {
+    let Some(input) = inputs.first() else {
+        return Ok(());
+    };
+    match kept
+        .iter()
+        .filter_map(|&index| Some((index, outputs.get(index)?)))
+        .find(|(_, output)| output.dtype != input.dtype)
+    {
+        Some((index, output)) => Err(OpError::Keeps {
+            index,
+            input: input.dtype,
+            output: output.dtype,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// How an op treats the dim order of what it reads and writes, for
 /// dim-order propagation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,6 +169,14 @@ pub trait OpDef {
     fn outputs(&self) -> Outputs {
         Outputs::Exactly(1)
     }
+
+    /// Whether the outputs' element types follow from the operands' as the
+    /// op requires: no default, so that every op states its rule. Import
+    /// checks it as each node is made (where an error can name the call),
+    /// the verifier on every node. Rules that also need settled shapes or
+    /// symbols live in [`OpDef::check`], and each op's comment says so.
+    fn element_types(&self, inputs: &[&TensorType], outputs: &[&TensorType])
+    -> Result<(), OpError>;
 
     /// The shape of each output, given the operands' types, in slot order
     /// (`inputs[k]` is the type of `operands()[k]`). `eq` decides whether
@@ -241,6 +274,16 @@ pub enum OpError {
         what: &'static str,
         expected: &'static str,
         found: crate::DType,
+    },
+    /// An output of another element type than the input whose type the op
+    /// keeps.
+    #[error(
+        "output {index} must have the input's element type {input}, not {output} (the op moves its input or computes in its type)"
+    )]
+    Keeps {
+        index: usize,
+        input: crate::DType,
+        output: crate::DType,
     },
     /// A function that does not compute in the type of its operands.
     #[error("{0}")]

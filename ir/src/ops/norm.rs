@@ -2,7 +2,9 @@
 //! norm over channels.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{Expected, OpDef, OpError, Outputs, ShapeContext, Slot, equate_shapes, shapes_of};
+use super::{
+    Expected, OpDef, OpError, Outputs, ShapeContext, Slot, equate_shapes, keeps, shapes_of,
+};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{Dim, Real, TensorType};
@@ -44,6 +46,14 @@ impl LayerNorm {
 impl OpDef for LayerNorm {
     fn name(&self) -> &'static str {
         "layer_norm"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0, 1, 2])
     }
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
@@ -106,6 +116,14 @@ impl OpDef for LayerNorm {
 impl OpDef for BatchNorm {
     fn name(&self) -> &'static str {
         "batch_norm"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {

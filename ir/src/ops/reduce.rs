@@ -3,7 +3,9 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
-use super::{Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, axis, one, reduced};
+use super::{
+    Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, axis, keeps, one, reduced,
+};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Dim, TensorType};
@@ -30,6 +32,17 @@ impl ReduceOp {
         ReduceOp::Any,
         ReduceOp::All,
     ];
+
+    /// What the reduction does into an output of type `output`: a sum or
+    /// product computes in its output's type, and PyTorch adds bools as
+    /// `or` and multiplies them as `and`.
+    pub fn into_type(self, output: DType) -> ReduceOp {
+        match (self, output) {
+            (ReduceOp::Sum, DType::Bool) => ReduceOp::Any,
+            (ReduceOp::Prod, DType::Bool) => ReduceOp::All,
+            (op, _) => op,
+        }
+    }
 
     /// The op's name in the text form.
     pub fn name(self) -> &'static str {
@@ -120,6 +133,33 @@ impl OpDef for Reduce {
         one(reduced(x, |d| self.dims.contains(&d), self.keepdim))
     }
 
+    /// PyTorch's types: a sum or product computes in its output's type
+    /// (any), a mean in a float one, an extreme keeps its input's, and
+    /// `any`/`all` give a bool (or a byte).
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        let (input, output) = (inputs[0].dtype, outputs[0].dtype);
+        let (fits, expected) = match self.op {
+            ReduceOp::Sum | ReduceOp::Prod => (true, ""),
+            ReduceOp::Mean => (output.is_float(), "a float"),
+            ReduceOp::Max | ReduceOp::Min => (output == input, "of the input's element type"),
+            ReduceOp::Any | ReduceOp::All => {
+                (matches!(output, DType::Bool | DType::U8), "bool or u8")
+            }
+        };
+        match fits {
+            true => Ok(()),
+            false => Err(OpError::ElementType {
+                what: "the reduction's result",
+                expected,
+                found: output,
+            }),
+        }
+    }
+
     fn attributes(&self, out: &mut AttributeWriter) {
         out.ints("dims", &as_u64(&self.dims));
         out.bool("keepdim", self.keepdim);
@@ -154,6 +194,21 @@ impl OpDef for ArgReduce {
             }
             None if self.keepdim => one(vec![Dim::Fixed(1); x.len()]),
             None => one(Vec::new()),
+        }
+    }
+
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        match outputs[0].dtype {
+            DType::I64 => Ok(()),
+            found => Err(OpError::ElementType {
+                what: "an arg-reduction's result",
+                expected: "i64",
+                found,
+            }),
         }
     }
 
@@ -209,11 +264,10 @@ impl OpDef for TopK {
         Ok(vec![Expected::Shape(shape.clone()), Expected::Shape(shape)])
     }
 
-    fn check(
+    fn element_types(
         &self,
         inputs: &[&TensorType],
         outputs: &[&TensorType],
-        _cx: &mut dyn ShapeContext,
     ) -> Result<(), OpError> {
         if outputs[1].dtype != DType::I64 {
             return Err(OpError::ElementType {
@@ -258,6 +312,23 @@ impl OpDef for CumSum {
         one(x.clone())
     }
 
+    /// A cumulative sum computes in its output's type, which PyTorch does
+    /// not allow to be bool.
+    fn element_types(
+        &self,
+        _inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        match outputs[0].dtype {
+            DType::Bool => Err(OpError::ElementType {
+                what: "a cumulative sum's result",
+                expected: "a number",
+                found: DType::Bool,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
     }
@@ -266,6 +337,14 @@ impl OpDef for CumSum {
 impl OpDef for Softmax {
     fn name(&self) -> &'static str {
         "softmax"
+    }
+
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])
     }
 
     one_input!();
