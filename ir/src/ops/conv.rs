@@ -6,7 +6,7 @@ use super::linalg::ClampRange;
 use super::one_input;
 use super::{
     Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, Slot, dim_poly, fixed,
-    floor_div_poly, keeps, one, poly_dim, shapes_of, term_of,
+    floor_div_poly, keeps_input_type, one, poly_dim, shapes_of, term_of,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -410,13 +410,7 @@ impl OpDef for Convolution {
         "convolution"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         let mut operands = vec![
@@ -497,13 +491,7 @@ impl OpDef for MaxPool2d {
         "max_pool2d"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -543,13 +531,7 @@ impl OpDef for AvgPool2d {
         "avg_pool2d"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 

@@ -4,7 +4,7 @@
 //! scalars known only at run time (symbols).
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{Expected, OpDef, OpError, ShapeContext};
+use super::{Expected, OpDef, OpError, ShapeContext, numbers};
 use super::{no_operands, one_input};
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -108,15 +108,8 @@ impl OpDef for Arange {
         _inputs: &[&TensorType],
         outputs: &[&TensorType],
     ) -> Result<(), OpError> {
-        match outputs[0].dtype {
-            // PyTorch has no range of bools.
-            DType::Bool => Err(OpError::ElementType {
-                what: "a range",
-                expected: "of numbers",
-                found: DType::Bool,
-            }),
-            _ => Ok(()),
-        }
+        // PyTorch has no range of bools.
+        numbers(outputs, "a range")
     }
 
     no_operands!();

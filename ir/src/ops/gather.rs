@@ -5,7 +5,9 @@
 //! outside its dimension is an error, never an access out of bounds.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
-use super::{Expected, OpDef, OpError, ShapeContext, Slot, axis, broadcast, keeps, one, shapes_of};
+use super::{
+    Expected, OpDef, OpError, ShapeContext, Slot, axis, broadcast, keeps_input_type, one, shapes_of,
+};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Dim, Shape, TensorType};
@@ -138,13 +140,7 @@ impl OpDef for Index {
         "index"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         std::iter::once(self.input)
@@ -219,13 +215,7 @@ impl OpDef for Gather {
         "gather"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         vec![
@@ -274,13 +264,7 @@ impl OpDef for Scatter {
         "scatter"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         vec![
@@ -340,13 +324,7 @@ impl OpDef for IndexPut {
         "index_put"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         [self.input, self.values]

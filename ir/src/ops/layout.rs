@@ -13,7 +13,7 @@ use super::one_input;
 use super::promotion::{Operand, can_cast, result_type};
 use super::{
     Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, axis, broadcasts_to, dim_poly, fixed,
-    keeps, numel, one, poly_dim, shapes_of, show,
+    keeps_input_type, numel, one, poly_dim, shapes_of, show,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -229,13 +229,7 @@ impl OpDef for Reshape {
         "reshape"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -280,13 +274,7 @@ impl OpDef for Permute {
         "permute"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -331,13 +319,7 @@ impl OpDef for Select {
         "select"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -383,13 +365,7 @@ impl OpDef for Slice {
         "slice"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -593,13 +569,7 @@ impl OpDef for Pad {
         "pad"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -727,13 +697,7 @@ impl OpDef for Roll {
         "roll"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -789,13 +753,7 @@ impl OpDef for Strided {
         "strided"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -854,13 +812,7 @@ impl OpDef for SliceScatter {
         "slice_scatter"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         vec![(Slot::Positional, self.input), (Slot::Positional, self.src)]
@@ -927,13 +879,7 @@ impl OpDef for Tril {
         "tril"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
@@ -963,13 +909,7 @@ impl OpDef for Repeat {
         "repeat"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 

@@ -50,6 +50,33 @@ macro_rules! one_input {
 }
 pub(crate) use one_input;
 
+/// Checks that the first output holds numbers, not bools (`what` names it).
+pub(crate) fn numbers(outputs: &[&TensorType], what: &'static str) -> Result<(), OpError> {
+    match outputs[0].dtype {
+        crate::DType::Bool => Err(OpError::ElementType {
+            what,
+            expected: "numbers",
+            found: crate::DType::Bool,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The element-type rule of an op whose result has its first operand's
+/// type ([`keeps`]).
+macro_rules! keeps_input_type {
+    () => {
+        fn element_types(
+            &self,
+            inputs: &[&$crate::TensorType],
+            outputs: &[&$crate::TensorType],
+        ) -> Result<(), $crate::ops::OpError> {
+            $crate::ops::keeps(inputs, outputs, &[0])
+        }
+    };
+}
+pub(crate) use keeps_input_type;
+
 /// The operand methods of an op that reads no value.
 macro_rules! no_operands {
     () => {

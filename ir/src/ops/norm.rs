@@ -3,7 +3,8 @@
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::{
-    Expected, OpDef, OpError, Outputs, ShapeContext, Slot, equate_shapes, keeps, shapes_of,
+    Expected, OpDef, OpError, Outputs, ShapeContext, Slot, equate_shapes, keeps, keeps_input_type,
+    shapes_of,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -118,13 +119,7 @@ impl OpDef for BatchNorm {
         "batch_norm"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         let mut operands = vec![(Slot::Positional, self.input)];

@@ -4,7 +4,8 @@
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
 use super::one_input;
 use super::{
-    Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, axis, keeps, one, reduced,
+    Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, axis, keeps_input_type, numbers,
+    one, reduced,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -319,14 +320,7 @@ impl OpDef for CumSum {
         _inputs: &[&TensorType],
         outputs: &[&TensorType],
     ) -> Result<(), OpError> {
-        match outputs[0].dtype {
-            DType::Bool => Err(OpError::ElementType {
-                what: "a cumulative sum's result",
-                expected: "a number",
-                found: DType::Bool,
-            }),
-            _ => Ok(()),
-        }
+        numbers(outputs, "a cumulative sum's result")
     }
 
     fn attributes(&self, out: &mut AttributeWriter) {
@@ -339,13 +333,7 @@ impl OpDef for Softmax {
         "softmax"
     }
 
-    fn element_types(
-        &self,
-        inputs: &[&TensorType],
-        outputs: &[&TensorType],
-    ) -> Result<(), OpError> {
-        keeps(inputs, outputs, &[0])
-    }
+    keeps_input_type!();
 
     one_input!();
 
