@@ -265,6 +265,49 @@ fixture(
     twice(lambda: (randn(1, 8, 2, 3),)),
 )
 
+fixture(
+    "compare_more",
+    ["aten.ne.Scalar", "aten.lt.Scalar", "aten.le.Tensor", "aten.ge.Scalar", "aten.gt.Tensor", "aten.logical_or.default"],
+    "x != 0.5, x < -0.25, x <= y, x >= 0.75, x > y and their logical or, of float32 [3,4], as where selections",
+    fn(
+        lambda x, y: (
+            torch.where(x != 0.5, x, y),
+            torch.where(torch.logical_or(x < -0.25, x >= 0.75), x, y),
+            torch.where(x <= y, y, x),
+            torch.where(x > y, x * 2.0, y),
+        )
+    ),
+    twice(lambda: (lambda x: (x, torch.where(randn(3, 4) > 0, x, randn(3, 4))))(torch.round(randn(3, 4) * 4.0) / 4.0)),
+)
+fixture(
+    "bitwise",
+    ["aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor"],
+    "bitwise and and or of bool [3,4] (x > 0, y > 0) as where selections of float32 [3,4]",
+    fn(lambda x, y: (torch.where((x > 0) & (y > 0), x, y), torch.where((x > 0) | (y > 0), x, y))),
+    twice(lambda: (randn(3, 4), randn(3, 4))),
+)
+fixture(
+    "gather",
+    ["aten.gather.default"],
+    "gather of float32 [3,5] along dim 1 at int64 [3,2] indices",
+    fn(lambda x, i: torch.gather(x, 1, i)),
+    twice(lambda: (randn(3, 5), ints(0, 5, 3, 2))),
+)
+fixture(
+    "index",
+    ["aten.index.Tensor"],
+    "x[i] and x[:, j] of float32 [4,5] at int64 indices",
+    fn(lambda x, i, j: (x[i], x[:, j])),
+    twice(lambda: (randn(4, 5), ints(0, 4, 3), ints(0, 5, 2))),
+)
+fixture(
+    "unfold",
+    ["aten.unfold_copy.default"],
+    "unfold(1, 3, 2) of float32 [2,7]",
+    fn(lambda x: x.unfold(1, 3, 2) * 2.0),
+    twice(lambda: (randn(2, 7),)),
+)
+
 
 def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
     """The operators the fixture names that its delegates do not call."""

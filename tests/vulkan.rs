@@ -21,7 +21,7 @@ fn fixtures() -> Vec<PathBuf> {
     assert!(files.len() >= 3, "the Vulkan fixtures are missing");
     let operators = with_suffix(&repo_dir().join("tests/fixtures/vulkan"), ".vulkan.bpte");
     assert!(
-        operators.len() >= 23,
+        operators.len() >= 28,
         "the Vulkan operator fixtures are missing"
     );
     files.extend(operators);
