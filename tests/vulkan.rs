@@ -1,6 +1,7 @@
 //! `ptec test` on Vulkan-delegated programs: ptec translates the delegates'
 //! operator calls into its own IR and runs them on the CPU, so every fixture
-//! and corpus program passes, through the JIT and the C ABI, with the whole
+//! (the feature fixtures' Vulkan variants and one per Vulkan operator) and
+//! corpus program passes, through the JIT and the C ABI, with the whole
 //! optimizer and with each pass switched off; operators it does not
 //! translate are reported with their name and place in the chain.
 
@@ -13,10 +14,17 @@ use common::{
     ptec, ptec_test, repo_dir, with_suffix,
 };
 
-/// The feature fixtures' Vulkan variants.
+/// The feature fixtures' Vulkan variants and the Vulkan operator fixtures
+/// (`tests/fixtures/vulkan/`).
 fn fixtures() -> Vec<PathBuf> {
-    let files = with_suffix(&repo_dir().join("tests/fixtures"), ".vulkan.bpte");
+    let mut files = with_suffix(&repo_dir().join("tests/fixtures"), ".vulkan.bpte");
     assert!(files.len() >= 3, "the Vulkan fixtures are missing");
+    let operators = with_suffix(&repo_dir().join("tests/fixtures/vulkan"), ".vulkan.bpte");
+    assert!(
+        operators.len() >= 28,
+        "the Vulkan operator fixtures are missing"
+    );
+    files.extend(operators);
     files
 }
 

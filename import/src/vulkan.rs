@@ -155,6 +155,165 @@ const OPERATORS: &[(&str, Translate)] = &[
         "dim_order_ops._to_dim_order_copy.default",
         table("dim_order_ops::_to_dim_order_copy.out", &[0, 5, 6]),
     ),
+    ("aten.minimum.default", table("aten::minimum.out", &[0, 1])),
+    (
+        "aten.pow.Tensor_Scalar",
+        table("aten::pow.Tensor_Scalar_out", &[0, 1]),
+    ),
+    (
+        "aten.pow.Tensor_Tensor",
+        table("aten::pow.Tensor_Tensor_out", &[0, 1]),
+    ),
+    // `div.Tensor_mode(self, other, *, rounding_mode)`.
+    (
+        "aten.div.Tensor_mode",
+        table("aten::div.out_mode", &[0, 1, 2]),
+    ),
+    ("aten.eq.Tensor", table("aten::eq.Tensor_out", &[0, 1])),
+    ("aten.ne.Scalar", table("aten::ne.Scalar_out", &[0, 1])),
+    ("aten.lt.Scalar", table("aten::lt.Scalar_out", &[0, 1])),
+    ("aten.lt.Tensor", table("aten::lt.Tensor_out", &[0, 1])),
+    ("aten.le.Tensor", table("aten::le.Tensor_out", &[0, 1])),
+    ("aten.gt.Scalar", table("aten::gt.Scalar_out", &[0, 1])),
+    ("aten.gt.Tensor", table("aten::gt.Tensor_out", &[0, 1])),
+    ("aten.ge.Scalar", table("aten::ge.Scalar_out", &[0, 1])),
+    ("aten.ge.Tensor", table("aten::ge.Tensor_out", &[0, 1])),
+    (
+        "aten.logical_or.default",
+        table("aten::logical_or.out", &[0, 1]),
+    ),
+    (
+        "aten.bitwise_and.Tensor",
+        table("aten::bitwise_and.Tensor_out", &[0, 1]),
+    ),
+    (
+        "aten.bitwise_or.Tensor",
+        table("aten::bitwise_or.Tensor_out", &[0, 1]),
+    ),
+    (
+        "aten.leaky_relu.default",
+        table("aten::leaky_relu.out", &[0, 1]),
+    ),
+    ("aten.amax.default", table("aten::amax.out", &[0, 1, 2])),
+    ("aten.amin.default", table("aten::amin.out", &[0, 1, 2])),
+    ("aten.argmax.default", table("aten::argmax.out", &[0, 1, 2])),
+    ("aten.argmin.default", table("aten::argmin.out", &[0, 1, 2])),
+    // `sum.dim_IntList(self, dim, keepdim, *, dtype)`.
+    (
+        "aten.sum.dim_IntList",
+        table("aten::sum.IntList_out", &[0, 1, 2, 3]),
+    ),
+    ("aten.mm.default", table("aten::mm.out", &[0, 1])),
+    // `addmm(self, mat1, mat2, *, beta, alpha)`.
+    (
+        "aten.addmm.default",
+        table("aten::addmm.out", &[0, 1, 2, 3, 4]),
+    ),
+    (
+        "aten.native_group_norm.default",
+        table("aten::native_group_norm.out", &[0, 1, 2, 3, 4, 5, 6, 7]),
+    ),
+    (
+        "aten.avg_pool2d.default",
+        table("aten::avg_pool2d.out", &[0, 1, 2, 3, 4, 5, 6]),
+    ),
+    (
+        "aten.upsample_nearest2d.vec",
+        table("aten::upsample_nearest2d.vec_out", &[0, 1, 2]),
+    ),
+    (
+        "aten.upsample_bilinear2d.vec",
+        table("aten::upsample_bilinear2d.vec_out", &[0, 1, 2, 3]),
+    ),
+    (
+        "aten.grid_sampler_2d.default",
+        table("aten::grid_sampler_2d.out", &[0, 1, 2, 3, 4]),
+    ),
+    ("aten.cat.default", table("aten::cat.out", &[0, 1])),
+    (
+        "aten.split_with_sizes_copy.default",
+        table("aten::split_with_sizes_copy.out", &[0, 1, 2]),
+    ),
+    (
+        "aten.constant_pad_nd.default",
+        table("aten::constant_pad_nd.out", &[0, 1, 2]),
+    ),
+    (
+        "aten.permute.default",
+        table("aten::permute_copy.out", &[0, 1]),
+    ),
+    ("aten.t_copy.default", table("aten::t_copy.out", &[0])),
+    (
+        "aten.alias_copy.default",
+        table("aten::alias_copy.out", &[0]),
+    ),
+    ("aten.flip.default", table("aten::flip.out", &[0, 1])),
+    ("aten.repeat.default", table("aten::repeat.out", &[0, 1])),
+    (
+        "aten.unfold_copy.default",
+        table("aten::unfold_copy.out", &[0, 1, 2, 3]),
+    ),
+    (
+        "aten.pixel_shuffle.default",
+        table("aten::pixel_shuffle.out", &[0, 1]),
+    ),
+    // `copy(self, src, non_blocking)`.
+    ("aten.copy.default", table("aten::copy.out", &[0, 1, 2])),
+    // `_to_copy(self, *, dtype, layout, device, pin_memory, non_blocking,
+    // memory_format)`.
+    (
+        "aten._to_copy.default",
+        table("aten::_to_copy.out", &[0, 5, 6]),
+    ),
+    // `_clone_dim_order(self, *, non_blocking, dim_order)`.
+    (
+        "dim_order_ops._clone_dim_order.default",
+        table("dim_order_ops::_clone_dim_order.out", &[0, 1, 2]),
+    ),
+    (
+        "aten.index_select.default",
+        table("aten::index_select.out", &[0, 1, 2]),
+    ),
+    (
+        "aten.index.Tensor",
+        table("aten::index.Tensor_out", &[0, 1]),
+    ),
+    // `gather(self, dim, index, *, sparse_grad)`.
+    (
+        "aten.gather.default",
+        table("aten::gather.out", &[0, 1, 2, 3]),
+    ),
+    (
+        "aten.embedding.default",
+        table("aten::embedding.out", &[0, 1, 2, 3, 4]),
+    ),
+    // `embedding_4bit.dtype(weight, weight_scales, weight_zero_points,
+    // weight_quant_min, weight_quant_max, indices, *, dtype)`.
+    (
+        "quantized_decomposed.embedding_4bit.dtype",
+        table(
+            "quantized_decomposed::embedding_4bit.dtype_out",
+            &[0, 1, 2, 3, 4, 5, 6],
+        ),
+    ),
+    // `zeros(size, *, dtype, layout, device, pin_memory)`, `ones` alike.
+    ("aten.zeros.default", table("aten::zeros.out", &[0])),
+    ("aten.ones.default", table("aten::ones.out", &[0])),
+    // `zeros_like(self, *, dtype, layout, device, pin_memory,
+    // memory_format)`, `ones_like` alike.
+    (
+        "aten.zeros_like.default",
+        table("aten::zeros_like.out", &[0, 5]),
+    ),
+    (
+        "aten.ones_like.default",
+        table("aten::ones_like.out", &[0, 5]),
+    ),
+    // `scalar_tensor(s, *, dtype, layout, device, pin_memory)`.
+    (
+        "aten.scalar_tensor.default",
+        table("aten::scalar_tensor.out", &[0]),
+    ),
     (
         "aten.linear.default",
         Translate::Own(
@@ -347,7 +506,7 @@ impl<'a> Translation<'_, '_, 'a> {
         let translate = *translations()
             .get(&call.name)
             .ok_or_else(|| self.unsupported(instruction, "the operator"))?;
-        let outputs = self.outputs(instruction, output)?;
+        let output = self.argument(instruction, output, Role::Write)?;
         match translate {
             Translate::Table { key, args: take } => {
                 let mut args = take
@@ -362,7 +521,16 @@ impl<'a> Translation<'_, '_, 'a> {
                         self.argument(instruction, id, Role::Read)
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                args.extend(outputs);
+                // An out variant that writes a list (`Tensor(a!)[] out`:
+                // `split_with_sizes_copy`) takes the ValueList whole.
+                let writes_list = aten::entry(key)
+                    .and_then(|entry| entry.schema.params.last())
+                    .is_some_and(|param| param.ty.list);
+                if writes_list {
+                    args.push(output);
+                } else {
+                    args.extend(outputs(output));
+                }
                 self.table(key, &args)
             }
             Translate::Own(composition, _) => {
@@ -370,23 +538,10 @@ impl<'a> Translation<'_, '_, 'a> {
                     .iter()
                     .map(|&id| self.argument(instruction, id, Role::Read))
                     .collect::<Result<Vec<_>, _>>()?;
-                args.extend(outputs);
+                args.extend(outputs(output));
                 composition(self, &args)
             }
         }
-    }
-
-    /// The outputs of a call: its output tensor, or the tensors of a
-    /// ValueList when it returns several.
-    fn outputs(
-        &mut self,
-        instruction: crate::InstructionId,
-        id: VkValueId,
-    ) -> Result<Vec<Argument>, ImportError> {
-        Ok(match self.argument(instruction, id, Role::Write)? {
-            Argument::TensorList(items) => items.into_iter().map(Argument::Tensor).collect(),
-            other => vec![other],
-        })
     }
 
     /// Runs the operator table's entry `key` over `args`.
@@ -460,6 +615,21 @@ impl<'a> Translation<'_, '_, 'a> {
                 })
                 .collect::<Result<_, _>>()?;
             return Ok(Argument::TensorList(tensors));
+        }
+        if values
+            .iter()
+            .all(|value| matches!(value, VkValue::Tensor(_) | VkValue::Null))
+        {
+            // A `Tensor?[]` (`index`'s indices), some of them absent.
+            let tensors = items
+                .iter()
+                .zip(values)
+                .map(|(&item, value)| match value {
+                    VkValue::Tensor(tensor) => self.tensor(item, tensor, role).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_, _>>()?;
+            return Ok(Argument::OptionalTensorList(tensors));
         }
         if values
             .iter()
@@ -599,6 +769,15 @@ fn element_type(datatype: VkDataType) -> Option<DType> {
         VkDataType::Int64 => DType::I64,
         VkDataType::Unset | VkDataType::Unknown(_) => return None,
     })
+}
+
+/// The outputs of a call: its output tensor, or the tensors of a ValueList
+/// when it returns several.
+fn outputs(output: Argument) -> Vec<Argument> {
+    match output {
+        Argument::TensorList(items) => items.into_iter().map(Argument::Tensor).collect(),
+        other => vec![other],
+    }
 }
 
 fn sizes_argument(sizes: &[u64]) -> Argument {

@@ -1,0 +1,407 @@
+"""Generate ptec's Vulkan operator fixtures with the public ExecuTorch exporter.
+
+Each fixture is a tiny program lowered with ``VulkanPartitioner``, so that the
+operators it exercises are calls of a VK00 delegate's graph: one fixture per
+operator the partitioner delegates (and per case of its arguments that ptec
+reads differently), for the operators the feature fixtures and the shared
+corpus do not call. Each holds two test cases whose expected outputs come from
+eager PyTorch.
+
+ExecuTorch's runtime in the anchor environment has no Vulkan backend, so each
+fixture's model is also exported without a partitioner and run there: the
+index records ExecuTorch's largest error on the test cases
+(``executorch_portable_error``), and the script fails when it exceeds 1e-4
+or when the delegate does not call the operators the fixture names (so that a
+future partitioner which leaves one on the CPU is noticed).
+
+Files are named ``<name>.vulkan.bpte``; the script also writes ``index.json``
+(per file: the delegated operators it checks, description, input and output
+dtypes and shapes, size, SHA-256) and ``README.md``. Seeds are fixed per
+fixture, so a second run writes byte-identical files.
+
+Usage (with the anchor environment from ../shared/anchor/setup.sh):
+    $ANCHOR_PY scripts/gen_vulkan_fixtures.py [OUT_DIR]      # default: tests/fixtures/vulkan
+    $ANCHOR_PY scripts/gen_vulkan_fixtures.py --only NAME... # only these fixtures' files
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+from executorch.devtools.bundled_program.serialize import (
+    deserialize_from_flatbuffer_to_bundled_program,
+)
+from executorch.runtime import Runtime
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_fixtures import check_sizes  # noqa: E402  (sibling script)
+from gen_op_fixtures import (  # noqa: E402
+    OpFixture,
+    arguments,
+    export_bundled,
+    fn,
+    index_entry,
+    ints,
+    positive,
+    randn,
+    twice,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT_DIR = REPO_ROOT / "tests" / "fixtures" / "vulkan"
+VARIANT = "vulkan"
+MAX_FIXTURE_BYTES = 16 * 1024
+MAX_TOTAL_BYTES = 512 * 1024
+PORTABLE_TOLERANCE = 1e-4
+
+
+@dataclass
+class VulkanFixture:
+    """An operator fixture and the Vulkan operators its delegate must call."""
+
+    spec: OpFixture
+    calls: tuple
+
+
+FIXTURES: list[VulkanFixture] = []
+
+
+def fixture(name, calls, description, make_model, make_cases) -> None:
+    """A fixture whose delegate calls ``calls``."""
+    op = calls[0].split(".")[1]
+    spec = OpFixture(name, op, description, make_model, make_cases)
+    FIXTURES.append(VulkanFixture(spec, tuple(calls)))
+
+
+class Linear(nn.Module):
+    """Layers whose weights are the model's (seeded) parameters."""
+
+    def __init__(self, layer: nn.Module, after=None):
+        super().__init__()
+        self.layer = layer
+        self.after = after
+
+    def forward(self, *args):
+        y = self.layer(*args)
+        return self.after(y) if self.after else y
+
+
+fixture(
+    "cat",
+    ["aten.cat.default"],
+    "cat of three float32 [2,3,4] along dim 1 and of two along dim -1",
+    fn(lambda x, y: (torch.cat([x, y, x * 2.0], 1), torch.cat([x, y], -1))),
+    twice(lambda: (randn(2, 3, 4), randn(2, 3, 4))),
+)
+fixture(
+    "mm",
+    ["aten.mm.default"],
+    "mm of float32 [5,6] and [6,3] inputs",
+    fn(lambda x, y: torch.mm(x, y)),
+    twice(lambda: (randn(5, 6), randn(6, 3))),
+)
+fixture(
+    "addmm",
+    ["aten.addmm.default"],
+    "addmm of a float32 [4] bias, [3,5] and [5,4] with beta 0.5 and alpha 2",
+    fn(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)),
+    twice(lambda: (randn(4), randn(3, 5), randn(5, 4))),
+)
+fixture(
+    "avg_pool2d",
+    ["aten.avg_pool2d.default"],
+    "avg_pool2d(2) and avg_pool2d(3, stride 2, padding 1, count_include_pad=False) of float32 [1,3,7,6]",
+    fn(lambda x: (F.avg_pool2d(x, 2), F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False))),
+    twice(lambda: (randn(1, 3, 7, 6),)),
+)
+fixture(
+    "split_with_sizes",
+    ["aten.split_with_sizes_copy.default"],
+    "split of float32 [2,7,3] into 2, 4 and 1 rows along dim 1, each scaled",
+    fn(lambda x: tuple(part * float(i + 1) for i, part in enumerate(torch.split(x, [2, 4, 1], 1)))),
+    twice(lambda: (randn(2, 7, 3),)),
+)
+fixture(
+    "conv1d",
+    ["aten.convolution.default"],
+    "Conv1d(3, 5, 3, padding 1) and Conv1d(3, 4, 2, stride 2) of float32 [2,3,9]",
+    lambda: Linear(nn.Conv1d(3, 5, 3, padding=1)),
+    twice(lambda: (randn(2, 3, 9),)),
+)
+fixture(
+    "upsample_nearest",
+    ["aten.upsample_nearest2d.vec"],
+    "nearest interpolation of float32 [1,2,3,4] by 2 and to 5x7",
+    fn(lambda x: (F.interpolate(x, scale_factor=2, mode="nearest"), F.interpolate(x, size=(5, 7), mode="nearest"))),
+    twice(lambda: (randn(1, 2, 3, 4),)),
+)
+fixture(
+    "upsample_bilinear",
+    ["aten.upsample_bilinear2d.vec"],
+    "bilinear interpolation of float32 [1,2,4,5] by 2 and to 7x3 with aligned corners",
+    fn(
+        lambda x: (
+            F.interpolate(x, scale_factor=2, mode="bilinear"),
+            F.interpolate(x, size=(7, 3), mode="bilinear", align_corners=True),
+        )
+    ),
+    twice(lambda: (randn(1, 2, 4, 5),)),
+)
+fixture(
+    "constant_pad",
+    ["aten.constant_pad_nd.default"],
+    "constant pads (1, 2) with 0 and (1, 0, 2, 1) with 0.5 of float32 [1,2,3,4]",
+    fn(lambda x: (F.pad(x, (1, 2)), F.pad(x, (1, 0, 2, 1), value=0.5))),
+    twice(lambda: (randn(1, 2, 3, 4),)),
+)
+fixture(
+    "permute",
+    ["aten.permute_copy.default"],
+    "permute (2, 0, 1) and transpose of float32 [2,3,4], plus one",
+    fn(lambda x: (x.permute(2, 0, 1) + 1.0, x.transpose(1, 2) * 2.0)),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "reductions",
+    ["aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default"],
+    "sum, amax and amin over dim -1 (amin keeping it) of float32 [2,3,4]",
+    fn(lambda x: (x.sum(-1), x.amax(-1), x.amin(-1, keepdim=True))),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "argmax",
+    ["aten.argmax.default", "aten.argmin.default"],
+    "argmax and argmin over dim -1 of float32 [3,5]",
+    fn(lambda x: (x.argmax(-1), x.argmin(-1))),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "activations",
+    ["aten.leaky_relu.default"],
+    "leaky_relu(0.1) and hardshrink(0.5) (abs, le and where) of float32 [3,5]",
+    fn(lambda x: (F.leaky_relu(x, 0.1), F.hardshrink(x, 0.5))),
+    twice(lambda: (randn(3, 5),)),
+)
+fixture(
+    "pow",
+    ["aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor"],
+    "x ** 3 and p ** y of float32 [3,4] (p positive)",
+    fn(lambda x, p, y: (x**3, p**y)),
+    twice(lambda: (randn(3, 4), positive(3, 4), randn(3, 4))),
+)
+fixture(
+    "minimum",
+    ["aten.minimum.default"],
+    "minimum of two float32 [3,4]",
+    fn(lambda x, y: torch.minimum(x, y)),
+    twice(lambda: (randn(3, 4), randn(3, 4))),
+)
+fixture(
+    "compare",
+    ["aten.lt.Tensor", "aten.gt.Scalar", "aten.ge.Tensor", "aten.eq.Tensor"],
+    "x < y, x > 0.25, x >= y and x == y (equal where y copies x) of float32 [3,4], as where selections",
+    fn(
+        lambda x, y: (
+            torch.where(x < y, x, y),
+            torch.where(x > 0.25, x, 0.0 * x),
+            torch.where(x >= y, y, x),
+            torch.where(x == y, x, 2.0 * x),
+        )
+    ),
+    twice(lambda: (lambda x: (x, torch.where(randn(3, 4) > 0, x, randn(3, 4))))(randn(3, 4))),
+)
+fixture(
+    "div_floor",
+    ["aten.div.Tensor_mode"],
+    "div with rounding_mode floor of float32 [3,4] by values away from zero",
+    fn(lambda x, y: torch.div(x, y, rounding_mode="floor")),
+    twice(lambda: (randn(3, 4) * 4.0, positive(3, 4) + 0.5)),
+)
+fixture(
+    "group_norm",
+    ["aten.native_group_norm.default"],
+    "GroupNorm(2, 4) of float32 [2,4,3,3]",
+    lambda: nn.GroupNorm(2, 4),
+    twice(lambda: (randn(2, 4, 3, 3),)),
+)
+fixture(
+    "index_select",
+    ["aten.index_select.default"],
+    "index_select of float32 [5,3] rows 4, 0, 2, 2 (constant indices)",
+    fn(lambda x: torch.index_select(x, 0, torch.tensor([4, 0, 2, 2]))),
+    twice(lambda: (randn(5, 3),)),
+)
+fixture(
+    "embedding",
+    ["aten.embedding.default"],
+    "Embedding(10, 4) of int32 indices [2,3]",
+    lambda: nn.Embedding(10, 4),
+    twice(lambda: (ints(0, 10, 2, 3, dtype=torch.int32),)),
+)
+fixture(
+    "flip",
+    ["aten.flip.default"],
+    "flip of float32 [2,3,4] along dims 0 and 2",
+    fn(lambda x: torch.flip(x, (0, 2))),
+    twice(lambda: (randn(2, 3, 4),)),
+)
+fixture(
+    "repeat",
+    ["aten.repeat.default"],
+    "repeat (2, 1, 3) of float32 [2,3,2]",
+    fn(lambda x: x.repeat(2, 1, 3)),
+    twice(lambda: (randn(2, 3, 2),)),
+)
+fixture(
+    "pixel_shuffle",
+    ["aten.pixel_shuffle.default"],
+    "pixel_shuffle(2) of float32 [1,8,2,3]",
+    fn(lambda x: F.pixel_shuffle(x, 2)),
+    twice(lambda: (randn(1, 8, 2, 3),)),
+)
+
+fixture(
+    "compare_more",
+    ["aten.ne.Scalar", "aten.lt.Scalar", "aten.le.Tensor", "aten.ge.Scalar", "aten.gt.Tensor", "aten.logical_or.default"],
+    "x != 0.5, x < -0.25, x <= y, x >= 0.75, x > y and their logical or, of float32 [3,4], as where selections",
+    fn(
+        lambda x, y: (
+            torch.where(x != 0.5, x, y),
+            torch.where(torch.logical_or(x < -0.25, x >= 0.75), x, y),
+            torch.where(x <= y, y, x),
+            torch.where(x > y, x * 2.0, y),
+        )
+    ),
+    twice(lambda: (lambda x: (x, torch.where(randn(3, 4) > 0, x, randn(3, 4))))(torch.round(randn(3, 4) * 4.0) / 4.0)),
+)
+fixture(
+    "bitwise",
+    ["aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor"],
+    "bitwise and and or of bool [3,4] (x > 0, y > 0) as where selections of float32 [3,4]",
+    fn(lambda x, y: (torch.where((x > 0) & (y > 0), x, y), torch.where((x > 0) | (y > 0), x, y))),
+    twice(lambda: (randn(3, 4), randn(3, 4))),
+)
+fixture(
+    "gather",
+    ["aten.gather.default"],
+    "gather of float32 [3,5] along dim 1 at int64 [3,2] indices",
+    fn(lambda x, i: torch.gather(x, 1, i)),
+    twice(lambda: (randn(3, 5), ints(0, 5, 3, 2))),
+)
+fixture(
+    "index",
+    ["aten.index.Tensor"],
+    "x[i] and x[:, j] of float32 [4,5] at int64 indices",
+    fn(lambda x, i, j: (x[i], x[:, j])),
+    twice(lambda: (randn(4, 5), ints(0, 4, 3), ints(0, 5, 2))),
+)
+fixture(
+    "unfold",
+    ["aten.unfold_copy.default"],
+    "unfold(1, 3, 2) of float32 [2,7]",
+    fn(lambda x: x.unfold(1, 3, 2) * 2.0),
+    twice(lambda: (randn(2, 7),)),
+)
+
+
+def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
+    """The operators the fixture names that its delegates do not call."""
+    program = bytes(deserialize_from_flatbuffer_to_bundled_program(data).program)
+    return [call for call in fixture.calls if call.encode() not in program]
+
+
+def portable_error(fixture: VulkanFixture) -> float:
+    """ExecuTorch's largest error on the test cases of the model exported
+    without a partitioner (its runtime has no Vulkan backend)."""
+    data, cases, _, _ = export_bundled(fixture.spec, None, VARIANT)
+    bundled = deserialize_from_flatbuffer_to_bundled_program(data)
+    method = Runtime.get().load_program(bytes(bundled.program)).load_method("forward")
+    worst = 0.0
+    with torch.no_grad():
+        for case, inputs in zip(bundled.method_test_suites[0].test_cases, cases):
+            outputs = method.execute(list(inputs))
+            for got, want in zip(outputs, case.expected_outputs):
+                want = torch.frombuffer(
+                    bytearray(bytes(want.val.data)), dtype=got.dtype
+                ).reshape(list(want.val.sizes))
+                worst = max(worst, (got.double() - want.double()).abs().max().item())
+    return worst
+
+
+def write_readme(out_dir: Path, index: dict) -> None:
+    lines = [
+        "# Vulkan fixtures",
+        "",
+        "Tiny programs lowered with `VulkanPartitioner` by `scripts/gen_vulkan_fixtures.py` with the",
+        "public ExecuTorch 1.5.1 exporter (torch 2.14.0), one per Vulkan operator (or a few related",
+        "ones) that the feature fixtures and the shared corpus do not call; `calls` in `index.json`",
+        "names the operators of the delegate's graph each one exercises. Each holds two test cases",
+        "whose expected outputs come from eager PyTorch. ExecuTorch's runtime here has no Vulkan",
+        "backend, so the same model exported without a partitioner was run on it: its largest error",
+        "is `executorch_portable_error`. `tests/vulkan.rs` runs them with the JIT and AOT, and",
+        "`tests/spirv.rs` on a Vulkan device.",
+        "",
+        "Regenerate them from the repository root (deterministic: fixed seeds per fixture):",
+        "",
+        "    $ANCHOR_PY scripts/gen_vulkan_fixtures.py [--only NAME...]",
+        "",
+        "| file | calls | description | bytes |",
+        "|---|---|---|---|",
+    ]
+    for name, entry in index.items():
+        calls = ", ".join(f"`{call}`" for call in entry["calls"])
+        lines.append(f"| `{name}` | {calls} | {entry['description']} | {entry['bytes']} |")
+    (out_dir / "README.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    args = arguments(__doc__, DEFAULT_OUT_DIR, only=True)
+    out_dir = args.out_dir
+    names = [f.spec.name for f in FIXTURES]
+    unknown = sorted(set(args.only or ()) - set(names))
+    if unknown:
+        print(f"no such fixtures: {unknown}", file=sys.stderr)
+        return 1
+    index = {}
+    index_file = out_dir / "index.json"
+    if args.only and index_file.exists():
+        index = json.loads(index_file.read_text())
+    problems = []
+    for fixture in FIXTURES:
+        spec = fixture.spec
+        if args.only and spec.name not in args.only:
+            continue
+        file_name = f"{spec.name}.{VARIANT}.bpte"
+        data, cases, outputs, operators = export_bundled(spec, [VulkanPartitioner()], VARIANT)
+        missing = delegated_error(data, fixture)
+        error = portable_error(fixture)
+        if missing:
+            problems.append(f"{file_name}: the delegate does not call {missing}")
+        if error > PORTABLE_TOLERANCE:
+            problems.append(f"{file_name}: ExecuTorch's portable program is {error} off")
+        entry = index_entry(spec, data, cases, outputs, operators, VARIANT)
+        entry["calls"] = list(fixture.calls)
+        entry["executorch_portable_error"] = error
+        (out_dir / file_name).write_bytes(data)
+        index[file_name] = entry
+        print(f"wrote {file_name} ({len(data)} bytes, portable error {error:.2e})", flush=True)
+    order = [f"{name}.{VARIANT}.bpte" for name in names]
+    index = {name: index[name] for name in order if name in index}
+    with open(index_file, "w") as out:
+        json.dump(index, out, indent=2, sort_keys=True)
+        out.write("\n")
+    write_readme(out_dir, index)
+    problems += check_sizes(index, MAX_FIXTURE_BYTES, MAX_TOTAL_BYTES)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
