@@ -21,16 +21,29 @@ use ptec_ir::{Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
 use super::expr::{self, at_least, at_most};
 use super::wgsl::{
-    Refusal, Tensor, Ty, constant_term, convert, dim_index, float, index, int, refuse, scalar,
+    MAX_GROUPS, Refusal, Tensor, Ty, WORKGROUP_SIZE, constant_term, convert, dim_index, float,
+    index, int, refuse, scalar,
 };
 use super::{Layout, support};
 use crate::error::{Backend, CodegenError};
 
-/// The body of a shader's `main` (after the invocation index `t` is known
-/// to be below `invocations`).
+/// The body of a shader's `main` and how its invocations are laid out.
 pub(super) struct Kernel {
     pub body: String,
     pub invocations: u64,
+    pub grid: Grid,
+}
+
+/// How a kernel's invocations are numbered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Grid {
+    /// One flat index `t`, known to be below `invocations` when the body runs.
+    Flat,
+    /// `invocations` lanes (`t`, clamped to the last lane; `live` says
+    /// whether the invocation is a lane at all) for each of this many
+    /// blocks (`u`, the same across a workgroup, so that what depends only
+    /// on it is loaded once for the workgroup rather than per invocation).
+    Blocks(u64),
 }
 
 /// What an element computation adds to the body: statements, then the
@@ -79,6 +92,7 @@ fn per_element(
         return Ok(Kernel {
             body,
             invocations: elements,
+            grid: Grid::Flat,
         });
     }
     if !out.byte_offset.is_multiple_of(4) || !extra.is_empty() {
@@ -110,11 +124,89 @@ fn per_element(
     Ok(Kernel {
         body,
         invocations: elements.div_ceil(4),
+        grid: Grid::Flat,
     })
 }
 
 fn no_extra(_: &[String]) -> Result<String, Refusal> {
     Ok(String::new())
+}
+
+/// The most outputs one invocation of a blocked kernel computes.
+const BLOCK: u64 = 8;
+
+/// A kernel computing `block` consecutive elements of `out` along `dim` per
+/// invocation, or `None` when `out` does not suit one (elements other than
+/// 32-bit, or more lanes or blocks than a dispatch holds). Each lane `t` is
+/// one position along the other dimensions (in memory order, so that
+/// neighbouring lanes write neighbouring elements where they can), each
+/// block `u` the run of `dim` starting at `c{dim} = u * block`, the same
+/// across a workgroup: what depends only on it (a convolution's filter, a
+/// matrix product's left rows) is loaded once for all lanes and reused
+/// from registers for each of them. `compute` is given the coordinates of
+/// the block's first element and returns statements, then the value of
+/// each element of the block (`block` of them).
+fn blocked(
+    out: &Tensor,
+    dim: usize,
+    block: u64,
+    compute: impl FnOnce(&[String]) -> Result<(String, Vec<String>), Refusal>,
+) -> Result<Option<Kernel>, Refusal> {
+    let size = out.sizes[dim];
+    let blocks = size.div_ceil(block);
+    let lanes = out.elements().checked_div(size).unwrap_or(0);
+    if out.dtype.size() != 4
+        || lanes == 0
+        || lanes.div_ceil(WORKGROUP_SIZE) > MAX_GROUPS
+        || blocks > MAX_GROUPS
+    {
+        return Ok(None);
+    }
+    let names: Vec<String> = (0..out.rank()).map(|d| format!("c{d}")).collect();
+    let others: Vec<usize> = out.order.iter().copied().filter(|&d| d != dim).collect();
+    let mut code = String::new();
+    let mut rest = "t".to_string();
+    for (step, &d) in others.iter().rev().enumerate() {
+        if step + 1 == others.len() {
+            let _ = writeln!(code, "    let c{d} = {rest};");
+        } else {
+            let _ = writeln!(code, "    let c{d} = {rest} % {}u;", out.sizes[d]);
+            let _ = writeln!(code, "    let cr{step} = {rest} / {}u;", out.sizes[d]);
+            rest = format!("cr{step}");
+        }
+    }
+    let _ = writeln!(code, "    let c{dim} = u * {block}u;");
+    let (statements, values) = compute(&names)?;
+    code.push_str(&statements);
+    code.push_str("    if (live) {\n");
+    for (j, value) in values.iter().enumerate() {
+        let store = format!(
+            "arena[{}u + {}] = bitcast<u32>({value});",
+            out.byte_offset / 4,
+            out.offset_at(&in_block(&names, dim, j))
+        );
+        if size.is_multiple_of(block) {
+            let _ = writeln!(code, "        {store}");
+        } else {
+            let _ = writeln!(code, "        if (c{dim} + {j}u < {size}u) {{ {store} }}");
+        }
+    }
+    code.push_str("    }\n");
+    Ok(Some(Kernel {
+        body: code,
+        invocations: lanes,
+        grid: Grid::Blocks(blocks),
+    }))
+}
+
+/// The coordinates of a block's element `j` along `dim`, from those of its
+/// first element.
+fn in_block(coords: &[String], dim: usize, j: usize) -> Vec<String> {
+    let mut at = coords.to_vec();
+    if j > 0 {
+        at[dim] = format!("({} + {j}u)", coords[dim]);
+    }
+    at
 }
 
 /// The kernel of `node`, or `None` when it needs no code (a view in place).
@@ -545,7 +637,11 @@ fn batch_norm(
 
 /// A direct convolution, each output element a sum over its input
 /// channels and kernel taps (ordinary or transposed, one to three spatial
-/// dimensions), then the bias, the clamp and the residual.
+/// dimensions), then the bias, the clamp and the residual. Output channels
+/// of one group are computed [`BLOCK`] at a time where the group's count
+/// allows (each input element loaded once for all of them, the filter's
+/// taps shared by every lane); others, depthwise ones among them, one
+/// element per invocation. Either way each element sums in the same order.
 fn convolution(
     [x, w]: [&Tensor; 2],
     [bias, residual]: [Option<Tensor>; 2],
@@ -555,61 +651,105 @@ fn convolution(
     if [x.ty, w.ty, out.ty] != [Ty::F32; 3] {
         return Err(refuse(format!("a convolution of {} elements", x.dtype)));
     }
-    let Convolution {
-        stride,
-        padding,
-        dilation,
-        transposed,
-        groups,
-        clamp,
-        ..
-    } = op;
-    let out_per_group = out.sizes[1] / groups;
-    let in_per_group = x.sizes[1] / groups;
-    let rank = op.spatial_rank();
+    let conv = Conv {
+        x,
+        w,
+        bias: bias.as_ref(),
+        residual: residual.as_ref(),
+        op,
+        out_per_group: out.sizes[1] / op.groups,
+    };
+    let block = [BLOCK, 4, 2]
+        .into_iter()
+        .find(|&block| conv.out_per_group.is_multiple_of(block));
+    if let Some(block) = block
+        && let Some(kernel) = blocked(out, 1, block, |c| conv.sums(c, block as usize))?
+    {
+        return Ok(kernel);
+    }
     per_element(out, no_extra, |c| {
-        let mut code = format!(
-            "    let group = {} / {out_per_group}u;\n    var acc = 0.0f;\n",
-            c[1]
-        );
+        let (code, mut values) = conv.sums(c, 1)?;
+        Ok(Element {
+            code,
+            value: values.remove(0),
+        })
+    })
+}
+
+/// A convolution's operands, for [`Conv::sums`].
+struct Conv<'c> {
+    x: &'c Tensor,
+    w: &'c Tensor,
+    bias: Option<&'c Tensor>,
+    residual: Option<&'c Tensor>,
+    op: &'c Convolution,
+    out_per_group: u64,
+}
+
+impl Conv<'_> {
+    /// Statements summing the `count` output elements from coordinates `c`
+    /// on along the channels (all of one group), and their values.
+    fn sums(&self, c: &[String], count: usize) -> Result<(String, Vec<String>), Refusal> {
+        let Conv {
+            x,
+            w,
+            op,
+            out_per_group,
+            ..
+        } = *self;
+        let in_per_group = x.sizes[1] / op.groups;
+        let rank = op.spatial_rank();
+        let mut code = format!("    let group = {} / {out_per_group}u;\n", c[1]);
+        for j in 0..count {
+            let _ = writeln!(code, "    var acc{j} = 0.0f;");
+        }
         let _ = writeln!(
             code,
             "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
         let channel = group * {in_per_group}u + ci;"
         );
         let window = Window {
-            stride,
-            padding,
-            dilation,
+            stride: &op.stride,
+            padding: &op.padding,
+            dilation: &op.dilation,
             kernel: &w.sizes[2..],
-            transposed: transposed.is_some(),
+            transposed: op.transposed.is_some(),
         };
         let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
         let mut input = vec![c[0].clone(), "channel".into()];
         input.extend(spatial);
-        let mut filter = match transposed {
-            None => vec![c[1].clone(), "ci".into()],
-            Some(_) => vec!["channel".into(), format!("({} % {out_per_group}u)", c[1])],
-        };
-        filter.extend((0..rank).map(|d| format!("k{d}")));
-        let _ = writeln!(
-            code,
-            "{}acc = fma({}, {}, acc);\n{}    }}",
-            "    ".repeat(rank + 2),
-            x.load(&x.offset_at(&input)),
-            w.load(&w.offset_at(&filter)),
-            close_loops(rank),
-        );
-        let mut value = "acc".to_string();
-        if let Some(bias) = &bias {
-            value = format!("({value} + {})", bias.load(&bias.offset_at(&c[1..2])));
+        let indent = "    ".repeat(rank + 2);
+        let _ = writeln!(code, "{indent}let v = {};", x.load(&x.offset_at(&input)));
+        for j in 0..count {
+            let channel = &in_block(c, 1, j)[1];
+            let mut filter = match op.transposed {
+                None => vec![channel.clone(), "ci".into()],
+                Some(_) => vec!["channel".into(), format!("({channel} % {out_per_group}u)")],
+            };
+            filter.extend((0..rank).map(|d| format!("k{d}")));
+            let _ = writeln!(
+                code,
+                "{indent}acc{j} = fma(v, {}, acc{j});",
+                w.load(&w.offset_at(&filter))
+            );
         }
-        value = clamped(value, *clamp);
-        if let Some(residual) = &residual {
-            value = format!("({value} + {})", residual.load_broadcast(c));
-        }
-        Ok(Element { code, value })
-    })
+        let _ = writeln!(code, "{}    }}", close_loops(rank));
+        let values = (0..count)
+            .map(|j| {
+                let at = in_block(c, 1, j);
+                let mut value = format!("acc{j}");
+                if let Some(bias) = self.bias {
+                    value = format!("({value} + {})", bias.load(&bias.offset_at(&at[1..2])));
+                }
+                value = clamped(value, op.clamp);
+                if let Some(residual) = self.residual {
+                    value = format!("({value} + {})", residual.load_broadcast(&at));
+                }
+                value
+            })
+            .collect();
+        Ok((code, values))
+    }
 }
 
 fn max_pool(
@@ -835,7 +975,10 @@ fn close_loops(count: usize) -> String {
 }
 
 /// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading
-/// dimensions with broadcasting.
+/// dimensions with broadcasting: [`BLOCK`] rows per invocation (each of
+/// `b`'s elements loaded once for all of them, `a`'s rows shared by every
+/// lane), or one element per invocation where the output does not suit a
+/// blocked kernel. Either way each element sums in the same order.
 fn matmul(
     [a, b]: [&Tensor; 2],
     bias: Option<&Tensor>,
@@ -850,13 +993,14 @@ fn matmul(
     // computed in i32) wrap as WGSL's i32 arithmetic does, which their
     // stores then truncate like PyTorch's products.
     let (zero, step) = match out.ty {
-        Ty::F32 => ("0.0f", "fma({a}, {b}, acc)"),
-        Ty::I32 if clamp.is_none() => ("0i", "acc + {a} * {b}"),
+        Ty::F32 => ("0.0f", "fma({a}, {b}, {acc})"),
+        Ty::I32 if clamp.is_none() => ("0i", "{acc} + {a} * {b}"),
         Ty::I32 => return Err(refuse("a fused clamp on an integer matrix product")),
         Ty::Bool => return Err(refuse("a matrix product of bool elements")),
     };
     let depth = a.sizes[a.rank() - 1];
-    per_element(out, no_extra, |c| {
+    let rows_dim = out.rank() - 2;
+    let sums = |c: &[String], count: usize| -> Result<(String, Vec<String>), Refusal> {
         let rank = c.len();
         let operand = |t: &Tensor, rows: String, columns: String| {
             let mut coords: Vec<String> = c[rank - t.rank()..rank - 2].to_vec();
@@ -864,32 +1008,51 @@ fn matmul(
             coords.push(columns);
             t.load(&t.offset_at(&coords))
         };
-        let step = step
-            .replace("{a}", &operand(a, c[rank - 2].clone(), "k".into()))
-            .replace("{b}", &operand(b, "k".into(), c[rank - 1].clone()));
-        let code = format!(
-            "    var acc = {zero};
-    for (var k = 0u; k < {depth}u; k = k + 1u) {{
-        acc = {step};
-    }}
-"
-        );
-        let mut value = if alpha.as_f64() == 1.0 {
-            "acc".to_string()
-        } else {
-            format!("({} * acc)", scalar(alpha, out.ty)?)
-        };
-        if let Some(bias) = bias.filter(|_| beta.as_f64() != 0.0) {
-            let term = bias.load_broadcast(c);
-            value = if beta.as_f64() == 1.0 {
-                format!("({term} + {value})")
-            } else {
-                format!("({} * {term} + {value})", scalar(beta, out.ty)?)
-            };
+        let mut code = String::new();
+        for j in 0..count {
+            let _ = writeln!(code, "    var acc{j} = {zero};");
         }
+        let _ = writeln!(
+            code,
+            "    for (var k = 0u; k < {depth}u; k = k + 1u) {{
+        let bk = {};",
+            operand(b, "k".into(), c[rank - 1].clone())
+        );
+        let mut values = Vec::new();
+        for j in 0..count {
+            let at = in_block(c, rows_dim, j);
+            let update = step
+                .replace("{a}", &operand(a, at[rows_dim].clone(), "k".into()))
+                .replace("{b}", "bk")
+                .replace("{acc}", &format!("acc{j}"));
+            let _ = writeln!(code, "        acc{j} = {update};");
+            let mut value = if alpha.as_f64() == 1.0 {
+                format!("acc{j}")
+            } else {
+                format!("({} * acc{j})", scalar(alpha, out.ty)?)
+            };
+            if let Some(bias) = bias.filter(|_| beta.as_f64() != 0.0) {
+                let term = bias.load_broadcast(&at);
+                value = if beta.as_f64() == 1.0 {
+                    format!("({term} + {value})")
+                } else {
+                    format!("({} * {term} + {value})", scalar(beta, out.ty)?)
+                };
+            }
+            values.push(clamped(value, clamp));
+        }
+        code.push_str("    }\n");
+        Ok((code, values))
+    };
+    let block = out.sizes[rows_dim].clamp(1, BLOCK);
+    if let Some(kernel) = blocked(out, rows_dim, block, |c| sums(c, block as usize))? {
+        return Ok(kernel);
+    }
+    per_element(out, no_extra, |c| {
+        let (code, mut values) = sums(c, 1)?;
         Ok(Element {
             code,
-            value: clamped(value, clamp),
+            value: values.remove(0),
         })
     })
 }
@@ -990,6 +1153,7 @@ fn per_row(x: &Tensor, dims: &[usize], body: impl FnOnce(&[String]) -> String) -
     Kernel {
         body: code,
         invocations: rows,
+        grid: Grid::Flat,
     }
 }
 
