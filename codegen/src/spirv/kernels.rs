@@ -21,29 +21,16 @@ use ptec_ir::{Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
 use super::expr::{self, at_least, at_most};
 use super::wgsl::{
-    MAX_GROUPS, Refusal, Tensor, Ty, WORKGROUP_SIZE, constant_term, convert, dim_index, float,
-    index, int, refuse, scalar,
+    Refusal, Tensor, Ty, constant_term, convert, dim_index, float, index, int, refuse, scalar,
 };
 use super::{Layout, support};
 use crate::error::{Backend, CodegenError};
 
-/// The body of a shader's `main` and how its invocations are laid out.
+/// The body of a shader's `main` (after the invocation index `t` is known
+/// to be below `invocations`).
 pub(super) struct Kernel {
     pub body: String,
     pub invocations: u64,
-    pub grid: Grid,
-}
-
-/// How a kernel's invocations are numbered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Grid {
-    /// One flat index `t`, known to be below `invocations` when the body runs.
-    Flat,
-    /// `invocations` lanes (`t`, clamped to the last lane; `live` says
-    /// whether the invocation is a lane at all) for each of this many
-    /// blocks (`u`, the same across a workgroup, so that what depends only
-    /// on it is loaded once for the workgroup rather than per invocation).
-    Blocks(u64),
 }
 
 /// What an element computation adds to the body: statements, then the
@@ -92,7 +79,6 @@ fn per_element(
         return Ok(Kernel {
             body,
             invocations: elements,
-            grid: Grid::Flat,
         });
     }
     if !out.byte_offset.is_multiple_of(4) || !extra.is_empty() {
@@ -124,7 +110,6 @@ fn per_element(
     Ok(Kernel {
         body,
         invocations: elements.div_ceil(4),
-        grid: Grid::Flat,
     })
 }
 
@@ -132,70 +117,91 @@ fn no_extra(_: &[String]) -> Result<String, Refusal> {
     Ok(String::new())
 }
 
-/// The most outputs one invocation of a blocked kernel computes.
+/// The most outputs one invocation of a blocked kernel computes along the
+/// blocked dimension.
 const BLOCK: u64 = 8;
 
+/// How many neighbouring positions along one of the lanes' dimensions a
+/// convolution's invocation computes (each filter tap loaded once for all).
+const SPAN: u64 = 4;
+
 /// A kernel computing `block` consecutive elements of `out` along `dim` per
-/// invocation, or `None` when `out` does not suit one (elements other than
-/// 32-bit, or more lanes or blocks than a dispatch holds). Each lane `t` is
-/// one position along the other dimensions (in memory order, so that
-/// neighbouring lanes write neighbouring elements where they can), each
-/// block `u` the run of `dim` starting at `c{dim} = u * block`, the same
-/// across a workgroup: what depends only on it (a convolution's filter, a
-/// matrix product's left rows) is loaded once for all lanes and reused
-/// from registers for each of them. `compute` is given the coordinates of
-/// the block's first element and returns statements, then the value of
-/// each element of the block (`block` of them).
+/// invocation (times `span` along another dimension, if any), or `None`
+/// when `out`'s elements are not 32-bit. The invocations are numbered
+/// block by block (`u`, the run of `dim` starting at `c{dim} = u *
+/// block`), lane by lane within a block (`l`: a position along the other
+/// dimensions, in memory order, so that neighbouring invocations write
+/// neighbouring elements where they can; `span`'s dimension stepping by its
+/// count): neighbouring invocations share what depends only on the block
+/// (a convolution's filter, a matrix product's left rows). `compute` is
+/// given the coordinates of the block's first element and returns
+/// statements, then the value of each element: the block's run along `dim`
+/// for each position of the span in turn.
 fn blocked(
     out: &Tensor,
     dim: usize,
     block: u64,
+    span: Option<(usize, u64)>,
     compute: impl FnOnce(&[String]) -> Result<(String, Vec<String>), Refusal>,
 ) -> Result<Option<Kernel>, Refusal> {
-    let size = out.sizes[dim];
-    let blocks = size.div_ceil(block);
-    let lanes = out.elements().checked_div(size).unwrap_or(0);
-    if out.dtype.size() != 4
-        || lanes == 0
-        || lanes.div_ceil(WORKGROUP_SIZE) > MAX_GROUPS
-        || blocks > MAX_GROUPS
-    {
+    if out.dtype.size() != 4 {
         return Ok(None);
     }
-    let names: Vec<String> = (0..out.rank()).map(|d| format!("c{d}")).collect();
+    let size = out.sizes[dim];
+    // How many lanes each dimension other than `dim` has.
+    let steps = |d: usize| match span {
+        Some((along, count)) if along == d => out.sizes[d].div_ceil(count),
+        _ => out.sizes[d],
+    };
     let others: Vec<usize> = out.order.iter().copied().filter(|&d| d != dim).collect();
-    let mut code = String::new();
-    let mut rest = "t".to_string();
+    let lanes: u64 = others.iter().map(|&d| steps(d)).product();
+    let names: Vec<String> = (0..out.rank()).map(|d| format!("c{d}")).collect();
+    let mut code = format!("    let u = t / {lanes}u;\n    let l = t % {lanes}u;\n");
+    let mut rest = "l".to_string();
     for (step, &d) in others.iter().rev().enumerate() {
+        let scaled = |index: &str| match span {
+            Some((along, count)) if along == d => format!("({index}) * {count}u"),
+            _ => index.to_string(),
+        };
         if step + 1 == others.len() {
-            let _ = writeln!(code, "    let c{d} = {rest};");
+            let _ = writeln!(code, "    let c{d} = {};", scaled(&rest));
         } else {
-            let _ = writeln!(code, "    let c{d} = {rest} % {}u;", out.sizes[d]);
-            let _ = writeln!(code, "    let cr{step} = {rest} / {}u;", out.sizes[d]);
+            let index = format!("{rest} % {}u", steps(d));
+            let _ = writeln!(code, "    let c{d} = {};", scaled(&index));
+            let _ = writeln!(code, "    let cr{step} = {rest} / {}u;", steps(d));
             rest = format!("cr{step}");
         }
     }
     let _ = writeln!(code, "    let c{dim} = u * {block}u;");
     let (statements, values) = compute(&names)?;
     code.push_str(&statements);
-    code.push_str("    if (live) {\n");
-    for (j, value) in values.iter().enumerate() {
+    for (k, value) in values.iter().enumerate() {
+        let (j, q) = (k % block as usize, k / block as usize);
+        let mut at = in_block(&names, dim, j);
+        let mut inside = Vec::new();
+        if !size.is_multiple_of(block) {
+            inside.push(format!("c{dim} + {j}u < {size}u"));
+        }
+        if let Some((along, count)) = span {
+            at = in_block(&at, along, q);
+            if !out.sizes[along].is_multiple_of(count) {
+                inside.push(format!("c{along} + {q}u < {}u", out.sizes[along]));
+            }
+        }
         let store = format!(
             "arena[{}u + {}] = bitcast<u32>({value});",
             out.byte_offset / 4,
-            out.offset_at(&in_block(&names, dim, j))
+            out.offset_at(&at)
         );
-        if size.is_multiple_of(block) {
-            let _ = writeln!(code, "        {store}");
+        if inside.is_empty() {
+            let _ = writeln!(code, "    {store}");
         } else {
-            let _ = writeln!(code, "        if (c{dim} + {j}u < {size}u) {{ {store} }}");
+            let _ = writeln!(code, "    if ({}) {{ {store} }}", inside.join(" && "));
         }
     }
-    code.push_str("    }\n");
     Ok(Some(Kernel {
         body: code,
-        invocations: lanes,
-        grid: Grid::Blocks(blocks),
+        invocations: lanes * size.div_ceil(block),
     }))
 }
 
@@ -637,11 +643,11 @@ fn batch_norm(
 
 /// A direct convolution, each output element a sum over its input
 /// channels and kernel taps (ordinary or transposed, one to three spatial
-/// dimensions), then the bias, the clamp and the residual. Output channels
-/// of one group are computed [`BLOCK`] at a time where the group's count
-/// allows (each input element loaded once for all of them, the filter's
-/// taps shared by every lane); others, depthwise ones among them, one
-/// element per invocation. Either way each element sums in the same order.
+/// dimensions), then the bias, the clamp and the residual. Each invocation
+/// computes up to [`BLOCK`] output channels of one group (each input
+/// element loaded once for all of them) at [`SPAN`] neighbouring positions
+/// (each filter tap loaded once for all of them); each element sums in the
+/// order of a direct convolution's loops.
 fn convolution(
     [x, w]: [&Tensor; 2],
     [bias, residual]: [Option<Tensor>; 2],
@@ -659,21 +665,21 @@ fn convolution(
         op,
         out_per_group: out.sizes[1] / op.groups,
     };
-    let block = [BLOCK, 4, 2]
+    let block = [BLOCK, 4, 2, 1]
         .into_iter()
-        .find(|&block| conv.out_per_group.is_multiple_of(block));
-    if let Some(block) = block
-        && let Some(kernel) = blocked(out, 1, block, |c| conv.sums(c, block as usize))?
-    {
-        return Ok(kernel);
-    }
-    per_element(out, no_extra, |c| {
-        let (code, mut values) = conv.sums(c, 1)?;
-        Ok(Element {
-            code,
-            value: values.remove(0),
-        })
-    })
+        .find(|&block| conv.out_per_group.is_multiple_of(block))
+        .unwrap_or(1);
+    // Neighbouring outputs along the last spatial dimension share the
+    // filter's taps (a transposed convolution's skip taps by position).
+    let span = match op.transposed {
+        None => SPAN,
+        Some(_) => 1,
+    };
+    let last = out.rank() - 1;
+    blocked(out, 1, block, Some((last, span)), |c| {
+        conv.sums(c, block as usize, span as usize)
+    })?
+    .ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
 }
 
 /// A convolution's operands, for [`Conv::sums`].
@@ -687,9 +693,17 @@ struct Conv<'c> {
 }
 
 impl Conv<'_> {
-    /// Statements summing the `count` output elements from coordinates `c`
-    /// on along the channels (all of one group), and their values.
-    fn sums(&self, c: &[String], count: usize) -> Result<(String, Vec<String>), Refusal> {
+    /// Statements summing `count` output elements from coordinates `c` on
+    /// along the channels (all of one group), at `span` neighbouring
+    /// positions along the last spatial dimension (one for a transposed
+    /// convolution), and their values: the channels at each position in
+    /// turn.
+    fn sums(
+        &self,
+        c: &[String],
+        count: usize,
+        span: usize,
+    ) -> Result<(String, Vec<String>), Refusal> {
         let Conv {
             x,
             w,
@@ -700,8 +714,8 @@ impl Conv<'_> {
         let in_per_group = x.sizes[1] / op.groups;
         let rank = op.spatial_rank();
         let mut code = format!("    let group = {} / {out_per_group}u;\n", c[1]);
-        for j in 0..count {
-            let _ = writeln!(code, "    var acc{j} = 0.0f;");
+        for k in 0..count * span {
+            let _ = writeln!(code, "    var acc{k} = 0.0f;");
         }
         let _ = writeln!(
             code,
@@ -715,39 +729,88 @@ impl Conv<'_> {
             kernel: &w.sizes[2..],
             transposed: op.transposed.is_some(),
         };
-        let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
+        // The window's loops: all of them for a transposed convolution,
+        // those but the last's otherwise, whose taps are checked per
+        // position below.
+        let looped = if window.transposed { rank } else { rank - 1 };
         let mut input = vec![c[0].clone(), "channel".into()];
-        input.extend(spatial);
-        let indent = "    ".repeat(rank + 2);
-        let _ = writeln!(code, "{indent}let v = {};", x.load(&x.offset_at(&input)));
-        for j in 0..count {
-            let channel = &in_block(c, 1, j)[1];
+        input.extend(window_loops(
+            &mut code,
+            &c[2..2 + looped],
+            &x.sizes[2..2 + looped],
+            &window,
+        )?);
+        let mut indent = "    ".repeat(looped + 2);
+        let filter = |channel: &str| {
             let mut filter = match op.transposed {
-                None => vec![channel.clone(), "ci".into()],
+                None => vec![channel.to_string(), "ci".into()],
                 Some(_) => vec!["channel".into(), format!("({channel} % {out_per_group}u)")],
             };
             filter.extend((0..rank).map(|d| format!("k{d}")));
+            w.load(&w.offset_at(&filter))
+        };
+        let last = rank - 1;
+        if !window.transposed {
             let _ = writeln!(
                 code,
-                "{indent}acc{j} = fma(v, {}, acc{j});",
-                w.load(&w.offset_at(&filter))
+                "{indent}for (var k{last} = 0u; k{last} < {}u; k{last} = k{last} + 1u) {{",
+                w.sizes[2 + last]
+            );
+            indent.push_str("    ");
+        }
+        for j in 0..count {
+            let _ = writeln!(
+                code,
+                "{indent}let w{j} = {};",
+                filter(&in_block(c, 1, j)[1])
             );
         }
-        let _ = writeln!(code, "{}    }}", close_loops(rank));
-        let values = (0..count)
-            .map(|j| {
-                let at = in_block(c, 1, j);
-                let mut value = format!("acc{j}");
-                if let Some(bias) = self.bias {
-                    value = format!("({value} + {})", bias.load(&bias.offset_at(&at[1..2])));
-                }
-                value = clamped(value, op.clamp);
-                if let Some(residual) = self.residual {
-                    value = format!("({value} + {})", residual.load_broadcast(&at));
-                }
-                value
-            })
-            .collect();
+        for q in 0..span {
+            let mut at = input.clone();
+            let mut inner = indent.clone();
+            if !window.transposed {
+                let position = in_block(c, 2 + last, q)[2 + last].clone();
+                let _ = writeln!(
+                    code,
+                    "{indent}let i{last}_{q} = i32({position} * {}u + k{last} * {}u) - {};
+{indent}if (i{last}_{q} >= 0i && i{last}_{q} < {}) {{",
+                    op.stride[last],
+                    op.dilation[last],
+                    int(op.padding[last] as i64)?,
+                    int(x.sizes[2 + last] as i64)?
+                );
+                at.push(format!("u32(i{last}_{q})"));
+                inner.push_str("    ");
+            }
+            let _ = writeln!(code, "{inner}let v{q} = {};", x.load(&x.offset_at(&at)));
+            for j in 0..count {
+                let k = q * count + j;
+                let _ = writeln!(code, "{inner}acc{k} = fma(v{q}, w{j}, acc{k});");
+            }
+            if !window.transposed {
+                let _ = writeln!(code, "{indent}}}");
+            }
+        }
+        if !window.transposed {
+            let _ = writeln!(code, "{}}}", &indent[4..]);
+        }
+        let _ = writeln!(code, "{}    }}", close_loops(looped));
+        // Each biased sum bound once, as the clamp names it several times.
+        let mut values = Vec::new();
+        for k in 0..count * span {
+            let at = in_block(&in_block(c, 1, k % count), 2 + last, k / count);
+            let mut value = format!("acc{k}");
+            if let Some(bias) = self.bias {
+                let term = bias.load(&bias.offset_at(&at[1..2]));
+                let _ = writeln!(code, "    let biased{k} = {value} + {term};");
+                value = format!("biased{k}");
+            }
+            value = clamped(value, op.clamp);
+            if let Some(residual) = self.residual {
+                value = format!("({value} + {})", residual.load_broadcast(&at));
+            }
+            values.push(value);
+        }
         Ok((code, values))
     }
 }
@@ -1045,7 +1108,7 @@ fn matmul(
         Ok((code, values))
     };
     let block = out.sizes[rows_dim].clamp(1, BLOCK);
-    if let Some(kernel) = blocked(out, rows_dim, block, |c| sums(c, block as usize))? {
+    if let Some(kernel) = blocked(out, rows_dim, block, None, |c| sums(c, block as usize))? {
         return Ok(kernel);
     }
     per_element(out, no_extra, |c| {
@@ -1153,7 +1216,6 @@ fn per_row(x: &Tensor, dims: &[usize], body: impl FnOnce(&[String]) -> String) -
     Kernel {
         body: code,
         invocations: rows,
-        grid: Grid::Flat,
     }
 }
 

@@ -23,8 +23,7 @@ use ptec_runtime::vulkan::{DeviceProgram, Dispatch};
 
 use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
-use kernels::Grid;
-use wgsl::{BUFFERS, FUNCTIONS, MAX_GROUPS, Refusal, WORKGROUP_SIZE, refuse};
+use wgsl::{BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, refuse};
 
 /// Whether shaders express ops of `kind` at all, or why none of them.
 pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
@@ -264,45 +263,25 @@ fn buffer_range(
     })
 }
 
-/// The whole shader of a kernel, and the workgroups to dispatch. A flat
-/// kernel runs on a grid of at most [`MAX_GROUPS`] workgroups in x, rows
-/// of them in y; a blocked one on its lanes' workgroups in x (at most
-/// [`MAX_GROUPS`], which `kernels.rs` sees to) and one row per block.
+/// The whole shader of a kernel, and the workgroups to dispatch: a grid
+/// of at most 65,535 workgroups in x (the least every device allows), rows
+/// of them in y.
 fn shader_source(kernel: &kernels::Kernel) -> (String, [u32; 3]) {
+    const MAX_X: u64 = 65_535;
     let groups = kernel.invocations.div_ceil(WORKGROUP_SIZE);
-    let (main, workgroups) = match kernel.grid {
-        Grid::Flat => {
-            let x = groups.min(MAX_GROUPS);
-            let y = groups.div_ceil(x);
-            let main = format!(
-                "@compute @workgroup_size({WORKGROUP_SIZE})
+    let x = groups.min(MAX_X);
+    let y = groups.div_ceil(x);
+    let main = format!(
+        "@compute @workgroup_size({WORKGROUP_SIZE})
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
     let t = id.x + id.y * {}u;
     if (t >= {}u) {{ return; }}
 {}}}
 ",
-                x * WORKGROUP_SIZE,
-                kernel.invocations,
-                kernel.body
-            );
-            (main, [x as u32, y as u32, 1])
-        }
-        Grid::Blocks(blocks) => {
-            let main = format!(
-                "@compute @workgroup_size({WORKGROUP_SIZE})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {{
-    let live = wg.x * {WORKGROUP_SIZE}u + lane < {lanes}u;
-    let t = min(wg.x * {WORKGROUP_SIZE}u + lane, {last}u);
-    let u = wg.y;
-{}}}
-",
-                kernel.body,
-                lanes = kernel.invocations,
-                last = kernel.invocations - 1,
-            );
-            (main, [groups as u32, blocks as u32, 1])
-        }
-    };
+        x * WORKGROUP_SIZE,
+        kernel.invocations,
+        kernel.body
+    );
     // The helper functions the code calls, and those they call.
     let mut included = vec![false; FUNCTIONS.len()];
     let mut text = main.clone();
@@ -326,7 +305,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
     }
     source.push_str(&main);
-    (source, workgroups)
+    (source, [x as u32, y as u32, 1])
 }
 
 /// Parses, validates and translates one shader.

@@ -14,10 +14,6 @@ use super::Layout;
 /// Invocations per workgroup; every shader uses this size.
 pub(super) const WORKGROUP_SIZE: u64 = 64;
 
-/// The most workgroups a dispatch has along one axis: the least every
-/// device allows (`maxComputeWorkGroupCount`).
-pub(super) const MAX_GROUPS: u64 = 65_535;
-
 /// The declarations every shader starts with: binding 0 is the arena,
 /// binding 1 the constants, both as 32-bit words.
 pub(super) const BUFFERS: &str = "\
