@@ -121,8 +121,10 @@ fn no_extra(_: &[String]) -> Result<String, Refusal> {
 /// blocked dimension.
 const BLOCK: u64 = 8;
 
-/// How many neighbouring positions along one of the lanes' dimensions a
-/// convolution's invocation computes (each filter tap loaded once for all).
+/// How many neighbouring positions along one of the lanes' dimensions an
+/// invocation of a blocked kernel computes: a convolution's along its last
+/// spatial dimension (each filter tap loaded once for all of them), a
+/// matrix product's columns (each element of the left operand).
 const SPAN: u64 = 4;
 
 /// A kernel computing `block` consecutive elements of `out` along `dim` per
@@ -728,6 +730,9 @@ impl Conv<'_> {
             dilation: &op.dilation,
             kernel: &w.sizes[2..],
             transposed: op.transposed.is_some(),
+            // The output's size keeps the windows of an unpadded
+            // convolution inside its input.
+            unpadded: op.transposed.is_none() && op.padding.iter().all(|&p| p == 0),
         };
         // The window's loops: all of them for a transposed convolution,
         // those but the last's otherwise, whose taps are checked per
@@ -753,8 +758,8 @@ impl Conv<'_> {
         if !window.transposed {
             let _ = writeln!(
                 code,
-                "{indent}for (var k{last} = 0u; k{last} < {}u; k{last} = k{last} + 1u) {{",
-                w.sizes[2 + last]
+                "{indent}{}",
+                open_taps(last, w.sizes[2 + last], window.unpadded)
             );
             indent.push_str("    ");
         }
@@ -768,18 +773,24 @@ impl Conv<'_> {
         for q in 0..span {
             let mut at = input.clone();
             let mut inner = indent.clone();
+            let checked = !window.transposed && !window.unpadded;
             if !window.transposed {
                 let position = in_block(c, 2 + last, q)[2 + last].clone();
                 let _ = writeln!(
                     code,
-                    "{indent}let i{last}_{q} = i32({position} * {}u + k{last} * {}u) - {};
-{indent}if (i{last}_{q} >= 0i && i{last}_{q} < {}) {{",
+                    "{indent}let i{last}_{q} = i32({position} * {}u + k{last} * {}u) - {};",
                     op.stride[last],
                     op.dilation[last],
                     int(op.padding[last] as i64)?,
-                    int(x.sizes[2 + last] as i64)?
                 );
                 at.push(format!("u32(i{last}_{q})"));
+            }
+            if checked {
+                let _ = writeln!(
+                    code,
+                    "{indent}if (i{last}_{q} >= 0i && i{last}_{q} < {}) {{",
+                    int(x.sizes[2 + last] as i64)?
+                );
                 inner.push_str("    ");
             }
             let _ = writeln!(code, "{inner}let v{q} = {};", x.load(&x.offset_at(&at)));
@@ -787,7 +798,7 @@ impl Conv<'_> {
                 let k = q * count + j;
                 let _ = writeln!(code, "{inner}acc{k} = fma(v{q}, w{j}, acc{k});");
             }
-            if !window.transposed {
+            if checked {
                 let _ = writeln!(code, "{indent}}}");
             }
         }
@@ -855,6 +866,7 @@ fn max_pool(
                 dilation,
                 kernel,
                 transposed: false,
+                unpadded: false,
             };
             let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
             let _ = writeln!(
@@ -979,6 +991,9 @@ struct Window<'w> {
     /// position `i` of tap `k` at output `o` solves
     /// `i * stride - padding + k * dilation = o`.
     transposed: bool,
+    /// Whether every tap of every output lies inside the input, so that
+    /// none needs checking (a pooling's ceil mode can put windows past it).
+    unpadded: bool,
 }
 
 /// Opens a loop over each spatial dimension's taps (`k0`, `k1`, ...) at
@@ -1003,8 +1018,8 @@ fn window_loops(
         );
         let _ = writeln!(
             code,
-            "{indent}for (var k{d} = 0u; k{d} < {}u; k{d} = k{d} + 1u) {{",
-            window.kernel[d]
+            "{indent}{}",
+            open_taps(d, window.kernel[d], window.unpadded)
         );
         if window.transposed {
             let stride = int(stride as i64)?;
@@ -1017,16 +1032,31 @@ fn window_loops(
 "
             );
         } else {
-            let _ = write!(
+            let _ = writeln!(
                 code,
-                "{indent}    let i{d} = i32({coordinate} * {stride}u + k{d} * {dilation}u) - {padding};
-{indent}    if (i{d} < 0i || i{d} >= {extent}) {{ continue; }}
-"
+                "{indent}    let i{d} = i32({coordinate} * {stride}u + k{d} * {dilation}u) - {padding};"
             );
+            if !window.unpadded {
+                let _ = writeln!(
+                    code,
+                    "{indent}    if (i{d} < 0i || i{d} >= {extent}) {{ continue; }}"
+                );
+            }
         }
         names.push(format!("u32(i{d})"));
     }
     Ok(names)
+}
+
+/// The opening of the loop over the `taps` taps `k{d}` of a window's
+/// dimension `d`: a plain block for a single tap that needs no check (whose
+/// body has no `continue`).
+fn open_taps(d: usize, taps: u64, unpadded: bool) -> String {
+    if taps == 1 && unpadded {
+        format!("{{ let k{d} = 0u;")
+    } else {
+        format!("for (var k{d} = 0u; k{d} < {taps}u; k{d} = k{d} + 1u) {{")
+    }
 }
 
 /// The closing braces of `count` nested loops from [`window_loops`].
@@ -1038,10 +1068,10 @@ fn close_loops(count: usize) -> String {
 }
 
 /// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading
-/// dimensions with broadcasting: [`BLOCK`] rows per invocation (each of
-/// `b`'s elements loaded once for all of them, `a`'s rows shared by every
-/// lane), or one element per invocation where the output does not suit a
-/// blocked kernel. Either way each element sums in the same order.
+/// dimensions with broadcasting: up to [`BLOCK`] rows at [`SPAN`]
+/// columns per invocation, or one element per invocation where the output
+/// does not suit a blocked kernel (one-byte elements). Either way each
+/// element sums in the same order.
 fn matmul(
     [a, b]: [&Tensor; 2],
     bias: Option<&Tensor>,
@@ -1063,7 +1093,10 @@ fn matmul(
     };
     let depth = a.sizes[a.rank() - 1];
     let rows_dim = out.rank() - 2;
-    let sums = |c: &[String], count: usize| -> Result<(String, Vec<String>), Refusal> {
+    let columns_dim = out.rank() - 1;
+    // `count` rows at `span` neighbouring columns: each of `a`'s elements
+    // loaded once for the columns, each of `b`'s once for the rows.
+    let sums = |c: &[String], count: usize, span: usize| -> Result<_, Refusal> {
         let rank = c.len();
         let operand = |t: &Tensor, rows: String, columns: String| {
             let mut coords: Vec<String> = c[rank - t.rank()..rank - 2].to_vec();
@@ -1072,27 +1105,37 @@ fn matmul(
             t.load(&t.offset_at(&coords))
         };
         let mut code = String::new();
-        for j in 0..count {
-            let _ = writeln!(code, "    var acc{j} = {zero};");
+        for k in 0..count * span {
+            let _ = writeln!(code, "    var acc{k} = {zero};");
         }
-        let _ = writeln!(
-            code,
-            "    for (var k = 0u; k < {depth}u; k = k + 1u) {{
-        let bk = {};",
-            operand(b, "k".into(), c[rank - 1].clone())
-        );
-        let mut values = Vec::new();
+        let _ = writeln!(code, "    for (var k = 0u; k < {depth}u; k = k + 1u) {{");
         for j in 0..count {
-            let at = in_block(c, rows_dim, j);
-            let update = step
-                .replace("{a}", &operand(a, at[rows_dim].clone(), "k".into()))
-                .replace("{b}", "bk")
-                .replace("{acc}", &format!("acc{j}"));
-            let _ = writeln!(code, "        acc{j} = {update};");
+            let row = in_block(c, rows_dim, j)[rows_dim].clone();
+            let _ = writeln!(code, "        let a{j} = {};", operand(a, row, "k".into()));
+        }
+        for q in 0..span {
+            let column = in_block(c, columns_dim, q)[columns_dim].clone();
+            let _ = writeln!(
+                code,
+                "        let b{q} = {};",
+                operand(b, "k".into(), column)
+            );
+            for j in 0..count {
+                let update = step
+                    .replace("{a}", &format!("a{j}"))
+                    .replace("{b}", &format!("b{q}"))
+                    .replace("{acc}", &format!("acc{}", q * count + j));
+                let _ = writeln!(code, "        acc{} = {update};", q * count + j);
+            }
+        }
+        code.push_str("    }\n");
+        let mut values = Vec::new();
+        for k in 0..count * span {
+            let at = in_block(&in_block(c, rows_dim, k % count), columns_dim, k / count);
             let mut value = if alpha.as_f64() == 1.0 {
-                format!("acc{j}")
+                format!("acc{k}")
             } else {
-                format!("({} * acc{j})", scalar(alpha, out.ty)?)
+                format!("({} * acc{k})", scalar(alpha, out.ty)?)
             };
             if let Some(bias) = bias.filter(|_| beta.as_f64() != 0.0) {
                 let term = bias.load_broadcast(&at);
@@ -1102,17 +1145,22 @@ fn matmul(
                     format!("({} * {term} + {value})", scalar(beta, out.ty)?)
                 };
             }
-            values.push(clamped(value, clamp));
+            // Bound once, as the clamp names it several times.
+            let _ = writeln!(code, "    let sum{k} = {value};");
+            values.push(clamped(format!("sum{k}"), clamp));
         }
-        code.push_str("    }\n");
         Ok((code, values))
     };
     let block = out.sizes[rows_dim].clamp(1, BLOCK);
-    if let Some(kernel) = blocked(out, rows_dim, block, None, |c| sums(c, block as usize))? {
+    let span = out.sizes[columns_dim].clamp(1, SPAN);
+    let blocks = blocked(out, rows_dim, block, Some((columns_dim, span)), |c| {
+        sums(c, block as usize, span as usize)
+    })?;
+    if let Some(kernel) = blocks {
         return Ok(kernel);
     }
     per_element(out, no_extra, |c| {
-        let (code, mut values) = sums(c, 1)?;
+        let (code, mut values) = sums(c, 1, 1)?;
         Ok(Element {
             code,
             value: values.remove(0),
