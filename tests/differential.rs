@@ -12,7 +12,8 @@
 
 mod common;
 
-use ptec_fuzzgen::{Outcome, Runs, case_from_seed, check};
+use ptec_fuzzgen::{Case, Input, Outcome, Runs, case_from_seed, check};
+use ptec_ir::DType;
 
 /// How many programs run: enough to reach every kind of node many times,
 /// few enough for well under a minute in release on two cores.
@@ -66,4 +67,107 @@ fn generated_programs_agree_on_every_back_end() {
         "only {agreed} of {CASES} programs ran ({refused} refused, {failed} failed)"
     );
     assert!(on_vulkan > 0, "no program compiled for Vulkan");
+}
+
+/// An input of `sizes` with small integers (as f32 or i32), from a
+/// linear congruential sequence seeded with `seed`.
+fn input(dtype: DType, sizes: &[u64], seed: u32) -> Input {
+    let mut state = seed;
+    let count: u64 = sizes.iter().product();
+    let mut data = Vec::new();
+    for _ in 0..count {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let value = (state >> 24) as i32 % 7 - 3;
+        match dtype {
+            DType::F32 => data.extend_from_slice(&(value as f32 * 0.25).to_le_bytes()),
+            _ => data.extend_from_slice(&value.to_le_bytes()),
+        }
+    }
+    Input {
+        dtype,
+        sizes: sizes.to_vec(),
+        data,
+    }
+}
+
+/// The shaders' blocked convolutions and matrix products (a block of
+/// channels or rows at several positions or columns per invocation) at
+/// sizes that end blocks part-way: rows not a multiple of the block,
+/// widths and columns not a multiple of the span, grouped channels,
+/// padded and unpadded windows. The device must agree with the CPU
+/// (integers bit for bit).
+#[test]
+fn blocked_shaders_agree_at_ragged_edges() {
+    if let Err(error) = ptec_runtime::vulkan::VulkanDevice::open() {
+        common::not_run(
+            "blocked_shaders_agree_at_ragged_edges",
+            &format!("no Vulkan device: {error}"),
+        );
+        return;
+    }
+    let cases = [
+        (
+            "%0: f32[11,5] = input 0\n  %1: f32[5,7] = input 1\n  %2: f32[11,7] = input 2\n  \
+             %3: f32[11,7] = addmm(%2, %0, %1) beta=1 alpha=1",
+            vec![
+                (DType::F32, vec![11, 5]),
+                (DType::F32, vec![5, 7]),
+                (DType::F32, vec![11, 7]),
+            ],
+            "%3",
+        ),
+        (
+            "%0: i32[3,9,6] = input 0\n  %1: i32[3,6,13] = input 1\n  \
+             %2: i32[3,9,13] = mat_mul(%0, %1)",
+            vec![(DType::I32, vec![3, 9, 6]), (DType::I32, vec![3, 6, 13])],
+            "%2",
+        ),
+        (
+            "%0: f32[2,12,5,9] = input 0\n  %1: f32[12,6,3,3] = input 1\n  %2: f32[12] = input 2\n  \
+             %3: f32[2,12,5,9] = convolution(%0, %1, bias=%2) stride=[1, 1] padding=[1, 1] dilation=[1, 1] groups=2",
+            vec![
+                (DType::F32, vec![2, 12, 5, 9]),
+                (DType::F32, vec![12, 6, 3, 3]),
+                (DType::F32, vec![12]),
+            ],
+            "%3",
+        ),
+        (
+            "%0: f32[1,5,7,11] = input 0\n  %1: f32[16,5,1,1] = input 1\n  \
+             %2: f32[1,16,4,6] = convolution(%0, %1) stride=[2, 2] padding=[0, 0] dilation=[1, 1] groups=1",
+            vec![
+                (DType::F32, vec![1, 5, 7, 11]),
+                (DType::F32, vec![16, 5, 1, 1]),
+            ],
+            "%2",
+        ),
+        (
+            "%0: f32[1,6,6,10] = input 0\n  %1: f32[6,1,3,3] = input 1\n  \
+             %2: f32[1,6,2,4] = convolution(%0, %1) stride=[2, 2] padding=[0, 0] dilation=[1, 1] groups=6",
+            vec![
+                (DType::F32, vec![1, 6, 6, 10]),
+                (DType::F32, vec![6, 1, 3, 3]),
+            ],
+            "%2",
+        ),
+    ];
+    for (body, inputs, result) in cases {
+        let case = Case {
+            text: format!("graph forward {{\n  {body}\n  return {result}\n}}\n"),
+            inputs: inputs
+                .iter()
+                .zip(1..)
+                .map(|((dtype, sizes), seed)| input(*dtype, sizes, seed))
+                .collect(),
+        };
+        let runs = Runs {
+            aot: false,
+            vulkan: true,
+        };
+        match check(&case, runs) {
+            Ok(Outcome::Agreed { vulkan: true, .. }) => {}
+            Ok(other) => panic!("{}: not run on the device: {other:?}", case.text),
+            Err(finding) => panic!("{finding}\n{}", case.text),
+        }
+    }
 }

@@ -117,6 +117,106 @@ fn no_extra(_: &[String]) -> Result<String, Refusal> {
     Ok(String::new())
 }
 
+/// The most outputs one invocation of a blocked kernel computes along the
+/// blocked dimension.
+const BLOCK: u64 = 8;
+
+/// How many neighbouring positions along one of the lanes' dimensions an
+/// invocation of a blocked kernel computes: a convolution's along its last
+/// spatial dimension (each filter tap loaded once for all of them), a
+/// matrix product's columns (each element of the left operand).
+const SPAN: u64 = 4;
+
+/// A kernel computing `block` consecutive elements of `out` along `dim` per
+/// invocation (times `span` along another dimension, if any), or `None`
+/// when `out`'s elements are not 32-bit. The invocations are numbered
+/// block by block (`u`, the run of `dim` starting at `c{dim} = u *
+/// block`), lane by lane within a block (`l`: a position along the other
+/// dimensions, in memory order, so that neighbouring invocations write
+/// neighbouring elements where they can; `span`'s dimension stepping by its
+/// count): neighbouring invocations share what depends only on the block
+/// (a convolution's filter, a matrix product's left rows). `compute` is
+/// given the coordinates of the block's first element and returns
+/// statements, then the value of each element: the block's run along `dim`
+/// for each position of the span in turn.
+fn blocked(
+    out: &Tensor,
+    dim: usize,
+    block: u64,
+    span: Option<(usize, u64)>,
+    compute: impl FnOnce(&[String]) -> Result<(String, Vec<String>), Refusal>,
+) -> Result<Option<Kernel>, Refusal> {
+    if out.dtype.size() != 4 {
+        return Ok(None);
+    }
+    let size = out.sizes[dim];
+    // How many lanes each dimension other than `dim` has.
+    let steps = |d: usize| match span {
+        Some((along, count)) if along == d => out.sizes[d].div_ceil(count),
+        _ => out.sizes[d],
+    };
+    let others: Vec<usize> = out.order.iter().copied().filter(|&d| d != dim).collect();
+    let lanes: u64 = others.iter().map(|&d| steps(d)).product();
+    let names: Vec<String> = (0..out.rank()).map(|d| format!("c{d}")).collect();
+    let mut code = format!("    let u = t / {lanes}u;\n    let l = t % {lanes}u;\n");
+    let mut rest = "l".to_string();
+    for (step, &d) in others.iter().rev().enumerate() {
+        let scaled = |index: &str| match span {
+            Some((along, count)) if along == d => format!("({index}) * {count}u"),
+            _ => index.to_string(),
+        };
+        if step + 1 == others.len() {
+            let _ = writeln!(code, "    let c{d} = {};", scaled(&rest));
+        } else {
+            let index = format!("{rest} % {}u", steps(d));
+            let _ = writeln!(code, "    let c{d} = {};", scaled(&index));
+            let _ = writeln!(code, "    let cr{step} = {rest} / {}u;", steps(d));
+            rest = format!("cr{step}");
+        }
+    }
+    let _ = writeln!(code, "    let c{dim} = u * {block}u;");
+    let (statements, values) = compute(&names)?;
+    code.push_str(&statements);
+    for (k, value) in values.iter().enumerate() {
+        let (j, q) = (k % block as usize, k / block as usize);
+        let mut at = in_block(&names, dim, j);
+        let mut inside = Vec::new();
+        if !size.is_multiple_of(block) {
+            inside.push(format!("c{dim} + {j}u < {size}u"));
+        }
+        if let Some((along, count)) = span {
+            at = in_block(&at, along, q);
+            if !out.sizes[along].is_multiple_of(count) {
+                inside.push(format!("c{along} + {q}u < {}u", out.sizes[along]));
+            }
+        }
+        let store = format!(
+            "arena[{}u + {}] = bitcast<u32>({value});",
+            out.byte_offset / 4,
+            out.offset_at(&at)
+        );
+        if inside.is_empty() {
+            let _ = writeln!(code, "    {store}");
+        } else {
+            let _ = writeln!(code, "    if ({}) {{ {store} }}", inside.join(" && "));
+        }
+    }
+    Ok(Some(Kernel {
+        body: code,
+        invocations: lanes * size.div_ceil(block),
+    }))
+}
+
+/// The coordinates of a block's element `j` along `dim`, from those of its
+/// first element.
+fn in_block(coords: &[String], dim: usize, j: usize) -> Vec<String> {
+    let mut at = coords.to_vec();
+    if j > 0 {
+        at[dim] = format!("({} + {j}u)", coords[dim]);
+    }
+    at
+}
+
 /// The kernel of `node`, or `None` when it needs no code (a view in place).
 pub(super) fn kernel(
     graph: &Graph<'_>,
@@ -545,7 +645,11 @@ fn batch_norm(
 
 /// A direct convolution, each output element a sum over its input
 /// channels and kernel taps (ordinary or transposed, one to three spatial
-/// dimensions), then the bias, the clamp and the residual.
+/// dimensions), then the bias, the clamp and the residual. Each invocation
+/// computes up to [`BLOCK`] output channels of one group (each input
+/// element loaded once for all of them) at [`SPAN`] neighbouring positions
+/// (each filter tap loaded once for all of them); each element sums in the
+/// order of a direct convolution's loops.
 fn convolution(
     [x, w]: [&Tensor; 2],
     [bias, residual]: [Option<Tensor>; 2],
@@ -555,61 +659,171 @@ fn convolution(
     if [x.ty, w.ty, out.ty] != [Ty::F32; 3] {
         return Err(refuse(format!("a convolution of {} elements", x.dtype)));
     }
-    let Convolution {
-        stride,
-        padding,
-        dilation,
-        transposed,
-        groups,
-        clamp,
-        ..
-    } = op;
-    let out_per_group = out.sizes[1] / groups;
-    let in_per_group = x.sizes[1] / groups;
-    let rank = op.spatial_rank();
-    per_element(out, no_extra, |c| {
-        let mut code = format!(
-            "    let group = {} / {out_per_group}u;\n    var acc = 0.0f;\n",
-            c[1]
-        );
+    let conv = Conv {
+        x,
+        w,
+        bias: bias.as_ref(),
+        residual: residual.as_ref(),
+        op,
+        out_per_group: out.sizes[1] / op.groups,
+    };
+    let block = [BLOCK, 4, 2, 1]
+        .into_iter()
+        .find(|&block| conv.out_per_group.is_multiple_of(block))
+        .unwrap_or(1);
+    // Neighbouring outputs along the last spatial dimension share the
+    // filter's taps (a transposed convolution's skip taps by position).
+    let span = match op.transposed {
+        None => SPAN,
+        Some(_) => 1,
+    };
+    let last = out.rank() - 1;
+    blocked(out, 1, block, Some((last, span)), |c| {
+        conv.sums(c, block as usize, span as usize)
+    })?
+    .ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
+}
+
+/// A convolution's operands, for [`Conv::sums`].
+struct Conv<'c> {
+    x: &'c Tensor,
+    w: &'c Tensor,
+    bias: Option<&'c Tensor>,
+    residual: Option<&'c Tensor>,
+    op: &'c Convolution,
+    out_per_group: u64,
+}
+
+impl Conv<'_> {
+    /// Statements summing `count` output elements from coordinates `c` on
+    /// along the channels (all of one group), at `span` neighbouring
+    /// positions along the last spatial dimension (one for a transposed
+    /// convolution), and their values: the channels at each position in
+    /// turn.
+    fn sums(
+        &self,
+        c: &[String],
+        count: usize,
+        span: usize,
+    ) -> Result<(String, Vec<String>), Refusal> {
+        let Conv {
+            x,
+            w,
+            op,
+            out_per_group,
+            ..
+        } = *self;
+        let in_per_group = x.sizes[1] / op.groups;
+        let rank = op.spatial_rank();
+        let mut code = format!("    let group = {} / {out_per_group}u;\n", c[1]);
+        for k in 0..count * span {
+            let _ = writeln!(code, "    var acc{k} = 0.0f;");
+        }
         let _ = writeln!(
             code,
             "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
         let channel = group * {in_per_group}u + ci;"
         );
         let window = Window {
-            stride,
-            padding,
-            dilation,
+            stride: &op.stride,
+            padding: &op.padding,
+            dilation: &op.dilation,
             kernel: &w.sizes[2..],
-            transposed: transposed.is_some(),
+            transposed: op.transposed.is_some(),
+            // The output's size keeps the windows of an unpadded
+            // convolution inside its input.
+            unpadded: op.transposed.is_none() && op.padding.iter().all(|&p| p == 0),
         };
-        let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
+        // The window's loops: all of them for a transposed convolution,
+        // those but the last's otherwise, whose taps are checked per
+        // position below.
+        let looped = if window.transposed { rank } else { rank - 1 };
         let mut input = vec![c[0].clone(), "channel".into()];
-        input.extend(spatial);
-        let mut filter = match transposed {
-            None => vec![c[1].clone(), "ci".into()],
-            Some(_) => vec!["channel".into(), format!("({} % {out_per_group}u)", c[1])],
+        input.extend(window_loops(
+            &mut code,
+            &c[2..2 + looped],
+            &x.sizes[2..2 + looped],
+            &window,
+        )?);
+        let mut indent = "    ".repeat(looped + 2);
+        let filter = |channel: &str| {
+            let mut filter = match op.transposed {
+                None => vec![channel.to_string(), "ci".into()],
+                Some(_) => vec!["channel".into(), format!("({channel} % {out_per_group}u)")],
+            };
+            filter.extend((0..rank).map(|d| format!("k{d}")));
+            w.load(&w.offset_at(&filter))
         };
-        filter.extend((0..rank).map(|d| format!("k{d}")));
-        let _ = writeln!(
-            code,
-            "{}acc = fma({}, {}, acc);\n{}    }}",
-            "    ".repeat(rank + 2),
-            x.load(&x.offset_at(&input)),
-            w.load(&w.offset_at(&filter)),
-            close_loops(rank),
-        );
-        let mut value = "acc".to_string();
-        if let Some(bias) = &bias {
-            value = format!("({value} + {})", bias.load(&bias.offset_at(&c[1..2])));
+        let last = rank - 1;
+        if !window.transposed {
+            let _ = writeln!(
+                code,
+                "{indent}{}",
+                open_taps(last, w.sizes[2 + last], window.unpadded)
+            );
+            indent.push_str("    ");
         }
-        value = clamped(value, *clamp);
-        if let Some(residual) = &residual {
-            value = format!("({value} + {})", residual.load_broadcast(c));
+        for j in 0..count {
+            let _ = writeln!(
+                code,
+                "{indent}let w{j} = {};",
+                filter(&in_block(c, 1, j)[1])
+            );
         }
-        Ok(Element { code, value })
-    })
+        for q in 0..span {
+            let mut at = input.clone();
+            let mut inner = indent.clone();
+            let checked = !window.transposed && !window.unpadded;
+            if !window.transposed {
+                let position = in_block(c, 2 + last, q)[2 + last].clone();
+                let _ = writeln!(
+                    code,
+                    "{indent}let i{last}_{q} = i32({position} * {}u + k{last} * {}u) - {};",
+                    op.stride[last],
+                    op.dilation[last],
+                    int(op.padding[last] as i64)?,
+                );
+                at.push(format!("u32(i{last}_{q})"));
+            }
+            if checked {
+                let _ = writeln!(
+                    code,
+                    "{indent}if (i{last}_{q} >= 0i && i{last}_{q} < {}) {{",
+                    int(x.sizes[2 + last] as i64)?
+                );
+                inner.push_str("    ");
+            }
+            let _ = writeln!(code, "{inner}let v{q} = {};", x.load(&x.offset_at(&at)));
+            for j in 0..count {
+                let k = q * count + j;
+                let _ = writeln!(code, "{inner}acc{k} = fma(v{q}, w{j}, acc{k});");
+            }
+            if checked {
+                let _ = writeln!(code, "{indent}}}");
+            }
+        }
+        if !window.transposed {
+            let _ = writeln!(code, "{}}}", &indent[4..]);
+        }
+        let _ = writeln!(code, "{}    }}", close_loops(looped));
+        // Each biased sum bound once, as the clamp names it several times.
+        let mut values = Vec::new();
+        for k in 0..count * span {
+            let at = in_block(&in_block(c, 1, k % count), 2 + last, k / count);
+            let mut value = format!("acc{k}");
+            if let Some(bias) = self.bias {
+                let term = bias.load(&bias.offset_at(&at[1..2]));
+                let _ = writeln!(code, "    let biased{k} = {value} + {term};");
+                value = format!("biased{k}");
+            }
+            value = clamped(value, op.clamp);
+            if let Some(residual) = self.residual {
+                value = format!("({value} + {})", residual.load_broadcast(&at));
+            }
+            values.push(value);
+        }
+        Ok((code, values))
+    }
 }
 
 fn max_pool(
@@ -652,6 +866,7 @@ fn max_pool(
                 dilation,
                 kernel,
                 transposed: false,
+                unpadded: false,
             };
             let spatial = window_loops(&mut code, &c[2..], &x.sizes[2..], &window)?;
             let _ = writeln!(
@@ -776,6 +991,9 @@ struct Window<'w> {
     /// position `i` of tap `k` at output `o` solves
     /// `i * stride - padding + k * dilation = o`.
     transposed: bool,
+    /// Whether every tap of every output lies inside the input, so that
+    /// none needs checking (a pooling's ceil mode can put windows past it).
+    unpadded: bool,
 }
 
 /// Opens a loop over each spatial dimension's taps (`k0`, `k1`, ...) at
@@ -800,8 +1018,8 @@ fn window_loops(
         );
         let _ = writeln!(
             code,
-            "{indent}for (var k{d} = 0u; k{d} < {}u; k{d} = k{d} + 1u) {{",
-            window.kernel[d]
+            "{indent}{}",
+            open_taps(d, window.kernel[d], window.unpadded)
         );
         if window.transposed {
             let stride = int(stride as i64)?;
@@ -814,16 +1032,31 @@ fn window_loops(
 "
             );
         } else {
-            let _ = write!(
+            let _ = writeln!(
                 code,
-                "{indent}    let i{d} = i32({coordinate} * {stride}u + k{d} * {dilation}u) - {padding};
-{indent}    if (i{d} < 0i || i{d} >= {extent}) {{ continue; }}
-"
+                "{indent}    let i{d} = i32({coordinate} * {stride}u + k{d} * {dilation}u) - {padding};"
             );
+            if !window.unpadded {
+                let _ = writeln!(
+                    code,
+                    "{indent}    if (i{d} < 0i || i{d} >= {extent}) {{ continue; }}"
+                );
+            }
         }
         names.push(format!("u32(i{d})"));
     }
     Ok(names)
+}
+
+/// The opening of the loop over the `taps` taps `k{d}` of a window's
+/// dimension `d`: a plain block for a single tap that needs no check (whose
+/// body has no `continue`).
+fn open_taps(d: usize, taps: u64, unpadded: bool) -> String {
+    if taps == 1 && unpadded {
+        format!("{{ let k{d} = 0u;")
+    } else {
+        format!("for (var k{d} = 0u; k{d} < {taps}u; k{d} = k{d} + 1u) {{")
+    }
 }
 
 /// The closing braces of `count` nested loops from [`window_loops`].
@@ -835,7 +1068,10 @@ fn close_loops(count: usize) -> String {
 }
 
 /// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading
-/// dimensions with broadcasting.
+/// dimensions with broadcasting: up to [`BLOCK`] rows at [`SPAN`]
+/// columns per invocation, or one element per invocation where the output
+/// does not suit a blocked kernel (one-byte elements). Either way each
+/// element sums in the same order.
 fn matmul(
     [a, b]: [&Tensor; 2],
     bias: Option<&Tensor>,
@@ -850,13 +1086,17 @@ fn matmul(
     // computed in i32) wrap as WGSL's i32 arithmetic does, which their
     // stores then truncate like PyTorch's products.
     let (zero, step) = match out.ty {
-        Ty::F32 => ("0.0f", "fma({a}, {b}, acc)"),
-        Ty::I32 if clamp.is_none() => ("0i", "acc + {a} * {b}"),
+        Ty::F32 => ("0.0f", "fma({a}, {b}, {acc})"),
+        Ty::I32 if clamp.is_none() => ("0i", "{acc} + {a} * {b}"),
         Ty::I32 => return Err(refuse("a fused clamp on an integer matrix product")),
         Ty::Bool => return Err(refuse("a matrix product of bool elements")),
     };
     let depth = a.sizes[a.rank() - 1];
-    per_element(out, no_extra, |c| {
+    let rows_dim = out.rank() - 2;
+    let columns_dim = out.rank() - 1;
+    // `count` rows at `span` neighbouring columns: each of `a`'s elements
+    // loaded once for the columns, each of `b`'s once for the rows.
+    let sums = |c: &[String], count: usize, span: usize| -> Result<_, Refusal> {
         let rank = c.len();
         let operand = |t: &Tensor, rows: String, columns: String| {
             let mut coords: Vec<String> = c[rank - t.rank()..rank - 2].to_vec();
@@ -864,32 +1104,66 @@ fn matmul(
             coords.push(columns);
             t.load(&t.offset_at(&coords))
         };
-        let step = step
-            .replace("{a}", &operand(a, c[rank - 2].clone(), "k".into()))
-            .replace("{b}", &operand(b, "k".into(), c[rank - 1].clone()));
-        let code = format!(
-            "    var acc = {zero};
-    for (var k = 0u; k < {depth}u; k = k + 1u) {{
-        acc = {step};
-    }}
-"
-        );
-        let mut value = if alpha.as_f64() == 1.0 {
-            "acc".to_string()
-        } else {
-            format!("({} * acc)", scalar(alpha, out.ty)?)
-        };
-        if let Some(bias) = bias.filter(|_| beta.as_f64() != 0.0) {
-            let term = bias.load_broadcast(c);
-            value = if beta.as_f64() == 1.0 {
-                format!("({term} + {value})")
-            } else {
-                format!("({} * {term} + {value})", scalar(beta, out.ty)?)
-            };
+        let mut code = String::new();
+        for k in 0..count * span {
+            let _ = writeln!(code, "    var acc{k} = {zero};");
         }
+        let _ = writeln!(code, "    for (var k = 0u; k < {depth}u; k = k + 1u) {{");
+        for j in 0..count {
+            let row = in_block(c, rows_dim, j)[rows_dim].clone();
+            let _ = writeln!(code, "        let a{j} = {};", operand(a, row, "k".into()));
+        }
+        for q in 0..span {
+            let column = in_block(c, columns_dim, q)[columns_dim].clone();
+            let _ = writeln!(
+                code,
+                "        let b{q} = {};",
+                operand(b, "k".into(), column)
+            );
+            for j in 0..count {
+                let update = step
+                    .replace("{a}", &format!("a{j}"))
+                    .replace("{b}", &format!("b{q}"))
+                    .replace("{acc}", &format!("acc{}", q * count + j));
+                let _ = writeln!(code, "        acc{} = {update};", q * count + j);
+            }
+        }
+        code.push_str("    }\n");
+        let mut values = Vec::new();
+        for k in 0..count * span {
+            let at = in_block(&in_block(c, rows_dim, k % count), columns_dim, k / count);
+            let mut value = if alpha.as_f64() == 1.0 {
+                format!("acc{k}")
+            } else {
+                format!("({} * acc{k})", scalar(alpha, out.ty)?)
+            };
+            if let Some(bias) = bias.filter(|_| beta.as_f64() != 0.0) {
+                let term = bias.load_broadcast(&at);
+                value = if beta.as_f64() == 1.0 {
+                    format!("({term} + {value})")
+                } else {
+                    format!("({} * {term} + {value})", scalar(beta, out.ty)?)
+                };
+            }
+            // Bound once, as the clamp names it several times.
+            let _ = writeln!(code, "    let sum{k} = {value};");
+            values.push(clamped(format!("sum{k}"), clamp));
+        }
+        Ok((code, values))
+    };
+    let block = out.sizes[rows_dim].clamp(1, BLOCK);
+    let span = out.sizes[columns_dim].clamp(1, SPAN);
+    let blocks = blocked(out, rows_dim, block, Some((columns_dim, span)), |c| {
+        sums(c, block as usize, span as usize)
+    })?;
+    if let Some(kernel) = blocks {
+        return Ok(kernel);
+    }
+    per_element(out, no_extra, |c| {
+        let (code, mut values) = sums(c, 1, 1)?;
         Ok(Element {
             code,
-            value: clamped(value, clamp),
+            value: values.remove(0),
         })
     })
 }
