@@ -6,10 +6,13 @@
  *
  * A kernel computes the part [start, end) of its outermost parallel loop;
  * `ptec_parallel_for` splits [0, count) into at most `chunks` contiguous
- * parts, one per thread, runs the first on the calling thread and the
- * others on the pool's workers, and waits for all of them. Workers spin
- * briefly after a part (the next kernel of the method usually follows at
- * once) and then sleep on a condition variable until the next call.
+ * parts, which the calling thread and the pool's workers claim one at a
+ * time until none is left, and waits for those claimed to finish. A worker
+ * that is not running when a call comes (the machine is busy) claims
+ * nothing and holds nobody up: the caller runs what is left. Which thread
+ * runs a part changes nothing in its result. Workers spin briefly after a
+ * call (the next kernel of the method usually follows at once) and then
+ * sleep on a condition variable until the next one.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,31 +33,34 @@ struct ptec_worker {
     pthread_t thread;
 };
 
+/* A call's ticket: its generation (bits 32-63), its number of parts (bits
+ * 16-31) and the next part to claim (bits 0-15). */
+#define PTEC_GENERATION(ticket) ((ticket) >> 32)
+#define PTEC_PARTS(ticket) (((ticket) >> 16) & 0xffff)
+#define PTEC_NEXT(ticket) ((ticket)&0xffff)
+
 struct ptec_pool {
     int32_t threads;
-    /* Scratch memory of workers 1.. (worker 0, the caller, uses the
-     * arena's), `scratch_stride` bytes each. */
+    /* Scratch memory of workers 1.. (the caller uses the arena's),
+     * `scratch_stride` bytes each. */
     uint8_t *scratch;
     uint64_t scratch_stride;
     struct ptec_worker *workers;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_cond_t done;
-    /* Incremented for every call (and to stop); workers run a part when it
-     * changes. */
-    _Atomic uint64_t generation;
-    /* Workers that have not finished the current call (every worker
-     * answers every call, with a part or without, so none lags behind into
-     * the next). */
-    _Atomic int32_t pending;
-    int stop;
-    /* The current call. */
+    /* The current call's ticket; claiming a part increments it. */
+    _Atomic uint64_t ticket;
+    /* Parts of the current call not finished yet. */
+    _Atomic int32_t remaining;
+    _Atomic int stop;
+    /* The current call, written before its ticket is published and read
+     * only by threads holding a claim on it (so it cannot end meanwhile). */
     ptec_kernel kernel;
     uint8_t *arena;
     const uint8_t *const *constants;
     int64_t *dims;
     int64_t count;
-    int32_t parts;
     int32_t *status;
 };
 
@@ -66,11 +72,28 @@ static inline void ptec_relax(void) {
 #endif
 }
 
-static void ptec_run_part(struct ptec_pool *pool, int32_t part, uint8_t *scratch) {
-    int64_t start = pool->count * part / pool->parts;
-    int64_t end = pool->count * (part + 1) / pool->parts;
-    pool->status[part] =
-        pool->kernel(pool->arena, pool->constants, pool->dims, scratch, start, end);
+/* Claims and runs parts of call `generation` with `scratch` until none is
+ * left to claim. */
+static void ptec_run_parts(struct ptec_pool *pool, uint64_t generation, uint8_t *scratch) {
+    uint64_t ticket = atomic_load_explicit(&pool->ticket, memory_order_acquire);
+    for (;;) {
+        if (PTEC_GENERATION(ticket) != generation || PTEC_NEXT(ticket) >= PTEC_PARTS(ticket))
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &ticket, ticket + 1,
+                                                   memory_order_acq_rel, memory_order_acquire))
+            continue;
+        int64_t part = (int64_t)PTEC_NEXT(ticket), parts = (int64_t)PTEC_PARTS(ticket);
+        int64_t start = pool->count * part / parts;
+        int64_t end = pool->count * (part + 1) / parts;
+        pool->status[part] =
+            pool->kernel(pool->arena, pool->constants, pool->dims, scratch, start, end);
+        if (atomic_fetch_sub_explicit(&pool->remaining, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        ticket = atomic_load_explicit(&pool->ticket, memory_order_acquire);
+    }
 }
 
 static void *ptec_worker_main(void *argument) {
@@ -79,38 +102,41 @@ static void *ptec_worker_main(void *argument) {
     uint8_t *scratch = pool->scratch + (uint64_t)(worker->index - 1) * pool->scratch_stride;
     uint64_t seen = 0;
     for (;;) {
-        uint64_t generation = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        uint64_t generation =
+            PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_acquire));
         for (int spin = 0; generation == seen && spin < PTEC_SPINS; spin++) {
             ptec_relax();
-            generation = atomic_load_explicit(&pool->generation, memory_order_acquire);
+            generation =
+                PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_acquire));
         }
         if (generation == seen) {
             pthread_mutex_lock(&pool->lock);
-            while ((generation = atomic_load_explicit(&pool->generation, memory_order_acquire)) ==
-                   seen)
+            while ((generation = PTEC_GENERATION(atomic_load_explicit(
+                        &pool->ticket, memory_order_acquire))) == seen)
                 pthread_cond_wait(&pool->wake, &pool->lock);
             pthread_mutex_unlock(&pool->lock);
         }
         seen = generation;
-        if (pool->stop)
+        if (atomic_load_explicit(&pool->stop, memory_order_acquire))
             return NULL;
-        if (worker->index < pool->parts)
-            ptec_run_part(pool, worker->index, scratch);
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&pool->lock);
-            pthread_cond_signal(&pool->done);
-            pthread_mutex_unlock(&pool->lock);
-        }
+        ptec_run_parts(pool, generation, scratch);
     }
+}
+
+/* Publishes a new generation of `parts` parts and wakes the workers. */
+static void ptec_publish(struct ptec_pool *pool, uint64_t parts) {
+    uint64_t generation =
+        PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_relaxed)) + 1;
+    pthread_mutex_lock(&pool->lock);
+    atomic_store_explicit(&pool->ticket, generation << 32 | parts << 16, memory_order_release);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
 }
 
 /* Stops and joins the first `started` workers and frees the pool. */
 static void ptec_pool_free(struct ptec_pool *pool, int32_t started) {
-    pthread_mutex_lock(&pool->lock);
-    pool->stop = 1;
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_acq_rel);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->lock);
+    atomic_store_explicit(&pool->stop, 1, memory_order_release);
+    ptec_publish(pool, 0);
     for (int32_t index = 1; index < started; index++)
         pthread_join(pool->workers[index].thread, NULL);
     pthread_cond_destroy(&pool->done);
@@ -124,9 +150,10 @@ static void ptec_pool_free(struct ptec_pool *pool, int32_t started) {
 
 /* A pool of `threads` threads (the caller and `threads - 1` workers), each
  * worker with `scratch_bytes` of scratch memory; NULL when `threads` is
- * below 2 or memory or threads run out. */
+ * below 2 or above 65535, or memory or threads run out. */
 PTEC_HIDDEN struct ptec_pool *ptec_pool_create(int32_t threads, uint64_t scratch_bytes) {
-    if (threads < 2)
+    /* A ticket counts parts, one per thread at most, in 16 bits. */
+    if (threads < 2 || threads > 0xffff)
         return NULL;
     struct ptec_pool *pool = calloc(1, sizeof *pool);
     if (!pool)
@@ -180,20 +207,18 @@ PTEC_HIDDEN int32_t ptec_parallel_for(struct ptec_pool *pool, ptec_kernel kernel
     pool->constants = constants;
     pool->dims = dims;
     pool->count = count;
-    pool->parts = (int32_t)parts;
-    atomic_store_explicit(&pool->pending, pool->threads - 1, memory_order_relaxed);
-    pthread_mutex_lock(&pool->lock);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_acq_rel);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->lock);
-    ptec_run_part(pool, 0, scratch);
+    atomic_store_explicit(&pool->remaining, (int32_t)parts, memory_order_relaxed);
+    ptec_publish(pool, (uint64_t)parts);
+    uint64_t generation =
+        PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_relaxed));
+    ptec_run_parts(pool, generation, scratch);
     for (int spin = 0;
-         atomic_load_explicit(&pool->pending, memory_order_acquire) != 0 && spin < PTEC_SPINS;
+         atomic_load_explicit(&pool->remaining, memory_order_acquire) != 0 && spin < PTEC_SPINS;
          spin++)
         ptec_relax();
-    if (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0) {
+    if (atomic_load_explicit(&pool->remaining, memory_order_acquire) != 0) {
         pthread_mutex_lock(&pool->lock);
-        while (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0)
+        while (atomic_load_explicit(&pool->remaining, memory_order_acquire) != 0)
             pthread_cond_wait(&pool->done, &pool->lock);
         pthread_mutex_unlock(&pool->lock);
     }
