@@ -14,6 +14,7 @@
  * call (the next kernel of the method usually follows at once) and then
  * sleep on a condition variable until the next one.
  */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign, with a strict -std */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
