@@ -35,6 +35,11 @@ pub struct CompileArgs {
     /// take, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT_MAX_CODE)]
     pub max_code: u64,
+    /// The threads a method's kernels are split across (run, test and
+    /// bench on the CPU; 1: one thread, no pool). Default: the number of
+    /// physical cores this process may use.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
 }
 
 impl CompileArgs {
@@ -48,6 +53,9 @@ impl CompileArgs {
             codegen: ptec_codegen::CodegenOptions {
                 microkernels: !self.no_microkernels,
             },
+            threads: self
+                .threads
+                .map_or_else(ptec_runtime::pool::physical_cores, |n| n as usize),
             limits: Limits {
                 max_memory: self.max_memory,
                 max_code: self.max_code,

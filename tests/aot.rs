@@ -192,15 +192,15 @@ fn compile_into(file: &Path, dir: &Path, output: &str, extra: &[&str]) {
 /// Copies the C program `source` (relative to the repository) into `dir`
 /// and builds it with `compiler`, warnings as errors, against `library`
 /// and libm.
-fn build_c(compiler: &str, source: &str, library: &str, dir: &Path, output: &str) {
+fn build_c(compiler: &str, source: &str, libraries: &[&str], dir: &Path, output: &str) {
     let name = Path::new(source).file_name().expect("a file name");
     std::fs::copy(repo_dir().join(source), dir.join(name)).expect("the C source is copied");
     let name = name.to_str().expect("a UTF-8 name");
     run_ok(
         Command::new(compiler)
-            .args([
-                "-Wall", "-Wextra", "-Werror", name, library, "-lm", "-o", output,
-            ])
+            .args(["-Wall", "-Wextra", "-Werror", "-pthread", name])
+            .args(libraries)
+            .args(["-lm", "-o", output])
             .current_dir(dir),
         &format!("building {source} with {compiler}"),
     );
@@ -210,7 +210,7 @@ fn build_c(compiler: &str, source: &str, library: &str, dir: &Path, output: &str
 /// against it with `cc` and nothing but the library and libm.
 fn build_example(file: &Path, dir: &Path) {
     compile_into(file, dir, "model.so", &[]);
-    build_c("cc", "examples/c/main.c", "model.so", dir, "run_model");
+    build_c("cc", "examples/c/main.c", &["model.so"], dir, "run_model");
 }
 
 #[test]
@@ -254,7 +254,7 @@ fn c_abi_reports_bad_calls() {
     build_c(
         "cc",
         "tests/c/abi_errors.c",
-        "model.so",
+        &["model.so"],
         dir.path(),
         "abi_errors",
     );
@@ -263,6 +263,29 @@ fn c_abi_reports_bad_calls() {
             .env("LD_LIBRARY_PATH", dir.path())
             .current_dir(dir.path()),
         "abi_errors",
+    );
+    assert!(printed.contains("all checks passed"), "{printed}");
+}
+
+/// `<prefix>_set_threads` from a C program: mobilenet_v2's outputs are the
+/// same bytes on 1, 2 and 3 threads, and bad calls get their status.
+#[test]
+fn c_programs_set_threads_and_get_the_same_bits() {
+    let dir = temp_dir("threads");
+    let file = corpus_file("mobilenet_v2.portable.bpte");
+    compile_into(&file, dir.path(), "model.so", &[]);
+    build_c(
+        "cc",
+        "tests/c/threads.c",
+        &["model.so"],
+        dir.path(),
+        "threads",
+    );
+    let printed = run_ok(
+        Command::new("./threads")
+            .env("LD_LIBRARY_PATH", dir.path())
+            .current_dir(dir.path()),
+        "threads",
     );
     assert!(printed.contains("all checks passed"), "{printed}");
 }
@@ -391,7 +414,8 @@ fn aarch64_objects_pass_under_qemu() {
         build_c(
             compiler,
             "examples/c/main.c",
-            "model.o",
+            // An object is linked with the thread pool's source beside it.
+            &["model.o", "model_pool.c"],
             dir.path(),
             "run_model",
         );

@@ -60,7 +60,34 @@ pub(crate) fn scratch_offset(graph: &Graph<'_>) -> u64 {
     graph.arena_size().next_multiple_of(64)
 }
 
-/// Builds one kernel function: `(arena, constants, dims) -> status`.
+/// Whether a kernel's work may be split across threads, and how.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Parallel {
+    /// The kernel writes shared memory outside any range it was given:
+    /// one thread runs it whole.
+    Off,
+    /// Everything the kernel writes outside [`Emitter::parallel_range`]'s
+    /// loops is its own scratch memory, so threads may each run a range.
+    Allowed,
+    /// The loops over `0..count` (each unit costing about `cost`
+    /// operations) take their part of the kernel's range.
+    Claimed { count: i64, cost: u64 },
+    /// Loops over different counts asked: one thread runs it whole.
+    Conflict,
+}
+
+/// How a kernel splits: its outermost parallel loop runs over `count`
+/// units of about `cost` operations each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Split {
+    pub count: i64,
+    pub cost: u64,
+}
+
+/// Builds one kernel function: `(arena, constants, dims, scratch, start,
+/// end) -> status`, computing the part `[start, end)` of its outermost
+/// parallel loop (the whole kernel when that range covers it), with its
+/// scratch memory at `scratch`.
 pub(crate) struct Emitter<'k, 'g, 'a> {
     pub b: FunctionBuilder<'k>,
     pub cx: &'k mut MethodContext<'g, 'a>,
@@ -70,6 +97,10 @@ pub(crate) struct Emitter<'k, 'g, 'a> {
     arena: Value,
     constants: Value,
     dims: Value,
+    scratch: Value,
+    /// The range of the kernel's parallel loop this call computes.
+    range: [Value; 2],
+    parallel: Parallel,
     /// C math functions this kernel calls, by symbol.
     imported: HashMap<&'static str, FuncRef>,
     /// The block each error code returns from.
@@ -124,17 +155,67 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
             arena: params[0],
             constants: params[1],
             dims: params[2],
+            scratch: params[3],
+            range: [params[4], params[5]],
+            parallel: Parallel::Off,
             imported: HashMap::new(),
             error_blocks: HashMap::new(),
         }
     }
 
-    /// Returns success and finishes the function.
-    pub(crate) fn finish(mut self) {
+    /// Returns success and finishes the function; says how the kernel
+    /// splits across threads, if it does.
+    pub(crate) fn finish(mut self) -> Option<Split> {
         let zero = self.b.ins().iconst(types::I32, 0);
         self.b.ins().return_(&[zero]);
         self.b.seal_all_blocks();
         self.b.finalize(self.module.target_config());
+        match self.parallel {
+            Parallel::Claimed { count, cost } => Some(Split { count, cost }),
+            _ => None,
+        }
+    }
+
+    /// Declares that this kernel writes nothing shared outside the loops
+    /// that take a [`Emitter::parallel_range`] (only its scratch memory,
+    /// which is each thread's own), so that threads may run it on parts
+    /// of its range.
+    pub(crate) fn allow_parallel(&mut self) {
+        if self.parallel == Parallel::Off {
+            self.parallel = Parallel::Allowed;
+        }
+    }
+
+    /// The part `[lo, hi)` of `0..count` this call computes, for a loop
+    /// whose units cost about `cost` operations each; `None` when the loop
+    /// must run whole (the kernel did not allow splitting, or another loop
+    /// of it split a different count). Each unit must compute the same
+    /// bits whichever thread runs it and whichever units run beside it.
+    pub(crate) fn parallel_range(&mut self, count: i64, cost: u64) -> Option<(Value, Value)> {
+        match self.parallel {
+            Parallel::Allowed => self.parallel = Parallel::Claimed { count, cost },
+            Parallel::Claimed {
+                count: claimed,
+                cost: before,
+            } if claimed == count => {
+                self.parallel = Parallel::Claimed {
+                    count,
+                    cost: before.saturating_add(cost),
+                }
+            }
+            Parallel::Claimed { .. } => {
+                self.parallel = Parallel::Conflict;
+                return None;
+            }
+            Parallel::Off | Parallel::Conflict => return None,
+        }
+        let limit = self.iconst(count);
+        let range = self.range;
+        let [lo, hi] = range.map(|bound| {
+            let below = self.b.ins().icmp(IntCC::SignedLessThan, bound, limit);
+            self.b.ins().select(below, bound, limit)
+        });
+        Some((lo, hi))
     }
 
     pub(crate) fn iconst(&mut self, value: i64) -> Value {
@@ -256,11 +337,12 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
     }
 
     /// The start of this kernel's scratch memory (at least `bytes` long,
-    /// 64-byte aligned). Scratch is free for any kernel to overwrite.
+    /// 64-byte aligned): the end of the arena on the calling thread, a
+    /// pool's memory on its workers. Scratch is free for any kernel to
+    /// overwrite.
     pub(crate) fn scratch(&mut self, bytes: u64) -> Value {
         self.cx.scratch_bytes = self.cx.scratch_bytes.max(bytes);
-        let offset = scratch_offset(self.graph());
-        self.b.ins().iadd_imm_s(self.arena, offset as i64)
+        self.scratch
     }
 
     pub(crate) fn add_size(&mut self, base: Value, size: Size) -> Value {

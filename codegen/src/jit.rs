@@ -61,7 +61,12 @@ pub fn compile_jit<'a>(
     options: &CodegenOptions,
 ) -> Result<JitMethod<'a>, CodegenError> {
     let isa = host_isa(CodeModel::Static)?;
-    let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    // The pool is compiled into the runtime, which this process links.
+    builder.symbol(
+        ptec_runtime::pool::PARALLEL_FOR_SYMBOL,
+        ptec_runtime::pool::PARALLEL_FOR as *const u8,
+    );
     let mut module = JITModule::new(builder);
     let compiled = compile_method(
         &mut module,
@@ -72,8 +77,8 @@ pub fn compile_jit<'a>(
     )?;
     module.finalize_definitions()?;
     let address = module.get_finalized_function(compiled.entry);
-    // SAFETY: the entry point was declared with the `(ptr, ptr, ptr) -> i32`
-    // signature of `EntryFn`, in the host's default calling convention.
+    // SAFETY: the entry point was declared with the `(ptr, ptr, ptr, ptr) ->
+    // i32` signature of `EntryFn`, in the host's default calling convention.
     let entry: EntryFn = unsafe { std::mem::transmute::<*const u8, EntryFn>(address) };
     Ok(JitMethod {
         code: JitCode {

@@ -35,7 +35,9 @@ impl Default for CodegenOptions {
         CodegenOptions { microkernels: true }
     }
 }
-pub use aot::{AotOptions, Linker, ObjectCode, c_header, compile_object, link_shared_object};
+pub use aot::{
+    AotOptions, Linker, ObjectCode, c_header, compile_object, link_shared_object, write_pool_source,
+};
 pub use jit::{JitCode, JitMethod, compile_jit};
 pub use listing::Listing;
 pub use method::element_type;

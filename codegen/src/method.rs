@@ -16,7 +16,7 @@ use ptec_ir::{DType, Dim, Graph, NodeId, Op, Ready, ValueId, ValueKind};
 use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
 
 use crate::CodegenOptions;
-use crate::emit::{Emitter, MethodContext, PTR, flags, scratch_offset};
+use crate::emit::{Emitter, MethodContext, PTR, Split, flags, scratch_offset};
 use crate::error::{Backend, CodegenError};
 use crate::kernels;
 use crate::listing::Listing;
@@ -31,12 +31,47 @@ pub(crate) struct CompiledMethod<'a> {
     pub constants: Vec<Cow<'a, [u8]>>,
 }
 
-/// `(arena, constants, dims) -> status`.
+/// A kernel: `(arena, constants, dims, scratch, start, end) -> status`,
+/// computing the part `[start, end)` of its parallel loop.
 fn kernel_signature(module: &dyn Module) -> Signature {
     let mut signature = module.make_signature();
-    signature.params.extend([AbiParam::new(PTR); 3]);
+    signature.params.extend([AbiParam::new(PTR); 4]);
+    signature.params.extend([AbiParam::new(types::I64); 2]);
     signature.returns.push(AbiParam::new(types::I32));
     signature
+}
+
+/// The entry point: `(arena, constants, dims, pool) -> status`.
+fn entry_signature(module: &dyn Module) -> Signature {
+    let mut signature = module.make_signature();
+    signature.params.extend([AbiParam::new(PTR); 4]);
+    signature.returns.push(AbiParam::new(types::I32));
+    signature
+}
+
+/// `ptec_parallel_for(pool, kernel, arena, constants, dims, scratch, count,
+/// chunks) -> status` of the pool (`ptec_runtime::pool`).
+fn parallel_for_signature(module: &dyn Module) -> Signature {
+    let mut signature = module.make_signature();
+    signature.params.extend([AbiParam::new(PTR); 6]);
+    signature.params.extend([AbiParam::new(types::I64); 2]);
+    signature.returns.push(AbiParam::new(types::I32));
+    signature
+}
+
+/// The least work (in operations, about multiply-adds and elements moved)
+/// worth a thread of its own: a kernel with less than twice this runs on
+/// the calling thread alone, without the pool. A call of the pool costs
+/// tens of microseconds when its workers sleep or the machine is busy, about
+/// what a million multiply-adds take (mobilenet_v2 keeps 38 of its 52
+/// convolutions on the pool with this).
+const MIN_PART_COST: u64 = 1_000_000;
+
+/// Into how many parts a kernel that splits as `split` is worth cutting:
+/// 1 means a plain call.
+fn chunks(split: Split) -> i64 {
+    let total = split.cost.saturating_mul(split.count as u64);
+    (total / MIN_PART_COST).min(split.count as u64) as i64
 }
 
 /// Compiles `graph` (which must have passed [`ptec_ir::verify`]) into
@@ -85,6 +120,7 @@ pub(crate) fn compile_method<'a>(
             continue;
         }
         let name = format!("{symbol}__{node_id}_{}", node.op().name());
+        let split;
         let id = module.declare_function(&name, Linkage::Local, &signature)?;
         context.func.signature = signature.clone();
         context.func.name = UserFuncName::user(0, id.as_u32());
@@ -96,18 +132,18 @@ pub(crate) fn compile_method<'a>(
                 op: node.op().name().to_string(),
                 source: Box::new(source),
             })?;
-            emitter.finish();
+            split = emitter.finish();
         }
         define_listed(module, id, &name, &mut context, listing.as_deref_mut())?;
         module.clear_context(&mut context);
-        kernel_of.insert(node_id, id);
+        kernel_of.insert(node_id, (id, split));
     }
     let entry = define_entry(
         module,
         graph,
         symbol,
-        &signature,
         &kernel_of,
+        scratch_offset(graph),
         &mut cx.errors,
         listing,
     )?;
@@ -167,19 +203,27 @@ fn define_microkernels(
 /// The entry point: computes the symbols known at the start, calls each
 /// kernel in order (computing the symbols each node's result settles after
 /// it), returns the first non-zero status, and turns labels and jumps into
-/// blocks and branches.
+/// blocks and branches. A kernel that splits into at least two parts worth
+/// a thread goes through the pool; any other is called directly on its
+/// whole range.
 fn define_entry(
     module: &mut dyn Module,
     graph: &Graph<'_>,
     symbol: &str,
-    signature: &Signature,
-    kernel_of: &HashMap<NodeId, FuncId>,
+    kernel_of: &HashMap<NodeId, (FuncId, Option<Split>)>,
+    scratch: u64,
     errors: &mut Vec<String>,
     listing: Option<&mut Listing>,
 ) -> Result<FuncId, CodegenError> {
-    let id = module.declare_function(symbol, Linkage::Local, signature)?;
+    let signature = entry_signature(module);
+    let id = module.declare_function(symbol, Linkage::Local, &signature)?;
+    let parallel_for = module.declare_function(
+        ptec_runtime::pool::PARALLEL_FOR_SYMBOL,
+        Linkage::Import,
+        &parallel_for_signature(module),
+    )?;
     let mut context = module.make_context();
-    context.func.signature = signature.clone();
+    context.func.signature = signature;
     context.func.name = UserFuncName::user(0, id.as_u32());
     let mut builder_context = FunctionBuilderContext::new();
     let target = module.target_config();
@@ -191,6 +235,13 @@ fn define_entry(
     let fail = b.create_block();
     b.append_block_param(fail, types::I32);
     let symbols = SymbolCode::new(graph, params[0], params[2], fail);
+    let (arena, constants, dims, pool) = (params[0], params[1], params[2], params[3]);
+    let scratch = b.ins().iadd_imm_s(arena, scratch as i64);
+    let whole = [
+        b.ins().iconst(types::I64, 0),
+        b.ins().iconst(types::I64, i64::MAX),
+    ];
+    let parallel_for = module.declare_func_in_func(parallel_for, b.func);
     symbols.emit(&mut b, Ready::Start, errors)?;
     let mut labels: HashMap<LabelId, Block> = HashMap::new();
     let mut label_block = |b: &mut FunctionBuilder<'_>, label| {
@@ -220,8 +271,23 @@ fn define_entry(
             }
             _ if graph.is_view_in_place(node_id) => {}
             _ => {
-                let func_ref = module.declare_func_in_func(kernel_of[&node_id], b.func);
-                let call = b.ins().call(func_ref, &params);
+                let (kernel, split) = kernel_of[&node_id];
+                let func_ref = module.declare_func_in_func(kernel, b.func);
+                let call = match split.filter(|&split| chunks(split) >= 2) {
+                    Some(split) => {
+                        let address = b.ins().func_addr(PTR, func_ref);
+                        let count = b.ins().iconst(types::I64, split.count);
+                        let parts = b.ins().iconst(types::I64, chunks(split));
+                        b.ins().call(
+                            parallel_for,
+                            &[pool, address, arena, constants, dims, scratch, count, parts],
+                        )
+                    }
+                    None => b.ins().call(
+                        func_ref,
+                        &[arena, constants, dims, scratch, whole[0], whole[1]],
+                    ),
+                };
                 let status = b.inst_results(call)[0];
                 let failed = b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
                 let next = b.create_block();
@@ -321,6 +387,7 @@ pub(crate) fn method_abi(
     Ok(MethodAbi {
         name: graph.name.clone(),
         arena_bytes: scratch_offset(graph) + scratch_bytes,
+        scratch_bytes,
         inputs: graph
             .inputs()
             .iter()

@@ -183,7 +183,16 @@ pub fn compile_file(
         return text(listing.unwrap_or_default());
     }
     if options.emit == Emit::Obj {
-        return write(&output, &object.bytes).map(|()| Emitted::Written(output));
+        // The object calls the thread pool, whose source goes beside it.
+        write(&output, &object.bytes)?;
+        ptec_codegen::write_pool_source(&output).map_err(|source| Error::Io {
+            what: format!(
+                "writing the thread pool's source beside {}",
+                output.display()
+            ),
+            source,
+        })?;
+        return Ok(Emitted::Written(output));
     }
     let linker = match options.linker {
         Some(command) => Linker {

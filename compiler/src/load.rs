@@ -79,6 +79,17 @@ pub enum Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// Splits the method's kernels across `threads` threads from now on
+    /// (1: the caller's alone). A Vulkan device runs its shaders its own
+    /// way: the count does not apply there.
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), RuntimeError> {
+        match self {
+            Runner::Jit(instance) => instance.set_threads(threads),
+            Runner::Aot { instance, .. } => instance.set_threads(threads),
+            Runner::Vulkan(_) => Ok(()),
+        }
+    }
+
     /// Runs the method once on `inputs`; state persists to the next run.
     pub fn run(&mut self, inputs: &[TensorRef<'_>]) -> Result<Vec<HostTensor>, RuntimeError> {
         match self {
@@ -114,9 +125,20 @@ pub fn load<'a>(
 }
 
 /// Generates code for a graph the pipeline planned and makes an instance of
-/// it on `backend`: [`load`] after the optimizer, and what a caller that
-/// builds graphs itself (the differential test, the fuzzer) runs them with.
+/// it on `backend`, running on `options.threads` threads: [`load`] after the
+/// optimizer, and what a caller that builds graphs itself (the differential
+/// test, the fuzzer) runs them with.
 pub fn instantiate<'a>(
+    graph: &Graph<'a>,
+    backend: Backend,
+    options: &Options,
+) -> Result<Runner<'a>, Error> {
+    let mut runner = instance(graph, backend, options)?;
+    runner.set_threads(options.threads)?;
+    Ok(runner)
+}
+
+fn instance<'a>(
     graph: &Graph<'a>,
     backend: Backend,
     options: &Options,

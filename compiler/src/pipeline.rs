@@ -13,13 +13,29 @@ use ptec_passes::{Pass, PassOptions, PassReport, run_pipeline};
 
 use crate::error::Error;
 
-/// How to compile: the optimizer's switches, the code generator's options
-/// and the limits on what a method may ask for. Built once, passed in.
-#[derive(Debug, Clone, Default)]
+/// How to compile and run: the optimizer's switches, the code generator's
+/// options, the limits on what a method may ask for and the threads a
+/// loaded method runs on. Built once, passed in.
+#[derive(Debug, Clone)]
 pub struct Options {
     pub passes: PassOptions,
     pub codegen: CodegenOptions,
     pub limits: Limits,
+    /// The threads a method loaded on the CPU (`jit`, `aot`) splits its
+    /// kernels across; 1 runs it on the caller's thread alone. Results are
+    /// the same bits whatever the count.
+    pub threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            passes: PassOptions::default(),
+            codegen: CodegenOptions::default(),
+            limits: Limits::default(),
+            threads: 1,
+        }
+    }
 }
 
 /// The most a compiled method may ask of the machine, checked before

@@ -62,9 +62,9 @@ fn runtime_kind(error: &RuntimeError, message: String) -> PyErr {
         | RuntimeError::InputType { .. }
         | RuntimeError::InputShape { .. }
         | RuntimeError::InputBytes { .. } => InputError::new_err(message),
-        RuntimeError::Execution { .. } | RuntimeError::Allocation { .. } => {
-            ExecutionError::new_err(message)
-        }
+        RuntimeError::Execution { .. }
+        | RuntimeError::Allocation { .. }
+        | RuntimeError::Threads { .. } => ExecutionError::new_err(message),
     }
 }
 

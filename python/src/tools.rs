@@ -48,6 +48,7 @@ pub(crate) fn options((disabled, stop_after, verify, microkernels): Switches) ->
         },
         codegen: CodegenOptions { microkernels },
         limits: Limits::default(),
+        threads: 1,
     }
 }
 

@@ -9,10 +9,15 @@ use std::fmt;
 /// `arena` is the method's planned memory (inputs, outputs, activations
 /// and state, at the offsets the [`MethodAbi`] gives), `constants` the
 /// addresses of its constant tensors, and `dims` the current size of each
-/// symbolic dimension. Returns 0 on success, or `k` > 0 for the error
-/// `MethodAbi::errors[k - 1]`.
-pub type EntryFn =
-    unsafe extern "C" fn(arena: *mut u8, constants: *const *const u8, dims: *mut i64) -> i32;
+/// symbolic dimension; `pool` is a [`crate::pool::Pool`] the kernels split
+/// their work on, or null to run on the calling thread alone. Returns 0 on
+/// success, or `k` > 0 for the error `MethodAbi::errors[k - 1]`.
+pub type EntryFn = unsafe extern "C" fn(
+    arena: *mut u8,
+    constants: *const *const u8,
+    dims: *mut i64,
+    pool: *mut std::ffi::c_void,
+) -> i32;
 
 /// Element types at the boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -113,6 +118,9 @@ pub struct StateSlot {
 pub struct MethodAbi {
     pub name: String,
     pub arena_bytes: u64,
+    /// The scratch memory at the end of the arena (included in
+    /// `arena_bytes`), which each further thread of a pool needs for itself.
+    pub scratch_bytes: u64,
     pub inputs: Vec<TensorSlot>,
     pub outputs: Vec<TensorSlot>,
     pub states: Vec<StateSlot>,

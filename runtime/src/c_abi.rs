@@ -50,10 +50,16 @@ pub enum Status {
     NullArgument = -1,
     NoSuchMethod = -2,
     BadSizes = -3,
+    BadThreads = -4,
 }
 
 impl Status {
-    pub const ALL: [Status; 3] = [Status::NullArgument, Status::NoSuchMethod, Status::BadSizes];
+    pub const ALL: [Status; 4] = [
+        Status::NullArgument,
+        Status::NoSuchMethod,
+        Status::BadSizes,
+        Status::BadThreads,
+    ];
 
     /// The name of the constant in the C header.
     pub fn constant(self) -> &'static str {
@@ -61,6 +67,7 @@ impl Status {
             Status::NullArgument => "NULL_ARGUMENT",
             Status::NoSuchMethod => "NO_SUCH_METHOD",
             Status::BadSizes => "BAD_SIZES",
+            Status::BadThreads => "BAD_THREADS",
         }
     }
 
@@ -71,6 +78,10 @@ impl Status {
             Status::BadSizes => {
                 "an input's sizes do not fit the method (a fixed size differs, a dynamic size is \
                  above its bound, or two inputs disagree on a shared dimension)"
+            }
+            Status::BadThreads => {
+                "the thread count is below 1, or its threads or their memory cannot be had (the \
+                 instance then runs on one thread)"
             }
         }
     }
@@ -87,6 +98,7 @@ pub mod symbol {
     pub const OUTPUT_COUNT: &str = "output_count";
     pub const INPUT_INFO: &str = "input_info";
     pub const OUTPUT_INFO: &str = "output_info";
+    pub const SET_THREADS: &str = "set_threads";
     pub const RUN: &str = "run";
     pub const STATUS_MESSAGE: &str = "status_message";
 }

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use crate::abi::{DimSpec, ElementType, EntryFn, MethodAbi};
 use crate::layout::{load_in_order, store_in_order};
+use crate::pool::Pool;
 
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -34,6 +35,8 @@ pub enum RuntimeError {
     Execution { method: String, message: String },
     #[error("the arena of {bytes} bytes cannot be allocated")]
     Allocation { bytes: u64 },
+    #[error("{threads} threads cannot be started (a method runs on 1 or more)")]
+    Threads { threads: usize },
 }
 
 /// A tensor given to or returned by a method: element type, sizes and
@@ -127,6 +130,9 @@ pub struct Instance<'c> {
     constant_table: Vec<*const u8>,
     arena: Arena,
     dims: Vec<i64>,
+    /// The threads kernels split their work on; none runs everything on
+    /// the caller's thread.
+    pool: Option<Pool>,
     /// Whatever owns the generated code (a JIT module, a loaded library).
     _code: Box<dyn Any + Send>,
 }
@@ -169,12 +175,31 @@ impl<'c> Instance<'c> {
             constant_table: constants.iter().map(|data| data.as_ptr()).collect(),
             _constants: constants,
             arena,
+            pool: None,
             _code: code,
         })
     }
 
     pub fn abi(&self) -> &MethodAbi {
         &self.abi
+    }
+
+    /// Runs the method's kernels on `threads` threads from now on (1: on
+    /// the caller's alone). Results are the same bits whatever the count.
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), RuntimeError> {
+        self.pool = None;
+        if threads == 1 {
+            return Ok(());
+        }
+        self.pool = Some(
+            Pool::new(threads, self.abi.scratch_bytes).ok_or(RuntimeError::Threads { threads })?,
+        );
+        Ok(())
+    }
+
+    /// How many threads the method runs on.
+    pub fn threads(&self) -> usize {
+        self.pool.as_ref().map_or(1, Pool::threads)
     }
 
     /// Runs the method on `inputs` and returns its outputs.
@@ -195,12 +220,18 @@ impl<'c> Instance<'c> {
         // SAFETY: `Instance::new`'s contract: the entry point was generated
         // for this ABI; the arena has `arena_bytes` bytes, the constant table
         // one address per constant and `dims` one size per symbol, each
-        // within its bound (checked in `bind`).
+        // within its bound (checked in `bind`); the pool, when there is one,
+        // gave each worker `scratch_bytes` of its own.
+        let pool = self
+            .pool
+            .as_ref()
+            .map_or(std::ptr::null_mut(), Pool::as_ptr);
         let status = unsafe {
             (self.entry)(
                 self.arena.ptr,
                 self.constant_table.as_ptr(),
                 self.dims.as_mut_ptr(),
+                pool,
             )
         };
         if status == 0 {

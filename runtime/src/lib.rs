@@ -8,13 +8,15 @@
 //!
 //! [`c_abi`] defines the C interface of compiled shared objects, and
 //! [`library`] runs such a shared object through that interface, as a C
-//! program would. [`vulkan`] runs SPIR-V compute programs on a Vulkan device.
+//! program would. [`pool`] is the thread pool kernels split their work
+//! on. [`vulkan`] runs SPIR-V compute programs on a Vulkan device.
 
 pub mod abi;
 pub mod c_abi;
 mod instance;
 mod layout;
 pub mod library;
+pub mod pool;
 pub mod vulkan;
 
 pub use abi::{DimSpec, ElementType, EntryFn, MethodAbi, StateSlot, TensorSlot};

@@ -40,6 +40,7 @@ type MethodCount = unsafe extern "C" fn() -> i32;
 type MethodName = unsafe extern "C" fn(i32) -> *const c_char;
 type TensorCount = unsafe extern "C" fn(i32) -> i32;
 type TensorInfo = unsafe extern "C" fn(i32, i32) -> *const CTensorInfo;
+type SetThreads = unsafe extern "C" fn(*mut c_void, i32) -> i32;
 type Run = unsafe extern "C" fn(*mut c_void, i32, *const CTensor, *mut CTensor) -> i32;
 type StatusMessage = unsafe extern "C" fn(i32) -> *const c_char;
 
@@ -47,6 +48,7 @@ type StatusMessage = unsafe extern "C" fn(i32) -> *const c_char;
 struct Api {
     create: Create,
     destroy: Destroy,
+    set_threads: SetThreads,
     run: Run,
     status_message: StatusMessage,
 }
@@ -124,6 +126,9 @@ impl Library {
             Api {
                 create: std::mem::transmute::<*const c_void, Create>(lookup(symbol::CREATE)?),
                 destroy: std::mem::transmute::<*const c_void, Destroy>(lookup(symbol::DESTROY)?),
+                set_threads: std::mem::transmute::<*const c_void, SetThreads>(lookup(
+                    symbol::SET_THREADS,
+                )?),
                 run: std::mem::transmute::<*const c_void, Run>(lookup(symbol::RUN)?),
                 status_message: std::mem::transmute::<*const c_void, StatusMessage>(lookup(
                     symbol::STATUS_MESSAGE,
@@ -249,6 +254,18 @@ impl LibraryInstance {
 
     pub fn library(&self) -> &Library {
         &self.library
+    }
+
+    /// Runs the instance's methods on `threads` threads from now on
+    /// (`<prefix>_set_threads`).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), RuntimeError> {
+        let count = i32::try_from(threads).map_err(|_| RuntimeError::Threads { threads })?;
+        // SAFETY: the instance is live and no run is in progress (`&mut`).
+        let status = unsafe { (self.library.api.set_threads)(self.handle.as_ptr(), count) };
+        match status {
+            0 => Ok(()),
+            _ => Err(RuntimeError::Threads { threads }),
+        }
     }
 
     /// Runs method `method` on `inputs` (row-major) and returns its outputs

@@ -2,7 +2,8 @@
 //! around the methods' entry points: Cranelift functions that create and
 //! destroy instances, describe methods, check and copy tensors and run a
 //! method, and the read-only tables they read. Nothing here is linked from
-//! Rust; the library needs libc alone (`calloc`, `free`, `memcpy`).
+//! Rust; the library needs libc alone (`calloc`, `free`, `memcpy`, and
+//! pthreads through the thread pool linked beside it).
 
 use std::mem::{offset_of, size_of};
 
@@ -72,11 +73,13 @@ impl Blob {
     }
 }
 
-/// The libc functions the generated code calls.
+/// The libc functions the generated code calls, and the thread pool's.
 struct Libc {
     calloc: FuncId,
     free: FuncId,
     memcpy: FuncId,
+    pool_create: FuncId,
+    pool_destroy: FuncId,
 }
 
 impl Libc {
@@ -88,6 +91,8 @@ impl Libc {
             calloc: import("calloc", &[PTR, PTR], &[PTR])?,
             free: import("free", &[PTR], &[])?,
             memcpy: import("memcpy", &[PTR, PTR, PTR], &[PTR])?,
+            pool_create: import("ptec_pool_create", &[types::I32, types::I64], &[PTR])?,
+            pool_destroy: import("ptec_pool_destroy", &[PTR], &[])?,
         })
     }
 }
@@ -132,6 +137,12 @@ pub(crate) fn define_c_api(
     let destroy = api.declare(symbol::DESTROY, &[PTR], &[])?;
     api.define_destroy(destroy, &layout)?;
     api.define_create(destroy, methods, &layout)?;
+    let scratch = methods
+        .iter()
+        .map(|method| method.abi.scratch_bytes)
+        .max()
+        .unwrap_or(0);
+    api.define_set_threads(&layout, scratch)?;
     api.define_method_count(methods.len())?;
     api.define_method_name(table, methods.len())?;
     for (name, field) in [
@@ -171,6 +182,8 @@ struct InstanceLayout {
     /// pointers come first, one per method, then the allocations holding
     /// the arenas, one per method).
     dims: Vec<i32>,
+    /// Byte offset of the thread pool's pointer (null: one thread).
+    pool: i32,
     bytes: i64,
 }
 
@@ -187,7 +200,8 @@ impl InstanceLayout {
             .collect();
         InstanceLayout {
             dims,
-            bytes: i64::from(offset.max(8)),
+            pool: offset,
+            bytes: i64::from(offset + 8),
         }
     }
 
@@ -485,6 +499,8 @@ impl Api<'_, '_> {
             let free = body.b.create_block();
             body.b.ins().brif(instance, free, &[], done, &[]);
             body.b.switch_to_block(free);
+            let pool = body.b.ins().load(PTR, own_memory(), instance, layout.pool);
+            body.call(body.libc.pool_destroy, &[pool]);
             for method in 0..methods {
                 let allocation =
                     body.b
@@ -571,6 +587,49 @@ impl Api<'_, '_> {
             body.b.switch_to_block(failed);
             body.call(destroy, &[instance]);
             body.return_null();
+        })
+    }
+
+    /// `<prefix>_set_threads(instance, threads)`: replaces the instance's
+    /// pool with one of `threads` threads (none for one), each worker with
+    /// `scratch` bytes of scratch memory, the most any method needs.
+    fn define_set_threads(
+        &mut self,
+        layout: &InstanceLayout,
+        scratch: u64,
+    ) -> Result<(), CodegenError> {
+        let id = self.declare(symbol::SET_THREADS, &[PTR, types::I32], &[types::I32])?;
+        self.define(id, |body, params| {
+            let (instance, threads) = (params[0], params[1]);
+            let null_argument = body.returning_i32(Status::NullArgument as i32);
+            let bad_threads = body.returning_i32(Status::BadThreads as i32);
+            body.check(instance, null_argument);
+            let positive = body
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, threads, 0);
+            body.check(positive, bad_threads);
+            let old = body.b.ins().load(PTR, own_memory(), instance, layout.pool);
+            body.call(body.libc.pool_destroy, &[old]);
+            let null = body.b.ins().iconst(PTR, 0);
+            body.b
+                .ins()
+                .store(own_memory(), null, instance, layout.pool);
+            let several = body
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, threads, 1);
+            let one = body.returning_i32(0);
+            body.check(several, one);
+            let bytes = body.b.ins().iconst(types::I64, scratch as i64);
+            let pool = body
+                .call(body.libc.pool_create, &[threads, bytes])
+                .expect("ptec_pool_create returns");
+            body.check(pool, bad_threads);
+            body.b
+                .ins()
+                .store(own_memory(), pool, instance, layout.pool);
+            body.return_i32(0);
         })
     }
 
@@ -755,8 +814,9 @@ impl Api<'_, '_> {
                 body.b.ins().store(own_memory(), size, dims, offset);
             }
             let constants = body.address(method.constant_table);
+            let pool = body.b.ins().load(PTR, own_memory(), instance, layout.pool);
             let status = body
-                .call(method.entry, &[arena, constants, dims])
+                .call(method.entry, &[arena, constants, dims, pool])
                 .expect("the entry point returns a status");
             let failed = body.b.create_block();
             body.b.append_block_param(failed, types::I32);

@@ -155,6 +155,11 @@ pub fn c_header(prefix: &str, source: &str, methods: &[MethodAbi]) -> String {
 ptec_instance *{prefix}_create(void);\n\n\
 /* Frees an instance and everything it owns; NULL is allowed. */\n\
 void {prefix}_destroy(ptec_instance *instance);\n\n\
+/* Runs the instance's methods on `threads` threads from now on (an instance\n   \
+starts with one; results are the same bits whatever the count). Returns\n   \
+PTEC_OK, or PTEC_BAD_THREADS when `threads` is below 1 (nothing changes) or\n   \
+its threads cannot be started (it then runs on one). Not during a run. */\n\
+int32_t {prefix}_set_threads(ptec_instance *instance, int32_t threads);\n\n\
 /* The number of methods, and the name of method `method` (NULL when out of\n   range). */\n\
 int32_t {prefix}_method_count(void);\n\
 const char *{prefix}_method_name(int32_t method);\n\n\

@@ -1,8 +1,10 @@
 //! Links a relocatable object into a shared object with the system's C
-//! compiler driver, which knows where the target's libc and start files are.
-//! The library needs libc and, when a kernel calls into it, libm.
+//! compiler driver, which knows where the target's libc and start files are,
+//! together with the thread pool's C source (`ptec_runtime::pool`), which it
+//! compiles for the target. The library needs libc (with pthreads) and, when
+//! a kernel calls into it, libm.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use target_lexicon::{Architecture, Triple};
@@ -34,7 +36,17 @@ impl Linker {
     }
 }
 
-/// Links `object` into the shared object `output`.
+/// Writes the thread pool's C source beside `object` (`NAME.o` gets
+/// `NAME_pool.c`), which an object needs linked with it, and returns its
+/// path.
+pub fn write_pool_source(object: &Path) -> std::io::Result<PathBuf> {
+    let stem = object.file_stem().unwrap_or_default().to_string_lossy();
+    let path = object.with_file_name(format!("{stem}_pool.c"));
+    std::fs::write(&path, ptec_runtime::pool::SOURCE)?;
+    Ok(path)
+}
+
+/// Links `object` with the thread pool into the shared object `output`.
 pub fn link_shared_object(
     linker: &Linker,
     object: &Path,
@@ -44,12 +56,18 @@ pub fn link_shared_object(
         linker: linker.command.clone(),
         message,
     };
+    let pool = write_pool_source(object)
+        .map_err(|error| failure(format!("writing the thread pool's source: {error}")))?;
     let result = Command::new(&linker.command)
         .arg("-shared")
         .arg("-o")
         .arg(output)
         .arg(object)
+        .arg(&pool)
         .args([
+            "-O2",
+            "-fPIC",
+            "-pthread",
             "-Wl,-z,noexecstack",
             "-Wl,-z,defs",
             "-Wl,--as-needed",

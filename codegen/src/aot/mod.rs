@@ -19,7 +19,7 @@ use ptec_runtime::MethodAbi;
 use target_lexicon::{BinaryFormat, Endianness, PointerWidth, Triple};
 
 pub use header::c_header;
-pub use link::{Linker, link_shared_object};
+pub use link::{Linker, link_shared_object, write_pool_source};
 
 use crate::CodegenOptions;
 use crate::error::CodegenError;

@@ -210,6 +210,8 @@ fn convolve(
         && groups == 1
         && !source.channels_last;
     if pointwise {
+        // The output is written through the GEMMs alone.
+        e.allow_parallel();
         let plane = height * width;
         return e
             .counted_loop(Size::Const(batch), &[input, output], |e, _, p| {
@@ -229,6 +231,9 @@ fn convolve(
             .map(|_| ());
     }
     if groups == 1 && !e.cx.microkernels.is_empty() {
+        // The output is written through the GEMMs alone (the padded image
+        // and its columns are in scratch).
+        e.allow_parallel();
         let geometry = Geometry {
             group_channels,
             padded: [

@@ -14,9 +14,14 @@
 //! - others: per group, im2col into scratch (one row per output pixel, one
 //!   column per tap and input channel, zeros where a window leaves the
 //!   image) times the group's block of the filter.
+//!
+//! Each writes its output only through the GEMMs' row blocks or the
+//! depthwise output rows, which threads share out (everything else goes to
+//! scratch memory, each thread's own).
 
 use std::ops::Range;
 
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value, types};
 
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
@@ -73,6 +78,7 @@ pub(super) fn convolution(
         && conv.groups == 1;
     let depthwise =
         conv.groups == channels && conv.group_channels() == 1 && conv.out_channels() == channels;
+    e.allow_parallel();
     if pointwise {
         pointwise_gemm(e, conv, pointers, bias, epilogue)
     } else if depthwise {
@@ -266,6 +272,10 @@ fn depthwise_direct(
     let kernel_w = conv.kernel()[1];
     let (row_spans, column_spans) = (Axis::of(conv, 0).spans(), Axis::of(conv, 1).spans());
     let packed = (!conv.input.channels_last).then(|| e.scratch((conv.input.strides[0] * 4) as u64));
+    // Threads share out the output rows.
+    let out_h = conv.output.sizes[2];
+    let row_cost = (out_w * channels * conv.kernel()[0] * kernel_w) as u64;
+    let range = e.parallel_range(out_h, row_cost);
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let source = match packed {
             Some(scratch) => {
@@ -281,15 +291,41 @@ fn depthwise_direct(
             None => image,
         };
         for rows in &row_spans {
+            // The span's rows in this call's range: how many, and how far
+            // past the span's first.
+            let (count, skipped) = match range {
+                Some((lo, hi)) => {
+                    let start = e.iconst(rows.start);
+                    let end = e.iconst(rows.start + rows.count);
+                    let after = e.b.ins().icmp(IntCC::SignedGreaterThan, lo, start);
+                    let from = e.b.ins().select(after, lo, start);
+                    let before = e.b.ins().icmp(IntCC::SignedLessThan, hi, end);
+                    let to = e.b.ins().select(before, hi, end);
+                    let count = e.b.ins().isub(to, from);
+                    (
+                        Size::Dyn(count),
+                        Some(e.b.ins().iadd_imm_s(from, -rows.start)),
+                    )
+                }
+                None => (Size::Const(rows.count), None),
+            };
             for columns in &column_spans {
                 // Where the window of the span's first pixel starts (maybe
                 // outside the image: only taps inside are read).
                 let origin = (rows.start * conv.stride[0] - conv.padding[0]) * width
                     + columns.start * conv.stride[1]
                     - conv.padding[1];
-                let window = e.b.ins().iadd_imm_s(source, origin * channels * 4);
+                let mut window = e.b.ins().iadd_imm_s(source, origin * channels * 4);
                 let first = (rows.start * out_w + columns.start) * channels * 4;
-                let first = e.b.ins().iadd_imm_s(out, first);
+                let mut first = e.b.ins().iadd_imm_s(out, first);
+                if let Some(skipped) = skipped {
+                    let input_rows =
+                        e.b.ins()
+                            .imul_imm_s(skipped, conv.stride[0] * width * channels * 4);
+                    window = e.b.ins().iadd(window, input_rows);
+                    let output_rows = e.b.ins().imul_imm_s(skipped, out_w * channels * 4);
+                    first = e.b.ins().iadd(first, output_rows);
+                }
                 let taps = DepthwiseTaps {
                     rows: rows.taps.clone(),
                     columns: columns.taps.clone(),
@@ -303,7 +339,7 @@ fn depthwise_direct(
                         tile_input()
                     },
                 };
-                e.counted_loop(Size::Const(rows.count), &[window, first], |e, _, row| {
+                e.counted_loop(count, &[window, first], |e, _, row| {
                     e.counted_loop(Size::Const(columns.count), row, |e, _, pixel| {
                         depthwise_pixel(e, &taps, [pixel[0], filter, pixel[1]], bias, epilogue)?;
                         Ok(vec![

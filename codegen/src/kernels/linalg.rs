@@ -8,6 +8,7 @@
 //! one vector, or single columns; the AVX microkernels take f32 tiles. The epilogue applies alpha, beta * bias
 //! (any bias broadcastable to the output) and an optional clamp.
 
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Type, Value, types};
 use ptec_ir::ops::linalg::{Addmm, ClampRange, MatMul};
 use ptec_ir::{DType, Scalar, ValueId};
@@ -73,6 +74,11 @@ impl Float {
 
 /// The bytes of a vector register, of either float type.
 const VECTOR_BYTES: i32 = 16;
+
+/// The rows a GEMM's work is split across threads by: a multiple of every
+/// tile height (the microkernels' 8, 6 and 4, Cranelift's 4 and 1), so
+/// that each row is computed by the tile it would be on one thread.
+const ROWS_PER_PART: i64 = 24;
 
 /// `C = alpha * (A @ B) + beta * bias`, then clamped, for float matrices.
 #[derive(Clone, Copy, Debug)]
@@ -163,6 +169,7 @@ impl Columns {
 }
 
 pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), CodegenError> {
+    let gemm = &rows_of_this_call(e, gemm);
     // Vector tiles need B, C (and a moving bias) contiguous along j.
     let unit = gemm.float.bytes();
     let contiguous = |stride: Size| stride == Size::Const(unit);
@@ -218,6 +225,42 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
         })?;
     }
     Ok(())
+}
+
+/// The rows of `gemm` this call of the kernel computes, when its kernel
+/// splits across threads: blocks of [`ROWS_PER_PART`] rows (the last one
+/// shorter), the split the kernel's range selects. Each row's products are
+/// summed as on one thread, so the result is the same bits.
+fn rows_of_this_call(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Gemm {
+    let (Size::Const(m), Size::Const(n), Size::Const(k)) = (gemm.m, gemm.n, gemm.k) else {
+        return *gemm;
+    };
+    let parts = (m + ROWS_PER_PART - 1) / ROWS_PER_PART;
+    if parts < 2 {
+        return *gemm;
+    }
+    let cost = (ROWS_PER_PART * n * k) as u64;
+    let Some((lo, hi)) = e.parallel_range(parts, cost) else {
+        return *gemm;
+    };
+    let first = e.b.ins().imul_imm_s(lo, ROWS_PER_PART);
+    let end = e.b.ins().imul_imm_s(hi, ROWS_PER_PART);
+    let total = e.iconst(m);
+    let beyond = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, end, m);
+    let end = e.b.ins().select(beyond, total, end);
+    let rows = e.b.ins().isub(end, first);
+    let mut part = *gemm;
+    part.m = Size::Dyn(rows);
+    let shift = |e: &mut Emitter<'_, '_, '_>, matrix: &mut Matrix| {
+        let offset = e.mul(Size::Dyn(first), matrix.row);
+        matrix.base = e.add_size(matrix.base, offset);
+    };
+    shift(e, &mut part.a);
+    shift(e, &mut part.c);
+    if let Some(bias) = part.bias.as_mut() {
+        shift(e, bias);
+    }
+    part
 }
 
 /// All the rows of one column panel starting at `b` / `c`: blocks of as
@@ -747,6 +790,8 @@ fn product(
         bases.push(e.address(value));
     }
     let beta = bias.map_or(1.0, |(_, beta)| beta.as_f64());
+    // The kernel writes its output through the GEMMs alone.
+    e.allow_parallel();
     over_axes(e, &sizes, &operand_strides, &batch, &bases, &mut |e, p| {
         let gemm = Gemm {
             float,
