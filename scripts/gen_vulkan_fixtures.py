@@ -120,6 +120,13 @@ fixture(
     twice(lambda: (randn(1, 3, 7, 6),)),
 )
 fixture(
+    "max_pool2d_padded",
+    ["aten.max_pool2d_with_indices.default"],
+    "max_pool2d(3, stride 2, padding 1) of float32 [1,4,9,8] (ResNet's stem): the graph's indices are int32",
+    fn(lambda x: F.max_pool2d(x, 3, stride=2, padding=1)),
+    twice(lambda: (randn(1, 4, 9, 8),)),
+)
+fixture(
     "split_with_sizes",
     ["aten.split_with_sizes_copy.default"],
     "split of float32 [2,7,3] into 2, 4 and 1 rows along dim 1, each scaled",

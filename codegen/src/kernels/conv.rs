@@ -861,11 +861,14 @@ fn pooling(
     let [batch, channels, height, width] = nchw(e, input_value, "pooling input")?;
     let [_, _, out_h, out_w] = nchw(e, outputs[0], "pooling output")?;
     let indices = outputs.get(1).copied();
-    if let Some(indices) = indices
-        && e.graph().value(indices).ty.dtype != DType::I64
-    {
-        return Err(e.unsupported("max pooling indices other than int64"));
-    }
+    // Indices are flat positions in a plane, int64 as ATen writes them or int32
+    // as a Vulkan graph declares them (when every position fits).
+    let index_type = match indices.map(|indices| e.graph().value(indices).ty.dtype) {
+        None | Some(DType::I64) => types::I64,
+        Some(DType::I32) if height * width <= i64::from(i32::MAX) => types::I32,
+        Some(_) => return Err(e.unsupported("max pooling indices other than int64 or int32")),
+    };
+    let index_bytes = i64::from(index_type.bytes());
     let planes = batch * channels;
     let input = e.address(input_value);
     let output = e.address(outputs[0]);
@@ -893,14 +896,19 @@ fn pooling(
                 e.b.ins().store(flags(), value, column[0], 0);
                 let mut next = vec![e.b.ins().iadd_imm_s(column[0], 4)];
                 if let Some(&index_address) = column.get(1) {
+                    let index = if index_type == types::I64 {
+                        index
+                    } else {
+                        e.b.ins().ireduce(index_type, index)
+                    };
                     e.b.ins().store(flags(), index, index_address, 0);
-                    next.push(e.b.ins().iadd_imm_s(index_address, 8));
+                    next.push(e.b.ins().iadd_imm_s(index_address, index_bytes));
                 }
                 Ok(next)
             })?;
             let mut next = vec![e.b.ins().iadd_imm_s(row[0], out_w * 4)];
             if let Some(&index_row) = row.get(1) {
-                next.push(e.b.ins().iadd_imm_s(index_row, out_w * 8));
+                next.push(e.b.ins().iadd_imm_s(index_row, out_w * index_bytes));
             }
             Ok(next)
         })?;
@@ -909,7 +917,10 @@ fn pooling(
             e.b.ins().iadd_imm_s(plane[1], out_h * out_w * 4),
         ];
         if let Some(&index_plane) = plane.get(2) {
-            next.push(e.b.ins().iadd_imm_s(index_plane, out_h * out_w * 8));
+            next.push(
+                e.b.ins()
+                    .iadd_imm_s(index_plane, out_h * out_w * index_bytes),
+            );
         }
         Ok(next)
     })?;
