@@ -4,6 +4,10 @@
 //! which quantized programs (rounding onto an integer grid after a chain of
 //! scale multiplications) depend on. naga has no way to say so in WGSL;
 //! kernels that want a fused multiply-add call WGSL's `fma` instead.
+//! It also declares that 32-bit floats keep NaN, infinities and signed
+//! zeros (`SignedZeroInfNanPreserve`, SPV_KHR_float_controls): without it a
+//! driver may assume there are none, and NVIDIA's did (a NaN through relu,
+//! clamp or a NaN-keeping max came out a number, a reciprocal of zero NaN).
 
 /// Instruction opcodes (SPIR-V specification, section 3.49).
 mod opcode {
@@ -21,6 +25,73 @@ mod opcode {
     pub fn is_annotation(op: u32) -> bool {
         matches!(op, 71..=75 | 332 | 5632 | 5633)
     }
+    pub const CAPABILITY: u32 = 17;
+    pub const EXTENSION: u32 = 10;
+    pub const ENTRY_POINT: u32 = 15;
+    pub const EXECUTION_MODE: u32 = 16;
+    pub const CAPABILITY_SIGNED_ZERO_INF_NAN_PRESERVE: u32 = 4466;
+    pub const MODE_SIGNED_ZERO_INF_NAN_PRESERVE: u32 = 4461;
+}
+
+/// A string operand: UTF-8, NUL-terminated, padded to whole words.
+fn string_words(text: &str) -> Vec<u32> {
+    let mut bytes = text.as_bytes().to_vec();
+    bytes.push(0);
+    bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+    bytes
+        .chunks_exact(4)
+        .map(|word| u32::from_le_bytes([word[0], word[1], word[2], word[3]]))
+        .collect()
+}
+
+/// Declares NaN, infinity and signed-zero preservation for 32-bit floats on
+/// every entry point: the capability after naga's, the extension after
+/// them, the execution mode after the entry points. A module without
+/// capabilities or entry points is returned unchanged.
+pub(super) fn preserve_special_floats(words: Vec<u32>) -> Vec<u32> {
+    let mut after_capabilities = None;
+    let mut after_entry_points = None;
+    let mut entry_points = Vec::new();
+    let mut at = HEADER_WORDS;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        let op = words[at] & 0xffff;
+        if count == 0 || at + count > words.len() {
+            return words;
+        }
+        match op {
+            opcode::CAPABILITY => after_capabilities = Some(at + count),
+            opcode::ENTRY_POINT if count >= 3 => {
+                entry_points.push(words[at + 2]);
+                after_entry_points = Some(at + count);
+            }
+            _ => {}
+        }
+        at += count;
+    }
+    let (Some(capabilities), Some(modes)) = (after_capabilities, after_entry_points) else {
+        return words;
+    };
+    let name = string_words("SPV_KHR_float_controls");
+    let mut out = Vec::with_capacity(words.len() + 8 + name.len() + 4 * entry_points.len());
+    out.extend_from_slice(&words[..capabilities]);
+    out.extend_from_slice(&[
+        (2 << 16) | opcode::CAPABILITY,
+        opcode::CAPABILITY_SIGNED_ZERO_INF_NAN_PRESERVE,
+    ]);
+    out.push(((1 + name.len() as u32) << 16) | opcode::EXTENSION);
+    out.extend_from_slice(&name);
+    out.extend_from_slice(&words[capabilities..modes]);
+    for entry in entry_points {
+        out.extend_from_slice(&[
+            (4 << 16) | opcode::EXECUTION_MODE,
+            entry,
+            opcode::MODE_SIGNED_ZERO_INF_NAN_PRESERVE,
+            32,
+        ]);
+    }
+    out.extend_from_slice(&words[modes..]);
+    out
 }
 
 const HEADER_WORDS: usize = 5;

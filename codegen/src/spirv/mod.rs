@@ -344,5 +344,6 @@ fn to_spirv(source: &str) -> Result<Vec<u32>, CodegenError> {
     };
     spv::write_vec(&module, &info, &options, Some(&pipeline))
         .map(exact::mark_exact)
+        .map(exact::preserve_special_floats)
         .map_err(|error| rejected("SPIR-V generation", error.to_string()))
 }

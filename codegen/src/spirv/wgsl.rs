@@ -61,7 +61,9 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
         "expm1_f32",
         "fn expm1_f32(x: f32) -> f32 {
     let u = exp(x);
+    // 1 and infinity: x itself near zero, and no inf / inf.
     if (u == 1.0) { return x; }
+    if (u > 3.40282347e38) { return u; }
     let m = u - 1.0;
     if (m == -1.0) { return -1.0; }
     return m * x / log(u);
@@ -73,6 +75,7 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
         "fn log1p_f32(x: f32) -> f32 {
     let u = 1.0 + x;
     if (u == 1.0) { return x; }
+    if (u > 3.40282347e38) { return log(u); }
     return log(u) * x / (u - 1.0);
 }
 ",
