@@ -242,27 +242,39 @@ def test_registries() -> None:
     assert "aten::add.out" in runtime.operator_registry.operator_names
 
 
-def _max_gap_while(work) -> tuple:
+def _max_gap_while(work, limit: float = 300.0) -> tuple:
     """Runs `work` on a thread while this thread counts; returns how long
-    `work` took and the longest this thread went without running."""
+    `work` took and the longest this thread went without running. An
+    exception in `work` is raised here, and `work` running past `limit`
+    seconds fails the test, so that neither leaves this thread counting
+    forever."""
     done = threading.Event()
     elapsed = []
+    failures = []
 
     def run():
         start = time.perf_counter()
-        work()
-        elapsed.append(time.perf_counter() - start)
-        done.set()
+        try:
+            work()
+        except BaseException as failure:  # raised again on the caller's thread
+            failures.append(failure)
+        finally:
+            elapsed.append(time.perf_counter() - start)
+            done.set()
 
-    worker = threading.Thread(target=run)
-    last = time.perf_counter()
+    worker = threading.Thread(target=run, daemon=True)
+    began = last = time.perf_counter()
     longest = 0.0
     worker.start()
     while not done.is_set():
         now = time.perf_counter()
         longest = max(longest, now - last)
         last = now
+        if now - began > limit:
+            pytest.fail(f"the work on the other thread ran past {limit} s")
     worker.join()
+    if failures:
+        raise failures[0]
     return elapsed[0], longest
 
 
