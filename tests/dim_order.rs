@@ -165,7 +165,8 @@ fn relayout(graph: &mut Graph<'_>, input_last: bool, output_last: bool) -> bool 
 }
 
 fn run(graph: &Graph<'_>, input: &HostTensor) -> Vec<HostTensor> {
-    let jit = compile_jit(graph, &CodegenOptions::default()).expect("the method compiles");
+    let jit =
+        compile_jit(graph, &CodegenOptions::default(), u64::MAX).expect("the method compiles");
     // SAFETY: the code, constants and ABI come from one compilation.
     let mut instance =
         unsafe { Instance::new(jit.abi, jit.entry, jit.constants, Box::new(jit.code)) }

@@ -968,8 +968,9 @@ fn a_negative_topk_k_names_its_argument() {
     );
 }
 
-/// Generated code above `--max-code` is refused, as a shared object and as
-/// SPIR-V, naming the option that raises the limit.
+/// Generated code above `--max-code` is refused, as a shared object, as
+/// SPIR-V and on the JIT (as each function is compiled, before the JIT maps
+/// memory for it), naming the option that raises the limit.
 #[test]
 fn code_above_the_code_limit_is_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -991,6 +992,8 @@ fn code_above_the_code_limit_is_refused() {
             file,
         ],
         vec!["test", "--backend", "aot", "--max-code", "64", file],
+        vec!["test", "--max-code", "64", file],
+        vec!["run", "--max-code", "64", file],
     ];
     for args in runs {
         let output = ptec_within(TIMEOUT, &args);

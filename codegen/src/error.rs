@@ -78,6 +78,16 @@ pub enum CodegenError {
         message: String,
         shader: String,
     },
+    /// The machine code would take more than the limit: the function that
+    /// went over it, the bytes with it, and the limit.
+    #[error(
+        "the machine code would take {needed} bytes with function {function}, above the limit of {limit}"
+    )]
+    CodeLimit {
+        function: String,
+        needed: u64,
+        limit: u64,
+    },
     #[error("Cranelift: {0}")]
     Module(Box<cranelift_module::ModuleError>),
     #[error("Cranelift cannot target this machine: {0}")]

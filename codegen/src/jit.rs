@@ -7,6 +7,7 @@ use ptec_ir::Graph;
 use ptec_runtime::{EntryFn, MethodAbi};
 
 use crate::CodegenOptions;
+use crate::define::Definer;
 use crate::error::CodegenError;
 use crate::method::compile_method;
 use crate::target::{CodeModel, host_isa};
@@ -55,10 +56,13 @@ impl std::fmt::Debug for JitMethod<'_> {
 }
 
 /// Compiles `graph` for this machine (with every instruction-set extension
-/// the CPU reports) and makes it executable.
+/// the CPU reports) and makes it executable; machine code of more than
+/// `max_code` bytes is refused ([`CodegenError::CodeLimit`]) before any
+/// memory is mapped for it.
 pub fn compile_jit<'a>(
     graph: &Graph<'a>,
     options: &CodegenOptions,
+    max_code: u64,
 ) -> Result<JitMethod<'a>, CodegenError> {
     let isa = host_isa(CodeModel::Static)?;
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
@@ -73,7 +77,7 @@ pub fn compile_jit<'a>(
         graph,
         &format!("ptec_{}", graph.name),
         options,
-        None,
+        &mut Definer::new(max_code, None),
     )?;
     module.finalize_definitions()?;
     let address = module.get_finalized_function(compiled.entry);

@@ -16,10 +16,10 @@ use ptec_ir::{DType, Dim, Graph, NodeId, Op, Ready, ValueId, ValueKind};
 use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
 
 use crate::CodegenOptions;
+use crate::define::Definer;
 use crate::emit::{Emitter, MethodContext, PTR, Split, flags, scratch_offset};
 use crate::error::{Backend, CodegenError};
 use crate::kernels;
-use crate::listing::Listing;
 use crate::microkernel;
 use crate::symbols::SymbolCode;
 
@@ -81,7 +81,7 @@ pub(crate) fn compile_method<'a>(
     graph: &Graph<'a>,
     symbol: &str,
     options: &CodegenOptions,
-    mut listing: Option<&mut Listing>,
+    definer: &mut Definer<'_>,
 ) -> Result<CompiledMethod<'a>, CodegenError> {
     ptec_ir::verify(graph)?;
     let mut constants = Vec::new();
@@ -105,7 +105,7 @@ pub(crate) fn compile_method<'a>(
         errors: Vec::new(),
         scratch_bytes: 0,
         microkernels: match options.microkernels {
-            true => define_microkernels(module, symbol, listing.as_deref_mut())?,
+            true => define_microkernels(module, symbol, definer)?,
             false => Vec::new(),
         },
         math: HashMap::new(),
@@ -134,7 +134,7 @@ pub(crate) fn compile_method<'a>(
             })?;
             split = emitter.finish();
         }
-        define_listed(module, id, &name, &mut context, listing.as_deref_mut())?;
+        definer.function(module, id, &name, &mut context)?;
         module.clear_context(&mut context);
         kernel_of.insert(node_id, (id, split));
     }
@@ -145,7 +145,7 @@ pub(crate) fn compile_method<'a>(
         &kernel_of,
         scratch_offset(graph),
         &mut cx.errors,
-        listing,
+        definer,
     )?;
     Ok(CompiledMethod {
         entry,
@@ -159,7 +159,7 @@ pub(crate) fn compile_method<'a>(
 fn define_microkernels(
     module: &mut dyn Module,
     symbol: &str,
-    mut listing: Option<&mut Listing>,
+    definer: &mut Definer<'_>,
 ) -> Result<Vec<(microkernel::Tile, FuncId)>, CodegenError> {
     let isa = module.isa();
     let enabled = |name: &str| {
@@ -191,10 +191,7 @@ fn define_microkernels(
         let code = microkernel::gemm_tile(tile).map_err(|error| {
             CodegenError::Isa(format!("assembling the {tile:?} GEMM microkernel: {error}"))
         })?;
-        module.define_function_bytes(id, 16, &code, &[])?;
-        if let Some(listing) = listing.as_deref_mut() {
-            listing.push_bytes(&name, code);
-        }
+        definer.bytes(module, id, &name, 16, code)?;
         kernels.push((tile, id));
     }
     Ok(kernels)
@@ -213,7 +210,7 @@ fn define_entry(
     kernel_of: &HashMap<NodeId, (FuncId, Option<Split>)>,
     scratch: u64,
     errors: &mut Vec<String>,
-    listing: Option<&mut Listing>,
+    definer: &mut Definer<'_>,
 ) -> Result<FuncId, CodegenError> {
     let signature = entry_signature(module);
     let id = module.declare_function(symbol, Linkage::Local, &signature)?;
@@ -304,25 +301,8 @@ fn define_entry(
     b.ins().return_(&[status]);
     b.seal_all_blocks();
     b.finalize(target);
-    define_listed(module, id, symbol, &mut context, listing)?;
+    definer.function(module, id, symbol, &mut context)?;
     Ok(id)
-}
-
-/// Defines function `id` from `context`, and adds its code to `listing`
-/// when there is one.
-fn define_listed(
-    module: &mut dyn Module,
-    id: FuncId,
-    name: &str,
-    context: &mut cranelift_codegen::Context,
-    listing: Option<&mut Listing>,
-) -> Result<(), CodegenError> {
-    context.set_disasm(listing.is_some());
-    module.define_function(id, context)?;
-    if let Some(listing) = listing {
-        listing.push_compiled(module, name, context);
-    }
-    Ok(())
 }
 
 /// The runtime's name for an element type: the one mapping between them,

@@ -440,7 +440,7 @@ fn every_function_of_every_element_type_compiles_or_is_refused_on_the_cpu() {
     for dtype in DType::ALL {
         for text in every_function(dtype) {
             let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
-            if let Err(error) = compile_jit(&graph, &CodegenOptions::default()) {
+            if let Err(error) = compile_jit(&graph, &CodegenOptions::default(), u64::MAX) {
                 assert!(is_refusal(&error, Backend::Cpu), "{error:?}\n{text}");
             }
         }

@@ -300,7 +300,7 @@ fn graph_of(kind: OpKind) -> &'static str {
 /// Compiles `graph` with `backend`.
 fn compile(backend: Backend, graph: &Graph<'_>) -> Result<(), CodegenError> {
     match backend {
-        Backend::Cpu => compile_jit(graph, &CodegenOptions::default()).map(drop),
+        Backend::Cpu => compile_jit(graph, &CodegenOptions::default(), u64::MAX).map(drop),
         Backend::Vulkan => compile_vulkan(graph).map(drop),
     }
 }

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use ptec_codegen::{
-    AotOptions, CodegenOptions, JitMethod, Linker, ObjectCode, VulkanMethod, compile_jit,
-    compile_object, compile_vulkan, link_shared_object,
+    AotOptions, CodegenError, CodegenOptions, JitMethod, Linker, ObjectCode, VulkanMethod,
+    compile_jit, compile_object, compile_vulkan, link_shared_object,
 };
 use ptec_frontend::Method;
 use ptec_ir::Graph;
@@ -70,13 +70,34 @@ impl Limits {
 
     /// Checks the size of the code generated for `methods`.
     pub fn check_code(&self, methods: &str, bytes: usize) -> Result<(), Error> {
-        check_limit(
-            methods,
-            "compiled code",
-            bytes as u64,
-            self.max_code,
-            "--max-code",
-        )
+        match bytes as u64 > self.max_code {
+            true => Err(code_limit(methods, bytes as u64, self.max_code)),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The error for code of `needed` bytes for `methods`, above `limit`.
+fn code_limit(methods: &str, needed: u64, limit: u64) -> Error {
+    Error::Limit {
+        method: methods.to_string(),
+        what: "compiled code",
+        needed,
+        limit,
+        option: "--max-code",
+    }
+}
+
+/// A code generator's error for `methods` on `target`; machine code over
+/// the limit is the limit's error, which names the option that raises it.
+fn codegen_error(methods: String, target: &'static str, source: CodegenError) -> Error {
+    match source {
+        CodegenError::CodeLimit { needed, limit, .. } => code_limit(&methods, needed, limit),
+        source => Error::Codegen {
+            method: methods,
+            target,
+            source,
+        },
     }
 }
 
@@ -208,20 +229,14 @@ pub fn compile<'a>(
 
 /// An optimized graph compiled for this machine, in-process.
 pub fn jit<'a>(graph: &Graph<'a>, options: &Options) -> Result<JitMethod<'a>, Error> {
-    compile_jit(graph, &options.codegen).map_err(|source| Error::Codegen {
-        method: graph.name.clone(),
-        target: "the CPU",
-        source,
-    })
+    compile_jit(graph, &options.codegen, options.limits.max_code)
+        .map_err(|source| codegen_error(graph.name.clone(), "the CPU", source))
 }
 
 /// Optimized graphs compiled into one relocatable object.
 pub fn object(graphs: &[Graph<'_>], aot: &AotOptions) -> Result<ObjectCode, Error> {
-    compile_object(graphs, aot).map_err(|source| Error::Codegen {
-        method: method_names(graphs),
-        target: "an object file",
-        source,
-    })
+    compile_object(graphs, aot)
+        .map_err(|source| codegen_error(method_names(graphs), "an object file", source))
 }
 
 /// The names of the graphs' methods, for messages.
@@ -283,6 +298,7 @@ impl Options {
             target,
             prefix: prefix.to_string(),
             codegen: self.codegen,
+            max_code: self.limits.max_code,
             listing,
         }
     }

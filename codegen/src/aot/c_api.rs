@@ -17,9 +17,9 @@ use ptec_runtime::c_abi::{CTensor, CTensorInfo, Status, symbol};
 use ptec_runtime::{DimSpec, MethodAbi, TensorSlot};
 
 use super::define_readonly;
+use crate::define::Definer;
 use crate::emit::PTR;
 use crate::error::CodegenError;
-use crate::listing::Listing;
 
 /// A method whose entry point and constant table are defined in the module.
 pub(crate) struct MethodCode<'m> {
@@ -121,13 +121,13 @@ pub(crate) fn define_c_api(
     module: &mut dyn Module,
     prefix: &str,
     methods: &[MethodCode<'_>],
-    listing: Option<&mut Listing>,
+    definer: &mut Definer<'_>,
 ) -> Result<(), CodegenError> {
     let libc = Libc::import(module)?;
     let mut api = Api {
         module,
         prefix,
-        listing,
+        definer,
         libc,
         context: FunctionBuilderContext::new(),
     };
@@ -216,10 +216,10 @@ impl InstanceLayout {
     }
 }
 
-struct Api<'m, 'p> {
+struct Api<'m, 'p, 'l> {
     module: &'m mut dyn Module,
     prefix: &'p str,
-    listing: Option<&'m mut Listing>,
+    definer: &'m mut Definer<'l>,
     libc: Libc,
     context: FunctionBuilderContext,
 }
@@ -300,7 +300,7 @@ impl Body<'_, '_> {
     }
 }
 
-impl Api<'_, '_> {
+impl Api<'_, '_, '_> {
     /// Declares exported function `<prefix>_<name>`.
     fn declare(
         &mut self,
@@ -365,17 +365,14 @@ impl Api<'_, '_> {
             body_state.b.seal_all_blocks();
             body_state.b.finalize(target);
         }
-        context.set_disasm(self.listing.is_some());
-        self.module.define_function(id, &mut context)?;
-        if let Some(listing) = self.listing.as_deref_mut() {
-            let name = self
-                .module
-                .declarations()
-                .get_function_decl(id)
-                .linkage_name(id)
-                .into_owned();
-            listing.push_compiled(&*self.module, &name, &context);
-        }
+        let name = self
+            .module
+            .declarations()
+            .get_function_decl(id)
+            .linkage_name(id)
+            .into_owned();
+        self.definer
+            .function(&mut *self.module, id, &name, &mut context)?;
         Ok(())
     }
 

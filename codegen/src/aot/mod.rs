@@ -22,6 +22,7 @@ pub use header::c_header;
 pub use link::{Linker, link_shared_object, write_pool_source};
 
 use crate::CodegenOptions;
+use crate::define::Definer;
 use crate::error::CodegenError;
 use crate::listing::Listing;
 use crate::method::compile_method;
@@ -37,6 +38,9 @@ pub struct AotOptions {
     /// identifier.
     pub prefix: String,
     pub codegen: CodegenOptions,
+    /// The most bytes of machine code the object's functions may take
+    /// together; more is [`CodegenError::CodeLimit`].
+    pub max_code: u64,
     /// Keep a listing of the generated machine code.
     pub listing: bool,
 }
@@ -99,15 +103,10 @@ pub fn compile_object(
     let mut listing = options.listing.then(|| Listing::new(triple.clone()));
     let mut constants = ConstantData::default();
     let mut compiled = Vec::with_capacity(methods.len());
+    let mut definer = Definer::new(options.max_code, listing.as_mut());
     for (index, graph) in methods.iter().enumerate() {
         let symbol = format!("{}_{index}_{}", options.prefix, symbol_part(&graph.name));
-        let method = compile_method(
-            &mut module,
-            graph,
-            &symbol,
-            &options.codegen,
-            listing.as_mut(),
-        )?;
+        let method = compile_method(&mut module, graph, &symbol, &options.codegen, &mut definer)?;
         let table = constants.table(&mut module, &symbol, &options.prefix, &method.constants)?;
         compiled.push((method.entry, method.abi, table));
     }
@@ -119,7 +118,8 @@ pub fn compile_object(
             constant_table: *table,
         })
         .collect();
-    c_api::define_c_api(&mut module, &options.prefix, &code, listing.as_mut())?;
+    c_api::define_c_api(&mut module, &options.prefix, &code, &mut definer)?;
+    drop(definer);
     let mut product = module.finish();
     if triple.binary_format == BinaryFormat::Elf {
         // Says the code needs no executable stack; without it, linkers

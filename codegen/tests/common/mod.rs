@@ -8,7 +8,8 @@ use ptec_runtime::{DimSpec, HostTensor, Instance, RuntimeError, TensorRef};
 /// Compiles `graph` (of fixed shapes) with the JIT and runs it on `inputs`,
 /// the bytes of each input, whose element types and sizes the graph gives.
 pub fn run_jit(graph: &Graph<'_>, inputs: &[&[u8]]) -> Result<Vec<HostTensor>, RuntimeError> {
-    let method = compile_jit(graph, &CodegenOptions::default()).expect("the graph compiles");
+    let method =
+        compile_jit(graph, &CodegenOptions::default(), u64::MAX).expect("the graph compiles");
     let slots: Vec<_> = method
         .abi
         .inputs
