@@ -74,10 +74,7 @@ def compile(
     prefix: str = "ptec",
     linker: Optional[str] = None,
     data: Sequence[PathLike] = (),
-    disable_passes: Sequence[str] = (),
-    stop_after: Optional[str] = None,
-    verify: bool = False,
-    microkernels: bool = True,
+    **switches: Any,
 ) -> Optional[str]:
     """Compiles the program at ``path`` ahead of time, as ``ptec compile``:
     ``emit`` is ``"so"`` (a shared object with a C ABI, needing only libc
@@ -88,8 +85,9 @@ def compile(
     for ``"asm"`` and ``"ir"`` without an output, the text is returned.
     Returns ``None`` when a file was written. ``data`` are the program's
     ``.ptd`` data files (weights it keeps outside), whose contents are
-    embedded in the library. The pass switches are those of
-    ``ptec.runtime``'s ``load_program``."""
+    embedded in the library. ``switches`` are those of ``ptec.runtime``'s
+    ``load_program`` (the pass switches, ``max_memory`` and ``max_code``;
+    a library's thread count is set through its C ABI instead)."""
     return _ptec.compile(
         os.fspath(path),
         _paths(data),
@@ -100,7 +98,7 @@ def compile(
         _optional_path(header),
         prefix,
         linker,
-        (list(disable_passes), stop_after, verify, microkernels),
+        runtime._Switches(**switches).native(),
     )
 
 
@@ -119,10 +117,7 @@ def test(
     *,
     backend: str = "jit",
     data: Sequence[PathLike] = (),
-    disable_passes: Sequence[str] = (),
-    stop_after: Optional[str] = None,
-    verify: bool = False,
-    microkernels: bool = True,
+    **switches: Any,
 ) -> Dict[str, Any]:
     """Runs every test case of the bundled program at ``bpte_path``, in
     order on one instance per method, and compares the outputs with the
@@ -130,7 +125,7 @@ def test(
     --json``'s report, ``{"file", "pass", "cases": [{"method", "pass",
     "max_abs_err", "problem"?}], "error"?}``. A file that cannot be read or
     compiled is reported with ``"pass": False`` and its ``"error"``, not
-    raised."""
+    raised. ``switches`` are those of ``ptec.runtime``'s ``load_program``."""
     return json.loads(
         _ptec.test(
             os.fspath(bpte_path),
@@ -138,6 +133,6 @@ def test(
             backend,
             rtol,
             atol,
-            (list(disable_passes), stop_after, verify, microkernels),
+            runtime._Switches(backend=backend, **switches).native(),
         )
     )

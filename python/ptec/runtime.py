@@ -18,9 +18,14 @@ switches as keyword arguments:
 * ``backend``: ``"jit"`` (default: compiled in-process), ``"aot"`` (a shared
   object called through its C ABI) or ``"vulkan"`` (compute shaders on a
   Vulkan device);
-* ``threads``: only 1 (ptec runs a method on the calling thread; any other
-  number raises ``ptec.UsageError``, since multi-threading is not
-  implemented yet);
+* ``threads``: how many threads a method's kernels are split across
+  (default ``None``: one per physical core, as ``ptec run``; ``1`` runs
+  everything on the calling thread); the results are the same bits
+  whatever the count;
+* ``max_memory`` and ``max_code``: the largest arena a method may plan and
+  the most machine code it may compile to, in bytes (the CLI's
+  ``--max-memory`` and ``--max-code``; 16 GiB and 1 GiB by default),
+  checked before anything is allocated;
 * ``disable_passes`` (names of optimizer passes to switch off),
   ``stop_after`` (a pass to stop the pipeline after), ``verify`` (the IR
   verifier after every pass) and ``microkernels`` (the AVX2/AVX-512 GEMM
@@ -171,7 +176,9 @@ class _Switches:
     def __init__(
         self,
         backend: str = "jit",
-        threads: Optional[int] = 1,
+        threads: Optional[int] = None,
+        max_memory: int = _ptec.DEFAULT_MAX_MEMORY,
+        max_code: int = _ptec.DEFAULT_MAX_CODE,
         disable_passes: Sequence[str] = (),
         stop_after: Optional[str] = None,
         verify: bool = False,
@@ -179,32 +186,55 @@ class _Switches:
     ) -> None:
         if backend not in BACKENDS:
             raise UsageError(f"{backend!r} is not a back end (jit, aot or vulkan)")
-        if threads is not None and threads != 1:
-            raise UsageError(
-                f"threads={threads}: multi-threading is not implemented yet in ptec; "
-                "a method runs on the calling thread (threads=1)"
-            )
+        if threads is not None and not _is_int_in(threads, 1, MAX_THREADS):
+            raise UsageError(f"threads={threads!r}: a method runs on 1 to {MAX_THREADS} threads")
+        for name, limit in (("max_memory", max_memory), ("max_code", max_code)):
+            if not _is_int_in(limit, 0, 2**64 - 1):
+                raise UsageError(f"{name}={limit!r}: a limit is a number of bytes")
         if isinstance(disable_passes, str):
             disable_passes = [disable_passes]
         self.backend = backend
+        self.threads = threads
+        self.max_memory = max_memory
+        self.max_code = max_code
         self.disable_passes = tuple(disable_passes)
         self.stop_after = stop_after
         self.verify = bool(verify)
         self.microkernels = bool(microkernels)
 
-    def key(self) -> Tuple[Any, ...]:
-        return (self.backend, self.disable_passes, self.stop_after, self.verify, self.microkernels)
-
-    def updated(self, overrides: Dict[str, Any]) -> "_Switches":
-        values = {
+    def _values(self) -> Dict[str, Any]:
+        return {
             "backend": self.backend,
+            "threads": self.threads,
+            "max_memory": self.max_memory,
+            "max_code": self.max_code,
             "disable_passes": self.disable_passes,
             "stop_after": self.stop_after,
             "verify": self.verify,
             "microkernels": self.microkernels,
         }
-        values.update(overrides)
-        return _Switches(**values)
+
+    def key(self) -> Tuple[Any, ...]:
+        return tuple(self._values().values())
+
+    def updated(self, overrides: Dict[str, Any]) -> "_Switches":
+        return _Switches(**{**self._values(), **overrides})
+
+    def native(self) -> Dict[str, Any]:
+        """The compiler's switches as the native half reads them (the back
+        end goes separately)."""
+        values = self._values()
+        del values["backend"]
+        values["disable_passes"] = list(self.disable_passes)
+        return values
+
+
+# As many threads as `ptec run --threads` accepts.
+MAX_THREADS = 1024
+
+
+def _is_int_in(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
 class Method:
@@ -270,7 +300,8 @@ class Program:
     def load_method(self, name: str, **switches: Any) -> Method:
         """Compiles the method ``name`` (once per set of switches), with the
         program's switches or those given here (``backend``, ``threads``,
-        ``disable_passes``, ``stop_after``, ``verify``, ``microkernels``).
+        ``max_memory``, ``max_code``, ``disable_passes``, ``stop_after``,
+        ``verify``, ``microkernels``).
         Raises ``ptec.MethodNotFoundError`` (a ``KeyError``) when the program
         has no such method, and ``ptec.CompileError`` when ptec cannot
         compile it."""
@@ -281,7 +312,7 @@ class Program:
             native = self._native.load_method(
                 name,
                 chosen.backend,
-                (list(chosen.disable_passes), chosen.stop_after, chosen.verify, chosen.microkernels),
+                chosen.native(),
             )
             method = Method(native, self.metadata(name))
             self._methods[key] = method

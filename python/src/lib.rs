@@ -24,6 +24,11 @@ fn _ptec(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(tools::read_bundled, module)?)?;
     module.add_function(wrap_pyfunction!(tools::operators, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add(
+        "DEFAULT_MAX_MEMORY",
+        ptec_compiler::Limits::DEFAULT_MAX_MEMORY,
+    )?;
+    module.add("DEFAULT_MAX_CODE", ptec_compiler::Limits::DEFAULT_MAX_CODE)?;
     Ok(())
 }
 

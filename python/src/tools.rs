@@ -33,22 +33,39 @@ fn to_json(report: &impl serde::Serialize) -> PyResult<String> {
     })
 }
 
-/// The compiler's switches as the Python half passes them: the passes to
-/// disable, the pass to stop after, whether to verify after every pass,
-/// and whether to use the microkernels.
-pub(crate) type Switches = (Vec<String>, Option<String>, bool, bool);
+/// The compiler's switches as the Python half passes them: a dict of the
+/// keyword arguments (`ptec.runtime._Switches.native`), checked there.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct Switches {
+    disable_passes: Vec<String>,
+    stop_after: Option<String>,
+    verify: bool,
+    microkernels: bool,
+    /// `None`: one per physical core, as the command line's default.
+    threads: Option<usize>,
+    max_memory: u64,
+    max_code: u64,
+}
 
 /// The compiler's options for `switches`.
-pub(crate) fn options((disabled, stop_after, verify, microkernels): Switches) -> Options {
+pub(crate) fn options(switches: Switches) -> Options {
     Options {
         passes: PassOptions {
-            disabled,
-            stop_after,
-            verify,
+            disabled: switches.disable_passes,
+            stop_after: switches.stop_after,
+            verify: switches.verify,
         },
-        codegen: CodegenOptions { microkernels },
-        limits: Limits::default(),
-        threads: 1,
+        codegen: CodegenOptions {
+            microkernels: switches.microkernels,
+        },
+        limits: Limits {
+            max_memory: switches.max_memory,
+            max_code: switches.max_code,
+        },
+        threads: switches
+            .threads
+            .unwrap_or_else(ptec_runtime::pool::physical_cores),
     }
 }
 

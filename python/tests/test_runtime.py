@@ -221,12 +221,37 @@ def test_pass_switches_change_nothing_in_the_results() -> None:
         np.testing.assert_array_equal(plain(method.execute([x, y])[0]), reference)
 
 
-def test_threads_other_than_one_are_refused() -> None:
-    load(ADD, threads=1).load_method("forward")
-    with pytest.raises(ptec.UsageError, match="multi-threading is not implemented yet"):
-        load(ADD, threads=2)
-    with pytest.raises(ptec.UsageError, match="multi-threading"):
-        load(ADD).load_method("forward", threads=4)
+def test_threads_change_no_bit_of_the_outputs(corpus: Path) -> None:
+    """mobilenet_v2's matrix products and depthwise convolutions are split
+    across threads; each element is computed as on one thread."""
+    program = load(corpus / "mobilenet_v2.portable.bpte")
+    image = np.random.default_rng(1).standard_normal((1, 3, 224, 224), dtype=np.float32)
+    [one] = program.load_method("forward", threads=1).execute([image])
+    [three] = program.load_method("forward", threads=3).execute([image])
+    [default] = program.load_method("forward").execute([image])
+    np.testing.assert_array_equal(plain(three), plain(one))
+    np.testing.assert_array_equal(plain(default), plain(one))
+
+
+def test_bad_thread_counts_and_limits_are_refused() -> None:
+    for threads in (0, -1, 1025, 2.0, True, "2"):
+        with pytest.raises(ptec.UsageError, match="threads="):
+            load(ADD, threads=threads)
+    for limit in (-1, 1.5, None):
+        with pytest.raises(ptec.UsageError, match="max_memory="):
+            load(ADD).load_method("forward", max_memory=limit)
+
+
+def test_limits_are_checked_before_anything_is_allocated() -> None:
+    with pytest.raises(ptec.CompileError, match="planned memory.*above the limit of 64 bytes"):
+        load(ADD, max_memory=64).load_method("forward")
+    for backend in ("jit", "aot"):
+        with pytest.raises(ptec.CompileError, match="compiled code.*above the limit of 64 bytes"):
+            load(ADD, backend=backend, max_code=64).load_method("forward")
+    report = ptec.test(ADD, max_code=64)
+    assert not report["pass"] and "compiled code" in report["error"], report
+    with pytest.raises(ptec.CompileError, match="compiled code"):
+        ptec.compile(ADD, emit="asm", max_code=64)
 
 
 def test_verification_levels_are_accepted() -> None:
