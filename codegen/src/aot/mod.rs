@@ -119,7 +119,6 @@ pub fn compile_object(
         })
         .collect();
     c_api::define_c_api(&mut module, &options.prefix, &code, &mut definer)?;
-    drop(definer);
     let mut product = module.finish();
     if triple.binary_format == BinaryFormat::Elf {
         // Says the code needs no executable stack; without it, linkers
