@@ -972,14 +972,13 @@ fn window(
             let updated = match average {
                 Some(_) => vec![e.b.ins().fadd(carried[0], value), carried[1], count],
                 None => {
-                    // Take a larger value, or the first NaN; keep a NaN.
+                    // As PyTorch's CPU kernel: the first tap inside, then
+                    // a larger value or any NaN (the last NaN's index wins;
+                    // no number beats a NaN).
                     let greater = e.b.ins().fcmp(FloatCC::GreaterThan, value, carried[0]);
                     let is_nan = e.b.ins().fcmp(FloatCC::Unordered, value, value);
-                    let best_is_nan = e.b.ins().fcmp(FloatCC::Unordered, carried[0], carried[0]);
-                    let best_is_number = e.b.ins().bxor_imm_u(best_is_nan, 1);
                     let first = e.b.ins().icmp_imm_s(IntCC::Equal, carried[1], -1);
                     let take = e.b.ins().bor(greater, is_nan);
-                    let take = e.b.ins().band(take, best_is_number);
                     let take = e.b.ins().bor(take, first);
                     vec![
                         e.b.ins().select(take, value, carried[0]),

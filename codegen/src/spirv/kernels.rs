@@ -856,6 +856,9 @@ fn max_pool(
             ))
         },
         |c| {
+            // The first tap inside the input is taken whatever its value
+            // (a window of -inf gives its index, as PyTorch); later ones
+            // when greater, or NaN.
             let mut code = format!(
                 "    var best = {};\n    var best_index = -1i;\n",
                 float(f64::NEG_INFINITY)
@@ -872,7 +875,7 @@ fn max_pool(
             let _ = writeln!(
                 code,
                 "            let v = {};
-            if (v > best || is_nan(v)) {{ best = v; best_index = i32({} * {width}u + {}); }}
+            if (v > best || is_nan(v) || best_index < 0i) {{ best = v; best_index = i32({} * {width}u + {}); }}
 {}",
                 x.load(&x.offset_at(&[
                     c[0].clone(),

@@ -1,0 +1,44 @@
+//! Max pooling's indices on the CPU where values tie or are NaN, as
+//! PyTorch's CPU kernel gives them (checked against eager PyTorch 2.14): a
+//! window takes its first tap inside the input, then a larger value or any
+//! NaN, so the last NaN's index wins and a window of -inf gives its first.
+
+mod common;
+
+use common::{elements, le_bytes, run_jit};
+
+/// The value and index max pooling with a window of width 5 and stride 5
+/// (one output, whatever the padding on each side) gives for `row`.
+fn pooled(row: [f32; 5], padding: u64) -> (f32, i64) {
+    let text = format!(
+        "graph g (arena 256 bytes) {{
+  %0: f32[1,1,1,5] @0 = input 0
+  %1: f32[1,1,1,1] @64, %2: i64[1,1,1,1] @128 = max_pool2d(%0) kernel=[1, 5] stride=[1, 5] padding=[0, {padding}] dilation=[1, 1] ceil_mode=false
+  return %1, %2
+}}"
+    );
+    let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let input = le_bytes(&row, f32::to_le_bytes);
+    let results = run_jit(&graph, &[&input]).expect("the graph runs");
+    let values = elements(&results[0], f32::from_le_bytes);
+    let indices = elements(&results[1], i64::from_le_bytes);
+    (values[0], indices[0])
+}
+
+#[test]
+fn the_last_nan_of_a_window_gives_the_index() {
+    let nan = f32::NAN;
+    let (value, index) = pooled([1.0, nan, 2.0, nan, 0.5], 0);
+    assert!(value.is_nan());
+    assert_eq!(index, 3);
+    let (value, index) = pooled([nan, 5.0, 1.0, 2.0, 0.5], 0);
+    assert!(value.is_nan());
+    assert_eq!(index, 0);
+}
+
+#[test]
+fn a_window_of_minus_infinity_gives_its_first_tap_inside() {
+    let row = [f32::NEG_INFINITY; 5];
+    assert_eq!(pooled(row, 1), (f32::NEG_INFINITY, 0));
+    assert_eq!(pooled(row, 0), (f32::NEG_INFINITY, 0));
+}
