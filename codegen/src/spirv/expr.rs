@@ -111,6 +111,11 @@ fn unary(op: Unary, x: &str, ty: Ty) -> Result<String, Refusal> {
     })
 }
 
+/// Whether `operand` is the literal `0.0f` or `-0.0f`.
+fn is_zero_literal(operand: &str) -> bool {
+    matches!(operand.trim_matches(['(', ')']), "0.0f" | "-0.0f")
+}
+
 fn binary(op: Binary, a: &str, b: &str, ty: Ty) -> Result<String, Refusal> {
     let float = ty == Ty::F32;
     let infix = |symbol: &str| format!("({a} {symbol} {b})");
@@ -129,6 +134,12 @@ fn binary(op: Binary, a: &str, b: &str, ty: Ty) -> Result<String, Refusal> {
         }
         Binary::Add => infix("+"),
         Binary::Sub => infix("-"),
+        Binary::Mul if float && is_zero_literal(b) => {
+            format!("{}({a}, {b})", helper("times_zero")?)
+        }
+        Binary::Mul if float && is_zero_literal(a) => {
+            format!("{}({b}, {a})", helper("times_zero")?)
+        }
         Binary::Mul => infix("*"),
         Binary::Div if float => infix("/"),
         Binary::Div => return Err(refuse(format!("true division of {} elements", ty.name()))),
@@ -150,7 +161,14 @@ fn binary(op: Binary, a: &str, b: &str, ty: Ty) -> Result<String, Refusal> {
             };
             // WGSL orders no bools: compare them as 0 and 1.
             let ordered = !matches!(comparison, Comparison::Eq | Comparison::Ne);
-            if float && comparison == Comparison::Ne {
+            if float && a == b && matches!(comparison, Comparison::Eq | Comparison::Ne) {
+                // On the bits: a driver that assumes no NaN folds `x == x`.
+                let nan = format!("is_nan({a})");
+                match comparison {
+                    Comparison::Eq => format!("(!{nan})"),
+                    _ => nan,
+                }
+            } else if float && comparison == Comparison::Ne {
                 // True when either is NaN, which devices' `!=` may not be.
                 format!("(!({a} == {b}))")
             } else if ty == Ty::Bool && ordered {

@@ -225,15 +225,46 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
 }
 ",
     ),
-    // x^y with torch's results for negative bases and integral exponents.
+    // x^y as C's powf, which PyTorch's CPU kernels call, with every
+    // special case decided here (a device's pow is exp2(y * log2(x)), whose
+    // approximations may lose NaN, zeros and infinities): 1 for a zero
+    // exponent or a base of 1 (even against NaN) and for -1 to an infinite
+    // power; x for an exponent of 1 and x * x for 2, exactly; a negative
+    // base (-0 and -inf included) negates the result for an odd integral
+    // exponent, and a finite negative one is NaN for a non-integral one.
     (
         "pow_f32",
         "fn pow_f32(x: f32, y: f32) -> f32 {
-    if (y == 0.0) { return 1.0; }
-    let magnitude = pow(abs(x), y);
-    if (x >= 0.0) { return magnitude; }
-    if (y != floor(y)) { return bitcast<f32>(0x7fc00000u); }
-    return select(magnitude, -magnitude, (y * 0.5) != floor(y * 0.5));
+    let a = abs(x);
+    let b = abs(y);
+    let infinity = bitcast<f32>(0x7f800000u);
+    if (y == 0.0 || x == 1.0 || (a == 1.0 && b == infinity)) { return 1.0; }
+    if (is_nan(x) || is_nan(y)) { return bitcast<f32>(0x7fc00000u); }
+    if (y == 1.0) { return x; }
+    if (b == infinity) { return select(0.0, infinity, (a > 1.0) == (y > 0.0)); }
+    let negative = (bitcast<u32>(x) & 0x80000000u) != 0u;
+    let integral = y == floor(y);
+    var magnitude = select(0.0, infinity, y < 0.0);
+    if (a == infinity) {
+        magnitude = select(0.0, infinity, y > 0.0);
+    } else if (a != 0.0) {
+        if (negative && !integral) { return bitcast<f32>(0x7fc00000u); }
+        magnitude = select(pow(a, y), a * a, y == 2.0);
+    }
+    let odd = integral && b < 16777216.0 && (y * 0.5) != floor(y * 0.5);
+    return select(magnitude, -magnitude, negative && odd);
+}
+",
+    ),
+    // x times a zero literal on the bits: a zero signed as the product's
+    // for finite x, NaN otherwise; a driver that assumes no NaN or infinity
+    // folds the product to zero (lavapipe does).
+    (
+        "times_zero",
+        "fn times_zero(x: f32, zero: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    if ((bits & 0x7fffffffu) >= 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+    return bitcast<f32>((bits ^ bitcast<u32>(zero)) & 0x80000000u);
 }
 ",
     ),
@@ -358,7 +389,11 @@ pub(super) fn convert(x: &str, from: Ty, to: Ty) -> String {
         (Ty::I32, Ty::Bool) => format!("({x} != 0i)"),
         (Ty::Bool, Ty::F32) => format!("select(0.0f, 1.0f, {x})"),
         (Ty::Bool, Ty::I32) => format!("select(0i, 1i, {x})"),
-        (Ty::F32, Ty::I32) => format!("i32({x})"),
+        // As the CPU (`ptec_ir::tensor_data::float_to_int`): truncated, and
+        // what an i32 cannot hold (NaN, infinities, too large) its minimum.
+        (Ty::F32, Ty::I32) => format!(
+            "select(bitcast<i32>(0x80000000u), i32({x}), {x} >= -2147483648.0f && {x} < 2147483648.0f)"
+        ),
         _ => format!("f32({x})"),
     }
 }
