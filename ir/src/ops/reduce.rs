@@ -114,6 +114,24 @@ pub struct Softmax {
     pub log: bool,
 }
 
+/// A maximum or minimum (or its index) over a dimension of fixed size 0 has
+/// no value: PyTorch raises, and so does ptec, naming the attribute.
+fn no_empty_extreme(
+    name: &'static str,
+    value: String,
+    x: &[Dim],
+    reduces: impl Fn(usize) -> bool,
+) -> Result<(), OpError> {
+    match (0..x.len()).find(|&d| reduces(d) && x[d] == Dim::Fixed(0)) {
+        Some(d) => Err(OpError::Attribute {
+            name,
+            value,
+            problem: format!("dimension {d} is empty, and an extreme of nothing has no value"),
+        }),
+        None => Ok(()),
+    }
+}
+
 impl OpDef for Reduce {
     fn name(&self) -> &'static str {
         self.op.name()
@@ -130,6 +148,11 @@ impl OpDef for Reduce {
         let x = &inputs[0].shape;
         for &dim in &self.dims {
             axis(x.len(), dim)?;
+        }
+        if matches!(self.op, ReduceOp::Max | ReduceOp::Min) {
+            no_empty_extreme("dims", format!("{:?}", self.dims), x, |d| {
+                self.dims.contains(&d)
+            })?;
         }
         one(reduced(x, |d| self.dims.contains(&d), self.keepdim))
     }
@@ -188,6 +211,8 @@ impl OpDef for ArgReduce {
         _eq: &mut dyn ShapeContext,
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
+        let value = format!("{:?}", self.dim);
+        no_empty_extreme("dim", value, x, |d| self.dim.is_none_or(|dim| d == dim))?;
         match self.dim {
             Some(dim) => {
                 let dim = axis(x.len(), dim)?;
