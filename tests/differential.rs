@@ -171,3 +171,99 @@ fn blocked_shaders_agree_at_ragged_edges() {
         }
     }
 }
+
+/// A max-pooling window whose taps inside the input are all -inf takes the
+/// first of them, as PyTorch (the shader once returned index -1 there, its
+/// strict comparison never taking a tap).
+#[test]
+fn max_pooling_over_minus_infinity_gives_the_first_tap_inside() {
+    if let Err(error) = ptec_runtime::vulkan::VulkanDevice::open() {
+        common::not_run(
+            "max_pooling_over_minus_infinity_gives_the_first_tap_inside",
+            &format!("no Vulkan device: {error}"),
+        );
+        return;
+    }
+    let values = [f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, 3.0];
+    let case = Case {
+        text: "graph forward {\n  %0: f32[1,1,4,1] = input 0\n  \
+               %1: f32[1,1,3,1], %2: i64[1,1,3,1] = max_pool2d(%0) kernel=[2, 1] stride=[2, 1] \
+               padding=[1, 0] dilation=[1, 1] ceil_mode=false\n  return %1, %2\n}\n"
+            .into(),
+        inputs: vec![Input {
+            dtype: DType::F32,
+            sizes: vec![1, 1, 4, 1],
+            data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }],
+    };
+    let runs = Runs {
+        aot: true,
+        vulkan: true,
+    };
+    match check(&case, runs) {
+        Ok(Outcome::Agreed { vulkan: true, .. }) => {}
+        Ok(other) => panic!("not run on the device: {other:?}"),
+        Err(finding) => panic!("{finding}"),
+    }
+}
+
+/// Special values through the shader functions that a driver's own math
+/// or algebra gets wrong where IEEE and C say otherwise: `pow` over a grid
+/// of zeros, ones, halves, twos, odd integers, infinities and NaN (C's
+/// powf); a product with a zero literal (NaN for inf and NaN); a float
+/// compared with itself (false for NaN); and floats converted to i32 (the
+/// minimum for what it cannot hold). The device must agree with the CPU.
+#[test]
+fn special_values_agree_on_the_device() {
+    if let Err(error) = ptec_runtime::vulkan::VulkanDevice::open() {
+        common::not_run(
+            "special_values_agree_on_the_device",
+            &format!("no Vulkan device: {error}"),
+        );
+        return;
+    }
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        -3.0,
+        2.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        3e9,
+    ];
+    let n = specials.len() * specials.len();
+    let bytes = |values: Vec<f32>| values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let bases = specials.iter().flat_map(|&x| specials.map(|_| x)).collect();
+    let exponents = specials.iter().flat_map(|_| specials).collect();
+    let case = Case {
+        text: format!(
+            "graph forward {{\n  %0: f32[{n}] = input 0\n  %1: f32[{n}] = input 1\n  \
+             %2: f32[{n}] = pow(%0, %1)\n  %3: f32[{n}] = mul_scalar(%0) scalar=0\n  \
+             %4: bool[{n}] = eq(%1, %1)\n  %5: bool[{n}] = ne(%1, %1)\n  \
+             %6: i32[{n}] = copy(%0)\n  return %2, %3, %4, %5, %6\n}}\n"
+        ),
+        inputs: [bases, exponents]
+            .into_iter()
+            .map(|values| Input {
+                dtype: DType::F32,
+                sizes: vec![n as u64],
+                data: bytes(values),
+            })
+            .collect(),
+    };
+    let runs = Runs {
+        aot: true,
+        vulkan: true,
+    };
+    match check(&case, runs) {
+        Ok(Outcome::Agreed { vulkan: true, .. }) => {}
+        Ok(other) => panic!("not run on the device: {other:?}"),
+        Err(finding) => panic!("{finding}\n{}", case.text),
+    }
+}
