@@ -714,10 +714,11 @@ impl Builder<'_, '_> {
                 }
             };
         }
-        // Finite weights: on a padded tap the CPU kernels skip the product
-        // while the Vulkan shaders multiply a zero by the weight, so an
-        // infinite weight there gives inf on one and NaN on the other (a
-        // known disagreement, to settle against PyTorch).
+        // Finite weights: some kernels skip a tap in the padding, others
+        // multiply a padded zero by its weight, so an infinite weight there
+        // gives a number on one and NaN on the other. PyTorch's kernels
+        // differ the same way (eager f64 and im2col give NaN; its depthwise
+        // kernel and ExecuTorch's portable one skip), so neither is wrong.
         self.finite = true;
         let weight = self.fresh(
             dtype,
