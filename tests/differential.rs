@@ -19,6 +19,23 @@ use ptec_ir::DType;
 /// few enough for well under a minute in release on two cores.
 const CASES: u64 = 400;
 
+/// The seeds to run: `0..CASES`, or the range `PTEC_DIFFERENTIAL_SEEDS`
+/// gives (`16000..18000`), to search further or bisect a finding; with a
+/// range each seed is named on stderr before it runs, so that the last one
+/// named is the one a crash happened in.
+fn seeds() -> (std::ops::Range<u64>, bool) {
+    let Ok(range) = std::env::var("PTEC_DIFFERENTIAL_SEEDS") else {
+        return (0..CASES, false);
+    };
+    let bounds = range
+        .split_once("..")
+        .and_then(|(start, end)| Some((start.parse().ok()?, end.parse().ok()?)));
+    match bounds {
+        Some((start, end)) if start < end => (start..end, true),
+        _ => panic!("PTEC_DIFFERENTIAL_SEEDS={range:?}: expected START..END"),
+    }
+}
+
 /// Every how many programs one is also linked and run as a shared object
 /// (linking is the expensive step).
 const AOT_EVERY: u64 = 10;
@@ -36,7 +53,12 @@ fn generated_programs_agree_on_every_back_end() {
         }
     };
     let (mut refused, mut failed, mut agreed, mut exact, mut on_vulkan) = (0, 0, 0, 0, 0);
-    for seed in 0..CASES {
+    let (seeds, named) = seeds();
+    let count = seeds.end - seeds.start;
+    for seed in seeds {
+        if named {
+            eprintln!("seed {seed}");
+        }
         let case = case_from_seed(seed);
         let runs = Runs {
             aot: seed % AOT_EVERY == 0,
@@ -57,14 +79,14 @@ fn generated_programs_agree_on_every_back_end() {
         }
     }
     eprintln!(
-        "{CASES} programs: {agreed} agreed ({exact} bit for bit, {on_vulkan} on Vulkan too), \
+        "{count} programs: {agreed} agreed ({exact} bit for bit, {on_vulkan} on Vulkan too), \
          {failed} failed alike at run time, {refused} refused"
     );
     // The generator writes programs the verifier accepts: most must run,
     // or the test would check little.
     assert!(
-        agreed * 4 >= CASES as usize * 3,
-        "only {agreed} of {CASES} programs ran ({refused} refused, {failed} failed)"
+        agreed * 4 >= count as usize * 3,
+        "only {agreed} of {count} programs ran ({refused} refused, {failed} failed)"
     );
     assert!(on_vulkan > 0, "no program compiled for Vulkan");
 }
