@@ -42,16 +42,7 @@ const AOT_EVERY: u64 = 10;
 
 #[test]
 fn generated_programs_agree_on_every_back_end() {
-    let device = match ptec_runtime::vulkan::VulkanDevice::open() {
-        Ok(_) => true,
-        Err(error) => {
-            common::not_run(
-                "generated_programs_agree_on_every_back_end (Vulkan runs)",
-                &format!("no Vulkan device: {error}"),
-            );
-            false
-        }
-    };
+    let device = device_for("generated_programs_agree_on_every_back_end (Vulkan runs)");
     let (mut refused, mut failed, mut agreed, mut exact, mut on_vulkan) = (0, 0, 0, 0, 0);
     let (seeds, named) = seeds();
     let count = seeds.end - seeds.start;
@@ -91,6 +82,28 @@ fn generated_programs_agree_on_every_back_end() {
     assert!(on_vulkan > 0, "no program compiled for Vulkan");
 }
 
+/// Whether a Vulkan device opens; without one, says that `test` did not
+/// run (a failure under CI).
+fn device_for(test: &str) -> bool {
+    match ptec_runtime::vulkan::VulkanDevice::open() {
+        Ok(_) => true,
+        Err(error) => {
+            common::not_run(test, &format!("no Vulkan device: {error}"));
+            false
+        }
+    }
+}
+
+/// Checks that `case` runs on the device (and, with `aot`, as a shared
+/// object too) with the JIT's results.
+fn assert_agrees_on_the_device(case: &Case, aot: bool) {
+    match check(case, Runs { aot, vulkan: true }) {
+        Ok(Outcome::Agreed { vulkan: true, .. }) => {}
+        Ok(other) => panic!("not run on the device: {other:?}\n{}", case.text),
+        Err(finding) => panic!("{finding}\n{}", case.text),
+    }
+}
+
 /// An input of `sizes` with small integers (as f32 or i32), from a
 /// linear congruential sequence seeded with `seed`.
 fn input(dtype: DType, sizes: &[u64], seed: u32) -> Input {
@@ -120,11 +133,7 @@ fn input(dtype: DType, sizes: &[u64], seed: u32) -> Input {
 /// (integers bit for bit).
 #[test]
 fn blocked_shaders_agree_at_ragged_edges() {
-    if let Err(error) = ptec_runtime::vulkan::VulkanDevice::open() {
-        common::not_run(
-            "blocked_shaders_agree_at_ragged_edges",
-            &format!("no Vulkan device: {error}"),
-        );
+    if !device_for("blocked_shaders_agree_at_ragged_edges") {
         return;
     }
     let cases = [
@@ -182,15 +191,7 @@ fn blocked_shaders_agree_at_ragged_edges() {
                 .map(|((dtype, sizes), seed)| input(*dtype, sizes, seed))
                 .collect(),
         };
-        let runs = Runs {
-            aot: false,
-            vulkan: true,
-        };
-        match check(&case, runs) {
-            Ok(Outcome::Agreed { vulkan: true, .. }) => {}
-            Ok(other) => panic!("{}: not run on the device: {other:?}", case.text),
-            Err(finding) => panic!("{finding}\n{}", case.text),
-        }
+        assert_agrees_on_the_device(&case, false);
     }
 }
 
@@ -199,11 +200,7 @@ fn blocked_shaders_agree_at_ragged_edges() {
 /// strict comparison never taking a tap).
 #[test]
 fn max_pooling_over_minus_infinity_gives_the_first_tap_inside() {
-    if let Err(error) = ptec_runtime::vulkan::VulkanDevice::open() {
-        common::not_run(
-            "max_pooling_over_minus_infinity_gives_the_first_tap_inside",
-            &format!("no Vulkan device: {error}"),
-        );
+    if !device_for("max_pooling_over_minus_infinity_gives_the_first_tap_inside") {
         return;
     }
     let values = [f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, 3.0];
@@ -218,15 +215,7 @@ fn max_pooling_over_minus_infinity_gives_the_first_tap_inside() {
             data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
         }],
     };
-    let runs = Runs {
-        aot: true,
-        vulkan: true,
-    };
-    match check(&case, runs) {
-        Ok(Outcome::Agreed { vulkan: true, .. }) => {}
-        Ok(other) => panic!("not run on the device: {other:?}"),
-        Err(finding) => panic!("{finding}"),
-    }
+    assert_agrees_on_the_device(&case, true);
 }
 
 /// Special values through the shader functions that a driver's own math
@@ -237,11 +226,7 @@ fn max_pooling_over_minus_infinity_gives_the_first_tap_inside() {
 /// minimum for what it cannot hold). The device must agree with the CPU.
 #[test]
 fn special_values_agree_on_the_device() {
-    if let Err(error) = ptec_runtime::vulkan::VulkanDevice::open() {
-        common::not_run(
-            "special_values_agree_on_the_device",
-            &format!("no Vulkan device: {error}"),
-        );
+    if !device_for("special_values_agree_on_the_device") {
         return;
     }
     let specials = [
@@ -279,13 +264,5 @@ fn special_values_agree_on_the_device() {
             })
             .collect(),
     };
-    let runs = Runs {
-        aot: true,
-        vulkan: true,
-    };
-    match check(&case, runs) {
-        Ok(Outcome::Agreed { vulkan: true, .. }) => {}
-        Ok(other) => panic!("not run on the device: {other:?}"),
-        Err(finding) => panic!("{finding}\n{}", case.text),
-    }
+    assert_agrees_on_the_device(&case, true);
 }
