@@ -1,6 +1,8 @@
 //! `ptec bench`: times a compiled method on the first test case's inputs (or
 //! given `.npy` inputs). Each timed call binds the inputs, runs the method and
-//! copies the outputs out, as a caller would.
+//! copies the outputs out, as a caller would. With `--profile` the JIT's code
+//! also marks the time after each kernel, and the kernels' times, summed over
+//! the timed runs, are printed from the slowest.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,7 +12,9 @@ use ptec_compiler::bundled::refs;
 use ptec_compiler::file::ProgramFile;
 use serde::Serialize;
 
-use crate::instance::{Backend, CompileArgs, load};
+use ptec_runtime::profile::{self, KernelTime};
+
+use crate::instance::{Backend, CompileArgs};
 use crate::method::select_method;
 use crate::run::method_inputs;
 
@@ -21,6 +25,7 @@ pub struct BenchOptions<'o> {
     pub warmup: usize,
     pub backend: Backend,
     pub json: bool,
+    pub profile: bool,
     pub passes: &'o CompileArgs,
 }
 
@@ -34,20 +39,42 @@ struct BenchReport {
     max_ms: f64,
     compile_ms: f64,
     iters: usize,
+    /// With `--profile`: each kernel's time, from the slowest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<Vec<KernelReport>>,
+}
+
+#[derive(Debug, Serialize)]
+struct KernelReport {
+    /// The node and its op (`n12 convolution`).
+    kernel: String,
+    /// Milliseconds per run.
+    ms: f64,
+    /// Its share of the time all kernels took.
+    percent: f64,
 }
 
 pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::Result<()> {
     if options.iters == 0 {
         bail!("--iters must be at least 1");
     }
+    if options.profile && options.backend != Backend::Jit {
+        bail!("--profile times the JIT's kernels: use it with --backend jit");
+    }
     let program = ProgramFile::open(path, data)?;
     let file = program.file();
     let method = select_method(file.program(), options.method)?;
     let inputs = method_inputs(file, &method.name, options.inputs)?;
     let inputs = refs(&inputs);
-    let mut loaded = load(method, options.backend, options.passes)?;
+    let mut compile = options.passes.options();
+    compile.codegen.profile = options.profile;
+    let mut loaded = ptec_compiler::load(method, options.backend, &compile)?;
+    options.passes.report(&loaded.passes);
     for _ in 0..options.warmup {
         loaded.runner.run(&inputs)?;
+    }
+    if options.profile {
+        profile::start(loaded.kernels.len());
     }
     let mut times = Vec::with_capacity(options.iters);
     for _ in 0..options.iters {
@@ -56,6 +83,8 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
         times.push(start.elapsed().as_secs_f64() * 1e3);
         std::hint::black_box(outputs);
     }
+    let profile =
+        profile::stop().map(|times| kernel_reports(&loaded.kernels, &times, options.iters));
     times.sort_by(f64::total_cmp);
     let middle = times.len() / 2;
     let median = if times.len() % 2 == 0 {
@@ -72,6 +101,7 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
         max_ms: times[times.len() - 1],
         compile_ms: loaded.compile_ms,
         iters: options.iters,
+        profile,
     };
     if options.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -87,6 +117,31 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
             report.iters,
             report.compile_ms
         );
+        for kernel in report.profile.iter().flatten() {
+            println!(
+                "  {:>10.4} ms {:>5.1}%  {}",
+                kernel.ms, kernel.percent, kernel.kernel
+            );
+        }
     }
     Ok(())
+}
+
+/// Each kernel's time per run and share, from the slowest.
+fn kernel_reports(kernels: &[String], times: &[KernelTime], runs: usize) -> Vec<KernelReport> {
+    let all: f64 = times.iter().map(|time| time.total.as_secs_f64()).sum();
+    let mut reports: Vec<KernelReport> = kernels
+        .iter()
+        .zip(times)
+        .map(|(kernel, time)| KernelReport {
+            kernel: kernel.clone(),
+            ms: time.total.as_secs_f64() * 1e3 / runs as f64,
+            percent: match all > 0.0 {
+                true => time.total.as_secs_f64() / all * 100.0,
+                false => 0.0,
+            },
+        })
+        .collect();
+    reports.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    reports
 }

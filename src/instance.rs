@@ -52,6 +52,7 @@ impl CompileArgs {
             },
             codegen: ptec_codegen::CodegenOptions {
                 microkernels: !self.no_microkernels,
+                profile: false,
             },
             threads: self
                 .threads

@@ -184,6 +184,10 @@ enum Command {
         backend: Backend,
         #[arg(long)]
         json: bool,
+        /// Also print the time of each kernel, summed over the timed runs
+        /// (the JIT's code only).
+        #[arg(long)]
+        profile: bool,
         #[command(flatten)]
         passes: CompileArgs,
     },
@@ -301,6 +305,7 @@ fn main() -> ExitCode {
             warmup,
             backend,
             json,
+            profile,
             passes,
         } => {
             let options = bench::BenchOptions {
@@ -310,6 +315,7 @@ fn main() -> ExitCode {
                 warmup,
                 backend,
                 json,
+                profile,
                 passes: &passes,
             };
             bench::run(&file, &data.data_files, options).map(|()| true)

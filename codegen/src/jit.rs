@@ -71,6 +71,10 @@ pub fn compile_jit<'a>(
         ptec_runtime::pool::PARALLEL_FOR_SYMBOL,
         ptec_runtime::pool::PARALLEL_FOR as *const u8,
     );
+    builder.symbol(
+        ptec_runtime::profile::PROFILE_MARK_SYMBOL,
+        ptec_runtime::profile::PROFILE_MARK as *const u8,
+    );
     let mut module = JITModule::new(builder);
     let compiled = compile_method(
         &mut module,

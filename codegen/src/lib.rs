@@ -29,11 +29,17 @@ pub struct CodegenOptions {
     /// Use hand-emitted microkernels (AVX2 GEMM tiles) where the target has
     /// the instructions; otherwise Cranelift generates every kernel.
     pub microkernels: bool,
+    /// Mark the time after each kernel for `ptec_runtime::profile` (the
+    /// JIT only; [`profiled_kernels`] names them).
+    pub profile: bool,
 }
 
 impl Default for CodegenOptions {
     fn default() -> Self {
-        CodegenOptions { microkernels: true }
+        CodegenOptions {
+            microkernels: true,
+            profile: false,
+        }
     }
 }
 pub use aot::{
@@ -41,6 +47,6 @@ pub use aot::{
 };
 pub use jit::{JitCode, JitMethod, compile_jit};
 pub use listing::Listing;
-pub use method::element_type;
+pub use method::{element_type, profiled_kernels};
 pub use spirv::{BufferRange, Shader, ShaderDispatch, VulkanMethod, compile_vulkan};
 pub use target_lexicon::Triple;

@@ -41,6 +41,30 @@ fn kernel_signature(module: &dyn Module) -> Signature {
     signature
 }
 
+/// The nodes that are kernels (functions the entry point calls), in the
+/// order it calls them: not control flow, not views computed in place.
+fn kernel_nodes<'g>(graph: &'g Graph<'_>) -> impl Iterator<Item = NodeId> + 'g {
+    graph.schedule().iter().copied().filter(|&node_id| {
+        !graph.node(node_id).op().is_control() && !graph.is_view_in_place(node_id)
+    })
+}
+
+/// The kernels of `graph` as code compiled with `CodegenOptions::profile`
+/// numbers them in its marks (`ptec_runtime::profile`): each node's id and
+/// op (`n12 convolution`).
+pub fn profiled_kernels(graph: &Graph<'_>) -> Vec<String> {
+    kernel_nodes(graph)
+        .map(|node_id| format!("{node_id} {}", graph.node(node_id).op().name()))
+        .collect()
+}
+
+/// `ptec_profile_mark(kernel)` of `ptec_runtime::profile`.
+fn mark_signature(module: &dyn Module) -> Signature {
+    let mut signature = module.make_signature();
+    signature.params.push(AbiParam::new(types::I64));
+    signature
+}
+
 /// The entry point: `(arena, constants, dims, pool) -> status`.
 fn entry_signature(module: &dyn Module) -> Signature {
     let mut signature = module.make_signature();
@@ -114,11 +138,8 @@ pub(crate) fn compile_method<'a>(
     let mut context = module.make_context();
     let mut builder_context = FunctionBuilderContext::new();
     let mut kernel_of = HashMap::new();
-    for &node_id in graph.schedule() {
+    for node_id in kernel_nodes(graph) {
         let node = graph.node(node_id);
-        if node.op().is_control() || graph.is_view_in_place(node_id) {
-            continue;
-        }
         let name = format!("{symbol}__{node_id}_{}", node.op().name());
         let split;
         let id = module.declare_function(&name, Linkage::Local, &signature)?;
@@ -145,6 +166,7 @@ pub(crate) fn compile_method<'a>(
         &kernel_of,
         scratch_offset(graph),
         &mut cx.errors,
+        options.profile,
         definer,
     )?;
     Ok(CompiledMethod {
@@ -210,9 +232,18 @@ fn define_entry(
     kernel_of: &HashMap<NodeId, (FuncId, Option<Split>)>,
     scratch: u64,
     errors: &mut Vec<String>,
+    profile: bool,
     definer: &mut Definer<'_>,
 ) -> Result<FuncId, CodegenError> {
     let signature = entry_signature(module);
+    let mark = match profile {
+        true => Some(module.declare_function(
+            ptec_runtime::profile::PROFILE_MARK_SYMBOL,
+            Linkage::Import,
+            &mark_signature(module),
+        )?),
+        false => None,
+    };
     let id = module.declare_function(symbol, Linkage::Local, &signature)?;
     let parallel_for = module.declare_function(
         ptec_runtime::pool::PARALLEL_FOR_SYMBOL,
@@ -239,6 +270,16 @@ fn define_entry(
         b.ins().iconst(types::I64, i64::MAX),
     ];
     let parallel_for = module.declare_func_in_func(parallel_for, b.func);
+    // With profiling, a mark as the method starts and after each kernel.
+    let mark = mark.map(|id| module.declare_func_in_func(id, b.func));
+    let mut kernel_index = 0;
+    let emit_mark = |b: &mut FunctionBuilder<'_>, index: i64| {
+        if let Some(mark) = mark {
+            let index = b.ins().iconst(types::I64, index);
+            b.ins().call(mark, &[index]);
+        }
+    };
+    emit_mark(&mut b, -1);
     symbols.emit(&mut b, Ready::Start, errors)?;
     let mut labels: HashMap<LabelId, Block> = HashMap::new();
     let mut label_block = |b: &mut FunctionBuilder<'_>, label| {
@@ -286,6 +327,8 @@ fn define_entry(
                     ),
                 };
                 let status = b.inst_results(call)[0];
+                emit_mark(&mut b, kernel_index);
+                kernel_index += 1;
                 let failed = b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
                 let next = b.create_block();
                 b.ins().brif(failed, fail, &[status.into()], next, &[]);

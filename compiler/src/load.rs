@@ -106,6 +106,9 @@ pub struct Loaded<'a> {
     pub runner: Runner<'a>,
     pub compile_ms: f64,
     pub passes: Vec<PassReport>,
+    /// With `options.codegen.profile`, the kernels the profile's marks
+    /// number (`ptec_codegen::profiled_kernels`); empty otherwise.
+    pub kernels: Vec<String>,
 }
 
 /// Compiles `method` for `backend` and makes an instance of it.
@@ -117,10 +120,15 @@ pub fn load<'a>(
     let start = Instant::now();
     let optimized = optimize_within(method, options, |_, _| {})?;
     let runner = instantiate(&optimized.graph, backend, options)?;
+    let kernels = match options.codegen.profile {
+        true => ptec_codegen::profiled_kernels(&optimized.graph),
+        false => Vec::new(),
+    };
     Ok(Loaded {
         runner,
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
         passes: optimized.reports,
+        kernels,
     })
 }
 

@@ -58,6 +58,7 @@ pub(crate) fn options(switches: Switches) -> Options {
         },
         codegen: CodegenOptions {
             microkernels: switches.microkernels,
+            profile: false,
         },
         limits: Limits {
             max_memory: switches.max_memory,

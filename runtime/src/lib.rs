@@ -9,7 +9,8 @@
 //! [`c_abi`] defines the C interface of compiled shared objects, and
 //! [`library`] runs such a shared object through that interface, as a C
 //! program would. [`pool`] is the thread pool kernels split their work
-//! on. [`vulkan`] runs SPIR-V compute programs on a Vulkan device.
+//! on, [`profile`] records the time of each kernel of profiled code.
+//! [`vulkan`] runs SPIR-V compute programs on a Vulkan device.
 
 pub mod abi;
 pub mod c_abi;
@@ -17,6 +18,7 @@ mod instance;
 mod layout;
 pub mod library;
 pub mod pool;
+pub mod profile;
 pub mod vulkan;
 
 pub use abi::{DimSpec, ElementType, EntryFn, MethodAbi, StateSlot, TensorSlot};

@@ -76,6 +76,11 @@ pub fn compile_object(
     methods: &[Graph<'_>],
     options: &AotOptions,
 ) -> Result<ObjectCode, CodegenError> {
+    if options.codegen.profile {
+        return Err(CodegenError::Options(
+            "profiling marks the JIT's kernels; a shared object has no profile".into(),
+        ));
+    }
     if !is_c_identifier(&options.prefix) {
         return Err(CodegenError::Options(format!(
             "symbol prefix {:?}: it must be a C identifier",
