@@ -164,7 +164,6 @@ pub(crate) fn compile_method<'a>(
         graph,
         symbol,
         &kernel_of,
-        scratch_offset(graph),
         &mut cx.errors,
         options.profile,
         definer,
@@ -230,7 +229,6 @@ fn define_entry(
     graph: &Graph<'_>,
     symbol: &str,
     kernel_of: &HashMap<NodeId, (FuncId, Option<Split>)>,
-    scratch: u64,
     errors: &mut Vec<String>,
     profile: bool,
     definer: &mut Definer<'_>,
@@ -264,7 +262,7 @@ fn define_entry(
     b.append_block_param(fail, types::I32);
     let symbols = SymbolCode::new(graph, params[0], params[2], fail);
     let (arena, constants, dims, pool) = (params[0], params[1], params[2], params[3]);
-    let scratch = b.ins().iadd_imm_s(arena, scratch as i64);
+    let scratch = b.ins().iadd_imm_s(arena, scratch_offset(graph) as i64);
     let whole = [
         b.ins().iconst(types::I64, 0),
         b.ins().iconst(types::I64, i64::MAX),
