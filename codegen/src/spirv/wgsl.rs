@@ -256,6 +256,16 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
 }
 ",
     ),
+    // A float into an i32 as the CPU converts it
+    // (`ptec_ir::tensor_data::float_to_int`): truncated, and what an i32
+    // cannot hold (NaN, infinities, too large) its minimum.
+    (
+        "f32_to_i32",
+        "fn f32_to_i32(x: f32) -> i32 {
+    return select(bitcast<i32>(0x80000000u), i32(x), x >= -2147483648.0f && x < 2147483648.0f);
+}
+",
+    ),
     // x times a zero literal on the bits: a zero signed as the product's
     // for finite x, NaN otherwise; a driver that assumes no NaN or infinity
     // folds the product to zero (lavapipe does).
@@ -389,11 +399,7 @@ pub(super) fn convert(x: &str, from: Ty, to: Ty) -> String {
         (Ty::I32, Ty::Bool) => format!("({x} != 0i)"),
         (Ty::Bool, Ty::F32) => format!("select(0.0f, 1.0f, {x})"),
         (Ty::Bool, Ty::I32) => format!("select(0i, 1i, {x})"),
-        // As the CPU (`ptec_ir::tensor_data::float_to_int`): truncated, and
-        // what an i32 cannot hold (NaN, infinities, too large) its minimum.
-        (Ty::F32, Ty::I32) => format!(
-            "select(bitcast<i32>(0x80000000u), i32({x}), {x} >= -2147483648.0f && {x} < 2147483648.0f)"
-        ),
+        (Ty::F32, Ty::I32) => format!("f32_to_i32({x})"),
         _ => format!("f32({x})"),
     }
 }
