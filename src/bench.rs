@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use ptec_runtime::profile::{self, KernelTime};
 
-use crate::instance::{Backend, CompileArgs};
+use crate::instance::{Backend, CompileArgs, load_with};
 use crate::method::select_method;
 use crate::run::method_inputs;
 
@@ -68,8 +68,7 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
     let inputs = refs(&inputs);
     let mut compile = options.passes.options();
     compile.codegen.profile = options.profile;
-    let mut loaded = ptec_compiler::load(method, options.backend, &compile)?;
-    options.passes.report(&loaded.passes);
+    let mut loaded = load_with(method, options.backend, options.passes, &compile)?;
     for _ in 0..options.warmup {
         loaded.runner.run(&inputs)?;
     }

@@ -95,7 +95,18 @@ pub fn load<'a>(
     backend: Backend,
     passes: &CompileArgs,
 ) -> anyhow::Result<Loaded<'a>> {
-    let loaded = ptec_compiler::load(method, backend, &passes.options())?;
+    load_with(method, backend, passes, &passes.options())
+}
+
+/// [`load`] with `options` the command's own flags changed from
+/// `passes.options()` (`bench --profile`).
+pub fn load_with<'a>(
+    method: &Method<'a>,
+    backend: Backend,
+    passes: &CompileArgs,
+    options: &Options,
+) -> anyhow::Result<Loaded<'a>> {
+    let loaded = ptec_compiler::load(method, backend, options)?;
     passes.report(&loaded.passes);
     Ok(loaded)
 }

@@ -42,7 +42,7 @@ impl<'l> Definer<'l> {
         context.set_disasm(self.listing.is_some());
         context
             .compile(module.isa(), &mut ControlPlane::default())
-            .map_err(|error| ModuleError::Compilation(error.inner))?;
+            .map_err(ModuleError::from)?;
         let compiled = context
             .compiled_code()
             .expect("a context that compiled holds its code");
