@@ -197,7 +197,7 @@ fn define_microkernels(
         widths.push(microkernel::Width::Avx2);
     }
     let mut signature = module.make_signature();
-    signature.params.extend([AbiParam::new(PTR); 8]);
+    signature.params.extend([AbiParam::new(PTR); 10]);
     let tiles = microkernel::Tile::for_widths(&widths);
     let mut kernels = Vec::with_capacity(tiles.len());
     for tile in tiles {

@@ -5,26 +5,36 @@
 //!
 //! Each computes one tile of four to eight rows, two registers wide (16
 //! columns with AVX2, 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row,
-//! bias, bounds)` (System V arguments, the last two on the stack) writes
-//! `C = clamp(A @ B + bias[r], bounds[0], bounds[1])` where `A[r, k]` is at
-//! `a + r * a_row + 4 * k`, `B[k, j]` at `b + k * bc_row + 4 * j` and
-//! `C[r, j]` at `c + r * bc_row + 4 * j` (byte strides), `bias` points at one
-//! f32 per row and `bounds` at two f32 (use 0 and ±inf for none). NaN results
-//! stay NaN through the clamp. Per step of K: two loads of B, and for each
-//! row one broadcast of A (folded into the multiply-adds with AVX-512) and
-//! two multiply-adds. Rows of A are addressed from three pointers, each
-//! followed by the next two rows at one and two row strides, so no tile
-//! needs a callee-saved register.
+//! row_bias, column_bias, bounds, residual)` (System V arguments, the last
+//! four on the stack) writes
+//! `C = clamp(A @ B + row_bias[r] + column_bias[j], bounds[0], bounds[1]) + R`
+//! where, with byte strides, `A[r, k]` is at `a + r * a_row + 4 * k`,
+//! `B[k, j]` at `b + k * bc_row + 4 * j`, `C[r, j]` at `c + r * bc_row + 4 * j`
+//! and `R[r, j]` at `residual + r * bc_row + 4 * j` (a null `residual` adds
+//! nothing). `row_bias` points at one f32 per row, `column_bias` at one per
+//! column and `bounds` at two f32: a bias the GEMM does not have is -0.0,
+//! which leaves every sum as it is, and bounds it does not have are ±inf.
+//! The sums are added in that order, so a tile rounds as the kernels that
+//! apply the epilogue themselves do. NaN results stay NaN through the clamp.
+//! Per step of K: two loads of B, and for each row one broadcast of A
+//! (folded into the multiply-adds with AVX-512) and two multiply-adds. Rows
+//! of A are addressed from three pointers, each followed by the next two
+//! rows at one and two row strides, so no tile needs a callee-saved
+//! register.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::{
     AsmMemoryOperand, AsmRegister64, CodeAssembler, dword_bcst, dword_ptr, ptr, qword_ptr, r8, r9,
-    r10, rax, rcx, rdi, rdx, rsi, rsp,
+    r10, r11, rax, rcx, rdi, rdx, rsi, rsp,
 };
 
 /// The most rows a microkernel computes (the length of the bias rows a
 /// caller must provide).
 pub(crate) const MAX_ROWS: usize = 8;
+
+/// The most columns a microkernel computes (the length of the column bias
+/// a caller must provide).
+pub(crate) const MAX_COLUMNS: usize = 32;
 
 /// The vector width a microkernel uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,27 +148,45 @@ macro_rules! emit_gemm_tile {
         $asm.dec(rcx)?;
         $asm.jnz(step)?;
         $asm.set_label(&mut store)?;
-        // The stack arguments: bias rows and clamp bounds (B's registers
-        // are free now and hold the bounds).
+        // The stack arguments: the biases, the clamp bounds and the
+        // residual (B's registers are free now and hold the bounds).
         let (low, high) = ($b0, $b1);
         $asm.mov(rax, qword_ptr(rsp + 8))?;
-        $asm.mov(r10, qword_ptr(rsp + 16))?;
+        $asm.mov(r11, qword_ptr(rsp + 16))?;
+        $asm.mov(r10, qword_ptr(rsp + 24))?;
         $asm.vbroadcastss(low, dword_ptr(r10))?;
         $asm.vbroadcastss(high, dword_ptr(r10 + 4))?;
         for row in 0..rows {
             $asm.vbroadcastss($a, dword_ptr(rax + 4 * row as i32))?;
-            for accumulator in [accumulators[2 * row], accumulators[2 * row + 1]] {
+            for (half, accumulator) in [accumulators[2 * row], accumulators[2 * row + 1]].into_iter().enumerate() {
                 $asm.vaddps(accumulator, accumulator, $a)?;
+                $asm.vaddps(accumulator, accumulator, ptr(r11 + $bytes * half as i32))?;
                 // max(bound, x) and min(bound, x) return x when x is NaN.
                 $asm.vmaxps(accumulator, low, accumulator)?;
                 $asm.vminps(accumulator, high, accumulator)?;
             }
         }
+        let mut plain = $asm.create_label();
+        let mut done = $asm.create_label();
+        $asm.mov(r10, qword_ptr(rsp + 32))?;
+        $asm.test(r10, r10)?;
+        $asm.jz(plain)?;
+        for row in 0..rows {
+            $asm.vaddps(accumulators[2 * row], accumulators[2 * row], ptr(r10))?;
+            $asm.vaddps(accumulators[2 * row + 1], accumulators[2 * row + 1], ptr(r10 + $bytes))?;
+            $asm.vmovups(ptr(rdx), accumulators[2 * row])?;
+            $asm.vmovups(ptr(rdx + $bytes), accumulators[2 * row + 1])?;
+            $asm.add(rdx, r9)?;
+            $asm.add(r10, r9)?;
+        }
+        $asm.jmp(done)?;
+        $asm.set_label(&mut plain)?;
         for row in 0..rows {
             $asm.vmovups(ptr(rdx), accumulators[2 * row])?;
             $asm.vmovups(ptr(rdx + $bytes), accumulators[2 * row + 1])?;
             $asm.add(rdx, r9)?;
         }
+        $asm.set_label(&mut done)?;
     }};
 }
 

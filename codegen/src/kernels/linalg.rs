@@ -435,54 +435,76 @@ fn tile(
 
 /// What every microkernel call of one GEMM shares, prepared once outside
 /// its loops: the kernel, whether it applies the whole epilogue itself, the
-/// clamp bounds and a zero bias for tiles without one.
+/// clamp bounds and the -0.0 biases for a GEMM without one.
 #[derive(Clone)]
 struct MicrokernelCall {
     kernels: Vec<(microkernel::Tile, cranelift_module::FuncId)>,
-    fused: bool,
+    fused: Option<FusedBias>,
     bounds: Value,
-    zero_bias: Value,
+    no_row_bias: Value,
+    no_column_bias: Value,
+}
+
+/// Which bias a microkernel adds itself: none, one per row (broadcast
+/// along the columns) or one per column (broadcast along the rows).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FusedBias {
+    None,
+    Rows,
+    Columns,
 }
 
 impl MicrokernelCall {
     fn prepare(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Self {
-        let row_bias = gemm
-            .bias
-            .is_none_or(|matrix| matrix.col == Size::Const(0) && matrix.row == Size::Const(4));
-        let fused =
-            gemm.alpha == 1.0 && gemm.beta == 1.0 && gemm.epilogue.residual.is_none() && row_bias;
-        // Bounds (two f32), then a zero bias (one f32 per row).
-        let bytes = 8 + 4 * microkernel::MAX_ROWS as u32;
+        let unit = Size::Const(4);
+        let bias = match gemm.bias {
+            None => Some(FusedBias::None),
+            Some(matrix) if matrix.col == Size::Const(0) && matrix.row == unit => {
+                Some(FusedBias::Rows)
+            }
+            Some(matrix) if matrix.row == Size::Const(0) && matrix.col == unit => {
+                Some(FusedBias::Columns)
+            }
+            Some(_) => None,
+        };
+        let fused = bias.filter(|_| gemm.alpha == 1.0 && gemm.beta == 1.0);
+        // Bounds (two f32), then the biases of a GEMM without them: -0.0,
+        // which added to any sum leaves it as it is.
+        let no_bias_bytes = 4 * (microkernel::MAX_ROWS + microkernel::MAX_COLUMNS) as u32;
+        let bytes = 8 + no_bias_bytes;
         let slot =
             e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 4));
-        let zero = e.b.ins().f32const(0.0);
+        let minus_zero = e.b.ins().f32const(-0.0);
         for offset in (8..bytes as i32).step_by(4) {
-            e.b.ins().stack_store(crate::emit::PTR, zero, slot, offset);
+            e.b.ins()
+                .stack_store(crate::emit::PTR, minus_zero, slot, offset);
         }
         let (low, high) = match fused {
-            true => (
+            Some(_) => (
                 gemm.epilogue.min.unwrap_or(f32::NEG_INFINITY),
                 gemm.epilogue.max.unwrap_or(f32::INFINITY),
             ),
-            false => (f32::NEG_INFINITY, f32::INFINITY),
+            None => (f32::NEG_INFINITY, f32::INFINITY),
         };
         for (offset, bound) in [(0, low), (4, high)] {
             let value = e.b.ins().f32const(bound);
             e.b.ins().stack_store(crate::emit::PTR, value, slot, offset);
         }
+        let columns_offset = 8 + 4 * microkernel::MAX_ROWS as i32;
         MicrokernelCall {
             kernels: e.cx.microkernels.clone(),
             fused,
             bounds: e.b.ins().stack_addr(crate::emit::PTR, slot, 0),
-            zero_bias: e.b.ins().stack_addr(crate::emit::PTR, slot, 8),
+            no_row_bias: e.b.ins().stack_addr(crate::emit::PTR, slot, 8),
+            no_column_bias: e.b.ins().stack_addr(crate::emit::PTR, slot, columns_offset),
         }
     }
 }
 
 /// A tile of `rows` rows and `vectors` f32x4 columns by a microkernel. It
-/// adds a per-row bias and clamps
-/// by itself; anything else (alpha, beta, a bias along the columns, a
-/// residual) is applied afterwards to the products it stored.
+/// adds a bias along the rows or the columns, clamps and adds a residual by
+/// itself; anything else (alpha, beta, a bias of another shape) is applied
+/// afterwards to the products it stored.
 fn microkernel_tile(
     e: &mut Emitter<'_, '_, '_>,
     gemm: &Gemm,
@@ -492,9 +514,15 @@ fn microkernel_tile(
     [a, b, c]: [Value; 3],
     bias: Option<Value>,
 ) -> Result<(), CodegenError> {
-    let bias_rows = match (call.fused, bias) {
-        (true, Some(pointer)) => pointer,
-        _ => call.zero_bias,
+    let (mut row_bias, mut column_bias) = (call.no_row_bias, call.no_column_bias);
+    match (call.fused, bias) {
+        (Some(FusedBias::Rows), Some(pointer)) => row_bias = pointer,
+        (Some(FusedBias::Columns), Some(pointer)) => column_bias = pointer,
+        (Some(FusedBias::None) | None, _) | (Some(_), None) => {}
+    }
+    let residual = match (call.fused, gemm.epilogue.residual) {
+        (Some(_), Some(distance)) => e.b.ins().iadd(c, distance),
+        _ => e.b.ins().iconst(crate::emit::PTR, 0),
     };
     let k = e.value_of(gemm.k);
     let a_row = e.value_of(gemm.a.row);
@@ -502,9 +530,20 @@ fn microkernel_tile(
     let func_ref = e.import_function(kernel);
     e.b.ins().call(
         func_ref,
-        &[a, b, c, k, a_row, bc_row, bias_rows, call.bounds],
+        &[
+            a,
+            b,
+            c,
+            k,
+            a_row,
+            bc_row,
+            row_bias,
+            column_bias,
+            call.bounds,
+            residual,
+        ],
     );
-    if call.fused {
+    if call.fused.is_some() {
         return Ok(());
     }
     // The products it stored, each read right before it is finished (read
