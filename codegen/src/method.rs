@@ -203,9 +203,9 @@ fn define_microkernels(
     for tile in tiles {
         let name = format!(
             "{symbol}__gemm_{}x{}_{:?}",
-            tile.rows(),
+            tile.rows,
             tile.columns(),
-            tile.width()
+            tile.width
         )
         .to_lowercase();
         let id = module.declare_function(&name, Linkage::Local, &signature)?;

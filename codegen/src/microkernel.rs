@@ -39,60 +39,64 @@ pub(crate) const MAX_COLUMNS: usize = 32;
 /// The vector width a microkernel uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Width {
-    /// 256-bit ymm registers: 16 columns a tile.
+    /// 256-bit ymm registers: 8 columns a register.
     Avx2,
-    /// 512-bit zmm registers: 32 columns a tile.
+    /// 512-bit zmm registers: 16 columns a register.
     Avx512,
 }
 
 impl Width {
-    /// Columns of a tile: two registers of f32.
-    pub(crate) fn columns(self) -> usize {
+    /// Columns of one register of f32.
+    fn register_columns(self) -> usize {
         match self {
-            Width::Avx2 => 16,
-            Width::Avx512 => 32,
+            Width::Avx2 => 8,
+            Width::Avx512 => 16,
         }
     }
 }
 
-/// A microkernel: its vector width and how many rows it computes.
+/// A microkernel: its vector width, how many rows it computes and how many
+/// registers wide a row is (two, or one for the columns left over by the
+/// wider tiles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Tile {
-    Avx2Rows4,
-    Avx2Rows6,
-    Avx512Rows4,
-    Avx512Rows8,
+pub(crate) struct Tile {
+    pub width: Width,
+    pub rows: usize,
+    pub registers: usize,
 }
 
 impl Tile {
-    /// The tiles a CPU with these widths runs, widest and tallest first.
+    /// The tiles a CPU with these widths runs, widest and tallest first:
+    /// for each width, eight or six rows and four rows two registers wide,
+    /// then eight and four rows one register wide; a tile as wide as one
+    /// of a wider vector width is left out.
     pub(crate) fn for_widths(widths: &[Width]) -> Vec<Tile> {
-        widths
-            .iter()
-            .flat_map(|width| match width {
-                Width::Avx512 => [Tile::Avx512Rows8, Tile::Avx512Rows4],
-                Width::Avx2 => [Tile::Avx2Rows6, Tile::Avx2Rows4],
-            })
-            .collect()
-    }
-
-    pub(crate) fn width(self) -> Width {
-        match self {
-            Tile::Avx2Rows4 | Tile::Avx2Rows6 => Width::Avx2,
-            Tile::Avx512Rows4 | Tile::Avx512Rows8 => Width::Avx512,
+        let mut tiles: Vec<Tile> = Vec::new();
+        for &width in widths {
+            let tall = match width {
+                Width::Avx512 => 8,
+                // 6 rows of 2 registers, plus B's two and A's one: 15 of
+                // the 16 ymm registers.
+                Width::Avx2 => 6,
+            };
+            for (rows, registers) in [(tall, 2), (4, 2), (8, 1), (4, 1)] {
+                let tile = Tile {
+                    width,
+                    rows,
+                    registers,
+                };
+                let wider =
+                    |other: &Tile| other.width != width && other.columns() == tile.columns();
+                if !tiles.iter().any(wider) {
+                    tiles.push(tile);
+                }
+            }
         }
-    }
-
-    pub(crate) fn rows(self) -> usize {
-        match self {
-            Tile::Avx2Rows4 | Tile::Avx512Rows4 => 4,
-            Tile::Avx2Rows6 => 6,
-            Tile::Avx512Rows8 => 8,
-        }
+        tiles
     }
 
     pub(crate) fn columns(self) -> usize {
-        self.width().columns()
+        self.width.register_columns() * self.registers
     }
 }
 
@@ -107,21 +111,25 @@ fn a_row(row: usize) -> AsmMemoryOperand {
     }
 }
 
-/// Emits the body of a microkernel of `$rows` rows with the vector
-/// registers given (two accumulators a row); `$embedded` folds the
-/// broadcasts of A into the multiply-adds (AVX-512 only).
+/// Emits the body of the microkernel `$tile` with the vector registers
+/// given: accumulators (the first `registers` of them a row), two for B
+/// (which then hold the clamp bounds) and one for A; `$bytes` is one
+/// register's size, and `$embedded` folds the broadcasts of A into the
+/// multiply-adds (AVX-512 only).
 macro_rules! emit_gemm_tile {
-    ($asm:ident, $rows:expr, $bytes:expr, $embedded:expr, [$($accumulator:ident),*], $b0:ident, $b1:ident, $a:ident) => {{
-        use iced_x86::code_asm::{$($accumulator,)* $b0, $b1, $a};
-        let accumulators = [$($accumulator),*];
-        let rows: usize = $rows;
+    ($asm:ident, $tile:expr, $bytes:expr, $embedded:expr, $accumulators:expr, [$b0:expr, $b1:expr], $a:expr) => {{
+        let tile: Tile = $tile;
+        let (rows, registers) = (tile.rows, tile.registers);
+        let accumulators = &$accumulators[..rows * registers];
+        let b_registers = &[$b0, $b1][..registers];
+        let a_register = $a;
         // The row pointers: rdi, rax = rdi + 3 rows, r10 = rax + 3 rows.
         let pointers = &[rdi, rax, r10][..rows.div_ceil(3)];
         for pair in pointers.windows(2) {
             $asm.lea(pair[1], ptr(pair[0] + r8 * 2))?;
             $asm.add(pair[1], r8)?;
         }
-        for accumulator in accumulators {
+        for &accumulator in accumulators {
             $asm.vxorps(accumulator, accumulator, accumulator)?;
         }
         let mut step = $asm.create_label();
@@ -129,16 +137,20 @@ macro_rules! emit_gemm_tile {
         $asm.test(rcx, rcx)?;
         $asm.jle(store)?;
         $asm.set_label(&mut step)?;
-        $asm.vmovups($b0, ptr(rsi))?;
-        $asm.vmovups($b1, ptr(rsi + $bytes))?;
+        for (half, &register) in b_registers.iter().enumerate() {
+            $asm.vmovups(register, ptr(rsi + $bytes * half as i32))?;
+        }
         for row in 0..rows {
+            let row_accumulators = &accumulators[registers * row..registers * (row + 1)];
             if $embedded {
-                $asm.vfmadd231ps(accumulators[2 * row], $b0, dword_bcst(a_row(row)))?;
-                $asm.vfmadd231ps(accumulators[2 * row + 1], $b1, dword_bcst(a_row(row)))?;
+                for (&accumulator, &register) in row_accumulators.iter().zip(b_registers) {
+                    $asm.vfmadd231ps(accumulator, register, dword_bcst(a_row(row)))?;
+                }
             } else {
-                $asm.vbroadcastss($a, dword_ptr(a_row(row)))?;
-                $asm.vfmadd231ps(accumulators[2 * row], $a, $b0)?;
-                $asm.vfmadd231ps(accumulators[2 * row + 1], $a, $b1)?;
+                $asm.vbroadcastss(a_register, dword_ptr(a_row(row)))?;
+                for (&accumulator, &register) in row_accumulators.iter().zip(b_registers) {
+                    $asm.vfmadd231ps(accumulator, a_register, register)?;
+                }
             }
         }
         for &pointer in pointers {
@@ -157,9 +169,10 @@ macro_rules! emit_gemm_tile {
         $asm.vbroadcastss(low, dword_ptr(r10))?;
         $asm.vbroadcastss(high, dword_ptr(r10 + 4))?;
         for row in 0..rows {
-            $asm.vbroadcastss($a, dword_ptr(rax + 4 * row as i32))?;
-            for (half, accumulator) in [accumulators[2 * row], accumulators[2 * row + 1]].into_iter().enumerate() {
-                $asm.vaddps(accumulator, accumulator, $a)?;
+            $asm.vbroadcastss(a_register, dword_ptr(rax + 4 * row as i32))?;
+            let row_accumulators = &accumulators[registers * row..registers * (row + 1)];
+            for (half, &accumulator) in row_accumulators.iter().enumerate() {
+                $asm.vaddps(accumulator, accumulator, a_register)?;
                 $asm.vaddps(accumulator, accumulator, ptr(r11 + $bytes * half as i32))?;
                 // max(bound, x) and min(bound, x) return x when x is NaN.
                 $asm.vmaxps(accumulator, low, accumulator)?;
@@ -171,19 +184,20 @@ macro_rules! emit_gemm_tile {
         $asm.mov(r10, qword_ptr(rsp + 32))?;
         $asm.test(r10, r10)?;
         $asm.jz(plain)?;
-        for row in 0..rows {
-            $asm.vaddps(accumulators[2 * row], accumulators[2 * row], ptr(r10))?;
-            $asm.vaddps(accumulators[2 * row + 1], accumulators[2 * row + 1], ptr(r10 + $bytes))?;
-            $asm.vmovups(ptr(rdx), accumulators[2 * row])?;
-            $asm.vmovups(ptr(rdx + $bytes), accumulators[2 * row + 1])?;
+        for row in accumulators.chunks(registers) {
+            for (half, &accumulator) in row.iter().enumerate() {
+                $asm.vaddps(accumulator, accumulator, ptr(r10 + $bytes * half as i32))?;
+                $asm.vmovups(ptr(rdx + $bytes * half as i32), accumulator)?;
+            }
             $asm.add(rdx, r9)?;
             $asm.add(r10, r9)?;
         }
         $asm.jmp(done)?;
         $asm.set_label(&mut plain)?;
-        for row in 0..rows {
-            $asm.vmovups(ptr(rdx), accumulators[2 * row])?;
-            $asm.vmovups(ptr(rdx + $bytes), accumulators[2 * row + 1])?;
+        for row in accumulators.chunks(registers) {
+            for (half, &accumulator) in row.iter().enumerate() {
+                $asm.vmovups(ptr(rdx + $bytes * half as i32), accumulator)?;
+            }
             $asm.add(rdx, r9)?;
         }
         $asm.set_label(&mut done)?;
@@ -192,51 +206,30 @@ macro_rules! emit_gemm_tile {
 
 /// The machine code of a microkernel; position independent.
 pub(crate) fn gemm_tile(tile: Tile) -> Result<Vec<u8>, IcedError> {
+    use iced_x86::code_asm::registers::{ymm::*, zmm::*};
     let mut asm = CodeAssembler::new(64)?;
-    match tile {
-        Tile::Avx2Rows4 => emit_gemm_tile!(
+    match tile.width {
+        Width::Avx2 => emit_gemm_tile!(
             asm,
-            4,
-            32,
-            false,
-            [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7],
-            ymm8,
-            ymm9,
-            ymm10
-        ),
-        Tile::Avx2Rows6 => emit_gemm_tile!(
-            asm,
-            6,
+            tile,
             32,
             false,
             [
                 ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11
             ],
-            ymm12,
-            ymm13,
+            [ymm12, ymm13],
             ymm14
         ),
-        Tile::Avx512Rows4 => emit_gemm_tile!(
+        Width::Avx512 => emit_gemm_tile!(
             asm,
-            4,
-            64,
-            true,
-            [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7],
-            zmm8,
-            zmm9,
-            zmm10
-        ),
-        Tile::Avx512Rows8 => emit_gemm_tile!(
-            asm,
-            8,
+            tile,
             64,
             true,
             [
                 zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12,
                 zmm13, zmm14, zmm15
             ],
-            zmm16,
-            zmm17,
+            [zmm16, zmm17],
             zmm18
         ),
     }

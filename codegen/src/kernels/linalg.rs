@@ -189,9 +189,14 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
             widths.push(columns);
         }
     }
-    match vector {
-        true => widths.extend([Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar]),
-        false => widths.push(Columns::Scalar),
+    let cranelift_widths = match vector {
+        true => &[Columns::Vectors(2), Columns::Vectors(1), Columns::Scalar][..],
+        false => &[Columns::Scalar][..],
+    };
+    for &columns in cranelift_widths {
+        if !widths.contains(&columns) {
+            widths.push(columns);
+        }
     }
     let mut carried = vec![gemm.b.base, gemm.c.base];
     carried.extend(gemm.bias.map(|bias| bias.base));
@@ -283,7 +288,7 @@ fn column_panel(
         .iter()
         .flat_map(|call| &call.kernels)
         .filter(|(tile, _)| Columns::Vectors(tile.columns() / 4) == columns)
-        .map(|(tile, _)| tile.rows())
+        .map(|(tile, _)| tile.rows)
         .collect();
     for rows in [TILE_ROWS, 1] {
         if !heights.contains(&rows) {
@@ -383,7 +388,7 @@ fn tile(
         && let Some(&kernel) = call
             .kernels
             .iter()
-            .find(|(tile, _)| tile.columns() == 4 * vectors && tile.rows() == rows)
+            .find(|(tile, _)| tile.columns() == 4 * vectors && tile.rows == rows)
     {
         return microkernel_tile(e, gemm, call, kernel, vectors, [a, b, c], bias);
     }
@@ -554,7 +559,7 @@ fn microkernel_tile(
             .load(types::F32X4, flags(), c_row, c_offset + 16 * t as i32)
     };
     let columns = Columns::Vectors(vectors);
-    finish_tile(e, gemm, tile.rows(), columns, c, bias, &mut stored)
+    finish_tile(e, gemm, tile.rows, columns, c, bias, &mut stored)
 }
 
 /// Applies alpha, beta * bias and the epilogue to a tile's products

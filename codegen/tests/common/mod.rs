@@ -8,8 +8,16 @@ use ptec_runtime::{DimSpec, HostTensor, Instance, RuntimeError, TensorRef};
 /// Compiles `graph` (of fixed shapes) with the JIT and runs it on `inputs`,
 /// the bytes of each input, whose element types and sizes the graph gives.
 pub fn run_jit(graph: &Graph<'_>, inputs: &[&[u8]]) -> Result<Vec<HostTensor>, RuntimeError> {
-    let method =
-        compile_jit(graph, &CodegenOptions::default(), u64::MAX).expect("the graph compiles");
+    run_jit_with(graph, &CodegenOptions::default(), inputs)
+}
+
+/// [`run_jit`] with the code generator's `options`.
+pub fn run_jit_with(
+    graph: &Graph<'_>,
+    options: &CodegenOptions,
+    inputs: &[&[u8]],
+) -> Result<Vec<HostTensor>, RuntimeError> {
+    let method = compile_jit(graph, options, u64::MAX).expect("the graph compiles");
     let slots: Vec<_> = method
         .abi
         .inputs
