@@ -49,10 +49,20 @@ pub(crate) struct MethodContext<'g, 'a> {
     /// Bytes of scratch memory the largest kernel needs, after the graph's
     /// arena.
     pub scratch_bytes: u64,
-    /// The GEMM microkernels the target can run, widest first.
-    pub microkernels: Vec<(crate::microkernel::Tile, FuncId)>,
+    /// The microkernels the target can run.
+    pub microkernels: Microkernels,
     /// C math functions declared in the module so far, by symbol.
     pub math: HashMap<&'static str, FuncId>,
+}
+
+/// The machine-code kernels defined in a method's module (none when the
+/// target cannot run them or the options switch them off).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Microkernels {
+    /// GEMM tiles, widest and tallest first.
+    pub gemm: Vec<(crate::microkernel::Tile, FuncId)>,
+    /// Depthwise convolution pixels (AVX-512).
+    pub depthwise: Option<FuncId>,
 }
 
 /// Where scratch memory starts in the arena.

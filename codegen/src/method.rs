@@ -17,7 +17,7 @@ use ptec_runtime::{DimSpec, ElementType, MethodAbi, StateSlot, TensorSlot};
 
 use crate::CodegenOptions;
 use crate::define::Definer;
-use crate::emit::{Emitter, MethodContext, PTR, Split, flags, scratch_offset};
+use crate::emit::{Emitter, MethodContext, Microkernels, PTR, Split, flags, scratch_offset};
 use crate::error::{Backend, CodegenError};
 use crate::kernels;
 use crate::microkernel;
@@ -130,7 +130,7 @@ pub(crate) fn compile_method<'a>(
         scratch_bytes: 0,
         microkernels: match options.microkernels {
             true => define_microkernels(module, symbol, definer)?,
-            false => Vec::new(),
+            false => Microkernels::default(),
         },
         math: HashMap::new(),
     };
@@ -175,13 +175,14 @@ pub(crate) fn compile_method<'a>(
     })
 }
 
-/// Defines the GEMM microkernels the target of `module` can run (x86-64
-/// with FMA and AVX2, or AVX-512 too), widest and tallest first.
+/// Defines the microkernels the target of `module` can run: GEMM tiles on
+/// x86-64 with FMA and AVX2, or AVX-512 too (widest and tallest first), and
+/// the depthwise kernel with AVX-512 and BMI2.
 fn define_microkernels(
     module: &mut dyn Module,
     symbol: &str,
     definer: &mut Definer<'_>,
-) -> Result<Vec<(microkernel::Tile, FuncId)>, CodegenError> {
+) -> Result<Microkernels, CodegenError> {
     let isa = module.isa();
     let enabled = |name: &str| {
         isa.isa_flags()
@@ -190,17 +191,22 @@ fn define_microkernels(
     };
     let x86_64 = isa.triple().architecture == target_lexicon::Architecture::X86_64;
     let mut widths = Vec::new();
-    if x86_64 && enabled("has_avx2") && enabled("has_fma") {
-        if enabled("has_avx512f") {
-            widths.push(microkernel::Width::Avx512);
-        }
+    let avx2 = x86_64 && enabled("has_avx2") && enabled("has_fma");
+    let avx512 = avx2 && enabled("has_avx512f");
+    if avx512 {
+        widths.push(microkernel::Width::Avx512);
+    }
+    if avx2 {
         widths.push(microkernel::Width::Avx2);
     }
+    let depthwise = avx512 && enabled("has_bmi2");
+    let assembled = |what: &str, code: Result<Vec<u8>, iced_x86::IcedError>| {
+        code.map_err(|error| CodegenError::Isa(format!("assembling the {what}: {error}")))
+    };
     let mut signature = module.make_signature();
     signature.params.extend([AbiParam::new(PTR); 10]);
-    let tiles = microkernel::Tile::for_widths(&widths);
-    let mut kernels = Vec::with_capacity(tiles.len());
-    for tile in tiles {
+    let mut microkernels = Microkernels::default();
+    for tile in microkernel::Tile::for_widths(&widths) {
         let name = format!(
             "{symbol}__gemm_{}x{}_{:?}",
             tile.rows,
@@ -209,13 +215,21 @@ fn define_microkernels(
         )
         .to_lowercase();
         let id = module.declare_function(&name, Linkage::Local, &signature)?;
-        let code = microkernel::gemm_tile(tile).map_err(|error| {
-            CodegenError::Isa(format!("assembling the {tile:?} GEMM microkernel: {error}"))
-        })?;
+        let code = assembled(
+            &format!("{tile:?} GEMM microkernel"),
+            microkernel::gemm_tile(tile),
+        )?;
         definer.bytes(module, id, &name, 16, code)?;
-        kernels.push((tile, id));
+        microkernels.gemm.push((tile, id));
     }
-    Ok(kernels)
+    if depthwise {
+        let name = format!("{symbol}__depthwise_avx512");
+        let id = module.declare_function(&name, Linkage::Local, &signature)?;
+        let code = assembled("depthwise microkernel", microkernel::depthwise())?;
+        definer.bytes(module, id, &name, 16, code)?;
+        microkernels.depthwise = Some(id);
+    }
+    Ok(microkernels)
 }
 
 /// The entry point: computes the symbols known at the start, calls each

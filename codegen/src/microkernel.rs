@@ -1,6 +1,6 @@
-//! GEMM microkernels for x86-64, emitted as machine code with iced-x86 and
-//! defined into the same Cranelift module as the kernels that call them (so
-//! JIT and object files share them). Cranelift's vectors are 128 bits wide;
+//! GEMM and depthwise convolution microkernels for x86-64, emitted as
+//! machine code with iced-x86 and defined into the same Cranelift module as
+//! the kernels that call them (so JIT and object files share them). Cranelift's vectors are 128 bits wide;
 //! these use the CPU's 256-bit (AVX2) or 512-bit (AVX-512) registers.
 //!
 //! Each computes one tile of four to eight rows, two registers wide (16
@@ -236,5 +236,137 @@ pub(crate) fn gemm_tile(tile: Tile) -> Result<Vec<u8>, IcedError> {
     // Leave the upper halves clean for SSE code that follows.
     asm.vzeroupper()?;
     asm.ret()?;
+    asm.assemble(0)
+}
+
+/// The depthwise microkernel (AVX-512, with BMI2 for its channel masks):
+/// `depthwise(window, filter, output, bias, taps, tap_count, pixels,
+/// pixel_step, channel_bytes, bounds)` (System V arguments, the last four
+/// on the stack) computes `pixels` output pixels of a channels-last
+/// depthwise convolution that read the same taps, every channel of each:
+/// `output[p][c] = clamp(bias[c] + sum over taps t of window[p][t][c] *
+/// filter[t][c], bounds[0], bounds[1])`, where pixel `p`'s window starts
+/// at `window + p * pixel_step`, its output at `output + p * channel_bytes`,
+/// and `taps` holds `tap_count` pairs of i64 byte offsets: the tap's
+/// element from the window's start and its filter row from `filter`. A null
+/// `bias` starts the sums at zero. Each channel is summed bias first, then
+/// the taps in the table's order, with fused multiply-adds, so it gives the
+/// bits of the kernels Cranelift emits. Four pixels at a time, then one;
+/// sixteen channels at a time, the last block masked.
+pub(crate) fn depthwise() -> Result<Vec<u8>, IcedError> {
+    use iced_x86::code_asm::registers::gpr32::{eax, ebx};
+    use iced_x86::code_asm::registers::gpr64::{r12, r13, r14, r15, rbp, rbx};
+    use iced_x86::code_asm::registers::k::k1;
+    use iced_x86::code_asm::registers::zmm::{zmm30, zmm31};
+    let mut asm = CodeAssembler::new(64)?;
+    let saved = [rbx, rbp, r12, r13, r14, r15];
+    for register in saved {
+        asm.push(register)?;
+    }
+    // The stack arguments, past the saved registers and the return address.
+    let argument = |index: i32| qword_ptr(rsp + 8 * (saved.len() as i32 + 1 + index));
+    asm.mov(r10, argument(0))?;
+    asm.mov(r11, argument(1))?;
+    asm.mov(r12, argument(2))?;
+    asm.mov(rax, argument(3))?;
+    asm.vbroadcastss(zmm30, dword_ptr(rax))?;
+    asm.vbroadcastss(zmm31, dword_ptr(rax + 4))?;
+    asm.lea(rbp, ptr(r11 + r11 * 2))?;
+    let mut fours = asm.create_label();
+    let mut ones = asm.create_label();
+    let mut one = asm.create_label();
+    let mut end = asm.create_label();
+    asm.set_label(&mut fours)?;
+    asm.cmp(r10, 4)?;
+    asm.jl(ones)?;
+    emit_depthwise_pixels(&mut asm, 4)?;
+    asm.lea(rdi, ptr(rdi + r11 * 4))?;
+    asm.lea(rdx, ptr(rdx + r12 * 4))?;
+    asm.sub(r10, 4)?;
+    asm.jmp(fours)?;
+    asm.set_label(&mut ones)?;
+    asm.test(r10, r10)?;
+    asm.jz(end)?;
+    asm.set_label(&mut one)?;
+    emit_depthwise_pixels(&mut asm, 1)?;
+    asm.add(rdi, r11)?;
+    asm.add(rdx, r12)?;
+    asm.dec(r10)?;
+    asm.jnz(one)?;
+    asm.set_label(&mut end)?;
+    for register in saved.into_iter().rev() {
+        asm.pop(register)?;
+    }
+    asm.vzeroupper()?;
+    asm.ret()?;
+    // Every channel block: k1 masks the channels left (at most 16).
+    fn emit_depthwise_pixels(asm: &mut CodeAssembler, pixels: usize) -> Result<(), IcedError> {
+        use iced_x86::code_asm::registers::zmm::{zmm0, zmm1, zmm2, zmm3, zmm4};
+        let sums = &[zmm0, zmm1, zmm2, zmm3][..pixels];
+        let window = |pixel: usize| match pixel {
+            0 => ptr(rax),
+            1 => ptr(rax + r11),
+            2 => ptr(rax + r11 * 2),
+            _ => ptr(rax + rbp),
+        };
+        let mut channels = asm.create_label();
+        let mut zero = asm.create_label();
+        let mut taps = asm.create_label();
+        let mut tap = asm.create_label();
+        let mut store = asm.create_label();
+        asm.xor(r13, r13)?;
+        asm.set_label(&mut channels)?;
+        asm.mov(rax, r12)?;
+        asm.sub(rax, r13)?;
+        asm.shr(rax, 2)?;
+        asm.mov(ebx, 16)?;
+        asm.cmp(rax, rbx)?;
+        asm.cmova(rax, rbx)?;
+        asm.mov(ebx, 0xFFFF)?;
+        asm.bzhi(ebx, ebx, eax)?;
+        asm.kmovw(k1, ebx)?;
+        asm.test(rcx, rcx)?;
+        asm.jz(zero)?;
+        asm.vmovups(sums[0].k1().z(), ptr(rcx + r13))?;
+        for &sum in &sums[1..] {
+            asm.vmovaps(sum, sums[0])?;
+        }
+        asm.jmp(taps)?;
+        asm.set_label(&mut zero)?;
+        for &sum in sums {
+            asm.vxorps(sum, sum, sum)?;
+        }
+        asm.set_label(&mut taps)?;
+        asm.mov(r14, r8)?;
+        asm.mov(r15, r9)?;
+        asm.test(r15, r15)?;
+        asm.jz(store)?;
+        asm.set_label(&mut tap)?;
+        asm.mov(rax, qword_ptr(r14))?;
+        asm.add(rax, rdi)?;
+        asm.add(rax, r13)?;
+        asm.mov(rbx, qword_ptr(r14 + 8))?;
+        asm.add(rbx, rsi)?;
+        asm.vmovups(zmm4.k1().z(), ptr(rbx + r13))?;
+        for (pixel, &sum) in sums.iter().enumerate() {
+            asm.vfmadd231ps(sum.k1(), zmm4, window(pixel))?;
+        }
+        asm.add(r14, 16)?;
+        asm.dec(r15)?;
+        asm.jnz(tap)?;
+        asm.set_label(&mut store)?;
+        asm.lea(rax, ptr(rdx + r13))?;
+        for &sum in sums {
+            // max(bound, x) and min(bound, x) return x when x is NaN.
+            asm.vmaxps(sum, zmm30, sum)?;
+            asm.vminps(sum, zmm31, sum)?;
+            asm.vmovups(ptr(rax).k1(), sum)?;
+            asm.add(rax, r12)?;
+        }
+        asm.add(r13, 64)?;
+        asm.cmp(r13, r12)?;
+        asm.jb(channels)?;
+        Ok(())
+    }
     asm.assemble(0)
 }

@@ -230,7 +230,7 @@ fn convolve(
             })
             .map(|_| ());
     }
-    if groups == 1 && !e.cx.microkernels.is_empty() {
+    if groups == 1 && !e.cx.microkernels.gemm.is_empty() {
         // The output is written through the GEMMs alone (the padded image
         // and its columns are in scratch).
         e.allow_parallel();

@@ -10,7 +10,8 @@
 //!   the filter's vectors for each tap. The output is split at compile time
 //!   into rectangles whose windows meet the same taps inside the image (the
 //!   interior, and each border row and column), so no pixel tests bounds
-//!   and nothing is padded;
+//!   and nothing is padded; with AVX-512, each output row of a span is one
+//!   call of the depthwise microkernel, given the span's taps as a table;
 //! - others: per group, im2col into scratch (one row per output pixel, one
 //!   column per tap and input channel, zeros where a window leaves the
 //!   image) times the group's block of the filter.
@@ -22,7 +23,9 @@
 use std::ops::Range;
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value, types};
+use cranelift_codegen::ir::{
+    InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value, types,
+};
 
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
@@ -276,6 +279,10 @@ fn depthwise_direct(
     let out_h = conv.output.sizes[2];
     let row_cost = (out_w * channels * conv.kernel()[0] * kernel_w) as u64;
     let range = e.parallel_range(out_h, row_cost);
+    let call = match (e.cx.microkernels.depthwise, epilogue.residual) {
+        (Some(kernel), None) => Some(DepthwiseCall::prepare(e, kernel, conv, epilogue)),
+        _ => None,
+    };
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let source = match packed {
             Some(scratch) => {
@@ -339,15 +346,29 @@ fn depthwise_direct(
                         tile_input()
                     },
                 };
+                let table = call.as_ref().map(|call| call.table(e, &taps));
                 e.counted_loop(count, &[window, first], |e, _, row| {
-                    e.counted_loop(Size::Const(columns.count), row, |e, _, pixel| {
-                        depthwise_pixel(e, &taps, [pixel[0], filter, pixel[1]], bias, epilogue)?;
-                        Ok(vec![
-                            e.b.ins()
-                                .iadd_imm_s(pixel[0], conv.stride[1] * channels * 4),
-                            e.b.ins().iadd_imm_s(pixel[1], channels * 4),
-                        ])
-                    })?;
+                    match (&call, table) {
+                        (Some(call), Some(table)) => {
+                            call.row(e, [row[0], filter, row[1]], bias, table, columns.count)
+                        }
+                        _ => {
+                            e.counted_loop(Size::Const(columns.count), row, |e, _, pixel| {
+                                depthwise_pixel(
+                                    e,
+                                    &taps,
+                                    [pixel[0], filter, pixel[1]],
+                                    bias,
+                                    epilogue,
+                                )?;
+                                Ok(vec![
+                                    e.b.ins()
+                                        .iadd_imm_s(pixel[0], conv.stride[1] * channels * 4),
+                                    e.b.ins().iadd_imm_s(pixel[1], channels * 4),
+                                ])
+                            })?;
+                        }
+                    }
                     Ok(vec![
                         e.b.ins()
                             .iadd_imm_s(row[0], conv.stride[0] * width * channels * 4),
@@ -372,6 +393,92 @@ struct DepthwiseTaps {
     /// scratch, rewritten for every image) with ordinary loads, which stay
     /// below the copy.
     window: MemFlagsData,
+}
+
+/// Calls of the depthwise microkernel (see `microkernel::depthwise`) for one
+/// convolution: the kernel, the clamp bounds, and the steps between pixels
+/// in the window and in the output.
+struct DepthwiseCall {
+    kernel: cranelift_module::FuncId,
+    bounds: Value,
+    pixel_step: i64,
+    channel_bytes: i64,
+}
+
+impl DepthwiseCall {
+    fn prepare(
+        e: &mut Emitter<'_, '_, '_>,
+        kernel: cranelift_module::FuncId,
+        conv: &ChannelsLast,
+        epilogue: Epilogue,
+    ) -> DepthwiseCall {
+        let channel_bytes = conv.input.sizes[1] * 4;
+        let slot =
+            e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 2));
+        let low = epilogue.min.unwrap_or(f32::NEG_INFINITY);
+        let high = epilogue.max.unwrap_or(f32::INFINITY);
+        for (offset, bound) in [(0, low), (4, high)] {
+            let value = e.b.ins().f32const(bound);
+            e.b.ins().stack_store(crate::emit::PTR, value, slot, offset);
+        }
+        DepthwiseCall {
+            kernel,
+            bounds: e.b.ins().stack_addr(crate::emit::PTR, slot, 0),
+            pixel_step: conv.stride[1] * channel_bytes,
+            channel_bytes,
+        }
+    }
+
+    /// The table of `taps`: for each, in the order Cranelift's kernels sum
+    /// them, its element's byte offset from the window's start and its
+    /// filter row's from the filter's; and how many.
+    fn table(&self, e: &mut Emitter<'_, '_, '_>, taps: &DepthwiseTaps) -> (Value, i64) {
+        let mut entries = Vec::new();
+        for ky in taps.rows.clone() {
+            for kx in taps.columns.clone() {
+                let pixel = ky * taps.dilation[0] * taps.width + kx * taps.dilation[1];
+                let tap = ky * taps.kernel_w + kx;
+                entries.extend([pixel * self.channel_bytes, tap * self.channel_bytes]);
+            }
+        }
+        let bytes = (entries.len() * 8).max(8) as u32;
+        let slot =
+            e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3));
+        for (index, &entry) in entries.iter().enumerate() {
+            let value = e.iconst(entry);
+            e.b.ins()
+                .stack_store(crate::emit::PTR, value, slot, 8 * index as i32);
+        }
+        let address = e.b.ins().stack_addr(crate::emit::PTR, slot, 0);
+        (address, entries.len() as i64 / 2)
+    }
+
+    /// `pixels` output pixels along a row, whose windows read the taps of
+    /// `table`.
+    fn row(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        [window, filter, output]: [Value; 3],
+        bias: Option<Value>,
+        (table, taps): (Value, i64),
+        pixels: i64,
+    ) {
+        let bias = bias.unwrap_or_else(|| e.iconst(0));
+        let arguments = [
+            window,
+            filter,
+            output,
+            bias,
+            table,
+            e.iconst(taps),
+            e.iconst(pixels),
+            e.iconst(self.pixel_step),
+            e.iconst(self.channel_bytes),
+            self.bounds,
+        ];
+        let function = e.import_function(self.kernel);
+        e.b.ins().call(function, &arguments);
+    }
 }
 
 /// Every channel of one output pixel: blocks of 16 channels (four

@@ -497,7 +497,7 @@ impl MicrokernelCall {
         }
         let columns_offset = 8 + 4 * microkernel::MAX_ROWS as i32;
         MicrokernelCall {
-            kernels: e.cx.microkernels.clone(),
+            kernels: e.cx.microkernels.gemm.clone(),
             fused,
             bounds: e.b.ins().stack_addr(crate::emit::PTR, slot, 0),
             no_row_bias: e.b.ins().stack_addr(crate::emit::PTR, slot, 8),
@@ -618,7 +618,7 @@ fn finish_tile(
 fn microkernel_applies(e: &Emitter<'_, '_, '_>, gemm: &Gemm) -> bool {
     let unit = Size::Const(4);
     gemm.float == Float::F32
-        && !e.cx.microkernels.is_empty()
+        && !e.cx.microkernels.gemm.is_empty()
         && gemm.a.col == unit
         && gemm.b.col == unit
         && gemm.c.col == unit

@@ -1,0 +1,178 @@
+//! Channels-last depthwise convolutions of the shapes that split the work
+//! differently: channel counts around the 16 of a vector block (AVX-512's
+//! microkernel masks the last block), kernels of 3 and 5 with strides,
+//! padding and dilation (border pixels read fewer taps), with and without
+//! a bias and a clamp, from channels-last and NCHW inputs. Each must give
+//! the same bits with the microkernels as with Cranelift's kernels alone
+//! (both sum the bias, then the taps in order, with fused multiply-adds),
+//! and be close to a reference computed in f64.
+
+mod common;
+
+use common::{elements, le_bytes, run_jit, run_jit_with};
+use ptec_codegen::CodegenOptions;
+
+/// A deterministic value in [-1, 1) for element `index` of operand `seed`.
+fn value(seed: u64, index: usize) -> f32 {
+    let mut x = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(index as u64 + 1);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    x ^= x >> 29;
+    (x % 2001) as f32 / 1000.0 - 1.0
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    channels: usize,
+    size: [usize; 2],
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    dilation: usize,
+    bias: bool,
+    clamp: bool,
+    channels_last_input: bool,
+}
+
+impl Case {
+    fn output(&self) -> [usize; 2] {
+        self.size.map(|size| {
+            (size + 2 * self.padding - self.dilation * (self.kernel - 1) - 1) / self.stride + 1
+        })
+    }
+
+    /// The graph's text, and its inputs' bytes (input, filter, bias), each
+    /// given in row-major order.
+    fn graph(&self) -> (String, Vec<Vec<u8>>) {
+        let Case {
+            channels: c,
+            kernel: k,
+            ..
+        } = *self;
+        let [h, w] = self.size;
+        let [oh, ow] = self.output();
+        let input_order = match self.channels_last_input {
+            true => "{order [0, 2, 3, 1]}",
+            false => "",
+        };
+        let input_at = 0;
+        let filter_at = (4 * c * h * w).next_multiple_of(64);
+        let bias_at = (filter_at + 4 * c * k * k).next_multiple_of(64);
+        let output_at = (bias_at + 4 * c).next_multiple_of(64);
+        let arena = output_at + 4 * c * oh * ow;
+        let bias = match self.bias {
+            true => ", bias=%2",
+            false => "",
+        };
+        let clamp = match self.clamp {
+            true => " clamp_min=-0.5 clamp_max=0.75",
+            false => "",
+        };
+        let (stride, padding, dilation) = (self.stride, self.padding, self.dilation);
+        let text = format!(
+            "graph g (arena {arena} bytes) {{
+  %0: f32[1,{c},{h},{w}]{input_order} @{input_at} = input 0
+  %1: f32[{c},1,{k},{k}]{{order [2, 3, 1, 0]}} @{filter_at} = input 1
+  %2: f32[{c}] @{bias_at} = input 2
+  %3: f32[1,{c},{oh},{ow}]{{order [0, 2, 3, 1]}} @{output_at} = convolution(%0, %1{bias}) \
+stride=[{stride}, {stride}] padding=[{padding}, {padding}] dilation=[{dilation}, {dilation}] \
+groups={c}{clamp}
+  return %3
+}}"
+        );
+        let operand = |seed: u64, count: usize| -> Vec<u8> {
+            let values: Vec<f32> = (0..count).map(|index| value(seed, index)).collect();
+            le_bytes(&values, f32::to_le_bytes)
+        };
+        let inputs = vec![operand(1, c * h * w), operand(2, c * k * k), operand(3, c)];
+        (text, inputs)
+    }
+
+    /// The output element `[channel, y, x]` in f64.
+    fn reference(&self, channel: usize, y: usize, x: usize) -> f64 {
+        let [h, w] = self.size;
+        let k = self.kernel;
+        let mut sum = match self.bias {
+            true => f64::from(value(3, channel)),
+            false => 0.0,
+        };
+        for ky in 0..k {
+            for kx in 0..k {
+                let iy = (y * self.stride + ky * self.dilation) as i64 - self.padding as i64;
+                let ix = (x * self.stride + kx * self.dilation) as i64 - self.padding as i64;
+                if (0..h as i64).contains(&iy) && (0..w as i64).contains(&ix) {
+                    let input = value(1, (channel * h + iy as usize) * w + ix as usize);
+                    let weight = value(2, (channel * k + ky) * k + kx);
+                    sum += f64::from(input) * f64::from(weight);
+                }
+            }
+        }
+        match self.clamp {
+            true => sum.clamp(-0.5, 0.75),
+            false => sum,
+        }
+    }
+
+    fn check(&self) {
+        let (text, inputs) = self.graph();
+        let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+        let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+        let without = CodegenOptions {
+            microkernels: false,
+            ..CodegenOptions::default()
+        };
+        let [tiled, plain] = [
+            run_jit(&graph, &inputs),
+            run_jit_with(&graph, &without, &inputs),
+        ]
+        .map(|outputs| elements(&outputs.expect("the graph runs")[0], f32::from_le_bytes));
+        let [oh, ow] = self.output();
+        for (index, (&got, &want)) in tiled.iter().zip(&plain).enumerate() {
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{self:?}, element {index}: {got} with the microkernels, {want} without"
+            );
+            let (channel, y, x) = (index / (oh * ow), index / ow % oh, index % ow);
+            let reference = self.reference(channel, y, x);
+            assert!(
+                (f64::from(got) - reference).abs() < 1e-5,
+                "{self:?}, element {index}: {got}, not {reference}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_depthwise_shape_gives_the_same_bits_and_the_right_sums() {
+    for channels in [1, 3, 8, 15, 16, 17, 24, 33, 40] {
+        for (kernel, stride, padding, dilation) in [
+            (3, 1, 1, 1),
+            (3, 2, 1, 1),
+            (3, 1, 0, 2),
+            (5, 2, 2, 1),
+            (5, 1, 3, 1),
+        ] {
+            for (bias, clamp, channels_last_input) in [
+                (true, true, true),
+                (false, false, true),
+                (true, false, false),
+            ] {
+                Case {
+                    channels,
+                    size: [9, 11],
+                    kernel,
+                    stride,
+                    padding,
+                    dilation,
+                    bias,
+                    clamp,
+                    channels_last_input,
+                }
+                .check();
+            }
+        }
+    }
+}
