@@ -52,7 +52,7 @@ impl CompileArgs {
             },
             codegen: ptec_codegen::CodegenOptions {
                 microkernels: !self.no_microkernels,
-                profile: false,
+                ..ptec_codegen::CodegenOptions::default()
             },
             threads: self
                 .threads

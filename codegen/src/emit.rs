@@ -61,8 +61,8 @@ pub(crate) struct MethodContext<'g, 'a> {
 pub(crate) struct Microkernels {
     /// GEMM tiles, widest and tallest first.
     pub gemm: Vec<(crate::microkernel::Tile, FuncId)>,
-    /// Depthwise convolution pixels (AVX-512).
-    pub depthwise: Option<FuncId>,
+    /// Depthwise convolution pixels, and the width of its registers.
+    pub depthwise: Option<(crate::microkernel::Width, FuncId)>,
 }
 
 /// Where scratch memory starts in the arena.

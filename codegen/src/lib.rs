@@ -26,9 +26,13 @@ pub use error::{Backend, CodegenError, support};
 /// Code generation options, built once and passed in.
 #[derive(Debug, Clone, Copy)]
 pub struct CodegenOptions {
-    /// Use hand-emitted microkernels (AVX2 GEMM tiles) where the target has
-    /// the instructions; otherwise Cranelift generates every kernel.
+    /// Use hand-emitted microkernels (GEMM tiles, depthwise convolutions)
+    /// where the target has the instructions; otherwise Cranelift generates
+    /// every kernel.
     pub microkernels: bool,
+    /// Let the microkernels use AVX-512 where the target has it; otherwise
+    /// they use AVX2 (so tests run those forms on AVX-512 machines too).
+    pub avx512: bool,
     /// Mark the time after each kernel for `ptec_runtime::profile` (the
     /// JIT only; [`profiled_kernels`] names them).
     pub profile: bool,
@@ -38,6 +42,7 @@ impl Default for CodegenOptions {
     fn default() -> Self {
         CodegenOptions {
             microkernels: true,
+            avx512: true,
             profile: false,
         }
     }

@@ -129,7 +129,7 @@ pub(crate) fn compile_method<'a>(
         errors: Vec::new(),
         scratch_bytes: 0,
         microkernels: match options.microkernels {
-            true => define_microkernels(module, symbol, definer)?,
+            true => define_microkernels(module, symbol, options.avx512, definer)?,
             false => Microkernels::default(),
         },
         math: HashMap::new(),
@@ -177,10 +177,12 @@ pub(crate) fn compile_method<'a>(
 
 /// Defines the microkernels the target of `module` can run: GEMM tiles on
 /// x86-64 with FMA and AVX2, or AVX-512 too (widest and tallest first), and
-/// the depthwise kernel with AVX-512 and BMI2.
+/// the depthwise kernel (AVX-512 with BMI2, or AVX2); `allow_avx512` false
+/// keeps them to AVX2.
 fn define_microkernels(
     module: &mut dyn Module,
     symbol: &str,
+    allow_avx512: bool,
     definer: &mut Definer<'_>,
 ) -> Result<Microkernels, CodegenError> {
     let isa = module.isa();
@@ -192,14 +194,19 @@ fn define_microkernels(
     let x86_64 = isa.triple().architecture == target_lexicon::Architecture::X86_64;
     let mut widths = Vec::new();
     let avx2 = x86_64 && enabled("has_avx2") && enabled("has_fma");
-    let avx512 = avx2 && enabled("has_avx512f");
+    let avx512 = avx2 && allow_avx512 && enabled("has_avx512f");
     if avx512 {
         widths.push(microkernel::Width::Avx512);
     }
     if avx2 {
         widths.push(microkernel::Width::Avx2);
     }
-    let depthwise = avx512 && enabled("has_bmi2");
+    // The depthwise kernel's widest: AVX-512's masks need BMI2.
+    let depthwise = match (avx512 && enabled("has_bmi2"), avx2) {
+        (true, _) => Some(microkernel::Width::Avx512),
+        (false, true) => Some(microkernel::Width::Avx2),
+        (false, false) => None,
+    };
     let assembled = |what: &str, code: Result<Vec<u8>, iced_x86::IcedError>| {
         code.map_err(|error| CodegenError::Isa(format!("assembling the {what}: {error}")))
     };
@@ -222,12 +229,12 @@ fn define_microkernels(
         definer.bytes(module, id, &name, 16, code)?;
         microkernels.gemm.push((tile, id));
     }
-    if depthwise {
-        let name = format!("{symbol}__depthwise_avx512");
+    if let Some(width) = depthwise {
+        let name = format!("{symbol}__depthwise_{width:?}").to_lowercase();
         let id = module.declare_function(&name, Linkage::Local, &signature)?;
-        let code = assembled("depthwise microkernel", microkernel::depthwise())?;
+        let code = assembled("depthwise microkernel", microkernel::depthwise(width))?;
         definer.bytes(module, id, &name, 16, code)?;
-        microkernels.depthwise = Some(id);
+        microkernels.depthwise = Some((width, id));
     }
     Ok(microkernels)
 }

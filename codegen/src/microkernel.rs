@@ -239,25 +239,111 @@ pub(crate) fn gemm_tile(tile: Tile) -> Result<Vec<u8>, IcedError> {
     asm.assemble(0)
 }
 
-/// The depthwise microkernel (AVX-512, with BMI2 for its channel masks):
-/// `depthwise(window, filter, output, bias, taps, tap_count, pixels,
-/// pixel_step, channel_bytes, bounds)` (System V arguments, the last four
-/// on the stack) computes `pixels` output pixels of a channels-last
-/// depthwise convolution that read the same taps, every channel of each:
-/// `output[p][c] = clamp(bias[c] + sum over taps t of window[p][t][c] *
-/// filter[t][c], bounds[0], bounds[1])`, where pixel `p`'s window starts
-/// at `window + p * pixel_step`, its output at `output + p * channel_bytes`,
-/// and `taps` holds `tap_count` pairs of i64 byte offsets: the tap's
-/// element from the window's start and its filter row from `filter`. A null
-/// `bias` starts the sums at zero. Each channel is summed bias first, then
-/// the taps in the table's order, with fused multiply-adds, so it gives the
-/// bits of the kernels Cranelift emits. Four pixels at a time, then one;
-/// sixteen channels at a time, the last block masked.
-pub(crate) fn depthwise() -> Result<Vec<u8>, IcedError> {
-    use iced_x86::code_asm::registers::gpr32::{eax, ebx};
+/// Emits the channel blocks of `$pixels` output pixels of the depthwise
+/// microkernel: `$sums` (one register a pixel), `$weight` for the filter,
+/// `$low` and `$high` holding the bounds; `$bytes` is one register's size.
+/// `$masked` (AVX-512) masks the last block with k1 (BMI2's bzhi makes the
+/// mask); otherwise the caller gives whole registers of channels.
+macro_rules! emit_depthwise_pixels {
+    ($asm:ident, $pixels:expr, $bytes:expr, $masked:expr, $register:ty, $sums:expr, $weight:expr, [$low:expr, $high:expr]) => {{
+        use iced_x86::code_asm::registers::gpr32::{eax, ebx};
+        use iced_x86::code_asm::registers::gpr64::{r12, r13, r14, r15, rbp, rbx};
+        use iced_x86::code_asm::registers::k::k1;
+        let pixels: usize = $pixels;
+        let sums = &$sums[..pixels];
+        let window = |pixel: usize| match pixel {
+            0 => ptr(rax),
+            1 => ptr(rax + r11),
+            2 => ptr(rax + r11 * 2),
+            _ => ptr(rax + rbp),
+        };
+        let mut channels = $asm.create_label();
+        let mut zero = $asm.create_label();
+        let mut taps = $asm.create_label();
+        let mut tap = $asm.create_label();
+        let mut store = $asm.create_label();
+        $asm.xor(r13, r13)?;
+        $asm.set_label(&mut channels)?;
+        if $masked {
+            // k1: the channels left, at most a register's.
+            $asm.mov(rax, r12)?;
+            $asm.sub(rax, r13)?;
+            $asm.shr(rax, 2)?;
+            $asm.mov(ebx, $bytes / 4)?;
+            $asm.cmp(rax, rbx)?;
+            $asm.cmova(rax, rbx)?;
+            $asm.mov(ebx, 0xFFFF)?;
+            $asm.bzhi(ebx, ebx, eax)?;
+            $asm.kmovw(k1, ebx)?;
+        }
+        let masked = |register: $register| if $masked { register.k1() } else { register };
+        let zeroing = |register: $register| if $masked { register.k1().z() } else { register };
+        $asm.test(rcx, rcx)?;
+        $asm.jz(zero)?;
+        $asm.vmovups(zeroing(sums[0]), ptr(rcx + r13))?;
+        for &sum in &sums[1..] {
+            $asm.vmovaps(sum, sums[0])?;
+        }
+        $asm.jmp(taps)?;
+        $asm.set_label(&mut zero)?;
+        for &sum in sums {
+            $asm.vxorps(sum, sum, sum)?;
+        }
+        $asm.set_label(&mut taps)?;
+        $asm.mov(r14, r8)?;
+        $asm.mov(r15, r9)?;
+        $asm.test(r15, r15)?;
+        $asm.jz(store)?;
+        $asm.set_label(&mut tap)?;
+        $asm.mov(rax, qword_ptr(r14))?;
+        $asm.add(rax, rdi)?;
+        $asm.add(rax, r13)?;
+        $asm.mov(rbx, qword_ptr(r14 + 8))?;
+        $asm.add(rbx, rsi)?;
+        $asm.vmovups(zeroing($weight), ptr(rbx + r13))?;
+        for (pixel, &sum) in sums.iter().enumerate() {
+            $asm.vfmadd231ps(masked(sum), $weight, window(pixel))?;
+        }
+        $asm.add(r14, 16)?;
+        $asm.dec(r15)?;
+        $asm.jnz(tap)?;
+        $asm.set_label(&mut store)?;
+        $asm.lea(rax, ptr(rdx + r13))?;
+        for &sum in sums {
+            // max(bound, x) and min(bound, x) return x when x is NaN.
+            $asm.vmaxps(sum, $low, sum)?;
+            $asm.vminps(sum, $high, sum)?;
+            if $masked {
+                $asm.vmovups(ptr(rax).k1(), sum)?;
+            } else {
+                $asm.vmovups(ptr(rax), sum)?;
+            }
+            $asm.add(rax, r12)?;
+        }
+        $asm.add(r13, $bytes)?;
+        $asm.cmp(r13, r12)?;
+        $asm.jb(channels)?;
+    }};
+}
+
+/// The depthwise microkernel: `depthwise(window, filter, output, bias,
+/// taps, tap_count, pixels, pixel_step, channel_bytes, bounds)` (System V
+/// arguments, the last four on the stack) computes `pixels` output pixels
+/// of a channels-last depthwise convolution that read the same taps, every
+/// channel of each: `output[p][c] = clamp(bias[c] + sum over taps t of
+/// window[p][t][c] * filter[t][c], bounds[0], bounds[1])`, where pixel
+/// `p`'s window starts at `window + p * pixel_step`, its output at `output +
+/// p * channel_bytes`, and `taps` holds `tap_count` pairs of i64 byte
+/// offsets: the tap's element from the window's start and its filter row
+/// from `filter`. A null `bias` starts the sums at zero. Each channel is
+/// summed bias first, then the taps in the table's order, with fused
+/// multiply-adds, so it gives the bits of the kernels Cranelift emits. Four
+/// pixels at a time, then one; a register of channels at a time: with
+/// AVX-512 (and BMI2) sixteen, the last block masked; with AVX2 eight, and
+/// `channel_bytes` must be a multiple of 32.
+pub(crate) fn depthwise(width: Width) -> Result<Vec<u8>, IcedError> {
     use iced_x86::code_asm::registers::gpr64::{r12, r13, r14, r15, rbp, rbx};
-    use iced_x86::code_asm::registers::k::k1;
-    use iced_x86::code_asm::registers::zmm::{zmm30, zmm31};
+    use iced_x86::code_asm::registers::{ymm::*, zmm::*};
     let mut asm = CodeAssembler::new(64)?;
     let saved = [rbx, rbp, r12, r13, r14, r15];
     for register in saved {
@@ -269,9 +355,42 @@ pub(crate) fn depthwise() -> Result<Vec<u8>, IcedError> {
     asm.mov(r11, argument(1))?;
     asm.mov(r12, argument(2))?;
     asm.mov(rax, argument(3))?;
-    asm.vbroadcastss(zmm30, dword_ptr(rax))?;
-    asm.vbroadcastss(zmm31, dword_ptr(rax + 4))?;
+    match width {
+        Width::Avx2 => {
+            asm.vbroadcastss(ymm14, dword_ptr(rax))?;
+            asm.vbroadcastss(ymm15, dword_ptr(rax + 4))?;
+        }
+        Width::Avx512 => {
+            asm.vbroadcastss(zmm30, dword_ptr(rax))?;
+            asm.vbroadcastss(zmm31, dword_ptr(rax + 4))?;
+        }
+    }
     asm.lea(rbp, ptr(r11 + r11 * 2))?;
+    let pixels = |asm: &mut CodeAssembler, pixels: usize| -> Result<(), IcedError> {
+        match width {
+            Width::Avx2 => emit_depthwise_pixels!(
+                asm,
+                pixels,
+                32,
+                false,
+                iced_x86::code_asm::AsmRegisterYmm,
+                [ymm0, ymm1, ymm2, ymm3],
+                ymm4,
+                [ymm14, ymm15]
+            ),
+            Width::Avx512 => emit_depthwise_pixels!(
+                asm,
+                pixels,
+                64,
+                true,
+                iced_x86::code_asm::AsmRegisterZmm,
+                [zmm0, zmm1, zmm2, zmm3],
+                zmm4,
+                [zmm30, zmm31]
+            ),
+        }
+        Ok(())
+    };
     let mut fours = asm.create_label();
     let mut ones = asm.create_label();
     let mut one = asm.create_label();
@@ -279,7 +398,7 @@ pub(crate) fn depthwise() -> Result<Vec<u8>, IcedError> {
     asm.set_label(&mut fours)?;
     asm.cmp(r10, 4)?;
     asm.jl(ones)?;
-    emit_depthwise_pixels(&mut asm, 4)?;
+    pixels(&mut asm, 4)?;
     asm.lea(rdi, ptr(rdi + r11 * 4))?;
     asm.lea(rdx, ptr(rdx + r12 * 4))?;
     asm.sub(r10, 4)?;
@@ -288,7 +407,7 @@ pub(crate) fn depthwise() -> Result<Vec<u8>, IcedError> {
     asm.test(r10, r10)?;
     asm.jz(end)?;
     asm.set_label(&mut one)?;
-    emit_depthwise_pixels(&mut asm, 1)?;
+    pixels(&mut asm, 1)?;
     asm.add(rdi, r11)?;
     asm.add(rdx, r12)?;
     asm.dec(r10)?;
@@ -299,74 +418,5 @@ pub(crate) fn depthwise() -> Result<Vec<u8>, IcedError> {
     }
     asm.vzeroupper()?;
     asm.ret()?;
-    // Every channel block: k1 masks the channels left (at most 16).
-    fn emit_depthwise_pixels(asm: &mut CodeAssembler, pixels: usize) -> Result<(), IcedError> {
-        use iced_x86::code_asm::registers::zmm::{zmm0, zmm1, zmm2, zmm3, zmm4};
-        let sums = &[zmm0, zmm1, zmm2, zmm3][..pixels];
-        let window = |pixel: usize| match pixel {
-            0 => ptr(rax),
-            1 => ptr(rax + r11),
-            2 => ptr(rax + r11 * 2),
-            _ => ptr(rax + rbp),
-        };
-        let mut channels = asm.create_label();
-        let mut zero = asm.create_label();
-        let mut taps = asm.create_label();
-        let mut tap = asm.create_label();
-        let mut store = asm.create_label();
-        asm.xor(r13, r13)?;
-        asm.set_label(&mut channels)?;
-        asm.mov(rax, r12)?;
-        asm.sub(rax, r13)?;
-        asm.shr(rax, 2)?;
-        asm.mov(ebx, 16)?;
-        asm.cmp(rax, rbx)?;
-        asm.cmova(rax, rbx)?;
-        asm.mov(ebx, 0xFFFF)?;
-        asm.bzhi(ebx, ebx, eax)?;
-        asm.kmovw(k1, ebx)?;
-        asm.test(rcx, rcx)?;
-        asm.jz(zero)?;
-        asm.vmovups(sums[0].k1().z(), ptr(rcx + r13))?;
-        for &sum in &sums[1..] {
-            asm.vmovaps(sum, sums[0])?;
-        }
-        asm.jmp(taps)?;
-        asm.set_label(&mut zero)?;
-        for &sum in sums {
-            asm.vxorps(sum, sum, sum)?;
-        }
-        asm.set_label(&mut taps)?;
-        asm.mov(r14, r8)?;
-        asm.mov(r15, r9)?;
-        asm.test(r15, r15)?;
-        asm.jz(store)?;
-        asm.set_label(&mut tap)?;
-        asm.mov(rax, qword_ptr(r14))?;
-        asm.add(rax, rdi)?;
-        asm.add(rax, r13)?;
-        asm.mov(rbx, qword_ptr(r14 + 8))?;
-        asm.add(rbx, rsi)?;
-        asm.vmovups(zmm4.k1().z(), ptr(rbx + r13))?;
-        for (pixel, &sum) in sums.iter().enumerate() {
-            asm.vfmadd231ps(sum.k1(), zmm4, window(pixel))?;
-        }
-        asm.add(r14, 16)?;
-        asm.dec(r15)?;
-        asm.jnz(tap)?;
-        asm.set_label(&mut store)?;
-        asm.lea(rax, ptr(rdx + r13))?;
-        for &sum in sums {
-            // max(bound, x) and min(bound, x) return x when x is NaN.
-            asm.vmaxps(sum, zmm30, sum)?;
-            asm.vminps(sum, zmm31, sum)?;
-            asm.vmovups(ptr(rax).k1(), sum)?;
-            asm.add(rax, r12)?;
-        }
-        asm.add(r13, 64)?;
-        asm.cmp(r13, r12)?;
-        asm.jb(channels)?;
-        Ok(())
-    }
     asm.assemble(0)
 }

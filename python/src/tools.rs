@@ -58,7 +58,7 @@ pub(crate) fn options(switches: Switches) -> Options {
         },
         codegen: CodegenOptions {
             microkernels: switches.microkernels,
-            profile: false,
+            ..CodegenOptions::default()
         },
         limits: Limits {
             max_memory: switches.max_memory,

@@ -10,8 +10,9 @@
 //!   the filter's vectors for each tap. The output is split at compile time
 //!   into rectangles whose windows meet the same taps inside the image (the
 //!   interior, and each border row and column), so no pixel tests bounds
-//!   and nothing is padded; with AVX-512, each output row of a span is one
-//!   call of the depthwise microkernel, given the span's taps as a table;
+//!   and nothing is padded; with AVX-512 (or AVX2, for channels in
+//!   eights), each output row of a span is one call of the depthwise
+//!   microkernel, given the span's taps as a table;
 //! - others: per group, im2col into scratch (one row per output pixel, one
 //!   column per tap and input channel, zeros where a window leaves the
 //!   image) times the group's block of the filter.
@@ -32,6 +33,7 @@ use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
 use super::map::emit_copy;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
+use crate::microkernel::Width;
 
 /// The geometry of a convolution with a channels-last result.
 #[derive(Clone, Copy, Debug)]
@@ -279,9 +281,15 @@ fn depthwise_direct(
     let out_h = conv.output.sizes[2];
     let row_cost = (out_w * channels * conv.kernel()[0] * kernel_w) as u64;
     let range = e.parallel_range(out_h, row_cost);
+    // AVX2's kernel takes whole registers of eight channels.
     let call = match (e.cx.microkernels.depthwise, epilogue.residual) {
-        (Some(kernel), None) => Some(DepthwiseCall::prepare(e, kernel, conv, epilogue)),
-        _ => None,
+        (Some((Width::Avx512, kernel)), None) => {
+            Some(DepthwiseCall::prepare(e, kernel, conv, epilogue))
+        }
+        (Some((Width::Avx2, kernel)), None) if channels % 8 == 0 => {
+            Some(DepthwiseCall::prepare(e, kernel, conv, epilogue))
+        }
+        (Some(_), _) | (None, _) => None,
     };
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let source = match packed {

@@ -1,11 +1,19 @@
-//! Channels-last depthwise convolutions of the shapes that split the work
-//! differently: channel counts around the 16 of a vector block (AVX-512's
-//! microkernel masks the last block), kernels of 3 and 5 with strides,
-//! padding and dilation (border pixels read fewer taps), with and without
-//! a bias and a clamp, from channels-last and NCHW inputs. Each must give
-//! the same bits with the microkernels as with Cranelift's kernels alone
-//! (both sum the bias, then the taps in order, with fused multiply-adds),
-//! and be close to a reference computed in f64.
+//! The microkernels against Cranelift's kernels, on the shapes that split
+//! their work differently. Each result must give the same bits with the
+//! widest microkernels the CPU runs, with AVX2's (so an AVX-512 machine
+//! checks those too) and with Cranelift's kernels alone (all of them sum
+//! each element in the same order with fused multiply-adds), and be close
+//! to a reference computed in f64.
+//!
+//! - Matrix products: rows and columns around each tile's height and width
+//!   (the microkernels' 8, 6 and 4 rows, 32, 16 and 8 columns; Cranelift's
+//!   4 rows, two, one and no vectors), with a bias along the columns and a
+//!   clamp, which the microkernels apply themselves.
+//! - Channels-last depthwise convolutions: channel counts around the 16 of
+//!   a vector block (AVX-512's kernel masks the last block; AVX2's takes
+//!   channels in eights, Cranelift the others), kernels of 3 and 5 with
+//!   strides, padding and dilation (border pixels read fewer taps), with
+//!   and without a bias and a clamp, from channels-last and NCHW inputs.
 
 mod common;
 
@@ -21,6 +29,90 @@ fn value(seed: u64, index: usize) -> f32 {
     x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
     x ^= x >> 29;
     (x % 2001) as f32 / 1000.0 - 1.0
+}
+
+/// The bytes of `count` values of operand `seed`.
+fn operand(seed: u64, count: usize) -> Vec<u8> {
+    let values: Vec<f32> = (0..count).map(|index| value(seed, index)).collect();
+    le_bytes(&values, f32::to_le_bytes)
+}
+
+/// The first output of the graph `text` on `inputs` with the widest
+/// microkernels (the default), after checking that AVX2's and Cranelift's
+/// kernels alone give the same bits; `what` names the case in a failure.
+fn same_bits_three_ways(text: &str, inputs: &[Vec<u8>], what: &str) -> Vec<f32> {
+    let graph = ptec_ir::parse(text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let avx2 = CodegenOptions {
+        avx512: false,
+        ..CodegenOptions::default()
+    };
+    let plain = CodegenOptions {
+        microkernels: false,
+        ..CodegenOptions::default()
+    };
+    let [widest, avx2, plain] = [
+        run_jit(&graph, &inputs),
+        run_jit_with(&graph, &avx2, &inputs),
+        run_jit_with(&graph, &plain, &inputs),
+    ]
+    .map(|outputs| elements(&outputs.expect("the graph runs")[0], f32::from_le_bytes));
+    for (index, ((&got, &avx2), &want)) in widest.iter().zip(&avx2).zip(&plain).enumerate() {
+        assert_eq!(
+            [got.to_bits(), avx2.to_bits()],
+            [want.to_bits(); 2],
+            "{what}, element {index}: {got} with the microkernels, {avx2} with AVX2's, {want} \
+             without"
+        );
+    }
+    widest
+}
+
+/// `clamp(a @ b + bias, -0.5, 0.75)` for `a` of `[m, k]`, `b` of `[k, n]`.
+fn products(m: usize, n: usize, k: usize) -> Vec<f32> {
+    let (a_bytes, b_bytes, bias_bytes, out_bytes) = (4 * m * k, 4 * k * n, 4 * n, 4 * m * n);
+    let b_at = a_bytes.next_multiple_of(64);
+    let bias_at = (b_at + b_bytes).next_multiple_of(64);
+    let out_at = (bias_at + bias_bytes).next_multiple_of(64);
+    let arena = out_at + out_bytes;
+    let text = format!(
+        "graph g (arena {arena} bytes) {{
+  %0: f32[{m},{k}] @0 = input 0
+  %1: f32[{k},{n}] @{b_at} = input 1
+  %2: f32[{n}] @{bias_at} = input 2
+  %3: f32[{m},{n}] @{out_at} = addmm(%2, %0, %1) beta=1 alpha=1 clamp_min=-0.5 clamp_max=0.75
+  return %3
+}}"
+    );
+    let inputs = [operand(1, m * k), operand(2, k * n), operand(3, n)];
+    same_bits_three_ways(&text, &inputs, &format!("[{m}, {k}] @ [{k}, {n}]"))
+}
+
+#[test]
+fn every_tile_shape_gives_the_same_bits_and_the_right_products() {
+    for m in [1, 3, 4, 5, 6, 7, 8, 9, 12, 13, 17, 25] {
+        for n in [
+            1, 3, 4, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 47, 48, 56, 72,
+        ] {
+            for k in [1, 5, 16] {
+                let products = products(m, n, k);
+                for (index, &got) in products.iter().enumerate() {
+                    let (row, column) = (index / n, index % n);
+                    let sum: f64 = (0..k)
+                        .map(|i| {
+                            f64::from(value(1, row * k + i)) * f64::from(value(2, i * n + column))
+                        })
+                        .sum::<f64>()
+                        + f64::from(value(3, column));
+                    let reference = sum.clamp(-0.5, 0.75);
+                    assert!(
+                        (f64::from(got) - reference).abs() < 1e-5,
+                        "[{m}, {k}] @ [{k}, {n}], element {index}: {got}, not {reference}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -82,10 +174,6 @@ groups={c}{clamp}
   return %3
 }}"
         );
-        let operand = |seed: u64, count: usize| -> Vec<u8> {
-            let values: Vec<f32> = (0..count).map(|index| value(seed, index)).collect();
-            le_bytes(&values, f32::to_le_bytes)
-        };
         let inputs = vec![operand(1, c * h * w), operand(2, c * k * k), operand(3, c)];
         (text, inputs)
     }
@@ -117,24 +205,9 @@ groups={c}{clamp}
 
     fn check(&self) {
         let (text, inputs) = self.graph();
-        let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
-        let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-        let without = CodegenOptions {
-            microkernels: false,
-            ..CodegenOptions::default()
-        };
-        let [tiled, plain] = [
-            run_jit(&graph, &inputs),
-            run_jit_with(&graph, &without, &inputs),
-        ]
-        .map(|outputs| elements(&outputs.expect("the graph runs")[0], f32::from_le_bytes));
+        let outputs = same_bits_three_ways(&text, &inputs, &format!("{self:?}"));
         let [oh, ow] = self.output();
-        for (index, (&got, &want)) in tiled.iter().zip(&plain).enumerate() {
-            assert_eq!(
-                got.to_bits(),
-                want.to_bits(),
-                "{self:?}, element {index}: {got} with the microkernels, {want} without"
-            );
+        for (index, &got) in outputs.iter().enumerate() {
             let (channel, y, x) = (index / (oh * ow), index / ow % oh, index % ow);
             let reference = self.reference(channel, y, x);
             assert!(
