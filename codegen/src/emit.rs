@@ -196,6 +196,15 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         }
     }
 
+    /// Emits `body` with no loop of it taking a part of the kernel's range:
+    /// for code inside a loop that already took one.
+    pub(crate) fn whole<T>(&mut self, body: impl FnOnce(&mut Self) -> T) -> T {
+        let parallel = std::mem::replace(&mut self.parallel, Parallel::Off);
+        let result = body(self);
+        self.parallel = parallel;
+        result
+    }
+
     /// The part `[lo, hi)` of `0..count` this call computes, for a loop
     /// whose units cost about `cost` operations each; `None` when the loop
     /// must run whole (the kernel did not allow splitting, or another loop

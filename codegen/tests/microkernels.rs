@@ -14,6 +14,7 @@
 //!   channels in eights, Cranelift the others), kernels of 3 and 5 with
 //!   strides, padding and dilation (border pixels read fewer taps), with
 //!   and without a bias and a clamp, from channels-last and NCHW inputs.
+//! - Other convolutions, through im2col in blocks of output rows.
 
 mod common;
 
@@ -115,9 +116,13 @@ fn every_tile_shape_gives_the_same_bits_and_the_right_products() {
     }
 }
 
+/// A channels-last convolution of `channels` input channels, `outputs`
+/// output channels and `groups` groups (depthwise: all three equal).
 #[derive(Clone, Copy, Debug)]
 struct Case {
     channels: usize,
+    outputs: usize,
+    groups: usize,
     size: [usize; 2],
     kernel: usize,
     stride: usize,
@@ -140,9 +145,12 @@ impl Case {
     fn graph(&self) -> (String, Vec<Vec<u8>>) {
         let Case {
             channels: c,
+            outputs: o,
+            groups,
             kernel: k,
             ..
         } = *self;
+        let per_group = c / groups;
         let [h, w] = self.size;
         let [oh, ow] = self.output();
         let input_order = match self.channels_last_input {
@@ -151,9 +159,9 @@ impl Case {
         };
         let input_at = 0;
         let filter_at = (4 * c * h * w).next_multiple_of(64);
-        let bias_at = (filter_at + 4 * c * k * k).next_multiple_of(64);
-        let output_at = (bias_at + 4 * c).next_multiple_of(64);
-        let arena = output_at + 4 * c * oh * ow;
+        let bias_at = (filter_at + 4 * o * per_group * k * k).next_multiple_of(64);
+        let output_at = (bias_at + 4 * o).next_multiple_of(64);
+        let arena = output_at + 4 * o * oh * ow;
         let bias = match self.bias {
             true => ", bias=%2",
             false => "",
@@ -166,15 +174,19 @@ impl Case {
         let text = format!(
             "graph g (arena {arena} bytes) {{
   %0: f32[1,{c},{h},{w}]{input_order} @{input_at} = input 0
-  %1: f32[{c},1,{k},{k}]{{order [2, 3, 1, 0]}} @{filter_at} = input 1
-  %2: f32[{c}] @{bias_at} = input 2
-  %3: f32[1,{c},{oh},{ow}]{{order [0, 2, 3, 1]}} @{output_at} = convolution(%0, %1{bias}) \
+  %1: f32[{o},{per_group},{k},{k}]{{order [2, 3, 1, 0]}} @{filter_at} = input 1
+  %2: f32[{o}] @{bias_at} = input 2
+  %3: f32[1,{o},{oh},{ow}]{{order [0, 2, 3, 1]}} @{output_at} = convolution(%0, %1{bias}) \
 stride=[{stride}, {stride}] padding=[{padding}, {padding}] dilation=[{dilation}, {dilation}] \
-groups={c}{clamp}
+groups={groups}{clamp}
   return %3
 }}"
         );
-        let inputs = vec![operand(1, c * h * w), operand(2, c * k * k), operand(3, c)];
+        let inputs = vec![
+            operand(1, c * h * w),
+            operand(2, o * per_group * k * k),
+            operand(3, o),
+        ];
         (text, inputs)
     }
 
@@ -182,6 +194,8 @@ groups={c}{clamp}
     fn reference(&self, channel: usize, y: usize, x: usize) -> f64 {
         let [h, w] = self.size;
         let k = self.kernel;
+        let per_group = self.channels / self.groups;
+        let group = channel / (self.outputs / self.groups);
         let mut sum = match self.bias {
             true => f64::from(value(3, channel)),
             false => 0.0,
@@ -190,9 +204,13 @@ groups={c}{clamp}
             for kx in 0..k {
                 let iy = (y * self.stride + ky * self.dilation) as i64 - self.padding as i64;
                 let ix = (x * self.stride + kx * self.dilation) as i64 - self.padding as i64;
-                if (0..h as i64).contains(&iy) && (0..w as i64).contains(&ix) {
-                    let input = value(1, (channel * h + iy as usize) * w + ix as usize);
-                    let weight = value(2, (channel * k + ky) * k + kx);
+                if !(0..h as i64).contains(&iy) || !(0..w as i64).contains(&ix) {
+                    continue;
+                }
+                for i in 0..per_group {
+                    let input_channel = group * per_group + i;
+                    let input = value(1, (input_channel * h + iy as usize) * w + ix as usize);
+                    let weight = value(2, ((channel * per_group + i) * k + ky) * k + kx);
                     sum += f64::from(input) * f64::from(weight);
                 }
             }
@@ -235,6 +253,8 @@ fn every_depthwise_shape_gives_the_same_bits_and_the_right_sums() {
             ] {
                 Case {
                     channels,
+                    outputs: channels,
+                    groups: channels,
                     size: [9, 11],
                     kernel,
                     stride,
@@ -248,4 +268,52 @@ fn every_depthwise_shape_gives_the_same_bits_and_the_right_sums() {
             }
         }
     }
+}
+
+/// Convolutions through im2col in blocks of output rows: images tall and
+/// wide enough for several blocks (the blocks at the top and bottom meet
+/// rows of padding that the blocks between do not), a network's first
+/// convolution (three channels, NCHW input) and grouped ones.
+#[test]
+fn im2col_blocks_give_the_same_bits_and_the_right_sums() {
+    let first = Case {
+        channels: 3,
+        outputs: 16,
+        groups: 1,
+        size: [130, 97],
+        kernel: 3,
+        stride: 2,
+        padding: 1,
+        dilation: 1,
+        bias: true,
+        clamp: true,
+        channels_last_input: false,
+    };
+    first.check();
+    Case {
+        channels: 8,
+        outputs: 12,
+        groups: 2,
+        size: [72, 40],
+        kernel: 5,
+        padding: 2,
+        stride: 1,
+        channels_last_input: true,
+        ..first
+    }
+    .check();
+    Case {
+        channels: 6,
+        outputs: 24,
+        groups: 3,
+        size: [61, 45],
+        kernel: 3,
+        padding: 0,
+        dilation: 2,
+        stride: 1,
+        bias: false,
+        clamp: false,
+        ..first
+    }
+    .check();
 }

@@ -13,9 +13,10 @@
 //!   and nothing is padded; with AVX-512 (or AVX2, for channels in
 //!   eights), each output row of a span is one call of the depthwise
 //!   microkernel, given the span's taps as a table;
-//! - others: per group, im2col into scratch (one row per output pixel, one
-//!   column per tap and input channel, zeros where a window leaves the
-//!   image) times the group's block of the filter.
+//! - others: per group and block of output rows, im2col into scratch (one
+//!   row per output pixel, one column per tap and input channel, zeros
+//!   where a window leaves the image) times the group's block of the
+//!   filter; a block's columns stay in the L2 cache.
 //!
 //! Each writes its output only through the GEMMs' row blocks or the
 //! depthwise output rows, which threads share out (everything else goes to
@@ -134,7 +135,7 @@ fn gemm_by_filter(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
     a: Matrix,
-    [k, n]: [i64; 2],
+    [m, k, n]: [i64; 3],
     filter: Value,
     output: Value,
     bias: Option<Value>,
@@ -143,7 +144,7 @@ fn gemm_by_filter(
     let out_channels = conv.out_channels();
     let gemm = Gemm {
         float: Float::F32,
-        m: Size::Const(conv.pixels()),
+        m: Size::Const(m),
         n: Size::Const(n),
         k: Size::Const(k),
         a,
@@ -168,7 +169,7 @@ fn pointwise_gemm(
 ) -> Result<(), CodegenError> {
     // Pixels follow each other `strides[3]` apart in both layouts.
     let [_, channel_stride, _, pixel_stride] = conv.input.strides;
-    let sizes = [conv.input.sizes[1], conv.out_channels()];
+    let sizes = [conv.pixels(), conv.input.sizes[1], conv.out_channels()];
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let a = Matrix {
             base: image,
@@ -563,8 +564,11 @@ fn depthwise_block(
     Ok(())
 }
 
-/// Any other convolution: per image and group, the windows unfolded into
-/// scratch (im2col), times the group's block of the filter.
+/// Any other convolution: per image, group and block of output rows, the
+/// windows unfolded into scratch (im2col), times the group's block of the
+/// filter. A block's columns stay within the caches while the GEMM reads
+/// them (the whole image's would be several megabytes for a network's
+/// first convolution); threads share out the blocks.
 fn im2col_gemm(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
@@ -573,68 +577,129 @@ fn im2col_gemm(
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, row_stride, column_stride] = conv.input.strides;
-    let out_w = conv.output.sizes[3];
+    let [out_h, out_w] = [conv.output.sizes[2], conv.output.sizes[3]];
     let [kernel_h, kernel_w] = conv.kernel();
     let group_channels = conv.group_channels();
     let group_outputs = conv.out_channels() / conv.groups;
     let taps = kernel_h * kernel_w * group_channels;
-    let columns = e.scratch((conv.pixels() * taps * 4) as u64);
+    let block_rows = im2col_block_rows(out_h, out_w, taps);
+    let blocks = out_h / block_rows;
+    let block_pixels = block_rows * out_w;
+    let columns = e.scratch((block_pixels * taps * 4) as u64);
     let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
-    // Every group and image writes the same cells, so the cells of taps
-    // outside the image stay zero from here on.
+    // The cells of taps outside the image are zeros: those of columns
+    // outside are never written, so zeroed once; those of rows outside, in
+    // the blocks at the top and bottom, are zeroed per block, since another
+    // block of this call wrote them.
     let clipped = axes
         .iter()
         .any(|axis| (0..axis.kernel).any(|tap| axis.outputs_meeting(tap) != (0..axis.output)));
     if clipped {
-        fill_zeros(e, columns, conv.pixels() * taps)?;
+        fill_zeros(e, columns, block_pixels * taps)?;
     }
+    // With one block, the GEMM's rows are what threads share out.
+    let range = match blocks {
+        1 => None,
+        _ => e.parallel_range(
+            blocks,
+            (block_pixels * taps * group_outputs * conv.groups) as u64,
+        ),
+    };
+    let (first_block, block_count) = match range {
+        Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
+        None => (e.iconst(0), Size::Const(blocks)),
+    };
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let bases = [image, filter, out, bias.unwrap_or(out)];
         e.counted_loop(Size::Const(conv.groups), &bases, |e, _, g| {
-            for ky in 0..kernel_h {
-                for kx in 0..kernel_w {
-                    // The output pixels whose window meets tap (ky, kx)
-                    // inside the image.
-                    let (ys, xs) = (axes[0].outputs_meeting(ky), axes[1].outputs_meeting(kx));
-                    if ys.is_empty() || xs.is_empty() {
-                        continue;
-                    }
-                    let (oy0, oy1, ox0, ox1) = (ys.start, ys.end, xs.start, xs.end);
-                    let (iy0, ix0) = (axes[0].position(oy0, ky), axes[1].position(ox0, kx));
-                    let from =
-                        e.b.ins()
-                            .iadd_imm_s(g[0], (iy0 * row_stride + ix0 * column_stride) * 4);
-                    let cell = (oy0 * out_w + ox0) * taps + (ky * kernel_w + kx) * group_channels;
-                    let to = e.b.ins().iadd_imm_s(columns, cell * 4);
-                    emit_copy(
-                        e,
-                        [oy1 - oy0, ox1 - ox0, group_channels]
-                            .map(Size::Const)
-                            .to_vec(),
-                        f32_operand(to, [out_w * taps, taps, 1]),
-                        f32_operand(
-                            from,
-                            [
-                                conv.stride[0] * row_stride,
-                                conv.stride[1] * column_stride,
-                                channel_stride,
+            e.counted_loop(block_count, &[], |e, index, _| {
+                let block = e.b.ins().iadd(first_block, index);
+                let first_row = e.b.ins().imul_imm_s(block, block_rows);
+                for ky in 0..kernel_h {
+                    for kx in 0..kernel_w {
+                        // The block's output pixels whose window meets tap
+                        // (ky, kx) inside the image.
+                        let (ys, xs) = (axes[0].outputs_meeting(ky), axes[1].outputs_meeting(kx));
+                        if ys.is_empty() || xs.is_empty() {
+                            continue;
+                        }
+                        let end_row = e.b.ins().iadd_imm_s(first_row, block_rows);
+                        let [start, end] = [ys.start, ys.end].map(|bound| e.iconst(bound));
+                        let late = e.b.ins().icmp(IntCC::SignedGreaterThan, start, first_row);
+                        let from_row = e.b.ins().select(late, start, first_row);
+                        let early = e.b.ins().icmp(IntCC::SignedLessThan, end, end_row);
+                        let to_row = e.b.ins().select(early, end, end_row);
+                        let rows = e.b.ins().isub(to_row, from_row);
+                        let tap_cell = xs.start * taps + (ky * kernel_w + kx) * group_channels;
+                        if blocks > 1 && ys != (0..out_h) {
+                            // The block's rows above and below the tap's.
+                            let tap_cells =
+                                e.b.ins()
+                                    .iadd_imm_s(columns, (ky * kernel_w + kx) * group_channels * 4);
+                            let above = e.b.ins().isub(from_row, first_row);
+                            let below_start = e.b.ins().isub(to_row, first_row);
+                            let below_bytes = e.b.ins().imul_imm_s(below_start, out_w * taps * 4);
+                            let below = e.b.ins().iadd(tap_cells, below_bytes);
+                            let below_rows = e.b.ins().isub(end_row, to_row);
+                            for (start, count) in [(tap_cells, above), (below, below_rows)] {
+                                zero_cells(e, start, count, [out_w, group_channels], taps)?;
+                            }
+                        }
+                        // The source: input row `from_row * stride + ky *
+                        // dilation - padding`, column of output `xs.start`.
+                        let ix0 = axes[1].position(xs.start, kx);
+                        let iy_offset = axes[0].position(0, ky);
+                        let source_row =
+                            e.b.ins()
+                                .imul_imm_s(from_row, conv.stride[0] * row_stride * 4);
+                        let source = e.b.ins().iadd(g[0], source_row);
+                        let from = e
+                            .b
+                            .ins()
+                            .iadd_imm_s(source, (iy_offset * row_stride + ix0 * column_stride) * 4);
+                        let block_row = e.b.ins().isub(from_row, first_row);
+                        let cell_row = e.b.ins().imul_imm_s(block_row, out_w * taps * 4);
+                        let to = e.b.ins().iadd(columns, cell_row);
+                        let to = e.b.ins().iadd_imm_s(to, tap_cell * 4);
+                        emit_copy(
+                            e,
+                            vec![
+                                Size::Dyn(rows),
+                                Size::Const(xs.end - xs.start),
+                                Size::Const(group_channels),
                             ],
-                        ),
-                    )?;
+                            f32_operand(to, [out_w * taps, taps, 1]),
+                            f32_operand(
+                                from,
+                                [
+                                    conv.stride[0] * row_stride,
+                                    conv.stride[1] * column_stride,
+                                    channel_stride,
+                                ],
+                            ),
+                        )?;
+                    }
                 }
-            }
-            let group_bias = bias.map(|_| g[3]);
-            let a = rows(columns, taps);
-            gemm_by_filter(
-                e,
-                conv,
-                a,
-                [taps, group_outputs],
-                g[1],
-                g[2],
-                group_bias,
-                epilogue,
-            )?;
+                let block_output =
+                    e.b.ins()
+                        .imul_imm_s(block, block_pixels * conv.output.strides[3] * 4);
+                let block_output = e.b.ins().iadd(g[2], block_output);
+                let group_bias = bias.map(|_| g[3]);
+                let a = rows(columns, taps);
+                e.whole(|e| {
+                    gemm_by_filter(
+                        e,
+                        conv,
+                        a,
+                        [block_pixels, taps, group_outputs],
+                        g[1],
+                        block_output,
+                        group_bias,
+                        epilogue,
+                    )
+                })?;
+                Ok(Vec::new())
+            })?;
             Ok(vec![
                 e.b.ins()
                     .iadd_imm_s(g[0], group_channels * channel_stride * 4),
@@ -645,4 +710,45 @@ fn im2col_gemm(
         })?;
         Ok(())
     })
+}
+
+/// Zeros the cells of one tap in `rows` rows of im2col columns (of `taps`
+/// cells a pixel) from `start`: `pixels` pixels a row, `channels` cells a
+/// pixel. `rows` may be zero or negative (no row).
+fn zero_cells(
+    e: &mut Emitter<'_, '_, '_>,
+    start: Value,
+    rows: Value,
+    [pixels, channels]: [i64; 2],
+    taps: i64,
+) -> Result<(), CodegenError> {
+    e.counted_loop(Size::Dyn(rows), &[start], |e, _, row| {
+        e.counted_loop(Size::Const(pixels), &[row[0]], |e, _, pixel| {
+            fill_zeros(e, pixel[0], channels)?;
+            Ok(vec![e.b.ins().iadd_imm_s(pixel[0], taps * 4)])
+        })?;
+        Ok(vec![e.b.ins().iadd_imm_s(row[0], pixels * taps * 4)])
+    })?;
+    Ok(())
+}
+
+/// Output rows of an im2col block: the most that divide the output's
+/// height and keep the block's columns within `BLOCK_BYTES` (L2 caches
+/// hold them beside the filter's panel), but enough for 64 GEMM rows (the
+/// microkernels' tiles) when the height allows.
+fn im2col_block_rows(out_h: i64, out_w: i64, taps: i64) -> i64 {
+    const BLOCK_BYTES: i64 = 256 << 10;
+    let divisors = (1..=out_h).filter(|rows| out_h % rows == 0);
+    let fitting = divisors
+        .clone()
+        .filter(|rows| rows * out_w * taps * 4 <= BLOCK_BYTES)
+        .max()
+        .unwrap_or(1);
+    match fitting * out_w >= 64 {
+        true => fitting,
+        false => divisors
+            .filter(|rows| rows * out_w >= 64)
+            .min()
+            .unwrap_or(out_h),
+    }
 }
