@@ -2,14 +2,15 @@
 //! (`quantized_decomposed::*`): the fixtures of `tests/fixtures/quantized/`
 //! (`scripts/gen_quantized_fixtures.py`), whose expected outputs are
 //! ExecuTorch's own, pass bit for bit with the JIT and through the C ABI,
-//! as programs and as Vulkan delegates; arguments ptec refuses are named.
+//! as programs and as Vulkan delegates, and with each pass switched off;
+//! arguments ptec refuses are named.
 //! `tests/spirv.rs` runs those a shader can run on a Vulkan device.
 
 mod common;
 
 use std::path::PathBuf;
 
-use common::{assert_all_pass, ptec_test, repo_dir, with_suffix};
+use common::{assert_all_pass, assert_pass_with_each_pass_off, ptec_test, repo_dir, with_suffix};
 
 /// Fixtures whose float results go through float matrix products, which
 /// ptec sums in another order than ExecuTorch's kernels (one rounding step
@@ -31,12 +32,18 @@ fn is_float_product(path: &std::path::Path) -> bool {
         .any(|name| path.file_name().and_then(|file| file.to_str()) == Some(name))
 }
 
-/// Every fixture on `backend`: bit for bit, but the float products.
-fn fixtures_pass_on(backend: &str) {
+/// The fixtures compared bit for bit, and those with float products.
+fn exact_and_inexact() -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (running, _) = fixtures();
     let (inexact, exact): (Vec<PathBuf>, Vec<PathBuf>) =
         running.into_iter().partition(|path| is_float_product(path));
     assert_eq!(inexact.len(), FLOAT_PRODUCTS.len());
+    (exact, inexact)
+}
+
+/// Every fixture on `backend`: bit for bit, but the float products.
+fn fixtures_pass_on(backend: &str) {
+    let (exact, inexact) = exact_and_inexact();
     assert_all_pass(
         &ptec_test(
             &exact,
@@ -58,6 +65,14 @@ fn fixtures_pass_bit_for_bit_with_the_jit() {
 #[test]
 fn fixtures_pass_bit_for_bit_through_the_c_abi() {
     fixtures_pass_on("aot");
+}
+
+/// Each pass switched off, and the pipeline stopped after each, changes no
+/// bit.
+#[test]
+fn every_pass_can_be_switched_off() {
+    let (exact, _) = exact_and_inexact();
+    assert_pass_with_each_pass_off(&exact, &["--rtol", "0", "--atol", "0"]);
 }
 
 /// Arguments the kernels refuse, or ptec cannot represent, are named.
