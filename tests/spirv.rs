@@ -104,6 +104,62 @@ fn vulkan_operator_fixtures_pass_on_the_device() {
     assert_eq!(passed + NO_SHADER.len(), files.len());
 }
 
+/// The quantize-family fixtures (`tests/fixtures/quantized/`) run on the
+/// device bit for bit, but those that need elements no shader holds (the
+/// int32 range clamped in f64, f64 results, choose_qparams' f64 arithmetic,
+/// int16), which are named as such (the CPU runs them); a fixture that starts or stops running
+/// on the device changes this list.
+#[test]
+fn quantized_fixtures_pass_on_the_device() {
+    if !device_available("quantized_fixtures_pass_on_the_device") {
+        return;
+    }
+    const NO_SHADER: [(&str, &str); 11] = [
+        ("choose_qparams.portable", "f64 elements"),
+        ("per_channel_1d_f64.portable", "i16 elements"),
+        ("per_tensor_i16.portable", "i16 elements"),
+        ("per_tensor_i32.portable", "f64 elements"),
+        ("per_tensor_i32.vulkan", "f64 elements"),
+        ("per_tensor_i8_ties.portable", "f64 elements"),
+        ("per_tensor_i8_ties.vulkan", "f64 elements"),
+        ("per_token.portable", "f64 elements"),
+        ("per_token_choose.portable", "f64 elements"),
+        ("per_token_choose.vulkan", "f64 elements"),
+        ("pt2e_dynamic_mlp.portable", "f64 elements"),
+    ];
+    let dir = repo_dir().join("tests/fixtures/quantized");
+    let mut files = with_suffix(&dir, ".portable.bpte");
+    files.extend(with_suffix(&dir, ".vulkan.bpte"));
+    let reports = ptec_test(
+        &files,
+        &["--backend", "vulkan", "--rtol", "0", "--atol", "0"],
+    );
+    let mut passed = 0;
+    for (file, report) in files.iter().zip(&reports) {
+        let name = file
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| name.strip_suffix(".bpte"))
+            .expect("a fixture name");
+        match NO_SHADER.iter().find(|(fixture, _)| *fixture == name) {
+            Some((_, why)) => {
+                let error = report["error"].as_str().unwrap_or_default();
+                let expected = format!("not supported yet on the Vulkan backend: {why}");
+                assert!(error.contains(&expected), "{name}: {report}");
+            }
+            None => {
+                assert_eq!(report["pass"], true, "{name}: {report}");
+                passed += 1;
+            }
+        }
+    }
+    assert_eq!(passed + NO_SHADER.len(), files.len());
+    assert!(
+        passed >= 6,
+        "only {passed} quantized fixtures ran on the device"
+    );
+}
+
 /// On every op fixture (and feature fixture), a program the device can run
 /// gives the CPU's verdict (the same passes and failures: the int8 ones
 /// differ from PyTorch at the default tolerance alike), and one it cannot

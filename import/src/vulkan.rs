@@ -45,6 +45,11 @@ enum Translate {
     Table {
         key: &'static str,
         args: &'static [usize],
+        /// `(dtype, like)` pairs: the serializer writes every ScalarType as
+        /// a Null, which a required one of the entry (at its argument
+        /// position `dtype`) is replaced with: the element type of the
+        /// entry's argument at `like`.
+        dtypes: &'static [(usize, usize)],
     },
     /// By a composition of its own over the call's arguments (outputs
     /// included), which emits ops of these kinds.
@@ -54,7 +59,21 @@ enum Translate {
 type Composition = fn(&mut Translation<'_, '_, '_>, &[Argument]) -> Result<(), ImportError>;
 
 const fn table(key: &'static str, args: &'static [usize]) -> Translate {
-    Translate::Table { key, args }
+    Translate::Table {
+        key,
+        args,
+        dtypes: &[],
+    }
+}
+
+/// Like [`table`], each required ScalarType `(at, like)` the element type
+/// of the argument at `like` (the quantize family's `dtype`).
+const fn typed(
+    key: &'static str,
+    args: &'static [usize],
+    dtypes: &'static [(usize, usize)],
+) -> Translate {
+    Translate::Table { key, args, dtypes }
 }
 
 /// Every Vulkan operator with a translation of its own; unary functions
@@ -296,6 +315,89 @@ const OPERATORS: &[(&str, Translate)] = &[
             &[0, 1, 2, 3, 4, 5, 6],
         ),
     ),
+    // The quantize family: every argument of the schema, in order; the
+    // required `dtype` is the quantized tensor's element type (for
+    // choose_qparams, which does not read it, the input's).
+    (
+        "quantized_decomposed.quantize_per_tensor.default",
+        typed(
+            "quantized_decomposed::quantize_per_tensor.out",
+            &[0, 1, 2, 3, 4, 5],
+            &[(5, 6)],
+        ),
+    ),
+    (
+        "quantized_decomposed.quantize_per_tensor.tensor",
+        typed(
+            "quantized_decomposed::quantize_per_tensor.Tensor_out",
+            &[0, 1, 2, 3, 4, 5],
+            &[(5, 6)],
+        ),
+    ),
+    (
+        "quantized_decomposed.dequantize_per_tensor.default",
+        typed(
+            "quantized_decomposed::dequantize_per_tensor.out",
+            &[0, 1, 2, 3, 4, 5, 6],
+            &[(5, 0)],
+        ),
+    ),
+    (
+        "quantized_decomposed.dequantize_per_tensor.tensor",
+        typed(
+            "quantized_decomposed::dequantize_per_tensor.Tensor_out",
+            &[0, 1, 2, 3, 4, 5, 6],
+            &[(5, 0)],
+        ),
+    ),
+    (
+        "quantized_decomposed.quantize_per_channel.default",
+        typed(
+            "quantized_decomposed::quantize_per_channel.out",
+            &[0, 1, 2, 3, 4, 5, 6],
+            &[(6, 7)],
+        ),
+    ),
+    (
+        "quantized_decomposed.dequantize_per_channel.default",
+        typed(
+            "quantized_decomposed::dequantize_per_channel.out",
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            &[(6, 0)],
+        ),
+    ),
+    (
+        "quantized_decomposed.quantize_per_token.default",
+        typed(
+            "quantized_decomposed::quantize_per_token.out",
+            &[0, 1, 2, 3, 4, 5],
+            &[(5, 6)],
+        ),
+    ),
+    (
+        "quantized_decomposed.dequantize_per_token.default",
+        typed(
+            "quantized_decomposed::dequantize_per_token.out",
+            &[0, 1, 2, 3, 4, 5, 6],
+            &[(5, 0), (6, 7)],
+        ),
+    ),
+    (
+        "quantized_decomposed.choose_qparams.tensor",
+        typed(
+            "quantized_decomposed::choose_qparams.Tensor_out",
+            &[0, 1, 2, 3, 4],
+            &[(4, 0)],
+        ),
+    ),
+    (
+        "quantized_decomposed.choose_qparams_per_token_asymmetric.default",
+        typed(
+            "quantized_decomposed::choose_qparams_per_token_asymmetric.out",
+            &[0, 1],
+            &[(1, 0)],
+        ),
+    ),
     // `zeros(size, *, dtype, layout, device, pin_memory)`, `ones` alike.
     ("aten.zeros.default", table("aten::zeros.out", &[0])),
     ("aten.ones.default", table("aten::ones.out", &[0])),
@@ -508,7 +610,11 @@ impl<'a> Translation<'_, '_, 'a> {
             .ok_or_else(|| self.unsupported(instruction, "the operator"))?;
         let output = self.argument(instruction, output, Role::Write)?;
         match translate {
-            Translate::Table { key, args: take } => {
+            Translate::Table {
+                key,
+                args: take,
+                dtypes,
+            } => {
                 let mut args = take
                     .iter()
                     .map(|&position| {
@@ -531,6 +637,11 @@ impl<'a> Translation<'_, '_, 'a> {
                 } else {
                     args.extend(outputs(output));
                 }
+                for &(at, like) in dtypes {
+                    if args.get(at) == Some(&Argument::Null) {
+                        args[at] = self.scalar_type_of(args.get(like))?;
+                    }
+                }
                 self.table(key, &args)
             }
             Translate::Own(composition, _) => {
@@ -542,6 +653,22 @@ impl<'a> Translation<'_, '_, 'a> {
                 composition(self, &args)
             }
         }
+    }
+
+    /// The ScalarType argument naming the element type of the tensor
+    /// argument `like`.
+    fn scalar_type_of(&self, like: Option<&Argument>) -> Result<Argument, ImportError> {
+        let Some(Argument::Tensor(tensor)) = like else {
+            return Err(self.invalid("a ScalarType is left out where no tensor gives it"));
+        };
+        let dtype = self.importer.declared_type(*tensor)?.dtype;
+        (0..=i8::MAX)
+            .find(|&code| {
+                ptec_frontend::ScalarType::from_code(code).and_then(crate::program::dtype_of)
+                    == Some(dtype)
+            })
+            .map(|code| Argument::Int(code.into()))
+            .ok_or_else(|| self.invalid(format!("{dtype} has no ScalarType")))
     }
 
     /// Runs the operator table's entry `key` over `args`.

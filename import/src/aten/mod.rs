@@ -19,6 +19,7 @@ mod layout;
 mod llm;
 mod nn;
 mod nonzero;
+mod quantize;
 mod random;
 mod reduce;
 mod sample;
@@ -44,7 +45,7 @@ type Operator = (&'static str, Rule, &'static [OpKind]);
 type Refused = (&'static str, &'static str);
 
 /// Every family's operators.
-const FAMILIES: [&[Operator]; 12] = [
+const FAMILIES: [&[Operator]; 13] = [
     elementwise::OPERATORS,
     layout::OPERATORS,
     index::OPERATORS,
@@ -57,6 +58,7 @@ const FAMILIES: [&[Operator]; 12] = [
     distance::OPERATORS,
     random::OPERATORS,
     llm::OPERATORS,
+    quantize::OPERATORS,
 ];
 
 /// Every family's refused operators.
