@@ -125,6 +125,19 @@ enum Granularity {
     Token,
 }
 
+impl Granularity {
+    /// The names of the scale and zero point arguments, when they are
+    /// tensors.
+    fn parameter_names(self) -> (&'static str, &'static str) {
+        match self {
+            Granularity::TensorArgs => ("scale", "zero_point"),
+            Granularity::Tensor | Granularity::Channel | Granularity::Token => {
+                ("scales", "zero_points")
+            }
+        }
+    }
+}
+
 /// A scale or zero point: a number of the call, or a tensor shaped to
 /// broadcast against the input.
 #[derive(Clone, Copy)]
@@ -343,11 +356,7 @@ fn quantize(c: &mut Call<'_, '_, '_>, granularity: Granularity) -> Result<(), Im
             )
         }
         _ => {
-            let (scale, zero_point) = if granularity == Granularity::TensorArgs {
-                ("scale", "zero_point")
-            } else {
-                ("scales", "zero_points")
-            };
+            let (scale, zero_point) = granularity.parameter_names();
             let scale = param_tensor(c, scale, SCALES, &shape, DType::F32)?;
             let inverse = unary(c, UnaryOp::Reciprocal, scale, DType::F32)?;
             let zero_point = param_tensor(c, zero_point, ZERO_POINTS, &shape, DType::I32)?;
@@ -410,11 +419,7 @@ fn dequantize(c: &mut Call<'_, '_, '_>, granularity: Granularity) -> Result<(), 
             )
         }
         _ => {
-            let (scale, zero_point) = if granularity == Granularity::TensorArgs {
-                ("scale", "zero_point")
-            } else {
-                ("scales", "zero_points")
-            };
+            let (scale, zero_point) = granularity.parameter_names();
             let scale = param_tensor(c, scale, SCALES, &shape, DType::F32)?;
             let zero_point = match c.optional_tensor(zero_point)? {
                 None => None,
