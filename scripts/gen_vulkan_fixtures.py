@@ -71,10 +71,12 @@ class VulkanFixture:
 FIXTURES: list[VulkanFixture] = []
 
 
-def fixture(name, calls, description, make_model, make_cases) -> None:
-    """A fixture whose delegate calls ``calls``."""
-    op = calls[0].split(".")[1]
-    spec = OpFixture(name, op, description, make_model, make_cases)
+def fixture(name, calls, description, make_model, make_cases, preserve=(), dynamic_shapes=None) -> None:
+    """A fixture whose delegate calls ``calls`` (``preserve`` and
+    ``dynamic_shapes`` as ``OpFixture``'s)."""
+    parts = calls[0].split(".")
+    op = parts[1] if len(parts) > 2 else parts[0]
+    spec = OpFixture(name, op, description, make_model, make_cases, preserve, dynamic_shapes)
     FIXTURES.append(VulkanFixture(spec, tuple(calls)))
 
 
@@ -313,6 +315,53 @@ fixture(
     "unfold(1, 3, 2) of float32 [2,7]",
     fn(lambda x: x.unfold(1, 3, 2) * 2.0),
     twice(lambda: (randn(2, 7),)),
+)
+
+
+
+class SymSizes(nn.Module):
+    """Sizes computed from a dynamic dimension ``n`` (even: ``2 * k``) with
+    Python's operators on them, in views and slices."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        n = x.shape[0]
+        y = torch.relu(x * self.weight + 1.0)
+        return y.view(n * 2, 2), y[1 : n - 1] * 3.0, y[: n // 2] + 1.0, y[: n + 1] + 2.0
+
+
+fixture(
+    "sym_sizes",
+    ["sym_size.int", "mul", "sub", "floordiv", "add", "aten.slice_copy.Tensor"],
+    "float32 [n,4], n = 2k dynamic (4..16; cases n 6 and 10): relu(x * w + 1) viewed as [n*2,2] and "
+    "sliced [1:n-1], [:n//2] and [:n+1]: the graph computes the sizes as SymInts",
+    SymSizes,
+    lambda: [(randn(n, 4),) for n in (6, 10)],
+    dynamic_shapes=({0: 2 * torch.export.Dim("k", min=2, max=8)},),
+)
+
+
+class SymIntInput(nn.Module):
+    """A size read from the data before the delegate (``.item()``, which
+    stays on the CPU) passed into its graph as a SymInt."""
+
+    def forward(self, x, t):
+        m = t.item()
+        torch._check(m >= 2)
+        torch._check(m <= 8)
+        return x[:m] * 2.0, x * 3.0
+
+
+fixture(
+    "sym_int_input",
+    ["aten.slice_copy.Tensor"],
+    "x[:m] * 2 and x * 3 of float32 [10,4], m = t.item() of an int64 scalar (cases 4 and 7): the "
+    "delegate's graph takes m as a SymInt input",
+    SymIntInput,
+    lambda: [(randn(10, 4), torch.tensor(m)) for m in (4, 7)],
 )
 
 

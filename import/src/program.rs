@@ -119,6 +119,10 @@ pub(crate) struct Importer<'m, 'a> {
     /// method's Int, Bool and Double values (sizes, `SymInt` arithmetic),
     /// as constants or symbols.
     scalars: HashMap<ValueIndex, Term>,
+    /// IR values whose type's sizes only bound those the op that writes
+    /// them computes (a Vulkan graph's tensors, where its shapes are
+    /// dynamic): the write gives them the shape the op's rule infers.
+    pub(crate) bounded: HashSet<ValueId>,
     /// Where the importer is, for messages.
     pub(crate) at: Location,
     /// The method's values an instruction wrote on every path that
@@ -153,6 +157,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             file_end: end,
             symbols: Symbols::default(),
             scalars: HashMap::new(),
+            bounded: HashSet::new(),
             at: Location::Inputs,
             defined: HashSet::new(),
             always_defined: HashSet::new(),
@@ -543,7 +548,11 @@ impl<'m, 'a> Importer<'m, 'a> {
     }
 
     /// The argument a scalar is: a constant of its kind, or a symbol.
-    fn scalar_argument(&self, term: Term, index: ValueIndex) -> Result<Argument, ImportError> {
+    pub(crate) fn scalar_argument(
+        &self,
+        term: Term,
+        index: impl std::fmt::Display,
+    ) -> Result<Argument, ImportError> {
         Ok(match term {
             Term::Const(Scalar::Int(value)) => Argument::Int(value),
             Term::Const(Scalar::Bool(value)) => Argument::Bool(value),
@@ -745,6 +754,29 @@ impl<'m, 'a> Importer<'m, 'a> {
         slot: usize,
     ) -> Result<ValueId, ImportError> {
         let id = match tensor {
+            TensorRef::Ir(id) if self.bounded.remove(&id) => {
+                let declared = self.graph.value(id).ty.shape.clone();
+                let Some(inferred) = inferred.filter(|shape| shape.len() == declared.len()) else {
+                    return Err(self.contradiction(format!(
+                        "{op} writes {id}, whose shape is dynamic, and ptec cannot tell its \
+                         size at run time"
+                    )));
+                };
+                let mut shape = Vec::with_capacity(inferred.len());
+                for (&dim, &bound) in inferred.iter().zip(&declared) {
+                    shape.push(match (self.symbols.resolve(dim), bound) {
+                        // The declared size bounds what the op computes.
+                        (Dim::Symbol(symbol), Dim::Fixed(bound)) if bound > 1 => {
+                            self.symbols.table.tighten_bound(symbol, bound);
+                            Dim::Symbol(symbol)
+                        }
+                        // A fixed size, or one `torch.export` specialized.
+                        _ => bound,
+                    });
+                }
+                self.graph.value_mut(id).ty.shape = shape;
+                id
+            }
             TensorRef::Ir(id) => id,
             TensorRef::Method(index) => match self.values.get(&index) {
                 Some(&id) => id,

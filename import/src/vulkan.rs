@@ -14,8 +14,15 @@
 //! memory layout do not change the logical values). A few operators are
 //! compositions of table entries over temporaries of their own.
 //!
-//! Operators and value kinds ptec does not translate (SymInts, whose values
-//! the GPU graph computes at run time) give
+//! A graph with dynamic shapes declares each tensor with its largest sizes
+//! and computes the sizes it reads as `SymInt`s (`sym_size.int`, Python's
+//! `add`, `floordiv`, ... on them), or takes them as inputs: those calls
+//! become the program importer's scalar terms, through the same table
+//! entries as the program's `executorch_prim` calls, and each tensor a call
+//! writes takes the shape the op's rule infers, bounded by its declared
+//! sizes.
+//!
+//! Operators ptec does not translate give
 //! [`ImportError::UnsupportedVulkan`] with the operator's name and position
 //! in the chain; graphs that contradict themselves give
 //! [`ImportError::Invalid`].
@@ -24,10 +31,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use ptec_frontend::ValueIndex;
 use ptec_frontend::delegate::vulkan::{
     VkCall, VkDataType, VkTensor, VkValue, VkValueId, VulkanGraph,
 };
+use ptec_frontend::{ShapeDynamism, ValueIndex};
 use ptec_ir::ops::elementwise::UnaryOp;
 use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData};
@@ -49,6 +56,10 @@ enum Translate {
     /// By a composition of its own over the call's arguments (outputs
     /// included), which emits ops of these kinds.
     Own(Composition, &'static [OpKind]),
+    /// Through the operator table entry `key`, which returns a scalar
+    /// (`sym_size`, `SymInt` arithmetic): the call's arguments are the
+    /// entry's, and its output is the `SymInt` that scalar is.
+    Scalar(&'static str),
 }
 
 type Composition = fn(&mut Translation<'_, '_, '_>, &[Argument]) -> Result<(), ImportError>;
@@ -314,6 +325,22 @@ const OPERATORS: &[(&str, Translate)] = &[
         "aten.scalar_tensor.default",
         table("aten::scalar_tensor.out", &[0]),
     ),
+    // The scalar operators of a graph with dynamic shapes: the sizes it
+    // reads and Python's operators on them (`operator.add`, named `add`,
+    // called with its two operands).
+    ("sym_size.int", Translate::Scalar("aten::sym_size.int")),
+    ("add", Translate::Scalar("executorch_prim::add.Scalar")),
+    ("sub", Translate::Scalar("executorch_prim::sub.Scalar")),
+    ("mul", Translate::Scalar("executorch_prim::mul.Scalar")),
+    (
+        "floordiv",
+        Translate::Scalar("executorch_prim::floordiv.Scalar"),
+    ),
+    ("eq", Translate::Scalar("executorch_prim::eq.Scalar")),
+    ("lt", Translate::Scalar("executorch_prim::lt.Scalar")),
+    ("le", Translate::Scalar("executorch_prim::le.Scalar")),
+    ("gt", Translate::Scalar("executorch_prim::gt.Scalar")),
+    ("ge", Translate::Scalar("executorch_prim::ge.Scalar")),
     (
         "aten.linear.default",
         Translate::Own(
@@ -366,6 +393,7 @@ pub(crate) fn operators() -> Vec<Operator> {
             emits: Ok(match translate {
                 Translate::Table { key, .. } => aten::emits(key).unwrap_or_default().to_vec(),
                 Translate::Own(_, emits) => emits.to_vec(),
+                Translate::Scalar(_) => Vec::new(),
             }),
         })
         .collect()
@@ -391,11 +419,30 @@ pub(crate) fn import<'m, 'a>(
         importer,
         graph,
         tensors: HashMap::new(),
+        scalars: HashMap::new(),
+        dynamic: false,
         node: 0,
         name: String::new(),
     };
-    for (&id, &arg) in inputs.iter().chain(outputs).zip(args) {
+    for (position, (&id, &arg)) in inputs.iter().chain(outputs).zip(args).enumerate() {
+        if let VkValue::SymInt(_) = graph.value(id) {
+            // A size the program computed before the call (`.item()`), or
+            // one the graph computes for the program.
+            translation.dynamic = true;
+            if position < inputs.len() {
+                let term = translation.importer.scalar_value(arg)?.ok_or_else(|| {
+                    translation.invalid(format!(
+                        "the graph's input value {id} is a SymInt, but the call passes the \
+                         tensor {arg}"
+                    ))
+                })?;
+                translation.scalars.insert(id, term);
+            }
+            continue;
+        }
         translation.check_external(id, arg)?;
+        translation.dynamic |=
+            translation.importer.tensor(arg)?.dynamism == ShapeDynamism::DynamicBound;
         if translation
             .tensors
             .insert(id, TensorRef::Method(arg))
@@ -418,6 +465,11 @@ pub(crate) fn import<'m, 'a>(
     }
     translation.importer.at = Location::VulkanOutputs(instruction);
     for (&id, &arg) in outputs.iter().zip(&args[inputs.len()..]) {
+        if let VkValue::SymInt(_) = graph.value(id) {
+            let term = translation.sym_int(id)?;
+            translation.importer.define_scalar(arg, term);
+            continue;
+        }
         if !translation.importer.is_written(arg) {
             return Err(translation
                 .importer
@@ -441,6 +493,12 @@ struct Translation<'i, 'm, 'a> {
     /// Where each of the graph's tensors is, once it is anywhere: the
     /// call's arguments, constants, and the tensors calls have written.
     tensors: HashMap<VkValueId, TensorRef>,
+    /// The scalars calls have written into the graph's `SymInt`s.
+    scalars: HashMap<VkValueId, Term>,
+    /// Whether the call's arguments have dynamic shapes: the graph's
+    /// tensors then have the sizes its calls compute, which their declared
+    /// dims bound.
+    dynamic: bool,
     /// The operator call being translated: its position in the chain and
     /// its name.
     node: usize,
@@ -506,9 +564,10 @@ impl<'a> Translation<'_, '_, 'a> {
         let translate = *translations()
             .get(&call.name)
             .ok_or_else(|| self.unsupported(instruction, "the operator"))?;
-        let output = self.argument(instruction, output, Role::Write)?;
         match translate {
+            Translate::Scalar(key) => self.scalar(key, operands, output),
             Translate::Table { key, args: take } => {
+                let output = self.argument(output, Role::Write)?;
                 let mut args = take
                     .iter()
                     .map(|&position| {
@@ -518,7 +577,7 @@ impl<'a> Translation<'_, '_, 'a> {
                                 operands.len()
                             ))
                         })?;
-                        self.argument(instruction, id, Role::Read)
+                        self.argument(id, Role::Read)
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 // An out variant that writes a list (`Tensor(a!)[] out`:
@@ -534,14 +593,41 @@ impl<'a> Translation<'_, '_, 'a> {
                 self.table(key, &args)
             }
             Translate::Own(composition, _) => {
+                let output = self.argument(output, Role::Write)?;
                 let mut args = operands
                     .iter()
-                    .map(|&id| self.argument(instruction, id, Role::Read))
+                    .map(|&id| self.argument(id, Role::Read))
                     .collect::<Result<Vec<_>, _>>()?;
                 args.extend(outputs(output));
                 composition(self, &args)
             }
         }
+    }
+
+    /// A call of the table's scalar operator `key`: its result is the
+    /// `SymInt` `output`, which later calls read.
+    fn scalar(
+        &mut self,
+        key: &str,
+        operands: &[VkValueId],
+        output: VkValueId,
+    ) -> Result<(), ImportError> {
+        if !matches!(self.graph.value(output), VkValue::SymInt(_)) {
+            return Err(self.invalid(format!(
+                "the call's result, value {output}, is a {} where a SymInt belongs",
+                self.graph.value(output).kind()
+            )));
+        }
+        if self.scalars.contains_key(&output) {
+            return Err(self.invalid(format!("value {output} is written by more than one call")));
+        }
+        let args = operands
+            .iter()
+            .map(|&id| self.argument(id, Role::Read))
+            .collect::<Result<Vec<_>, _>>()?;
+        let term = call::import_scalar(self.importer, key, &args)?;
+        self.scalars.insert(output, term);
+        Ok(())
     }
 
     /// Runs the operator table's entry `key` over `args`.
@@ -550,12 +636,7 @@ impl<'a> Translation<'_, '_, 'a> {
     }
 
     /// Graph value `id` as an argument.
-    fn argument(
-        &mut self,
-        instruction: crate::InstructionId,
-        id: VkValueId,
-        role: Role,
-    ) -> Result<Argument, ImportError> {
+    fn argument(&mut self, id: VkValueId, role: Role) -> Result<Argument, ImportError> {
         Ok(match self.graph.value(id) {
             VkValue::Null => Argument::Null,
             &VkValue::Int(value) => Argument::Int(value),
@@ -567,13 +648,11 @@ impl<'a> Translation<'_, '_, 'a> {
             }
             VkValue::DoubleList(items) => Argument::DoubleList(items.clone()),
             VkValue::BoolList(items) => Argument::BoolList(items.clone()),
-            VkValue::ValueList(items) => self.value_list(instruction, id, items, role)?,
+            VkValue::ValueList(items) => self.value_list(id, items, role)?,
             VkValue::Tensor(tensor) => Argument::Tensor(self.tensor(id, tensor, role)?),
             VkValue::SymInt(_) => {
-                return Err(self.unsupported(
-                    instruction,
-                    format!("value {id}, a SymInt (an integer the graph computes at run time)"),
-                ));
+                let term = self.sym_int(id)?;
+                self.importer.scalar_argument(term, id)?
             }
             VkValue::Unknown(kind) => {
                 return Err(self.invalid(format!("value {id} has unknown kind {kind}")));
@@ -586,20 +665,24 @@ impl<'a> Translation<'_, '_, 'a> {
     /// also keeps a list from containing itself.
     fn value_list(
         &mut self,
-        instruction: crate::InstructionId,
         id: VkValueId,
         items: &[VkValueId],
         role: Role,
     ) -> Result<Argument, ImportError> {
         let values: Vec<&VkValue<'a>> = items.iter().map(|&item| self.graph.value(item)).collect();
-        if values.iter().all(|value| matches!(value, VkValue::Int(_))) {
-            let ints = values
+        if values
+            .iter()
+            .all(|value| matches!(value, VkValue::Int(_) | VkValue::SymInt(_)))
+        {
+            // Sizes, some of them computed at run time (a view's).
+            let ints = items
                 .iter()
-                .filter_map(|value| match value {
-                    VkValue::Int(value) => Some(Term::int(*value)),
-                    _ => None,
+                .zip(values)
+                .map(|(&item, value)| match value {
+                    VkValue::Int(value) => Ok(Term::int(*value)),
+                    _ => self.sym_int(item),
                 })
-                .collect();
+                .collect::<Result<_, _>>()?;
             return Ok(Argument::IntList(ints));
         }
         if values
@@ -631,21 +714,20 @@ impl<'a> Translation<'_, '_, 'a> {
                 .collect::<Result<_, _>>()?;
             return Ok(Argument::OptionalTensorList(tensors));
         }
-        if values
-            .iter()
-            .any(|value| matches!(value, VkValue::SymInt(_)))
-        {
-            return Err(self.unsupported(
-                instruction,
-                format!(
-                    "value {id}, a list holding SymInts (integers the graph computes at run time)"
-                ),
-            ));
-        }
         Err(self.invalid(format!(
             "value {id} lists values of mixed kinds {:?}",
             values.iter().map(|value| value.kind()).collect::<Vec<_>>()
         )))
+    }
+
+    /// The scalar a call of the graph wrote into the `SymInt` `id`.
+    fn sym_int(&self, id: VkValueId) -> Result<Term, ImportError> {
+        let term = self.scalars.get(&id).copied().ok_or_else(|| {
+            self.invalid(format!(
+                "value {id}, a SymInt, is read before a call of the graph writes it"
+            ))
+        })?;
+        Ok(self.importer.symbols.resolve_term(term))
     }
 
     /// Where a tensor of the graph is: the call's argument, a constant (made
@@ -676,7 +758,12 @@ impl<'a> Translation<'_, '_, 'a> {
                 return Err(self.invalid(format!("value {id} is read before the graph writes it")));
             }
         };
-        let known = TensorRef::Ir(self.importer.graph.add_value(value));
+        let computed = tensor.constant.is_none();
+        let value = self.importer.graph.add_value(value);
+        if self.dynamic && computed {
+            self.importer.bounded.insert(value);
+        }
+        let known = TensorRef::Ir(value);
         self.tensors.insert(id, known);
         Ok(known)
     }
