@@ -26,12 +26,13 @@ Usage (with the anchor environment from ../shared/anchor/setup.sh):
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from executorch.backends.vulkan.custom_ops_lib import grid_priors_impl
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 from executorch.devtools.bundled_program.serialize import (
     deserialize_from_flatbuffer_to_bundled_program,
@@ -66,18 +67,24 @@ class VulkanFixture:
 
     spec: OpFixture
     calls: tuple
+    # The model ExecuTorch's portable runtime runs instead, for a custom
+    # operator it has no kernel for: the operator's reference implementation.
+    portable_model: object = None
 
 
 FIXTURES: list[VulkanFixture] = []
 
 
-def fixture(name, calls, description, make_model, make_cases, preserve=(), dynamic_shapes=None) -> None:
+def fixture(
+    name, calls, description, make_model, make_cases, preserve=(), dynamic_shapes=None, portable_model=None
+) -> None:
     """A fixture whose delegate calls ``calls`` (``preserve`` and
-    ``dynamic_shapes`` as ``OpFixture``'s)."""
+    ``dynamic_shapes`` as ``OpFixture``'s; ``portable_model`` as
+    ``VulkanFixture``'s)."""
     parts = calls[0].split(".")
     op = parts[1] if len(parts) > 2 else parts[0]
     spec = OpFixture(name, op, description, make_model, make_cases, preserve, dynamic_shapes)
-    FIXTURES.append(VulkanFixture(spec, tuple(calls)))
+    FIXTURES.append(VulkanFixture(spec, tuple(calls), portable_model))
 
 
 class Linear(nn.Module):
@@ -364,6 +371,25 @@ fixture(
     lambda: [(randn(10, 4), torch.tensor(m)) for m in (4, 7)],
 )
 
+fixture(
+    "max_pool2d",
+    ["aten.max_pool2d.default"],
+    "max_pool2d(2) and max_pool2d(3, stride 2, padding 1, ceil_mode) of float32 [1,3,8,7], kept "
+    "as max_pool2d (no indices) by preserve_ops",
+    fn(lambda x: (F.max_pool2d(x, 2), F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True))),
+    twice(lambda: (randn(1, 3, 8, 7),)),
+    preserve=(torch.ops.aten.max_pool2d.default,),
+)
+fixture(
+    "grid_priors",
+    ["et_vk.grid_priors.default"],
+    "et_vk.grid_priors of float32 [1,2,3,5] with stride 8 and offset 0.5, plus x * 2 so the "
+    "program reads its input",
+    fn(lambda x: (torch.ops.et_vk.grid_priors(x, 8, 0.5), x * 2.0)),
+    twice(lambda: (randn(1, 2, 3, 5),)),
+    portable_model=fn(lambda x: (grid_priors_impl(x, 8, 0.5), x * 2.0)),
+)
+
 
 def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
     """The operators the fixture names that its delegates do not call."""
@@ -373,8 +399,10 @@ def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
 
 def portable_error(fixture: VulkanFixture) -> float:
     """ExecuTorch's largest error on the test cases of the model exported
-    without a partitioner (its runtime has no Vulkan backend)."""
-    data, cases, _, _ = export_bundled(fixture.spec, None, VARIANT)
+    without a partitioner (its runtime has no Vulkan backend), its preserved
+    operators decomposed (the portable library has no kernel for some)."""
+    spec = replace(fixture.spec, preserve=(), make_model=fixture.portable_model or fixture.spec.make_model)
+    data, cases, _, _ = export_bundled(spec, None, VARIANT)
     bundled = deserialize_from_flatbuffer_to_bundled_program(data)
     method = Runtime.get().load_program(bytes(bundled.program)).load_method("forward")
     worst = 0.0

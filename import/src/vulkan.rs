@@ -365,6 +365,14 @@ const OPERATORS: &[(&str, Translate)] = &[
         "et_vk.rms_norm.default",
         Translate::Own(rms_norm, &[OpKind::Elementwise, OpKind::Reduce]),
     ),
+    (
+        "aten.max_pool2d.default",
+        Translate::Own(max_pool2d, &[OpKind::MaxPool2d]),
+    ),
+    (
+        "et_vk.grid_priors.default",
+        Translate::Own(grid_priors, &[OpKind::Copy]),
+    ),
 ];
 
 /// Every Vulkan operator ptec translates, by name.
@@ -816,6 +824,27 @@ impl<'a> Translation<'_, '_, 'a> {
         ))
     }
 
+    /// A new tensor of the translation's own with the declared sizes of
+    /// the tensor argument `like` and element type `dtype`; in a graph
+    /// with dynamic shapes those sizes bound the ones the op that writes it
+    /// computes.
+    fn temporary_as(&mut self, like: &Argument, dtype: DType) -> Result<Argument, ImportError> {
+        let Argument::Tensor(tensor) = like else {
+            return Err(self.invalid(format!("a {} where a tensor belongs", like.kind())));
+        };
+        let sizes = self.importer.declared_sizes(*tensor)?;
+        let ty = TensorType {
+            dtype,
+            shape: sizes.iter().map(|&size| Dim::Fixed(size as u64)).collect(),
+            dim_order: (0..sizes.len() as u8).collect(),
+        };
+        let value = self.importer.graph.add_value(ValueData::computed(ty));
+        if self.dynamic {
+            self.importer.bounded.insert(value);
+        }
+        Ok(Argument::Tensor(TensorRef::Ir(value)))
+    }
+
     /// The declared element type and sizes of a tensor argument.
     fn declared(&self, argument: &Argument) -> Result<(DType, Vec<u64>), ImportError> {
         let Argument::Tensor(tensor) = argument else {
@@ -983,4 +1012,67 @@ fn rms_norm(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Im
     let normalized = t.temporary(dtype, &sizes);
     t.table("aten::mul.out", &[x, scale, normalized.clone()])?;
     t.table("aten::mul.out", &[normalized, weight, out])
+}
+
+/// `aten.max_pool2d(self, kernel_size, stride, padding, dilation,
+/// ceil_mode)`: `max_pool2d_with_indices` whose indices nothing reads.
+fn max_pool2d(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let pooling = args
+        .get(..6)
+        .ok_or_else(|| t.invalid(format!("{} arguments given, 7 needed", args.len())))?;
+    let out = t.arg(args, 6)?.clone();
+    let indices = t.temporary_as(&out, DType::I64)?;
+    let mut call = pooling.to_vec();
+    call.extend([out, indices]);
+    t.table("aten::max_pool2d_with_indices.out", &call)
+}
+
+/// `et_vk.grid_priors(self, stride, offset)`: the centres of the cells of
+/// `self`'s last two dimensions (height `h`, width `w`) as `h * w` rows
+/// `[(x + offset) * stride, (y + offset) * stride]`, row-major over `(y,
+/// x)`, computed in f32 as ExecuTorch's reference does (a float32 `arange`
+/// plus the offset, times the stride). They depend on `self`'s sizes only,
+/// so import computes them.
+fn grid_priors(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 3)?.clone());
+    let (Argument::Int(stride), Argument::Double(offset)) = (t.arg(args, 1)?, t.arg(args, 2)?)
+    else {
+        return Err(t.invalid("grid_priors needs an int stride and a float offset"));
+    };
+    let (_, sizes) = t.declared(&x)?;
+    let (dtype, out_sizes) = t.declared(&out)?;
+    let &[.., height, width] = sizes.as_slice() else {
+        return Err(t.invalid(format!(
+            "grid_priors of a tensor of sizes {sizes:?}, which has no height and width"
+        )));
+    };
+    let cells = height.checked_mul(width);
+    if dtype != DType::F32 || cells.map(|cells| vec![cells, 2]) != Some(out_sizes.clone()) {
+        return Err(t.invalid(format!(
+            "grid_priors of sizes {sizes:?} writes {dtype} {out_sizes:?}, not f32 [h * w, 2]"
+        )));
+    }
+    let (stride, offset) = (*stride as f32, *offset as f32);
+    let mut bytes = Vec::new();
+    for y in 0..height {
+        for x in 0..width {
+            for coordinate in [x, y] {
+                let centre = (coordinate as f32 + offset) * stride;
+                bytes.extend_from_slice(&centre.to_le_bytes());
+            }
+        }
+    }
+    let ty = TensorType {
+        dtype,
+        shape: out_sizes.iter().map(|&size| Dim::Fixed(size)).collect(),
+        dim_order: vec![0, 1],
+    };
+    let priors = t
+        .importer
+        .graph
+        .add_value(ValueData::constant(ty, Cow::Owned(bytes)));
+    t.table(
+        "aten::clone.out",
+        &[Argument::Tensor(TensorRef::Ir(priors)), Argument::Null, out],
+    )
 }
