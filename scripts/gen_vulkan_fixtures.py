@@ -34,6 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from executorch.backends.vulkan.custom_ops_lib import grid_priors_impl
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401  (registers llama::)
 from executorch.devtools.bundled_program.serialize import (
     deserialize_from_flatbuffer_to_bundled_program,
 )
@@ -388,6 +389,55 @@ fixture(
     fn(lambda x: (torch.ops.et_vk.grid_priors(x, 8, 0.5), x * 2.0)),
     twice(lambda: (randn(1, 2, 3, 5),)),
     portable_model=fn(lambda x: (grid_priors_impl(x, 8, 0.5), x * 2.0)),
+)
+
+
+
+class KvAttention(nn.Module):
+    """ExecuTorch's LLM attention: the new keys and values written into
+    caches at ``start_pos`` (``llama.update_cache``), then causal attention
+    over the caches (``llama.custom_sdpa``); the partitioner fuses them into
+    ``sdpa_with_kv_cache``. Or, with ``update_only``, the key cache alone."""
+
+    def __init__(self, update_only=False):
+        super().__init__()
+        self.update_only = update_only
+        self.register_buffer("k_cache", torch.zeros(1, 8, 2, 4))
+        self.register_buffer("v_cache", torch.zeros(1, 8, 2, 4))
+
+    def forward(self, q, k, v, pos):
+        start = pos.item()
+        torch._check(start >= 0)
+        torch._check(start <= 6)
+        torch.ops.llama.update_cache(k, self.k_cache, start)
+        if self.update_only:
+            return self.k_cache * 2.0
+        torch.ops.llama.update_cache(v, self.v_cache, start)
+        return torch.ops.llama.custom_sdpa(q, self.k_cache, self.v_cache, start, None, 0.0, True)
+
+
+def kv_cases():
+    """Two steps of decoding: positions 0-1, then 2-3 (the caches keep the
+    first step's rows)."""
+    return [(randn(1, 2, 4, 4), randn(1, 2, 2, 4), randn(1, 2, 2, 4), torch.tensor(start)) for start in (0, 2)]
+
+
+fixture(
+    "sdpa_with_kv_cache",
+    ["sdpa_with_kv_cache.default"],
+    "update_cache of float32 [1,2,2,4] keys and values into [1,8,2,4] caches at start_pos (an int64 "
+    "scalar read by .item(): 0, then 2) and causal custom_sdpa of [1,2,4,4] queries over them "
+    "(grouped heads), which the partitioner fuses; the caches keep their rows across the cases",
+    KvAttention,
+    kv_cases,
+)
+fixture(
+    "update_cache",
+    ["update_cache.default"],
+    "update_cache of float32 [1,2,2,4] keys into a [1,8,2,4] cache at start_pos 0, then 2, and the "
+    "cache doubled",
+    lambda: KvAttention(update_only=True),
+    kv_cases,
 )
 
 

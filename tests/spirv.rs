@@ -72,14 +72,16 @@ fn vulkan_operator_fixtures_pass_on_the_device() {
     if !device_available("vulkan_operator_fixtures_pass_on_the_device") {
         return;
     }
-    const NO_SHADER: [(&str, &str); 9] = [
+    const NO_SHADER: [(&str, &str); 11] = [
         ("argmax", "arg-reductions"),
         ("embedding", "gathers"),
         ("gather", "gathers"),
         ("index", "gathers"),
         ("index_select", "gathers"),
+        ("sdpa_with_kv_cache", "dynamic shapes"),
         ("sym_int_input", "dynamic shapes"),
         ("sym_sizes", "dynamic shapes"),
+        ("update_cache", "dynamic shapes"),
         ("upsample_bilinear", "gathers"),
         ("upsample_nearest", "gathers"),
     ];

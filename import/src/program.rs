@@ -754,30 +754,14 @@ impl<'m, 'a> Importer<'m, 'a> {
         slot: usize,
     ) -> Result<ValueId, ImportError> {
         let id = match tensor {
-            TensorRef::Ir(id) if self.bounded.remove(&id) => {
-                let declared = self.graph.value(id).ty.shape.clone();
-                let Some(inferred) = inferred.filter(|shape| shape.len() == declared.len()) else {
-                    return Err(self.contradiction(format!(
-                        "{op} writes {id}, whose shape is dynamic, and ptec cannot tell its \
-                         size at run time"
-                    )));
-                };
-                let mut shape = Vec::with_capacity(inferred.len());
-                for (&dim, &bound) in inferred.iter().zip(&declared) {
-                    shape.push(match (self.symbols.resolve(dim), bound) {
-                        // The declared size bounds what the op computes.
-                        (Dim::Symbol(symbol), Dim::Fixed(bound)) if bound > 1 => {
-                            self.symbols.table.tighten_bound(symbol, bound);
-                            Dim::Symbol(symbol)
-                        }
-                        // A fixed size, or one `torch.export` specialized.
-                        _ => bound,
-                    });
+            TensorRef::Ir(id) => {
+                if self.bounded.remove(&id)
+                    && let Some(inferred) = inferred
+                {
+                    self.settle_bounded(id, inferred);
                 }
-                self.graph.value_mut(id).ty.shape = shape;
                 id
             }
-            TensorRef::Ir(id) => id,
             TensorRef::Method(index) => match self.values.get(&index) {
                 Some(&id) => id,
                 None => {
@@ -836,6 +820,31 @@ impl<'m, 'a> Importer<'m, 'a> {
             }
         }
         Ok(id)
+    }
+
+    /// Gives the bounded value `id` the shape its op infers, where that
+    /// has its rank (else the shapes disagree, which the write reports): a
+    /// symbol where the declared size bounds a symbolic one, the declared
+    /// size where it is fixed or `torch.export` specialized it (0 or 1).
+    /// An op whose rule gives no shape (a fill of a placeholder) writes
+    /// the declared sizes.
+    fn settle_bounded(&mut self, id: ValueId, inferred: &[Dim]) {
+        let declared = self.graph.value(id).ty.shape.clone();
+        if inferred.len() != declared.len() {
+            return;
+        }
+        let shape = inferred
+            .iter()
+            .zip(declared)
+            .map(|(&dim, bound)| match (self.symbols.resolve(dim), bound) {
+                (Dim::Symbol(symbol), Dim::Fixed(size)) if size > 1 => {
+                    self.symbols.table.tighten_bound(symbol, size);
+                    Dim::Symbol(symbol)
+                }
+                _ => bound,
+            })
+            .collect();
+        self.graph.value_mut(id).ty.shape = shape;
     }
 
     /// What `op`'s shape rule says of its `outputs` outputs (settling

@@ -37,7 +37,7 @@ use ptec_frontend::delegate::vulkan::{
 use ptec_frontend::{ShapeDynamism, ValueIndex};
 use ptec_ir::ops::elementwise::UnaryOp;
 use ptec_ir::symbolic::Term;
-use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData};
+use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData, ValueKind};
 
 use crate::call::{self, Argument, TensorRef};
 use crate::error::{ImportError, Location};
@@ -67,6 +67,9 @@ type Composition = fn(&mut Translation<'_, '_, '_>, &[Argument]) -> Result<(), I
 const fn table(key: &'static str, args: &'static [usize]) -> Translate {
     Translate::Table { key, args }
 }
+
+/// The operator that uploads a constant to the GPU once.
+const PREPACK: &str = "et_vk.prepack.default";
 
 /// Every Vulkan operator with a translation of its own; unary functions
 /// (`aten.NAME.default`) are added from [`UnaryOp`]'s ATen names.
@@ -353,10 +356,7 @@ const OPERATORS: &[(&str, Translate)] = &[
             ],
         ),
     ),
-    (
-        "et_vk.prepack.default",
-        Translate::Own(prepack, &[OpKind::Copy]),
-    ),
+    (PREPACK, Translate::Own(prepack, &[OpKind::Copy])),
     (
         "et_vk.conv_with_clamp.default",
         Translate::Own(conv_with_clamp, &[OpKind::Convolution, OpKind::Elementwise]),
@@ -368,6 +368,23 @@ const OPERATORS: &[(&str, Translate)] = &[
     (
         "aten.max_pool2d.default",
         Translate::Own(max_pool2d, &[OpKind::MaxPool2d]),
+    ),
+    // The LLM operators (ExecuTorch's `llama` library, which stay torch
+    // operators in the edge program: their calls are named without the
+    // namespace). Their caches are the graph's constants, which the calls
+    // update in place from one call of the program to the next. The
+    // partitioner fuses `custom_sdpa` with the `update_cache` calls before
+    // it into `sdpa_with_kv_cache`, and fails on one it cannot fuse.
+    (
+        "update_cache.default",
+        table("llama::update_cache.out", &[0, 1, 2]),
+    ),
+    (
+        "sdpa_with_kv_cache.default",
+        table(
+            "llama::sdpa_with_kv_cache.out",
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        ),
     ),
     (
         "et_vk.grid_priors.default",
@@ -428,6 +445,7 @@ pub(crate) fn import<'m, 'a>(
         graph,
         tensors: HashMap::new(),
         scalars: HashMap::new(),
+        updated: updated_in_place(graph),
         dynamic: false,
         node: 0,
         name: String::new(),
@@ -488,6 +506,47 @@ pub(crate) fn import<'m, 'a>(
     Ok(())
 }
 
+/// The tensors the graph's calls update in place (the arguments of a table
+/// entry's parameters that it writes, `Tensor(a!) cache`, before its `out`
+/// ones), with the constant each starts as: its own, or the one
+/// `et_vk.prepack` uploads into it.
+fn updated_in_place<'a>(graph: &VulkanGraph<'a>) -> HashMap<VkValueId, Option<&'a [u8]>> {
+    let constant = |id: VkValueId| match graph.value(id) {
+        VkValue::Tensor(tensor) => tensor.constant,
+        _ => None,
+    };
+    let prepacked: HashMap<VkValueId, VkValueId> = graph
+        .chain
+        .iter()
+        .filter(|call| call.name == PREPACK)
+        .filter_map(|call| match call.args[..] {
+            [input, output] => Some((output, input)),
+            _ => None,
+        })
+        .collect();
+    let mut updated = HashMap::new();
+    for call in &graph.chain {
+        let Some(&Translate::Table { key, args: take }) = translations().get(&call.name) else {
+            continue;
+        };
+        let Some(entry) = aten::entry(key) else {
+            continue;
+        };
+        let written = entry
+            .schema
+            .params
+            .iter()
+            .zip(take)
+            .filter(|(param, _)| param.ty.written);
+        for id in written.filter_map(|(_, &position)| call.args.get(position).copied()) {
+            let initial =
+                constant(id).or_else(|| prepacked.get(&id).and_then(|&from| constant(from)));
+            updated.insert(id, initial);
+        }
+    }
+    updated
+}
+
 /// Whether a tensor argument is read or written.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -503,6 +562,11 @@ struct Translation<'i, 'm, 'a> {
     tensors: HashMap<VkValueId, TensorRef>,
     /// The scalars calls have written into the graph's `SymInt`s.
     scalars: HashMap<VkValueId, Term>,
+    /// The graph's tensors that calls update in place (a KV cache), with
+    /// the constant they start as (theirs, or the one `et_vk.prepack`
+    /// uploads into them once): state that keeps its contents from one
+    /// call of the program to the next.
+    updated: HashMap<VkValueId, Option<&'a [u8]>>,
     /// Whether the call's arguments have dynamic shapes: the graph's
     /// tensors then have the sizes its calls compute, which their declared
     /// dims bound.
@@ -750,23 +814,32 @@ impl<'a> Translation<'_, '_, 'a> {
             return Ok(known);
         }
         let ty = self.tensor_type(id, tensor)?;
-        let value = match (tensor.constant, role) {
-            (Some(bytes), _) => {
-                let expected = ty.max_bytes(|_| 0);
-                if expected != bytes.len() as u64 {
-                    return Err(self.invalid(format!(
-                        "value {id} of type {ty} has {} bytes of constant data",
-                        bytes.len()
-                    )));
-                }
-                ValueData::constant(ty, Cow::Borrowed(bytes))
-            }
+        let constant = tensor
+            .constant
+            .or_else(|| self.updated.get(&id).copied().flatten());
+        if let Some(bytes) = constant
+            && ty.max_bytes(|_| 0) != bytes.len() as u64
+        {
+            return Err(self.invalid(format!(
+                "value {id} of type {ty} has {} bytes of constant data",
+                bytes.len()
+            )));
+        }
+        let value = match (constant, role) {
+            (Some(bytes), _) if self.updated.contains_key(&id) => ValueData {
+                ty,
+                kind: ValueKind::State {
+                    initial: Some(Cow::Borrowed(bytes)),
+                },
+                offset: None,
+            },
+            (Some(bytes), _) => ValueData::constant(ty, Cow::Borrowed(bytes)),
             (None, Role::Write) => ValueData::computed(ty),
             (None, Role::Read) => {
                 return Err(self.invalid(format!("value {id} is read before the graph writes it")));
             }
         };
-        let computed = tensor.constant.is_none();
+        let computed = matches!(value.kind, ValueKind::Computed);
         let value = self.importer.graph.add_value(value);
         if self.dynamic && computed {
             self.importer.bounded.insert(value);
@@ -901,8 +974,15 @@ fn sizes_argument(sizes: &[u64]) -> Argument {
 }
 
 /// `et_vk.prepack(x)`: uploads a constant to the GPU; the value is `x`.
+/// Into a tensor that calls update in place, the upload happens once: the
+/// tensor is state that starts with `x`'s bytes.
 fn prepack(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
     let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 1)?.clone());
+    if let Argument::Tensor(TensorRef::Ir(value)) = out
+        && matches!(t.importer.graph.value(value).kind, ValueKind::State { .. })
+    {
+        return Ok(());
+    }
     t.table("aten::clone.out", &[x, Argument::Null, out])
 }
 
