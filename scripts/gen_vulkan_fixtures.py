@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from executorch.backends.vulkan.custom_ops_lib import grid_priors_impl
+from executorch.backends.vulkan.custom_ops_lib import grid_priors_impl, sdpa_impl
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401  (registers llama::)
 from executorch.devtools.bundled_program.serialize import (
@@ -438,6 +438,21 @@ fixture(
     "cache doubled",
     lambda: KvAttention(update_only=True),
     kv_cases,
+)
+
+fixture(
+    "sdpa",
+    ["et_vk.sdpa.default"],
+    "et_vk.sdpa of float32 [1,2,3,4] queries over [1,2,5,4] keys and values, with the default scale "
+    "and with scale 0.3 and an additive [3,5] mask",
+    fn(
+        lambda q, k, v, m: (
+            torch.ops.et_vk.sdpa(q, k, v, None, None),
+            torch.ops.et_vk.sdpa(q, k, v, m, 0.3),
+        )
+    ),
+    twice(lambda: (randn(1, 2, 3, 4), randn(1, 2, 5, 4), randn(1, 2, 5, 4), randn(3, 5))),
+    portable_model=fn(lambda q, k, v, m: (sdpa_impl(q, k, v, None, None), sdpa_impl(q, k, v, m, 0.3))),
 )
 
 

@@ -387,6 +387,19 @@ const OPERATORS: &[(&str, Translate)] = &[
         ),
     ),
     (
+        "et_vk.sdpa.default",
+        Translate::Own(
+            sdpa,
+            &[
+                OpKind::Reshape,
+                OpKind::Permute,
+                OpKind::MatMul,
+                OpKind::Elementwise,
+                OpKind::Softmax,
+            ],
+        ),
+    ),
+    (
         "et_vk.grid_priors.default",
         Translate::Own(grid_priors, &[OpKind::Copy]),
     ),
@@ -1155,4 +1168,90 @@ fn grid_priors(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(),
         "aten::clone.out",
         &[Argument::Tensor(TensorRef::Ir(priors)), Argument::Null, out],
     )
+}
+
+/// `et_vk.sdpa(q, k, v, attn_mask, scale)`: `softmax(q @ k^T * scale +
+/// attn_mask) @ v` over the last two dimensions, `scale` `1 / sqrt(E)` by
+/// default (`E` the queries' last size), as ExecuTorch's reference
+/// computes it: batched matrix products of the leading dimensions
+/// flattened, the mask broadcast over the scores in their full shape.
+fn sdpa(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (q, k, v, mask, scale, out) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 2)?.clone(),
+        t.arg(args, 3)?.clone(),
+        t.arg(args, 4)?.clone(),
+        t.arg(args, 5)?.clone(),
+    );
+    let (dtype, q_sizes) = t.declared(&q)?;
+    let (_, k_sizes) = t.declared(&k)?;
+    let (_, v_sizes) = t.declared(&v)?;
+    let (_, out_sizes) = t.declared(&out)?;
+    let (Some((&[queries, features], leading)), Some(&[keys, _]), Some(&[_, values])) = (
+        q_sizes
+            .split_last_chunk::<2>()
+            .map(|(lead, last)| (last, lead)),
+        k_sizes.last_chunk::<2>(),
+        v_sizes.last_chunk::<2>(),
+    ) else {
+        return Err(t.invalid(format!(
+            "sdpa of queries {q_sizes:?}, keys {k_sizes:?} and values {v_sizes:?}: each needs two \
+             dimensions"
+        )));
+    };
+    let batch = leading.iter().product::<u64>();
+    let scale = match scale {
+        Argument::Null => Argument::Double(1.0 / (features as f64).sqrt()),
+        given => given,
+    };
+    let flat = |t: &mut Translation<'_, '_, '_>, x: Argument, rows: u64, columns: u64| {
+        let flat = t.temporary(dtype, &[batch, rows, columns]);
+        let shape = sizes_argument(&[batch, rows, columns]);
+        t.table("aten::view_copy.out", &[x, shape, flat.clone()])?;
+        Ok::<_, ImportError>(flat)
+    };
+    let q = flat(t, q, queries, features)?;
+    let k = flat(t, k, keys, features)?;
+    let v = flat(t, v, keys, values)?;
+    let transposed = t.temporary(dtype, &[batch, features, keys]);
+    let (one, two) = (Argument::Int(1), Argument::Int(2));
+    t.table(
+        "aten::transpose_copy.int_out",
+        &[k, one, two, transposed.clone()],
+    )?;
+    let products = t.temporary(dtype, &[batch, queries, keys]);
+    t.table("aten::bmm.out", &[q, transposed, products.clone()])?;
+    let mut score_sizes = leading.to_vec();
+    score_sizes.extend([queries, keys]);
+    let scores = t.temporary(dtype, &score_sizes);
+    let shape = sizes_argument(&score_sizes);
+    let scaled = t.temporary(dtype, &[batch, queries, keys]);
+    t.table("aten::mul.Scalar_out", &[products, scale, scaled.clone()])?;
+    t.table("aten::view_copy.out", &[scaled, shape, scores.clone()])?;
+    let scores = if mask == Argument::Null {
+        scores
+    } else {
+        let masked = t.temporary(dtype, &score_sizes);
+        t.table(
+            "aten::add.out",
+            &[scores, mask, Argument::Int(1), masked.clone()],
+        )?;
+        masked
+    };
+    let weights = t.temporary(dtype, &score_sizes);
+    t.table(
+        "aten::_softmax.out",
+        &[
+            scores,
+            Argument::Int(-1),
+            Argument::Bool(false),
+            weights.clone(),
+        ],
+    )?;
+    let weights = flat(t, weights, queries, keys)?;
+    let attended = t.temporary(dtype, &[batch, queries, values]);
+    t.table("aten::bmm.out", &[weights, v, attended.clone()])?;
+    let shape = sizes_argument(&out_sizes);
+    t.table("aten::view_copy.out", &[attended, shape, out])
 }
