@@ -32,7 +32,12 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from executorch.backends.vulkan.custom_ops_lib import grid_priors_impl, sdpa_impl
+from executorch.backends.vulkan.custom_ops_lib import (
+    apply_rotary_emb_impl,
+    apply_rotary_emb_interleaved_impl,
+    grid_priors_impl,
+    sdpa_impl,
+)
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401  (registers llama::)
 from executorch.devtools.bundled_program.serialize import (
@@ -453,6 +458,24 @@ fixture(
     ),
     twice(lambda: (randn(1, 2, 3, 4), randn(1, 2, 5, 4), randn(1, 2, 5, 4), randn(3, 5))),
     portable_model=fn(lambda q, k, v, m: (sdpa_impl(q, k, v, None, None), sdpa_impl(q, k, v, m, 0.3))),
+)
+
+fixture(
+    "apply_rotary_emb",
+    ["et_vk.apply_rotary_emb.default"],
+    "et_vk.apply_rotary_emb of float32 [1,3,4,8] queries and [1,3,2,8] keys by [3,4] cosine and "
+    "sine tables (Llama's rotary embedding)",
+    fn(lambda q, k, c, s: torch.ops.et_vk.apply_rotary_emb(q, k, c, s)),
+    twice(lambda: (randn(1, 3, 4, 8), randn(1, 3, 2, 8), randn(3, 4), randn(3, 4))),
+    portable_model=fn(lambda q, k, c, s: apply_rotary_emb_impl(q, k, c, s)),
+)
+fixture(
+    "apply_rotary_emb_interleaved",
+    ["et_vk.apply_rotary_emb_interleaved.default"],
+    "et_vk.apply_rotary_emb_interleaved of float32 [2,3,8] by [1,3,4,2] (cosine, sine) pairs",
+    fn(lambda x, f: torch.ops.et_vk.apply_rotary_emb_interleaved(x, f)),
+    twice(lambda: (randn(2, 3, 8), randn(1, 3, 4, 2))),
+    portable_model=fn(lambda x, f: apply_rotary_emb_interleaved_impl(x, f)),
 )
 
 

@@ -68,6 +68,14 @@ const fn table(key: &'static str, args: &'static [usize]) -> Translate {
     Translate::Table { key, args }
 }
 
+/// What a rotary embedding emits ([`rotate_pairs`]).
+const ROTATION: &[OpKind] = &[
+    OpKind::Reshape,
+    OpKind::Select,
+    OpKind::Elementwise,
+    OpKind::Cat,
+];
+
 /// The operator that uploads a constant to the GPU once.
 const PREPACK: &str = "et_vk.prepack.default";
 
@@ -398,6 +406,14 @@ const OPERATORS: &[(&str, Translate)] = &[
                 OpKind::Softmax,
             ],
         ),
+    ),
+    (
+        "et_vk.apply_rotary_emb.default",
+        Translate::Own(apply_rotary_emb, ROTATION),
+    ),
+    (
+        "et_vk.apply_rotary_emb_interleaved.default",
+        Translate::Own(apply_rotary_emb_interleaved, ROTATION),
     ),
     (
         "et_vk.grid_priors.default",
@@ -1254,4 +1270,156 @@ fn sdpa(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Import
     t.table("aten::bmm.out", &[weights, v, attended.clone()])?;
     let shape = sizes_argument(&out_sizes);
     t.table("aten::view_copy.out", &[attended, shape, out])
+}
+
+/// The tensor argument `x`'s last dimension read as pairs `(r, i)`, each
+/// rotated by the angle whose cosine and sine are `cos` and `sin`
+/// (tensors that broadcast over the pairs): `(r cos - i sin, r sin + i
+/// cos)`, written into `out` (of `x`'s sizes).
+fn rotate_pairs(
+    t: &mut Translation<'_, '_, '_>,
+    x: Argument,
+    cos: Argument,
+    sin: Argument,
+    out: Argument,
+) -> Result<(), ImportError> {
+    let (dtype, sizes) = t.declared(&x)?;
+    let Some((&last, leading)) = sizes.split_last().filter(|(last, _)| *last % 2 == 0) else {
+        return Err(t.invalid(format!(
+            "a rotary embedding of sizes {sizes:?}: the last one must be even (pairs)"
+        )));
+    };
+    let mut halves = leading.to_vec();
+    halves.push(last / 2);
+    let mut pairs_sizes = halves.clone();
+    pairs_sizes.push(2);
+    let pairs = t.temporary(dtype, &pairs_sizes);
+    t.table(
+        "aten::view_copy.out",
+        &[x, sizes_argument(&pairs_sizes), pairs.clone()],
+    )?;
+    let [real, imaginary] = [0, 1].map(|_| t.temporary(dtype, &halves));
+    for (index, part) in [&real, &imaginary].into_iter().enumerate() {
+        t.table(
+            "aten::select_copy.int_out",
+            &[
+                pairs.clone(),
+                Argument::Int(-1),
+                Argument::Int(index as i64),
+                part.clone(),
+            ],
+        )?;
+    }
+    let product = |t: &mut Translation<'_, '_, '_>, a: &Argument, b: &Argument| {
+        let product = t.temporary(dtype, &halves);
+        t.table("aten::mul.out", &[a.clone(), b.clone(), product.clone()])?;
+        Ok::<_, ImportError>(product)
+    };
+    let (r_cos, i_sin) = (product(t, &real, &cos)?, product(t, &imaginary, &sin)?);
+    let (r_sin, i_cos) = (product(t, &real, &sin)?, product(t, &imaginary, &cos)?);
+    let [rotated_real, rotated_imaginary] = [0, 1].map(|_| t.temporary(dtype, &halves));
+    let one = Argument::Int(1);
+    t.table(
+        "aten::sub.out",
+        &[r_cos, i_sin, one.clone(), rotated_real.clone()],
+    )?;
+    t.table(
+        "aten::add.out",
+        &[r_sin, i_cos, one, rotated_imaginary.clone()],
+    )?;
+    let rotated = t.temporary(dtype, &pairs_sizes);
+    let parts = [rotated_real, rotated_imaginary]
+        .into_iter()
+        .map(|part| match part {
+            Argument::Tensor(tensor) => Ok(tensor),
+            other => Err(t.invalid(format!("a {} where a tensor belongs", other.kind()))),
+        })
+        .collect::<Result<_, _>>()?;
+    t.table(
+        "aten::stack.out",
+        &[
+            Argument::TensorList(parts),
+            Argument::Int(-1),
+            rotated.clone(),
+        ],
+    )?;
+    t.table(
+        "aten::view_copy.out",
+        &[rotated, sizes_argument(&sizes), out],
+    )
+}
+
+/// A frequency table `freqs` (`[S, D/2]`, the sequence's positions by the
+/// pairs of a head) viewed to broadcast over `[B, S, H, D/2]`.
+fn per_position(t: &mut Translation<'_, '_, '_>, freqs: Argument) -> Result<Argument, ImportError> {
+    let (dtype, sizes) = t.declared(&freqs)?;
+    let &[positions, pairs] = sizes.as_slice() else {
+        return Err(t.invalid(format!(
+            "a rotary embedding's frequencies of sizes {sizes:?}, not [sequence, head_dim / 2]"
+        )));
+    };
+    let viewed = t.temporary(dtype, &[1, positions, 1, pairs]);
+    let shape = sizes_argument(&[1, positions, 1, pairs]);
+    t.table("aten::view_copy.out", &[freqs, shape, viewed.clone()])?;
+    Ok(viewed)
+}
+
+/// `et_vk.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: the rotary
+/// embedding of ExecuTorch's Llama, queries and keys `[B, S, H, D]` with
+/// their last dimension as (real, imaginary) pairs rotated by the angles
+/// of `[S, D/2]` frequency tables.
+fn apply_rotary_emb(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let cos = per_position(t, t.arg(args, 2)?.clone())?;
+    let sin = per_position(t, t.arg(args, 3)?.clone())?;
+    for (x, out) in [(0, 4), (1, 5)] {
+        let (x, out) = (t.arg(args, x)?.clone(), t.arg(args, out)?.clone());
+        rotate_pairs(t, x, cos.clone(), sin.clone(), out)?;
+    }
+    Ok(())
+}
+
+/// `et_vk.apply_rotary_emb_interleaved(x, freqs_cis)`: `x` `[B, N, C]` as
+/// (real, imaginary) pairs along `C`, rotated by `freqs_cis`, whatever its
+/// rank, read as `[N, C/2, 2]` (cosine, sine) pairs.
+fn apply_rotary_emb_interleaved(
+    t: &mut Translation<'_, '_, '_>,
+    args: &[Argument],
+) -> Result<(), ImportError> {
+    let (x, freqs, out) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 2)?.clone(),
+    );
+    let (_, sizes) = t.declared(&x)?;
+    let (dtype, freq_sizes) = t.declared(&freqs)?;
+    let &[_, positions, channels] = sizes.as_slice() else {
+        return Err(t.invalid(format!(
+            "an interleaved rotary embedding of sizes {sizes:?}, not [B, N, C]"
+        )));
+    };
+    let table_sizes = [positions, channels / 2, 2];
+    if freq_sizes.iter().product::<u64>() != table_sizes.iter().product::<u64>() {
+        return Err(t.invalid(format!(
+            "an interleaved rotary embedding of sizes {sizes:?} by frequencies of sizes \
+             {freq_sizes:?}, not N * C elements"
+        )));
+    }
+    let table = t.temporary(dtype, &table_sizes);
+    t.table(
+        "aten::view_copy.out",
+        &[freqs, sizes_argument(&table_sizes), table.clone()],
+    )?;
+    let [cos, sin] = [0, 1].map(|_| t.temporary(dtype, &[positions, channels / 2]));
+    for (index, part) in [&cos, &sin].into_iter().enumerate() {
+        t.table(
+            "aten::select_copy.int_out",
+            &[
+                table.clone(),
+                Argument::Int(-1),
+                Argument::Int(index as i64),
+                part.clone(),
+            ],
+        )?;
+    }
+    rotate_pairs(t, x, cos, sin, out)
 }
