@@ -33,6 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from executorch.backends.vulkan.custom_ops_lib import (
+    apply_rotary_emb_hf_impl,
     apply_rotary_emb_impl,
     apply_rotary_emb_interleaved_impl,
     grid_priors_impl,
@@ -476,6 +477,36 @@ fixture(
     fn(lambda x, f: torch.ops.et_vk.apply_rotary_emb_interleaved(x, f)),
     twice(lambda: (randn(2, 3, 8), randn(1, 3, 4, 2))),
     portable_model=fn(lambda x, f: apply_rotary_emb_interleaved_impl(x, f)),
+)
+
+
+
+class HfRotary(nn.Module):
+    """Hugging Face's rotary embedding at a position read from the data."""
+
+    def __init__(self, reference=False):
+        super().__init__()
+        self.reference = reference
+
+    def forward(self, q, k, cos, sin, pos):
+        start = pos.item()
+        torch._check(start >= 0)
+        torch._check(start <= 6)
+        rotary = apply_rotary_emb_hf_impl if self.reference else torch.ops.et_vk.apply_rotary_emb_hf
+        return rotary(q, k, cos, sin, start)
+
+
+fixture(
+    "apply_rotary_emb_hf",
+    ["et_vk.apply_rotary_emb_hf.default"],
+    "et_vk.apply_rotary_emb_hf of float32 [1,2,4,6] queries and [1,2,2,6] keys by rows start_pos.. "
+    "(an int64 scalar read by .item(): 1, then 5) of [8,4] cosine and sine tables: the first 4 "
+    "dimensions of each head rotated, the last 2 kept",
+    HfRotary,
+    lambda: [
+        (randn(1, 2, 4, 6), randn(1, 2, 2, 6), randn(8, 4), randn(8, 4), torch.tensor(start)) for start in (1, 5)
+    ],
+    portable_model=lambda: HfRotary(reference=True),
 )
 
 

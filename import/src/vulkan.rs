@@ -412,6 +412,18 @@ const OPERATORS: &[(&str, Translate)] = &[
         Translate::Own(apply_rotary_emb, ROTATION),
     ),
     (
+        "et_vk.apply_rotary_emb_hf.default",
+        Translate::Own(
+            apply_rotary_emb_hf,
+            &[
+                OpKind::Slice,
+                OpKind::Reshape,
+                OpKind::Elementwise,
+                OpKind::Cat,
+            ],
+        ),
+    ),
+    (
         "et_vk.apply_rotary_emb_interleaved.default",
         Translate::Own(apply_rotary_emb_interleaved, ROTATION),
     ),
@@ -934,17 +946,22 @@ impl<'a> Translation<'_, '_, 'a> {
         let Argument::Tensor(tensor) = like else {
             return Err(self.invalid(format!("a {} where a tensor belongs", like.kind())));
         };
-        let sizes = self.importer.declared_sizes(*tensor)?;
-        let ty = TensorType {
-            dtype,
-            shape: sizes.iter().map(|&size| Dim::Fixed(size as u64)).collect(),
-            dim_order: (0..sizes.len() as u8).collect(),
-        };
-        let value = self.importer.graph.add_value(ValueData::computed(ty));
-        if self.dynamic {
+        let sizes: Vec<u64> = (self.importer.declared_sizes(*tensor)?.iter())
+            .map(|&size| size as u64)
+            .collect();
+        Ok(self.temporary_as_sizes(dtype, &sizes))
+    }
+
+    /// [`Translation::temporary`], whose sizes, in a graph with dynamic
+    /// shapes, bound those the op that writes it computes.
+    fn temporary_as_sizes(&mut self, dtype: DType, sizes: &[u64]) -> Argument {
+        let temporary = self.temporary(dtype, sizes);
+        if self.dynamic
+            && let Argument::Tensor(TensorRef::Ir(value)) = temporary
+        {
             self.importer.bounded.insert(value);
         }
-        Ok(Argument::Tensor(TensorRef::Ir(value)))
+        temporary
     }
 
     /// The declared element type and sizes of a tensor argument.
@@ -1328,20 +1345,10 @@ fn rotate_pairs(
         &[r_sin, i_cos, one, rotated_imaginary.clone()],
     )?;
     let rotated = t.temporary(dtype, &pairs_sizes);
-    let parts = [rotated_real, rotated_imaginary]
-        .into_iter()
-        .map(|part| match part {
-            Argument::Tensor(tensor) => Ok(tensor),
-            other => Err(t.invalid(format!("a {} where a tensor belongs", other.kind()))),
-        })
-        .collect::<Result<_, _>>()?;
+    let parts = tensor_list(t, [rotated_real, rotated_imaginary])?;
     t.table(
         "aten::stack.out",
-        &[
-            Argument::TensorList(parts),
-            Argument::Int(-1),
-            rotated.clone(),
-        ],
+        &[parts, Argument::Int(-1), rotated.clone()],
     )?;
     t.table(
         "aten::view_copy.out",
@@ -1422,4 +1429,136 @@ fn apply_rotary_emb_interleaved(
         )?;
     }
     rotate_pairs(t, x, cos, sin, out)
+}
+
+/// `et_vk.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)`:
+/// Hugging Face's rotary embedding of queries and keys `[B, S, H, D]`: the
+/// tables' rows `start_pos..start_pos + S` (`[S, R]`, `R` the rotated
+/// leading part of each head) broadcast over the heads, `x_rot * cos +
+/// rotate_half(x_rot) * sin` (`rotate_half` the halves of `x_rot` swapped,
+/// the second negated), then the rest of each head as it is.
+fn apply_rotary_emb_hf(
+    t: &mut Translation<'_, '_, '_>,
+    args: &[Argument],
+) -> Result<(), ImportError> {
+    let (dtype, q_sizes) = t.declared(t.arg(args, 0)?)?;
+    let (_, table_sizes) = t.declared(t.arg(args, 2)?)?;
+    let (&[_, positions, _, head], &[_, rotated]) = (q_sizes.as_slice(), table_sizes.as_slice())
+    else {
+        return Err(t.invalid(format!(
+            "an hf rotary embedding of queries {q_sizes:?} by tables {table_sizes:?}, not \
+             [B, S, H, D] by [max_seq_len, R]"
+        )));
+    };
+    if rotated > head || rotated % 2 != 0 {
+        return Err(t.invalid(format!(
+            "an hf rotary embedding of {rotated} dimensions of heads of {head}"
+        )));
+    }
+    let start = t.arg(args, 4)?.clone();
+    let end = call::import_scalar(
+        t.importer,
+        "executorch_prim::add.Scalar",
+        &[start.clone(), Argument::Int(positions as i64)],
+    )?;
+    let end = t.importer.scalar_argument(end, "start_pos + seq_len")?;
+    let mut rows = Vec::new();
+    for table in [2, 3] {
+        let table = t.arg(args, table)?.clone();
+        let sliced = t.temporary_as_sizes(dtype, &[positions, rotated]);
+        t.table(
+            "aten::slice_copy.Tensor_out",
+            &[
+                table,
+                Argument::Int(0),
+                start.clone(),
+                end.clone(),
+                Argument::Int(1),
+                sliced.clone(),
+            ],
+        )?;
+        let per_head = t.temporary_as_sizes(dtype, &[positions, 1, rotated]);
+        t.table(
+            "aten::unsqueeze_copy.out",
+            &[sliced, Argument::Int(1), per_head.clone()],
+        )?;
+        rows.push(per_head);
+    }
+    for ((x, out), (cos, sin)) in [(0, 5), (1, 6)].into_iter().zip([(&rows[0], &rows[1]); 2]) {
+        let (x, out) = (t.arg(args, x)?.clone(), t.arg(args, out)?.clone());
+        rotate_half(t, x, rotated, cos, sin, out)?;
+    }
+    Ok(())
+}
+
+/// `x`'s last dimension: its first `rotated` elements `r` become `r * cos
+/// + rotate_half(r) * sin`, the rest stay; written into `out`.
+fn rotate_half(
+    t: &mut Translation<'_, '_, '_>,
+    x: Argument,
+    rotated: u64,
+    cos: &Argument,
+    sin: &Argument,
+    out: Argument,
+) -> Result<(), ImportError> {
+    let (dtype, sizes) = t.declared(&x)?;
+    let Some((&head, leading)) = sizes.split_last() else {
+        return Err(t.invalid("an hf rotary embedding of a 0-dim tensor"));
+    };
+    // Elements `start..end` of the last dimension of `from`.
+    let part = |t: &mut Translation<'_, '_, '_>, from: &Argument, start: u64, end: u64| {
+        let mut part_sizes = leading.to_vec();
+        part_sizes.push(end - start);
+        let part = t.temporary(dtype, &part_sizes);
+        t.table(
+            "aten::slice_copy.Tensor_out",
+            &[
+                from.clone(),
+                Argument::Int(-1),
+                Argument::Int(start as i64),
+                Argument::Int(end as i64),
+                Argument::Int(1),
+                part.clone(),
+            ],
+        )?;
+        Ok::<_, ImportError>((part, part_sizes))
+    };
+    let (x_rot, rot_sizes) = part(t, &x, 0, rotated)?;
+    let (first, half_sizes) = part(t, &x_rot, 0, rotated / 2)?;
+    let (second, _) = part(t, &x_rot, rotated / 2, rotated)?;
+    let negated = t.temporary(dtype, &half_sizes);
+    t.table("aten::neg.out", &[second, negated.clone()])?;
+    let swapped = t.temporary(dtype, &rot_sizes);
+    let halves = tensor_list(t, [negated, first])?;
+    t.table(
+        "aten::cat.out",
+        &[halves, Argument::Int(-1), swapped.clone()],
+    )?;
+    let [by_cos, by_sin] = [0, 1].map(|_| t.temporary(dtype, &rot_sizes));
+    t.table("aten::mul.out", &[x_rot, cos.clone(), by_cos.clone()])?;
+    t.table("aten::mul.out", &[swapped, sin.clone(), by_sin.clone()])?;
+    let one = Argument::Int(1);
+    if rotated == head {
+        return t.table("aten::add.out", &[by_cos, by_sin, one, out]);
+    }
+    let embedded = t.temporary(dtype, &rot_sizes);
+    t.table("aten::add.out", &[by_cos, by_sin, one, embedded.clone()])?;
+    let (rest, _) = part(t, &x, rotated, head)?;
+    let parts = tensor_list(t, [embedded, rest])?;
+    t.table("aten::cat.out", &[parts, Argument::Int(-1), out])
+}
+
+/// Tensor arguments as one tensor-list argument.
+fn tensor_list<const N: usize>(
+    t: &Translation<'_, '_, '_>,
+    items: [Argument; N],
+) -> Result<Argument, ImportError> {
+    let tensors = items
+        .into_iter()
+        .map(|item| match item {
+            Argument::Tensor(tensor) => Ok(tensor),
+            other => Err(t.invalid(format!("a {} where a tensor belongs", other.kind()))),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Argument::TensorList(tensors))
 }
