@@ -88,29 +88,7 @@ pub(crate) fn import(
 ) -> Result<(), ImportError> {
     let entry = aten::entry(key)
         .ok_or_else(|| importer.contradiction(format!("operator {key} is not supported")))?;
-    let schema = &entry.schema;
-    if args.len() != schema.params.len() {
-        return Err(importer.invalid(Problem::ArgumentCount {
-            operator: schema.key,
-            expected: schema.params.len(),
-            given: args.len(),
-        }));
-    }
-    if let Some((position, param, found)) = schema.mismatch(args) {
-        return Err(importer.invalid(Problem::ArgumentKind {
-            name: param.name,
-            position,
-            expected: param.ty.to_string(),
-            found: found.kind(),
-        }));
-    }
-    let mut call = Call {
-        importer,
-        schema,
-        args,
-        result: &mut Returns::Nothing,
-    };
-    aten::import_call(entry, &mut call)
+    import_with_result(importer, entry, args, &mut Returns::Nothing)
 }
 
 /// Imports a call of the table's operator `key`, which returns a scalar
@@ -193,8 +171,9 @@ pub(crate) fn import_kernel_call(
     import_with_result(importer, entry, params, &mut result)
 }
 
-/// Checks `args` against the entry's schema and runs its rule; `result`
-/// is the value the call returns into, when it returns one of its own.
+/// Checks `args` (their count and kinds) against the entry's schema and
+/// runs its rule; `result` is where the value the call returns goes, when
+/// it returns one of its own.
 fn import_with_result(
     importer: &mut Importer<'_, '_>,
     entry: &'static Entry,
@@ -202,6 +181,13 @@ fn import_with_result(
     result: &mut Returns,
 ) -> Result<(), ImportError> {
     let schema = &entry.schema;
+    if args.len() != schema.params.len() {
+        return Err(importer.invalid(Problem::ArgumentCount {
+            operator: schema.key,
+            expected: schema.params.len(),
+            given: args.len(),
+        }));
+    }
     if let Some((position, param, found)) = schema.mismatch(args) {
         return Err(importer.invalid(Problem::ArgumentKind {
             name: param.name,

@@ -1161,9 +1161,16 @@ fn max_pool2d(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), 
 /// so import computes them.
 fn grid_priors(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
     let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 3)?.clone());
-    let (Argument::Int(stride), Argument::Double(offset)) = (t.arg(args, 1)?, t.arg(args, 2)?)
-    else {
-        return Err(t.invalid("grid_priors needs an int stride and a float offset"));
+    // The serializer writes a whole offset (`0`) as an int.
+    let offset = match t.arg(args, 2)? {
+        &Argument::Double(offset) => offset,
+        &Argument::Int(offset) => offset as f64,
+        other => {
+            return Err(t.invalid(format!("grid_priors' offset is a {}", other.kind())));
+        }
+    };
+    let &Argument::Int(stride) = t.arg(args, 1)? else {
+        return Err(t.invalid("grid_priors' stride is not an int"));
     };
     let (_, sizes) = t.declared(&x)?;
     let (dtype, out_sizes) = t.declared(&out)?;
@@ -1178,7 +1185,7 @@ fn grid_priors(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(),
             "grid_priors of sizes {sizes:?} writes {dtype} {out_sizes:?}, not f32 [h * w, 2]"
         )));
     }
-    let (stride, offset) = (*stride as f32, *offset as f32);
+    let (stride, offset) = (stride as f32, offset as f32);
     let mut bytes = Vec::new();
     for y in 0..height {
         for x in 0..width {
