@@ -43,7 +43,7 @@ from executorch.devtools.bundled_program.config import MethodTestCase, MethodTes
 from executorch.devtools.bundled_program.serialize import (
     serialize_from_bundled_program_to_flatbuffer,
 )
-from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+from executorch.exir import EdgeCompileConfig, to_edge, to_edge_transform_and_lower
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_fixtures import check_sizes, dtype_name, seed_for  # noqa: E402  (sibling script)
@@ -3393,11 +3393,16 @@ def export_bundled(
     reference = copy.deepcopy(model)
 
     exported = torch.export.export(model, cases[0], dynamic_shapes=spec.dynamic_shapes)
-    edge = to_edge_transform_and_lower(
-        exported,
-        partitioner=partitioner or [],
-        compile_config=EdgeCompileConfig(_check_ir_validity=False, preserve_ops=list(spec.preserve)),
-    )
+    config = EdgeCompileConfig(_check_ir_validity=False, preserve_ops=list(spec.preserve))
+    if partitioner and spec.preserve:
+        # Lowering in the same step decomposes the preserved operators
+        # (the partitioner's own list of operators not to decompose wins);
+        # lowering the edge program keeps them for the partitioner.
+        edge = to_edge(exported, compile_config=config)
+        for each in partitioner:
+            edge = edge.to_backend(each)
+    else:
+        edge = to_edge_transform_and_lower(exported, partitioner=partitioner or [], compile_config=config)
     program = edge.to_executorch()
 
     test_cases, expected = [], []

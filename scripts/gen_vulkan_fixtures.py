@@ -26,13 +26,21 @@ Usage (with the anchor environment from ../shared/anchor/setup.sh):
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from executorch.backends.vulkan.custom_ops_lib import (
+    apply_rotary_emb_hf_impl,
+    apply_rotary_emb_impl,
+    apply_rotary_emb_interleaved_impl,
+    grid_priors_impl,
+    sdpa_impl,
+)
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
+from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401  (registers llama::)
 from executorch.devtools.bundled_program.serialize import (
     deserialize_from_flatbuffer_to_bundled_program,
 )
@@ -66,16 +74,24 @@ class VulkanFixture:
 
     spec: OpFixture
     calls: tuple
+    # The model ExecuTorch's portable runtime runs instead, for a custom
+    # operator it has no kernel for: the operator's reference implementation.
+    portable_model: object = None
 
 
 FIXTURES: list[VulkanFixture] = []
 
 
-def fixture(name, calls, description, make_model, make_cases) -> None:
-    """A fixture whose delegate calls ``calls``."""
-    op = calls[0].split(".")[1]
-    spec = OpFixture(name, op, description, make_model, make_cases)
-    FIXTURES.append(VulkanFixture(spec, tuple(calls)))
+def fixture(
+    name, calls, description, make_model, make_cases, preserve=(), dynamic_shapes=None, portable_model=None
+) -> None:
+    """A fixture whose delegate calls ``calls`` (``preserve`` and
+    ``dynamic_shapes`` as ``OpFixture``'s; ``portable_model`` as
+    ``VulkanFixture``'s)."""
+    parts = calls[0].split(".")
+    op = parts[1] if len(parts) > 2 else parts[0]
+    spec = OpFixture(name, op, description, make_model, make_cases, preserve, dynamic_shapes)
+    FIXTURES.append(VulkanFixture(spec, tuple(calls), portable_model))
 
 
 class Linear(nn.Module):
@@ -316,6 +332,184 @@ fixture(
 )
 
 
+
+class SymSizes(nn.Module):
+    """Sizes computed from a dynamic dimension ``n`` (even: ``2 * k``) with
+    Python's operators on them, in views and slices."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        n = x.shape[0]
+        y = torch.relu(x * self.weight + 1.0)
+        return y.view(n * 2, 2), y[1 : n - 1] * 3.0, y[: n // 2] + 1.0, y[: n + 1] + 2.0
+
+
+fixture(
+    "sym_sizes",
+    ["sym_size.int", "mul", "sub", "floordiv", "add", "aten.slice_copy.Tensor"],
+    "float32 [n,4], n = 2k dynamic (4..16; cases n 6 and 10): relu(x * w + 1) viewed as [n*2,2] and "
+    "sliced [1:n-1], [:n//2] and [:n+1]: the graph computes the sizes as SymInts",
+    SymSizes,
+    lambda: [(randn(n, 4),) for n in (6, 10)],
+    dynamic_shapes=({0: 2 * torch.export.Dim("k", min=2, max=8)},),
+)
+
+
+class SymIntInput(nn.Module):
+    """A size read from the data before the delegate (``.item()``, which
+    stays on the CPU) passed into its graph as a SymInt."""
+
+    def forward(self, x, t):
+        m = t.item()
+        torch._check(m >= 2)
+        torch._check(m <= 8)
+        return x[:m] * 2.0, x * 3.0
+
+
+fixture(
+    "sym_int_input",
+    ["aten.slice_copy.Tensor"],
+    "x[:m] * 2 and x * 3 of float32 [10,4], m = t.item() of an int64 scalar (cases 4 and 7): the "
+    "delegate's graph takes m as a SymInt input",
+    SymIntInput,
+    lambda: [(randn(10, 4), torch.tensor(m)) for m in (4, 7)],
+)
+
+fixture(
+    "max_pool2d",
+    ["aten.max_pool2d.default"],
+    "max_pool2d(2) and max_pool2d(3, stride 2, padding 1, ceil_mode) of float32 [1,3,8,7], kept "
+    "as max_pool2d (no indices) by preserve_ops",
+    fn(lambda x: (F.max_pool2d(x, 2), F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True))),
+    twice(lambda: (randn(1, 3, 8, 7),)),
+    preserve=(torch.ops.aten.max_pool2d.default,),
+)
+fixture(
+    "grid_priors",
+    ["et_vk.grid_priors.default"],
+    "et_vk.grid_priors of float32 [1,2,3,5] with stride 8 and offset 0.5, plus x * 2 so the "
+    "program reads its input",
+    fn(lambda x: (torch.ops.et_vk.grid_priors(x, 8, 0.5), x * 2.0)),
+    twice(lambda: (randn(1, 2, 3, 5),)),
+    portable_model=fn(lambda x: (grid_priors_impl(x, 8, 0.5), x * 2.0)),
+)
+
+
+
+class KvAttention(nn.Module):
+    """ExecuTorch's LLM attention: the new keys and values written into
+    caches at ``start_pos`` (``llama.update_cache``), then causal attention
+    over the caches (``llama.custom_sdpa``); the partitioner fuses them into
+    ``sdpa_with_kv_cache``. Or, with ``update_only``, the key cache alone."""
+
+    def __init__(self, update_only=False):
+        super().__init__()
+        self.update_only = update_only
+        self.register_buffer("k_cache", torch.zeros(1, 8, 2, 4))
+        self.register_buffer("v_cache", torch.zeros(1, 8, 2, 4))
+
+    def forward(self, q, k, v, pos):
+        start = pos.item()
+        torch._check(start >= 0)
+        torch._check(start <= 6)
+        torch.ops.llama.update_cache(k, self.k_cache, start)
+        if self.update_only:
+            return self.k_cache * 2.0
+        torch.ops.llama.update_cache(v, self.v_cache, start)
+        return torch.ops.llama.custom_sdpa(q, self.k_cache, self.v_cache, start, None, 0.0, True)
+
+
+def kv_cases():
+    """Two steps of decoding: positions 0-1, then 2-3 (the caches keep the
+    first step's rows)."""
+    return [(randn(1, 2, 4, 4), randn(1, 2, 2, 4), randn(1, 2, 2, 4), torch.tensor(start)) for start in (0, 2)]
+
+
+fixture(
+    "sdpa_with_kv_cache",
+    ["sdpa_with_kv_cache.default"],
+    "update_cache of float32 [1,2,2,4] keys and values into [1,8,2,4] caches at start_pos (an int64 "
+    "scalar read by .item(): 0, then 2) and causal custom_sdpa of [1,2,4,4] queries over them "
+    "(grouped heads), which the partitioner fuses; the caches keep their rows across the cases",
+    KvAttention,
+    kv_cases,
+)
+fixture(
+    "update_cache",
+    ["update_cache.default"],
+    "update_cache of float32 [1,2,2,4] keys into a [1,8,2,4] cache at start_pos 0, then 2, and the "
+    "cache doubled",
+    lambda: KvAttention(update_only=True),
+    kv_cases,
+)
+
+fixture(
+    "sdpa",
+    ["et_vk.sdpa.default"],
+    "et_vk.sdpa of float32 [1,2,3,4] queries over [1,2,5,4] keys and values, with the default scale "
+    "and with scale 0.3 and an additive [3,5] mask",
+    fn(
+        lambda q, k, v, m: (
+            torch.ops.et_vk.sdpa(q, k, v, None, None),
+            torch.ops.et_vk.sdpa(q, k, v, m, 0.3),
+        )
+    ),
+    twice(lambda: (randn(1, 2, 3, 4), randn(1, 2, 5, 4), randn(1, 2, 5, 4), randn(3, 5))),
+    portable_model=fn(lambda q, k, v, m: (sdpa_impl(q, k, v, None, None), sdpa_impl(q, k, v, m, 0.3))),
+)
+
+fixture(
+    "apply_rotary_emb",
+    ["et_vk.apply_rotary_emb.default"],
+    "et_vk.apply_rotary_emb of float32 [1,3,4,8] queries and [1,3,2,8] keys by [3,4] cosine and "
+    "sine tables (Llama's rotary embedding)",
+    fn(lambda q, k, c, s: torch.ops.et_vk.apply_rotary_emb(q, k, c, s)),
+    twice(lambda: (randn(1, 3, 4, 8), randn(1, 3, 2, 8), randn(3, 4), randn(3, 4))),
+    portable_model=fn(lambda q, k, c, s: apply_rotary_emb_impl(q, k, c, s)),
+)
+fixture(
+    "apply_rotary_emb_interleaved",
+    ["et_vk.apply_rotary_emb_interleaved.default"],
+    "et_vk.apply_rotary_emb_interleaved of float32 [2,3,8] by [1,3,4,2] (cosine, sine) pairs",
+    fn(lambda x, f: torch.ops.et_vk.apply_rotary_emb_interleaved(x, f)),
+    twice(lambda: (randn(2, 3, 8), randn(1, 3, 4, 2))),
+    portable_model=fn(lambda x, f: apply_rotary_emb_interleaved_impl(x, f)),
+)
+
+
+
+class HfRotary(nn.Module):
+    """Hugging Face's rotary embedding at a position read from the data."""
+
+    def __init__(self, reference=False):
+        super().__init__()
+        self.reference = reference
+
+    def forward(self, q, k, cos, sin, pos):
+        start = pos.item()
+        torch._check(start >= 0)
+        torch._check(start <= 6)
+        rotary = apply_rotary_emb_hf_impl if self.reference else torch.ops.et_vk.apply_rotary_emb_hf
+        return rotary(q, k, cos, sin, start)
+
+
+fixture(
+    "apply_rotary_emb_hf",
+    ["et_vk.apply_rotary_emb_hf.default"],
+    "et_vk.apply_rotary_emb_hf of float32 [1,2,4,6] queries and [1,2,2,6] keys by rows start_pos.. "
+    "(an int64 scalar read by .item(): 1, then 5) of [8,4] cosine and sine tables: the first 4 "
+    "dimensions of each head rotated, the last 2 kept",
+    HfRotary,
+    lambda: [
+        (randn(1, 2, 4, 6), randn(1, 2, 2, 6), randn(8, 4), randn(8, 4), torch.tensor(start)) for start in (1, 5)
+    ],
+    portable_model=lambda: HfRotary(reference=True),
+)
+
+
 def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
     """The operators the fixture names that its delegates do not call."""
     program = bytes(deserialize_from_flatbuffer_to_bundled_program(data).program)
@@ -324,8 +518,10 @@ def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
 
 def portable_error(fixture: VulkanFixture) -> float:
     """ExecuTorch's largest error on the test cases of the model exported
-    without a partitioner (its runtime has no Vulkan backend)."""
-    data, cases, _, _ = export_bundled(fixture.spec, None, VARIANT)
+    without a partitioner (its runtime has no Vulkan backend), its preserved
+    operators decomposed (the portable library has no kernel for some)."""
+    spec = replace(fixture.spec, preserve=(), make_model=fixture.portable_model or fixture.spec.make_model)
+    data, cases, _, _ = export_bundled(spec, None, VARIANT)
     bundled = deserialize_from_flatbuffer_to_bundled_program(data)
     method = Runtime.get().load_program(bytes(bundled.program)).load_method("forward")
     worst = 0.0

@@ -5,8 +5,9 @@ The partitioner's registry (``executorch.backends.vulkan.op_registry.
 vulkan_supported_ops``) is keyed by operator objects, whose ``__name__`` is the
 name a VK00 graph's operator call carries (``aten.cat.default``), by Python's
 symbolic-integer functions (``operator.add``: ``add``) and by strings for the
-custom operators that may not be loaded (``llama::custom_sdpa``, whose calls
-are named ``llama.custom_sdpa.default``). ``ptec operators --json`` lists what
+custom operators that may not be loaded (``et_vk::sdpa``, whose calls are named
+``et_vk.sdpa.default``; ``llama::update_cache``, which the edge program keeps as
+a torch operator: ``update_cache.default``). ``ptec operators --json`` lists what
 ptec translates (``source`` ``vulkan``).
 
 Usage (with the anchor environment, from the repository root, after
@@ -25,6 +26,10 @@ def call_name(op) -> str:
     """The name an operator call of a VK00 graph carries for ``op``."""
     if isinstance(op, str):
         namespace, name = op.split("::")
+        if namespace == "llama":
+            # The edge program keeps ExecuTorch's LLM operators as torch
+            # operators, whose names lack the namespace.
+            return f"{name}.default"
         return f"{namespace}.{name}.default"
     return op.__name__
 

@@ -88,29 +88,25 @@ pub(crate) fn import(
 ) -> Result<(), ImportError> {
     let entry = aten::entry(key)
         .ok_or_else(|| importer.contradiction(format!("operator {key} is not supported")))?;
-    let schema = &entry.schema;
-    if args.len() != schema.params.len() {
-        return Err(importer.invalid(Problem::ArgumentCount {
-            operator: schema.key,
-            expected: schema.params.len(),
-            given: args.len(),
-        }));
+    import_with_result(importer, entry, args, &mut Returns::Nothing)
+}
+
+/// Imports a call of the table's operator `key`, which returns a scalar
+/// (`sym_size`, `SymInt` arithmetic), with `args` (its schema's
+/// parameters, in order); returns that scalar, a constant or a symbol.
+pub(crate) fn import_scalar(
+    importer: &mut Importer<'_, '_>,
+    key: &str,
+    args: &[Argument],
+) -> Result<Term, ImportError> {
+    let entry = aten::entry(key)
+        .ok_or_else(|| importer.contradiction(format!("operator {key} is not supported")))?;
+    let mut result = Returns::Scalar(None);
+    import_with_result(importer, entry, args, &mut result)?;
+    match result {
+        Returns::Scalar(Some(term)) => Ok(term),
+        _ => Err(importer.contradiction(format!("operator {key} returns no scalar"))),
     }
-    if let Some((position, param, found)) = schema.mismatch(args) {
-        return Err(importer.invalid(Problem::ArgumentKind {
-            name: param.name,
-            position,
-            expected: param.ty.to_string(),
-            found: found.kind(),
-        }));
-    }
-    let mut call = Call {
-        importer,
-        schema,
-        args,
-        result: None,
-    };
-    aten::import_call(entry, &mut call)
 }
 
 /// Imports a program's KernelCall: its arguments are the schema's
@@ -129,7 +125,7 @@ pub(crate) fn import_kernel_call(
     let schema = &entry.schema;
     let count = schema.params.len();
     if schema.returns.is_empty() && arguments.len() == count {
-        return import_with_result(importer, entry, arguments, None);
+        return import_with_result(importer, entry, arguments, &mut Returns::Nothing);
     }
     let Some((result, params)) = arguments
         .split_last()
@@ -167,19 +163,31 @@ pub(crate) fn import_kernel_call(
             found: result.kind(),
         }));
     }
-    let result = returns_own.then(|| args[count]);
-    import_with_result(importer, entry, params, result)
+    let mut result = if returns_own {
+        Returns::Method(args[count])
+    } else {
+        Returns::Nothing
+    };
+    import_with_result(importer, entry, params, &mut result)
 }
 
-/// Checks `args` against the entry's schema and runs its rule; `result`
-/// is the value the call returns into, when it returns one of its own.
+/// Checks `args` (their count and kinds) against the entry's schema and
+/// runs its rule; `result` is where the value the call returns goes, when
+/// it returns one of its own.
 fn import_with_result(
     importer: &mut Importer<'_, '_>,
     entry: &'static Entry,
     args: &[Argument],
-    result: Option<ValueIndex>,
+    result: &mut Returns,
 ) -> Result<(), ImportError> {
     let schema = &entry.schema;
+    if args.len() != schema.params.len() {
+        return Err(importer.invalid(Problem::ArgumentCount {
+            operator: schema.key,
+            expected: schema.params.len(),
+            given: args.len(),
+        }));
+    }
     if let Some((position, param, found)) = schema.mismatch(args) {
         return Err(importer.invalid(Problem::ArgumentKind {
             name: param.name,
@@ -203,9 +211,21 @@ pub(crate) struct Call<'c, 'm, 'a> {
     pub(crate) importer: &'c mut Importer<'m, 'a>,
     schema: &'static Schema,
     args: &'c [Argument],
-    /// The method value the call returns into, for an operator that
-    /// returns a value of its own (not its out arguments).
-    result: Option<ValueIndex>,
+    /// Where the value the call returns goes, for an operator that returns
+    /// a value of its own (not its out arguments).
+    result: &'c mut Returns,
+}
+
+/// Where the value a call returns goes.
+pub(crate) enum Returns {
+    /// The call returns nothing of its own (its out arguments are its
+    /// results).
+    Nothing,
+    /// A value of the method.
+    Method(ValueIndex),
+    /// A scalar the caller reads once the call is imported (a Vulkan
+    /// graph's `SymInt`).
+    Scalar(Option<Term>),
 }
 
 impl Call<'_, '_, '_> {
@@ -711,19 +731,23 @@ impl Call<'_, '_, '_> {
 
     /// Records the scalar the call returns.
     pub(crate) fn define(&mut self, term: Term) -> Result<(), ImportError> {
-        let result = self
-            .result
-            .ok_or_else(|| self.invalid("a call whose result ptec cannot record"))?;
-        self.importer.define_scalar(result, term);
+        match self.result {
+            Returns::Method(result) => self.importer.define_scalar(*result, term),
+            Returns::Scalar(slot) => *slot = Some(term),
+            Returns::Nothing => {
+                return Err(self.invalid("a call whose result ptec cannot record"));
+            }
+        }
         Ok(())
     }
 
     /// The tensor the call returns (an operator that is not an out
     /// variant).
     pub(crate) fn returned(&self) -> Result<TensorRef, ImportError> {
-        self.result
-            .map(TensorRef::Method)
-            .ok_or_else(|| self.invalid("a call whose result ptec cannot record"))
+        match &*self.result {
+            Returns::Method(result) => Ok(TensorRef::Method(*result)),
+            _ => Err(self.invalid("a call whose result ptec cannot record")),
+        }
     }
 
     /// The fixed sizes of an IR value, or an error naming the argument

@@ -119,6 +119,10 @@ pub(crate) struct Importer<'m, 'a> {
     /// method's Int, Bool and Double values (sizes, `SymInt` arithmetic),
     /// as constants or symbols.
     scalars: HashMap<ValueIndex, Term>,
+    /// IR values whose type's sizes only bound those the op that writes
+    /// them computes (a Vulkan graph's tensors, where its shapes are
+    /// dynamic): the write gives them the shape the op's rule infers.
+    pub(crate) bounded: HashSet<ValueId>,
     /// Where the importer is, for messages.
     pub(crate) at: Location,
     /// The method's values an instruction wrote on every path that
@@ -153,6 +157,7 @@ impl<'m, 'a> Importer<'m, 'a> {
             file_end: end,
             symbols: Symbols::default(),
             scalars: HashMap::new(),
+            bounded: HashSet::new(),
             at: Location::Inputs,
             defined: HashSet::new(),
             always_defined: HashSet::new(),
@@ -543,7 +548,11 @@ impl<'m, 'a> Importer<'m, 'a> {
     }
 
     /// The argument a scalar is: a constant of its kind, or a symbol.
-    fn scalar_argument(&self, term: Term, index: ValueIndex) -> Result<Argument, ImportError> {
+    pub(crate) fn scalar_argument(
+        &self,
+        term: Term,
+        index: impl std::fmt::Display,
+    ) -> Result<Argument, ImportError> {
         Ok(match term {
             Term::Const(Scalar::Int(value)) => Argument::Int(value),
             Term::Const(Scalar::Bool(value)) => Argument::Bool(value),
@@ -745,7 +754,14 @@ impl<'m, 'a> Importer<'m, 'a> {
         slot: usize,
     ) -> Result<ValueId, ImportError> {
         let id = match tensor {
-            TensorRef::Ir(id) => id,
+            TensorRef::Ir(id) => {
+                if self.bounded.remove(&id)
+                    && let Some(inferred) = inferred
+                {
+                    self.settle_bounded(id, inferred);
+                }
+                id
+            }
             TensorRef::Method(index) => match self.values.get(&index) {
                 Some(&id) => id,
                 None => {
@@ -804,6 +820,31 @@ impl<'m, 'a> Importer<'m, 'a> {
             }
         }
         Ok(id)
+    }
+
+    /// Gives the bounded value `id` the shape its op infers, where that
+    /// has its rank (else the shapes disagree, which the write reports): a
+    /// symbol where the declared size bounds a symbolic one, the declared
+    /// size where it is fixed or `torch.export` specialized it (0 or 1).
+    /// An op whose rule gives no shape (a fill of a placeholder) writes
+    /// the declared sizes.
+    fn settle_bounded(&mut self, id: ValueId, inferred: &[Dim]) {
+        let declared = self.graph.value(id).ty.shape.clone();
+        if inferred.len() != declared.len() {
+            return;
+        }
+        let shape = inferred
+            .iter()
+            .zip(declared)
+            .map(|(&dim, bound)| match (self.symbols.resolve(dim), bound) {
+                (Dim::Symbol(symbol), Dim::Fixed(size)) if size > 1 => {
+                    self.symbols.table.tighten_bound(symbol, size);
+                    Dim::Symbol(symbol)
+                }
+                _ => bound,
+            })
+            .collect();
+        self.graph.value_mut(id).ty.shape = shape;
     }
 
     /// What `op`'s shape rule says of its `outputs` outputs (settling

@@ -14,8 +14,15 @@
 //! memory layout do not change the logical values). A few operators are
 //! compositions of table entries over temporaries of their own.
 //!
-//! Operators and value kinds ptec does not translate (SymInts, whose values
-//! the GPU graph computes at run time) give
+//! A graph with dynamic shapes declares each tensor with its largest sizes
+//! and computes the sizes it reads as `SymInt`s (`sym_size.int`, Python's
+//! `add`, `floordiv`, ... on them), or takes them as inputs: those calls
+//! become the program importer's scalar terms, through the same table
+//! entries as the program's `executorch_prim` calls, and each tensor a call
+//! writes takes the shape the op's rule infers, bounded by its declared
+//! sizes.
+//!
+//! Operators ptec does not translate give
 //! [`ImportError::UnsupportedVulkan`] with the operator's name and position
 //! in the chain; graphs that contradict themselves give
 //! [`ImportError::Invalid`].
@@ -24,13 +31,13 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use ptec_frontend::ValueIndex;
 use ptec_frontend::delegate::vulkan::{
     VkCall, VkDataType, VkTensor, VkValue, VkValueId, VulkanGraph,
 };
+use ptec_frontend::{ShapeDynamism, ValueIndex};
 use ptec_ir::ops::elementwise::UnaryOp;
 use ptec_ir::symbolic::Term;
-use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData};
+use ptec_ir::{DType, Dim, OpKind, TensorType, ValueData, ValueKind};
 
 use crate::call::{self, Argument, TensorRef};
 use crate::error::{ImportError, Location};
@@ -54,6 +61,10 @@ enum Translate {
     /// By a composition of its own over the call's arguments (outputs
     /// included), which emits ops of these kinds.
     Own(Composition, &'static [OpKind]),
+    /// Through the operator table entry `key`, which returns a scalar
+    /// (`sym_size`, `SymInt` arithmetic): the call's arguments are the
+    /// entry's, and its output is the `SymInt` that scalar is.
+    Scalar(&'static str),
 }
 
 type Composition = fn(&mut Translation<'_, '_, '_>, &[Argument]) -> Result<(), ImportError>;
@@ -75,6 +86,17 @@ const fn typed(
 ) -> Translate {
     Translate::Table { key, args, dtypes }
 }
+
+/// What a rotary embedding emits ([`rotate_pairs`]).
+const ROTATION: &[OpKind] = &[
+    OpKind::Reshape,
+    OpKind::Select,
+    OpKind::Elementwise,
+    OpKind::Cat,
+];
+
+/// The operator that uploads a constant to the GPU once.
+const PREPACK: &str = "et_vk.prepack.default";
 
 /// Every Vulkan operator with a translation of its own; unary functions
 /// (`aten.NAME.default`) are added from [`UnaryOp`]'s ATen names.
@@ -416,6 +438,22 @@ const OPERATORS: &[(&str, Translate)] = &[
         "aten.scalar_tensor.default",
         table("aten::scalar_tensor.out", &[0]),
     ),
+    // The scalar operators of a graph with dynamic shapes: the sizes it
+    // reads and Python's operators on them (`operator.add`, named `add`,
+    // called with its two operands).
+    ("sym_size.int", Translate::Scalar("aten::sym_size.int")),
+    ("add", Translate::Scalar("executorch_prim::add.Scalar")),
+    ("sub", Translate::Scalar("executorch_prim::sub.Scalar")),
+    ("mul", Translate::Scalar("executorch_prim::mul.Scalar")),
+    (
+        "floordiv",
+        Translate::Scalar("executorch_prim::floordiv.Scalar"),
+    ),
+    ("eq", Translate::Scalar("executorch_prim::eq.Scalar")),
+    ("lt", Translate::Scalar("executorch_prim::lt.Scalar")),
+    ("le", Translate::Scalar("executorch_prim::le.Scalar")),
+    ("gt", Translate::Scalar("executorch_prim::gt.Scalar")),
+    ("ge", Translate::Scalar("executorch_prim::ge.Scalar")),
     (
         "aten.linear.default",
         Translate::Own(
@@ -428,10 +466,7 @@ const OPERATORS: &[(&str, Translate)] = &[
             ],
         ),
     ),
-    (
-        "et_vk.prepack.default",
-        Translate::Own(prepack, &[OpKind::Copy]),
-    ),
+    (PREPACK, Translate::Own(prepack, &[OpKind::Copy])),
     (
         "et_vk.conv_with_clamp.default",
         Translate::Own(conv_with_clamp, &[OpKind::Convolution, OpKind::Elementwise]),
@@ -439,6 +474,64 @@ const OPERATORS: &[(&str, Translate)] = &[
     (
         "et_vk.rms_norm.default",
         Translate::Own(rms_norm, &[OpKind::Elementwise, OpKind::Reduce]),
+    ),
+    (
+        "aten.max_pool2d.default",
+        Translate::Own(max_pool2d, &[OpKind::MaxPool2d]),
+    ),
+    // The LLM operators (ExecuTorch's `llama` library, which stay torch
+    // operators in the edge program: their calls are named without the
+    // namespace). Their caches are the graph's constants, which the calls
+    // update in place from one call of the program to the next. The
+    // partitioner fuses `custom_sdpa` with the `update_cache` calls before
+    // it into `sdpa_with_kv_cache`, and fails on one it cannot fuse.
+    (
+        "update_cache.default",
+        table("llama::update_cache.out", &[0, 1, 2]),
+    ),
+    (
+        "sdpa_with_kv_cache.default",
+        table(
+            "llama::sdpa_with_kv_cache.out",
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        ),
+    ),
+    (
+        "et_vk.sdpa.default",
+        Translate::Own(
+            sdpa,
+            &[
+                OpKind::Reshape,
+                OpKind::Permute,
+                OpKind::MatMul,
+                OpKind::Elementwise,
+                OpKind::Softmax,
+            ],
+        ),
+    ),
+    (
+        "et_vk.apply_rotary_emb.default",
+        Translate::Own(apply_rotary_emb, ROTATION),
+    ),
+    (
+        "et_vk.apply_rotary_emb_hf.default",
+        Translate::Own(
+            apply_rotary_emb_hf,
+            &[
+                OpKind::Slice,
+                OpKind::Reshape,
+                OpKind::Elementwise,
+                OpKind::Cat,
+            ],
+        ),
+    ),
+    (
+        "et_vk.apply_rotary_emb_interleaved.default",
+        Translate::Own(apply_rotary_emb_interleaved, ROTATION),
+    ),
+    (
+        "et_vk.grid_priors.default",
+        Translate::Own(grid_priors, &[OpKind::Copy]),
     ),
 ];
 
@@ -468,6 +561,7 @@ pub(crate) fn operators() -> Vec<Operator> {
             emits: Ok(match translate {
                 Translate::Table { key, .. } => aten::emits(key).unwrap_or_default().to_vec(),
                 Translate::Own(_, emits) => emits.to_vec(),
+                Translate::Scalar(_) => Vec::new(),
             }),
         })
         .collect()
@@ -493,11 +587,31 @@ pub(crate) fn import<'m, 'a>(
         importer,
         graph,
         tensors: HashMap::new(),
+        scalars: HashMap::new(),
+        updated: updated_in_place(graph),
+        dynamic: false,
         node: 0,
         name: String::new(),
     };
-    for (&id, &arg) in inputs.iter().chain(outputs).zip(args) {
+    for (position, (&id, &arg)) in inputs.iter().chain(outputs).zip(args).enumerate() {
+        if let VkValue::SymInt(_) = graph.value(id) {
+            // A size the program computed before the call (`.item()`), or
+            // one the graph computes for the program.
+            translation.dynamic = true;
+            if position < inputs.len() {
+                let term = translation.importer.scalar_value(arg)?.ok_or_else(|| {
+                    translation.invalid(format!(
+                        "the graph's input value {id} is a SymInt, but the call passes the \
+                         tensor {arg}"
+                    ))
+                })?;
+                translation.scalars.insert(id, term);
+            }
+            continue;
+        }
         translation.check_external(id, arg)?;
+        translation.dynamic |=
+            translation.importer.tensor(arg)?.dynamism == ShapeDynamism::DynamicBound;
         if translation
             .tensors
             .insert(id, TensorRef::Method(arg))
@@ -520,6 +634,11 @@ pub(crate) fn import<'m, 'a>(
     }
     translation.importer.at = Location::VulkanOutputs(instruction);
     for (&id, &arg) in outputs.iter().zip(&args[inputs.len()..]) {
+        if let VkValue::SymInt(_) = graph.value(id) {
+            let term = translation.sym_int(id)?;
+            translation.importer.define_scalar(arg, term);
+            continue;
+        }
         if !translation.importer.is_written(arg) {
             return Err(translation
                 .importer
@@ -528,6 +647,50 @@ pub(crate) fn import<'m, 'a>(
     }
     translation.importer.at = Location::Instruction(instruction);
     Ok(())
+}
+
+/// The tensors the graph's calls update in place (the arguments of a table
+/// entry's parameters that it writes, `Tensor(a!) cache`, before its `out`
+/// ones), with the constant each starts as: its own, or the one
+/// `et_vk.prepack` uploads into it.
+fn updated_in_place<'a>(graph: &VulkanGraph<'a>) -> HashMap<VkValueId, Option<&'a [u8]>> {
+    let constant = |id: VkValueId| match graph.value(id) {
+        VkValue::Tensor(tensor) => tensor.constant,
+        _ => None,
+    };
+    let prepacked: HashMap<VkValueId, VkValueId> = graph
+        .chain
+        .iter()
+        .filter(|call| call.name == PREPACK)
+        .filter_map(|call| match call.args[..] {
+            [input, output] => Some((output, input)),
+            _ => None,
+        })
+        .collect();
+    let mut updated = HashMap::new();
+    for call in &graph.chain {
+        let Some(&Translate::Table {
+            key, args: take, ..
+        }) = translations().get(&call.name)
+        else {
+            continue;
+        };
+        let Some(entry) = aten::entry(key) else {
+            continue;
+        };
+        let written = entry
+            .schema
+            .params
+            .iter()
+            .zip(take)
+            .filter(|(param, _)| param.ty.written);
+        for id in written.filter_map(|(_, &position)| call.args.get(position).copied()) {
+            let initial =
+                constant(id).or_else(|| prepacked.get(&id).and_then(|&from| constant(from)));
+            updated.insert(id, initial);
+        }
+    }
+    updated
 }
 
 /// Whether a tensor argument is read or written.
@@ -543,6 +706,17 @@ struct Translation<'i, 'm, 'a> {
     /// Where each of the graph's tensors is, once it is anywhere: the
     /// call's arguments, constants, and the tensors calls have written.
     tensors: HashMap<VkValueId, TensorRef>,
+    /// The scalars calls have written into the graph's `SymInt`s.
+    scalars: HashMap<VkValueId, Term>,
+    /// The graph's tensors that calls update in place (a KV cache), with
+    /// the constant they start as (theirs, or the one `et_vk.prepack`
+    /// uploads into them once): state that keeps its contents from one
+    /// call of the program to the next.
+    updated: HashMap<VkValueId, Option<&'a [u8]>>,
+    /// Whether the call's arguments have dynamic shapes: the graph's
+    /// tensors then have the sizes its calls compute, which their declared
+    /// dims bound.
+    dynamic: bool,
     /// The operator call being translated: its position in the chain and
     /// its name.
     node: usize,
@@ -608,13 +782,14 @@ impl<'a> Translation<'_, '_, 'a> {
         let translate = *translations()
             .get(&call.name)
             .ok_or_else(|| self.unsupported(instruction, "the operator"))?;
-        let output = self.argument(instruction, output, Role::Write)?;
         match translate {
+            Translate::Scalar(key) => self.scalar(key, operands, output),
             Translate::Table {
                 key,
                 args: take,
                 dtypes,
             } => {
+                let output = self.argument(output, Role::Write)?;
                 let mut args = take
                     .iter()
                     .map(|&position| {
@@ -624,7 +799,7 @@ impl<'a> Translation<'_, '_, 'a> {
                                 operands.len()
                             ))
                         })?;
-                        self.argument(instruction, id, Role::Read)
+                        self.argument(id, Role::Read)
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 // An out variant that writes a list (`Tensor(a!)[] out`:
@@ -645,9 +820,10 @@ impl<'a> Translation<'_, '_, 'a> {
                 self.table(key, &args)
             }
             Translate::Own(composition, _) => {
+                let output = self.argument(output, Role::Write)?;
                 let mut args = operands
                     .iter()
-                    .map(|&id| self.argument(instruction, id, Role::Read))
+                    .map(|&id| self.argument(id, Role::Read))
                     .collect::<Result<Vec<_>, _>>()?;
                 args.extend(outputs(output));
                 composition(self, &args)
@@ -671,18 +847,39 @@ impl<'a> Translation<'_, '_, 'a> {
             .ok_or_else(|| self.invalid(format!("{dtype} has no ScalarType")))
     }
 
+    /// A call of the table's scalar operator `key`: its result is the
+    /// `SymInt` `output`, which later calls read.
+    fn scalar(
+        &mut self,
+        key: &str,
+        operands: &[VkValueId],
+        output: VkValueId,
+    ) -> Result<(), ImportError> {
+        if !matches!(self.graph.value(output), VkValue::SymInt(_)) {
+            return Err(self.invalid(format!(
+                "the call's result, value {output}, is a {} where a SymInt belongs",
+                self.graph.value(output).kind()
+            )));
+        }
+        if self.scalars.contains_key(&output) {
+            return Err(self.invalid(format!("value {output} is written by more than one call")));
+        }
+        let args = operands
+            .iter()
+            .map(|&id| self.argument(id, Role::Read))
+            .collect::<Result<Vec<_>, _>>()?;
+        let term = call::import_scalar(self.importer, key, &args)?;
+        self.scalars.insert(output, term);
+        Ok(())
+    }
+
     /// Runs the operator table's entry `key` over `args`.
     fn table(&mut self, key: &str, args: &[Argument]) -> Result<(), ImportError> {
         call::import(self.importer, key, args)
     }
 
     /// Graph value `id` as an argument.
-    fn argument(
-        &mut self,
-        instruction: crate::InstructionId,
-        id: VkValueId,
-        role: Role,
-    ) -> Result<Argument, ImportError> {
+    fn argument(&mut self, id: VkValueId, role: Role) -> Result<Argument, ImportError> {
         Ok(match self.graph.value(id) {
             VkValue::Null => Argument::Null,
             &VkValue::Int(value) => Argument::Int(value),
@@ -694,13 +891,11 @@ impl<'a> Translation<'_, '_, 'a> {
             }
             VkValue::DoubleList(items) => Argument::DoubleList(items.clone()),
             VkValue::BoolList(items) => Argument::BoolList(items.clone()),
-            VkValue::ValueList(items) => self.value_list(instruction, id, items, role)?,
+            VkValue::ValueList(items) => self.value_list(id, items, role)?,
             VkValue::Tensor(tensor) => Argument::Tensor(self.tensor(id, tensor, role)?),
             VkValue::SymInt(_) => {
-                return Err(self.unsupported(
-                    instruction,
-                    format!("value {id}, a SymInt (an integer the graph computes at run time)"),
-                ));
+                let term = self.sym_int(id)?;
+                self.importer.scalar_argument(term, id)?
             }
             VkValue::Unknown(kind) => {
                 return Err(self.invalid(format!("value {id} has unknown kind {kind}")));
@@ -713,20 +908,24 @@ impl<'a> Translation<'_, '_, 'a> {
     /// also keeps a list from containing itself.
     fn value_list(
         &mut self,
-        instruction: crate::InstructionId,
         id: VkValueId,
         items: &[VkValueId],
         role: Role,
     ) -> Result<Argument, ImportError> {
         let values: Vec<&VkValue<'a>> = items.iter().map(|&item| self.graph.value(item)).collect();
-        if values.iter().all(|value| matches!(value, VkValue::Int(_))) {
-            let ints = values
+        if values
+            .iter()
+            .all(|value| matches!(value, VkValue::Int(_) | VkValue::SymInt(_)))
+        {
+            // Sizes, some of them computed at run time (a view's).
+            let ints = items
                 .iter()
-                .filter_map(|value| match value {
-                    VkValue::Int(value) => Some(Term::int(*value)),
-                    _ => None,
+                .zip(values)
+                .map(|(&item, value)| match value {
+                    VkValue::Int(value) => Ok(Term::int(*value)),
+                    _ => self.sym_int(item),
                 })
-                .collect();
+                .collect::<Result<_, _>>()?;
             return Ok(Argument::IntList(ints));
         }
         if values
@@ -758,21 +957,20 @@ impl<'a> Translation<'_, '_, 'a> {
                 .collect::<Result<_, _>>()?;
             return Ok(Argument::OptionalTensorList(tensors));
         }
-        if values
-            .iter()
-            .any(|value| matches!(value, VkValue::SymInt(_)))
-        {
-            return Err(self.unsupported(
-                instruction,
-                format!(
-                    "value {id}, a list holding SymInts (integers the graph computes at run time)"
-                ),
-            ));
-        }
         Err(self.invalid(format!(
             "value {id} lists values of mixed kinds {:?}",
             values.iter().map(|value| value.kind()).collect::<Vec<_>>()
         )))
+    }
+
+    /// The scalar a call of the graph wrote into the `SymInt` `id`.
+    fn sym_int(&self, id: VkValueId) -> Result<Term, ImportError> {
+        let term = self.scalars.get(&id).copied().ok_or_else(|| {
+            self.invalid(format!(
+                "value {id}, a SymInt, is read before a call of the graph writes it"
+            ))
+        })?;
+        Ok(self.importer.symbols.resolve_term(term))
     }
 
     /// Where a tensor of the graph is: the call's argument, a constant (made
@@ -787,23 +985,37 @@ impl<'a> Translation<'_, '_, 'a> {
             return Ok(known);
         }
         let ty = self.tensor_type(id, tensor)?;
-        let value = match (tensor.constant, role) {
-            (Some(bytes), _) => {
-                let expected = ty.max_bytes(|_| 0);
-                if expected != bytes.len() as u64 {
-                    return Err(self.invalid(format!(
-                        "value {id} of type {ty} has {} bytes of constant data",
-                        bytes.len()
-                    )));
-                }
-                ValueData::constant(ty, Cow::Borrowed(bytes))
-            }
+        let constant = tensor
+            .constant
+            .or_else(|| self.updated.get(&id).copied().flatten());
+        if let Some(bytes) = constant
+            && ty.max_bytes(|_| 0) != bytes.len() as u64
+        {
+            return Err(self.invalid(format!(
+                "value {id} of type {ty} has {} bytes of constant data",
+                bytes.len()
+            )));
+        }
+        let value = match (constant, role) {
+            (Some(bytes), _) if self.updated.contains_key(&id) => ValueData {
+                ty,
+                kind: ValueKind::State {
+                    initial: Some(Cow::Borrowed(bytes)),
+                },
+                offset: None,
+            },
+            (Some(bytes), _) => ValueData::constant(ty, Cow::Borrowed(bytes)),
             (None, Role::Write) => ValueData::computed(ty),
             (None, Role::Read) => {
                 return Err(self.invalid(format!("value {id} is read before the graph writes it")));
             }
         };
-        let known = TensorRef::Ir(self.importer.graph.add_value(value));
+        let computed = matches!(value.kind, ValueKind::Computed);
+        let value = self.importer.graph.add_value(value);
+        if self.dynamic && computed {
+            self.importer.bounded.insert(value);
+        }
+        let known = TensorRef::Ir(value);
         self.tensors.insert(id, known);
         Ok(known)
     }
@@ -854,6 +1066,32 @@ impl<'a> Translation<'_, '_, 'a> {
         Argument::Tensor(TensorRef::Ir(
             self.importer.graph.add_value(ValueData::computed(ty)),
         ))
+    }
+
+    /// A new tensor of the translation's own with the declared sizes of
+    /// the tensor argument `like` and element type `dtype`; in a graph
+    /// with dynamic shapes those sizes bound the ones the op that writes it
+    /// computes.
+    fn temporary_as(&mut self, like: &Argument, dtype: DType) -> Result<Argument, ImportError> {
+        let Argument::Tensor(tensor) = like else {
+            return Err(self.invalid(format!("a {} where a tensor belongs", like.kind())));
+        };
+        let sizes: Vec<u64> = (self.importer.declared_sizes(*tensor)?.iter())
+            .map(|&size| size as u64)
+            .collect();
+        Ok(self.temporary_as_sizes(dtype, &sizes))
+    }
+
+    /// [`Translation::temporary`], whose sizes, in a graph with dynamic
+    /// shapes, bound those the op that writes it computes.
+    fn temporary_as_sizes(&mut self, dtype: DType, sizes: &[u64]) -> Argument {
+        let temporary = self.temporary(dtype, sizes);
+        if self.dynamic
+            && let Argument::Tensor(TensorRef::Ir(value)) = temporary
+        {
+            self.importer.bounded.insert(value);
+        }
+        temporary
     }
 
     /// The declared element type and sizes of a tensor argument.
@@ -912,8 +1150,15 @@ fn sizes_argument(sizes: &[u64]) -> Argument {
 }
 
 /// `et_vk.prepack(x)`: uploads a constant to the GPU; the value is `x`.
+/// Into a tensor that calls update in place, the upload happens once: the
+/// tensor is state that starts with `x`'s bytes.
 fn prepack(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
     let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 1)?.clone());
+    if let Argument::Tensor(TensorRef::Ir(value)) = out
+        && matches!(t.importer.graph.value(value).kind, ValueKind::State { .. })
+    {
+        return Ok(());
+    }
     t.table("aten::clone.out", &[x, Argument::Null, out])
 }
 
@@ -1023,4 +1268,434 @@ fn rms_norm(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Im
     let normalized = t.temporary(dtype, &sizes);
     t.table("aten::mul.out", &[x, scale, normalized.clone()])?;
     t.table("aten::mul.out", &[normalized, weight, out])
+}
+
+/// `aten.max_pool2d(self, kernel_size, stride, padding, dilation,
+/// ceil_mode)`: `max_pool2d_with_indices` whose indices nothing reads.
+fn max_pool2d(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let pooling = args
+        .get(..6)
+        .ok_or_else(|| t.invalid(format!("{} arguments given, 7 needed", args.len())))?;
+    let out = t.arg(args, 6)?.clone();
+    let indices = t.temporary_as(&out, DType::I64)?;
+    let mut call = pooling.to_vec();
+    call.extend([out, indices]);
+    t.table("aten::max_pool2d_with_indices.out", &call)
+}
+
+/// `et_vk.grid_priors(self, stride, offset)`: the centres of the cells of
+/// `self`'s last two dimensions (height `h`, width `w`) as `h * w` rows
+/// `[(x + offset) * stride, (y + offset) * stride]`, row-major over `(y,
+/// x)`, computed in f32 as ExecuTorch's reference does (a float32 `arange`
+/// plus the offset, times the stride). They depend on `self`'s sizes only,
+/// so import computes them.
+fn grid_priors(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 3)?.clone());
+    // The serializer writes a whole offset (`0`) as an int.
+    let offset = match t.arg(args, 2)? {
+        &Argument::Double(offset) => offset,
+        &Argument::Int(offset) => offset as f64,
+        other => {
+            return Err(t.invalid(format!("grid_priors' offset is a {}", other.kind())));
+        }
+    };
+    let &Argument::Int(stride) = t.arg(args, 1)? else {
+        return Err(t.invalid("grid_priors' stride is not an int"));
+    };
+    let (_, sizes) = t.declared(&x)?;
+    let (dtype, out_sizes) = t.declared(&out)?;
+    let &[.., height, width] = sizes.as_slice() else {
+        return Err(t.invalid(format!(
+            "grid_priors of a tensor of sizes {sizes:?}, which has no height and width"
+        )));
+    };
+    let cells = height.checked_mul(width);
+    if dtype != DType::F32 || cells.map(|cells| vec![cells, 2]) != Some(out_sizes.clone()) {
+        return Err(t.invalid(format!(
+            "grid_priors of sizes {sizes:?} writes {dtype} {out_sizes:?}, not f32 [h * w, 2]"
+        )));
+    }
+    let (stride, offset) = (stride as f32, offset as f32);
+    let mut bytes = Vec::new();
+    for y in 0..height {
+        for x in 0..width {
+            for coordinate in [x, y] {
+                let centre = (coordinate as f32 + offset) * stride;
+                bytes.extend_from_slice(&centre.to_le_bytes());
+            }
+        }
+    }
+    let ty = TensorType {
+        dtype,
+        shape: out_sizes.iter().map(|&size| Dim::Fixed(size)).collect(),
+        dim_order: vec![0, 1],
+    };
+    let priors = t
+        .importer
+        .graph
+        .add_value(ValueData::constant(ty, Cow::Owned(bytes)));
+    t.table(
+        "aten::clone.out",
+        &[Argument::Tensor(TensorRef::Ir(priors)), Argument::Null, out],
+    )
+}
+
+/// `et_vk.sdpa(q, k, v, attn_mask, scale)`: `softmax(q @ k^T * scale +
+/// attn_mask) @ v` over the last two dimensions, `scale` `1 / sqrt(E)` by
+/// default (`E` the queries' last size), as ExecuTorch's reference
+/// computes it: batched matrix products of the leading dimensions
+/// flattened, the mask broadcast over the scores in their full shape.
+fn sdpa(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (q, k, v, mask, scale, out) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 2)?.clone(),
+        t.arg(args, 3)?.clone(),
+        t.arg(args, 4)?.clone(),
+        t.arg(args, 5)?.clone(),
+    );
+    let (dtype, q_sizes) = t.declared(&q)?;
+    let (_, k_sizes) = t.declared(&k)?;
+    let (_, v_sizes) = t.declared(&v)?;
+    let (_, out_sizes) = t.declared(&out)?;
+    let (Some((&[queries, features], leading)), Some(&[keys, _]), Some(&[_, values])) = (
+        q_sizes
+            .split_last_chunk::<2>()
+            .map(|(lead, last)| (last, lead)),
+        k_sizes.last_chunk::<2>(),
+        v_sizes.last_chunk::<2>(),
+    ) else {
+        return Err(t.invalid(format!(
+            "sdpa of queries {q_sizes:?}, keys {k_sizes:?} and values {v_sizes:?}: each needs two \
+             dimensions"
+        )));
+    };
+    let batch = leading.iter().product::<u64>();
+    let scale = match scale {
+        Argument::Null => Argument::Double(1.0 / (features as f64).sqrt()),
+        given => given,
+    };
+    let flat = |t: &mut Translation<'_, '_, '_>, x: Argument, rows: u64, columns: u64| {
+        let flat = t.temporary(dtype, &[batch, rows, columns]);
+        let shape = sizes_argument(&[batch, rows, columns]);
+        t.table("aten::view_copy.out", &[x, shape, flat.clone()])?;
+        Ok::<_, ImportError>(flat)
+    };
+    let q = flat(t, q, queries, features)?;
+    let k = flat(t, k, keys, features)?;
+    let v = flat(t, v, keys, values)?;
+    let transposed = t.temporary(dtype, &[batch, features, keys]);
+    let (one, two) = (Argument::Int(1), Argument::Int(2));
+    t.table(
+        "aten::transpose_copy.int_out",
+        &[k, one, two, transposed.clone()],
+    )?;
+    let products = t.temporary(dtype, &[batch, queries, keys]);
+    t.table("aten::bmm.out", &[q, transposed, products.clone()])?;
+    let mut score_sizes = leading.to_vec();
+    score_sizes.extend([queries, keys]);
+    let scores = t.temporary(dtype, &score_sizes);
+    let shape = sizes_argument(&score_sizes);
+    let scaled = t.temporary(dtype, &[batch, queries, keys]);
+    t.table("aten::mul.Scalar_out", &[products, scale, scaled.clone()])?;
+    t.table("aten::view_copy.out", &[scaled, shape, scores.clone()])?;
+    let scores = if mask == Argument::Null {
+        scores
+    } else {
+        let masked = t.temporary(dtype, &score_sizes);
+        t.table(
+            "aten::add.out",
+            &[scores, mask, Argument::Int(1), masked.clone()],
+        )?;
+        masked
+    };
+    let weights = t.temporary(dtype, &score_sizes);
+    t.table(
+        "aten::_softmax.out",
+        &[
+            scores,
+            Argument::Int(-1),
+            Argument::Bool(false),
+            weights.clone(),
+        ],
+    )?;
+    let weights = flat(t, weights, queries, keys)?;
+    let attended = t.temporary(dtype, &[batch, queries, values]);
+    t.table("aten::bmm.out", &[weights, v, attended.clone()])?;
+    let shape = sizes_argument(&out_sizes);
+    t.table("aten::view_copy.out", &[attended, shape, out])
+}
+
+/// The tensor argument `x`'s last dimension read as pairs `(r, i)`, each
+/// rotated by the angle whose cosine and sine are `cos` and `sin`
+/// (tensors that broadcast over the pairs): `(r cos - i sin, r sin + i
+/// cos)`, written into `out` (of `x`'s sizes).
+fn rotate_pairs(
+    t: &mut Translation<'_, '_, '_>,
+    x: Argument,
+    cos: Argument,
+    sin: Argument,
+    out: Argument,
+) -> Result<(), ImportError> {
+    let (dtype, sizes) = t.declared(&x)?;
+    let Some((&last, leading)) = sizes.split_last().filter(|(last, _)| *last % 2 == 0) else {
+        return Err(t.invalid(format!(
+            "a rotary embedding of sizes {sizes:?}: the last one must be even (pairs)"
+        )));
+    };
+    let mut halves = leading.to_vec();
+    halves.push(last / 2);
+    let mut pairs_sizes = halves.clone();
+    pairs_sizes.push(2);
+    let pairs = t.temporary(dtype, &pairs_sizes);
+    t.table(
+        "aten::view_copy.out",
+        &[x, sizes_argument(&pairs_sizes), pairs.clone()],
+    )?;
+    let [real, imaginary] = [0, 1].map(|_| t.temporary(dtype, &halves));
+    for (index, part) in [&real, &imaginary].into_iter().enumerate() {
+        t.table(
+            "aten::select_copy.int_out",
+            &[
+                pairs.clone(),
+                Argument::Int(-1),
+                Argument::Int(index as i64),
+                part.clone(),
+            ],
+        )?;
+    }
+    let product = |t: &mut Translation<'_, '_, '_>, a: &Argument, b: &Argument| {
+        let product = t.temporary(dtype, &halves);
+        t.table("aten::mul.out", &[a.clone(), b.clone(), product.clone()])?;
+        Ok::<_, ImportError>(product)
+    };
+    let (r_cos, i_sin) = (product(t, &real, &cos)?, product(t, &imaginary, &sin)?);
+    let (r_sin, i_cos) = (product(t, &real, &sin)?, product(t, &imaginary, &cos)?);
+    let [rotated_real, rotated_imaginary] = [0, 1].map(|_| t.temporary(dtype, &halves));
+    let one = Argument::Int(1);
+    t.table(
+        "aten::sub.out",
+        &[r_cos, i_sin, one.clone(), rotated_real.clone()],
+    )?;
+    t.table(
+        "aten::add.out",
+        &[r_sin, i_cos, one, rotated_imaginary.clone()],
+    )?;
+    let rotated = t.temporary(dtype, &pairs_sizes);
+    let parts = tensor_list(t, [rotated_real, rotated_imaginary])?;
+    t.table(
+        "aten::stack.out",
+        &[parts, Argument::Int(-1), rotated.clone()],
+    )?;
+    t.table(
+        "aten::view_copy.out",
+        &[rotated, sizes_argument(&sizes), out],
+    )
+}
+
+/// A frequency table `freqs` (`[S, D/2]`, the sequence's positions by the
+/// pairs of a head) viewed to broadcast over `[B, S, H, D/2]`.
+fn per_position(t: &mut Translation<'_, '_, '_>, freqs: Argument) -> Result<Argument, ImportError> {
+    let (dtype, sizes) = t.declared(&freqs)?;
+    let &[positions, pairs] = sizes.as_slice() else {
+        return Err(t.invalid(format!(
+            "a rotary embedding's frequencies of sizes {sizes:?}, not [sequence, head_dim / 2]"
+        )));
+    };
+    let viewed = t.temporary(dtype, &[1, positions, 1, pairs]);
+    let shape = sizes_argument(&[1, positions, 1, pairs]);
+    t.table("aten::view_copy.out", &[freqs, shape, viewed.clone()])?;
+    Ok(viewed)
+}
+
+/// `et_vk.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: the rotary
+/// embedding of ExecuTorch's Llama, queries and keys `[B, S, H, D]` with
+/// their last dimension as (real, imaginary) pairs rotated by the angles
+/// of `[S, D/2]` frequency tables.
+fn apply_rotary_emb(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let cos = per_position(t, t.arg(args, 2)?.clone())?;
+    let sin = per_position(t, t.arg(args, 3)?.clone())?;
+    for (x, out) in [(0, 4), (1, 5)] {
+        let (x, out) = (t.arg(args, x)?.clone(), t.arg(args, out)?.clone());
+        rotate_pairs(t, x, cos.clone(), sin.clone(), out)?;
+    }
+    Ok(())
+}
+
+/// `et_vk.apply_rotary_emb_interleaved(x, freqs_cis)`: `x` `[B, N, C]` as
+/// (real, imaginary) pairs along `C`, rotated by `freqs_cis`, whatever its
+/// rank, read as `[N, C/2, 2]` (cosine, sine) pairs.
+fn apply_rotary_emb_interleaved(
+    t: &mut Translation<'_, '_, '_>,
+    args: &[Argument],
+) -> Result<(), ImportError> {
+    let (x, freqs, out) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 2)?.clone(),
+    );
+    let (_, sizes) = t.declared(&x)?;
+    let (dtype, freq_sizes) = t.declared(&freqs)?;
+    let &[_, positions, channels] = sizes.as_slice() else {
+        return Err(t.invalid(format!(
+            "an interleaved rotary embedding of sizes {sizes:?}, not [B, N, C]"
+        )));
+    };
+    let table_sizes = [positions, channels / 2, 2];
+    if freq_sizes.iter().product::<u64>() != table_sizes.iter().product::<u64>() {
+        return Err(t.invalid(format!(
+            "an interleaved rotary embedding of sizes {sizes:?} by frequencies of sizes \
+             {freq_sizes:?}, not N * C elements"
+        )));
+    }
+    let table = t.temporary(dtype, &table_sizes);
+    t.table(
+        "aten::view_copy.out",
+        &[freqs, sizes_argument(&table_sizes), table.clone()],
+    )?;
+    let [cos, sin] = [0, 1].map(|_| t.temporary(dtype, &[positions, channels / 2]));
+    for (index, part) in [&cos, &sin].into_iter().enumerate() {
+        t.table(
+            "aten::select_copy.int_out",
+            &[
+                table.clone(),
+                Argument::Int(-1),
+                Argument::Int(index as i64),
+                part.clone(),
+            ],
+        )?;
+    }
+    rotate_pairs(t, x, cos, sin, out)
+}
+
+/// `et_vk.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)`:
+/// Hugging Face's rotary embedding of queries and keys `[B, S, H, D]`: the
+/// tables' rows `start_pos..start_pos + S` (`[S, R]`, `R` the rotated
+/// leading part of each head) broadcast over the heads, `x_rot * cos +
+/// rotate_half(x_rot) * sin` (`rotate_half` the halves of `x_rot` swapped,
+/// the second negated), then the rest of each head as it is.
+fn apply_rotary_emb_hf(
+    t: &mut Translation<'_, '_, '_>,
+    args: &[Argument],
+) -> Result<(), ImportError> {
+    let (dtype, q_sizes) = t.declared(t.arg(args, 0)?)?;
+    let (_, table_sizes) = t.declared(t.arg(args, 2)?)?;
+    let (&[_, positions, _, head], &[_, rotated]) = (q_sizes.as_slice(), table_sizes.as_slice())
+    else {
+        return Err(t.invalid(format!(
+            "an hf rotary embedding of queries {q_sizes:?} by tables {table_sizes:?}, not \
+             [B, S, H, D] by [max_seq_len, R]"
+        )));
+    };
+    if rotated > head || rotated % 2 != 0 {
+        return Err(t.invalid(format!(
+            "an hf rotary embedding of {rotated} dimensions of heads of {head}"
+        )));
+    }
+    let start = t.arg(args, 4)?.clone();
+    let end = call::import_scalar(
+        t.importer,
+        "executorch_prim::add.Scalar",
+        &[start.clone(), Argument::Int(positions as i64)],
+    )?;
+    let end = t.importer.scalar_argument(end, "start_pos + seq_len")?;
+    let mut rows = Vec::new();
+    for table in [2, 3] {
+        let table = t.arg(args, table)?.clone();
+        let sliced = t.temporary_as_sizes(dtype, &[positions, rotated]);
+        t.table(
+            "aten::slice_copy.Tensor_out",
+            &[
+                table,
+                Argument::Int(0),
+                start.clone(),
+                end.clone(),
+                Argument::Int(1),
+                sliced.clone(),
+            ],
+        )?;
+        let per_head = t.temporary_as_sizes(dtype, &[positions, 1, rotated]);
+        t.table(
+            "aten::unsqueeze_copy.out",
+            &[sliced, Argument::Int(1), per_head.clone()],
+        )?;
+        rows.push(per_head);
+    }
+    for ((x, out), (cos, sin)) in [(0, 5), (1, 6)].into_iter().zip([(&rows[0], &rows[1]); 2]) {
+        let (x, out) = (t.arg(args, x)?.clone(), t.arg(args, out)?.clone());
+        rotate_half(t, x, rotated, cos, sin, out)?;
+    }
+    Ok(())
+}
+
+/// `x`'s last dimension: its first `rotated` elements `r` become `r * cos
+/// + rotate_half(r) * sin`, the rest stay; written into `out`.
+fn rotate_half(
+    t: &mut Translation<'_, '_, '_>,
+    x: Argument,
+    rotated: u64,
+    cos: &Argument,
+    sin: &Argument,
+    out: Argument,
+) -> Result<(), ImportError> {
+    let (dtype, sizes) = t.declared(&x)?;
+    let Some((&head, leading)) = sizes.split_last() else {
+        return Err(t.invalid("an hf rotary embedding of a 0-dim tensor"));
+    };
+    // Elements `start..end` of the last dimension of `from`.
+    let part = |t: &mut Translation<'_, '_, '_>, from: &Argument, start: u64, end: u64| {
+        let mut part_sizes = leading.to_vec();
+        part_sizes.push(end - start);
+        let part = t.temporary(dtype, &part_sizes);
+        t.table(
+            "aten::slice_copy.Tensor_out",
+            &[
+                from.clone(),
+                Argument::Int(-1),
+                Argument::Int(start as i64),
+                Argument::Int(end as i64),
+                Argument::Int(1),
+                part.clone(),
+            ],
+        )?;
+        Ok::<_, ImportError>((part, part_sizes))
+    };
+    let (x_rot, rot_sizes) = part(t, &x, 0, rotated)?;
+    let (first, half_sizes) = part(t, &x_rot, 0, rotated / 2)?;
+    let (second, _) = part(t, &x_rot, rotated / 2, rotated)?;
+    let negated = t.temporary(dtype, &half_sizes);
+    t.table("aten::neg.out", &[second, negated.clone()])?;
+    let swapped = t.temporary(dtype, &rot_sizes);
+    let halves = tensor_list(t, [negated, first])?;
+    t.table(
+        "aten::cat.out",
+        &[halves, Argument::Int(-1), swapped.clone()],
+    )?;
+    let [by_cos, by_sin] = [0, 1].map(|_| t.temporary(dtype, &rot_sizes));
+    t.table("aten::mul.out", &[x_rot, cos.clone(), by_cos.clone()])?;
+    t.table("aten::mul.out", &[swapped, sin.clone(), by_sin.clone()])?;
+    let one = Argument::Int(1);
+    if rotated == head {
+        return t.table("aten::add.out", &[by_cos, by_sin, one, out]);
+    }
+    let embedded = t.temporary(dtype, &rot_sizes);
+    t.table("aten::add.out", &[by_cos, by_sin, one, embedded.clone()])?;
+    let (rest, _) = part(t, &x, rotated, head)?;
+    let parts = tensor_list(t, [embedded, rest])?;
+    t.table("aten::cat.out", &[parts, Argument::Int(-1), out])
+}
+
+/// Tensor arguments as one tensor-list argument.
+fn tensor_list<const N: usize>(
+    t: &Translation<'_, '_, '_>,
+    items: [Argument; N],
+) -> Result<Argument, ImportError> {
+    let tensors = items
+        .into_iter()
+        .map(|item| match item {
+            Argument::Tensor(tensor) => Ok(tensor),
+            other => Err(t.invalid(format!("a {} where a tensor belongs", other.kind()))),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Argument::TensorList(tensors))
 }
