@@ -14,6 +14,7 @@
 
 pub mod abi;
 pub mod c_abi;
+mod code;
 mod instance;
 mod layout;
 pub mod library;
@@ -22,4 +23,5 @@ pub mod profile;
 pub mod vulkan;
 
 pub use abi::{DimSpec, ElementType, EntryFn, MethodAbi, StateSlot, TensorSlot};
+pub use code::Code;
 pub use instance::{HostTensor, Instance, RuntimeError, TensorRef};
