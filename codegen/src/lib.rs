@@ -49,6 +49,7 @@ pub use jit::{JitCode, JitMethod, JitSegments, compile_jit, compile_jit_segments
 pub use listing::Listing;
 pub use method::{element_type, profiled_kernels};
 pub use spirv::{
-    BufferRange, CpuKernel, Shader, ShaderDispatch, VulkanMethod, VulkanSegment, compile_vulkan,
+    BufferRange, CpuKernel, Place, Shader, ShaderDispatch, VulkanMethod, VulkanSegment,
+    compile_vulkan, vulkan_placement,
 };
 pub use target_lexicon::Triple;

@@ -241,15 +241,22 @@ impl VulkanMethod {
     }
 }
 
-/// Where a node runs.
-enum Placement {
+/// Where the Vulkan back end runs a kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// A compute shader.
     Device,
+    /// The JIT's code, between device segments, for this reason.
     Cpu(String),
 }
 
-/// Compiles a verified, planned graph into compute shaders, and says which
-/// kernels the CPU runs instead.
-pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
+/// Where the Vulkan back end runs each kernel of a verified, planned graph,
+/// in schedule order (views computed in place and kernels of no elements
+/// need no code and are not listed): on the device when a shader lowers
+/// it, on the CPU for the reason none does, and every kernel on the CPU in
+/// a method with control flow, since a jump cannot cross segments. A method
+/// with dynamic shapes is refused whole.
+pub fn vulkan_placement(graph: &Graph<'_>) -> Result<Vec<(NodeId, Place)>, CodegenError> {
     ptec_ir::verify(graph)?;
     if graph.symbols().next().is_some() {
         return Err(CodegenError::UnsupportedMethod {
@@ -257,55 +264,53 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
             why: "dynamic shapes".to_string(),
         });
     }
-    let abi = method_abi(graph, Backend::Vulkan, Vec::new(), 0)?;
-    let is_kernel =
-        |node: NodeId| !graph.node(node).op().is_control() && !graph.is_view_in_place(node);
     let schedule = graph.schedule();
-    if schedule
-        .iter()
-        .any(|&node| graph.node(node).op().is_control())
-    {
+    if has_control_flow(graph) {
         let reason = support(OpKind::Jump).err().unwrap_or_default();
-        let kernels = schedule
+        return Ok(schedule
             .iter()
-            .filter(|&&node| is_kernel(node))
-            .map(|&node| cpu_kernel(graph, node, format!("the method has {reason}")))
-            .collect();
-        return Ok(VulkanMethod {
-            abi,
-            constants: Vec::new(),
-            shaders: Vec::new(),
-            dispatches: Vec::new(),
-            segments: vec![VulkanSegment::Cpu {
-                nodes: schedule.to_vec(),
-                kernels,
-            }],
-        });
+            .filter(|&&node| !graph.node(node).op().is_control() && !graph.is_view_in_place(node))
+            .map(|&node| (node, Place::Cpu(format!("the method has {reason}"))))
+            .collect());
     }
-    // Where each node runs: on the device when its shader lowers, on the
-    // CPU for the reason it does not; nowhere when it needs no code.
     let everything = Layout::new(graph, schedule);
     let mut placed = Vec::new();
     for &node in schedule {
         let in_place = graph.is_view_in_place(node);
         match kernels::kernel(graph, &everything, graph.node(node), in_place) {
-            Ok(Some(kernel)) if kernel.invocations > 0 => placed.push((node, Placement::Device)),
+            Ok(Some(kernel)) if kernel.invocations > 0 => placed.push((node, Place::Device)),
             Ok(_) => {}
-            Err(Refusal(why)) => placed.push((node, Placement::Cpu(why))),
+            Err(Refusal(why)) => placed.push((node, Place::Cpu(why))),
         }
     }
+    Ok(placed)
+}
+
+fn has_control_flow(graph: &Graph<'_>) -> bool {
+    graph
+        .schedule()
+        .iter()
+        .any(|&node| graph.node(node).op().is_control())
+}
+
+/// Compiles a verified, planned graph into compute shaders for the kernels
+/// [`vulkan_placement`] puts on the device, and segments saying where the
+/// others run.
+pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
+    let placed = vulkan_placement(graph)?;
+    let abi = method_abi(graph, Backend::Vulkan, Vec::new(), 0)?;
     let on_device: Vec<NodeId> = placed
         .iter()
-        .filter(|(_, placement)| matches!(placement, Placement::Device))
+        .filter(|(_, place)| *place == Place::Device)
         .map(|&(node, _)| node)
         .collect();
     // The constants buffer holds what the shaders read only.
     let layout = Layout::new(graph, &on_device);
     let mut shaders = Shaders::default();
     let mut segments: Vec<VulkanSegment> = Vec::new();
-    for (node, placement) in placed {
-        match (placement, segments.last_mut()) {
-            (Placement::Device, last) => {
+    for (node, place) in placed {
+        match (place, segments.last_mut()) {
+            (Place::Device, last) => {
                 let index = shaders.dispatches.len();
                 shaders.add(graph, &layout, node)?;
                 match last {
@@ -315,7 +320,7 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
                     }),
                 }
             }
-            (Placement::Cpu(why), last) => {
+            (Place::Cpu(why), last) => {
                 let kernel = cpu_kernel(graph, node, why);
                 match last {
                     Some(VulkanSegment::Cpu { nodes, kernels }) => {
@@ -329,6 +334,13 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
                 }
             }
         }
+    }
+    if let [VulkanSegment::Cpu { nodes, .. }] = segments.as_mut_slice()
+        && has_control_flow(graph)
+    {
+        // Every kernel runs on the CPU: the entry runs the whole schedule,
+        // labels and jumps included.
+        *nodes = graph.schedule().to_vec();
     }
     Ok(VulkanMethod {
         abi,
