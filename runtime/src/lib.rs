@@ -10,7 +10,9 @@
 //! [`library`] runs such a shared object through that interface, as a C
 //! program would. [`pool`] is the thread pool kernels split their work
 //! on, [`profile`] records the time of each kernel of profiled code.
-//! [`vulkan`] runs SPIR-V compute programs on a Vulkan device.
+//! [`vulkan`] runs SPIR-V compute programs on a Vulkan device, with
+//! generated CPU code between their segments. [`Code`] holds generated
+//! entry points with their constants.
 
 pub mod abi;
 pub mod c_abi;
