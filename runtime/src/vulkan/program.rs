@@ -305,6 +305,7 @@ mod tests {
             constants: vec![0; 8],
             shaders: vec![compute_shader([64, 1, 1])],
             dispatches: dispatches.to_vec(),
+            segments: vec![Segment::Device(0..dispatches.len())],
         }
     }
 
