@@ -40,6 +40,75 @@ fn every_fixture_reads_as_text_and_json() {
     }
 }
 
+/// The report says where `--backend vulkan` runs each kernel: all on the
+/// device for a linear layer, the gathers of an upsampling on the CPU with
+/// their reason, every kernel on the CPU with control flow; a method with
+/// dynamic shapes is refused, and the report says why.
+#[test]
+fn the_vulkan_placement_is_reported() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let vulkan = |file: &str| method(&inspect_json(&fixtures.join(file))).clone();
+    let linear = vulkan("linear_relu.vulkan.bpte");
+    assert_eq!(
+        linear["vulkan"]["device_kernels"], linear["kernels"],
+        "{linear}"
+    );
+    assert_eq!(linear["vulkan"]["cpu_kernels"], serde_json::json!([]));
+
+    let upsample = vulkan("vulkan/upsample_bilinear.vulkan.bpte");
+    let cpu = upsample["vulkan"]["cpu_kernels"]
+        .as_array()
+        .expect("cpu kernels");
+    assert!(!cpu.is_empty(), "{upsample}");
+    for kernel in cpu {
+        assert_eq!(kernel["op"], "index", "{kernel}");
+        assert!(
+            kernel["reason"]
+                .as_str()
+                .is_some_and(|why| why.starts_with("gathers")),
+            "{kernel}"
+        );
+    }
+    let device = upsample["vulkan"]["device_kernels"]
+        .as_u64()
+        .expect("a count");
+    assert!(device > 0, "{upsample}");
+    assert_eq!(
+        Some(device + cpu.len() as u64),
+        upsample["kernels"].as_u64()
+    );
+
+    let cond = vulkan("cond.portable.bpte");
+    assert_eq!(cond["vulkan"]["device_kernels"], 0, "{cond}");
+    assert!(
+        cond["vulkan"]["cpu_kernels"]
+            .as_array()
+            .is_some_and(|kernels| !kernels.is_empty()
+                && kernels
+                    .iter()
+                    .all(|kernel| kernel["reason"] == "the method has control flow")),
+        "{cond}"
+    );
+
+    let dynamic = vulkan("dyn_batch.portable.bpte");
+    assert_eq!(dynamic["vulkan"], Value::Null);
+    assert!(
+        dynamic["vulkan_error"]
+            .as_str()
+            .is_some_and(|why| why.ends_with("dynamic shapes")),
+        "{dynamic}"
+    );
+    let text = ptec(&[
+        "inspect",
+        fixtures
+            .join("vulkan/upsample_bilinear.vulkan.bpte")
+            .to_str()
+            .expect("utf-8 path"),
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("on the CPU: 8 index (gathers"), "{text}");
+}
+
 #[test]
 fn every_corpus_file_reads() {
     let Some(corpus) = corpus_for("every_corpus_file_reads") else {

@@ -1,15 +1,16 @@
-//! The JIT: compiles a method into executable memory in this process.
+//! The JIT: compiles a method into executable memory in this process, or
+//! the CPU segments of a method the Vulkan back end runs.
 
 use std::borrow::Cow;
 
 use cranelift_jit::{JITBuilder, JITModule};
-use ptec_ir::Graph;
+use ptec_ir::{Graph, NodeId};
 use ptec_runtime::{EntryFn, MethodAbi};
 
 use crate::CodegenOptions;
 use crate::define::Definer;
 use crate::error::CodegenError;
-use crate::method::compile_method;
+use crate::method::{Entries, compile_method};
 use crate::target::{CodeModel, host_isa};
 
 /// Owns JIT-compiled code and frees it when dropped.
@@ -64,6 +65,55 @@ pub fn compile_jit<'a>(
     options: &CodegenOptions,
     max_code: u64,
 ) -> Result<JitMethod<'a>, CodegenError> {
+    let mut jit = compile_entries(graph, options, max_code, Entries::Method)?;
+    Ok(JitMethod {
+        entry: jit.entries.remove(0),
+        code: jit.code,
+        abi: jit.abi,
+        constants: jit.constants,
+    })
+}
+
+/// The CPU segments of a method a Vulkan device runs the rest of, compiled
+/// in-process: an entry point per segment, calling its kernels only.
+pub struct JitSegments<'a> {
+    /// Owns the executable memory the entries point into.
+    pub code: JitCode,
+    /// Entry `k` runs `segments[k]` of [`compile_jit_segments`].
+    pub entries: Vec<EntryFn>,
+    /// The method's arena (with the kernels' scratch after the plan's
+    /// memory) and the errors the kernels report.
+    pub abi: MethodAbi,
+    /// The constant table the entries read.
+    pub constants: Vec<Cow<'a, [u8]>>,
+}
+
+impl std::fmt::Debug for JitSegments<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitSegments")
+            .field("entries", &self.entries.len())
+            .field("abi", &self.abi)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Compiles the kernels of `segments` (runs of `graph`'s schedule) as the
+/// JIT does, with an entry point per segment; as [`compile_jit`] otherwise.
+pub fn compile_jit_segments<'a>(
+    graph: &Graph<'a>,
+    segments: &[Vec<NodeId>],
+    options: &CodegenOptions,
+    max_code: u64,
+) -> Result<JitSegments<'a>, CodegenError> {
+    compile_entries(graph, options, max_code, Entries::Segments(segments))
+}
+
+fn compile_entries<'a>(
+    graph: &Graph<'a>,
+    options: &CodegenOptions,
+    max_code: u64,
+    entries: Entries<'_>,
+) -> Result<JitSegments<'a>, CodegenError> {
     let isa = host_isa(CodeModel::Static)?;
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     // The pool is compiled into the runtime, which this process links.
@@ -82,17 +132,25 @@ pub fn compile_jit<'a>(
         &format!("ptec_{}", graph.name),
         options,
         &mut Definer::new(max_code, None),
+        entries,
     )?;
     module.finalize_definitions()?;
-    let address = module.get_finalized_function(compiled.entry);
-    // SAFETY: the entry point was declared with the `(ptr, ptr, ptr, ptr) ->
-    // i32` signature of `EntryFn`, in the host's default calling convention.
-    let entry: EntryFn = unsafe { std::mem::transmute::<*const u8, EntryFn>(address) };
-    Ok(JitMethod {
+    let entries = compiled
+        .entries
+        .iter()
+        .map(|&entry| {
+            let address = module.get_finalized_function(entry);
+            // SAFETY: every entry point was declared with the `(ptr, ptr,
+            // ptr, ptr) -> i32` signature of `EntryFn`, in the host's
+            // default calling convention.
+            unsafe { std::mem::transmute::<*const u8, EntryFn>(address) }
+        })
+        .collect();
+    Ok(JitSegments {
         code: JitCode {
             module: Some(module),
         },
-        entry,
+        entries,
         abi: compiled.abi,
         constants: compiled.constants,
     })

@@ -50,8 +50,11 @@ impl Default for CodegenOptions {
 pub use aot::{
     AotOptions, Linker, ObjectCode, c_header, compile_object, link_shared_object, write_pool_source,
 };
-pub use jit::{JitCode, JitMethod, compile_jit};
+pub use jit::{JitCode, JitMethod, JitSegments, compile_jit, compile_jit_segments};
 pub use listing::Listing;
 pub use method::{element_type, profiled_kernels};
-pub use spirv::{BufferRange, Shader, ShaderDispatch, VulkanMethod, compile_vulkan};
+pub use spirv::{
+    BufferRange, CpuKernel, Place, Shader, ShaderDispatch, VulkanMethod, VulkanSegment,
+    compile_vulkan, vulkan_placement,
+};
 pub use target_lexicon::Triple;

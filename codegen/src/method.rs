@@ -2,10 +2,11 @@
 //! function per kernel, and the method's entry point, which calls the
 //! kernels in schedule order, follows jumps, and stops at the first kernel
 //! that reports an error. Works on any `Module`, so the JIT and object
-//! files share it.
+//! files share it. For the CPU segments of a method the Vulkan back end
+//! runs, it compiles only their kernels, with an entry point per segment.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AbiParam, Block, InstBuilder, Signature, UserFuncName, types};
@@ -23,9 +24,21 @@ use crate::kernels;
 use crate::microkernel;
 use crate::symbols::SymbolCode;
 
+/// Which entry points to compile, and so which kernels.
+#[derive(Clone, Copy)]
+pub(crate) enum Entries<'s> {
+    /// One, named by the symbol, running the whole method.
+    Method,
+    /// One per run of schedule nodes (named `{symbol}__segment{k}`), each
+    /// calling that run's kernels only: the CPU segments of a method whose
+    /// other nodes run on a Vulkan device.
+    Segments(&'s [Vec<NodeId>]),
+}
+
 /// A method compiled into a module.
 pub(crate) struct CompiledMethod<'a> {
-    pub entry: FuncId,
+    /// One per entry asked for, in order.
+    pub entries: Vec<FuncId>,
     pub abi: MethodAbi,
     /// The constant table, in the order the entry point expects.
     pub constants: Vec<Cow<'a, [u8]>>,
@@ -99,18 +112,28 @@ fn chunks(split: Split) -> i64 {
 }
 
 /// Compiles `graph` (which must have passed [`ptec_ir::verify`]) into
-/// `module`; the entry point is exported as `symbol`.
+/// `module`, with the entry points `entries` asks for (the whole method's
+/// is named `symbol`). The constant table holds the constants the compiled
+/// kernels may read.
 pub(crate) fn compile_method<'a>(
     module: &mut dyn Module,
     graph: &Graph<'a>,
     symbol: &str,
     options: &CodegenOptions,
     definer: &mut Definer<'_>,
+    entries: Entries<'_>,
 ) -> Result<CompiledMethod<'a>, CodegenError> {
     ptec_ir::verify(graph)?;
     let mut constants = Vec::new();
     let mut constant_index = HashMap::new();
-    let referenced = graph.referenced_values();
+    let referenced = match entries {
+        Entries::Method => graph.referenced_values(),
+        Entries::Segments(segments) => segments
+            .iter()
+            .flatten()
+            .flat_map(|&node| graph.node(node).inputs())
+            .collect(),
+    };
     for (id, value) in graph.values().filter(|(id, _)| referenced.contains(id)) {
         if let ValueKind::Constant(bytes) = &value.kind {
             constant_index.insert(id, constants.len());
@@ -138,7 +161,16 @@ pub(crate) fn compile_method<'a>(
     let mut context = module.make_context();
     let mut builder_context = FunctionBuilderContext::new();
     let mut kernel_of = HashMap::new();
-    for node_id in kernel_nodes(graph) {
+    let compiled: Option<HashSet<NodeId>> = match entries {
+        Entries::Method => None,
+        Entries::Segments(segments) => Some(segments.iter().flatten().copied().collect()),
+    };
+    let kernels = kernel_nodes(graph).filter(|node_id| {
+        compiled
+            .as_ref()
+            .is_none_or(|nodes| nodes.contains(node_id))
+    });
+    for node_id in kernels {
         let node = graph.node(node_id);
         let name = format!("{symbol}__{node_id}_{}", node.op().name());
         let split;
@@ -159,17 +191,27 @@ pub(crate) fn compile_method<'a>(
         module.clear_context(&mut context);
         kernel_of.insert(node_id, (id, split));
     }
-    let entry = define_entry(
-        module,
-        graph,
-        symbol,
-        &kernel_of,
-        &mut cx.errors,
-        options.profile,
-        definer,
-    )?;
+    let mut define = |symbol: &str, nodes: &[NodeId]| {
+        define_entry(
+            module,
+            graph,
+            EntryPoint { symbol, nodes },
+            &kernel_of,
+            &mut cx.errors,
+            options.profile,
+            definer,
+        )
+    };
+    let entries = match entries {
+        Entries::Method => vec![define(symbol, graph.schedule())?],
+        Entries::Segments(segments) => segments
+            .iter()
+            .enumerate()
+            .map(|(k, nodes)| define(&format!("{symbol}__segment{k}"), nodes))
+            .collect::<Result<_, _>>()?,
+    };
     Ok(CompiledMethod {
-        entry,
+        entries,
         abi: method_abi(graph, Backend::Cpu, cx.errors, cx.scratch_bytes)?,
         constants,
     })
@@ -239,16 +281,22 @@ fn define_microkernels(
     Ok(microkernels)
 }
 
-/// The entry point: computes the symbols known at the start, calls each
-/// kernel in order (computing the symbols each node's result settles after
-/// it), returns the first non-zero status, and turns labels and jumps into
-/// blocks and branches. A kernel that splits into at least two parts worth
-/// a thread goes through the pool; any other is called directly on its
-/// whole range.
+/// An entry point to define: its symbol and the schedule nodes it runs.
+struct EntryPoint<'e> {
+    symbol: &'e str,
+    nodes: &'e [NodeId],
+}
+
+/// An entry point running `nodes` (the schedule, or a run of it): computes
+/// the symbols known at the start, calls each kernel in order (computing
+/// the symbols each node's result settles after it), returns the first
+/// non-zero status, and turns labels and jumps into blocks and branches.
+/// A kernel that splits into at least two parts worth a thread goes
+/// through the pool; any other is called directly on its whole range.
 fn define_entry(
     module: &mut dyn Module,
     graph: &Graph<'_>,
-    symbol: &str,
+    EntryPoint { symbol, nodes }: EntryPoint<'_>,
     kernel_of: &HashMap<NodeId, (FuncId, Option<Split>)>,
     errors: &mut Vec<String>,
     profile: bool,
@@ -304,7 +352,7 @@ fn define_entry(
     let mut label_block = |b: &mut FunctionBuilder<'_>, label| {
         *labels.entry(label).or_insert_with(|| b.create_block())
     };
-    for &node_id in graph.schedule() {
+    for &node_id in nodes {
         let node = graph.node(node_id);
         match *node.op() {
             Op::Label(Label { label }) => {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use ptec_codegen::Place;
 use ptec_frontend::{
     ExecutorchFile, Instruction, Method, Program, Tensor, TestSuite, Value, ValueIndex,
 };
@@ -64,17 +65,65 @@ struct CompiledReport {
     /// The most bytes alive at once in ptec's schedule: a lower bound for
     /// any plan of it.
     live_peak_bytes: u64,
+    /// Where `--backend vulkan` runs the kernels; null when it refuses the
+    /// method, and `vulkan_error` says why.
+    vulkan: Option<VulkanReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vulkan_error: Option<String>,
+}
+
+/// Where the Vulkan back end runs a method's kernels.
+#[derive(Debug, Serialize)]
+struct VulkanReport {
+    /// Kernels a compute shader runs.
+    device_kernels: usize,
+    /// The kernels the CPU runs between the device's, in schedule order.
+    cpu_kernels: Vec<CpuKernelReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct CpuKernelReport {
+    node: String,
+    op: String,
+    /// Why no shader runs it.
+    reason: String,
 }
 
 impl CompiledReport {
     fn new(method: &Method<'_>) -> Result<Self, Error> {
         let optimized = optimize(method, &ptec_passes::PassOptions::default(), |_, _| {})?;
         let graph = &optimized.graph;
+        let (vulkan, vulkan_error) = match ptec_codegen::vulkan_placement(graph) {
+            Ok(placed) => {
+                let (device, cpu): (Vec<_>, Vec<_>) = placed
+                    .into_iter()
+                    .partition(|(_, place)| *place == Place::Device);
+                let cpu_kernels = cpu
+                    .into_iter()
+                    .filter_map(|(node, place)| match place {
+                        Place::Cpu(reason) => Some(CpuKernelReport {
+                            node: node.to_string(),
+                            op: graph.node(node).op().name().to_string(),
+                            reason,
+                        }),
+                        Place::Device => None,
+                    })
+                    .collect();
+                let report = VulkanReport {
+                    device_kernels: device.len(),
+                    cpu_kernels,
+                };
+                (Some(report), None)
+            }
+            Err(error) => (None, Some(error.to_string())),
+        };
         Ok(CompiledReport {
             ops: optimized.imported_kernels,
             kernels: graph.kernel_count(),
             planned_bytes: graph.arena_size(),
             live_peak_bytes: ptec_passes::live_peak(graph),
+            vulkan,
+            vulkan_error,
         })
     }
 }
@@ -392,11 +441,38 @@ impl MethodReport {
                     human_bytes(self.executorch_planned_bytes)
                 )
                 .ok();
+                compiled.vulkan_text(out);
             }
             (None, Some(error)) => {
                 writeln!(out, "  ptec cannot compile it yet: {error}").ok();
             }
             (None, None) => {}
+        }
+    }
+}
+
+impl CompiledReport {
+    /// `--backend vulkan`'s placement: kernels on each side, and the CPU's
+    /// by op and reason.
+    fn vulkan_text(&self, out: &mut String) {
+        let Some(vulkan) = &self.vulkan else {
+            let error = self.vulkan_error.as_deref().unwrap_or_default();
+            writeln!(out, "  vulkan: refused ({error})").ok();
+            return;
+        };
+        writeln!(
+            out,
+            "  vulkan: {} on the device, {} on the CPU",
+            plural(vulkan.device_kernels, "kernel"),
+            vulkan.cpu_kernels.len()
+        )
+        .ok();
+        let mut by_reason: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for kernel in &vulkan.cpu_kernels {
+            *by_reason.entry((&kernel.op, &kernel.reason)).or_default() += 1;
+        }
+        for ((op, reason), count) in by_reason {
+            writeln!(out, "    on the CPU: {count} {op} ({reason})").ok();
         }
     }
 }

@@ -12,10 +12,12 @@ use ptec_ir::Graph;
 use ptec_passes::PassReport;
 use ptec_runtime::library::{Library, LibraryInstance};
 use ptec_runtime::vulkan::{VulkanDevice, VulkanInstance};
-use ptec_runtime::{ElementType, HostTensor, Instance, RuntimeError, TensorRef};
+use ptec_runtime::{Code, ElementType, HostTensor, Instance, RuntimeError, TensorRef};
 
 use crate::error::Error;
-use crate::pipeline::{Options, jit, object, optimize_within, vulkan_within, write_shared_object};
+use crate::pipeline::{
+    Options, jit, jit_segments, object, optimize_within, vulkan_within, write_shared_object,
+};
 
 /// The back ends a method can run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,7 +77,7 @@ pub enum Runner<'a> {
         instance: LibraryInstance,
         method: usize,
     },
-    Vulkan(Box<VulkanInstance>),
+    Vulkan(Box<VulkanInstance<'a>>),
 }
 
 impl Runner<'_> {
@@ -168,13 +170,27 @@ fn instance<'a>(
         Backend::Aot => load_shared_object(graph, options)?,
         Backend::Vulkan => {
             let compiled = vulkan_within(graph, &options.limits)?;
-            let program = compiled.device_program();
-            let instance = VulkanInstance::new(vulkan_device()?, compiled.abi, &program).map_err(
-                |source| Error::Vulkan {
+            // The kernels no shader runs are the JIT's, on the same arena
+            // (with their scratch memory after the plan's).
+            let segments = compiled.cpu_segments();
+            let (abi, host) = match segments.is_empty() {
+                true => (compiled.abi.clone(), Code::none()),
+                false => {
+                    let jit = jit_segments(graph, &segments, options)?;
+                    // SAFETY: the entries were generated for this graph's
+                    // arena plan and read this constant table; the boxed
+                    // code keeps them alive.
+                    let host = unsafe { Code::new(jit.entries, jit.constants, Box::new(jit.code)) };
+                    (jit.abi, host)
+                }
+            };
+            let program = compiled.device_program(abi.arena_bytes);
+            // SAFETY: as above: `host` is code generated for `abi`.
+            let instance = unsafe { VulkanInstance::new(vulkan_device()?, abi, &program, host) }
+                .map_err(|source| Error::Vulkan {
                     method: graph.name.clone(),
                     source,
-                },
-            )?;
+                })?;
             Runner::Vulkan(Box::new(instance))
         }
     })

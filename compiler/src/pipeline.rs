@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use ptec_codegen::{
-    AotOptions, CodegenError, CodegenOptions, JitMethod, Linker, ObjectCode, VulkanMethod,
-    compile_jit, compile_object, compile_vulkan, link_shared_object,
+    AotOptions, CodegenError, CodegenOptions, JitMethod, JitSegments, Linker, ObjectCode,
+    VulkanMethod, compile_jit, compile_jit_segments, compile_object, compile_vulkan,
+    link_shared_object,
 };
 use ptec_frontend::Method;
-use ptec_ir::Graph;
+use ptec_ir::{Graph, NodeId};
 use ptec_passes::{Pass, PassOptions, PassReport, run_pipeline};
 
 use crate::error::Error;
@@ -230,6 +231,17 @@ pub fn compile<'a>(
 /// An optimized graph compiled for this machine, in-process.
 pub fn jit<'a>(graph: &Graph<'a>, options: &Options) -> Result<JitMethod<'a>, Error> {
     compile_jit(graph, &options.codegen, options.limits.max_code)
+        .map_err(|source| codegen_error(graph.name.clone(), "the CPU", source))
+}
+
+/// The CPU segments of an optimized graph a Vulkan device runs the rest of
+/// (`VulkanMethod::cpu_segments`), compiled for this machine, in-process.
+pub fn jit_segments<'a>(
+    graph: &Graph<'a>,
+    segments: &[Vec<NodeId>],
+    options: &Options,
+) -> Result<JitSegments<'a>, Error> {
+    compile_jit_segments(graph, segments, &options.codegen, options.limits.max_code)
         .map_err(|source| codegen_error(graph.name.clone(), "the CPU", source))
 }
 

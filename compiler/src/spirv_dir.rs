@@ -1,11 +1,13 @@
 //! `--emit spirv`: each method's compute shaders as `.spv`
 //! files (with the WGSL they were made from), the constants buffer, and a
 //! manifest saying how to run them: buffers, bindings, dispatch order,
-//! workgroup counts and the byte ranges each dispatch reads and writes.
+//! workgroup counts, the byte ranges each dispatch reads and writes, and
+//! the segments a run goes through (runs of dispatches on the device, and
+//! the kernels the CPU runs between them, each with why no shader does).
 
 use std::path::Path;
 
-use ptec_codegen::{BufferRange, VulkanMethod};
+use ptec_codegen::{BufferRange, VulkanMethod, VulkanSegment};
 use ptec_runtime::TensorSlot;
 use serde_json::{Value, json};
 
@@ -69,6 +71,27 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                 })
             })
             .collect();
+        let segments: Vec<Value> = method
+            .segments
+            .iter()
+            .map(|segment| match segment {
+                VulkanSegment::Device { dispatches } => json!({
+                    "runs_on": "device",
+                    "dispatches": [dispatches.start, dispatches.end],
+                }),
+                VulkanSegment::Cpu { kernels, .. } => json!({
+                    "runs_on": "cpu",
+                    "kernels": kernels
+                        .iter()
+                        .map(|kernel| json!({
+                            "node": kernel.node.to_string(),
+                            "op": kernel.op,
+                            "reason": kernel.reason,
+                        }))
+                        .collect::<Vec<_>>(),
+                }),
+            })
+            .collect();
         manifests.push(json!({
             "name": name,
             "buffers": [
@@ -79,6 +102,7 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
             "outputs": method.abi.outputs.iter().map(slot).collect::<Vec<_>>(),
             "shaders": shaders,
             "dispatches": dispatches,
+            "segments": segments,
         }));
     }
     let manifest = json!({

@@ -3,12 +3,15 @@
 //! bit on integers and booleans, within a small tolerance on floats, whose
 //! rounding fused chains and widened halves may change), the object code
 //! generator compiles it (or refuses it as the JIT does), and the Vulkan
-//! generator gives shaders naga validates or names what it cannot do. Where
-//! asked, the shared object is run through its C ABI and must agree with the
-//! JIT bit for bit, and a Vulkan device runs the shaders and must agree
-//! within a looser tolerance (its math functions are not libm's).
+//! generator gives shaders naga validates, placing on the CPU the kernels no
+//! shader expresses (it refuses only a whole method it cannot run, with
+//! dynamic shapes). Where asked, the shared object is run through its C ABI
+//! and must agree with the JIT bit for bit, and the Vulkan back end runs the
+//! program (shaders on the device, the rest on the CPU between them) and
+//! must agree within a looser tolerance (its math functions are not
+//! libm's).
 
-use ptec_codegen::CodegenError;
+use ptec_codegen::{CodegenError, VulkanSegment};
 use ptec_compiler::{Backend, Error, Options, instantiate, object};
 use ptec_ir::Graph;
 use ptec_passes::{PassOptions, names, run_pipeline};
@@ -45,6 +48,8 @@ pub enum Outcome {
         exact: bool,
         /// The Vulkan generator compiled it (and the device agreed when run).
         vulkan: bool,
+        /// How many of its kernels the Vulkan back end runs on the CPU.
+        cpu_kernels: usize,
     },
 }
 
@@ -110,8 +115,12 @@ pub fn check(case: &Case, runs: Runs) -> Result<Outcome, Finding> {
         "optimizer on against off",
     )?;
     check_object(&optimized, case, runs.aot, &options, &outputs.1)?;
-    let vulkan = check_vulkan(&optimized, case, runs.vulkan, &options, &outputs.1)?;
-    Ok(Outcome::Agreed { exact, vulkan })
+    let cpu_kernels = check_vulkan(&optimized, case, runs.vulkan, &options, &outputs.1)?;
+    Ok(Outcome::Agreed {
+        exact,
+        vulkan: cpu_kernels.is_some(),
+        cpu_kernels: cpu_kernels.unwrap_or(0),
+    })
 }
 
 /// The graph through the pipeline, verified after each pass.
@@ -237,34 +246,49 @@ fn check_object(
     }
 }
 
-/// The Vulkan generator must compile the graph or name what it does not
-/// support; on a device (`run`), the results must agree with the JIT's.
-/// Says whether it compiled.
+/// The Vulkan generator must compile what the JIT ran (placing on the CPU
+/// what no shader expresses) or refuse the whole method; on a device
+/// (`run`), the results must agree with the JIT's. Says how many kernels
+/// run on the CPU, or `None` for a method it refused.
 fn check_vulkan(
     graph: &Graph<'_>,
     case: &Case,
     run_it: bool,
     options: &Options,
     jit: &[HostTensor],
-) -> Result<bool, Finding> {
-    if !run_it {
-        return match ptec_compiler::vulkan(graph) {
-            Ok(_) => Ok(true),
-            Err(Error::Codegen { source, .. }) if unsupported(&source) => Ok(false),
-            Err(error) => Err(Finding(format!(
-                "the Vulkan code generator fails: {}",
+) -> Result<Option<usize>, Finding> {
+    let compiled = match ptec_compiler::vulkan(graph) {
+        Ok(compiled) => compiled,
+        Err(Error::Codegen {
+            source: CodegenError::UnsupportedMethod { .. },
+            ..
+        }) => return Ok(None),
+        Err(error) => {
+            return Err(Finding(format!(
+                "the JIT runs the graph, the Vulkan code generator fails: {}",
                 ptec_compiler::full_message(&error)
-            ))),
-        };
+            )));
+        }
+    };
+    let cpu_kernels = compiled
+        .segments
+        .iter()
+        .map(|segment| match segment {
+            VulkanSegment::Cpu { kernels, .. } => kernels.len(),
+            VulkanSegment::Device { .. } => 0,
+        })
+        .sum();
+    if !run_it {
+        return Ok(Some(cpu_kernels));
     }
     match run(graph, Backend::Vulkan, case, options)? {
-        Ran::Unsupported(_) => Ok(false),
         Ran::Outputs(outputs) => {
             agree(jit, &outputs, DEVICE, "the Vulkan device against the JIT")?;
-            Ok(true)
+            Ok(Some(cpu_kernels))
         }
-        Ran::Failed(why) => Err(Finding(format!(
-            "the JIT runs the graph, the Vulkan device fails: {why}"
+        other => Err(Finding(format!(
+            "the JIT runs the graph, the Vulkan back end gives {}",
+            other.describe()
         ))),
     }
 }

@@ -5,6 +5,7 @@ use std::any::Any;
 use std::borrow::Cow;
 
 use crate::abi::{DimSpec, ElementType, EntryFn, MethodAbi};
+use crate::code::Code;
 use crate::layout::{load_in_order, store_in_order};
 use crate::pool::Pool;
 
@@ -121,27 +122,18 @@ impl Arena {
 /// A loaded method, ready to run; its state persists across calls.
 pub struct Instance<'c> {
     abi: MethodAbi,
-    entry: EntryFn,
-    /// The constant tensors: borrowed from the program, or computed by the
-    /// compiler and owned here. Only their addresses are read, through
-    /// `constant_table`; this keeps the bytes alive.
-    _constants: Vec<Cow<'c, [u8]>>,
-    /// Their addresses, as the entry point reads them.
-    constant_table: Vec<*const u8>,
+    /// The method's one entry point, with its constants.
+    code: Code<'c>,
     arena: Arena,
     dims: Vec<i64>,
     /// The threads kernels split their work on; none runs everything on
     /// the caller's thread.
     pool: Option<Pool>,
-    /// Whatever owns the generated code (a JIT module, a loaded library).
-    _code: Box<dyn Any + Send>,
 }
 
-// SAFETY: the raw pointers are the instance's own: the arena it allocated and
-// owns, and the addresses of constants it keeps alive (`_constants`, bytes
-// that are never written). Generated code keeps no thread-local state, and
-// `run` takes `&mut self`, so moving an instance to another thread moves
-// everything its calls touch.
+// SAFETY: the arena's pointer is the instance's own (it allocated and owns
+// the mapping), `Code` is `Send`, and `run` takes `&mut self`, so moving an
+// instance to another thread moves everything its calls touch.
 unsafe impl Send for Instance<'_> {}
 
 impl std::fmt::Debug for Instance<'_> {
@@ -170,13 +162,10 @@ impl<'c> Instance<'c> {
         Ok(Instance {
             dims: abi.dim_bounds.iter().map(|&bound| bound as i64).collect(),
             abi,
-            entry,
-            // The bytes of a Cow do not move when the Vec holding it does.
-            constant_table: constants.iter().map(|data| data.as_ptr()).collect(),
-            _constants: constants,
+            // SAFETY: this function's contract.
+            code: unsafe { Code::new(vec![entry], constants, code) },
             arena,
             pool: None,
-            _code: code,
         })
     }
 
@@ -226,26 +215,10 @@ impl<'c> Instance<'c> {
             .pool
             .as_ref()
             .map_or(std::ptr::null_mut(), Pool::as_ptr);
-        let status = unsafe {
-            (self.entry)(
-                self.arena.ptr,
-                self.constant_table.as_ptr(),
-                self.dims.as_mut_ptr(),
-                pool,
-            )
-        };
-        if status == 0 {
-            return Ok(());
+        unsafe {
+            self.code
+                .call(0, &self.abi, self.arena.ptr, &mut self.dims, pool)
         }
-        let message = usize::try_from(status - 1)
-            .ok()
-            .and_then(|index| self.abi.errors.get(index))
-            .cloned()
-            .unwrap_or_else(|| format!("unknown error code {status}"));
-        Err(RuntimeError::Execution {
-            method: self.abi.name.clone(),
-            message,
-        })
     }
 
     /// The outputs of the last call, as contiguous tensors.

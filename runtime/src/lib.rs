@@ -10,10 +10,13 @@
 //! [`library`] runs such a shared object through that interface, as a C
 //! program would. [`pool`] is the thread pool kernels split their work
 //! on, [`profile`] records the time of each kernel of profiled code.
-//! [`vulkan`] runs SPIR-V compute programs on a Vulkan device.
+//! [`vulkan`] runs SPIR-V compute programs on a Vulkan device, with
+//! generated CPU code between their segments. [`Code`] holds generated
+//! entry points with their constants.
 
 pub mod abi;
 pub mod c_abi;
+mod code;
 mod instance;
 mod layout;
 pub mod library;
@@ -22,4 +25,5 @@ pub mod profile;
 pub mod vulkan;
 
 pub use abi::{DimSpec, ElementType, EntryFn, MethodAbi, StateSlot, TensorSlot};
+pub use code::Code;
 pub use instance::{HostTensor, Instance, RuntimeError, TensorRef};

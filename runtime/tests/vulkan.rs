@@ -1,7 +1,8 @@
 //! The Vulkan runtime on a real device (Mesa's lavapipe where there is no
 //! GPU): WGSL compute shaders compiled to SPIR-V with naga, run as
-//! `DeviceProgram`s and checked against the same computation on the CPU, and
-//! bad programs refused with the right error.
+//! `DeviceProgram`s (whole, or in segments with the host's work on the
+//! mapped arena between them) and checked against the same computation on
+//! the CPU, and bad programs refused with the right error.
 //!
 //! Without a Vulkan loader or device the tests fail under CI (`.ci/run`
 //! installs lavapipe); elsewhere they say on the terminal that they did not
@@ -13,8 +14,8 @@ use std::sync::Arc;
 use naga::back::spv;
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use ptec_runtime::vulkan::{
-    DeviceMethod, DeviceProgram, Dispatch, ProgramError, SpirvError, VulkanDevice, VulkanError,
-    spirv_from_bytes,
+    DeviceMethod, DeviceProgram, Dispatch, ProgramError, Segment, SpirvError, VulkanDevice,
+    VulkanError, spirv_from_bytes,
 };
 
 /// Elements of each array the test programs compute: not a multiple of the
@@ -113,6 +114,7 @@ fn scale_then_increment(constants: &[f32]) -> DeviceProgram {
             shader("arena[N + i] = arena[i] + 1.0;"),
         ],
         dispatches: vec![scale, increment, scale],
+        segments: vec![Segment::Device(0..3)],
     }
 }
 
@@ -189,6 +191,47 @@ fn empty_buffers_and_no_dispatches_are_allowed() {
     assert_eq!(method.pipelines(), 0);
 }
 
+/// The first dispatch in a segment of its own, then the host's work, then
+/// the two others: the host sees what the first wrote, and the next segment
+/// what the host wrote.
+#[test]
+fn host_work_between_segments_sees_and_is_seen() {
+    let Some(device) = device("host_work_between_segments_sees_and_is_seen") else {
+        return;
+    };
+    let c = constants();
+    let mut program = scale_then_increment(&c);
+    program.segments = vec![
+        Segment::Device(0..1),
+        Segment::Host(0),
+        Segment::Device(1..3),
+    ];
+    let mut method = DeviceMethod::new(device, &program).expect("a valid program");
+    assert_eq!(method.segments(), program.segments);
+    for run in 0..2 {
+        let x: Vec<f32> = (0..N).map(|i| (i + run) as f32 * 0.5).collect();
+        write_f32s(method.arena_mut(), 0, &x);
+        method.run_segment(0).expect("the first segment runs");
+        let once: Vec<f32> = x.iter().zip(&c).map(|(x, c)| x * c).collect();
+        assert_eq!(read_f32s(method.arena(), 0, N), once);
+        let shifted: Vec<f32> = once.iter().map(|x| x - 2.0).collect();
+        write_f32s(method.arena_mut(), 0, &shifted);
+        method.run_segment(2).expect("the last segment runs");
+        let incremented: Vec<f32> = shifted.iter().map(|x| x + 1.0).collect();
+        let twice: Vec<f32> = shifted.iter().zip(&c).map(|(x, c)| x * c).collect();
+        assert_eq!(read_f32s(method.arena(), 0, N), twice);
+        assert_eq!(read_f32s(method.arena(), N, N), incremented);
+    }
+    assert!(matches!(
+        method.run_segment(1),
+        Err(VulkanError::NotADeviceSegment { segment: 1 })
+    ));
+    assert!(matches!(
+        method.run(),
+        Err(VulkanError::NotADeviceSegment { segment: 1 })
+    ));
+}
+
 /// The error `DeviceMethod::new` gives for `program`.
 fn refusal(device: &Arc<VulkanDevice>, program: &DeviceProgram) -> ProgramError {
     match DeviceMethod::new(Arc::clone(device), program) {
@@ -239,6 +282,35 @@ fn bad_programs_are_refused_with_what_is_wrong() {
             }
         );
     }
+
+    let mut bad = good.clone();
+    bad.segments = vec![Segment::Device(0..1), Segment::Device(2..3)];
+    assert_eq!(
+        refusal(&device, &bad),
+        ProgramError::SegmentOutOfOrder {
+            segment: 1,
+            range: 2..3,
+            expected: 1
+        }
+    );
+
+    let mut bad = good.clone();
+    bad.segments = vec![Segment::Device(0..4)];
+    assert_eq!(
+        refusal(&device, &bad),
+        ProgramError::NoSuchDispatches {
+            segment: 0,
+            range: 0..4,
+            dispatches: 3
+        }
+    );
+
+    let mut bad = good.clone();
+    bad.segments = vec![Segment::Device(0..2), Segment::Host(0)];
+    assert_eq!(
+        refusal(&device, &bad),
+        ProgramError::DispatchesOutsideSegments { unsegmented: 2..3 }
+    );
 
     let range = device.limits().max_storage_buffer_range;
     let mut bad = good.clone();

@@ -25,7 +25,7 @@ use crate::CodegenOptions;
 use crate::define::Definer;
 use crate::error::CodegenError;
 use crate::listing::Listing;
-use crate::method::compile_method;
+use crate::method::{Entries, compile_method};
 use crate::target::{CodeModel, host_isa, triple_isa};
 
 /// What to compile for, and how to name it.
@@ -111,9 +111,16 @@ pub fn compile_object(
     let mut definer = Definer::new(options.max_code, listing.as_mut());
     for (index, graph) in methods.iter().enumerate() {
         let symbol = format!("{}_{index}_{}", options.prefix, symbol_part(&graph.name));
-        let method = compile_method(&mut module, graph, &symbol, &options.codegen, &mut definer)?;
+        let method = compile_method(
+            &mut module,
+            graph,
+            &symbol,
+            &options.codegen,
+            &mut definer,
+            Entries::Method,
+        )?;
         let table = constants.table(&mut module, &symbol, &options.prefix, &method.constants)?;
-        compiled.push((method.entry, method.abi, table));
+        compiled.push((method.entries[0], method.abi, table));
     }
     let code: Vec<c_api::MethodCode<'_>> = compiled
         .iter()

@@ -24,7 +24,6 @@ use super::wgsl::{
     Refusal, Tensor, Ty, constant_term, convert, dim_index, float, index, int, refuse, scalar,
 };
 use super::{Layout, support};
-use crate::error::{Backend, CodegenError};
 
 /// The body of a shader's `main` (after the invocation index `t` is known
 /// to be below `invocations`).
@@ -217,20 +216,18 @@ fn in_block(coords: &[String], dim: usize, j: usize) -> Vec<String> {
     at
 }
 
-/// The kernel of `node`, or `None` when it needs no code (a view in place).
+/// The kernel of `node`, or `None` when it needs no code (a view in place);
+/// a refusal says why no shader expresses it.
 pub(super) fn kernel(
     graph: &Graph<'_>,
     layout: &Layout,
     node: &Node,
     in_place_view: bool,
-) -> Result<Option<Kernel>, CodegenError> {
+) -> Result<Option<Kernel>, Refusal> {
     if in_place_view {
         return Ok(None);
     }
-    let op = node.op();
-    lower(graph, layout, op, node.outputs())
-        .map(Some)
-        .map_err(|Refusal(why)| CodegenError::unsupported(op, Backend::Vulkan, why))
+    lower(graph, layout, node.op(), node.outputs()).map(Some)
 }
 
 /// The refusal of a kind of op no shader expresses, with the reason

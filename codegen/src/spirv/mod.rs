@@ -9,6 +9,13 @@
 //! the dispatches run them in schedule order. [`support`] says which kinds
 //! of op shaders express at all (`kernels.rs` dispatches each node, `expr.rs`
 //! lowers elementwise expressions).
+//!
+//! A node no shader expresses (its kind, or its element types or layout)
+//! runs on the CPU instead: the schedule is cut into segments, maximal runs
+//! of kernels the device runs and of kernels the CPU runs (the JIT's code,
+//! `compile_jit_segments`, on the same arena, which the device keeps mapped
+//! in the same layout). A method with control flow runs on the CPU whole,
+//! since a jump cannot cross segments.
 
 mod exact;
 mod expr;
@@ -16,10 +23,11 @@ mod kernels;
 mod wgsl;
 
 use std::collections::HashMap;
+use std::ops::Range;
 
-use ptec_ir::{Graph, OpKind, ValueId, ValueKind};
+use ptec_ir::{Graph, NodeId, OpKind, ValueId, ValueKind};
 use ptec_runtime::MethodAbi;
-use ptec_runtime::vulkan::{DeviceProgram, Dispatch};
+use ptec_runtime::vulkan::{DeviceProgram, Dispatch, Segment};
 
 use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
@@ -79,14 +87,13 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// Packs every constant the schedule reads, each at a multiple of 64
-    /// bytes.
-    fn new(graph: &Graph<'_>) -> Layout {
+    /// Packs every constant `nodes` read, each at a multiple of 64 bytes.
+    fn new(graph: &Graph<'_>, nodes: &[NodeId]) -> Layout {
         let mut layout = Layout {
             offsets: HashMap::new(),
             bytes: Vec::new(),
         };
-        for &node in graph.schedule() {
+        for &node in nodes {
             for value in graph.node(node).inputs() {
                 if let ValueKind::Constant(data) = &graph.value(value).kind {
                     if layout.offsets.contains_key(&value) {
@@ -143,25 +150,68 @@ pub struct ShaderDispatch {
     pub writes: Vec<BufferRange>,
 }
 
+/// A kernel no shader expresses, which the CPU runs.
+#[derive(Clone, Debug)]
+pub struct CpuKernel {
+    pub node: NodeId,
+    /// The op's name.
+    pub op: String,
+    /// Why no shader runs it.
+    pub reason: String,
+}
+
+/// A run of a method's schedule on one side.
+#[derive(Clone, Debug)]
+pub enum VulkanSegment {
+    /// These dispatches, one command buffer.
+    Device { dispatches: Range<usize> },
+    /// Kernels the CPU runs on the device's mapped arena: `nodes` (the
+    /// schedule nodes its entry point runs, in order: every node for a
+    /// method with control flow) and, of them, the kernels.
+    Cpu {
+        nodes: Vec<NodeId>,
+        kernels: Vec<CpuKernel>,
+    },
+}
+
 /// A method compiled for a Vulkan device.
 #[derive(Clone, Debug)]
 pub struct VulkanMethod {
+    /// The method's boundary and arena, without the CPU kernels' scratch
+    /// memory (`compile_jit_segments` gives the arena with it).
     pub abi: MethodAbi,
     /// The constants buffer's contents.
     pub constants: Vec<u8>,
     pub shaders: Vec<Shader>,
     pub dispatches: Vec<ShaderDispatch>,
+    /// The schedule's segments in order.
+    pub segments: Vec<VulkanSegment>,
 }
 
 impl VulkanMethod {
     /// Invocations per workgroup (x), the same for every shader.
     pub const WORKGROUP_SIZE: u32 = WORKGROUP_SIZE as u32;
 
-    /// What the Vulkan runtime runs: the buffers' sizes and contents, the
-    /// SPIR-V modules and the dispatches.
-    pub fn device_program(&self) -> DeviceProgram {
+    /// The nodes of each CPU segment, in order: what
+    /// `compile_jit_segments` compiles an entry point for each of.
+    pub fn cpu_segments(&self) -> Vec<Vec<NodeId>> {
+        self.segments
+            .iter()
+            .filter_map(|segment| match segment {
+                VulkanSegment::Cpu { nodes, .. } => Some(nodes.clone()),
+                VulkanSegment::Device { .. } => None,
+            })
+            .collect()
+    }
+
+    /// What the Vulkan runtime runs, in an arena of `arena_bytes` (the
+    /// method's, with the CPU kernels' scratch memory when some run on the
+    /// CPU): the buffers' sizes and contents, the SPIR-V modules, the
+    /// dispatches and the segments, CPU segment `k` running host entry `k`.
+    pub fn device_program(&self, arena_bytes: u64) -> DeviceProgram {
+        let mut cpu_segments = 0;
         DeviceProgram {
-            arena_bytes: self.abi.arena_bytes,
+            arena_bytes,
             constants: self.constants.clone(),
             shaders: self
                 .shaders
@@ -176,12 +226,37 @@ impl VulkanMethod {
                     workgroups: dispatch.workgroups,
                 })
                 .collect(),
+            segments: self
+                .segments
+                .iter()
+                .map(|segment| match segment {
+                    VulkanSegment::Device { dispatches } => Segment::Device(dispatches.clone()),
+                    VulkanSegment::Cpu { .. } => {
+                        cpu_segments += 1;
+                        Segment::Host(cpu_segments - 1)
+                    }
+                })
+                .collect(),
         }
     }
 }
 
-/// Compiles a verified, planned graph into compute shaders.
-pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
+/// Where the Vulkan back end runs a kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// A compute shader.
+    Device,
+    /// The JIT's code, between device segments, for this reason.
+    Cpu(String),
+}
+
+/// Where the Vulkan back end runs each kernel of a verified, planned graph,
+/// in schedule order (views computed in place and kernels of no elements
+/// need no code and are not listed): on the device when a shader lowers
+/// it, on the CPU for the reason none does, and every kernel on the CPU in
+/// a method with control flow, since a jump cannot cross segments. A method
+/// with dynamic shapes is refused whole.
+pub fn vulkan_placement(graph: &Graph<'_>) -> Result<Vec<(NodeId, Place)>, CodegenError> {
     ptec_ir::verify(graph)?;
     if graph.symbols().next().is_some() {
         return Err(CodegenError::UnsupportedMethod {
@@ -189,45 +264,151 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
             why: "dynamic shapes".to_string(),
         });
     }
-    let layout = Layout::new(graph);
-    let mut shaders: Vec<Shader> = Vec::new();
-    let mut known: HashMap<String, usize> = HashMap::new();
-    let mut dispatches = Vec::new();
-    for &node_id in graph.schedule() {
+    let schedule = graph.schedule();
+    if has_control_flow(graph) {
+        let reason = support(OpKind::Jump).err().unwrap_or_default();
+        return Ok(schedule
+            .iter()
+            .filter(|&&node| !graph.node(node).op().is_control() && !graph.is_view_in_place(node))
+            .map(|&node| (node, Place::Cpu(format!("the method has {reason}"))))
+            .collect());
+    }
+    let everything = Layout::new(graph, schedule);
+    let mut placed = Vec::new();
+    for &node in schedule {
+        let in_place = graph.is_view_in_place(node);
+        match kernels::kernel(graph, &everything, graph.node(node), in_place) {
+            Ok(Some(kernel)) if kernel.invocations > 0 => placed.push((node, Place::Device)),
+            Ok(_) => {}
+            Err(Refusal(why)) => placed.push((node, Place::Cpu(why))),
+        }
+    }
+    Ok(placed)
+}
+
+fn has_control_flow(graph: &Graph<'_>) -> bool {
+    graph
+        .schedule()
+        .iter()
+        .any(|&node| graph.node(node).op().is_control())
+}
+
+/// Compiles a verified, planned graph into compute shaders for the kernels
+/// [`vulkan_placement`] puts on the device, and segments saying where the
+/// others run.
+pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
+    let placed = vulkan_placement(graph)?;
+    let abi = method_abi(graph, Backend::Vulkan, Vec::new(), 0)?;
+    let on_device: Vec<NodeId> = placed
+        .iter()
+        .filter(|(_, place)| *place == Place::Device)
+        .map(|&(node, _)| node)
+        .collect();
+    // The constants buffer holds what the shaders read only.
+    let layout = Layout::new(graph, &on_device);
+    let mut shaders = Shaders::default();
+    let mut segments: Vec<VulkanSegment> = Vec::new();
+    for (node, place) in placed {
+        match (place, segments.last_mut()) {
+            (Place::Device, last) => {
+                let index = shaders.dispatches.len();
+                shaders.add(graph, &layout, node)?;
+                match last {
+                    Some(VulkanSegment::Device { dispatches }) => dispatches.end = index + 1,
+                    _ => segments.push(VulkanSegment::Device {
+                        dispatches: index..index + 1,
+                    }),
+                }
+            }
+            (Place::Cpu(why), last) => {
+                let kernel = cpu_kernel(graph, node, why);
+                match last {
+                    Some(VulkanSegment::Cpu { nodes, kernels }) => {
+                        nodes.push(node);
+                        kernels.push(kernel);
+                    }
+                    _ => segments.push(VulkanSegment::Cpu {
+                        nodes: vec![node],
+                        kernels: vec![kernel],
+                    }),
+                }
+            }
+        }
+    }
+    if let [VulkanSegment::Cpu { nodes, .. }] = segments.as_mut_slice()
+        && has_control_flow(graph)
+    {
+        // Every kernel runs on the CPU: the entry runs the whole schedule,
+        // labels and jumps included.
+        *nodes = graph.schedule().to_vec();
+    }
+    Ok(VulkanMethod {
+        abi,
+        constants: layout.bytes,
+        shaders: shaders.shaders,
+        dispatches: shaders.dispatches,
+        segments,
+    })
+}
+
+fn cpu_kernel(graph: &Graph<'_>, node: NodeId, reason: String) -> CpuKernel {
+    CpuKernel {
+        node,
+        op: graph.node(node).op().name().to_string(),
+        reason,
+    }
+}
+
+/// The distinct shaders of a method and its dispatches so far.
+#[derive(Default)]
+struct Shaders {
+    shaders: Vec<Shader>,
+    /// Each shader's index, by its source.
+    known: HashMap<String, usize>,
+    dispatches: Vec<ShaderDispatch>,
+}
+
+impl Shaders {
+    /// Adds the dispatch of `node_id`, a node whose shader lowers (with a
+    /// layout of every constant the shaders read) and does some work.
+    fn add(
+        &mut self,
+        graph: &Graph<'_>,
+        layout: &Layout,
+        node_id: NodeId,
+    ) -> Result<(), CodegenError> {
         let node = graph.node(node_id);
         let in_context = |source: CodegenError| CodegenError::Node {
             node: node_id.to_string(),
             op: node.op().name().to_string(),
             source: Box::new(source),
         };
-        let kernel = kernels::kernel(graph, &layout, node, graph.is_view_in_place(node_id))
-            .map_err(in_context)?;
-        let Some(kernel) = kernel.filter(|kernel| kernel.invocations > 0) else {
-            continue;
-        };
+        let refused =
+            |Refusal(why)| in_context(CodegenError::unsupported(node.op(), Backend::Vulkan, why));
+        let kernel = kernels::kernel(graph, layout, node, false)
+            .map_err(refused)?
+            .ok_or_else(|| refused(refuse("no kernel, although one was placed on the device")))?;
         let (source, workgroups) = shader_source(&kernel);
-        let shader = match known.get(&source) {
+        let shader = match self.known.get(&source) {
             Some(&shader) => shader,
             None => {
                 let spirv = to_spirv(&source).map_err(in_context)?;
-                shaders.push(Shader {
+                self.shaders.push(Shader {
                     wgsl: source.clone(),
                     spirv,
                 });
-                known.insert(source, shaders.len() - 1);
-                shaders.len() - 1
+                self.known.insert(source, self.shaders.len() - 1);
+                self.shaders.len() - 1
             }
         };
         let ranges = |values: &[ValueId]| -> Result<Vec<BufferRange>, CodegenError> {
             values
                 .iter()
-                .map(|&value| buffer_range(graph, &layout, value))
+                .map(|&value| buffer_range(graph, layout, value))
                 .collect::<Result<_, _>>()
-                .map_err(|Refusal(why)| {
-                    in_context(CodegenError::unsupported(node.op(), Backend::Vulkan, why))
-                })
+                .map_err(refused)
         };
-        dispatches.push(ShaderDispatch {
+        self.dispatches.push(ShaderDispatch {
             shader,
             workgroups,
             node: node_id.to_string(),
@@ -235,13 +416,8 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
             reads: ranges(&node.inputs())?,
             writes: ranges(node.outputs())?,
         });
+        Ok(())
     }
-    Ok(VulkanMethod {
-        abi: method_abi(graph, Backend::Vulkan, Vec::new(), 0)?,
-        constants: layout.bytes,
-        shaders,
-        dispatches,
-    })
 }
 
 fn buffer_range(

@@ -56,6 +56,15 @@ pub enum VulkanError {
         wanted: vk::MemoryPropertyFlags,
     },
 
+    #[error("a host segment runs code entry {entry}, but the method has {entries}")]
+    NoHostEntry { entry: usize, entries: usize },
+
+    #[error("the program's arena of {program} bytes is smaller than its method's of {method}")]
+    ArenaTooSmall { program: u64, method: u64 },
+
+    #[error("segment {segment} is not a device segment of the program")]
+    NotADeviceSegment { segment: usize },
+
     #[error("the program does not fit the device: {0}")]
     Program(#[from] ProgramError),
 }

@@ -1,7 +1,7 @@
 //! A [`DeviceProgram`] made ready to run on a device: its buffers, one
 //! compute pipeline per shader, the descriptor set every shader sees, and
-//! the one command buffer that runs all dispatches, recorded once and
-//! submitted on every run.
+//! one command buffer per device segment, recorded once and submitted on
+//! every run.
 
 use std::sync::Arc;
 
@@ -10,14 +10,16 @@ use ash::vk;
 use super::device::VulkanDevice;
 use super::error::{VulkanError, failed};
 use super::memory::{Buffer, HOST_SHARED, Mapping, upload_constants};
-use super::program::{DeviceProgram, buffer_bytes};
+use super::program::{DeviceProgram, Dispatch, Segment, buffer_bytes};
 
 /// The descriptor bindings of set 0, as every shader declares them.
 const ARENA_BINDING: u32 = 0;
 const CONSTANTS_BINDING: u32 = 1;
 
 /// A program on a device, ready to run: write inputs into [`Self::arena_mut`]
-/// at their offsets, [`Self::run`], read outputs from [`Self::arena`].
+/// at their offsets, run each segment in order ([`Self::run_segment`] for
+/// device segments, the host's work on [`Self::arena_mut`] for the others),
+/// read outputs from [`Self::arena`].
 pub struct DeviceMethod {
     /// Declared first so that it is dropped first: it waits for the device
     /// and destroys what uses the buffers before they go.
@@ -30,6 +32,7 @@ pub struct DeviceMethod {
     constants: Buffer,
     constant_len: usize,
     dispatches: usize,
+    segments: Vec<Segment>,
 }
 
 // SAFETY: the mapping is host memory that only this method reaches, through
@@ -88,11 +91,31 @@ impl DeviceMethod {
             constants,
             constant_len: program.constants.len(),
             dispatches: program.dispatches.len(),
+            segments: program.segments.clone(),
         })
     }
 
-    /// Runs every dispatch in order and waits until they are done.
+    /// The program's segments, in the order a run goes through them.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Runs every segment of a program that has no host segments.
     pub fn run(&mut self) -> Result<(), VulkanError> {
+        (0..self.segments.len()).try_for_each(|segment| self.run_segment(segment))
+    }
+
+    /// Runs device segment `segment` (an index into [`Self::segments`]) and
+    /// waits until it is done: what the host wrote into the arena before is
+    /// visible to its shaders (the memory is coherent, and a submission
+    /// makes earlier host writes visible), and what they write is visible
+    /// to the host after (the fence, after a barrier to the host at the end
+    /// of the segment).
+    pub fn run_segment(&mut self, segment: usize) -> Result<(), VulkanError> {
+        let command_buffer = match self.segments.get(segment) {
+            Some(Segment::Device(_)) => self.objects.command_buffers[segment],
+            _ => return Err(VulkanError::NotADeviceSegment { segment }),
+        };
         let objects = &mut self.objects;
         let device = &objects.device;
         if objects.in_flight {
@@ -103,7 +126,7 @@ impl DeviceMethod {
         // SAFETY: the fence is this method's and not in use (no submission
         // is in flight).
         unsafe { device.raw().reset_fences(&[objects.fence]) }.map_err(failed("vkResetFences"))?;
-        device.submit(objects.command_buffer, objects.fence)?;
+        device.submit(command_buffer, objects.fence)?;
         objects.in_flight = true;
         device.wait(objects.fence)?;
         objects.in_flight = false;
@@ -161,9 +184,11 @@ struct Objects {
     pipeline_layout: vk::PipelineLayout,
     pipelines: Vec<vk::Pipeline>,
     descriptor_pool: vk::DescriptorPool,
-    command_buffer: vk::CommandBuffer,
+    /// One per segment of the program: a device segment's dispatches, null
+    /// for a host segment.
+    command_buffers: Vec<vk::CommandBuffer>,
     fence: vk::Fence,
-    /// Whether the command buffer was submitted and not yet seen finished.
+    /// Whether a command buffer was submitted and not yet seen finished.
     in_flight: bool,
 }
 
@@ -175,7 +200,7 @@ impl Objects {
             pipeline_layout: vk::PipelineLayout::null(),
             pipelines: Vec::new(),
             descriptor_pool: vk::DescriptorPool::null(),
-            command_buffer: vk::CommandBuffer::null(),
+            command_buffers: Vec::new(),
             fence: vk::Fence::null(),
             in_flight: false,
         }
@@ -215,12 +240,21 @@ impl Objects {
         }
         let descriptor_set = self.descriptor_set(arena, constants)?;
         self.fence = device.create_fence()?;
-        self.command_buffer = device.allocate_command_buffer()?;
-        device.record(
-            self.command_buffer,
-            vk::CommandBufferUsageFlags::empty(),
-            |raw, commands| self.record(raw, commands, descriptor_set, program),
-        )
+        for segment in &program.segments {
+            let Segment::Device(range) = segment else {
+                self.command_buffers.push(vk::CommandBuffer::null());
+                continue;
+            };
+            let commands = device.allocate_command_buffer()?;
+            self.command_buffers.push(commands);
+            let dispatches = &program.dispatches[range.clone()];
+            device.record(
+                commands,
+                vk::CommandBufferUsageFlags::empty(),
+                |raw, commands| self.record(raw, commands, descriptor_set, dispatches),
+            )?;
+        }
+        Ok(())
     }
 
     /// A compute pipeline for one checked SPIR-V module.
@@ -307,16 +341,17 @@ impl Objects {
         Ok(set)
     }
 
-    /// The commands of a run: every dispatch in order, each after a barrier
-    /// that makes earlier shader writes (of this run's dispatches or of the
-    /// last run) visible to it, and a barrier that makes the last writes
-    /// visible to the host.
+    /// The commands of a device segment: its dispatches in order, each
+    /// after a barrier that makes earlier shader writes (of this segment's
+    /// dispatches, of earlier segments or of the last run: the barrier's
+    /// first scope is everything submitted before it on the queue) visible
+    /// to it, and a barrier that makes the last writes visible to the host.
     fn record(
         &self,
         raw: &ash::Device,
         commands: vk::CommandBuffer,
         set: vk::DescriptorSet,
-        program: &DeviceProgram,
+        dispatches: &[Dispatch],
     ) {
         let barrier = |dst_stage, dst_access| {
             let barrier = vk::MemoryBarrier::default()
@@ -348,7 +383,7 @@ impl Objects {
             );
         }
         let mut bound = None;
-        for dispatch in &program.dispatches {
+        for dispatch in dispatches {
             barrier(
                 vk::PipelineStageFlags::COMPUTE_SHADER,
                 vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
@@ -381,7 +416,9 @@ impl Drop for Objects {
         // SAFETY: the device runs none of these objects any more (above),
         // each is this device's or null, and users go before what they use.
         unsafe {
-            device.free_command_buffer(self.command_buffer);
+            for &commands in &self.command_buffers {
+                device.free_command_buffer(commands);
+            }
             raw.destroy_fence(self.fence, None);
             raw.destroy_descriptor_pool(self.descriptor_pool, None);
             for &pipeline in &self.pipelines {

@@ -13,11 +13,15 @@
 //!   (binding 1, read-only), goes into device-local memory when the method
 //!   is made: directly when that memory is host-visible, else through a
 //!   staging buffer.
-//! - **One recorded command buffer.** Each shader becomes a compute pipeline
-//!   (all share one layout and one descriptor set), and the dispatches are
-//!   recorded once, in order, with a barrier before each (so a dispatch sees
-//!   what earlier ones, and the last run, wrote) and one to the host at the
-//!   end. A run submits that command buffer and waits on a fence.
+//! - **A command buffer per device segment.** Each shader becomes a compute
+//!   pipeline (all share one layout and one descriptor set), and each device
+//!   segment's dispatches are recorded once, in order, with a barrier before
+//!   each (so a dispatch sees what earlier ones, earlier segments and the
+//!   last run wrote) and one to the host at the end. A run goes through the
+//!   segments in order: it submits a device segment's command buffer and
+//!   waits on a fence; between them, host segments run generated CPU code
+//!   (the kernels no shader expresses) on the mapped arena, on the calling
+//!   thread ([`VulkanInstance`]).
 //!
 //! A program is checked against the device's limits ([`DeviceLimits`])
 //! before any Vulkan object is made from it, and each SPIR-V module is
@@ -39,5 +43,5 @@ pub use device::{ApiVersion, DeviceType, VulkanDevice};
 pub use error::VulkanError;
 pub use instance::VulkanInstance;
 pub use method::DeviceMethod;
-pub use program::{DeviceLimits, DeviceProgram, Dispatch, ProgramError};
+pub use program::{DeviceLimits, DeviceProgram, Dispatch, ProgramError, Segment};
 pub use spirv::{SpirvError, spirv_from_bytes};

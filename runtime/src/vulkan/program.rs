@@ -2,12 +2,15 @@
 //! ([`DeviceProgram`]), and the check that a program fits a device's limits
 //! ([`DeviceProgram::check`]) before any Vulkan object is made from it.
 
+use std::ops::Range;
+
 use thiserror::Error;
 
 use super::spirv::{self, SpirvError};
 
 /// What a device runs: one arena of activations, inputs and outputs; the
-/// constants; and compute dispatches in order.
+/// constants; compute dispatches in order; and the segments a run goes
+/// through, device work and the host work between it.
 ///
 /// Every shader sees descriptor set 0 with two storage buffers: binding 0 is
 /// the arena (read-write), binding 1 the constants (read-only).
@@ -21,6 +24,20 @@ pub struct DeviceProgram {
     pub shaders: Vec<Vec<u32>>,
     /// Run in this order, each seeing what the ones before it wrote.
     pub dispatches: Vec<Dispatch>,
+    /// A run, in order: device segments, which together hold every
+    /// dispatch in order, and host segments between them.
+    pub segments: Vec<Segment>,
+}
+
+/// A part of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// These dispatches, recorded into one command buffer: a run submits
+    /// it and waits for it to finish.
+    Device(Range<usize>),
+    /// Work the host does on the arena between device segments: entry
+    /// `k` of the code the method was made with (`VulkanInstance`).
+    Host(usize),
 }
 
 /// One `vkCmdDispatch`: which shader, and how many workgroups along x, y, z.
@@ -68,6 +85,25 @@ pub enum ProgramError {
         limit: u32,
     },
 
+    #[error(
+        "segment {segment} holds dispatches {range:?}, but the dispatches before it end at {expected}"
+    )]
+    SegmentOutOfOrder {
+        segment: usize,
+        range: Range<usize>,
+        expected: usize,
+    },
+
+    #[error("segment {segment} holds dispatches {range:?}, but the program has {dispatches}")]
+    NoSuchDispatches {
+        segment: usize,
+        range: Range<usize>,
+        dispatches: usize,
+    },
+
+    #[error("dispatches {unsegmented:?} are in no segment")]
+    DispatchesOutsideSegments { unsegmented: Range<usize> },
+
     #[error("shader {shader}: {source}")]
     Spirv {
         shader: usize,
@@ -110,13 +146,39 @@ impl DeviceProgram {
     /// Checks that every dispatch names a shader, launches between 1 and
     /// the device's maximum of workgroups, every shader is a SPIR-V module
     /// with a `main` compute entry point whose workgroups the device allows,
-    /// and both buffers fit the device.
+    /// the device segments hold every dispatch once, in order, and both
+    /// buffers fit the device.
     pub fn check(&self, limits: &DeviceLimits) -> Result<(), ProgramError> {
         for (shader, words) in self.shaders.iter().enumerate() {
             check_shader(shader, words, limits)?;
         }
         for (index, dispatch) in self.dispatches.iter().enumerate() {
             check_dispatch(index, dispatch, self.shaders.len(), limits)?;
+        }
+        let mut segmented = 0;
+        for (segment, part) in self.segments.iter().enumerate() {
+            if let Segment::Device(range) = part {
+                if range.start != segmented || range.end < range.start {
+                    return Err(ProgramError::SegmentOutOfOrder {
+                        segment,
+                        range: range.clone(),
+                        expected: segmented,
+                    });
+                }
+                if range.end > self.dispatches.len() {
+                    return Err(ProgramError::NoSuchDispatches {
+                        segment,
+                        range: range.clone(),
+                        dispatches: self.dispatches.len(),
+                    });
+                }
+                segmented = range.end;
+            }
+        }
+        if segmented != self.dispatches.len() {
+            return Err(ProgramError::DispatchesOutsideSegments {
+                unsegmented: segmented..self.dispatches.len(),
+            });
         }
         check_buffer("arena", self.arena_bytes, limits)?;
         check_buffer("constants", self.constants.len() as u64, limits)
@@ -243,6 +305,7 @@ mod tests {
             constants: vec![0; 8],
             shaders: vec![compute_shader([64, 1, 1])],
             dispatches: dispatches.to_vec(),
+            segments: vec![Segment::Device(0..dispatches.len())],
         }
     }
 
