@@ -98,11 +98,13 @@ fn parallel_for_signature(module: &dyn Module) -> Signature {
 
 /// The least work (in operations, about multiply-adds and elements moved)
 /// worth a thread of its own: a kernel with less than twice this runs on
-/// the calling thread alone, without the pool. A call of the pool costs
-/// tens of microseconds when its workers sleep or the machine is busy, about
-/// what a million multiply-adds take (mobilenet_v2 keeps 38 of its 52
-/// convolutions on the pool with this).
-const MIN_PART_COST: u64 = 1_000_000;
+/// the calling thread alone, without the pool. The pool's workers poll for
+/// the next call for some tens of microseconds, so a call of an awake pool
+/// costs about what a few thousand multiply-adds take; on the 2-core EPYC
+/// this was chosen on, mobilenet_v2 on two threads took 2.6 ms with a
+/// million (38 of its 52 convolutions on the pool), 2.5 with a quarter of
+/// that and 2.4 with this (all 52).
+const MIN_PART_COST: u64 = 100_000;
 
 /// Into how many parts a kernel that splits as `split` is worth cutting:
 /// 1 means a plain call.

@@ -22,9 +22,11 @@
 
 #define PTEC_HIDDEN __attribute__((visibility("hidden")))
 
-/* How many times a thread polls before it sleeps: briefly, since a thread
- * that polls on a busy machine takes the core from one that would work. */
-#define PTEC_SPINS 100
+/* How many times a thread polls before it sleeps: some tens of
+ * microseconds, about the time between two kernels of a method, so that a
+ * worker is awake for the next one (waking one from its condition variable
+ * takes longer than many kernels run). */
+#define PTEC_SPINS 5000
 
 typedef int32_t (*ptec_kernel)(uint8_t *arena, const uint8_t *const *constants, int64_t *dims,
                                uint8_t *scratch, int64_t start, int64_t end);
