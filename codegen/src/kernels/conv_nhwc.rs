@@ -159,7 +159,10 @@ fn gemm_by_filter(
 }
 
 /// A pointwise convolution: per image, the pixels (rows) by their input
-/// channels, read in the input's own layout, times the filter.
+/// channels times the filter. A channels-last input is read in place; an
+/// NCHW one, whose rows are not contiguous (which the microkernels need),
+/// is first copied into scratch as channels-last (a pass over the input,
+/// against the GEMM's output channels' worth of work on each element).
 fn pointwise_gemm(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
@@ -167,14 +170,27 @@ fn pointwise_gemm(
     bias: Option<Value>,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
-    // Pixels follow each other `strides[3]` apart in both layouts.
     let [_, channel_stride, _, pixel_stride] = conv.input.strides;
-    let sizes = [conv.pixels(), conv.input.sizes[1], conv.out_channels()];
+    let [pixels, channels] = [conv.pixels(), conv.input.sizes[1]];
+    let sizes = [pixels, channels, conv.out_channels()];
+    let packed = (!conv.input.channels_last).then(|| e.scratch((pixels * channels * 4) as u64));
     per_image(e, conv, [input, output], &mut |e, image, out| {
-        let a = Matrix {
-            base: image,
-            row: Size::Const(pixel_stride * 4),
-            col: Size::Const(channel_stride * 4),
+        let a = match packed {
+            Some(scratch) => {
+                emit_copy(
+                    e,
+                    [1, pixels, channels].map(Size::Const).to_vec(),
+                    f32_operand(scratch, [0, channels, 1]),
+                    f32_operand(image, [0, pixel_stride, channel_stride]),
+                )?;
+                rows(scratch, channels)
+            }
+            // Pixels follow each other `strides[3]` apart.
+            None => Matrix {
+                base: image,
+                row: Size::Const(pixel_stride * 4),
+                col: Size::Const(channel_stride * 4),
+            },
         };
         gemm_by_filter(e, conv, a, sizes, filter, out, bias, epilogue)
     })
