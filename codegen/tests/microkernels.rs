@@ -14,7 +14,8 @@
 //!   channels in eights, Cranelift the others), kernels of 3 and 5 with
 //!   strides, padding and dilation (border pixels read fewer taps), with
 //!   and without a bias and a clamp, from channels-last and NCHW inputs.
-//! - Other convolutions, through im2col in blocks of output rows.
+//! - Pointwise convolutions, one GEMM per image, and the others, through
+//!   im2col in blocks of output rows.
 
 mod common;
 
@@ -267,6 +268,28 @@ fn every_depthwise_shape_gives_the_same_bits_and_the_right_sums() {
                 .check();
             }
         }
+    }
+}
+
+/// Pointwise convolutions (one GEMM per image) of channels-last and NCHW
+/// inputs (which are copied channels-last first).
+#[test]
+fn pointwise_convolutions_give_the_same_bits_and_the_right_sums() {
+    for channels_last_input in [true, false] {
+        Case {
+            channels: 24,
+            outputs: 40,
+            groups: 1,
+            size: [13, 17],
+            kernel: 1,
+            stride: 1,
+            padding: 0,
+            dilation: 1,
+            bias: true,
+            clamp: true,
+            channels_last_input,
+        }
+        .check();
     }
 }
 
