@@ -42,3 +42,50 @@ fn a_window_of_minus_infinity_gives_its_first_tap_inside() {
     assert_eq!(pooled(row, 1), (f32::NEG_INFINITY, 0));
     assert_eq!(pooled(row, 0), (f32::NEG_INFINITY, 0));
 }
+
+/// Padded max pooling whose indices nothing reads (the input copied inside
+/// a border of -inf, every window then a vector of taps) gives each
+/// window's maximum as the indexed kernel does: the first tap inside, then
+/// a larger value or any NaN.
+#[test]
+fn padded_pooling_without_indices_takes_the_maximum_inside() {
+    let (height, width) = (5usize, 11usize);
+    let nan = f32::NAN;
+    let specials = [f32::NEG_INFINITY, nan, -0.0, 0.0, 1.5, -2.0, f32::INFINITY];
+    let input: Vec<f32> = (0..height * width)
+        .map(|index| match index % 7 {
+            0 | 3 => specials[index % specials.len()],
+            _ => -(((index * 37) % 23) as f32) - 1.0,
+        })
+        .collect();
+    let (out_h, out_w) = ((height + 2 - 3) / 2 + 1, (width + 2 - 3) / 2 + 1);
+    let text = format!(
+        "graph g (arena 2048 bytes) {{
+  %0: f32[1,1,{height},{width}] @0 = input 0
+  %1: f32[1,1,{out_h},{out_w}] @256, %2: i64[1,1,{out_h},{out_w}] @512 = max_pool2d(%0) kernel=[3, 3] stride=[2, 2] padding=[1, 1] dilation=[1, 1] ceil_mode=false
+  return %1
+}}"
+    );
+    let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let results = run_jit(&graph, &[&le_bytes(&input, f32::to_le_bytes)]).expect("the graph runs");
+    let values = elements(&results[0], f32::from_le_bytes);
+    for oy in 0..out_h {
+        for ox in 0..out_w {
+            let mut best: Option<f32> = None;
+            for iy in (2 * oy).saturating_sub(1)..(2 * oy + 2).min(height) {
+                for ix in (2 * ox).saturating_sub(1)..(2 * ox + 2).min(width) {
+                    let value = input[iy * width + ix];
+                    best = Some(match best {
+                        Some(best) if !(value > best || value.is_nan()) => best,
+                        _ => value,
+                    });
+                }
+            }
+            let (got, want) = (values[oy * out_w + ox], best.expect("a tap inside"));
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "output ({oy}, {ox}): {got}, not {want}"
+            );
+        }
+    }
+}

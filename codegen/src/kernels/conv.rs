@@ -505,13 +505,23 @@ pub(super) fn fill_zeros(
     count: i64,
 ) -> Result<(), CodegenError> {
     let zero = e.b.ins().f32const(0.0);
-    let zeros = e.b.ins().splat(types::F32X4, zero);
+    fill(e, target, count, zero)
+}
+
+/// Stores `count` copies of the f32 `value` from `target` on.
+fn fill(
+    e: &mut Emitter<'_, '_, '_>,
+    target: Value,
+    count: i64,
+    value: Value,
+) -> Result<(), CodegenError> {
+    let values = e.b.ins().splat(types::F32X4, value);
     let after = e.counted_loop(Size::Const(count / 4), &[target], |e, _, p| {
-        e.b.ins().store(flags(), zeros, p[0], 0);
+        e.b.ins().store(flags(), values, p[0], 0);
         Ok(vec![e.b.ins().iadd_imm_s(p[0], 16)])
     })?;
     e.counted_loop(Size::Const(count % 4), &after, |e, _, p| {
-        e.b.ins().store(flags(), zero, p[0], 0);
+        e.b.ins().store(flags(), value, p[0], 0);
         Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
     })?;
     Ok(())
@@ -706,10 +716,14 @@ fn load_strided(
     }
 }
 
-/// Max pooling whose windows all lie inside the input and whose indices
-/// nothing reads: four output columns at a time, every tap a vector load
-/// (strided when the stride is 2), with no bounds checks. Returns false,
-/// emitting nothing, when that does not apply.
+/// Max pooling whose indices nothing reads, with windows that lie inside
+/// the input once it is padded: four output columns at a time, every tap a
+/// vector load (strided when the stride is 2), with no bounds checks. With
+/// padding, the input is first copied into scratch inside a border of -inf,
+/// which changes no maximum (a window takes its first tap inside, then a
+/// larger value or a NaN; -inf is never larger, and a window of -inf alone
+/// gives -inf either way). Returns false, emitting nothing, when that does
+/// not apply.
 fn max_pool_inside(
     e: &mut Emitter<'_, '_, '_>,
     &MaxPool2d {
@@ -734,13 +748,39 @@ fn max_pool_inside(
         stride.map(|s| s as i64),
         dilation.map(|d| d as i64),
     );
-    let inside = padding == [0, 0]
-        && (out_h - 1) * stride[0] + (kernel[0] - 1) * dilation[0] < height
+    let padding = padding.map(|p| p as i64);
+    let (unpadded_height, unpadded_width) = (height, width);
+    let (height, width) = (height + 2 * padding[0], width + 2 * padding[1]);
+    let inside = (out_h - 1) * stride[0] + (kernel[0] - 1) * dilation[0] < height
         && (out_w - 1) * stride[1] + (kernel[1] - 1) * dilation[1] < width;
     if !indices_unused || !f32_only || !inside || !matches!(stride[1], 1 | 2) || out_h == 0 {
         return Ok(false);
     }
-    let input = e.address(input_value);
+    let input = match padding {
+        [0, 0] => e.address(input_value),
+        _ => {
+            let planes = batch * channels;
+            let padded = e.scratch((planes * height * width * 4) as u64);
+            let minus_infinity = e.b.ins().f32const(f32::NEG_INFINITY);
+            fill(e, padded, planes * height * width, minus_infinity)?;
+            let first =
+                e.b.ins()
+                    .iadd_imm_s(padded, (padding[0] * width + padding[1]) * 4);
+            let source = e.address(input_value);
+            emit_copy(
+                e,
+                [planes, unpadded_height, unpadded_width]
+                    .map(Size::Const)
+                    .to_vec(),
+                f32_operand(first, [height * width, width, 1]),
+                f32_operand(
+                    source,
+                    [unpadded_height * unpadded_width, unpadded_width, 1],
+                ),
+            )?;
+            padded
+        }
+    };
     let output = e.address(outputs[0]);
     let rows = Size::Const(batch * channels * out_h);
     // Output rows of every plane follow each other, as do their input rows
