@@ -41,6 +41,7 @@ from executorch.backends.vulkan.custom_ops_lib import (
 )
 from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401  (registers llama::)
+import executorch.kernels.quantized  # noqa: F401  (quantized_decomposed out variants, for the portable runs)
 from executorch.devtools.bundled_program.serialize import (
     deserialize_from_flatbuffer_to_bundled_program,
 )
@@ -507,6 +508,132 @@ fixture(
         (randn(1, 2, 4, 6), randn(1, 2, 2, 6), randn(8, 4), randn(8, 4), torch.tensor(start)) for start in (1, 5)
     ],
     portable_model=lambda: HfRotary(reference=True),
+)
+
+
+
+class ConvAddRelu(nn.Module):
+    """Two pointwise convolutions of one input, added, then ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(4, 6, 1)
+        self.b = nn.Conv2d(4, 6, 1)
+
+    def forward(self, x):
+        return F.relu(self.a(x) + self.b(x))
+
+
+def static_int8():
+    """XNNPACK's symmetric per-channel static int8 configuration, which the
+    Vulkan preprocessing fuses into its ``q8ta_*`` operators."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    quantizer = XNNPACKQuantizer()
+    quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False))
+    return quantizer
+
+
+def vulkan_weight_only(bits):
+    """The Vulkan quantizer's weight-only configuration of ``bits``-bit
+    per-channel weights."""
+    from executorch.backends.vulkan.quantizer.vulkan_quantizer import (
+        VulkanQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    quantizer = VulkanQuantizer()
+    quantizer.set_global(get_symmetric_quantization_config(is_dynamic=False, weight_bits=bits))
+    return quantizer
+
+
+def quantized(layer, *shape, quantizer=static_int8):
+    """A fixture model: ``layer()`` quantized with PT2E by ``quantizer()``,
+    calibrated on inputs of ``shape`` drawn from the fixture's seeded
+    generator; the converted graph, exported again by the fixture (its
+    train/eval switches, which exported graphs refuse, do nothing)."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    def make():
+        calibration = tuple(randn(*each) for each in shape)
+        graph = torch.export.export(layer().eval(), calibration, strict=True).module()
+        graph = prepare_pt2e(graph, quantizer())
+        graph(*calibration)
+        graph = convert_pt2e(graph)
+        graph.eval = lambda: graph
+        return graph
+
+    return make
+
+
+fixture(
+    "q8ta_conv2d",
+    ["et_vk.q8ta_conv2d.default"],
+    "PT2E int8 Conv2d(3, 6, 3, padding 1) + ReLU of float32 [1,3,6,6]: weights packed [6, 27 -> 28], "
+    "scales and bias padded to 8",
+    quantized(lambda: Linear(nn.Conv2d(3, 6, 3, padding=1), F.relu), (1, 3, 6, 6)),
+    twice(lambda: (randn(1, 3, 6, 6),)),
+)
+fixture(
+    "q8ta_conv2d_dw",
+    ["et_vk.q8ta_conv2d_dw.default"],
+    "PT2E int8 depthwise Conv2d(8, 8, 3, stride 2, padding 1, groups 8) of float32 [1,8,7,7]",
+    quantized(lambda: nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8), (1, 8, 7, 7)),
+    twice(lambda: (randn(1, 8, 7, 7),)),
+)
+fixture(
+    "q8ta_conv2d_pw",
+    ["et_vk.q8ta_conv2d_pw.default"],
+    "PT2E int8 pointwise Conv2d(6, 10, 1) of float32 [1,6,4,5]: scales and bias padded to 12",
+    quantized(lambda: nn.Conv2d(6, 10, 1), (1, 6, 4, 5)),
+    twice(lambda: (randn(1, 6, 4, 5),)),
+)
+fixture(
+    "q8ta_conv2d_transposed",
+    ["et_vk.q8ta_conv2d_transposed.default"],
+    "PT2E int8 ConvTranspose2d(4, 6, 3, stride 2, padding 1, output_padding 1) of float32 [1,4,3,3]",
+    quantized(lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), (1, 4, 3, 3)),
+    twice(lambda: (randn(1, 4, 3, 3),)),
+)
+fixture(
+    "q8ta_linear",
+    ["et_vk.q8ta_linear.default"],
+    "PT2E int8 Linear(12, 6) of float32 [3,12]: scales and bias padded to 8",
+    quantized(lambda: nn.Linear(12, 6), (3, 12)),
+    twice(lambda: (randn(3, 12),)),
+)
+fixture(
+    "q8ta_linear_gemv",
+    ["et_vk.q8ta_linear_gemv.default"],
+    "PT2E int8 Linear(12, 5) of float32 [1,12] (one row: the gemv form)",
+    quantized(lambda: nn.Linear(12, 5), (1, 12)),
+    twice(lambda: (randn(1, 12),)),
+)
+fixture(
+    "q8ta_add",
+    ["et_vk.q8ta_add.default", "et_vk.q8ta_conv2d_pw.default"],
+    "PT2E int8 ReLU(Conv2d(4, 6, 1)(x) + Conv2d(4, 6, 1)(x)) of float32 [1,4,3,3]: the ReLU is the "
+    "output range's clamp",
+    quantized(ConvAddRelu, (1, 4, 3, 3)),
+    twice(lambda: (randn(1, 4, 3, 3),)),
+)
+fixture(
+    "q8ta_relu",
+    ["et_vk.q8ta_relu.default", "et_vk.q8ta_conv2d.default"],
+    "PT2E int8 ReLU(max_pool2d(Conv2d(4, 8, 3, padding 1)(x), 2)) of float32 [1,4,4,4]: the ReLU after "
+    "the pooling is a quantized ReLU of its own",
+    quantized(lambda: Linear(nn.Conv2d(4, 8, 3, padding=1), lambda y: F.relu(F.max_pool2d(y, 2))), (1, 4, 4, 4)),
+    twice(lambda: (randn(1, 4, 4, 4),)),
+)
+fixture(
+    "weight_int8pack_mm",
+    ["aten._weight_int8pack_mm.default"],
+    "Linear(16, 6) of float32 [3,16] with the Vulkan quantizer's weight-only int8 per-channel weights",
+    quantized(lambda: nn.Linear(16, 6), (3, 16), quantizer=lambda: vulkan_weight_only(8)),
+    twice(lambda: (randn(3, 16),)),
 )
 
 

@@ -91,3 +91,30 @@ fn unknown_operators_are_reported() {
         "expected {expected:?} in {stdout}"
     );
 }
+
+/// A quantized operator's activation other than "none" and "relu" is
+/// refused with an error naming the argument (the q8ta_conv2d fixture's
+/// "relu" rewritten as "gelu").
+#[test]
+fn unknown_quantized_activations_are_refused() {
+    let file = repo_dir().join("tests/fixtures/vulkan/q8ta_conv2d.vulkan.bpte");
+    let mut bytes = std::fs::read(&file).expect("the fixture");
+    // The flatbuffer string: its length, then its bytes.
+    let relu = b"\x04\x00\x00\x00relu";
+    let at = bytes
+        .windows(relu.len())
+        .position(|window| window == relu)
+        .expect("the fixture's activation is relu");
+    bytes[at + 4..at + relu.len()].copy_from_slice(b"gelu");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let changed = dir.path().join("gelu.vulkan.bpte");
+    std::fs::write(&changed, &bytes).expect("the changed program");
+    let output = ptec(&["test", changed.to_str().expect("utf-8 path")]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let expected = "(et_vk.q8ta_conv2d.default): activation is \"gelu\"";
+    assert!(
+        stdout.contains(expected),
+        "expected {expected:?} in {stdout}"
+    );
+}

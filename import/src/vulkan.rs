@@ -44,6 +44,10 @@ use crate::error::{ImportError, Location};
 use crate::program::Importer;
 use crate::{Operator, OperatorSource, aten};
 
+mod quantized;
+
+use quantized::Packing;
+
 /// How a Vulkan operator becomes IR.
 #[derive(Clone, Copy)]
 enum Translate {
@@ -533,6 +537,105 @@ const OPERATORS: &[(&str, Translate)] = &[
         "et_vk.grid_priors.default",
         Translate::Own(grid_priors, &[OpKind::Copy]),
     ),
+    // The quantized operators of PT2E-quantized programs
+    // ([`quantized`]).
+    (
+        "et_vk.q8ta_conv2d.default",
+        Translate::Own(
+            |t, args| quantized::convolution(t, args, Packing::Matrix),
+            Q8TA_CONV,
+        ),
+    ),
+    (
+        "et_vk.q8ta_conv2d_pw.default",
+        Translate::Own(
+            |t, args| quantized::convolution(t, args, Packing::Matrix),
+            Q8TA_CONV,
+        ),
+    ),
+    (
+        "et_vk.q8ta_conv2d_dw.default",
+        Translate::Own(
+            |t, args| quantized::convolution(t, args, Packing::Depthwise),
+            Q8TA_CONV,
+        ),
+    ),
+    (
+        "et_vk.q8ta_conv2d_transposed.default",
+        Translate::Own(
+            |t, args| quantized::convolution(t, args, Packing::Transposed),
+            Q8TA_CONV,
+        ),
+    ),
+    (
+        "et_vk.q8ta_linear.default",
+        Translate::Own(quantized::linear, Q8TA_LINEAR),
+    ),
+    (
+        "et_vk.q8ta_linear_gemv.default",
+        Translate::Own(quantized::linear, Q8TA_LINEAR),
+    ),
+    (
+        "et_vk.linear_q8ta_q8csw.default",
+        Translate::Own(quantized::linear_q8csw, Q8TA_LINEAR),
+    ),
+    (
+        "et_vk.q8ta_add.default",
+        Translate::Own(quantized::add, Q8TA_ELEMENTWISE),
+    ),
+    (
+        "et_vk.q8ta_relu.default",
+        Translate::Own(quantized::relu, Q8TA_ELEMENTWISE),
+    ),
+    (
+        "aten._weight_int8pack_mm.default",
+        Translate::Own(
+            quantized::weight_int8pack_mm,
+            &[
+                OpKind::Copy,
+                OpKind::Permute,
+                OpKind::MatMul,
+                OpKind::Elementwise,
+            ],
+        ),
+    ),
+    (
+        "et_vk.q8ta_pixel_shuffle.default",
+        Translate::Own(quantized::pixel_shuffle, Q8TA_SHUFFLE),
+    ),
+];
+
+/// What the quantized convolutions emit: the quantize family's elementwise
+/// ops, the weights' unpacking and the convolution.
+const Q8TA_CONV: &[OpKind] = &[
+    OpKind::Elementwise,
+    OpKind::Copy,
+    OpKind::Reshape,
+    OpKind::Slice,
+    OpKind::Permute,
+    OpKind::Convolution,
+];
+
+/// What the quantized linear layers emit.
+const Q8TA_LINEAR: &[OpKind] = &[
+    OpKind::Elementwise,
+    OpKind::Copy,
+    OpKind::Reshape,
+    OpKind::Slice,
+    OpKind::Permute,
+    OpKind::MatMul,
+    OpKind::Addmm,
+];
+
+/// What the quantized additions and ReLUs emit.
+const Q8TA_ELEMENTWISE: &[OpKind] = &[OpKind::Elementwise, OpKind::Copy, OpKind::Reshape];
+
+/// What the quantized pixel shuffle emits.
+const Q8TA_SHUFFLE: &[OpKind] = &[
+    OpKind::Elementwise,
+    OpKind::Copy,
+    OpKind::Reshape,
+    OpKind::Permute,
 ];
 
 /// Every Vulkan operator ptec translates, by name.
