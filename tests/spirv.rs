@@ -114,15 +114,7 @@ fn vulkan_operator_fixtures_pass_on_the_device() {
     for (fixture, reason) in ON_THE_CPU {
         let file = repo_dir().join(format!("tests/fixtures/vulkan/{fixture}.vulkan.bpte"));
         let (_dir, manifest) = emit_spirv(&file);
-        let segments = manifest["methods"][0]["segments"]
-            .as_array()
-            .expect("segments");
-        let reasons: Vec<&str> = segments
-            .iter()
-            .filter(|segment| segment["runs_on"] == "cpu")
-            .flat_map(|segment| segment["kernels"].as_array().expect("kernels"))
-            .map(|kernel| kernel["reason"].as_str().expect("a reason"))
-            .collect();
+        let reasons = cpu_reasons(&manifest);
         assert!(
             !reasons.is_empty() && reasons.iter().all(|why| why.starts_with(reason)),
             "{fixture}: {manifest:#}"
@@ -170,15 +162,7 @@ fn quantized_fixtures_pass_on_the_device() {
             .and_then(|name| name.strip_suffix(".bpte"))
             .expect("a fixture name");
         let (_dir, manifest) = emit_spirv(file);
-        let segments = manifest["methods"][0]["segments"]
-            .as_array()
-            .expect("segments");
-        let reasons: Vec<&str> = segments
-            .iter()
-            .filter(|segment| segment["runs_on"] == "cpu")
-            .flat_map(|segment| segment["kernels"].as_array().expect("kernels"))
-            .map(|kernel| kernel["reason"].as_str().expect("a reason"))
-            .collect();
+        let reasons = cpu_reasons(&manifest);
         match ON_THE_CPU.iter().find(|(fixture, _)| *fixture == name) {
             Some((_, why)) => assert!(
                 reasons.iter().any(|reason| reason.contains(why)),
@@ -254,6 +238,19 @@ fn control_flow_runs_on_the_cpu_and_dynamic_shapes_are_named() {
         segments[0]["kernels"][0]["reason"], "the method has control flow",
         "{manifest:#}"
     );
+}
+
+/// Why each kernel of the first method in `--emit spirv`'s `manifest`
+/// runs on the CPU, in order (none when every kernel runs on the device).
+fn cpu_reasons(manifest: &serde_json::Value) -> Vec<&str> {
+    manifest["methods"][0]["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter(|segment| segment["runs_on"] == "cpu")
+        .flat_map(|segment| segment["kernels"].as_array().expect("kernels"))
+        .map(|kernel| kernel["reason"].as_str().expect("a reason"))
+        .collect()
 }
 
 /// Compiles `file` with `--emit spirv` into a temporary directory and
