@@ -1,10 +1,12 @@
 //! GEMM and depthwise convolution microkernels for x86-64, emitted as
 //! machine code with iced-x86 and defined into the same Cranelift module as
-//! the kernels that call them (so JIT and object files share them). Cranelift's vectors are 128 bits wide;
-//! these use the CPU's 256-bit (AVX2) or 512-bit (AVX-512) registers.
+//! the kernels that call them (so JIT and object files share them).
+//! Cranelift's vectors are 128 bits wide; these use the CPU's 256-bit (AVX2)
+//! or 512-bit (AVX-512) registers. The depthwise kernel is described at
+//! [`depthwise`].
 //!
-//! Each computes one tile of four to eight rows, two registers wide (16
-//! columns with AVX2, 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row,
+//! A GEMM tile is four to eight rows, one or two registers wide (8 or 16
+//! columns with AVX2, 16 or 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row,
 //! row_bias, column_bias, bounds, residual)` (System V arguments, the last
 //! four on the stack) writes
 //! `C = clamp(A @ B + row_bias[r] + column_bias[j], bounds[0], bounds[1]) + R`

@@ -385,7 +385,7 @@ impl Shaders {
         };
         let refused =
             |Refusal(why)| in_context(CodegenError::unsupported(node.op(), Backend::Vulkan, why));
-        let kernel = kernels::kernel(graph, layout, node, false)
+        let kernel = kernels::kernel(graph, layout, node, graph.is_view_in_place(node_id))
             .map_err(refused)?
             .ok_or_else(|| refused(refuse("no kernel, although one was placed on the device")))?;
         let (source, workgroups) = shader_source(&kernel);
