@@ -6,15 +6,18 @@
 //! Numbers are values of the compute type (booleans as bytes 0 or 1), or
 //! f32x4 vectors; the booleans comparisons give are bytes 0 or 1, or lane
 //! masks (all ones or all zeros) for vectors. Math functions call the C
-//! library, integer division checks its divisor, and integer powers loop;
-//! none has a vector form ([`Expr::is_scalar_only`]). A let's value is
+//! library but for f32 `exp`, which ptec computes itself in vectors too
+//! (`crate::exp`); integer division checks its divisor, and integer powers
+//! loop; none of those has a vector form ([`Expr::is_scalar_only`]). A let's value is
 //! computed once and read wherever its body reads the local.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{BlockArg, Endianness, InstBuilder, MemFlagsData, Type, Value, types};
+use ptec_ir::ops::elementwise::MathFn;
 use ptec_ir::ops::expr::{Binary, Comparison, Expr, Unary};
 use ptec_ir::{DType, Scalar};
 
+use super::exp::exp_f32;
 use crate::emit::Emitter;
 use crate::error::CodegenError;
 
@@ -79,7 +82,8 @@ impl Scope<'_> {
                 Ok(select_lanes(e, condition, a, b))
             }
             Expr::Math(function, args) => {
-                if !at.compute.is_float() || at.ty.is_vector() {
+                let vector_form = *function == MathFn::Exp && at.compute == DType::F32;
+                if !at.compute.is_float() || (at.ty.is_vector() && !vector_form) {
                     let symbol = function.c_symbol(false);
                     return Err(e.unsupported(format!("{symbol} of {} elements", at.ty)));
                 }
@@ -87,7 +91,7 @@ impl Scope<'_> {
                     .iter()
                     .map(|arg| self.lower(e, arg))
                     .collect::<Result<Vec<_>, _>>()?;
-                e.call_math(*function, &args)
+                math(e, *function, &args)
             }
             Expr::Let(parts) => {
                 let [value, body] = parts.as_ref();
@@ -103,6 +107,21 @@ impl Scope<'_> {
                 .copied()
                 .ok_or_else(|| e.unsupported("an expression reading a local outside any let")),
         }
+    }
+}
+
+/// `function` of `args`: ptec's own exponential for f32 numbers (one or a
+/// vector of them), the C library's function otherwise.
+pub(crate) fn math(
+    e: &mut Emitter<'_, '_, '_>,
+    function: MathFn,
+    args: &[Value],
+) -> Result<Value, CodegenError> {
+    match args {
+        [x] if function == MathFn::Exp && e.b.func.dfg.value_type(*x).lane_type() == types::F32 => {
+            Ok(exp_f32(e, *x))
+        }
+        _ => e.call_math(function, args),
     }
 }
 

@@ -10,6 +10,7 @@ mod conv_direct;
 mod conv_dynamic;
 mod conv_nhwc;
 mod elementwise;
+mod exp;
 mod expr;
 mod gather;
 mod linalg;

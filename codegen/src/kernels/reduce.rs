@@ -12,7 +12,7 @@ use ptec_ir::ops::norm::{BatchNorm, LayerNorm};
 use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax, TopK};
 use ptec_ir::{DType, ValueId};
 
-use super::expr::fconst;
+use super::expr::{fconst, math};
 use super::nest::{byte_strides, count_as_float, count_of, fold_axes, over_axes};
 use crate::emit::{Emitter, Size, flags, scalar_type};
 use crate::error::CodegenError;
@@ -541,7 +541,7 @@ pub(crate) fn softmax(
         let sum = e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
             let value = e.b.ins().load(ty, flags(), c[0], 0);
             let shifted = e.b.ins().fsub(value, max);
-            let exp = e.call_math(MathFn::Exp, &[shifted])?;
+            let exp = math(e, MathFn::Exp, &[shifted])?;
             if !log {
                 e.b.ins().store(flags(), exp, c[1], 0);
             }

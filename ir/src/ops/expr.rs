@@ -155,10 +155,12 @@ impl Expr {
     }
 
     /// Whether the expression calls the math library, divides integers or
-    /// raises them to a power, which have no vector form.
+    /// raises them to a power, which have no vector form. `exp` has one: the
+    /// CPU back end computes it itself.
     pub fn is_scalar_only(&self) -> bool {
         match self {
             Expr::Operand(_) | Expr::Constant(_) | Expr::Local => false,
+            Expr::Math(MathFn::Exp, args) => args.iter().any(Expr::is_scalar_only),
             Expr::Math(..) => true,
             Expr::Unary(_, x) => x.is_scalar_only(),
             Expr::Binary(op, a, b) => {
