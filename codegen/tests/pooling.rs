@@ -46,7 +46,8 @@ fn a_window_of_minus_infinity_gives_its_first_tap_inside() {
 /// Padded max pooling whose indices nothing reads (the input copied inside
 /// a border of -inf, every window then a vector of taps) gives each
 /// window's maximum as the indexed kernel does: the first tap inside, then
-/// a larger value or any NaN.
+/// a larger value or any NaN. Six output columns: one vector of four, then
+/// the last four again, overlapping it.
 #[test]
 fn padded_pooling_without_indices_takes_the_maximum_inside() {
     let (height, width) = (5usize, 11usize);

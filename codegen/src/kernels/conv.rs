@@ -783,6 +783,12 @@ fn max_pool_inside(
     };
     let output = e.address(outputs[0]);
     let rows = Size::Const(batch * channels * out_h);
+    let window = PoolWindow {
+        kernel,
+        dilation,
+        row_bytes: width * 4,
+        stride: stride[1],
+    };
     // Output rows of every plane follow each other, as do their input rows
     // (`stride[0]` apart within a plane, a plane's leftover rows between).
     e.counted_loop(rows, &[input, output], |e, row, p| {
@@ -792,33 +798,102 @@ fn max_pool_inside(
         let row_offset = e.b.ins().imul_imm_s(in_plane_row, stride[0] * width * 4);
         let source = e.b.ins().iadd(p[0], plane_offset);
         let source = e.b.ins().iadd(source, row_offset);
-        let mut carried = vec![source, p[1]];
-        for lanes in [4i64, 1] {
-            let count = if lanes == 4 { out_w / 4 } else { out_w % 4 };
-            let lane = if lanes == 4 { types::F32X4 } else { types::F32 };
-            carried = e.counted_loop(Size::Const(count), &carried, |e, _, q| {
-                let mut best: Option<Value> = None;
-                for ky in 0..kernel[0] {
-                    for kx in 0..kernel[1] {
-                        let offset = ((ky * dilation[0] * width + kx * dilation[1]) * 4) as i32;
-                        let value = load_strided(e, tile_input(), q[0], offset, stride[1], lane);
-                        best = Some(match best {
-                            None => value,
-                            Some(best) => max_keeping_nan(e, best, value),
-                        });
-                    }
-                }
-                let best = best.expect("a pooling window has a tap");
+        let vectors = out_w / 4;
+        let carried = e.counted_loop(Size::Const(vectors), &[source, p[1]], |e, _, q| {
+            let best = window.vector_max(e, q[0]);
+            e.b.ins().store(flags(), best, q[1], 0);
+            Ok(vec![
+                e.b.ins().iadd_imm_s(q[0], 4 * stride[1] * 4),
+                e.b.ins().iadd_imm_s(q[1], 4 * 4),
+            ])
+        })?;
+        let leftover = out_w % 4;
+        if leftover != 0 && vectors > 0 {
+            // The last four columns once more, overlapping the loop's last
+            // vector: same values, and no scalar tail.
+            let back = 4 - leftover;
+            let source = e.b.ins().iadd_imm_s(carried[0], -back * stride[1] * 4);
+            let destination = e.b.ins().iadd_imm_s(carried[1], -back * 4);
+            let best = window.vector_max(e, source);
+            e.b.ins().store(flags(), best, destination, 0);
+        } else if leftover != 0 {
+            e.counted_loop(Size::Const(leftover), &carried, |e, _, q| {
+                let best = window.scalar_max(e, q[0]);
                 e.b.ins().store(flags(), best, q[1], 0);
                 Ok(vec![
-                    e.b.ins().iadd_imm_s(q[0], lanes * stride[1] * 4),
-                    e.b.ins().iadd_imm_s(q[1], lanes * 4),
+                    e.b.ins().iadd_imm_s(q[0], stride[1] * 4),
+                    e.b.ins().iadd_imm_s(q[1], 4),
                 ])
             })?;
         }
-        Ok(vec![p[0], carried[1]])
+        Ok(vec![p[0], e.b.ins().iadd_imm_s(p[1], out_w * 4)])
     })?;
     Ok(true)
+}
+
+/// The taps of a max pooling window inside its (padded) input rows.
+struct PoolWindow {
+    kernel: [i64; 2],
+    dilation: [i64; 2],
+    /// Bytes from one input row to the next.
+    row_bytes: i64,
+    /// Columns from one window to the next.
+    stride: i64,
+}
+
+impl PoolWindow {
+    /// Byte offsets of the taps from the window's first, in PyTorch's order.
+    fn offsets(&self) -> impl Iterator<Item = i32> + '_ {
+        (0..self.kernel[0]).flat_map(move |ky| {
+            (0..self.kernel[1]).map(move |kx| {
+                (ky * self.dilation[0] * self.row_bytes + kx * self.dilation[1] * 4) as i32
+            })
+        })
+    }
+
+    /// The maxima of four windows whose first taps start at `source`,
+    /// `stride` columns apart. A window's first tap, then each larger one
+    /// (`maxps`, which keeps the maximum so far on NaN); a window that met
+    /// a NaN gives NaN, tracked by unordered compares two taps at a time.
+    fn vector_max(&self, e: &mut Emitter<'_, '_, '_>, source: Value) -> Value {
+        let taps: Vec<Value> = self
+            .offsets()
+            .map(|offset| load_strided(e, tile_input(), source, offset, self.stride, types::F32X4))
+            .collect();
+        let mut best = taps[0];
+        for &tap in &taps[1..] {
+            // `best < tap ? tap : best`, which Cranelift emits as `maxps`.
+            let below = e.b.ins().fcmp(FloatCC::LessThan, best, tap);
+            best = super::expr::select_lanes(e, below, tap, best);
+        }
+        let mut nan: Option<Value> = None;
+        for pair in taps.chunks(2) {
+            let unordered =
+                e.b.ins()
+                    .fcmp(FloatCC::Unordered, pair[0], pair[pair.len() - 1]);
+            nan = Some(match nan {
+                None => unordered,
+                Some(nan) => e.b.ins().bor(nan, unordered),
+            });
+        }
+        let nan = nan.expect("a pooling window has a tap");
+        let quiet_nan = super::expr::fconst(e, types::F32X4, f64::NAN);
+        super::expr::select_lanes(e, nan, quiet_nan, best)
+    }
+
+    /// The maximum of the one window whose first tap is at `source`, NaN if
+    /// any tap is.
+    fn scalar_max(&self, e: &mut Emitter<'_, '_, '_>, source: Value) -> Value {
+        let mut best: Option<Value> = None;
+        for offset in self.offsets() {
+            let value = load_strided(e, tile_input(), source, offset, self.stride, types::F32);
+            best = Some(match best {
+                None => value,
+                Some(best) => max_keeping_nan(e, best, value),
+            });
+        }
+        best.expect("a pooling window has a tap")
+    }
 }
 
 /// `value` where it is larger than `best` or NaN, else `best` (which stays
