@@ -13,12 +13,23 @@
  * runs a part changes nothing in its result. Workers spin briefly after a
  * call (the next kernel of the method usually follows at once) and then
  * sleep on a condition variable until the next one.
+ *
+ * A pool notices when it does not get its cores: when a call took longer
+ * than the caller would have taken alone, at the pace of the parts it ran
+ * itself (a worker was descheduled while it held a part: another process
+ * keeps the cores busy), twice in a row, the next calls run on the caller alone, after which the
+ * pool tries its workers again. Each time the workers fall behind again,
+ * it waits twice as many calls before the next try (PTEC_SERIAL_CALLS at
+ * first, PTEC_MAX_SERIAL_CALLS at most); a call the workers share without
+ * holding the caller up starts over from the first. Whether a call ran on
+ * one thread or several changes nothing in its result.
  */
-#define _POSIX_C_SOURCE 200112L /* posix_memalign, with a strict -std */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign, clock_gettime, with a strict -std */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define PTEC_HIDDEN __attribute__((visibility("hidden")))
 
@@ -27,6 +38,15 @@
  * worker is awake for the next one (waking one from its condition variable
  * takes longer than many kernels run). */
 #define PTEC_SPINS 5000
+
+/* How many calls run on the caller alone once the workers fell behind,
+ * the first time and at most. */
+#define PTEC_SERIAL_CALLS 64
+#define PTEC_MAX_SERIAL_CALLS 8192
+
+/* How many calls in a row whose workers fell behind switch a pool to
+ * running on its caller alone. */
+#define PTEC_STRIKES 2
 
 typedef int32_t (*ptec_kernel)(uint8_t *arena, const uint8_t *const *constants, int64_t *dims,
                                uint8_t *scratch, int64_t start, int64_t end);
@@ -66,7 +86,20 @@ struct ptec_pool {
     int64_t *dims;
     int64_t count;
     int32_t *status;
+    /* Touched by the caller only: its calls so far, the call before which
+     * it runs alone, how many calls it runs alone the next time, and how
+     * many calls in a row its workers fell behind. */
+    int64_t calls;
+    int64_t serial_until;
+    int64_t serial_calls;
+    int32_t strikes;
 };
+
+static int64_t ptec_now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
 
 static inline void ptec_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -77,15 +110,17 @@ static inline void ptec_relax(void) {
 }
 
 /* Claims and runs parts of call `generation` with `scratch` until none is
- * left to claim. */
-static void ptec_run_parts(struct ptec_pool *pool, uint64_t generation, uint8_t *scratch) {
+ * left to claim; returns how many it ran. */
+static int64_t ptec_run_parts(struct ptec_pool *pool, uint64_t generation, uint8_t *scratch) {
     uint64_t ticket = atomic_load_explicit(&pool->ticket, memory_order_acquire);
-    for (;;) {
+    for (int64_t ran = 0;; ran++) {
         if (PTEC_GENERATION(ticket) != generation || PTEC_NEXT(ticket) >= PTEC_PARTS(ticket))
-            return;
+            return ran;
         if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &ticket, ticket + 1,
-                                                   memory_order_acq_rel, memory_order_acquire))
+                                                   memory_order_acq_rel, memory_order_acquire)) {
+            ran--;
             continue;
+        }
         int64_t part = (int64_t)PTEC_NEXT(ticket), parts = (int64_t)PTEC_PARTS(ticket);
         int64_t start = pool->count * part / parts;
         int64_t end = pool->count * (part + 1) / parts;
@@ -127,6 +162,22 @@ static void *ptec_worker_main(void *argument) {
     }
 }
 
+/* Counts a call whose workers fell `behind` (or did not), and switches the
+ * pool to its caller alone after PTEC_STRIKES of them in a row. */
+static void ptec_judge_workers(struct ptec_pool *pool, int behind) {
+    if (!behind) {
+        pool->strikes = 0;
+        pool->serial_calls = PTEC_SERIAL_CALLS;
+        return;
+    }
+    if (++pool->strikes < PTEC_STRIKES)
+        return;
+    pool->strikes = 0;
+    pool->serial_until = pool->calls + pool->serial_calls;
+    if (pool->serial_calls < PTEC_MAX_SERIAL_CALLS)
+        pool->serial_calls *= 2;
+}
+
 /* Publishes a new generation of `parts` parts and wakes the workers. */
 static void ptec_publish(struct ptec_pool *pool, uint64_t parts) {
     uint64_t generation =
@@ -163,6 +214,7 @@ PTEC_HIDDEN struct ptec_pool *ptec_pool_create(int32_t threads, uint64_t scratch
     if (!pool)
         return NULL;
     pool->threads = threads;
+    pool->serial_calls = PTEC_SERIAL_CALLS;
     pool->scratch_stride = (scratch_bytes + 63) / 64 * 64;
     pool->workers = calloc((size_t)threads, sizeof *pool->workers);
     pool->status = calloc((size_t)threads, sizeof *pool->status);
@@ -202,7 +254,7 @@ PTEC_HIDDEN int32_t ptec_parallel_for(struct ptec_pool *pool, ptec_kernel kernel
                                       const uint8_t *const *constants, int64_t *dims,
                                       uint8_t *scratch, int64_t count, int64_t chunks) {
     int64_t parts = chunks < count ? chunks : count;
-    if (!pool || parts < 2)
+    if (!pool || parts < 2 || pool->calls++ < pool->serial_until)
         return kernel(arena, constants, dims, scratch, 0, count);
     if (parts > pool->threads)
         parts = pool->threads;
@@ -215,7 +267,9 @@ PTEC_HIDDEN int32_t ptec_parallel_for(struct ptec_pool *pool, ptec_kernel kernel
     ptec_publish(pool, (uint64_t)parts);
     uint64_t generation =
         PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_relaxed));
-    ptec_run_parts(pool, generation, scratch);
+    int64_t started = ptec_now_ns();
+    int64_t ran = ptec_run_parts(pool, generation, scratch);
+    int64_t worked = ptec_now_ns();
     for (int spin = 0;
          atomic_load_explicit(&pool->remaining, memory_order_acquire) != 0 && spin < PTEC_SPINS;
          spin++)
@@ -225,6 +279,13 @@ PTEC_HIDDEN int32_t ptec_parallel_for(struct ptec_pool *pool, ptec_kernel kernel
         while (atomic_load_explicit(&pool->remaining, memory_order_acquire) != 0)
             pthread_cond_wait(&pool->done, &pool->lock);
         pthread_mutex_unlock(&pool->lock);
+    }
+    /* A call the caller ran whole says nothing about the workers. Else,
+     * had the caller run every part at the pace of its own, it would have
+     * taken `(worked - started) * parts / ran`. */
+    if (ran < parts) {
+        int64_t took = ptec_now_ns() - started, own = worked - started;
+        ptec_judge_workers(pool, took * ran > own * parts);
     }
     for (int32_t part = 0; part < parts; part++)
         if (pool->status[part] != 0)
