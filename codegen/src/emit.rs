@@ -63,6 +63,18 @@ pub(crate) struct Microkernels {
     pub gemm: Vec<(crate::microkernel::Tile, FuncId)>,
     /// Depthwise convolution pixels, and the width of its registers.
     pub depthwise: Option<(crate::microkernel::Width, FuncId)>,
+    /// Activations over f32 arrays.
+    pub activations: Vec<(crate::microkernel::Activation, FuncId)>,
+}
+
+impl Microkernels {
+    /// The microkernel computing `activation`, if the target has one.
+    pub(crate) fn activation(&self, activation: crate::microkernel::Activation) -> Option<FuncId> {
+        self.activations
+            .iter()
+            .find(|(known, _)| *known == activation)
+            .map(|&(_, id)| id)
+    }
 }
 
 /// Where scratch memory starts in the arena.

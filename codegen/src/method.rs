@@ -245,7 +245,8 @@ fn define_microkernels(
     if avx2 {
         widths.push(microkernel::Width::Avx2);
     }
-    // The depthwise kernel's widest: AVX-512's masks need BMI2.
+    // The depthwise and activation kernels' widest: AVX-512's masks need
+    // BMI2.
     let depthwise = match (avx512 && enabled("has_bmi2"), avx2) {
         (true, _) => Some(microkernel::Width::Avx512),
         (false, true) => Some(microkernel::Width::Avx2),
@@ -279,6 +280,18 @@ fn define_microkernels(
         let code = assembled("depthwise microkernel", microkernel::depthwise(width))?;
         definer.bytes(module, id, &name, 16, code)?;
         microkernels.depthwise = Some((width, id));
+        let mut signature = module.make_signature();
+        signature.params.extend([AbiParam::new(PTR); 3]);
+        for activation in microkernel::Activation::ALL {
+            let name = format!("{symbol}__{activation:?}_{width:?}").to_lowercase();
+            let id = module.declare_function(&name, Linkage::Local, &signature)?;
+            let code = assembled(
+                &format!("{activation:?} microkernel"),
+                microkernel::activation(width, activation),
+            )?;
+            definer.bytes(module, id, &name, 16, code)?;
+            microkernels.activations.push((activation, id));
+        }
     }
     Ok(microkernels)
 }

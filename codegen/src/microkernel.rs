@@ -422,3 +422,235 @@ pub(crate) fn depthwise(width: Width) -> Result<Vec<u8>, IcedError> {
     asm.ret()?;
     asm.assemble(0)
 }
+
+/// An activation the [`activation`] microkernel computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Activation {
+    /// `1 / (1 + exp(-x))`.
+    Sigmoid,
+    /// `x * sigmoid(x)`.
+    Silu,
+}
+
+impl Activation {
+    pub(crate) const ALL: [Activation; 2] = [Activation::Sigmoid, Activation::Silu];
+}
+
+/// The constants the [`activation`] microkernel reads: the exponential's
+/// ([`crate::kernels::exp`]), and the lane numbers for the AVX2 tail's mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ActivationConstant {
+    Lowest,
+    Highest,
+    Log2E,
+    Shift,
+    ShiftBits,
+    Ln2High,
+    Ln2Low,
+    Taylor(usize),
+    One,
+    ExponentBias,
+    SignBit,
+    Lanes,
+}
+
+impl ActivationConstant {
+    fn all() -> Vec<ActivationConstant> {
+        use ActivationConstant::*;
+        let taylor = (0..crate::kernels::exp::TAYLOR.len()).map(Taylor);
+        [Lowest, Highest, Log2E, Shift, ShiftBits, Ln2High, Ln2Low]
+            .into_iter()
+            .chain(taylor)
+            .chain([One, ExponentBias, SignBit, Lanes])
+            .collect()
+    }
+
+    /// A 512-bit register's worth of the constant (AVX2 reads half).
+    fn data(self) -> [u32; 16] {
+        use crate::kernels::exp;
+        let splat = |bits: u32| [bits; 16];
+        match self {
+            ActivationConstant::Lowest => splat(exp::LOWEST.to_bits()),
+            ActivationConstant::Highest => splat(exp::HIGHEST.to_bits()),
+            ActivationConstant::Log2E => splat(exp::LOG2_E.to_bits()),
+            ActivationConstant::Shift | ActivationConstant::ShiftBits => {
+                splat(exp::ROUNDING_SHIFT.to_bits())
+            }
+            ActivationConstant::Ln2High => splat(exp::LN2_HIGH.to_bits()),
+            ActivationConstant::Ln2Low => splat(exp::LN2_LOW.to_bits()),
+            ActivationConstant::Taylor(index) => splat(exp::TAYLOR[index].to_bits()),
+            ActivationConstant::One => splat(1f32.to_bits()),
+            ActivationConstant::ExponentBias => splat(exp::EXPONENT_BIAS as u32),
+            ActivationConstant::SignBit => splat(0x8000_0000),
+            ActivationConstant::Lanes => std::array::from_fn(|lane| lane as u32),
+        }
+    }
+}
+
+/// Emits the activation loop: `$v` are seven vector registers, `$lanes`
+/// f32 a register, `$constant(c)` the memory operand of a register's
+/// worth of constant `c`. `$load` and `$store` move a register from and to
+/// memory masked to the `rdx` elements left when fewer than `$lanes`
+/// remain (`$mask` prepares that). `$vanishing` marks the lanes whose
+/// exponential rounds to 0 and `$zero_vanished` zeroes them in a register.
+/// The steps are those of `kernels::exp` and the IR's sigmoid, in order.
+macro_rules! emit_activation {
+    ($asm:ident, $activation:expr, $lanes:expr, [$x:expr, $y:expr, $k:expr, $t:expr, $u:expr, $w:expr], $constant:expr, $mask:expr, $load:expr, $store:expr, $vanishing:expr, $zero_vanished:expr) => {{
+        use ActivationConstant::*;
+        let constant = $constant;
+        let mut full = $asm.create_label();
+        let mut tail = $asm.create_label();
+        let mut body = $asm.create_label();
+        let mut last = $asm.create_label();
+        let mut end = $asm.create_label();
+        $asm.set_label(&mut full)?;
+        $asm.cmp(rdx, $lanes)?;
+        $asm.jl(tail)?;
+        $asm.vmovups($x, ptr(rdi))?;
+        $asm.jmp(body)?;
+        $asm.set_label(&mut tail)?;
+        $asm.test(rdx, rdx)?;
+        $asm.jle(end)?;
+        $mask(&mut $asm)?;
+        $load(&mut $asm, $x)?;
+        $asm.set_label(&mut body)?;
+        // y = -x, the exponential's argument; 0 where its result vanishes.
+        $asm.vxorps($y, $x, constant(SignBit))?;
+        $vanishing(&mut $asm, $y, constant(Lowest))?;
+        $zero_vanished(&mut $asm, $y)?;
+        // min(bound, y) is y when y is NaN, as `at_most` keeps it.
+        $asm.vmovups($t, constant(Highest))?;
+        $asm.vminps($y, $t, $y)?;
+        // k = round(y log2 e), as a float (t) and an integer (k).
+        $asm.vmulps($k, $y, constant(Log2E))?;
+        $asm.vaddps($k, $k, constant(Shift))?;
+        $asm.vsubps($t, $k, constant(Shift))?;
+        $asm.vpsubd($k, $k, constant(ShiftBits))?;
+        // r = y - t ln2_high - t ln2_low.
+        $asm.vmulps($u, $t, constant(Ln2High))?;
+        $asm.vsubps($y, $y, $u)?;
+        $asm.vmulps($u, $t, constant(Ln2Low))?;
+        $asm.vsubps($y, $y, $u)?;
+        // p = 1 + (r + r^2 q(r)), q by Horner's rule.
+        $asm.vmovups($u, constant(Taylor(0)))?;
+        for index in 1..crate::kernels::exp::TAYLOR.len() {
+            $asm.vmulps($u, $u, $y)?;
+            $asm.vaddps($u, $u, constant(Taylor(index)))?;
+        }
+        $asm.vmulps($t, $y, $y)?;
+        $asm.vmulps($u, $u, $t)?;
+        $asm.vaddps($u, $u, $y)?;
+        $asm.vaddps($u, $u, constant(One))?;
+        // p * 2^(k >> 1) * 2^(k - (k >> 1)).
+        $asm.vpsrad($t, $k, 1)?;
+        $asm.vpsubd($k, $k, $t)?;
+        $asm.vpaddd($t, $t, constant(ExponentBias))?;
+        $asm.vpslld($t, $t, 23)?;
+        $asm.vpaddd($k, $k, constant(ExponentBias))?;
+        $asm.vpslld($k, $k, 23)?;
+        $asm.vmulps($u, $u, $t)?;
+        $asm.vmulps($u, $u, $k)?;
+        $zero_vanished(&mut $asm, $u)?;
+        // sigmoid = 1 / (1 + exp(-x)); silu = x * sigmoid.
+        $asm.vaddps($u, $u, constant(One))?;
+        $asm.vmovups($w, constant(One))?;
+        $asm.vdivps($u, $w, $u)?;
+        if $activation == Activation::Silu {
+            $asm.vmulps($u, $x, $u)?;
+        }
+        $asm.cmp(rdx, $lanes)?;
+        $asm.jl(last)?;
+        $asm.vmovups(ptr(rsi), $u)?;
+        $asm.add(rdi, 4 * $lanes)?;
+        $asm.add(rsi, 4 * $lanes)?;
+        $asm.sub(rdx, $lanes)?;
+        $asm.jmp(full)?;
+        $asm.set_label(&mut last)?;
+        $store(&mut $asm, $u)?;
+        $asm.set_label(&mut end)?;
+    }};
+}
+
+/// The activation microkernel: `activation(input, output, count)` (System V
+/// arguments) writes `output[i] = f(input[i])` for `i < count`, f32, with
+/// AVX-512 (BMI2 making the last elements' mask) or AVX2 (masked loads and
+/// stores), 16 or 8 elements at a time; `input` and `output` may be the
+/// same. It computes what the Cranelift kernels compute, step for step
+/// ([`crate::kernels::exp`], no fused multiply-adds), so it gives their
+/// bits.
+pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>, IcedError> {
+    use iced_x86::code_asm::registers::gpr32::{eax, edx};
+    use iced_x86::code_asm::registers::k::{k1, k2};
+    use iced_x86::code_asm::registers::{xmm::*, ymm::*, zmm::*};
+    let mut asm = CodeAssembler::new(64)?;
+    let constants = ActivationConstant::all();
+    let mut labels: Vec<_> = constants.iter().map(|_| asm.create_label()).collect();
+    let label_of = |constant: ActivationConstant| {
+        let index = constants
+            .iter()
+            .position(|&known| known == constant)
+            .expect("every constant is in the table");
+        labels[index]
+    };
+    let constant = |c: ActivationConstant| ptr(label_of(c));
+    match width {
+        Width::Avx512 => emit_activation!(
+            asm,
+            activation,
+            16,
+            [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5],
+            constant,
+            |asm: &mut CodeAssembler| -> Result<(), IcedError> {
+                asm.mov(eax, 0xFFFF)?;
+                asm.bzhi(eax, eax, edx)?;
+                asm.kmovw(k1, eax)
+            },
+            |asm: &mut CodeAssembler, x: iced_x86::code_asm::AsmRegisterZmm| {
+                asm.vmovups(x.k1().z(), ptr(rdi))
+            },
+            |asm: &mut CodeAssembler, u: iced_x86::code_asm::AsmRegisterZmm| {
+                asm.vmovups(ptr(rsi).k1(), u)
+            },
+            |asm: &mut CodeAssembler, y: iced_x86::code_asm::AsmRegisterZmm, lowest| {
+                asm.vcmpps(k2, y, lowest, 1)
+            },
+            |asm: &mut CodeAssembler, v: iced_x86::code_asm::AsmRegisterZmm| asm.vxorps(
+                v.k2(),
+                v,
+                v
+            )
+        ),
+        // ymm7: the lanes whose exponential vanishes; ymm8: the tail's.
+        Width::Avx2 => emit_activation!(
+            asm,
+            activation,
+            8,
+            [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5],
+            constant,
+            |asm: &mut CodeAssembler| -> Result<(), IcedError> {
+                // Lane i is in when rdx > i.
+                asm.vmovd(xmm8, edx)?;
+                asm.vpbroadcastd(ymm8, xmm8)?;
+                asm.vpcmpgtd(ymm8, ymm8, constant(Lanes))
+            },
+            |asm: &mut CodeAssembler, x: iced_x86::code_asm::AsmRegisterYmm| {
+                asm.vmaskmovps(x, ymm8, ptr(rdi))
+            },
+            |asm: &mut CodeAssembler, u: iced_x86::code_asm::AsmRegisterYmm| {
+                asm.vmaskmovps(ptr(rsi), ymm8, u)
+            },
+            |asm: &mut CodeAssembler, y: iced_x86::code_asm::AsmRegisterYmm, lowest| {
+                asm.vcmpps(ymm7, y, lowest, 1)
+            },
+            |asm: &mut CodeAssembler, v: iced_x86::code_asm::AsmRegisterYmm| asm
+                .vandnps(v, ymm7, v)
+        ),
+    }
+    asm.vzeroupper()?;
+    asm.ret()?;
+    for (constant, label) in constants.iter().zip(labels.iter_mut()) {
+        asm.set_label(label)?;
+        asm.dd(&constant.data())?;
+    }
+    asm.assemble(0)
+}

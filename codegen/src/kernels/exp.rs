@@ -25,20 +25,25 @@ use cranelift_codegen::ir::{Endianness, InstBuilder, MemFlagsData, Type, Value, 
 use super::expr::{at_most, fconst, select_lanes};
 use crate::emit::Emitter;
 
+// The constants are shared with the activation microkernel
+// (`microkernel::activation`), which computes the same steps 8 or 16 lanes
+// at a time.
+
 /// The least f32 whose `exp` does not round to 0 (below `-150 ln 2`, the
 /// exact value is under half the smallest subnormal).
-const LOWEST: f64 = -103.972_076_416_015_62;
+pub(crate) const LOWEST: f32 = -103.972_08;
 /// Above it, `exp` overflows to infinity.
-const HIGHEST: f64 = 89.0;
+pub(crate) const HIGHEST: f32 = 89.0;
+pub(crate) const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// Adding it to a float of magnitude under 2^22 rounds it to an integer,
 /// which the low bits of the sum then hold (offset by the constant's own).
-const ROUNDING_SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23
+pub(crate) const ROUNDING_SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23
 /// ln 2 in two parts: the first has 9 significant bits, so `k * LN2_HIGH`
 /// is exact for every `k` the clamp allows, and `x - k * LN2_HIGH` too.
-const LN2_HIGH: f64 = 0.693_359_375;
-const LN2_LOW: f64 = -2.121_944_4e-4;
+pub(crate) const LN2_HIGH: f32 = 0.693_359_4;
+pub(crate) const LN2_LOW: f32 = -2.121_944_4e-4;
 /// The Taylor coefficients `1 / n!` for n = 7 down to 2.
-const TAYLOR: [f64; 6] = [
+pub(crate) const TAYLOR: [f32; 6] = [
     1.0 / 5040.0,
     1.0 / 720.0,
     1.0 / 120.0,
@@ -46,20 +51,22 @@ const TAYLOR: [f64; 6] = [
     1.0 / 6.0,
     0.5,
 ];
+/// The exponent bias of f32.
+pub(crate) const EXPONENT_BIAS: i32 = 127;
 
 /// `exp(x)` of an f32 or an f32x4 value.
 pub(crate) fn exp_f32(e: &mut Emitter<'_, '_, '_>, x: Value) -> Value {
     let ty = e.b.func.dfg.value_type(x);
     debug_assert_eq!(ty.lane_type(), types::F32);
     let int_ty = ty.as_int();
-    let lowest = fconst(e, ty, LOWEST);
-    let highest = fconst(e, ty, HIGHEST);
+    let lowest = fconst(e, ty, f64::from(LOWEST));
+    let highest = fconst(e, ty, f64::from(HIGHEST));
     let zero = fconst(e, ty, 0.0);
     let vanishes = e.b.ins().fcmp(FloatCC::LessThan, x, lowest);
     let x = select_lanes(e, vanishes, zero, x);
     let x = at_most(e, x, highest);
 
-    let log2e = fconst(e, ty, std::f64::consts::LOG2_E);
+    let log2e = fconst(e, ty, f64::from(LOG2_E));
     let shift = fconst(e, ty, f64::from(ROUNDING_SHIFT));
     let scaled = e.b.ins().fmul(x, log2e);
     let shifted = e.b.ins().fadd(scaled, shift);
@@ -68,16 +75,16 @@ pub(crate) fn exp_f32(e: &mut Emitter<'_, '_, '_>, x: Value) -> Value {
     let shift_bits = splat_int(e, int_ty, i64::from(ROUNDING_SHIFT.to_bits()));
     let k = e.b.ins().isub(shifted_bits, shift_bits);
 
-    let ln2_high = fconst(e, ty, LN2_HIGH);
-    let ln2_low = fconst(e, ty, LN2_LOW);
+    let ln2_high = fconst(e, ty, f64::from(LN2_HIGH));
+    let ln2_low = fconst(e, ty, f64::from(LN2_LOW));
     let high = e.b.ins().fmul(k_float, ln2_high);
     let r = e.b.ins().fsub(x, high);
     let low = e.b.ins().fmul(k_float, ln2_low);
     let r = e.b.ins().fsub(r, low);
 
-    let mut q = fconst(e, ty, TAYLOR[0]);
+    let mut q = fconst(e, ty, f64::from(TAYLOR[0]));
     for &coefficient in &TAYLOR[1..] {
-        let c = fconst(e, ty, coefficient);
+        let c = fconst(e, ty, f64::from(coefficient));
         let product = e.b.ins().fmul(q, r);
         q = e.b.ins().fadd(product, c);
     }
@@ -101,7 +108,7 @@ pub(crate) fn exp_f32(e: &mut Emitter<'_, '_, '_>, x: Value) -> Value {
 /// `2^k` as a float of type `ty`, for `k` in the normal exponent range.
 fn power_of_two(e: &mut Emitter<'_, '_, '_>, ty: Type, k: Value) -> Value {
     let int_ty = ty.as_int();
-    let bias = splat_int(e, int_ty, 127);
+    let bias = splat_int(e, int_ty, i64::from(EXPONENT_BIAS));
     let biased = e.b.ins().iadd(k, bias);
     let exponent = e.b.ins().ishl_imm_u(biased, 23);
     e.b.ins().bitcast(ty, little(), exponent)

@@ -10,7 +10,7 @@ mod conv_direct;
 mod conv_dynamic;
 mod conv_nhwc;
 mod elementwise;
-mod exp;
+pub(crate) mod exp;
 mod expr;
 mod gather;
 mod linalg;

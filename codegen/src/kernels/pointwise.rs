@@ -5,8 +5,9 @@
 //! f32 lanes at a time when the expression has a vector form and every type
 //! is f32.
 
-use cranelift_codegen::ir::Value;
-use ptec_ir::ops::elementwise::{Elementwise, Func, Undefined};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp, Undefined};
 use ptec_ir::ops::expr::Expr;
 use ptec_ir::ops::fused::{Fused, StepInput};
 use ptec_ir::ops::promotion::Operand;
@@ -14,8 +15,9 @@ use ptec_ir::{DType, ValueId};
 
 use super::elementwise::{dtype, map_over};
 use super::expr::{self, Lowering};
-use crate::emit::Emitter;
+use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
+use crate::microkernel::Activation;
 
 /// The expression of `func` for operands of `inputs`, with the type it
 /// computes in and the type of its result.
@@ -41,6 +43,11 @@ pub(super) fn elementwise(
         .iter()
         .map(|&input| Operand::of(&e.graph().value(input).ty))
         .collect();
+    if let Some(activation) = activation_of(std::slice::from_ref(&op.func), &[], 1)
+        && activation_call(e, activation, &op.inputs, output)?
+    {
+        return Ok(());
+    }
     let (expr, compute, result) = semantics(e, &op.func, &inputs)?;
     let compute = compute.arithmetic();
     map_over(
@@ -62,6 +69,13 @@ pub(super) fn fused(
     op: &Fused,
     output: ValueId,
 ) -> Result<(), CodegenError> {
+    let funcs: Vec<Func> = op.steps.iter().map(|step| step.func.clone()).collect();
+    let step_inputs: Vec<&[StepInput]> = op.steps.iter().map(|step| &step.inputs[..]).collect();
+    if let Some(activation) = activation_of(&funcs, &step_inputs, op.inputs.len())
+        && activation_call(e, activation, &op.inputs, output)?
+    {
+        return Ok(());
+    }
     // Every operand and step is of the output's type (the verifier checks).
     let stored = dtype(e, output);
     let steps = op
@@ -102,4 +116,90 @@ pub(super) fn fused(
             Ok(*results.last().expect("a fused kernel has steps"))
         },
     )
+}
+
+/// The activation a chain of functions computes, when it is one the
+/// activation microkernel has, with one operand: sigmoid, SiLU, or a
+/// sigmoid and the product of its operand and result (SiLU as the fusion
+/// pass writes it). `inputs` are the steps' inputs (none for one function
+/// applied to the operand).
+fn activation_of(funcs: &[Func], inputs: &[&[StepInput]], operands: usize) -> Option<Activation> {
+    use StepInput::{Input, Step};
+    if operands != 1 {
+        return None;
+    }
+    let product = Func::Binary {
+        op: BinaryOp::Mul,
+        alpha: None,
+    };
+    match (funcs, inputs) {
+        ([Func::Unary(UnaryOp::Sigmoid)], [] | [[Input(0)]]) => Some(Activation::Sigmoid),
+        ([Func::Unary(UnaryOp::Silu)], [] | [[Input(0)]]) => Some(Activation::Silu),
+        // Not sigmoid(x) * x: a NaN then keeps the sigmoid's sign.
+        ([Func::Unary(UnaryOp::Sigmoid), second], [[Input(0)], [Input(0), Step(0)]])
+            if *second == product =>
+        {
+            Some(Activation::Silu)
+        }
+        _ => None,
+    }
+}
+
+/// Elements of f32 activations per call of the microkernel: a unit of
+/// work for threads.
+const ACTIVATION_BLOCK: i64 = 4096;
+
+/// About how many operations an activation costs an element.
+const ACTIVATION_COST: u64 = 40;
+
+/// Computes `activation` of `inputs[0]` into `output` with the activation
+/// microkernel, in blocks that threads share out; false, emitting nothing,
+/// when the target has no such microkernel or the operand and the output
+/// are not f32 tensors of one fixed shape and layout.
+fn activation_call(
+    e: &mut Emitter<'_, '_, '_>,
+    activation: Activation,
+    inputs: &[ValueId],
+    output: ValueId,
+) -> Result<bool, CodegenError> {
+    let Some(kernel) = e.cx.microkernels.activation(activation) else {
+        return Ok(false);
+    };
+    let (input_ty, output_ty) = (&e.graph().value(inputs[0]).ty, &e.graph().value(output).ty);
+    let same = input_ty.dtype == DType::F32
+        && output_ty.dtype == DType::F32
+        && input_ty.shape == output_ty.shape
+        && input_ty.dim_order == output_ty.dim_order;
+    let Some(sizes) = output_ty.fixed_shape().filter(|_| same) else {
+        return Ok(false);
+    };
+    let count = sizes.iter().product::<u64>();
+    let blocks = count.div_ceil(ACTIVATION_BLOCK as u64) as i64;
+    if blocks == 0 {
+        return Ok(true);
+    }
+    let (source, destination) = (e.address(inputs[0]), e.address(output));
+    e.allow_parallel();
+    let range = e.parallel_range(blocks, ACTIVATION_BLOCK as u64 * ACTIVATION_COST);
+    let (start, end) = match range {
+        Some(range) => range,
+        None => (e.iconst(0), e.iconst(blocks)),
+    };
+    let function = e.import_function(kernel);
+    let span = e.b.ins().isub(end, start);
+    e.counted_loop(Size::Dyn(span), &[start], |e, _, carried| {
+        let block = carried[0];
+        let first = e.b.ins().imul_imm_s(block, ACTIVATION_BLOCK);
+        let offset = e.b.ins().ishl_imm_u(first, 2);
+        let input = e.b.ins().iadd(source, offset);
+        let output = e.b.ins().iadd(destination, offset);
+        let total = e.iconst(count as i64);
+        let left = e.b.ins().isub(total, first);
+        let limit = e.iconst(ACTIVATION_BLOCK);
+        let below = e.b.ins().icmp(IntCC::SignedLessThan, left, limit);
+        let elements = e.b.ins().select(below, left, limit);
+        e.b.ins().call(function, &[input, output, elements]);
+        Ok(vec![e.b.ins().iadd_imm_s(block, 1)])
+    })?;
+    Ok(true)
 }
