@@ -601,7 +601,15 @@ fn im2col_gemm(
     let block_rows = im2col_block_rows(out_h, out_w, taps);
     let blocks = out_h / block_rows;
     let block_pixels = block_rows * out_w;
-    let columns = e.scratch((block_pixels * taps * 4) as u64);
+    // Scratch: the columns, then (for an NCHW input) the image copied
+    // channels-last, so that a tap's channels, and with a dilation of 1 the
+    // taps of a kernel row too, are contiguous runs to copy.
+    let columns_bytes = ((block_pixels * taps * 4) as u64).next_multiple_of(64) as i64;
+    let packed_bytes = match conv.input.channels_last {
+        true => 0,
+        false => conv.input.strides[0] * 4,
+    };
+    let columns = e.scratch((columns_bytes + packed_bytes) as u64);
     let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
     // The cells of taps outside the image are zeros: those of columns
     // outside are never written, so zeroed once; those of rows outside, in
@@ -625,44 +633,68 @@ fn im2col_gemm(
         Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
         None => (e.iconst(0), Size::Const(blocks)),
     };
+    let packed = (!conv.input.channels_last).then(|| e.b.ins().iadd_imm_s(columns, columns_bytes));
+    let [_, channels, height, width] = conv.input.sizes;
+    let (channel_stride, row_stride, column_stride) = match packed {
+        Some(_) => (1, width * channels, channels),
+        None => (channel_stride, row_stride, column_stride),
+    };
+    // The columns where every tap of a kernel row lies inside the image,
+    // copied a kernel row at a time when those taps' channels follow each
+    // other in the input and in the columns.
+    let whole_rows = (conv.dilation[1] == 1 && channel_stride == 1 && conv.groups == 1)
+        .then(|| {
+            (0..kernel_w)
+                .map(|kx| axes[1].outputs_meeting(kx))
+                .reduce(|a, b| a.start.max(b.start)..a.end.min(b.end))
+                .filter(|xs| !xs.is_empty())
+        })
+        .flatten();
     per_image(e, conv, [input, output], &mut |e, image, out| {
+        let image = match packed {
+            Some(scratch) => {
+                let [_, c, h, w] = conv.input.strides;
+                emit_copy(
+                    e,
+                    [channels, height, width].map(Size::Const).to_vec(),
+                    f32_operand(scratch, [1, width * channels, channels]),
+                    f32_operand(image, [c, h, w]),
+                )?;
+                scratch
+            }
+            None => image,
+        };
         let bases = [image, filter, out, bias.unwrap_or(out)];
         e.counted_loop(Size::Const(conv.groups), &bases, |e, _, g| {
             e.counted_loop(block_count, &[], |e, index, _| {
                 let block = e.b.ins().iadd(first_block, index);
                 let first_row = e.b.ins().imul_imm_s(block, block_rows);
                 for ky in 0..kernel_h {
-                    for kx in 0..kernel_w {
-                        // The block's output pixels whose window meets tap
-                        // (ky, kx) inside the image.
-                        let (ys, xs) = (axes[0].outputs_meeting(ky), axes[1].outputs_meeting(kx));
-                        if ys.is_empty() || xs.is_empty() {
-                            continue;
+                    // The block's output rows whose window meets kernel
+                    // row `ky` inside the image.
+                    let ys = axes[0].outputs_meeting(ky);
+                    if ys.is_empty() {
+                        continue;
+                    }
+                    let end_row = e.b.ins().iadd_imm_s(first_row, block_rows);
+                    let [start, end] = [ys.start, ys.end].map(|bound| e.iconst(bound));
+                    let late = e.b.ins().icmp(IntCC::SignedGreaterThan, start, first_row);
+                    let from_row = e.b.ins().select(late, start, first_row);
+                    let early = e.b.ins().icmp(IntCC::SignedLessThan, end, end_row);
+                    let to_row = e.b.ins().select(early, end, end_row);
+                    let rows = e.b.ins().isub(to_row, from_row);
+                    // Copies the taps `kx..kx + span` of output columns
+                    // `xs`: input row `from_row * stride + ky * dilation -
+                    // padding`, each column's taps one run.
+                    let copy = |e: &mut Emitter<'_, '_, '_>,
+                                xs: Range<i64>,
+                                kx: i64,
+                                span: i64|
+                     -> Result<(), CodegenError> {
+                        if xs.is_empty() {
+                            return Ok(());
                         }
-                        let end_row = e.b.ins().iadd_imm_s(first_row, block_rows);
-                        let [start, end] = [ys.start, ys.end].map(|bound| e.iconst(bound));
-                        let late = e.b.ins().icmp(IntCC::SignedGreaterThan, start, first_row);
-                        let from_row = e.b.ins().select(late, start, first_row);
-                        let early = e.b.ins().icmp(IntCC::SignedLessThan, end, end_row);
-                        let to_row = e.b.ins().select(early, end, end_row);
-                        let rows = e.b.ins().isub(to_row, from_row);
                         let tap_cell = xs.start * taps + (ky * kernel_w + kx) * group_channels;
-                        if blocks > 1 && ys != (0..out_h) {
-                            // The block's rows above and below the tap's.
-                            let tap_cells =
-                                e.b.ins()
-                                    .iadd_imm_s(columns, (ky * kernel_w + kx) * group_channels * 4);
-                            let above = e.b.ins().isub(from_row, first_row);
-                            let below_start = e.b.ins().isub(to_row, first_row);
-                            let below_bytes = e.b.ins().imul_imm_s(below_start, out_w * taps * 4);
-                            let below = e.b.ins().iadd(tap_cells, below_bytes);
-                            let below_rows = e.b.ins().isub(end_row, to_row);
-                            for (start, count) in [(tap_cells, above), (below, below_rows)] {
-                                zero_cells(e, start, count, [out_w, group_channels], taps)?;
-                            }
-                        }
-                        // The source: input row `from_row * stride + ky *
-                        // dilation - padding`, column of output `xs.start`.
                         let ix0 = axes[1].position(xs.start, kx);
                         let iy_offset = axes[0].position(0, ky);
                         let source_row =
@@ -677,12 +709,16 @@ fn im2col_gemm(
                         let cell_row = e.b.ins().imul_imm_s(block_row, out_w * taps * 4);
                         let to = e.b.ins().iadd(columns, cell_row);
                         let to = e.b.ins().iadd_imm_s(to, tap_cell * 4);
+                        let (run, run_stride) = match span {
+                            1 => (group_channels, channel_stride),
+                            _ => (span * group_channels, 1),
+                        };
                         emit_copy(
                             e,
                             vec![
                                 Size::Dyn(rows),
                                 Size::Const(xs.end - xs.start),
-                                Size::Const(group_channels),
+                                Size::Const(run),
                             ],
                             f32_operand(to, [out_w * taps, taps, 1]),
                             f32_operand(
@@ -690,10 +726,41 @@ fn im2col_gemm(
                                 [
                                     conv.stride[0] * row_stride,
                                     conv.stride[1] * column_stride,
-                                    channel_stride,
+                                    run_stride,
                                 ],
                             ),
-                        )?;
+                        )
+                    };
+                    if let Some(all) = &whole_rows {
+                        copy(e, all.clone(), 0, kernel_w)?;
+                    }
+                    for kx in 0..kernel_w {
+                        let xs = axes[1].outputs_meeting(kx);
+                        if xs.is_empty() {
+                            continue;
+                        }
+                        if blocks > 1 && ys != (0..out_h) {
+                            // The block's rows above and below the tap's.
+                            let tap_cells =
+                                e.b.ins()
+                                    .iadd_imm_s(columns, (ky * kernel_w + kx) * group_channels * 4);
+                            let above = e.b.ins().isub(from_row, first_row);
+                            let below_start = e.b.ins().isub(to_row, first_row);
+                            let below_bytes = e.b.ins().imul_imm_s(below_start, out_w * taps * 4);
+                            let below = e.b.ins().iadd(tap_cells, below_bytes);
+                            let below_rows = e.b.ins().isub(end_row, to_row);
+                            for (start, count) in [(tap_cells, above), (below, below_rows)] {
+                                zero_cells(e, start, count, [out_w, group_channels], taps)?;
+                            }
+                        }
+                        match &whole_rows {
+                            // The columns left of and right of those.
+                            Some(all) => {
+                                copy(e, xs.start..all.start.min(xs.end), kx, 1)?;
+                                copy(e, all.end.max(xs.start)..xs.end, kx, 1)?;
+                            }
+                            None => copy(e, xs, kx, 1)?,
+                        }
                     }
                 }
                 let block_output =
