@@ -90,3 +90,65 @@ fn padded_pooling_without_indices_takes_the_maximum_inside() {
         }
     }
 }
+
+/// Max pooling of a channels-last input whose indices nothing reads gives
+/// the values the NCHW kernel gives, bit for bit where they are numbers:
+/// channel counts below, at and above a vector of four (the last four
+/// channels computed again, overlapping), padding and `ceil_mode` windows
+/// past the input, and NaN, -inf and signed zeros among the values.
+#[test]
+fn channels_last_pooling_matches_nchw() {
+    let specials = [f32::NAN, f32::NEG_INFINITY, -0.0, 0.0, f32::INFINITY];
+    for channels in [1usize, 3, 4, 6, 9] {
+        for (padding, ceil_mode) in [(0, false), (1, false), (0, true), (1, true)] {
+            let (height, width) = (7usize, 9usize);
+            let count = channels * height * width;
+            // Logical (NCHW-ordered) values: the runtime stores them in
+            // each graph's layout and reads the outputs back the same way.
+            let values: Vec<f32> = (0..count)
+                .map(|index| match index % 11 {
+                    0 => specials[(index / 11) % specials.len()],
+                    _ => ((index * 37) % 29) as f32 - 14.0,
+                })
+                .collect();
+            let out = |size: usize| {
+                let span = size + 2 * padding - 3;
+                let steps = if ceil_mode {
+                    span.div_ceil(2)
+                } else {
+                    span / 2
+                };
+                // A window must start inside the input or its left padding.
+                match ceil_mode && steps * 2 >= size + padding {
+                    true => steps,
+                    false => steps + 1,
+                }
+            };
+            let (out_h, out_w) = (out(height), out(width));
+            let results: Vec<Vec<f32>> = ["", "{order [0, 2, 3, 1]}"]
+                .iter()
+                .map(|order| {
+                    let text = format!(
+                        "graph g (arena 8192 bytes) {{
+  %0: f32[1,{channels},{height},{width}]{order} @0 = input 0
+  %1: f32[1,{channels},{out_h},{out_w}]{order} @4096, %2: i64[1,{channels},{out_h},{out_w}] @6144 = max_pool2d(%0) kernel=[3, 3] stride=[2, 2] padding=[{padding}, {padding}] dilation=[1, 1] ceil_mode={ceil_mode}
+  return %1
+}}"
+                    );
+                    let graph =
+                        ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+                    let input = le_bytes(&values, f32::to_le_bytes);
+                    let outputs = run_jit(&graph, &[&input]).expect("the graph runs");
+                    elements(&outputs[0], f32::from_le_bytes)
+                })
+                .collect();
+            for (index, (&want, &got)) in results[0].iter().zip(&results[1]).enumerate() {
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "{channels} channels, padding {padding}, ceil_mode {ceil_mode}: \
+                     element {index}: {got}, not {want}"
+                );
+            }
+        }
+    }
+}

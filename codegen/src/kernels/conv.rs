@@ -787,6 +787,7 @@ fn max_pool_inside(
         kernel,
         dilation,
         row_bytes: width * 4,
+        column_bytes: 4,
         stride: stride[1],
     };
     // Output rows of every plane follow each other, as do their input rows
@@ -835,9 +836,13 @@ fn max_pool_inside(
 struct PoolWindow {
     kernel: [i64; 2],
     dilation: [i64; 2],
-    /// Bytes from one input row to the next.
+    /// Bytes from one input row to the next, and from one column to the
+    /// next.
     row_bytes: i64,
-    /// Columns from one window to the next.
+    column_bytes: i64,
+    /// Elements between the lanes of a vector: the windows' stride along
+    /// a row (NCHW: four windows a vector), or 1 (channels-last: one window,
+    /// four channels).
     stride: i64,
 }
 
@@ -846,13 +851,14 @@ impl PoolWindow {
     fn offsets(&self) -> impl Iterator<Item = i32> + '_ {
         (0..self.kernel[0]).flat_map(move |ky| {
             (0..self.kernel[1]).map(move |kx| {
-                (ky * self.dilation[0] * self.row_bytes + kx * self.dilation[1] * 4) as i32
+                (ky * self.dilation[0] * self.row_bytes + kx * self.dilation[1] * self.column_bytes)
+                    as i32
             })
         })
     }
 
-    /// The maxima of four windows whose first taps start at `source`,
-    /// `stride` columns apart. A window's first tap, then each larger one
+    /// The maxima of four lanes whose first taps start at `source`,
+    /// `stride` elements apart. A window's first tap, then each larger one
     /// (`maxps`, which keeps the maximum so far on NaN); a window that met
     /// a NaN gives NaN, tracked by unordered compares two taps at a time.
     fn vector_max(&self, e: &mut Emitter<'_, '_, '_>, source: Value) -> Value {
@@ -896,6 +902,142 @@ impl PoolWindow {
     }
 }
 
+/// Max pooling of a channels-last input whose indices nothing reads (the
+/// dim-order pass stores such a pooling's result channels-last when its
+/// input is): for each output pixel, the window's taps a vector of four
+/// channels at a time, the last four channels once more overlapping the
+/// previous vector. With padding, or windows that `ceil_mode` lets run past
+/// the input, the input is first copied inside a border of -inf, as for
+/// NCHW ([`max_pool_inside`]); without, threads share out the output rows.
+fn max_pool_channels_last(
+    e: &mut Emitter<'_, '_, '_>,
+    &MaxPool2d {
+        input: input_value,
+        kernel,
+        stride,
+        padding,
+        dilation,
+        ..
+    }: &MaxPool2d,
+    outputs: &[ValueId],
+) -> Result<(), CodegenError> {
+    let graph = e.graph();
+    let indices_read = outputs
+        .get(1)
+        .is_some_and(|&indices| !graph.readers(indices).is_empty() || graph.is_live_out(indices));
+    let input = activation(e, input_value, "pooling input")?;
+    let output = activation(e, outputs[0], "pooling output")?;
+    if indices_read || !output.channels_last || graph.value(input_value).ty.dtype != DType::F32 {
+        return Err(e.unsupported(
+            "channels-last max pooling other than of f32 into channels-last, without indices",
+        ));
+    }
+    let [batch, channels, height, width] = input.sizes;
+    let [_, _, out_h, out_w] = output.sizes;
+    let [kernel, stride, dilation, padding] =
+        [kernel, stride, dilation, padding].map(|pair| pair.map(|v| v as i64));
+    // The padded input's extent: the padding, and any window past it.
+    let extent = |axis: usize, size: i64| {
+        let last = (if axis == 0 { out_h } else { out_w } - 1) * stride[axis]
+            + (kernel[axis] - 1) * dilation[axis]
+            + 1;
+        (size + 2 * padding[axis]).max(last)
+    };
+    let (padded_h, padded_w) = (extent(0, height), extent(1, width));
+    let copied = padded_h != height || padded_w != width;
+    let source = if copied {
+        let cells = batch * padded_h * padded_w * channels;
+        let padded = e.scratch((cells * 4) as u64);
+        let minus_infinity = e.b.ins().f32const(f32::NEG_INFINITY);
+        fill(e, padded, cells, minus_infinity)?;
+        let first =
+            e.b.ins()
+                .iadd_imm_s(padded, (padding[0] * padded_w + padding[1]) * channels * 4);
+        let unpadded = e.address(input_value);
+        emit_copy(
+            e,
+            [batch, height, width * channels].map(Size::Const).to_vec(),
+            f32_operand(
+                first,
+                [padded_h * padded_w * channels, padded_w * channels, 1],
+            ),
+            f32_operand(unpadded, [height * width * channels, width * channels, 1]),
+        )?;
+        padded
+    } else {
+        e.allow_parallel();
+        e.address(input_value)
+    };
+    let destination = e.address(outputs[0]);
+    let rows = batch * out_h;
+    let window = PoolWindow {
+        kernel,
+        dilation,
+        row_bytes: padded_w * channels * 4,
+        column_bytes: channels * 4,
+        stride: 1,
+    };
+    let pixel_cost = (kernel[0] * kernel[1] * channels) as u64;
+    let (start, end) = match e.parallel_range(rows, pixel_cost * out_w as u64) {
+        Some(range) => range,
+        None => (e.iconst(0), e.iconst(rows)),
+    };
+    let span = e.b.ins().isub(end, start);
+    e.counted_loop(Size::Dyn(span), &[start], |e, _, carried| {
+        let row = carried[0];
+        let image = e.b.ins().udiv_imm_u(row, out_h);
+        let in_image_row = e.b.ins().urem_imm_u(row, out_h);
+        let image_offset =
+            e.b.ins()
+                .imul_imm_s(image, padded_h * padded_w * channels * 4);
+        let row_offset =
+            e.b.ins()
+                .imul_imm_s(in_image_row, stride[0] * padded_w * channels * 4);
+        let window_start = e.b.ins().iadd(source, image_offset);
+        let window_start = e.b.ins().iadd(window_start, row_offset);
+        let out_offset = e.b.ins().imul_imm_s(row, out_w * channels * 4);
+        let out_start = e.b.ins().iadd(destination, out_offset);
+        e.counted_loop(
+            Size::Const(out_w),
+            &[window_start, out_start],
+            |e, _, pixel| {
+                let vectors = channels / 4;
+                let after = e.counted_loop(Size::Const(vectors), pixel, |e, _, q| {
+                    let best = window.vector_max(e, q[0]);
+                    e.b.ins().store(flags(), best, q[1], 0);
+                    Ok(vec![
+                        e.b.ins().iadd_imm_s(q[0], 16),
+                        e.b.ins().iadd_imm_s(q[1], 16),
+                    ])
+                })?;
+                let leftover = channels % 4;
+                if leftover != 0 && vectors > 0 {
+                    let back = -4 * (4 - leftover);
+                    let taps = e.b.ins().iadd_imm_s(after[0], back);
+                    let best = window.vector_max(e, taps);
+                    let at = e.b.ins().iadd_imm_s(after[1], back);
+                    e.b.ins().store(flags(), best, at, 0);
+                } else if leftover != 0 {
+                    e.counted_loop(Size::Const(leftover), &after, |e, _, q| {
+                        let best = window.scalar_max(e, q[0]);
+                        e.b.ins().store(flags(), best, q[1], 0);
+                        Ok(vec![
+                            e.b.ins().iadd_imm_s(q[0], 4),
+                            e.b.ins().iadd_imm_s(q[1], 4),
+                        ])
+                    })?;
+                }
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(pixel[0], stride[1] * channels * 4),
+                    e.b.ins().iadd_imm_s(pixel[1], channels * 4),
+                ])
+            },
+        )?;
+        Ok(vec![e.b.ins().iadd_imm_s(row, 1)])
+    })?;
+    Ok(())
+}
+
 /// `value` where it is larger than `best` or NaN, else `best` (which stays
 /// NaN once it is): max pooling's NaN propagation.
 pub(super) fn max_keeping_nan(e: &mut Emitter<'_, '_, '_>, best: Value, value: Value) -> Value {
@@ -925,6 +1067,9 @@ pub(super) fn max_pool(
             return Err(e.unsupported("max pooling indices over sizes known only at run time"));
         }
         return conv_dynamic::pooling(e, op.input, outputs[0], window, None);
+    }
+    if e.graph().value(op.input).ty.dim_order == CHANNELS_LAST {
+        return max_pool_channels_last(e, op, outputs);
     }
     if max_pool_inside(e, op, outputs)? {
         return Ok(());

@@ -499,6 +499,10 @@ impl OpDef for MaxPool2d {
         Outputs::Exactly(2)
     }
 
+    fn layout(&self) -> LayoutRule {
+        LayoutRule::Pooling
+    }
+
     fn infer(
         &self,
         inputs: &[&TensorType],

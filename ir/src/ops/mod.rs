@@ -175,8 +175,12 @@ pub enum LayoutRule {
     /// channels-last from a filter stored HWIO; a residual is read in the
     /// result's layout (convolutions).
     Convolution,
+    /// Reads its input and writes its first result in one dim order, NCHW
+    /// or channels-last, when nothing reads its other results (max
+    /// pooling, whose indices count NCHW positions).
+    Pooling,
     /// Observes the layout of what it reads (a reshape reinterprets bytes;
-    /// pooling and gathers want row-major tensors).
+    /// average pooling and gathers want row-major tensors).
     Fixed,
 }
 
