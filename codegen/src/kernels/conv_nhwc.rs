@@ -36,6 +36,8 @@ use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 use crate::microkernel::Width;
 
+use super::quantized::IntegerConv;
+
 /// The geometry of a convolution with a channels-last result.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct ChannelsLast {
@@ -69,13 +71,15 @@ impl ChannelsLast {
 }
 
 /// Emits the convolution; `pointers` are the input's, the filter's and the
-/// output's addresses.
+/// output's addresses. With an `integer` plan, pointwise convolutions of a
+/// channels-last input and the im2col ones go through the integer GEMM.
 pub(super) fn convolution(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
     pointers: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
+    integer: Option<&IntegerConv>,
 ) -> Result<(), CodegenError> {
     let channels = conv.input.sizes[1];
     let pointwise = conv.kernel() == [1, 1]
@@ -85,12 +89,13 @@ pub(super) fn convolution(
     let depthwise =
         conv.groups == channels && conv.group_channels() == 1 && conv.out_channels() == channels;
     e.allow_parallel();
-    if pointwise {
-        pointwise_gemm(e, conv, pointers, bias, epilogue)
-    } else if depthwise {
-        depthwise_direct(e, conv, pointers, bias, epilogue)
-    } else {
-        im2col_gemm(e, conv, pointers, bias, epilogue)
+    match integer {
+        Some(plan) if pointwise && conv.input.channels_last => {
+            pointwise_integer(e, conv, plan, pointers, bias, epilogue)
+        }
+        _ if pointwise => pointwise_gemm(e, conv, pointers, bias, epilogue),
+        _ if depthwise => depthwise_direct(e, conv, pointers, bias, epilogue),
+        _ => im2col_gemm(e, conv, pointers, bias, epilogue, integer),
     }
 }
 
@@ -193,6 +198,60 @@ fn pointwise_gemm(
             },
         };
         gemm_by_filter(e, conv, a, sizes, filter, out, bias, epilogue)
+    })
+}
+
+/// The rows of a pointwise convolution's integer GEMM packed at a time (a
+/// multiple of every integer tile's rows), and the unit threads share out.
+const INTEGER_BLOCK_ROWS: i64 = 96;
+
+/// A pointwise convolution of a channels-last input through the integer
+/// GEMM: per block of pixels, their channels packed into scratch, then the
+/// microkernels (or the f32 GEMM, when the block holds NaN).
+fn pointwise_integer(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    plan: &IntegerConv,
+    [input, filter, output]: [Value; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let pixel_stride = conv.input.strides[3] * 4;
+    let (pixels, out_channels) = (conv.pixels(), conv.out_channels());
+    let blocks = (pixels + INTEGER_BLOCK_ROWS - 1) / INTEGER_BLOCK_ROWS;
+    let scratch = e.scratch(plan.a_bytes(INTEGER_BLOCK_ROWS));
+    let prepared = plan.prepare(e, epilogue);
+    let cost = (INTEGER_BLOCK_ROWS * conv.input.sizes[1] * out_channels) as u64;
+    per_image(e, conv, [input, output], &mut |e, image, out| {
+        let (first, count) = match e.parallel_range(blocks, cost) {
+            Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
+            None => (e.iconst(0), Size::Const(blocks)),
+        };
+        e.counted_loop(count, &[], |e, index, _| {
+            let block = e.b.ins().iadd(first, index);
+            let start = e.b.ins().imul_imm_s(block, INTEGER_BLOCK_ROWS);
+            let total = e.iconst(pixels);
+            let left = e.b.ins().isub(total, start);
+            let whole = e.iconst(INTEGER_BLOCK_ROWS);
+            let short = e.b.ins().icmp(IntCC::SignedLessThan, left, whole);
+            let rows = e.b.ins().select(short, left, whole);
+            let source = e.b.ins().imul_imm_s(start, pixel_stride);
+            let source = e.b.ins().iadd(image, source);
+            let target = e.b.ins().imul_imm_s(start, out_channels * 4);
+            let target = e.b.ins().iadd(out, target);
+            plan.block(
+                e,
+                prepared,
+                [source, scratch, target],
+                pixel_stride,
+                Size::Dyn(rows),
+                filter,
+                bias,
+                epilogue,
+            )?;
+            Ok(Vec::new())
+        })?;
+        Ok(())
     })
 }
 
@@ -591,6 +650,7 @@ fn im2col_gemm(
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
+    integer: Option<&IntegerConv>,
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, row_stride, column_stride] = conv.input.strides;
     let [out_h, out_w] = [conv.output.sizes[2], conv.output.sizes[3]];
@@ -601,7 +661,12 @@ fn im2col_gemm(
     let block_rows = im2col_block_rows(out_h, out_w, taps);
     let blocks = out_h / block_rows;
     let block_pixels = block_rows * out_w;
-    let columns = e.scratch((block_pixels * taps * 4) as u64);
+    // The columns in f32, then (with an integer plan) packed for it.
+    let columns_bytes = ((block_pixels * taps * 4) as u64).next_multiple_of(64);
+    let packed_bytes = integer.map_or(0, |plan| plan.a_bytes(block_pixels));
+    let columns = e.scratch(columns_bytes + packed_bytes);
+    let packed = e.b.ins().iadd_imm_s(columns, columns_bytes as i64);
+    let prepared = integer.map(|plan| plan.prepare(e, epilogue));
     let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
     // The cells of taps outside the image are zeros: those of columns
     // outside are never written, so zeroed once; those of rows outside, in
@@ -701,6 +766,23 @@ fn im2col_gemm(
                         .imul_imm_s(block, block_pixels * conv.output.strides[3] * 4);
                 let block_output = e.b.ins().iadd(g[2], block_output);
                 let group_bias = bias.map(|_| g[3]);
+                if let (Some(plan), Some(prepared)) = (integer, prepared) {
+                    // One group: the group's pointers are the node's.
+                    return e
+                        .whole(|e| {
+                            plan.block(
+                                e,
+                                prepared,
+                                [columns, packed, block_output],
+                                taps * 4,
+                                Size::Const(block_pixels),
+                                g[1],
+                                group_bias,
+                                epilogue,
+                            )
+                        })
+                        .map(|()| Vec::new());
+                }
                 let a = rows(columns, taps);
                 e.whole(|e| {
                     gemm_by_filter(

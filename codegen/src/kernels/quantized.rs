@@ -1,0 +1,437 @@
+//! Integer GEMMs for the convolutions of quantized programs. XNNPACK's int8
+//! programs are imported as f32 ops on integer-valued floats: an
+//! activation is `round` then `clamp` to a range 256 values wide (the
+//! quantized value less its zero point), a weight a constant of integers in
+//! `[-127, 127]`, a bias an integer-valued constant. When the graph proves
+//! that of a convolution's operands ([`ptec_ir::value_bounds`], and the
+//! constants' elements here), its sums are integers, which i32 arithmetic
+//! computes exactly:
+//!
+//! - the weights are prepacked at compile time into the integer
+//!   microkernels' panels (i8 in groups of four along K for `vpdpbusd`,
+//!   i16 in pairs for AVX2's `vpmaddwd`), with K padded by zeros;
+//! - each block of the input's rows is converted from f32 to `u = v - low`
+//!   (u8, or u8 values as i16 for AVX2), `low` being the input's least
+//!   value, so that `v @ w = u @ w + low * sum_k w[k, j]`: that correction
+//!   per output column is folded into the bias at compile time;
+//! - the microkernels sum in i32, add the bias, convert to f32 once and
+//!   apply the convolution's clamp and residual as the f32 tiles do.
+//!
+//! Whenever the f32 kernels' sums are exact (below 2^24 in magnitude), the
+//! result is theirs bit for bit; beyond, it is the exact sum rounded once,
+//! as ExecuTorch's int32 kernels compute it. A NaN among the input's rows
+//! (which no integer holds; the bounds say nothing of NaN) sends that block
+//! through the f32 GEMM instead, so NaN propagates as it would there.
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
+use cranelift_module::FuncId;
+use ptec_ir::ops::conv::Convolution;
+
+use super::conv_nhwc::ChannelsLast;
+use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
+use crate::emit::{Emitter, PTR, Size, flags};
+use crate::error::CodegenError;
+use crate::microkernel::IntegerForm;
+
+/// The most a sum may reach in magnitude, the bias included, for i32 to
+/// hold it.
+const I32_LIMIT: i64 = i32::MAX as i64;
+
+/// A convolution the integer microkernels compute: the input's least value,
+/// and the prepacked weights, bias and mask.
+#[derive(Clone, Debug)]
+pub(super) struct IntegerConv {
+    form: IntegerForm,
+    /// The tiles two registers and one register wide.
+    kernels: [FuncId; 2],
+    low: i32,
+    /// K, and its four-byte groups in a row of A.
+    k: i64,
+    groups: i64,
+    /// The output's columns.
+    n: i64,
+    /// The panels two registers wide, and the last, narrower or masked
+    /// one (its registers and its columns).
+    full_panels: i64,
+    rest: Option<(usize, i64)>,
+    /// The constant: B's panels, then the bias, then the last panel's mask.
+    bytes: Vec<u8>,
+    bias_at: usize,
+    mask_at: usize,
+}
+
+/// Where an integer convolution's constant is and its clamp bounds, set up
+/// once at the kernel's start.
+#[derive(Clone, Copy)]
+pub(super) struct Prepared {
+    constant: Value,
+    bounds: Value,
+}
+
+impl IntegerConv {
+    /// The plan for `op` (a channels-last convolution of one group,
+    /// `conv`), when the target has the integer microkernels and the graph
+    /// proves the operands integers that i32 sums hold: the input
+    /// integral in a range at most 256 values wide (0 included when the
+    /// window pads), the weight a constant of integers in `[-128, 127]`
+    /// and the bias, if any, a constant of integers.
+    pub(super) fn plan(
+        e: &Emitter<'_, '_, '_>,
+        op: &Convolution,
+        conv: &ChannelsLast,
+    ) -> Option<IntegerConv> {
+        let (form, kernels) = e.cx.microkernels.integer?;
+        let graph = e.graph();
+        if conv.groups != 1 {
+            return None;
+        }
+        let (mut low, mut high) = ptec_ir::value_bounds(graph, op.input).integers()?;
+        if conv.padding != [0, 0] {
+            (low, high) = (low.min(0), high.max(0));
+        }
+        if high - low > 255 {
+            return None;
+        }
+        let [out_channels, in_channels, kernel_h, kernel_w] = conv.filter;
+        let (k, n) = (kernel_h * kernel_w * in_channels, out_channels);
+        let weights = f32_elements(graph.value(op.weight).constant_bytes()?);
+        let weight_ok = |w: &f32| w.fract() == 0.0 && (-128.0..=127.0).contains(w);
+        if weights.len() as i64 != k * n || !weights.iter().all(weight_ok) {
+            return None;
+        }
+        let bias = match op.bias {
+            Some(bias) => f32_elements(graph.value(bias).constant_bytes()?),
+            None => vec![0.0; n as usize],
+        };
+        let bias_ok = |b: &f32| b.fract() == 0.0 && b.abs() <= I32_LIMIT as f32;
+        if bias.len() as i64 != n || !bias.iter().all(bias_ok) {
+            return None;
+        }
+        // HWIO: weight (k, j) at k * n + j.
+        let weight = |k_index: i64, j: i64| weights[(k_index * n + j) as usize] as i64;
+        let folded: Vec<i64> = (0..n)
+            .map(|j| bias[j as usize] as i64 + low * (0..k).map(|i| weight(i, j)).sum::<i64>())
+            .collect();
+        let largest = folded.iter().map(|b| b.abs()).max().unwrap_or(0);
+        if k * 255 * 128 + largest > I32_LIMIT {
+            return None;
+        }
+        let columns = form.register_columns() as i64;
+        let (full_panels, left) = (n / (2 * columns), n % (2 * columns));
+        let rest = match left {
+            0 => None,
+            left if left <= columns => Some((1, left)),
+            left => Some((2, left)),
+        };
+        let steps = form.group_steps() as i64;
+        let groups = (k as u64).next_multiple_of(4) as i64 / steps;
+        let mut panels: Vec<(i64, i64)> = (0..full_panels)
+            .map(|panel| (panel * 2 * columns, 2 * columns))
+            .collect();
+        panels.extend(
+            rest.map(|(registers, _)| (full_panels * 2 * columns, registers as i64 * columns)),
+        );
+        let mut bytes = Vec::new();
+        for &(first, width) in &panels {
+            for group in 0..groups {
+                for j in first..first + width {
+                    for step in 0..steps {
+                        let k_index = group * steps + step;
+                        let w = match k_index < k && j < n {
+                            true => weight(k_index, j),
+                            false => 0,
+                        };
+                        match form {
+                            IntegerForm::Vnni512 | IntegerForm::VnniAvx2 => {
+                                bytes.push(w as i8 as u8)
+                            }
+                            IntegerForm::Avx2 => bytes.extend((w as i16).to_le_bytes()),
+                        }
+                    }
+                }
+            }
+        }
+        let padded = panels.last().map_or(0, |&(first, width)| first + width);
+        let bias_at = bytes.len().next_multiple_of(64);
+        bytes.resize(bias_at, 0);
+        for j in 0..padded {
+            let value = folded.get(j as usize).copied().unwrap_or(0) as i32;
+            bytes.extend(value.to_le_bytes());
+        }
+        let mask_at = bytes.len().next_multiple_of(64);
+        bytes.resize(mask_at, 0);
+        if let Some((registers, valid)) = rest {
+            for j in 0..registers as i64 * columns {
+                let lane: i32 = if j < valid { -1 } else { 0 };
+                bytes.extend(lane.to_le_bytes());
+            }
+        }
+        Some(IntegerConv {
+            form,
+            kernels,
+            low: low as i32,
+            k,
+            groups,
+            n,
+            full_panels,
+            rest,
+            bytes,
+            bias_at,
+            mask_at,
+        })
+    }
+
+    /// Bytes of a row of A.
+    pub(super) fn a_row(&self) -> i64 {
+        self.groups * 4
+    }
+
+    /// Bytes of scratch that `rows` rows of A take, rounded up to whole
+    /// tiles (which the microkernels read) and with room for the packing's
+    /// last 16-byte store.
+    pub(super) fn a_bytes(&self, rows: i64) -> u64 {
+        let rows = (rows as u64).next_multiple_of(self.form.rows() as u64);
+        (rows * self.a_row() as u64 + 16).next_multiple_of(64)
+    }
+
+    /// Sets up the constant's address and the clamp bounds.
+    pub(super) fn prepare(&self, e: &mut Emitter<'_, '_, '_>, epilogue: Epilogue) -> Prepared {
+        let constant = e.computed_constant(self.bytes.clone());
+        let slot =
+            e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 4));
+        let bounds = [
+            epilogue.min.unwrap_or(f32::NEG_INFINITY),
+            epilogue.max.unwrap_or(f32::INFINITY),
+        ];
+        for (offset, bound) in [0, 4].into_iter().zip(bounds) {
+            let value = e.b.ins().f32const(bound);
+            e.b.ins().stack_store(PTR, value, slot, offset);
+        }
+        Prepared {
+            constant,
+            bounds: e.b.ins().stack_addr(PTR, slot, 0),
+        }
+    }
+
+    /// Converts `rows` rows of `self.k` f32 elements (at `source`, rows
+    /// `source_row` bytes apart, the elements contiguous) into A's rows at
+    /// `target`; returns an i32 that is non-zero when any element was NaN.
+    pub(super) fn pack(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        source: Value,
+        source_row: i64,
+        rows: Size,
+        target: Value,
+    ) -> Result<Value, CodegenError> {
+        let wide = self.form == IntegerForm::Avx2;
+        let element = if wide { 2 } else { 1 };
+        let low = e.b.ins().iconst(types::I32, i64::from(self.low));
+        let lows = e.b.ins().splat(types::I32X4, low);
+        let none = e.b.ins().iconst(types::I32, 0);
+        let (chunks, tail) = (self.k / 8, self.k % 8);
+        let a_row = self.a_row();
+        let result = e.counted_loop(rows, &[source, target, none], |e, _, p| {
+            let zeros = e.b.ins().iconst(types::I32, 0);
+            let zeros = e.b.ins().splat(types::I32X4, zeros);
+            // Eight elements at a time: two vectors, narrowed to i16 (and
+            // to u8 for the VNNI forms), stored 16 bytes wide (the bytes
+            // past the eight of u8 are overwritten next or are padding).
+            let vectors =
+                e.counted_loop(Size::Const(chunks), &[p[0], p[1], zeros], |e, _, q| {
+                    let mut halves = Vec::with_capacity(2);
+                    let mut nan = q[2];
+                    for half in 0..2 {
+                        let x = e.b.ins().load(types::F32X4, flags(), q[0], 16 * half);
+                        let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                        nan = e.b.ins().bor(nan, unordered);
+                        let integer = e.b.ins().fcvt_to_sint_sat(types::I32X4, x);
+                        halves.push(e.b.ins().isub(integer, lows));
+                    }
+                    let words = e.b.ins().snarrow(halves[0], halves[1]);
+                    let packed = match wide {
+                        true => words,
+                        false => e.b.ins().unarrow(words, words),
+                    };
+                    e.b.ins().store(flags(), packed, q[1], 0);
+                    Ok(vec![
+                        e.b.ins().iadd_imm_s(q[0], 32),
+                        e.b.ins().iadd_imm_s(q[1], 8 * element),
+                        nan,
+                    ])
+                })?;
+            let any = e.b.ins().vany_true(vectors[2]);
+            let mut nan = e.b.ins().uextend(types::I32, any);
+            for index in 0..tail {
+                let x =
+                    e.b.ins()
+                        .load(types::F32, flags(), vectors[0], (4 * index) as i32);
+                let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                let unordered = e.b.ins().uextend(types::I32, unordered);
+                nan = e.b.ins().bor(nan, unordered);
+                let integer = e.b.ins().fcvt_to_sint_sat(types::I32, x);
+                let value = e.b.ins().isub(integer, low);
+                let offset = (element * index) as i32;
+                match wide {
+                    true => e.b.ins().istore16(flags(), value, vectors[1], offset),
+                    false => e.b.ins().istore8(flags(), value, vectors[1], offset),
+                };
+            }
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], source_row),
+                e.b.ins().iadd_imm_s(p[1], a_row),
+                e.b.ins().bor(p[2], nan),
+            ])
+        })?;
+        Ok(result[2])
+    }
+
+    /// `rows` rows of the output at `c` (rows `self.n` f32 apart) from A's
+    /// rows at `a`: per panel of columns, the microkernel on each tile of
+    /// rows; `residual` is the bytes from an output to its residual.
+    pub(super) fn gemm(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        a: Value,
+        rows: Size,
+        c: Value,
+        residual: Option<Value>,
+    ) -> Result<(), CodegenError> {
+        let columns = self.form.register_columns() as i64;
+        let panel_bytes = |registers: i64| self.groups * 4 * registers * columns;
+        let bias = e.b.ins().iadd_imm_s(prepared.constant, self.bias_at as i64);
+        let carried = [prepared.constant, c, bias];
+        let next = e.counted_loop(Size::Const(self.full_panels), &carried, |e, _, p| {
+            self.tiles(e, prepared, [a, p[0], p[1], p[2]], rows, residual, 2, None)?;
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], panel_bytes(2)),
+                e.b.ins().iadd_imm_s(p[1], 2 * columns * 4),
+                e.b.ins().iadd_imm_s(p[2], 2 * columns * 4),
+            ])
+        })?;
+        if let Some((registers, valid)) = self.rest {
+            let mask = (valid != registers as i64 * columns)
+                .then(|| e.b.ins().iadd_imm_s(prepared.constant, self.mask_at as i64));
+            let operands = [a, next[0], next[1], next[2]];
+            self.tiles(e, prepared, operands, rows, residual, registers, mask)?;
+        }
+        Ok(())
+    }
+
+    /// One panel: the microkernel of `registers` registers a row on each
+    /// tile of `rows` rows, `mask` (or null) choosing the stored columns.
+    #[allow(clippy::too_many_arguments)] // A panel's operands.
+    fn tiles(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        [a, b, c, bias]: [Value; 4],
+        rows: Size,
+        residual: Option<Value>,
+        registers: usize,
+        mask: Option<Value>,
+    ) -> Result<(), CodegenError> {
+        let tile_rows = self.form.rows() as i64;
+        let tiles = match rows {
+            Size::Const(rows) => Size::Const((rows + tile_rows - 1) / tile_rows),
+            Size::Dyn(rows) => {
+                let rounded = e.b.ins().iadd_imm_s(rows, tile_rows - 1);
+                Size::Dyn(e.b.ins().udiv_imm_u(rounded, tile_rows))
+            }
+        };
+        let kernel = self.kernels[2 - registers];
+        let func = e.import_function(kernel);
+        let groups = e.iconst(self.groups);
+        let a_row = e.iconst(self.a_row());
+        let c_row = e.iconst(self.n * 4);
+        let null = e.iconst(0);
+        let mask = mask.unwrap_or(null);
+        let left = e.value_of(rows);
+        e.counted_loop(tiles, &[a, c, left], |e, _, p| {
+            let residual = match residual {
+                Some(distance) => e.b.ins().iadd(p[1], distance),
+                None => null,
+            };
+            let arguments = [
+                p[0],
+                b,
+                p[1],
+                groups,
+                a_row,
+                c_row,
+                bias,
+                prepared.bounds,
+                residual,
+                p[2],
+                mask,
+            ];
+            e.b.ins().call(func, &arguments);
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], tile_rows * self.a_row()),
+                e.b.ins().iadd_imm_s(p[1], tile_rows * self.n * 4),
+                e.b.ins().iadd_imm_s(p[2], -tile_rows),
+            ])
+        })?;
+        Ok(())
+    }
+
+    /// Packs `rows` rows of f32 A (at `source`, `source_row` bytes apart)
+    /// into `scratch` and computes them with the microkernels, or, when a
+    /// row holds NaN, with the f32 GEMM on `filter` and `bias` as the
+    /// kernel would have without this plan.
+    #[allow(clippy::too_many_arguments)] // The operands of one product.
+    pub(super) fn block(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        [source, scratch, output]: [Value; 3],
+        source_row: i64,
+        rows: Size,
+        filter: Value,
+        bias: Option<Value>,
+        epilogue: Epilogue,
+    ) -> Result<(), CodegenError> {
+        let nan = self.pack(e, source, source_row, rows, scratch)?;
+        let (float, integer, join) = (e.b.create_block(), e.b.create_block(), e.b.create_block());
+        e.b.ins().brif(nan, float, &[], integer, &[]);
+        e.b.switch_to_block(float);
+        {
+            let unit = Size::Const(4);
+            let row = |base: Value, bytes: i64| Matrix {
+                base,
+                row: Size::Const(bytes),
+                col: unit,
+            };
+            let gemm = Gemm {
+                float: Float::F32,
+                m: rows,
+                n: Size::Const(self.n),
+                k: Size::Const(self.k),
+                a: row(source, source_row),
+                b: row(filter, self.n * 4),
+                c: row(output, self.n * 4),
+                bias: bias.map(|base| row(base, 0)),
+                alpha: 1.0,
+                beta: 1.0,
+                epilogue,
+            };
+            e.whole(|e| emit_gemm(e, &gemm))?;
+        }
+        e.b.ins().jump(join, &[]);
+        e.b.switch_to_block(integer);
+        self.gemm(e, prepared, scratch, rows, output, epilogue.residual)?;
+        e.b.ins().jump(join, &[]);
+        e.b.switch_to_block(join);
+        Ok(())
+    }
+}
+
+/// The f32 elements of constant bytes.
+fn f32_elements(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+        .collect()
+}
