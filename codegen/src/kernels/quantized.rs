@@ -38,6 +38,14 @@ use crate::microkernel::IntegerForm;
 /// hold it.
 const I32_LIMIT: i64 = i32::MAX as i64;
 
+/// The largest magnitude of an input the packing converts: `v + ROUNDER`
+/// holds `v` in its low mantissa bits for integers `|v| < 2^22`.
+const MAGNITUDE: i64 = 1 << 21;
+
+/// 1.5 * 2^23: added to an integer-valued f32 of magnitude below 2^22, it
+/// gives a float whose bits are this float's plus the integer.
+const ROUNDER: f32 = 12_582_912.0;
+
 /// A convolution the integer microkernels compute: the input's least value,
 /// and the prepacked weights, bias and mask.
 #[derive(Clone, Debug)]
@@ -90,7 +98,7 @@ impl IntegerConv {
         if conv.padding != [0, 0] {
             (low, high) = (low.min(0), high.max(0));
         }
-        if high - low > 255 {
+        if high - low > 255 || low < -MAGNITUDE || high > MAGNITUDE {
             return None;
         }
         let [out_channels, in_channels, kernel_h, kernel_w] = conv.filter;
@@ -227,42 +235,49 @@ impl IntegerConv {
     ) -> Result<Value, CodegenError> {
         let wide = self.form == IntegerForm::Avx2;
         let element = if wide { 2 } else { 1 };
-        let low = e.b.ins().iconst(types::I32, i64::from(self.low));
+        // v - low is the bits of v + ROUNDER less those of ROUNDER + low
+        // (exact: v is an integer of magnitude below 2^22, or NaN, and then
+        // the block goes to the f32 GEMM whatever it packed).
+        let rounder = e.b.ins().f32const(ROUNDER);
+        let rounders = e.b.ins().splat(types::F32X4, rounder);
+        let offset = i64::from(ROUNDER.to_bits() as i32) + i64::from(self.low);
+        let low = e.b.ins().iconst(types::I32, offset);
         let lows = e.b.ins().splat(types::I32X4, low);
         let none = e.b.ins().iconst(types::I32, 0);
+        let nones = e.b.ins().splat(types::I32X4, none);
         let (chunks, tail) = (self.k / 8, self.k % 8);
         let a_row = self.a_row();
-        let result = e.counted_loop(rows, &[source, target, none], |e, _, p| {
-            let zeros = e.b.ins().iconst(types::I32, 0);
-            let zeros = e.b.ins().splat(types::I32X4, zeros);
+        // Carried: the rows' addresses, and NaN seen in vectors and in
+        // single elements.
+        let carried = [source, target, nones, none];
+        let result = e.counted_loop(rows, &carried, |e, _, p| {
             // Eight elements at a time: two vectors, narrowed to i16 (and
             // to u8 for the VNNI forms), stored 16 bytes wide (the bytes
             // past the eight of u8 are overwritten next or are padding).
-            let vectors =
-                e.counted_loop(Size::Const(chunks), &[p[0], p[1], zeros], |e, _, q| {
-                    let mut halves = Vec::with_capacity(2);
-                    let mut nan = q[2];
-                    for half in 0..2 {
-                        let x = e.b.ins().load(types::F32X4, flags(), q[0], 16 * half);
-                        let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
-                        nan = e.b.ins().bor(nan, unordered);
-                        let integer = e.b.ins().fcvt_to_sint_sat(types::I32X4, x);
-                        halves.push(e.b.ins().isub(integer, lows));
-                    }
-                    let words = e.b.ins().snarrow(halves[0], halves[1]);
-                    let packed = match wide {
-                        true => words,
-                        false => e.b.ins().unarrow(words, words),
-                    };
-                    e.b.ins().store(flags(), packed, q[1], 0);
-                    Ok(vec![
-                        e.b.ins().iadd_imm_s(q[0], 32),
-                        e.b.ins().iadd_imm_s(q[1], 8 * element),
-                        nan,
-                    ])
-                })?;
-            let any = e.b.ins().vany_true(vectors[2]);
-            let mut nan = e.b.ins().uextend(types::I32, any);
+            let vectors = e.counted_loop(Size::Const(chunks), &[p[0], p[1], p[2]], |e, _, q| {
+                let mut halves = Vec::with_capacity(2);
+                let mut nan = q[2];
+                for half in 0..2 {
+                    let x = e.b.ins().load(types::F32X4, flags(), q[0], 16 * half);
+                    let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                    nan = e.b.ins().bor(nan, unordered);
+                    let shifted = e.b.ins().fadd(x, rounders);
+                    let bits = e.b.ins().bitcast(types::I32X4, flags(), shifted);
+                    halves.push(e.b.ins().isub(bits, lows));
+                }
+                let words = e.b.ins().snarrow(halves[0], halves[1]);
+                let packed = match wide {
+                    true => words,
+                    false => e.b.ins().unarrow(words, words),
+                };
+                e.b.ins().store(flags(), packed, q[1], 0);
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(q[0], 32),
+                    e.b.ins().iadd_imm_s(q[1], 8 * element),
+                    nan,
+                ])
+            })?;
+            let mut nan = p[3];
             for index in 0..tail {
                 let x =
                     e.b.ins()
@@ -270,8 +285,9 @@ impl IntegerConv {
                 let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
                 let unordered = e.b.ins().uextend(types::I32, unordered);
                 nan = e.b.ins().bor(nan, unordered);
-                let integer = e.b.ins().fcvt_to_sint_sat(types::I32, x);
-                let value = e.b.ins().isub(integer, low);
+                let shifted = e.b.ins().fadd(x, rounder);
+                let bits = e.b.ins().bitcast(types::I32, flags(), shifted);
+                let value = e.b.ins().isub(bits, low);
                 let offset = (element * index) as i32;
                 match wide {
                     true => e.b.ins().istore16(flags(), value, vectors[1], offset),
@@ -281,10 +297,13 @@ impl IntegerConv {
             Ok(vec![
                 e.b.ins().iadd_imm_s(p[0], source_row),
                 e.b.ins().iadd_imm_s(p[1], a_row),
-                e.b.ins().bor(p[2], nan),
+                vectors[2],
+                nan,
             ])
         })?;
-        Ok(result[2])
+        let any = e.b.ins().vany_true(result[2]);
+        let any = e.b.ins().uextend(types::I32, any);
+        Ok(e.b.ins().bor(any, result[3]))
     }
 
     /// `rows` rows of the output at `c` (rows `self.n` f32 apart) from A's
