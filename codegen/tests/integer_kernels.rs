@@ -15,6 +15,7 @@
 //! - Sums beyond 2^24, where the f32 kernels round and the integer ones
 //!   give the exact sum rounded once.
 //! - A NaN input, which the integer kernels leave to the f32 GEMM.
+//! - Matrix products (`addmm`) with constant weights stored either way.
 
 mod common;
 
@@ -218,68 +219,82 @@ stride=[{s}, {s}] padding=[{p}, {p}] dilation=[1, 1] groups=1{clamp}
     /// The output with each set of options, named.
     fn outputs(&self) -> Vec<(&'static str, Vec<f32>)> {
         let (text, inputs) = self.graph();
-        let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
-        let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-        let default = CodegenOptions::default();
-        let forms = [
-            ("the widest integer form", None),
-            (
-                "AVX2's registers",
-                Some(CodegenOptions {
-                    avx512: false,
-                    ..default
-                }),
-            ),
-            (
-                "vpmaddwd",
-                Some(CodegenOptions {
-                    vnni: false,
-                    ..default
-                }),
-            ),
-            (
-                "the f32 microkernels",
-                Some(CodegenOptions {
-                    integer: false,
-                    ..default
-                }),
-            ),
-            (
-                "Cranelift's kernels",
-                Some(CodegenOptions {
-                    microkernels: false,
-                    ..default
-                }),
-            ),
-        ];
-        forms
-            .into_iter()
-            .map(|(name, options)| {
-                let outputs = match options {
-                    None => run_jit(&graph, &inputs),
-                    Some(options) => run_jit_with(&graph, &options, &inputs),
-                }
-                .expect("the graph runs");
-                (name, elements(&outputs[0], f32::from_le_bytes))
-            })
-            .collect()
+        outputs_of(&text, &inputs)
     }
+}
 
+/// The first output of the graph `text` on `inputs` with each set of
+/// options, named; the last is Cranelift's kernels alone.
+fn outputs_of(text: &str, inputs: &[Vec<u8>]) -> Vec<(&'static str, Vec<f32>)> {
+    let graph = ptec_ir::parse(text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let default = CodegenOptions::default();
+    let forms = [
+        ("the widest integer form", None),
+        (
+            "AVX2's registers",
+            Some(CodegenOptions {
+                avx512: false,
+                ..default
+            }),
+        ),
+        (
+            "vpmaddwd",
+            Some(CodegenOptions {
+                vnni: false,
+                ..default
+            }),
+        ),
+        (
+            "the f32 microkernels",
+            Some(CodegenOptions {
+                integer: false,
+                ..default
+            }),
+        ),
+        (
+            "Cranelift's kernels",
+            Some(CodegenOptions {
+                microkernels: false,
+                ..default
+            }),
+        ),
+    ];
+    forms
+        .into_iter()
+        .map(|(name, options)| {
+            let outputs = match options {
+                None => run_jit(&graph, &inputs),
+                Some(options) => run_jit_with(&graph, &options, &inputs),
+            }
+            .expect("the graph runs");
+            (name, elements(&outputs[0], f32::from_le_bytes))
+        })
+        .collect()
+}
+
+/// Every output of `outputs_of` has the bits of the last.
+fn same_bits(outputs: &[(&str, Vec<f32>)], what: &str) {
+    let (_, want) = &outputs[outputs.len() - 1];
+    for (name, got) in outputs {
+        for (index, (got, want)) in got.iter().zip(want).enumerate() {
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{what}, element {index}: {got} with {name}, {want} with Cranelift's kernels"
+            );
+        }
+    }
+}
+
+impl Case {
     /// Every form gives the same bits, and they are the exact results
     /// (the output is NCHW row-major).
     fn check(&self) {
         let outputs = self.outputs();
         let [oh, ow] = self.output();
+        same_bits(&outputs, &format!("{self:?}"));
         let (_, want) = &outputs[outputs.len() - 1];
-        for (name, got) in &outputs {
-            for (index, (got, want)) in got.iter().zip(want).enumerate() {
-                assert_eq!(
-                    got.to_bits(),
-                    want.to_bits(),
-                    "{self:?}, element {index}: {got} with {name}, {want} with Cranelift's kernels"
-                );
-            }
-        }
         if self.nan_at.is_some() {
             assert!(want.iter().any(|value| value.is_nan()), "{self:?}: no NaN");
             return;
@@ -428,4 +443,69 @@ fn a_nan_input_gives_the_f32_kernels_nan() {
         ..Case::new(4, 12, [9, 9])
     }
     .check();
+}
+
+/// `clamp(clamp(round(x), -120, 135) @ w + bias, -9000, 9000)` for `x` of
+/// `[m, k]` and constant `w` of `[k, n]`, stored row-major or transposed.
+fn product(m: usize, k: usize, n: usize, transposed: bool) {
+    let x: Vec<f32> = (0..m * k)
+        .map(|index| (unit(5, index) * 300.0 - 150.0) as f32)
+        .collect();
+    let w = |i: usize, j: usize| integer(6, i * n + j, [-128, 127]);
+    let bias = |j: usize| integer(7, j, [-3000, 3000]);
+    let stored: Vec<String> = match transposed {
+        false => (0..k * n)
+            .map(|index| format!("{:?}", w(index / n, index % n) as f32))
+            .collect(),
+        true => (0..k * n)
+            .map(|index| format!("{:?}", w(index % k, index / k) as f32))
+            .collect(),
+    };
+    let order = if transposed { "{order [1, 0]}" } else { "" };
+    let bias_text: Vec<String> = (0..n).map(|j| format!("{:?}", bias(j) as f32)).collect();
+    let rounded_at = (4 * m * k).next_multiple_of(64);
+    let output_at = (rounded_at + 4 * m * k).next_multiple_of(64);
+    let arena = output_at + 4 * m * n;
+    let text = format!(
+        "graph g (arena {arena} bytes) {{
+  %0: f32[{m},{k}] @0 = input 0
+  %1: f32[{m},{k}] @{rounded_at} = fused(%0) steps=[round(in0); clamp(s0) min=-120.0 max=135.0]
+  %2: f32[{k},{n}]{order} = constant [{stored}]
+  %3: f32[{n}] = constant [{bias_text}]
+  %4: f32[{m},{n}] @{output_at} = addmm(%3, %1, %2) beta=1 alpha=1 clamp_min=-9000.0 clamp_max=9000.0
+  return %4
+}}",
+        stored = stored.join(", "),
+        bias_text = bias_text.join(", "),
+    );
+    let what = format!("[{m}, {k}] @ [{k}, {n}], transposed {transposed}");
+    let outputs = outputs_of(&text, &[le_bytes(&x, f32::to_le_bytes)]);
+    same_bits(&outputs, &what);
+    let (_, got) = &outputs[0];
+    for (index, &got) in got.iter().enumerate() {
+        let (i, j) = (index / n, index % n);
+        let sum: i64 = (0..k)
+            .map(|kk| (x[i * k + kk].round_ties_even() as i64).clamp(-120, 135) * w(kk, j))
+            .sum::<i64>()
+            + bias(j);
+        let exact = (sum as f32).clamp(-9000.0, 9000.0);
+        assert_eq!(
+            got.to_bits(),
+            exact.to_bits(),
+            "{what}, element {index}: {got}, not {exact}"
+        );
+    }
+}
+
+#[test]
+fn matrix_products_give_the_same_bits_as_the_f32_kernels() {
+    for m in [1, 5, 97, 200] {
+        for k in [3, 16, 33] {
+            for n in [1, 10, 40] {
+                for transposed in [false, true] {
+                    product(m, k, n, transposed);
+                }
+            }
+        }
+    }
 }

@@ -56,8 +56,8 @@ const DEPTH: usize = 16;
 
 /// The bounds of the f32 value `value`, from the single node that writes
 /// it (an elementwise function or a fused chain of them, over operands
-/// whose bounds come the same way); [`Bounds::UNKNOWN`] for any other
-/// value.
+/// whose bounds come the same way, or a copy, reshape or permute of such
+/// a value); [`Bounds::UNKNOWN`] for any other value.
 pub fn value_bounds(graph: &Graph<'_>, value: ValueId) -> Bounds {
     bounds_at(graph, value, DEPTH, &mut HashMap::new())
 }
@@ -104,6 +104,10 @@ fn bounds_at(
                     }
                     steps.last().copied().unwrap_or(Bounds::UNKNOWN)
                 }
+                // Layout ops move elements without changing them.
+                Op::Copy(op) => operand(op.input),
+                Op::Reshape(op) => operand(op.input),
+                Op::Permute(op) => operand(op.input),
                 _ => Bounds::UNKNOWN,
             }
         }

@@ -24,7 +24,7 @@ use super::conv_dynamic;
 use super::conv_nhwc::{self, ChannelsLast};
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
 use super::map::{Operand, emit_copy};
-use super::quantized::IntegerConv;
+use super::quantized::IntegerGemm;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
@@ -191,7 +191,7 @@ fn convolve(
             dilation: dilation.map(|d| d as i64),
             groups: groups as i64,
         };
-        let integer = IntegerConv::plan(e, op, &conv);
+        let integer = IntegerGemm::for_convolution(e, op, &conv);
         let bias = bias.map(|bias| e.address(bias));
         let pointers = [input_value, weight_value, output_value].map(|v| e.address(v));
         return conv_nhwc::convolution(e, &conv, pointers, bias, epilogue, integer.as_ref());

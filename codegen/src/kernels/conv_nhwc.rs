@@ -36,7 +36,7 @@ use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 use crate::microkernel::Width;
 
-use super::quantized::IntegerConv;
+use super::quantized::IntegerGemm;
 
 /// The geometry of a convolution with a channels-last result.
 #[derive(Clone, Copy, Debug)]
@@ -79,7 +79,7 @@ pub(super) fn convolution(
     pointers: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
-    integer: Option<&IntegerConv>,
+    integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let channels = conv.input.sizes[1];
     let pointwise = conv.kernel() == [1, 1]
@@ -201,57 +201,22 @@ fn pointwise_gemm(
     })
 }
 
-/// The rows of a pointwise convolution's integer GEMM packed at a time (a
-/// multiple of every integer tile's rows), and the unit threads share out.
-const INTEGER_BLOCK_ROWS: i64 = 96;
-
 /// A pointwise convolution of a channels-last input through the integer
-/// GEMM: per block of pixels, their channels packed into scratch, then the
-/// microkernels (or the f32 GEMM, when the block holds NaN).
+/// GEMM, per image.
 fn pointwise_integer(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
-    plan: &IntegerConv,
+    plan: &IntegerGemm,
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
     let pixel_stride = conv.input.strides[3] * 4;
-    let (pixels, out_channels) = (conv.pixels(), conv.out_channels());
-    let blocks = (pixels + INTEGER_BLOCK_ROWS - 1) / INTEGER_BLOCK_ROWS;
-    let scratch = e.scratch(plan.a_bytes(INTEGER_BLOCK_ROWS));
     let prepared = plan.prepare(e, epilogue);
-    let cost = (INTEGER_BLOCK_ROWS * conv.input.sizes[1] * out_channels) as u64;
+    let b = rows(filter, conv.out_channels());
     per_image(e, conv, [input, output], &mut |e, image, out| {
-        let (first, count) = match e.parallel_range(blocks, cost) {
-            Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
-            None => (e.iconst(0), Size::Const(blocks)),
-        };
-        e.counted_loop(count, &[], |e, index, _| {
-            let block = e.b.ins().iadd(first, index);
-            let start = e.b.ins().imul_imm_s(block, INTEGER_BLOCK_ROWS);
-            let total = e.iconst(pixels);
-            let left = e.b.ins().isub(total, start);
-            let whole = e.iconst(INTEGER_BLOCK_ROWS);
-            let short = e.b.ins().icmp(IntCC::SignedLessThan, left, whole);
-            let rows = e.b.ins().select(short, left, whole);
-            let source = e.b.ins().imul_imm_s(start, pixel_stride);
-            let source = e.b.ins().iadd(image, source);
-            let target = e.b.ins().imul_imm_s(start, out_channels * 4);
-            let target = e.b.ins().iadd(out, target);
-            plan.block(
-                e,
-                prepared,
-                [source, scratch, target],
-                pixel_stride,
-                Size::Dyn(rows),
-                filter,
-                bias,
-                epilogue,
-            )?;
-            Ok(Vec::new())
-        })?;
-        Ok(())
+        let shape = [pixel_stride, conv.pixels()];
+        plan.rows_in_blocks(e, prepared, [image, out], shape, b, bias, epilogue)
     })
 }
 
@@ -650,7 +615,7 @@ fn im2col_gemm(
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
-    integer: Option<&IntegerConv>,
+    integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, row_stride, column_stride] = conv.input.strides;
     let [out_h, out_w] = [conv.output.sizes[2], conv.output.sizes[3]];
@@ -776,7 +741,7 @@ fn im2col_gemm(
                                 [columns, packed, block_output],
                                 taps * 4,
                                 Size::Const(block_pixels),
-                                g[1],
+                                rows(g[1], conv.out_channels()),
                                 group_bias,
                                 epilogue,
                             )

@@ -696,6 +696,9 @@ pub(super) fn addmm(
     op: &Addmm,
     output: ValueId,
 ) -> Result<(), CodegenError> {
+    if super::quantized::addmm(e, op, output)? {
+        return Ok(());
+    }
     let bias = (op.beta.as_f64() != 0.0).then_some((op.bias, op.beta));
     match gemm_float(e, &[op.bias, op.a, op.b, output], op.clamp) {
         Some(float) => product(

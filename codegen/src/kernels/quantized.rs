@@ -23,10 +23,12 @@
 //! (which no integer holds; the bounds say nothing of NaN) sends that block
 //! through the f32 GEMM instead, so NaN propagates as it would there.
 
-use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
 use cranelift_module::FuncId;
 use ptec_ir::ops::conv::Convolution;
+use ptec_ir::ops::linalg::Addmm;
+use ptec_ir::{DType, ValueId};
 
 use super::conv_nhwc::ChannelsLast;
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
@@ -37,6 +39,10 @@ use crate::microkernel::IntegerForm;
 /// The most a sum may reach in magnitude, the bias included, for i32 to
 /// hold it.
 const I32_LIMIT: i64 = i32::MAX as i64;
+
+/// The rows of a matrix product's A packed at a time (a multiple of every
+/// integer tile's rows), and the unit threads share out.
+const BLOCK_ROWS: i64 = 96;
 
 /// The largest magnitude of an input the packing converts: `v + ROUNDER`
 /// holds `v` in its low mantissa bits for integers `|v| < 2^22`.
@@ -49,7 +55,7 @@ const ROUNDER: f32 = 12_582_912.0;
 /// A convolution the integer microkernels compute: the input's least value,
 /// and the prepacked weights, bias and mask.
 #[derive(Clone, Debug)]
-pub(super) struct IntegerConv {
+pub(super) struct IntegerGemm {
     form: IntegerForm,
     /// The tiles two registers and one register wide.
     kernels: [FuncId; 2],
@@ -77,38 +83,66 @@ pub(super) struct Prepared {
     bounds: Value,
 }
 
-impl IntegerConv {
-    /// The plan for `op` (a channels-last convolution of one group,
-    /// `conv`), when the target has the integer microkernels and the graph
-    /// proves the operands integers that i32 sums hold: the input
-    /// integral in a range at most 256 values wide (0 included when the
-    /// window pads), the weight a constant of integers in `[-128, 127]`
-    /// and the bias, if any, a constant of integers.
-    pub(super) fn plan(
+impl IntegerGemm {
+    /// The plan for `op`, a channels-last convolution `conv` (of one group:
+    /// its HWIO filter is B, `[K, N]` row-major), when [`IntegerGemm::new`]
+    /// finds one.
+    pub(super) fn for_convolution(
         e: &Emitter<'_, '_, '_>,
         op: &Convolution,
         conv: &ChannelsLast,
-    ) -> Option<IntegerConv> {
+    ) -> Option<IntegerGemm> {
+        let [out_channels, in_channels, kernel_h, kernel_w] = conv.filter;
+        let k = kernel_h * kernel_w * in_channels;
+        let padded = conv.padding != [0, 0];
+        let weights = e.graph().value(op.weight).constant_bytes()?;
+        (conv.groups == 1).then_some(())?;
+        Self::new(
+            e,
+            op.input,
+            padded,
+            [k, out_channels],
+            weights,
+            [out_channels, 1],
+            op.bias,
+        )
+    }
+
+    /// The plan for a matrix product `input @ weight + bias` of `[k, n]`
+    /// f32 constant weights (`weight_strides` apart in `weights`, the
+    /// constant's bytes), when the target has the integer microkernels and
+    /// the graph proves the operands integers that i32 sums hold: the input
+    /// integral in a range at most 256 values wide (0 included when the
+    /// window pads), the weights integers in `[-128, 127]` and the bias, if
+    /// any, a constant of `n` integers.
+    pub(super) fn new(
+        e: &Emitter<'_, '_, '_>,
+        input: ValueId,
+        padded: bool,
+        [k, n]: [i64; 2],
+        weights: &[u8],
+        weight_strides: [i64; 2],
+        bias: Option<ValueId>,
+    ) -> Option<IntegerGemm> {
         let (form, kernels) = e.cx.microkernels.integer?;
         let graph = e.graph();
-        if conv.groups != 1 {
-            return None;
-        }
-        let (mut low, mut high) = ptec_ir::value_bounds(graph, op.input).integers()?;
-        if conv.padding != [0, 0] {
+        let (mut low, mut high) = ptec_ir::value_bounds(graph, input).integers()?;
+        if padded {
             (low, high) = (low.min(0), high.max(0));
         }
         if high - low > 255 || low < -MAGNITUDE || high > MAGNITUDE {
             return None;
         }
-        let [out_channels, in_channels, kernel_h, kernel_w] = conv.filter;
-        let (k, n) = (kernel_h * kernel_w * in_channels, out_channels);
-        let weights = f32_elements(graph.value(op.weight).constant_bytes()?);
-        let weight_ok = |w: &f32| w.fract() == 0.0 && (-128.0..=127.0).contains(w);
-        if weights.len() as i64 != k * n || !weights.iter().all(weight_ok) {
+        let weights = f32_elements(weights);
+        let at = |k_index: i64, j: i64| k_index * weight_strides[0] + j * weight_strides[1];
+        if at(k - 1, n - 1) >= weights.len() as i64 {
             return None;
         }
-        let bias = match op.bias {
+        let weight_ok = |w: f32| w.fract() == 0.0 && (-128.0..=127.0).contains(&w);
+        if !(0..k).all(|i| (0..n).all(|j| weight_ok(weights[at(i, j) as usize]))) {
+            return None;
+        }
+        let bias = match bias {
             Some(bias) => f32_elements(graph.value(bias).constant_bytes()?),
             None => vec![0.0; n as usize],
         };
@@ -116,8 +150,7 @@ impl IntegerConv {
         if bias.len() as i64 != n || !bias.iter().all(bias_ok) {
             return None;
         }
-        // HWIO: weight (k, j) at k * n + j.
-        let weight = |k_index: i64, j: i64| weights[(k_index * n + j) as usize] as i64;
+        let weight = |k_index: i64, j: i64| weights[at(k_index, j) as usize] as i64;
         let folded: Vec<i64> = (0..n)
             .map(|j| bias[j as usize] as i64 + low * (0..k).map(|i| weight(i, j)).sum::<i64>())
             .collect();
@@ -175,7 +208,7 @@ impl IntegerConv {
                 bytes.extend(lane.to_le_bytes());
             }
         }
-        Some(IntegerConv {
+        Some(IntegerGemm {
             form,
             kernels,
             low: low as i32,
@@ -398,8 +431,8 @@ impl IntegerConv {
 
     /// Packs `rows` rows of f32 A (at `source`, `source_row` bytes apart)
     /// into `scratch` and computes them with the microkernels, or, when a
-    /// row holds NaN, with the f32 GEMM on `filter` and `bias` as the
-    /// kernel would have without this plan.
+    /// row holds NaN, with the f32 GEMM on B's f32 elements `b` and `bias`
+    /// (along the columns) as the kernel would have without this plan.
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn block(
         &self,
@@ -408,7 +441,7 @@ impl IntegerConv {
         [source, scratch, output]: [Value; 3],
         source_row: i64,
         rows: Size,
-        filter: Value,
+        b: Matrix,
         bias: Option<Value>,
         epilogue: Epilogue,
     ) -> Result<(), CodegenError> {
@@ -429,7 +462,7 @@ impl IntegerConv {
                 n: Size::Const(self.n),
                 k: Size::Const(self.k),
                 a: row(source, source_row),
-                b: row(filter, self.n * 4),
+                b,
                 c: row(output, self.n * 4),
                 bias: bias.map(|base| row(base, 0)),
                 alpha: 1.0,
@@ -445,6 +478,123 @@ impl IntegerConv {
         e.b.switch_to_block(join);
         Ok(())
     }
+}
+
+impl IntegerGemm {
+    /// `output [m, n] = source [m, k] @ B + bias` through the epilogue, with
+    /// rows `source_row` and `n * 4` bytes apart: per block of
+    /// [`BLOCK_ROWS`] rows, which threads share out, packed into scratch
+    /// and computed by [`IntegerGemm::block`].
+    #[allow(clippy::too_many_arguments)] // The operands of one product.
+    pub(super) fn rows_in_blocks(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        [source, output]: [Value; 2],
+        [source_row, m]: [i64; 2],
+        b: Matrix,
+        bias: Option<Value>,
+        epilogue: Epilogue,
+    ) -> Result<(), CodegenError> {
+        let blocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        let scratch = e.scratch(self.a_bytes(BLOCK_ROWS));
+        let cost = (BLOCK_ROWS * self.k * self.n) as u64;
+        let (first, count) = match e.parallel_range(blocks, cost) {
+            Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
+            None => (e.iconst(0), Size::Const(blocks)),
+        };
+        e.counted_loop(count, &[], |e, index, _| {
+            let block = e.b.ins().iadd(first, index);
+            let start = e.b.ins().imul_imm_s(block, BLOCK_ROWS);
+            let total = e.iconst(m);
+            let left = e.b.ins().isub(total, start);
+            let whole = e.iconst(BLOCK_ROWS);
+            let short = e.b.ins().icmp(IntCC::SignedLessThan, left, whole);
+            let rows = e.b.ins().select(short, left, whole);
+            let from = e.b.ins().imul_imm_s(start, source_row);
+            let from = e.b.ins().iadd(source, from);
+            let to = e.b.ins().imul_imm_s(start, self.n * 4);
+            let to = e.b.ins().iadd(output, to);
+            let targets = [from, scratch, to];
+            self.block(
+                e,
+                prepared,
+                targets,
+                source_row,
+                Size::Dyn(rows),
+                b,
+                bias,
+                epilogue,
+            )?;
+            Ok(Vec::new())
+        })?;
+        Ok(())
+    }
+}
+
+/// `addmm` through the integer GEMM when it has a plan: alpha and beta 1,
+/// f32 throughout, a row-major `[m, k]` input and `[m, n]` output of fixed
+/// sizes, constant weights `[k, n]` (any dim order) and a constant bias of
+/// `n` elements broadcast along the rows. Returns whether it emitted the
+/// kernel.
+pub(super) fn addmm(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Addmm,
+    output: ValueId,
+) -> Result<bool, CodegenError> {
+    let graph = e.graph();
+    let [a_ty, b_ty, c_ty, bias_ty] = [op.a, op.b, output, op.bias].map(|v| &graph.value(v).ty);
+    let fixed = |ty: &ptec_ir::TensorType| -> Option<Vec<i64>> {
+        ty.shape
+            .iter()
+            .map(|dim| dim.fixed().map(|d| d as i64))
+            .collect()
+    };
+    let row_major = |ty: &ptec_ir::TensorType| ty.dim_order == [0, 1];
+    let ones = op.alpha.as_f64() == 1.0 && op.beta.as_f64() == 1.0;
+    let f32s = [a_ty, b_ty, c_ty, bias_ty]
+        .iter()
+        .all(|ty| ty.dtype == DType::F32);
+    let (Some(a_sizes), Some(b_sizes), Some(c_sizes), Some(bias_sizes)) =
+        (fixed(a_ty), fixed(b_ty), fixed(c_ty), fixed(bias_ty))
+    else {
+        return Ok(false);
+    };
+    let (&[m, k], &[_, n]) = (a_sizes.as_slice(), c_sizes.as_slice()) else {
+        return Ok(false);
+    };
+    let shapes = c_sizes == [m, n] && b_sizes == [k, n] && m * k * n > 0;
+    let along_rows = bias_sizes == [n] || bias_sizes == [1, n];
+    if !(ones && f32s && shapes && along_rows && row_major(a_ty) && row_major(c_ty)) {
+        return Ok(false);
+    }
+    let strides = ptec_ir::strides_in_order(&b_sizes, &b_ty.dim_order, 1, |a, b| a * b);
+    let weight_strides = [strides[0], strides[1]];
+    let Some(weights) = graph.value(op.b).constant_bytes() else {
+        return Ok(false);
+    };
+    let Some(plan) = IntegerGemm::new(
+        e,
+        op.a,
+        false,
+        [k, n],
+        weights,
+        weight_strides,
+        Some(op.bias),
+    ) else {
+        return Ok(false);
+    };
+    e.allow_parallel();
+    let epilogue = Epilogue::clamped(op.clamp);
+    let prepared = plan.prepare(e, epilogue);
+    let [a, b, c, bias] = [op.a, op.b, output, op.bias].map(|v| e.address(v));
+    let b = Matrix {
+        base: b,
+        row: Size::Const(weight_strides[0] * 4),
+        col: Size::Const(weight_strides[1] * 4),
+    };
+    plan.rows_in_blocks(e, prepared, [a, c], [k * 4, m], b, Some(bias), epilogue)?;
+    Ok(true)
 }
 
 /// The f32 elements of constant bytes.
