@@ -16,7 +16,8 @@ pub enum DumpFormat {
 
 /// Prints the imported IR, or with `after`, the IR after that pass (`all`:
 /// after each pass, each preceded by a `; after PASS` line); with `bounds`,
-/// a text graph is followed by what it proves of its convolutions' inputs.
+/// a text graph is followed by what it proves of its convolutions' and
+/// addmms' inputs.
 pub fn run(
     path: &Path,
     data: &[PathBuf],
@@ -64,16 +65,19 @@ pub fn run(
     Ok(())
 }
 
-/// One comment line per convolution: the bounds the graph proves of its
-/// input (`ptec_ir::value_bounds`), as the integer kernels ask for them.
+/// One comment line per convolution and addmm: the bounds the graph proves
+/// of its input (`ptec_ir::value_bounds`), as the integer kernels ask for
+/// them.
 fn convolution_bounds(graph: &ptec_ir::Graph<'_>) -> String {
     let mut lines = String::new();
     for &node in graph.schedule() {
-        let ptec_ir::Op::Convolution(conv) = graph.op(node) else {
-            continue;
+        let (kind, input) = match graph.op(node) {
+            ptec_ir::Op::Convolution(conv) => ("convolution", conv.input),
+            ptec_ir::Op::Addmm(addmm) => ("addmm", addmm.a),
+            _ => continue,
         };
         let output = graph.node(node).outputs()[0];
-        let bounds = ptec_ir::value_bounds(graph, conv.input);
+        let bounds = ptec_ir::value_bounds(graph, input);
         let what = match bounds.integers() {
             Some((low, high)) => format!("integers in [{low}, {high}]"),
             None if bounds == ptec_ir::Bounds::UNKNOWN => "nothing proven".to_string(),
@@ -84,10 +88,7 @@ fn convolution_bounds(graph: &ptec_ir::Graph<'_>) -> String {
                 if bounds.integral { ", integral" } else { "" }
             ),
         };
-        lines += &format!(
-            "; bounds: convolution {output} reads {}: {what}\n",
-            conv.input
-        );
+        lines += &format!("; bounds: {kind} {output} reads {input}: {what}\n");
     }
     lines
 }

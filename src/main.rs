@@ -59,8 +59,8 @@ enum Command {
         #[arg(long, value_name = "PASS")]
         after: Option<String>,
         /// After a text graph, what the graph proves of each convolution's
-        /// input: integers in a range (which integer kernels need), or
-        /// nothing.
+        /// and addmm's input: integers in a range (which the integer
+        /// kernels need), or nothing.
         #[arg(long)]
         bounds: bool,
         #[command(flatten)]

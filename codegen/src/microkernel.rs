@@ -3,7 +3,8 @@
 //! the kernels that call them (so JIT and object files share them).
 //! Cranelift's vectors are 128 bits wide; these use the CPU's 256-bit (AVX2)
 //! or 512-bit (AVX-512) registers. The depthwise kernel is described at
-//! [`depthwise`].
+//! [`depthwise`], the integer GEMM tiles (VNNI's `vpdpbusd`, or AVX2's
+//! `vpmaddwd`) at [`integer_gemm_tile`].
 //!
 //! A GEMM tile is four to eight rows, one or two registers wide (8 or 16
 //! columns with AVX2, 16 or 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row,

@@ -54,7 +54,7 @@ fn scalar_products_and_sums_carry_the_bounds_through_fused_chains() {
   return %4, %5
 }",
     );
-    let top = (4.270524978637695_f32 * 30.909547805786133_f32).round_ties_even();
+    let top = (4.270_525_f32 * 30.909_548_f32).round_ties_even();
     assert_eq!(bounds_of(&g, 2), Bounds::new(0.0, top, true));
     // A negative factor swaps the bounds.
     assert_eq!(bounds_of(&g, 3), Bounds::new(-2.0 * top, 0.0, true));

@@ -1,9 +1,10 @@
-//! Integer GEMMs for the convolutions of quantized programs. XNNPACK's int8
+//! Integer GEMMs for the convolutions (pointwise and im2col ones of one
+//! group) and `addmm`s of quantized programs. XNNPACK's int8
 //! programs are imported as f32 ops on integer-valued floats: an
 //! activation is `round` then `clamp` to a range 256 values wide (the
 //! quantized value less its zero point), a weight a constant of integers in
 //! `[-127, 127]`, a bias an integer-valued constant. When the graph proves
-//! that of a convolution's operands ([`ptec_ir::value_bounds`], and the
+//! that of a product's operands ([`ptec_ir::value_bounds`], and the
 //! constants' elements here), its sums are integers, which i32 arithmetic
 //! computes exactly:
 //!
@@ -15,7 +16,7 @@
 //!   value, so that `v @ w = u @ w + low * sum_k w[k, j]`: that correction
 //!   per output column is folded into the bias at compile time;
 //! - the microkernels sum in i32, add the bias, convert to f32 once and
-//!   apply the convolution's clamp and residual as the f32 tiles do.
+//!   apply the kernel's clamp and residual as the f32 tiles do.
 //!
 //! Whenever the f32 kernels' sums are exact (below 2^24 in magnitude), the
 //! result is theirs bit for bit; beyond, it is the exact sum rounded once,
