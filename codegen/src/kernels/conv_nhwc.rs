@@ -739,7 +739,8 @@ fn im2col_gemm(
                                 e,
                                 prepared,
                                 [columns, packed, block_output],
-                                taps * 4,
+                                // The packed rows follow the columns.
+                                (taps * 4, true),
                                 Size::Const(block_pixels),
                                 rows(g[1], conv.out_channels()),
                                 group_bias,

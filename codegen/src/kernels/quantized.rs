@@ -25,7 +25,9 @@
 //! through the f32 GEMM instead, so NaN propagates as it would there.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
+use cranelift_codegen::ir::{
+    ConstantData, InstBuilder, StackSlotData, StackSlotKind, Value, types,
+};
 use cranelift_module::FuncId;
 use ptec_ir::ops::conv::Convolution;
 use ptec_ir::ops::linalg::Addmm;
@@ -259,13 +261,17 @@ impl IntegerGemm {
     /// Converts `rows` rows of `self.k` f32 elements (at `source`, rows
     /// `source_row` bytes apart, the elements contiguous) into A's rows at
     /// `target`; returns an i32 that is non-zero when any element was NaN.
-    pub(super) fn pack(
+    /// With `overread`, the elements past the last group of eight are
+    /// converted as a whole group too, reading up to 28 bytes past each
+    /// row (which the caller's memory must hold; the values read there
+    /// land in A's padding or in the next row, written after).
+    fn pack(
         &self,
         e: &mut Emitter<'_, '_, '_>,
-        source: Value,
+        [source, target]: [Value; 2],
         source_row: i64,
         rows: Size,
-        target: Value,
+        overread: bool,
     ) -> Result<Value, CodegenError> {
         let wide = self.form == IntegerForm::Avx2;
         let element = if wide { 2 } else { 1 };
@@ -288,12 +294,18 @@ impl IntegerGemm {
             // Eight elements at a time: two vectors, narrowed to i16 (and
             // to u8 for the VNNI forms), stored 16 bytes wide (the bytes
             // past the eight of u8 are overwritten next or are padding).
-            let vectors = e.counted_loop(Size::Const(chunks), &[p[0], p[1], p[2]], |e, _, q| {
+            // `valid` masks the NaN test of a last chunk read past the row.
+            let chunk = |e: &mut Emitter<'_, '_, '_>,
+                         [from, to, seen]: [Value; 3],
+                         valid: Option<[Value; 2]>| {
                 let mut halves = Vec::with_capacity(2);
-                let mut nan = q[2];
+                let mut nan = seen;
                 for half in 0..2 {
-                    let x = e.b.ins().load(types::F32X4, flags(), q[0], 16 * half);
-                    let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                    let x = e.b.ins().load(types::F32X4, flags(), from, 16 * half);
+                    let mut unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                    if let Some(valid) = valid {
+                        unordered = e.b.ins().band(unordered, valid[half as usize]);
+                    }
                     nan = e.b.ins().bor(nan, unordered);
                     let shifted = e.b.ins().fadd(x, rounders);
                     let bits = e.b.ins().bitcast(types::I32X4, flags(), shifted);
@@ -304,15 +316,32 @@ impl IntegerGemm {
                     true => words,
                     false => e.b.ins().unarrow(words, words),
                 };
-                e.b.ins().store(flags(), packed, q[1], 0);
-                Ok(vec![
-                    e.b.ins().iadd_imm_s(q[0], 32),
-                    e.b.ins().iadd_imm_s(q[1], 8 * element),
+                e.b.ins().store(flags(), packed, to, 0);
+                vec![
+                    e.b.ins().iadd_imm_s(from, 32),
+                    e.b.ins().iadd_imm_s(to, 8 * element),
                     nan,
-                ])
-            })?;
+                ]
+            };
+            let mut vectors =
+                e.counted_loop(Size::Const(chunks), &[p[0], p[1], p[2]], |e, _, q| {
+                    Ok(chunk(e, [q[0], q[1], q[2]], None))
+                })?;
             let mut nan = p[3];
-            for index in 0..tail {
+            if overread && tail > 0 {
+                let valid = [0, 4].map(|first| {
+                    let lanes: Vec<u8> = (0..4)
+                        .flat_map(|lane| match first + lane < tail {
+                            true => [0xFF; 4],
+                            false => [0; 4],
+                        })
+                        .collect();
+                    let handle = e.b.func.dfg.constants.insert(ConstantData::from(lanes));
+                    e.b.ins().vconst(types::I32X4, handle)
+                });
+                vectors = chunk(e, [vectors[0], vectors[1], vectors[2]], Some(valid));
+            }
+            for index in (0..tail).filter(|_| !overread) {
                 let x =
                     e.b.ins()
                         .load(types::F32, flags(), vectors[0], (4 * index) as i32);
@@ -434,19 +463,21 @@ impl IntegerGemm {
     /// into `scratch` and computes them with the microkernels, or, when a
     /// row holds NaN, with the f32 GEMM on B's f32 elements `b` and `bias`
     /// (along the columns) as the kernel would have without this plan.
+    /// `overread`: the memory past each row of A holds the 28 bytes
+    /// [`IntegerGemm::pack`] may read.
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn block(
         &self,
         e: &mut Emitter<'_, '_, '_>,
         prepared: Prepared,
         [source, scratch, output]: [Value; 3],
-        source_row: i64,
+        (source_row, overread): (i64, bool),
         rows: Size,
         b: Matrix,
         bias: Option<Value>,
         epilogue: Epilogue,
     ) -> Result<(), CodegenError> {
-        let nan = self.pack(e, source, source_row, rows, scratch)?;
+        let nan = self.pack(e, [source, scratch], source_row, rows, overread)?;
         let (float, integer, join) = (e.b.create_block(), e.b.create_block(), e.b.create_block());
         e.b.ins().brif(nan, float, &[], integer, &[]);
         e.b.switch_to_block(float);
@@ -521,7 +552,8 @@ impl IntegerGemm {
                 e,
                 prepared,
                 targets,
-                source_row,
+                // Rows of a node's input: nothing is read past them.
+                (source_row, false),
                 Size::Dyn(rows),
                 b,
                 bias,
