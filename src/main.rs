@@ -58,6 +58,11 @@ enum Command {
         /// the imported IR.
         #[arg(long, value_name = "PASS")]
         after: Option<String>,
+        /// After a text graph, what the graph proves of each convolution's
+        /// and addmm's input: integers in a range (which the integer
+        /// kernels need), or nothing.
+        #[arg(long)]
+        bounds: bool,
         #[command(flatten)]
         passes: CompileArgs,
     },
@@ -228,12 +233,13 @@ fn main() -> ExitCode {
             method,
             format,
             after,
+            bounds,
             passes,
         } => dump::run(
             &file,
             &data.data_files,
             method.as_deref(),
-            format,
+            (format, bounds),
             after.as_deref(),
             &passes,
         )

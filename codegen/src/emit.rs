@@ -3,6 +3,7 @@
 //! constant, value addresses, element loads and stores with type conversion,
 //! counted loops in rotated form, math calls and error exits.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -42,6 +43,9 @@ impl Size {
 /// target's features and the method's error messages.
 pub(crate) struct MethodContext<'g, 'a> {
     pub graph: &'g Graph<'a>,
+    /// The constant table: the graph's constants the kernels read, then
+    /// those kernels computed at compile time (prepacked weights).
+    pub constants: Vec<Cow<'a, [u8]>>,
     /// The index of each constant value in the constant table.
     pub constant_index: HashMap<ValueId, usize>,
     pub has_fma: bool,
@@ -65,6 +69,9 @@ pub(crate) struct Microkernels {
     pub depthwise: Option<(crate::microkernel::Width, FuncId)>,
     /// Activations over f32 arrays.
     pub activations: Vec<(crate::microkernel::Activation, FuncId)>,
+    /// Integer GEMM tiles: their form, and the tile of each number of
+    /// registers a row (two, then one).
+    pub integer: Option<(crate::microkernel::IntegerForm, [FuncId; 2])>,
 }
 
 impl Microkernels {
@@ -365,6 +372,19 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
         }
         let offset = self.graph().value(value).offset.unwrap_or(0);
         self.b.ins().iadd_imm_s(self.arena, offset as i64)
+    }
+
+    /// The address of `bytes`, a constant the kernel computed at compile
+    /// time (64-byte aligned in objects; read with unaligned loads).
+    pub(crate) fn computed_constant(&mut self, bytes: Vec<u8>) -> Value {
+        let index = self.cx.constants.len();
+        self.cx.constants.push(Cow::Owned(bytes));
+        self.b.ins().load(
+            PTR,
+            flags().with_readonly(),
+            self.constants,
+            (index * 8) as i32,
+        )
     }
 
     /// The start of this kernel's scratch memory (at least `bytes` long,

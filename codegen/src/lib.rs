@@ -33,6 +33,14 @@ pub struct CodegenOptions {
     /// Let the microkernels use AVX-512 where the target has it; otherwise
     /// they use AVX2 (so tests run those forms on AVX-512 machines too).
     pub avx512: bool,
+    /// Compute convolutions whose operands the graph proves to be small
+    /// integers (the quantized programs' f32 ops on integer-valued floats)
+    /// with the integer microkernels, where the target has them.
+    pub integer: bool,
+    /// Let the integer microkernels use the VNNI dot products (AVX512-VNNI,
+    /// AVX-VNNI) where the target has them; otherwise AVX2's `vpmaddwd`
+    /// (so tests run that form on VNNI machines too).
+    pub vnni: bool,
     /// Mark the time after each kernel for `ptec_runtime::profile` (the
     /// JIT only; [`profiled_kernels`] names them).
     pub profile: bool,
@@ -43,6 +51,8 @@ impl Default for CodegenOptions {
         CodegenOptions {
             microkernels: true,
             avx512: true,
+            integer: true,
+            vnni: true,
             profile: false,
         }
     }

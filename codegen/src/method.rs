@@ -149,12 +149,13 @@ pub(crate) fn compile_method<'a>(
         .any(|flag| flag.name == "has_fma" && flag.as_bool() == Some(true));
     let mut cx = MethodContext {
         graph,
+        constants,
         constant_index,
         has_fma,
         errors: Vec::new(),
         scratch_bytes: 0,
         microkernels: match options.microkernels {
-            true => define_microkernels(module, symbol, options.avx512, definer)?,
+            true => define_microkernels(module, symbol, options, definer)?,
             false => Microkernels::default(),
         },
         math: HashMap::new(),
@@ -215,18 +216,19 @@ pub(crate) fn compile_method<'a>(
     Ok(CompiledMethod {
         entries,
         abi: method_abi(graph, Backend::Cpu, cx.errors, cx.scratch_bytes)?,
-        constants,
+        constants: cx.constants,
     })
 }
 
 /// Defines the microkernels the target of `module` can run: GEMM tiles on
 /// x86-64 with FMA and AVX2, or AVX-512 too (widest and tallest first), and
-/// the depthwise kernel (AVX-512 with BMI2, or AVX2); `allow_avx512` false
-/// keeps them to AVX2.
+/// the depthwise kernel (AVX-512 with BMI2, or AVX2) and the integer GEMM
+/// tiles (AVX512-VNNI, AVX-VNNI or AVX2); `options` may keep them to AVX2,
+/// keep the integer tiles from VNNI, or leave them out.
 fn define_microkernels(
     module: &mut dyn Module,
     symbol: &str,
-    allow_avx512: bool,
+    options: &CodegenOptions,
     definer: &mut Definer<'_>,
 ) -> Result<Microkernels, CodegenError> {
     let isa = module.isa();
@@ -238,7 +240,7 @@ fn define_microkernels(
     let x86_64 = isa.triple().architecture == target_lexicon::Architecture::X86_64;
     let mut widths = Vec::new();
     let avx2 = x86_64 && enabled("has_avx2") && enabled("has_fma");
-    let avx512 = avx2 && allow_avx512 && enabled("has_avx512f");
+    let avx512 = avx2 && options.avx512 && enabled("has_avx512f");
     if avx512 {
         widths.push(microkernel::Width::Avx512);
     }
@@ -251,6 +253,16 @@ fn define_microkernels(
         (true, _) => Some(microkernel::Width::Avx512),
         (false, true) => Some(microkernel::Width::Avx2),
         (false, false) => None,
+    };
+    let vnni = options.vnni;
+    let integer = match (avx512, avx2) {
+        _ if !options.integer => None,
+        (true, _) if vnni && enabled("has_avx512vnni") && enabled("has_avx512bw") => {
+            Some(microkernel::IntegerForm::Vnni512)
+        }
+        (_, true) if vnni && enabled("has_avx_vnni") => Some(microkernel::IntegerForm::VnniAvx2),
+        (_, true) => Some(microkernel::IntegerForm::Avx2),
+        (_, false) => None,
     };
     let assembled = |what: &str, code: Result<Vec<u8>, iced_x86::IcedError>| {
         code.map_err(|error| CodegenError::Isa(format!("assembling the {what}: {error}")))
@@ -292,6 +304,22 @@ fn define_microkernels(
             definer.bytes(module, id, &name, 16, code)?;
             microkernels.activations.push((activation, id));
         }
+    }
+    if let Some(form) = integer {
+        let mut integer_signature = signature.clone();
+        integer_signature.params.push(AbiParam::new(PTR));
+        let mut ids = Vec::new();
+        for registers in [2, 1] {
+            let name = format!("{symbol}__integer_gemm_{registers}_{form:?}").to_lowercase();
+            let id = module.declare_function(&name, Linkage::Local, &integer_signature)?;
+            let code = assembled(
+                &format!("{form:?} integer GEMM microkernel"),
+                microkernel::integer_gemm_tile(form, registers),
+            )?;
+            definer.bytes(module, id, &name, 16, code)?;
+            ids.push(id);
+        }
+        microkernels.integer = Some((form, [ids[0], ids[1]]));
     }
     Ok(microkernels)
 }

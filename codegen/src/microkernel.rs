@@ -3,7 +3,8 @@
 //! the kernels that call them (so JIT and object files share them).
 //! Cranelift's vectors are 128 bits wide; these use the CPU's 256-bit (AVX2)
 //! or 512-bit (AVX-512) registers. The depthwise kernel is described at
-//! [`depthwise`].
+//! [`depthwise`], the integer GEMM tiles (VNNI's `vpdpbusd`, or AVX2's
+//! `vpmaddwd`) at [`integer_gemm_tile`], the activations at [`activation`].
 //!
 //! A GEMM tile is four to eight rows, one or two registers wide (8 or 16
 //! columns with AVX2, 16 or 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row,
@@ -652,5 +653,256 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
         asm.set_label(label)?;
         asm.dd(&constant.data())?;
     }
+    asm.assemble(0)
+}
+
+/// The instructions an integer GEMM tile multiplies with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IntegerForm {
+    /// AVX512-VNNI: `vpdpbusd` on zmm, four u8 × i8 products a lane.
+    Vnni512,
+    /// AVX-VNNI: `vpdpbusd` (VEX) on ymm.
+    VnniAvx2,
+    /// AVX2 alone: `vpmaddwd` of i16 pairs on ymm, then `vpaddd`. A holds
+    /// its u8 values widened to i16 and B its i8 weights widened to i16,
+    /// two along K a lane, so no sum saturates (`vpmaddubsw` would, at
+    /// 2 * 255 * 127).
+    Avx2,
+}
+
+impl IntegerForm {
+    fn width(self) -> Width {
+        match self {
+            IntegerForm::Vnni512 => Width::Avx512,
+            IntegerForm::VnniAvx2 | IntegerForm::Avx2 => Width::Avx2,
+        }
+    }
+
+    /// Columns of one register (one i32 sum each).
+    pub(crate) fn register_columns(self) -> usize {
+        self.width().register_columns()
+    }
+
+    /// Rows of a tile.
+    pub(crate) fn rows(self) -> usize {
+        match self {
+            IntegerForm::Vnni512 => 8,
+            // Twelve accumulators, B's two, A's one and a product: the 16
+            // ymm registers.
+            IntegerForm::VnniAvx2 | IntegerForm::Avx2 => 6,
+        }
+    }
+
+    /// Steps of K in one four-byte group of A's row (and of a column of
+    /// B's): four u8 × i8, or two i16 × i16.
+    pub(crate) fn group_steps(self) -> usize {
+        match self {
+            IntegerForm::Vnni512 | IntegerForm::VnniAvx2 => 4,
+            IntegerForm::Avx2 => 2,
+        }
+    }
+}
+
+/// Emits the integer tile of `$registers` registers a row for `$form`:
+/// `$accumulators` (rows times registers of them), B's two registers (then
+/// the clamp bounds), A's register and a spare (both then masks and
+/// residuals); `$bytes` is one register's size, `$vnni` whether the form
+/// multiplies with `vpdpbusd`, `$mask` masks a store or load (see
+/// [`integer_gemm_tile`]).
+macro_rules! emit_integer_tile {
+    ($asm:ident, $rows:expr, $registers:expr, $bytes:expr, $vnni:expr, $accumulators:expr, [$b0:expr, $b1:expr], $a:expr, $spare:expr, $mask:expr) => {{
+        let (rows, registers): (usize, usize) = ($rows, $registers);
+        let accumulators = &$accumulators[..rows * registers];
+        let b_registers = &[$b0, $b1][..registers];
+        let pointers = &[rdi, rax, r10][..rows.div_ceil(3)];
+        for pair in pointers.windows(2) {
+            $asm.lea(pair[1], ptr(pair[0] + r8 * 2))?;
+            $asm.add(pair[1], r8)?;
+        }
+        for &accumulator in accumulators {
+            $asm.vpsubd(accumulator, accumulator, accumulator)?;
+        }
+        let mut step = $asm.create_label();
+        let mut sums = $asm.create_label();
+        $asm.test(rcx, rcx)?;
+        $asm.jle(sums)?;
+        $asm.set_label(&mut step)?;
+        for (half, &register) in b_registers.iter().enumerate() {
+            $asm.vmovups(register, ptr(rsi + $bytes * half as i32))?;
+        }
+        for row in 0..rows {
+            $asm.vpbroadcastd($a, dword_ptr(a_row(row)))?;
+            let row_accumulators = &accumulators[registers * row..registers * (row + 1)];
+            for (&accumulator, &register) in row_accumulators.iter().zip(b_registers) {
+                if $vnni {
+                    $asm.vpdpbusd(accumulator, $a, register)?;
+                } else {
+                    $asm.vpmaddwd($spare, $a, register)?;
+                    $asm.vpaddd(accumulator, accumulator, $spare)?;
+                }
+            }
+        }
+        for &pointer in pointers {
+            $asm.add(pointer, 4)?;
+        }
+        $asm.add(rsi, ($bytes * registers) as i32)?;
+        $asm.dec(rcx)?;
+        $asm.jnz(step)?;
+        $asm.set_label(&mut sums)?;
+        // The stack arguments; B's registers hold the bounds now.
+        let (low, high) = ($b0, $b1);
+        $asm.mov(rax, qword_ptr(rsp + 8))?;
+        $asm.mov(r11, qword_ptr(rsp + 16))?;
+        $asm.vbroadcastss(low, dword_ptr(r11))?;
+        $asm.vbroadcastss(high, dword_ptr(r11 + 4))?;
+        $asm.mov(r10, qword_ptr(rsp + 24))?;
+        $asm.mov(rsi, qword_ptr(rsp + 32))?;
+        $asm.mov(rcx, qword_ptr(rsp + 40))?;
+        for row in accumulators.chunks(registers) {
+            for (half, &accumulator) in row.iter().enumerate() {
+                $asm.vpaddd(accumulator, accumulator, ptr(rax + $bytes * half as i32))?;
+                $asm.vcvtdq2ps(accumulator, accumulator)?;
+                // max(bound, x) and min(bound, x), as the f32 tiles.
+                $asm.vmaxps(accumulator, low, accumulator)?;
+                $asm.vminps(accumulator, high, accumulator)?;
+            }
+        }
+        // Four ways to store: masked or not, with a residual or not.
+        let mut done = $asm.create_label();
+        let mut masked = $asm.create_label();
+        for with_mask in [false, true] {
+            if with_mask {
+                $asm.set_label(&mut masked)?;
+            } else {
+                $asm.test(rcx, rcx)?;
+                $asm.jnz(masked)?;
+            }
+            let mut plain = $asm.create_label();
+            $asm.test(r10, r10)?;
+            $asm.jz(plain)?;
+            for with_residual in [true, false] {
+                if !with_residual {
+                    $asm.set_label(&mut plain)?;
+                }
+                for (row, accumulators) in accumulators.chunks(registers).enumerate() {
+                    if row > 0 {
+                        $asm.cmp(rsi, row as i32)?;
+                        $asm.jle(done)?;
+                    }
+                    for (half, &accumulator) in accumulators.iter().enumerate() {
+                        let offset = $bytes * half as i32;
+                        $mask(&mut $asm, with_mask, with_residual, accumulator, offset)?;
+                    }
+                    $asm.add(rdx, r9)?;
+                    if with_residual {
+                        $asm.add(r10, r9)?;
+                    }
+                }
+                $asm.jmp(done)?;
+            }
+        }
+        $asm.set_label(&mut done)?;
+    }};
+}
+
+/// The machine code of an integer GEMM tile of `registers` registers a row
+/// (one or two); position independent. `gemm(a, b, c, groups, a_row,
+/// c_row, bias, bounds, residual, rows, mask)` (System V arguments, the
+/// last five on the stack) computes `form.rows()` rows of
+/// `C = clamp(f32(A @ B + bias[j]), bounds[0], bounds[1]) + R`, exact in
+/// i32 until the conversion: row `r` of A is `groups` four-byte groups at
+/// `a + r * a_row` (u8, or for [`IntegerForm::Avx2`] u8 values as i16), B
+/// is the panel of those groups for each column, one after the other
+/// (`groups` times the tile's columns, four bytes each: i8, or i16 pairs),
+/// `bias` one i32 per column, `C[r, j]` at `c + r * c_row + 4 * j` and
+/// `R[r, j]` at `residual + r * c_row + 4 * j` (a null `residual` adds
+/// nothing). Only the first `rows` rows are stored (every row of A is
+/// read), and with a `mask` (one i32 a column, all ones where the column
+/// is stored and zero where not) only its columns are read of R and
+/// stored.
+pub(crate) fn integer_gemm_tile(form: IntegerForm, registers: usize) -> Result<Vec<u8>, IcedError> {
+    use iced_x86::code_asm::registers::k::k1;
+    use iced_x86::code_asm::registers::{ymm::*, zmm::*};
+    let mut asm = CodeAssembler::new(64)?;
+    let rows = form.rows();
+    match form {
+        IntegerForm::Vnni512 => {
+            // zmm18 loads each mask; k1 holds it.
+            let store = |asm: &mut CodeAssembler,
+                         masked: bool,
+                         residual: bool,
+                         value: iced_x86::code_asm::AsmRegisterZmm,
+                         offset: i32|
+             -> Result<(), IcedError> {
+                if masked {
+                    asm.vmovups(zmm18, ptr(rcx + offset))?;
+                    asm.vptestmd(k1, zmm18, zmm18)?;
+                    if residual {
+                        asm.vaddps(value.k1(), value, ptr(r10 + offset))?;
+                    }
+                    asm.vmovups(ptr(rdx + offset).k1(), value)
+                } else {
+                    if residual {
+                        asm.vaddps(value, value, ptr(r10 + offset))?;
+                    }
+                    asm.vmovups(ptr(rdx + offset), value)
+                }
+            };
+            emit_integer_tile!(
+                asm,
+                rows,
+                registers,
+                64,
+                true,
+                [
+                    zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11,
+                    zmm12, zmm13, zmm14, zmm15
+                ],
+                [zmm16, zmm17],
+                zmm18,
+                zmm19,
+                store
+            )
+        }
+        IntegerForm::VnniAvx2 | IntegerForm::Avx2 => {
+            // ymm14 loads each mask, ymm15 the masked residual.
+            let store = |asm: &mut CodeAssembler,
+                         masked: bool,
+                         residual: bool,
+                         value: iced_x86::code_asm::AsmRegisterYmm,
+                         offset: i32|
+             -> Result<(), IcedError> {
+                if masked {
+                    asm.vmovups(ymm14, ptr(rcx + offset))?;
+                    if residual {
+                        asm.vpmaskmovd(ymm15, ymm14, ptr(r10 + offset))?;
+                        asm.vaddps(value, value, ymm15)?;
+                    }
+                    asm.vpmaskmovd(ptr(rdx + offset), ymm14, value)
+                } else {
+                    if residual {
+                        asm.vaddps(value, value, ptr(r10 + offset))?;
+                    }
+                    asm.vmovups(ptr(rdx + offset), value)
+                }
+            };
+            emit_integer_tile!(
+                asm,
+                rows,
+                registers,
+                32,
+                form == IntegerForm::VnniAvx2,
+                [
+                    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11
+                ],
+                [ymm12, ymm13],
+                ymm14,
+                ymm15,
+                store
+            )
+        }
+    }
+    asm.vzeroupper()?;
+    asm.ret()?;
     asm.assemble(0)
 }

@@ -16,6 +16,7 @@
 //! other symbols or a tensor's element. The IR depends on no other ptec
 //! crate: importers build it.
 
+pub mod bounds;
 pub mod filetest;
 mod graph;
 mod op;
@@ -27,6 +28,7 @@ mod text;
 mod types;
 mod verify;
 
+pub use bounds::{Bounds, value_bounds};
 pub use graph::{Graph, Node, NodeId, OutputKind, Ready, ValueData, ValueId, ValueKind};
 pub use op::{Op, OpKind};
 pub use parse::{ParseError, ParseProblem, parse};

@@ -24,6 +24,7 @@ use super::conv_dynamic;
 use super::conv_nhwc::{self, ChannelsLast};
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
 use super::map::{Operand, emit_copy};
+use super::quantized::IntegerGemm;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 
@@ -160,17 +161,18 @@ pub(super) fn convolution(
 
 fn convolve(
     e: &mut Emitter<'_, '_, '_>,
-    &Convolution {
+    op: &Convolution,
+    [stride, padding, dilation]: [Pair; 3],
+    output_value: ValueId,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let &Convolution {
         input: input_value,
         weight: weight_value,
         bias,
         groups,
         ..
-    }: &Convolution,
-    [stride, padding, dilation]: [Pair; 3],
-    output_value: ValueId,
-    epilogue: Epilogue,
-) -> Result<(), CodegenError> {
+    } = op;
     let source = activation(e, input_value, "convolution input")?;
     let result = activation(e, output_value, "convolution output")?;
     if result.channels_last {
@@ -189,9 +191,10 @@ fn convolve(
             dilation: dilation.map(|d| d as i64),
             groups: groups as i64,
         };
+        let integer = IntegerGemm::for_convolution(e, op, &conv);
         let bias = bias.map(|bias| e.address(bias));
         let pointers = [input_value, weight_value, output_value].map(|v| e.address(v));
-        return conv_nhwc::convolution(e, &conv, pointers, bias, epilogue);
+        return conv_nhwc::convolution(e, &conv, pointers, bias, epilogue, integer.as_ref());
     }
     let [batch, channels, height, width] = source.sizes;
     let [out_channels, group_channels, kernel_h, kernel_w] =

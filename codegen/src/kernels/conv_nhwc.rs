@@ -36,6 +36,8 @@ use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 use crate::microkernel::Width;
 
+use super::quantized::IntegerGemm;
+
 /// The geometry of a convolution with a channels-last result.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct ChannelsLast {
@@ -69,13 +71,15 @@ impl ChannelsLast {
 }
 
 /// Emits the convolution; `pointers` are the input's, the filter's and the
-/// output's addresses.
+/// output's addresses. With an `integer` plan, pointwise convolutions of a
+/// channels-last input and the im2col ones go through the integer GEMM.
 pub(super) fn convolution(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
     pointers: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
+    integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let channels = conv.input.sizes[1];
     let pointwise = conv.kernel() == [1, 1]
@@ -85,12 +89,13 @@ pub(super) fn convolution(
     let depthwise =
         conv.groups == channels && conv.group_channels() == 1 && conv.out_channels() == channels;
     e.allow_parallel();
-    if pointwise {
-        pointwise_gemm(e, conv, pointers, bias, epilogue)
-    } else if depthwise {
-        depthwise_direct(e, conv, pointers, bias, epilogue)
-    } else {
-        im2col_gemm(e, conv, pointers, bias, epilogue)
+    match integer {
+        Some(plan) if pointwise && conv.input.channels_last => {
+            pointwise_integer(e, conv, plan, pointers, bias, epilogue)
+        }
+        _ if pointwise => pointwise_gemm(e, conv, pointers, bias, epilogue),
+        _ if depthwise => depthwise_direct(e, conv, pointers, bias, epilogue),
+        _ => im2col_gemm(e, conv, pointers, bias, epilogue, integer),
     }
 }
 
@@ -193,6 +198,25 @@ fn pointwise_gemm(
             },
         };
         gemm_by_filter(e, conv, a, sizes, filter, out, bias, epilogue)
+    })
+}
+
+/// A pointwise convolution of a channels-last input through the integer
+/// GEMM, per image.
+fn pointwise_integer(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    plan: &IntegerGemm,
+    [input, filter, output]: [Value; 3],
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Result<(), CodegenError> {
+    let pixel_stride = conv.input.strides[3] * 4;
+    let prepared = plan.prepare(e, epilogue);
+    let b = rows(filter, conv.out_channels());
+    per_image(e, conv, [input, output], &mut |e, image, out| {
+        let shape = [pixel_stride, conv.pixels()];
+        plan.rows_in_blocks(e, prepared, [image, out], shape, b, bias, epilogue)
     })
 }
 
@@ -591,6 +615,7 @@ fn im2col_gemm(
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
+    integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, row_stride, column_stride] = conv.input.strides;
     let [out_h, out_w] = [conv.output.sizes[2], conv.output.sizes[3]];
@@ -601,15 +626,21 @@ fn im2col_gemm(
     let block_rows = im2col_block_rows(out_h, out_w, taps);
     let blocks = out_h / block_rows;
     let block_pixels = block_rows * out_w;
-    // Scratch: the columns, then (for an NCHW input) the image copied
-    // channels-last, so that a tap's channels, and with a dilation of 1 the
-    // taps of a kernel row too, are contiguous runs to copy.
-    let columns_bytes = ((block_pixels * taps * 4) as u64).next_multiple_of(64) as i64;
-    let packed_bytes = match conv.input.channels_last {
+    // Scratch: the columns in f32, then (with an integer plan) packed for
+    // it, then (for an NCHW input) the image copied channels-last, so that
+    // a tap's channels, and with a dilation of 1 the taps of a kernel row
+    // too, are contiguous runs to copy.
+    let columns_bytes = ((block_pixels * taps * 4) as u64).next_multiple_of(64);
+    let packed_bytes = integer
+        .map_or(0, |plan| plan.a_bytes(block_pixels))
+        .next_multiple_of(64);
+    let image_bytes = match conv.input.channels_last {
         true => 0,
-        false => conv.input.strides[0] * 4,
+        false => conv.input.strides[0] as u64 * 4,
     };
-    let columns = e.scratch((columns_bytes + packed_bytes) as u64);
+    let columns = e.scratch(columns_bytes + packed_bytes + image_bytes);
+    let packed = e.b.ins().iadd_imm_s(columns, columns_bytes as i64);
+    let prepared = integer.map(|plan| plan.prepare(e, epilogue));
     let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
     // The cells of taps outside the image are zeros: those of columns
     // outside are never written, so zeroed once; those of rows outside, in
@@ -633,9 +664,12 @@ fn im2col_gemm(
         Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
         None => (e.iconst(0), Size::Const(blocks)),
     };
-    let packed = (!conv.input.channels_last).then(|| e.b.ins().iadd_imm_s(columns, columns_bytes));
+    let image_copy = (!conv.input.channels_last).then(|| {
+        e.b.ins()
+            .iadd_imm_s(columns, (columns_bytes + packed_bytes) as i64)
+    });
     let [_, channels, height, width] = conv.input.sizes;
-    let (channel_stride, row_stride, column_stride) = match packed {
+    let (channel_stride, row_stride, column_stride) = match image_copy {
         Some(_) => (1, width * channels, channels),
         None => (channel_stride, row_stride, column_stride),
     };
@@ -651,7 +685,7 @@ fn im2col_gemm(
         })
         .flatten();
     per_image(e, conv, [input, output], &mut |e, image, out| {
-        let image = match packed {
+        let image = match image_copy {
             Some(scratch) => {
                 let [_, c, h, w] = conv.input.strides;
                 emit_copy(
@@ -768,6 +802,24 @@ fn im2col_gemm(
                         .imul_imm_s(block, block_pixels * conv.output.strides[3] * 4);
                 let block_output = e.b.ins().iadd(g[2], block_output);
                 let group_bias = bias.map(|_| g[3]);
+                if let (Some(plan), Some(prepared)) = (integer, prepared) {
+                    // One group: the group's pointers are the node's.
+                    return e
+                        .whole(|e| {
+                            plan.block(
+                                e,
+                                prepared,
+                                [columns, packed, block_output],
+                                // The packed rows follow the columns.
+                                (taps * 4, true),
+                                Size::Const(block_pixels),
+                                rows(g[1], conv.out_channels()),
+                                group_bias,
+                                epilogue,
+                            )
+                        })
+                        .map(|()| Vec::new());
+                }
                 let a = rows(columns, taps);
                 e.whole(|e| {
                     gemm_by_filter(

@@ -1,6 +1,8 @@
 //! Matrix products: a register-blocked float GEMM (f32, or f64) that mm,
 //! bmm, addmm and pointwise (1x1) convolutions share, a scalar loop for
-//! integer products, and the row helpers other kernels use.
+//! integer products, and the row helpers other kernels use. An addmm whose
+//! operands the graph proves small integers takes the integer GEMM
+//! (`quantized.rs`).
 //!
 //! The GEMM computes tiles of 4 rows by two vectors (f32x4 or f64x2) per
 //! row, eight accumulators, over the whole K dimension: each step loads two
@@ -696,6 +698,9 @@ pub(super) fn addmm(
     op: &Addmm,
     output: ValueId,
 ) -> Result<(), CodegenError> {
+    if super::quantized::addmm(e, op, output)? {
+        return Ok(());
+    }
     let bias = (op.beta.as_f64() != 0.0).then_some((op.bias, op.beta));
     match gemm_float(e, &[op.bias, op.a, op.b, output], op.clamp) {
         Some(float) => product(

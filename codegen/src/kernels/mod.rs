@@ -17,6 +17,7 @@ mod linalg;
 mod map;
 mod nest;
 mod pointwise;
+mod quantized;
 mod reduce;
 
 use ptec_ir::{Node, Op, OpKind};

@@ -12,6 +12,7 @@ use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandRead
 use super::expr::{Binary, Comparison, Expr, Unary, integer, real, zero};
 use super::promotion::{Operand, can_cast, result_type};
 use super::{Expected, LayoutRule, OpDef, OpError, ShapeContext, Slot, broadcast};
+use crate::bounds::{Bounds, is_integer, monotone};
 use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Real, Scalar, TensorType};
@@ -785,6 +786,50 @@ pub enum Func {
 }
 
 impl Func {
+    /// What the result's elements are known to be from what the operands'
+    /// are (f32 operands and result): rounding gives integers, a clamp its
+    /// bounds, a product, sum or difference with a scalar and a sum of two
+    /// operands their bounds' (each computed in f32, whose rounding keeps
+    /// order). Nothing for the other functions.
+    pub fn bounds(&self, operands: &[Bounds]) -> Bounds {
+        let scalar = |scalar: &Scalar| scalar.as_f64() as f32;
+        let bound = |value: Option<&Scalar>, default: f32| value.map_or(default, scalar);
+        match (self, operands) {
+            (Func::Unary(UnaryOp::Round), &[x]) => monotone(x, f32::round_ties_even, true),
+            (Func::Clamp { min, max }, &[x]) => {
+                let (low, high) = (
+                    bound(min.as_ref(), f32::NEG_INFINITY),
+                    bound(max.as_ref(), f32::INFINITY),
+                );
+                let exact = |limit: Option<&Scalar>| limit.is_none_or(|l| is_integer(scalar(l)));
+                let integral = x.integral && exact(min.as_ref()) && exact(max.as_ref());
+                match low.is_nan() || high.is_nan() || low > high {
+                    true => Bounds::UNKNOWN,
+                    false => monotone(x, |v| v.max(low).min(high), integral),
+                }
+            }
+            (Func::BinaryScalar { op, scalar: s }, &[x]) => {
+                let c = scalar(s);
+                let integral = x.integral && is_integer(c);
+                match op {
+                    BinaryOp::Mul if c >= 0.0 => monotone(x, |v| v * c, integral),
+                    BinaryOp::Mul if c < 0.0 => Bounds::new(x.high * c, x.low * c, integral),
+                    BinaryOp::Add => monotone(x, |v| v + c, integral),
+                    BinaryOp::Sub => monotone(x, |v| v - c, integral),
+                    _ => Bounds::UNKNOWN,
+                }
+            }
+            (
+                Func::Binary {
+                    op: BinaryOp::Add,
+                    alpha: None,
+                },
+                &[a, b],
+            ) => Bounds::new(a.low + b.low, a.high + b.high, a.integral && b.integral),
+            _ => Bounds::UNKNOWN,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Func::Unary(op) => op.name(),

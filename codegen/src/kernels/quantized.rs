@@ -1,0 +1,639 @@
+//! Integer GEMMs for the convolutions (pointwise and im2col ones of one
+//! group) and `addmm`s of quantized programs. XNNPACK's int8
+//! programs are imported as f32 ops on integer-valued floats: an
+//! activation is `round` then `clamp` to a range 256 values wide (the
+//! quantized value less its zero point), a weight a constant of integers in
+//! `[-127, 127]`, a bias an integer-valued constant. When the graph proves
+//! that of a product's operands ([`ptec_ir::value_bounds`], and the
+//! constants' elements here), its sums are integers, which i32 arithmetic
+//! computes exactly:
+//!
+//! - the weights are prepacked at compile time into the integer
+//!   microkernels' panels (i8 in groups of four along K for `vpdpbusd`,
+//!   i16 in pairs for AVX2's `vpmaddwd`), with K padded by zeros;
+//! - each block of the input's rows is converted from f32 to `u = v - low`
+//!   (u8, or u8 values as i16 for AVX2), `low` being the input's least
+//!   value, so that `v @ w = u @ w + low * sum_k w[k, j]`: that correction
+//!   per output column is folded into the bias at compile time;
+//! - the microkernels sum in i32, add the bias, convert to f32 once and
+//!   apply the kernel's clamp and residual as the f32 tiles do.
+//!
+//! Whenever the f32 kernels' sums are exact (below 2^24 in magnitude), the
+//! result is theirs bit for bit; beyond, it is the exact sum rounded once,
+//! as ExecuTorch's int32 kernels compute it. A NaN among the input's rows
+//! (which no integer holds; the bounds say nothing of NaN) sends that block
+//! through the f32 GEMM instead, so NaN propagates as it would there.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    ConstantData, InstBuilder, StackSlotData, StackSlotKind, Value, types,
+};
+use cranelift_module::FuncId;
+use ptec_ir::ops::conv::Convolution;
+use ptec_ir::ops::linalg::Addmm;
+use ptec_ir::{DType, ValueId};
+
+use super::conv_nhwc::ChannelsLast;
+use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
+use crate::emit::{Emitter, PTR, Size, flags};
+use crate::error::CodegenError;
+use crate::microkernel::IntegerForm;
+
+/// The most a sum may reach in magnitude, the bias included, for i32 to
+/// hold it.
+const I32_LIMIT: i64 = i32::MAX as i64;
+
+/// The rows of a matrix product's A packed at a time (a multiple of every
+/// integer tile's rows), and the unit threads share out.
+const BLOCK_ROWS: i64 = 96;
+
+/// The largest magnitude of an input the packing converts: `v + ROUNDER`
+/// holds `v` in its low mantissa bits for integers `|v| < 2^22`.
+const MAGNITUDE: i64 = 1 << 21;
+
+/// 1.5 * 2^23: added to an integer-valued f32 of magnitude below 2^22, it
+/// gives a float whose bits are this float's plus the integer.
+const ROUNDER: f32 = 12_582_912.0;
+
+/// A convolution the integer microkernels compute: the input's least value,
+/// and the prepacked weights, bias and mask.
+#[derive(Clone, Debug)]
+pub(super) struct IntegerGemm {
+    form: IntegerForm,
+    /// The tiles two registers and one register wide.
+    kernels: [FuncId; 2],
+    low: i32,
+    /// K, and its four-byte groups in a row of A.
+    k: i64,
+    groups: i64,
+    /// The output's columns.
+    n: i64,
+    /// The panels two registers wide, and the last, narrower or masked
+    /// one (its registers and its columns).
+    full_panels: i64,
+    rest: Option<(usize, i64)>,
+    /// The constant: B's panels, then the bias, then the last panel's mask.
+    bytes: Vec<u8>,
+    bias_at: usize,
+    mask_at: usize,
+}
+
+/// Where an integer convolution's constant is and its clamp bounds, set up
+/// once at the kernel's start.
+#[derive(Clone, Copy)]
+pub(super) struct Prepared {
+    constant: Value,
+    bounds: Value,
+}
+
+impl IntegerGemm {
+    /// The plan for `op`, a channels-last convolution `conv` (of one group:
+    /// its HWIO filter is B, `[K, N]` row-major), when [`IntegerGemm::new`]
+    /// finds one.
+    pub(super) fn for_convolution(
+        e: &Emitter<'_, '_, '_>,
+        op: &Convolution,
+        conv: &ChannelsLast,
+    ) -> Option<IntegerGemm> {
+        let [out_channels, in_channels, kernel_h, kernel_w] = conv.filter;
+        let k = kernel_h * kernel_w * in_channels;
+        let padded = conv.padding != [0, 0];
+        let weights = e.graph().value(op.weight).constant_bytes()?;
+        (conv.groups == 1).then_some(())?;
+        Self::new(
+            e,
+            op.input,
+            padded,
+            [k, out_channels],
+            weights,
+            [out_channels, 1],
+            op.bias,
+        )
+    }
+
+    /// The plan for a matrix product `input @ weight + bias` of `[k, n]`
+    /// f32 constant weights (`weight_strides` apart in `weights`, the
+    /// constant's bytes), when the target has the integer microkernels and
+    /// the graph proves the operands integers that i32 sums hold: the input
+    /// integral in a range at most 256 values wide (0 included when the
+    /// window pads), the weights integers in `[-128, 127]` and the bias, if
+    /// any, a constant of `n` integers.
+    pub(super) fn new(
+        e: &Emitter<'_, '_, '_>,
+        input: ValueId,
+        padded: bool,
+        [k, n]: [i64; 2],
+        weights: &[u8],
+        weight_strides: [i64; 2],
+        bias: Option<ValueId>,
+    ) -> Option<IntegerGemm> {
+        let (form, kernels) = e.cx.microkernels.integer?;
+        let graph = e.graph();
+        let (mut low, mut high) = ptec_ir::value_bounds(graph, input).integers()?;
+        if padded {
+            (low, high) = (low.min(0), high.max(0));
+        }
+        if high - low > 255 || low < -MAGNITUDE || high > MAGNITUDE {
+            return None;
+        }
+        let weights = f32_elements(weights);
+        let at = |k_index: i64, j: i64| k_index * weight_strides[0] + j * weight_strides[1];
+        if at(k - 1, n - 1) >= weights.len() as i64 {
+            return None;
+        }
+        let weight_ok = |w: f32| w.fract() == 0.0 && (-128.0..=127.0).contains(&w);
+        if !(0..k).all(|i| (0..n).all(|j| weight_ok(weights[at(i, j) as usize]))) {
+            return None;
+        }
+        let bias = match bias {
+            Some(bias) => f32_elements(graph.value(bias).constant_bytes()?),
+            None => vec![0.0; n as usize],
+        };
+        let bias_ok = |b: &f32| b.fract() == 0.0 && b.abs() <= I32_LIMIT as f32;
+        if bias.len() as i64 != n || !bias.iter().all(bias_ok) {
+            return None;
+        }
+        let weight = |k_index: i64, j: i64| weights[at(k_index, j) as usize] as i64;
+        let folded: Vec<i64> = (0..n)
+            .map(|j| bias[j as usize] as i64 + low * (0..k).map(|i| weight(i, j)).sum::<i64>())
+            .collect();
+        let largest = folded.iter().map(|b| b.abs()).max().unwrap_or(0);
+        if k * 255 * 128 + largest > I32_LIMIT {
+            return None;
+        }
+        let columns = form.register_columns() as i64;
+        let (full_panels, left) = (n / (2 * columns), n % (2 * columns));
+        let rest = match left {
+            0 => None,
+            left if left <= columns => Some((1, left)),
+            left => Some((2, left)),
+        };
+        let steps = form.group_steps() as i64;
+        let groups = (k as u64).next_multiple_of(4) as i64 / steps;
+        let mut panels: Vec<(i64, i64)> = (0..full_panels)
+            .map(|panel| (panel * 2 * columns, 2 * columns))
+            .collect();
+        panels.extend(
+            rest.map(|(registers, _)| (full_panels * 2 * columns, registers as i64 * columns)),
+        );
+        let mut bytes = Vec::new();
+        for &(first, width) in &panels {
+            for group in 0..groups {
+                for j in first..first + width {
+                    for step in 0..steps {
+                        let k_index = group * steps + step;
+                        let w = match k_index < k && j < n {
+                            true => weight(k_index, j),
+                            false => 0,
+                        };
+                        match form {
+                            IntegerForm::Vnni512 | IntegerForm::VnniAvx2 => {
+                                bytes.push(w as i8 as u8)
+                            }
+                            IntegerForm::Avx2 => bytes.extend((w as i16).to_le_bytes()),
+                        }
+                    }
+                }
+            }
+        }
+        let padded = panels.last().map_or(0, |&(first, width)| first + width);
+        let bias_at = bytes.len().next_multiple_of(64);
+        bytes.resize(bias_at, 0);
+        for j in 0..padded {
+            let value = folded.get(j as usize).copied().unwrap_or(0) as i32;
+            bytes.extend(value.to_le_bytes());
+        }
+        let mask_at = bytes.len().next_multiple_of(64);
+        bytes.resize(mask_at, 0);
+        if let Some((registers, valid)) = rest {
+            for j in 0..registers as i64 * columns {
+                let lane: i32 = if j < valid { -1 } else { 0 };
+                bytes.extend(lane.to_le_bytes());
+            }
+        }
+        Some(IntegerGemm {
+            form,
+            kernels,
+            low: low as i32,
+            k,
+            groups,
+            n,
+            full_panels,
+            rest,
+            bytes,
+            bias_at,
+            mask_at,
+        })
+    }
+
+    /// Bytes of a row of A.
+    pub(super) fn a_row(&self) -> i64 {
+        self.groups * 4
+    }
+
+    /// Bytes of scratch that `rows` rows of A take, rounded up to whole
+    /// tiles (which the microkernels read) and with room for the packing's
+    /// last 16-byte store.
+    pub(super) fn a_bytes(&self, rows: i64) -> u64 {
+        let rows = (rows as u64).next_multiple_of(self.form.rows() as u64);
+        (rows * self.a_row() as u64 + 16).next_multiple_of(64)
+    }
+
+    /// Sets up the constant's address and the clamp bounds.
+    pub(super) fn prepare(&self, e: &mut Emitter<'_, '_, '_>, epilogue: Epilogue) -> Prepared {
+        let constant = e.computed_constant(self.bytes.clone());
+        let slot =
+            e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 4));
+        let bounds = [
+            epilogue.min.unwrap_or(f32::NEG_INFINITY),
+            epilogue.max.unwrap_or(f32::INFINITY),
+        ];
+        for (offset, bound) in [0, 4].into_iter().zip(bounds) {
+            let value = e.b.ins().f32const(bound);
+            e.b.ins().stack_store(PTR, value, slot, offset);
+        }
+        Prepared {
+            constant,
+            bounds: e.b.ins().stack_addr(PTR, slot, 0),
+        }
+    }
+
+    /// Converts `rows` rows of `self.k` f32 elements (at `source`, rows
+    /// `source_row` bytes apart, the elements contiguous) into A's rows at
+    /// `target`; returns an i32 that is non-zero when any element was NaN.
+    /// With `overread`, the elements past the last group of eight are
+    /// converted as a whole group too, reading up to 28 bytes past each
+    /// row (which the caller's memory must hold; the values read there
+    /// land in A's padding or in the next row, written after).
+    fn pack(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        [source, target]: [Value; 2],
+        source_row: i64,
+        rows: Size,
+        overread: bool,
+    ) -> Result<Value, CodegenError> {
+        let wide = self.form == IntegerForm::Avx2;
+        let element = if wide { 2 } else { 1 };
+        // v - low is the bits of v + ROUNDER less those of ROUNDER + low
+        // (exact: v is an integer of magnitude below 2^22, or NaN, and then
+        // the block goes to the f32 GEMM whatever it packed).
+        let rounder = e.b.ins().f32const(ROUNDER);
+        let rounders = e.b.ins().splat(types::F32X4, rounder);
+        let offset = i64::from(ROUNDER.to_bits() as i32) + i64::from(self.low);
+        let low = e.b.ins().iconst(types::I32, offset);
+        let lows = e.b.ins().splat(types::I32X4, low);
+        let none = e.b.ins().iconst(types::I32, 0);
+        let nones = e.b.ins().splat(types::I32X4, none);
+        let (chunks, tail) = (self.k / 8, self.k % 8);
+        let a_row = self.a_row();
+        // Carried: the rows' addresses, and NaN seen in vectors and in
+        // single elements.
+        let carried = [source, target, nones, none];
+        let result = e.counted_loop(rows, &carried, |e, _, p| {
+            // Eight elements at a time: two vectors, narrowed to i16 (and
+            // to u8 for the VNNI forms), stored 16 bytes wide (the bytes
+            // past the eight of u8 are overwritten next or are padding).
+            // `valid` masks the NaN test of a last chunk read past the row.
+            let chunk = |e: &mut Emitter<'_, '_, '_>,
+                         [from, to, seen]: [Value; 3],
+                         valid: Option<[Value; 2]>| {
+                let mut halves = Vec::with_capacity(2);
+                let mut nan = seen;
+                for half in 0..2 {
+                    let x = e.b.ins().load(types::F32X4, flags(), from, 16 * half);
+                    let mut unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                    if let Some(valid) = valid {
+                        unordered = e.b.ins().band(unordered, valid[half as usize]);
+                    }
+                    nan = e.b.ins().bor(nan, unordered);
+                    let shifted = e.b.ins().fadd(x, rounders);
+                    let bits = e.b.ins().bitcast(types::I32X4, flags(), shifted);
+                    halves.push(e.b.ins().isub(bits, lows));
+                }
+                let words = e.b.ins().snarrow(halves[0], halves[1]);
+                let packed = match wide {
+                    true => words,
+                    false => e.b.ins().unarrow(words, words),
+                };
+                e.b.ins().store(flags(), packed, to, 0);
+                vec![
+                    e.b.ins().iadd_imm_s(from, 32),
+                    e.b.ins().iadd_imm_s(to, 8 * element),
+                    nan,
+                ]
+            };
+            let mut vectors =
+                e.counted_loop(Size::Const(chunks), &[p[0], p[1], p[2]], |e, _, q| {
+                    Ok(chunk(e, [q[0], q[1], q[2]], None))
+                })?;
+            let mut nan = p[3];
+            if overread && tail > 0 {
+                let valid = [0, 4].map(|first| {
+                    let lanes: Vec<u8> = (0..4)
+                        .flat_map(|lane| match first + lane < tail {
+                            true => [0xFF; 4],
+                            false => [0; 4],
+                        })
+                        .collect();
+                    let handle = e.b.func.dfg.constants.insert(ConstantData::from(lanes));
+                    e.b.ins().vconst(types::I32X4, handle)
+                });
+                vectors = chunk(e, [vectors[0], vectors[1], vectors[2]], Some(valid));
+            }
+            for index in (0..tail).filter(|_| !overread) {
+                let x =
+                    e.b.ins()
+                        .load(types::F32, flags(), vectors[0], (4 * index) as i32);
+                let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                let unordered = e.b.ins().uextend(types::I32, unordered);
+                nan = e.b.ins().bor(nan, unordered);
+                let shifted = e.b.ins().fadd(x, rounder);
+                let bits = e.b.ins().bitcast(types::I32, flags(), shifted);
+                let value = e.b.ins().isub(bits, low);
+                let offset = (element * index) as i32;
+                match wide {
+                    true => e.b.ins().istore16(flags(), value, vectors[1], offset),
+                    false => e.b.ins().istore8(flags(), value, vectors[1], offset),
+                };
+            }
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], source_row),
+                e.b.ins().iadd_imm_s(p[1], a_row),
+                vectors[2],
+                nan,
+            ])
+        })?;
+        let any = e.b.ins().vany_true(result[2]);
+        let any = e.b.ins().uextend(types::I32, any);
+        Ok(e.b.ins().bor(any, result[3]))
+    }
+
+    /// `rows` rows of the output at `c` (rows `self.n` f32 apart) from A's
+    /// rows at `a`: per panel of columns, the microkernel on each tile of
+    /// rows; `residual` is the bytes from an output to its residual.
+    pub(super) fn gemm(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        a: Value,
+        rows: Size,
+        c: Value,
+        residual: Option<Value>,
+    ) -> Result<(), CodegenError> {
+        let columns = self.form.register_columns() as i64;
+        let panel_bytes = |registers: i64| self.groups * 4 * registers * columns;
+        let bias = e.b.ins().iadd_imm_s(prepared.constant, self.bias_at as i64);
+        let carried = [prepared.constant, c, bias];
+        let next = e.counted_loop(Size::Const(self.full_panels), &carried, |e, _, p| {
+            self.tiles(e, prepared, [a, p[0], p[1], p[2]], rows, residual, 2, None)?;
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], panel_bytes(2)),
+                e.b.ins().iadd_imm_s(p[1], 2 * columns * 4),
+                e.b.ins().iadd_imm_s(p[2], 2 * columns * 4),
+            ])
+        })?;
+        if let Some((registers, valid)) = self.rest {
+            let mask = (valid != registers as i64 * columns)
+                .then(|| e.b.ins().iadd_imm_s(prepared.constant, self.mask_at as i64));
+            let operands = [a, next[0], next[1], next[2]];
+            self.tiles(e, prepared, operands, rows, residual, registers, mask)?;
+        }
+        Ok(())
+    }
+
+    /// One panel: the microkernel of `registers` registers a row on each
+    /// tile of `rows` rows, `mask` (or null) choosing the stored columns.
+    #[allow(clippy::too_many_arguments)] // A panel's operands.
+    fn tiles(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        [a, b, c, bias]: [Value; 4],
+        rows: Size,
+        residual: Option<Value>,
+        registers: usize,
+        mask: Option<Value>,
+    ) -> Result<(), CodegenError> {
+        let tile_rows = self.form.rows() as i64;
+        let tiles = match rows {
+            Size::Const(rows) => Size::Const((rows + tile_rows - 1) / tile_rows),
+            Size::Dyn(rows) => {
+                let rounded = e.b.ins().iadd_imm_s(rows, tile_rows - 1);
+                Size::Dyn(e.b.ins().udiv_imm_u(rounded, tile_rows))
+            }
+        };
+        let kernel = self.kernels[2 - registers];
+        let func = e.import_function(kernel);
+        let groups = e.iconst(self.groups);
+        let a_row = e.iconst(self.a_row());
+        let c_row = e.iconst(self.n * 4);
+        let null = e.iconst(0);
+        let mask = mask.unwrap_or(null);
+        let left = e.value_of(rows);
+        e.counted_loop(tiles, &[a, c, left], |e, _, p| {
+            let residual = match residual {
+                Some(distance) => e.b.ins().iadd(p[1], distance),
+                None => null,
+            };
+            let arguments = [
+                p[0],
+                b,
+                p[1],
+                groups,
+                a_row,
+                c_row,
+                bias,
+                prepared.bounds,
+                residual,
+                p[2],
+                mask,
+            ];
+            e.b.ins().call(func, &arguments);
+            Ok(vec![
+                e.b.ins().iadd_imm_s(p[0], tile_rows * self.a_row()),
+                e.b.ins().iadd_imm_s(p[1], tile_rows * self.n * 4),
+                e.b.ins().iadd_imm_s(p[2], -tile_rows),
+            ])
+        })?;
+        Ok(())
+    }
+
+    /// Packs `rows` rows of f32 A (at `source`, `source_row` bytes apart)
+    /// into `scratch` and computes them with the microkernels, or, when a
+    /// row holds NaN, with the f32 GEMM on B's f32 elements `b` and `bias`
+    /// (along the columns) as the kernel would have without this plan.
+    /// `overread`: the memory past each row of A holds the 28 bytes
+    /// [`IntegerGemm::pack`] may read.
+    #[allow(clippy::too_many_arguments)] // The operands of one product.
+    pub(super) fn block(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        [source, scratch, output]: [Value; 3],
+        (source_row, overread): (i64, bool),
+        rows: Size,
+        b: Matrix,
+        bias: Option<Value>,
+        epilogue: Epilogue,
+    ) -> Result<(), CodegenError> {
+        let nan = self.pack(e, [source, scratch], source_row, rows, overread)?;
+        let (float, integer, join) = (e.b.create_block(), e.b.create_block(), e.b.create_block());
+        e.b.ins().brif(nan, float, &[], integer, &[]);
+        e.b.switch_to_block(float);
+        {
+            let unit = Size::Const(4);
+            let row = |base: Value, bytes: i64| Matrix {
+                base,
+                row: Size::Const(bytes),
+                col: unit,
+            };
+            let gemm = Gemm {
+                float: Float::F32,
+                m: rows,
+                n: Size::Const(self.n),
+                k: Size::Const(self.k),
+                a: row(source, source_row),
+                b,
+                c: row(output, self.n * 4),
+                bias: bias.map(|base| row(base, 0)),
+                alpha: 1.0,
+                beta: 1.0,
+                epilogue,
+            };
+            e.whole(|e| emit_gemm(e, &gemm))?;
+        }
+        e.b.ins().jump(join, &[]);
+        e.b.switch_to_block(integer);
+        self.gemm(e, prepared, scratch, rows, output, epilogue.residual)?;
+        e.b.ins().jump(join, &[]);
+        e.b.switch_to_block(join);
+        Ok(())
+    }
+}
+
+impl IntegerGemm {
+    /// `output [m, n] = source [m, k] @ B + bias` through the epilogue, with
+    /// rows `source_row` and `n * 4` bytes apart: per block of
+    /// [`BLOCK_ROWS`] rows, which threads share out, packed into scratch
+    /// and computed by [`IntegerGemm::block`].
+    #[allow(clippy::too_many_arguments)] // The operands of one product.
+    pub(super) fn rows_in_blocks(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        [source, output]: [Value; 2],
+        [source_row, m]: [i64; 2],
+        b: Matrix,
+        bias: Option<Value>,
+        epilogue: Epilogue,
+    ) -> Result<(), CodegenError> {
+        let blocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        let scratch = e.scratch(self.a_bytes(BLOCK_ROWS));
+        let cost = (BLOCK_ROWS * self.k * self.n) as u64;
+        let (first, count) = match e.parallel_range(blocks, cost) {
+            Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
+            None => (e.iconst(0), Size::Const(blocks)),
+        };
+        e.counted_loop(count, &[], |e, index, _| {
+            let block = e.b.ins().iadd(first, index);
+            let start = e.b.ins().imul_imm_s(block, BLOCK_ROWS);
+            let total = e.iconst(m);
+            let left = e.b.ins().isub(total, start);
+            let whole = e.iconst(BLOCK_ROWS);
+            let short = e.b.ins().icmp(IntCC::SignedLessThan, left, whole);
+            let rows = e.b.ins().select(short, left, whole);
+            let from = e.b.ins().imul_imm_s(start, source_row);
+            let from = e.b.ins().iadd(source, from);
+            let to = e.b.ins().imul_imm_s(start, self.n * 4);
+            let to = e.b.ins().iadd(output, to);
+            let targets = [from, scratch, to];
+            self.block(
+                e,
+                prepared,
+                targets,
+                // Rows of a node's input: nothing is read past them.
+                (source_row, false),
+                Size::Dyn(rows),
+                b,
+                bias,
+                epilogue,
+            )?;
+            Ok(Vec::new())
+        })?;
+        Ok(())
+    }
+}
+
+/// `addmm` through the integer GEMM when it has a plan: alpha and beta 1,
+/// f32 throughout, a row-major `[m, k]` input and `[m, n]` output of fixed
+/// sizes, constant weights `[k, n]` (any dim order) and a constant bias of
+/// `n` elements broadcast along the rows. Returns whether it emitted the
+/// kernel.
+pub(super) fn addmm(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Addmm,
+    output: ValueId,
+) -> Result<bool, CodegenError> {
+    let graph = e.graph();
+    let [a_ty, b_ty, c_ty, bias_ty] = [op.a, op.b, output, op.bias].map(|v| &graph.value(v).ty);
+    let fixed = |ty: &ptec_ir::TensorType| -> Option<Vec<i64>> {
+        ty.shape
+            .iter()
+            .map(|dim| dim.fixed().map(|d| d as i64))
+            .collect()
+    };
+    let row_major = |ty: &ptec_ir::TensorType| ty.dim_order == [0, 1];
+    let ones = op.alpha.as_f64() == 1.0 && op.beta.as_f64() == 1.0;
+    let f32s = [a_ty, b_ty, c_ty, bias_ty]
+        .iter()
+        .all(|ty| ty.dtype == DType::F32);
+    let (Some(a_sizes), Some(b_sizes), Some(c_sizes), Some(bias_sizes)) =
+        (fixed(a_ty), fixed(b_ty), fixed(c_ty), fixed(bias_ty))
+    else {
+        return Ok(false);
+    };
+    let (&[m, k], &[_, n]) = (a_sizes.as_slice(), c_sizes.as_slice()) else {
+        return Ok(false);
+    };
+    let shapes = c_sizes == [m, n] && b_sizes == [k, n] && m * k * n > 0;
+    let along_rows = bias_sizes == [n] || bias_sizes == [1, n];
+    if !(ones && f32s && shapes && along_rows && row_major(a_ty) && row_major(c_ty)) {
+        return Ok(false);
+    }
+    let strides = ptec_ir::strides_in_order(&b_sizes, &b_ty.dim_order, 1, |a, b| a * b);
+    let weight_strides = [strides[0], strides[1]];
+    let Some(weights) = graph.value(op.b).constant_bytes() else {
+        return Ok(false);
+    };
+    let Some(plan) = IntegerGemm::new(
+        e,
+        op.a,
+        false,
+        [k, n],
+        weights,
+        weight_strides,
+        Some(op.bias),
+    ) else {
+        return Ok(false);
+    };
+    e.allow_parallel();
+    let epilogue = Epilogue::clamped(op.clamp);
+    let prepared = plan.prepare(e, epilogue);
+    let [a, b, c, bias] = [op.a, op.b, output, op.bias].map(|v| e.address(v));
+    let b = Matrix {
+        base: b,
+        row: Size::Const(weight_strides[0] * 4),
+        col: Size::Const(weight_strides[1] * 4),
+    };
+    plan.rows_in_blocks(e, prepared, [a, c], [k * 4, m], b, Some(bias), epilogue)?;
+    Ok(true)
+}
+
+/// The f32 elements of constant bytes.
+fn f32_elements(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+        .collect()
+}
