@@ -664,10 +664,6 @@ fn convolution(
         op,
         out_per_group: out.sizes[1] / op.groups,
     };
-    let block = [BLOCK, 4, 2, 1]
-        .into_iter()
-        .find(|&block| conv.out_per_group.is_multiple_of(block))
-        .unwrap_or(1);
     // Neighbouring outputs along the last spatial dimension share the
     // filter's taps (a transposed convolution's skip taps by position).
     let span = match op.transposed {
@@ -675,10 +671,36 @@ fn convolution(
         Some(_) => 1,
     };
     let last = out.rank() - 1;
-    blocked(out, 1, block, Some((last, span)), |c| {
-        conv.sums(c, block as usize, span as usize)
-    })?
-    .ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
+    let kernel = match conv.shape() {
+        Shape::Depthwise => blocked(out, 1, 4, Some((last, span)), |c| {
+            conv.sums(c, 4, span as usize, true)
+        })?,
+        Shape::Pointwise(block) => blocked(out, 1, block, Some((last, span)), |c| {
+            conv.pointwise_sums(c, block as usize, span as usize)
+        })?,
+        Shape::Direct(block) => blocked(out, 1, block, Some((last, span)), |c| {
+            conv.sums(c, block as usize, span as usize, false)
+        })?,
+    };
+    kernel.ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
+}
+
+/// How a convolution's shader reads its operands.
+enum Shape {
+    /// One channel per group (each filter sees one input channel), the
+    /// channels contiguous in the input and the filter: each invocation
+    /// computes four neighbouring channels, reading a quad of inputs and
+    /// one of filter taps at a time.
+    Depthwise,
+    /// A filter of one tap, not transposed and unpadded, whose input
+    /// channels come in quads (contiguous in the input, a multiple of four
+    /// per group): a matrix product over the channels, each input quad
+    /// loaded once for this many output channels (and each filter quad
+    /// once for the span's positions).
+    Pointwise(u64),
+    /// Anything else: element by element, this many output channels per
+    /// invocation.
+    Direct(u64),
 }
 
 /// A convolution's operands, for [`Conv::sums`].
@@ -692,8 +714,128 @@ struct Conv<'c> {
 }
 
 impl Conv<'_> {
+    /// How the shader reads the operands ([`Shape`]).
+    fn shape(&self) -> Shape {
+        let Conv { x, w, op, .. } = *self;
+        let in_per_group = x.sizes[1] / op.groups;
+        if op.transposed.is_none()
+            && self.out_per_group == 1
+            && in_per_group == 1
+            && x.quads_along(1)
+            && w.quads_along(0)
+        {
+            return Shape::Depthwise;
+        }
+        let block = [BLOCK, 4, 2, 1]
+            .into_iter()
+            .find(|&block| self.out_per_group.is_multiple_of(block))
+            .unwrap_or(1);
+        let one_tap = w.sizes[2..].iter().all(|&taps| taps == 1);
+        let unpadded = op.padding.iter().all(|&p| p == 0);
+        if op.transposed.is_none()
+            && one_tap
+            && unpadded
+            && in_per_group.is_multiple_of(4)
+            && x.quads_along(1)
+        {
+            return Shape::Pointwise(block);
+        }
+        Shape::Direct(block)
+    }
+
+    /// [`Conv::sums`] of a [`Shape::Pointwise`] convolution: the input
+    /// channels four at a time, each element still summed channel by
+    /// channel in order.
+    fn pointwise_sums(
+        &self,
+        c: &[String],
+        count: usize,
+        span: usize,
+    ) -> Result<(String, Vec<String>), Refusal> {
+        let Conv {
+            x,
+            w,
+            op,
+            out_per_group,
+            ..
+        } = *self;
+        let in_per_group = x.sizes[1] / op.groups;
+        let rank = op.spatial_rank();
+        let last = rank - 1;
+        let mut code = format!("    let group = {} / {out_per_group}u;\n", c[1]);
+        for k in 0..count * span {
+            let _ = writeln!(code, "    var acc{k} = 0.0f;");
+        }
+        let _ = writeln!(
+            code,
+            "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 4u) {{
+        let channel = group * {in_per_group}u + ci;"
+        );
+        // The filter's taps: a quad along the input channels for each
+        // output channel, or along the output channels for each input one.
+        let filter = |channel: String, input: String| {
+            let mut at = vec![channel, input];
+            at.extend((0..rank).map(|_| "0u".to_string()));
+            w.offset_at(&at)
+        };
+        let taps: Vec<Vec<String>> = if w.quads_along(1) {
+            for j in 0..count {
+                let offset = filter(in_block(c, 1, j)[1].clone(), "ci".into());
+                let _ = writeln!(code, "        let w{j} = {};", w.load_quad(&offset));
+            }
+            (0..count)
+                .map(|j| (0..4).map(|s| format!("w{j}[{s}]")).collect())
+                .collect()
+        } else if w.quads_along(0) && count.is_multiple_of(4) {
+            for s in 0..4 {
+                for g in 0..count / 4 {
+                    let offset = filter(in_block(c, 1, 4 * g)[1].clone(), format!("(ci + {s}u)"));
+                    let _ = writeln!(code, "        let w{s}_{g} = {};", w.load_quad(&offset));
+                }
+            }
+            (0..count)
+                .map(|j| (0..4).map(|s| format!("w{s}_{}[{}]", j / 4, j % 4)).collect())
+                .collect()
+        } else {
+            let mut taps = Vec::new();
+            for j in 0..count {
+                let mut row = Vec::new();
+                for s in 0..4 {
+                    let offset = filter(in_block(c, 1, j)[1].clone(), format!("(ci + {s}u)"));
+                    let _ = writeln!(code, "        let w{j}_{s} = {};", w.load(&offset));
+                    row.push(format!("w{j}_{s}"));
+                }
+                taps.push(row);
+            }
+            taps
+        };
+        for q in 0..span {
+            let mut at = vec![c[0].clone(), "channel".into()];
+            for d in 0..rank {
+                let position = match d == last {
+                    true => in_block(c, 2 + d, q)[2 + d].clone(),
+                    false => c[2 + d].clone(),
+                };
+                at.push(format!("{position} * {}u", op.stride[d]));
+            }
+            let _ = writeln!(code, "        let v{q} = {};", x.load_quad(&x.offset_at(&at)));
+        }
+        for s in 0..4 {
+            for q in 0..span {
+                for (j, tap) in taps.iter().enumerate() {
+                    let k = q * count + j;
+                    let _ = writeln!(code, "        acc{k} = fma(v{q}[{s}], {}, acc{k});", tap[s]);
+                }
+            }
+        }
+        code.push_str("    }\n");
+        let values = self.finish(&mut code, c, count, span);
+        Ok((code, values))
+    }
+
     /// Statements summing `count` output elements from coordinates `c` on
-    /// along the channels (all of one group), at `span` neighbouring
+    /// along the channels (all of one group, or with `quads` four groups of
+    /// one channel each, read a quad at a time), at `span` neighbouring
     /// positions along the last spatial dimension (one for a transposed
     /// convolution), and their values: the channels at each position in
     /// turn.
@@ -702,6 +844,7 @@ impl Conv<'_> {
         c: &[String],
         count: usize,
         span: usize,
+        quads: bool,
     ) -> Result<(String, Vec<String>), Refusal> {
         let Conv {
             x,
@@ -743,13 +886,16 @@ impl Conv<'_> {
             &window,
         )?);
         let mut indent = "    ".repeat(looped + 2);
-        let filter = |channel: &str| {
+        let filter = |channel: &str, quad: bool| {
             let mut filter = match op.transposed {
                 None => vec![channel.to_string(), "ci".into()],
                 Some(_) => vec!["channel".into(), format!("({channel} % {out_per_group}u)")],
             };
             filter.extend((0..rank).map(|d| format!("k{d}")));
-            w.load(&w.offset_at(&filter))
+            match quad {
+                true => w.load_quad(&w.offset_at(&filter)),
+                false => w.load(&w.offset_at(&filter)),
+            }
         };
         let last = rank - 1;
         if !window.transposed {
@@ -760,12 +906,20 @@ impl Conv<'_> {
             );
             indent.push_str("    ");
         }
-        for j in 0..count {
-            let _ = writeln!(
-                code,
-                "{indent}let w{j} = {};",
-                filter(&in_block(c, 1, j)[1])
-            );
+        let tap = |j: usize| match quads {
+            true => format!("wq[{j}]"),
+            false => format!("w{j}"),
+        };
+        if quads {
+            let _ = writeln!(code, "{indent}let wq = {};", filter(&c[1], true));
+        } else {
+            for j in 0..count {
+                let _ = writeln!(
+                    code,
+                    "{indent}let w{j} = {};",
+                    filter(&in_block(c, 1, j)[1], false)
+                );
+            }
         }
         for q in 0..span {
             let mut at = input.clone();
@@ -790,10 +944,19 @@ impl Conv<'_> {
                 );
                 inner.push_str("    ");
             }
-            let _ = writeln!(code, "{inner}let v{q} = {};", x.load(&x.offset_at(&at)));
+            let (load, component): (String, fn(usize) -> String) = match quads {
+                true => (x.load_quad(&x.offset_at(&at)), |j| format!("[{j}]")),
+                false => (x.load(&x.offset_at(&at)), |_| String::new()),
+            };
+            let _ = writeln!(code, "{inner}let v{q} = {load};");
             for j in 0..count {
                 let k = q * count + j;
-                let _ = writeln!(code, "{inner}acc{k} = fma(v{q}, w{j}, acc{k});");
+                let _ = writeln!(
+                    code,
+                    "{inner}acc{k} = fma(v{q}{}, {}, acc{k});",
+                    component(j),
+                    tap(j)
+                );
             }
             if checked {
                 let _ = writeln!(code, "{indent}}}");
@@ -803,6 +966,15 @@ impl Conv<'_> {
             let _ = writeln!(code, "{}}}", &indent[4..]);
         }
         let _ = writeln!(code, "{}    }}", close_loops(looped));
+        let values = self.finish(&mut code, c, count, span);
+        Ok((code, values))
+    }
+
+    /// The values of the `count` channels at `span` positions summed in
+    /// `acc0..` from coordinates `c` on: the bias, the clamp and the
+    /// residual applied.
+    fn finish(&self, code: &mut String, c: &[String], count: usize, span: usize) -> Vec<String> {
+        let last = self.op.spatial_rank() - 1;
         // Each biased sum bound once, as the clamp names it several times.
         let mut values = Vec::new();
         for k in 0..count * span {
@@ -813,13 +985,13 @@ impl Conv<'_> {
                 let _ = writeln!(code, "    let biased{k} = {value} + {term};");
                 value = format!("biased{k}");
             }
-            value = clamped(value, op.clamp);
+            value = clamped(value, self.op.clamp);
             if let Some(residual) = self.residual {
                 value = format!("({value} + {})", residual.load_broadcast(&at));
             }
             values.push(value);
         }
-        Ok((code, values))
+        values
     }
 }
 

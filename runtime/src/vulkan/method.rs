@@ -12,9 +12,12 @@ use super::error::{VulkanError, failed};
 use super::memory::{Buffer, HOST_SHARED, Mapping, upload_constants};
 use super::program::{DeviceProgram, Dispatch, Segment, buffer_bytes};
 
-/// The descriptor bindings of set 0, as every shader declares them.
+/// The descriptor bindings of set 0, as every shader declares them: the
+/// arena and the constants as words, then both again as quads.
 const ARENA_BINDING: u32 = 0;
 const CONSTANTS_BINDING: u32 = 1;
+const ARENA_QUADS_BINDING: u32 = 2;
+const CONSTANTS_QUADS_BINDING: u32 = 3;
 
 /// A program on a device, ready to run: write inputs into [`Self::arena_mut`]
 /// at their offsets, run each segment in order ([`Self::run_segment`] for
@@ -169,7 +172,7 @@ impl DeviceMethod {
     }
 
     /// The bytes of device memory the method holds in buffers (the arena
-    /// and constants, each rounded up to whole words).
+    /// and constants, each rounded up to whole quads).
     pub fn buffer_bytes(&self) -> u64 {
         self.arena.bytes + self.constants.bytes
     }
@@ -214,7 +217,13 @@ impl Objects {
     ) -> Result<(), VulkanError> {
         let device = Arc::clone(&self.device);
         let raw = device.raw();
-        let bindings = [ARENA_BINDING, CONSTANTS_BINDING].map(|binding| {
+        let bindings = [
+            ARENA_BINDING,
+            CONSTANTS_BINDING,
+            ARENA_QUADS_BINDING,
+            CONSTANTS_QUADS_BINDING,
+        ]
+        .map(|binding| {
             vk::DescriptorSetLayoutBinding::default()
                 .binding(binding)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
@@ -288,7 +297,8 @@ impl Objects {
         }
     }
 
-    /// The descriptor set every shader sees: the arena and the constants.
+    /// The descriptor set every shader sees: the arena and the constants,
+    /// each bound twice (as words and as quads).
     fn descriptor_set(
         &mut self,
         arena: &Buffer,
@@ -297,7 +307,7 @@ impl Objects {
         let raw = self.device.raw();
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(2)];
+            .descriptor_count(4)];
         let pool_info = vk::DescriptorPoolCreateInfo::default()
             .max_sets(1)
             .pool_sizes(&sizes);
@@ -317,8 +327,13 @@ impl Objects {
                 call: "vkAllocateDescriptorSets",
                 result: vk::Result::INCOMPLETE,
             })?;
-        let infos =
-            [(ARENA_BINDING, arena), (CONSTANTS_BINDING, constants)].map(|(binding, buffer)| {
+        let infos = [
+            (ARENA_BINDING, arena),
+            (CONSTANTS_BINDING, constants),
+            (ARENA_QUADS_BINDING, arena),
+            (CONSTANTS_QUADS_BINDING, constants),
+        ]
+        .map(|(binding, buffer)| {
                 (
                     binding,
                     [vk::DescriptorBufferInfo::default()
