@@ -794,7 +794,11 @@ impl Conv<'_> {
                 }
             }
             (0..count)
-                .map(|j| (0..4).map(|s| format!("w{s}_{}[{}]", j / 4, j % 4)).collect())
+                .map(|j| {
+                    (0..4)
+                        .map(|s| format!("w{s}_{}[{}]", j / 4, j % 4))
+                        .collect()
+                })
                 .collect()
         } else {
             let mut taps = Vec::new();
@@ -818,7 +822,11 @@ impl Conv<'_> {
                 };
                 at.push(format!("{position} * {}u", op.stride[d]));
             }
-            let _ = writeln!(code, "        let v{q} = {};", x.load_quad(&x.offset_at(&at)));
+            let _ = writeln!(
+                code,
+                "        let v{q} = {};",
+                x.load_quad(&x.offset_at(&at))
+            );
         }
         for s in 0..4 {
             for q in 0..span {
@@ -1267,37 +1275,87 @@ fn matmul(
     let rows_dim = out.rank() - 2;
     let columns_dim = out.rank() - 1;
     // `count` rows at `span` neighbouring columns: each of `a`'s elements
-    // loaded once for the columns, each of `b`'s once for the rows.
+    // loaded once for the columns, each of `b`'s once for the rows; four
+    // steps along the depth at a time where an operand is read in quads
+    // (`a` along the depth; `b` along its columns, or along the depth),
+    // each element still summed step by step in order.
+    let a_quads = a.quads_along(a.rank() - 1);
+    let b_quads = [b.rank() - 1, b.rank() - 2].map(|dim| b.quads_along(dim));
     let sums = |c: &[String], count: usize, span: usize| -> Result<_, Refusal> {
         let rank = c.len();
-        let operand = |t: &Tensor, rows: String, columns: String| {
+        let offset = |t: &Tensor, rows: String, columns: String| {
             let mut coords: Vec<String> = c[rank - t.rank()..rank - 2].to_vec();
             coords.push(rows);
             coords.push(columns);
-            t.load(&t.offset_at(&coords))
+            t.offset_at(&coords)
         };
+        let b_columns = b_quads[0] && span == 4;
+        // `a`'s and `b`'s quads along the depth imply a multiple of four.
+        let steps = match a_quads || b_quads[1] || (b_columns && depth.is_multiple_of(4)) {
+            true => 4,
+            false => 1,
+        };
+        let depth_at = |s: usize| match s {
+            0 => "k".to_string(),
+            s => format!("(k + {s}u)"),
+        };
+        let row = |j: usize| in_block(c, rows_dim, j)[rows_dim].clone();
+        let column = |q: usize| in_block(c, columns_dim, q)[columns_dim].clone();
         let mut code = String::new();
         for k in 0..count * span {
             let _ = writeln!(code, "    var acc{k} = {zero};");
         }
-        let _ = writeln!(code, "    for (var k = 0u; k < {depth}u; k = k + 1u) {{");
-        for j in 0..count {
-            let row = in_block(c, rows_dim, j)[rows_dim].clone();
-            let _ = writeln!(code, "        let a{j} = {};", operand(a, row, "k".into()));
+        let _ = writeln!(
+            code,
+            "    for (var k = 0u; k < {depth}u; k = k + {steps}u) {{"
+        );
+        // Each operand's element at step `s`, row `j` or column `q`.
+        let mut left = vec![Vec::new(); count];
+        for (j, row_values) in left.iter_mut().enumerate() {
+            if a_quads {
+                let quad = a.load_quad(&offset(a, row(j), "k".into()));
+                let _ = writeln!(code, "        let a{j} = {quad};");
+                *row_values = (0..steps).map(|s| format!("a{j}[{s}]")).collect();
+                continue;
+            }
+            for s in 0..steps {
+                let value = a.load(&offset(a, row(j), depth_at(s)));
+                let _ = writeln!(code, "        let a{j}_{s} = {value};");
+                row_values.push(format!("a{j}_{s}"));
+            }
         }
-        for q in 0..span {
-            let column = in_block(c, columns_dim, q)[columns_dim].clone();
-            let _ = writeln!(
-                code,
-                "        let b{q} = {};",
-                operand(b, "k".into(), column)
-            );
-            for j in 0..count {
-                let update = step
-                    .replace("{a}", &format!("a{j}"))
-                    .replace("{b}", &format!("b{q}"))
-                    .replace("{acc}", &format!("acc{}", q * count + j));
-                let _ = writeln!(code, "        acc{} = {update};", q * count + j);
+        let mut right = vec![Vec::new(); steps];
+        for (s, step_values) in right.iter_mut().enumerate() {
+            if b_columns {
+                let quad = b.load_quad(&offset(b, depth_at(s), column(0)));
+                let _ = writeln!(code, "        let b{s} = {quad};");
+                *step_values = (0..span).map(|q| format!("b{s}[{q}]")).collect();
+            } else if !b_quads[1] {
+                for q in 0..span {
+                    let value = b.load(&offset(b, depth_at(s), column(q)));
+                    let _ = writeln!(code, "        let b{s}_{q} = {value};");
+                    step_values.push(format!("b{s}_{q}"));
+                }
+            }
+        }
+        if b_quads[1] && !b_columns {
+            for q in 0..span {
+                let quad = b.load_quad(&offset(b, "k".into(), column(q)));
+                let _ = writeln!(code, "        let b{q} = {quad};");
+                for (s, step_values) in right.iter_mut().enumerate() {
+                    step_values.push(format!("b{q}[{s}]"));
+                }
+            }
+        }
+        for s in 0..steps {
+            for q in 0..span {
+                for j in 0..count {
+                    let update = step
+                        .replace("{a}", &left[j][s])
+                        .replace("{b}", &right[s][q])
+                        .replace("{acc}", &format!("acc{}", q * count + j));
+                    let _ = writeln!(code, "        acc{} = {update};", q * count + j);
+                }
             }
         }
         code.push_str("    }\n");
