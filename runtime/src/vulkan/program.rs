@@ -396,7 +396,7 @@ mod tests {
             large.check(&LIMITS),
             Err(ProgramError::BufferTooLarge {
                 buffer: "arena",
-                bytes: (1 << 27) + 4,
+                bytes: (1 << 27) + 16,
                 limit_name: "maxStorageBufferRange",
                 limit: 1 << 27,
             })
