@@ -137,7 +137,12 @@ const SPAN: u64 = 4;
 /// (a convolution's filter, a matrix product's left rows). `compute` is
 /// given the coordinates of the block's first element and returns
 /// statements, then the value of each element: the block's run along `dim`
-/// for each position of the span in turn.
+/// for each position of the span in turn. Four elements neighbouring in
+/// memory (along `dim` or along the span) are stored as one quad where
+/// `out` allows ([`Tensor::quads_along`]): a driver may assume that the
+/// quads' binding does not alias the words', which is safe as the blocked
+/// kernels (convolutions, matrix products) never write in place of what
+/// they read (the memory planner puts elementwise nodes alone in place).
 fn blocked(
     out: &Tensor,
     dim: usize,
@@ -176,7 +181,22 @@ fn blocked(
     let _ = writeln!(code, "    let c{dim} = u * {block}u;");
     let (statements, values) = compute(&names)?;
     code.push_str(&statements);
-    for (k, value) in values.iter().enumerate() {
+    let count = span.map_or(1, |(_, count)| count as usize);
+    // The elements stored together: a quad along `dim`, along the span, or
+    // each alone.
+    let groups: Vec<Vec<usize>> = match span {
+        _ if out.quads_along(dim) && block.is_multiple_of(4) => (0..values.len())
+            .step_by(4)
+            .map(|k| (k..k + 4).collect())
+            .collect(),
+        Some((along, 4)) if out.quads_along(along) => (0..block as usize)
+            .map(|j| (0..4).map(|q| q * block as usize + j).collect())
+            .collect(),
+        _ => (0..values.len()).map(|k| vec![k]).collect(),
+    };
+    debug_assert_eq!(values.len(), block as usize * count);
+    for group in groups {
+        let k = group[0];
         let (j, q) = (k % block as usize, k / block as usize);
         let mut at = in_block(&names, dim, j);
         let mut inside = Vec::new();
@@ -189,11 +209,24 @@ fn blocked(
                 inside.push(format!("c{along} + {q}u < {}u", out.sizes[along]));
             }
         }
-        let store = format!(
-            "arena[{}u + {}] = bitcast<u32>({value});",
-            out.byte_offset / 4,
-            out.offset_at(&at)
-        );
+        let store = match group.as_slice() {
+            [k] => format!(
+                "arena[{}u + {}] = bitcast<u32>({});",
+                out.byte_offset / 4,
+                out.offset_at(&at),
+                values[*k]
+            ),
+            _ => {
+                let elements: Vec<&str> = group.iter().map(|&k| values[k].as_str()).collect();
+                format!(
+                    "arena_quads[{}u + {} / 4u] = bitcast<vec4<u32>>(vec4<{}>({}));",
+                    out.byte_offset / 16,
+                    out.offset_at(&at),
+                    out.ty.name(),
+                    elements.join(", ")
+                )
+            }
+        };
         if inside.is_empty() {
             let _ = writeln!(code, "    {store}");
         } else {
@@ -983,19 +1016,51 @@ impl Conv<'_> {
     /// residual applied.
     fn finish(&self, code: &mut String, c: &[String], count: usize, span: usize) -> Vec<String> {
         let last = self.op.spatial_rank() - 1;
+        let at = |k: usize| in_block(&in_block(c, 1, k % count), 2 + last, k / count);
+        // Each channel's bias loaded once for the span, a quad of channels
+        // at a time where the bias allows.
+        let bias_quads = self.bias.is_some_and(|bias| bias.quads_along(0)) && count % 4 == 0;
+        let mut biases = Vec::new();
+        for (j, channel) in (0..count).map(|j| (j, in_block(c, 1, j))) {
+            let Some(bias) = self.bias else { break };
+            let offset = bias.offset_at(&channel[1..2]);
+            if !bias_quads {
+                let _ = writeln!(code, "    let bias{j} = {};", bias.load(&offset));
+                biases.push(format!("bias{j}"));
+                continue;
+            }
+            if j % 4 == 0 {
+                let _ = writeln!(code, "    let bias{j} = {};", bias.load_quad(&offset));
+            }
+            biases.push(format!("bias{}[{}]", j - j % 4, j % 4));
+        }
+        // The residual's elements, a quad of channels at a time where it
+        // allows.
+        let residual_quads = self.residual.is_some_and(|residual| {
+            residual.rank() == c.len() && residual.quads_along(1) && count % 4 == 0
+        });
         // Each biased sum bound once, as the clamp names it several times.
         let mut values = Vec::new();
         for k in 0..count * span {
-            let at = in_block(&in_block(c, 1, k % count), 2 + last, k / count);
             let mut value = format!("acc{k}");
-            if let Some(bias) = self.bias {
-                let term = bias.load(&bias.offset_at(&at[1..2]));
-                let _ = writeln!(code, "    let biased{k} = {value} + {term};");
+            if let Some(bias) = biases.get(k % count) {
+                let _ = writeln!(code, "    let biased{k} = {value} + {bias};");
                 value = format!("biased{k}");
             }
             value = clamped(value, self.op.clamp);
             if let Some(residual) = self.residual {
-                value = format!("({value} + {})", residual.load_broadcast(&at));
+                let term = match residual_quads {
+                    false => residual.load_broadcast(&at(k)),
+                    true => {
+                        let first = k - k % 4;
+                        if k % 4 == 0 {
+                            let quad = residual.load_quad(&residual.offset_at(&at(first)));
+                            let _ = writeln!(code, "    let residual{k} = {quad};");
+                        }
+                        format!("residual{first}[{}]", k % 4)
+                    }
+                };
+                value = format!("({value} + {term})");
             }
             values.push(value);
         }

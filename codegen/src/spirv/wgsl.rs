@@ -17,11 +17,11 @@ pub(super) const WORKGROUP_SIZE: u64 = 64;
 /// The declarations every shader starts with: binding 0 is the arena,
 /// binding 1 the constants, both as 32-bit words; bindings 2 and 3 are the
 /// same buffers as 16-byte quads, which a kernel reads four neighbouring
-/// words from in one load ([`Tensor::load_quad`]).
+/// words from in one load ([`Tensor::load_quad`]) and stores four in one.
 pub(super) const BUFFERS: &str = "\
 @group(0) @binding(0) var<storage, read_write> arena: array<u32>;
 @group(0) @binding(1) var<storage, read> constants: array<u32>;
-@group(0) @binding(2) var<storage, read> arena_quads: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> arena_quads: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> constants_quads: array<vec4<u32>>;
 ";
 
