@@ -947,21 +947,21 @@ impl Conv<'_> {
             );
             indent.push_str("    ");
         }
-        let tap = |j: usize| match quads {
-            true => format!("wq[{j}]"),
-            false => format!("w{j}"),
-        };
-        if quads {
-            let _ = writeln!(code, "{indent}let wq = {};", filter(&c[1], true));
-        } else {
-            for j in 0..count {
-                let _ = writeln!(
-                    code,
-                    "{indent}let w{j} = {};",
-                    filter(&in_block(c, 1, j)[1], false)
-                );
+        // The output channels' taps, a quad of channels at a time where the
+        // filter allows (always for `quads`).
+        let filter_quads = !window.transposed && w.quads_along(0) && count % 4 == 0;
+        for j in 0..count {
+            let channel = in_block(c, 1, j)[1].clone();
+            if !filter_quads {
+                let _ = writeln!(code, "{indent}let w{j} = {};", filter(&channel, false));
+            } else if j % 4 == 0 {
+                let _ = writeln!(code, "{indent}let w{j} = {};", filter(&channel, true));
             }
         }
+        let tap = |j: usize| match filter_quads {
+            true => format!("w{}[{}]", j - j % 4, j % 4),
+            false => format!("w{j}"),
+        };
         for q in 0..span {
             let mut at = input.clone();
             let mut inner = indent.clone();
