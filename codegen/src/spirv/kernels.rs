@@ -126,6 +126,11 @@ const BLOCK: u64 = 8;
 /// matrix product's columns (each element of the left operand).
 const SPAN: u64 = 4;
 
+/// The positions along the last spatial dimension a depthwise kernel's
+/// invocation computes: each input column it loads serves up to as many
+/// positions as the filter has taps there.
+const DEPTHWISE_SPAN: u64 = 8;
+
 /// A kernel computing `block` consecutive elements of `out` along `dim` per
 /// invocation (times `span` along another dimension, if any), or `None`
 /// when `out`'s elements are not 32-bit. The invocations are numbered
@@ -705,8 +710,8 @@ fn convolution(
     };
     let last = out.rank() - 1;
     let kernel = match conv.shape() {
-        Shape::Depthwise => blocked(out, 1, 4, Some((last, span)), |c| {
-            conv.sums(c, 4, span as usize, true)
+        Shape::Depthwise => blocked(out, 1, 4, Some((last, DEPTHWISE_SPAN)), |c| {
+            conv.sums(c, 4, DEPTHWISE_SPAN as usize, true)
         })?,
         Shape::Pointwise(block) => blocked(out, 1, block, Some((last, span)), |c| {
             conv.pointwise_sums(c, block as usize, span as usize)
@@ -735,6 +740,10 @@ enum Shape {
     /// invocation.
     Direct(u64),
 }
+
+/// The most input columns a depthwise kernel loads for one row of its
+/// windows at once ([`Conv::sums`]).
+const MAX_COLUMNS: u64 = 24;
 
 /// A convolution's operands, for [`Conv::sums`].
 struct Conv<'c> {
@@ -939,12 +948,68 @@ impl Conv<'_> {
             }
         };
         let last = rank - 1;
-        if !window.transposed {
+        let (taps, stride, dilation) = (w.sizes[2 + last], op.stride[last], op.dilation[last]);
+        // The input columns the span's windows cover along the last
+        // dimension.
+        let columns = (span as u64 - 1) * stride + (taps - 1) * dilation + 1;
+        if quads && columns <= MAX_COLUMNS {
+            // Each covered column loaded once for every tap and position
+            // that reads it, and each tap once for the span.
             let _ = writeln!(
                 code,
-                "{indent}{}",
-                open_taps(last, w.sizes[2 + last], window.unpadded)
+                "{indent}let first = i32({} * {stride}u) - {};",
+                c[2 + last],
+                int(op.padding[last] as i64)?
             );
+            for k in 0..taps {
+                let mut at = vec![c[1].clone(), "ci".into()];
+                at.extend((0..last).map(|d| format!("k{d}")));
+                at.push(format!("{k}u"));
+                let _ = writeln!(
+                    code,
+                    "{indent}let tap{k} = {};",
+                    w.load_quad(&w.offset_at(&at))
+                );
+            }
+            for m in 0..columns {
+                let mut at = input.clone();
+                at.push(format!("u32(first + {m}i)"));
+                let _ = writeln!(
+                    code,
+                    "{indent}let x{m} = {};",
+                    x.load_quad(&x.offset_at(&at))
+                );
+            }
+            let width = int(x.sizes[2 + last] as i64)?;
+            for k in 0..taps {
+                for q in 0..span as u64 {
+                    let m = q * stride + k * dilation;
+                    let update: String = (0..4)
+                        .map(|j| {
+                            let acc = q as usize * count + j;
+                            format!("acc{acc} = fma(x{m}[{j}], tap{k}[{j}], acc{acc}); ")
+                        })
+                        .collect();
+                    match window.unpadded {
+                        true => {
+                            let _ = writeln!(code, "{indent}{}", update.trim_end());
+                        }
+                        false => {
+                            let _ = writeln!(
+                                code,
+                                "{indent}if (first + {m}i >= 0i && first + {m}i < {width}) {{ {}}}",
+                                update
+                            );
+                        }
+                    }
+                }
+            }
+            let _ = writeln!(code, "{}    }}", close_loops(looped));
+            let values = self.finish(&mut code, c, count, span);
+            return Ok((code, values));
+        }
+        if !window.transposed {
+            let _ = writeln!(code, "{indent}{}", open_taps(last, taps, window.unpadded));
             indent.push_str("    ");
         }
         // The output channels' taps, a quad of channels at a time where the
