@@ -120,6 +120,11 @@ fn no_extra(_: &[String]) -> Result<String, Refusal> {
 /// blocked dimension.
 const BLOCK: u64 = 8;
 
+/// The most output channels one invocation of a direct convolution
+/// computes when its filter's output channels are contiguous (read a quad
+/// at a time).
+const WIDE_BLOCK: u64 = 32;
+
 /// How many neighbouring positions along one of the lanes' dimensions an
 /// invocation of a blocked kernel computes: a convolution's along its last
 /// spatial dimension (each filter tap loaded once for all of them), a
@@ -782,7 +787,17 @@ impl Conv<'_> {
         {
             return Shape::Pointwise(block);
         }
-        Shape::Direct(block)
+        // Each input element of a window is loaded for every output
+        // channel of the block: the filter's quads make wider blocks pay.
+        match op.transposed.is_none() && w.quads_along(0) {
+            true => Shape::Direct(
+                [WIDE_BLOCK, BLOCK, 4, 2, 1]
+                    .into_iter()
+                    .find(|&block| self.out_per_group.is_multiple_of(block))
+                    .unwrap_or(1),
+            ),
+            false => Shape::Direct(block),
+        }
     }
 
     /// [`Conv::sums`] of a [`Shape::Pointwise`] convolution: the input
