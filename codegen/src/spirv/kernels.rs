@@ -1029,7 +1029,7 @@ impl Conv<'_> {
         }
         // The output channels' taps, a quad of channels at a time where the
         // filter allows (always for `quads`).
-        let filter_quads = !window.transposed && w.quads_along(0) && count % 4 == 0;
+        let filter_quads = !window.transposed && w.quads_along(0) && count.is_multiple_of(4);
         for j in 0..count {
             let channel = in_block(c, 1, j)[1].clone();
             if !filter_quads {
@@ -1099,7 +1099,8 @@ impl Conv<'_> {
         let at = |k: usize| in_block(&in_block(c, 1, k % count), 2 + last, k / count);
         // Each channel's bias loaded once for the span, a quad of channels
         // at a time where the bias allows.
-        let bias_quads = self.bias.is_some_and(|bias| bias.quads_along(0)) && count % 4 == 0;
+        let bias_quads =
+            self.bias.is_some_and(|bias| bias.quads_along(0)) && count.is_multiple_of(4);
         let mut biases = Vec::new();
         for (j, channel) in (0..count).map(|j| (j, in_block(c, 1, j))) {
             let Some(bias) = self.bias else { break };
@@ -1117,7 +1118,7 @@ impl Conv<'_> {
         // The residual's elements, a quad of channels at a time where it
         // allows.
         let residual_quads = self.residual.is_some_and(|residual| {
-            residual.rank() == c.len() && residual.quads_along(1) && count % 4 == 0
+            residual.rank() == c.len() && residual.quads_along(1) && count.is_multiple_of(4)
         });
         // Each biased sum bound once, as the clamp names it several times.
         let mut values = Vec::new();
@@ -1492,12 +1493,12 @@ fn matmul(
                 }
             }
         }
-        for s in 0..steps {
-            for q in 0..span {
-                for j in 0..count {
+        for (s, step_values) in right.iter().enumerate() {
+            for (q, b_value) in step_values.iter().enumerate() {
+                for (j, row_values) in left.iter().enumerate() {
                     let update = step
-                        .replace("{a}", &left[j][s])
-                        .replace("{b}", &right[s][q])
+                        .replace("{a}", &row_values[s])
+                        .replace("{b}", b_value)
                         .replace("{acc}", &format!("acc{}", q * count + j));
                     let _ = writeln!(code, "        acc{} = {update};", q * count + j);
                 }
