@@ -1,13 +1,15 @@
 //! `ptec bench`: times a compiled method on the first test case's inputs (or
 //! given `.npy` inputs). Each timed call binds the inputs, runs the method and
 //! copies the outputs out, as a caller would. With `--profile` the JIT's code
-//! also marks the time after each kernel, and the kernels' times, summed over
-//! the timed runs, are printed from the slowest.
+//! also marks the time after each kernel (on Vulkan, the device writes a
+//! timestamp around each dispatch), and the kernels' times, summed over the
+//! timed runs, are printed from the slowest.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use ptec_compiler::Runner;
 use ptec_compiler::bundled::refs;
 use ptec_compiler::file::ProgramFile;
 use serde::Serialize;
@@ -58,8 +60,8 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
     if options.iters == 0 {
         bail!("--iters must be at least 1");
     }
-    if options.profile && options.backend != Backend::Jit {
-        bail!("--profile times the JIT's kernels: use it with --backend jit");
+    if options.profile && options.backend == Backend::Aot {
+        bail!("--profile times the JIT's kernels or the Vulkan dispatches, not a shared object's");
     }
     let program = ProgramFile::open(path, data)?;
     let file = program.file();
@@ -72,9 +74,11 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
     for _ in 0..options.warmup {
         loaded.runner.run(&inputs)?;
     }
-    if options.profile {
+    if options.profile && options.backend == Backend::Jit {
         profile::start(loaded.kernels.len());
     }
+    // The device's times so far (the warm-up runs'), left out below.
+    let warm = dispatch_times(&loaded.runner);
     let mut times = Vec::with_capacity(options.iters);
     for _ in 0..options.iters {
         let start = Instant::now();
@@ -82,8 +86,20 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
         times.push(start.elapsed().as_secs_f64() * 1e3);
         std::hint::black_box(outputs);
     }
-    let profile =
-        profile::stop().map(|times| kernel_reports(&loaded.kernels, &times, options.iters));
+    let profile = profile::stop().or_else(|| {
+        let (times, warm) = (dispatch_times(&loaded.runner)?, warm?);
+        Some(
+            times
+                .iter()
+                .zip(warm)
+                .map(|(time, warm)| KernelTime {
+                    total: time.saturating_sub(warm),
+                    calls: options.iters as u64,
+                })
+                .collect(),
+        )
+    });
+    let profile = profile.map(|times| kernel_reports(&loaded.kernels, &times, options.iters));
     times.sort_by(f64::total_cmp);
     let middle = times.len() / 2;
     let median = if times.len() % 2 == 0 {
@@ -124,6 +140,15 @@ pub fn run(path: &Path, data: &[PathBuf], options: BenchOptions<'_>) -> anyhow::
         }
     }
     Ok(())
+}
+
+/// Each dispatch's device time so far, when the method runs on a profiled
+/// Vulkan device.
+fn dispatch_times(runner: &Runner<'_>) -> Option<Vec<Duration>> {
+    match runner {
+        Runner::Vulkan(instance) => instance.device_method().dispatch_times().map(<[_]>::to_vec),
+        _ => None,
+    }
 }
 
 /// Each kernel's time per run and share, from the slowest.

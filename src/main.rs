@@ -190,7 +190,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Also print the time of each kernel, summed over the timed runs
-        /// (the JIT's code only).
+        /// (the JIT's code, or each dispatch on the Vulkan device by its
+        /// timestamps).
         #[arg(long)]
         profile: bool,
         #[command(flatten)]

@@ -335,6 +335,61 @@ fn emitted_shaders_pass_spirv_val() {
     }
 }
 
+/// `bench --profile` on the device: each dispatch by node and op, in the
+/// manifest's order of dispatches, with a time per run and a share.
+#[test]
+fn bench_profiles_each_dispatch_on_the_device() {
+    if !device_available("bench_profiles_each_dispatch_on_the_device") {
+        return;
+    }
+    let file = repo_dir().join("tests/fixtures/add.portable.bpte");
+    let out = ptec(&[
+        "bench",
+        "--profile",
+        "--json",
+        "--iters",
+        "3",
+        "--backend",
+        "vulkan",
+        path_str(&file),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let kernels = report["profile"].as_array().expect("a profile");
+    let mut names: Vec<&str> = kernels
+        .iter()
+        .map(|kernel| kernel["kernel"].as_str().expect("a name"))
+        .collect();
+    names.sort();
+    let (_dir, manifest) = emit_spirv(&file);
+    let mut dispatches: Vec<String> = manifest["methods"][0]["dispatches"]
+        .as_array()
+        .expect("dispatches")
+        .iter()
+        .map(|dispatch| {
+            format!(
+                "{} {}",
+                dispatch["node"].as_str().unwrap_or_default(),
+                dispatch["op"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    dispatches.sort();
+    assert_eq!(names, dispatches, "{report}");
+    for kernel in kernels {
+        assert!(kernel["ms"].as_f64().expect("a time") > 0.0, "{report}");
+    }
+    let shares: f64 = kernels
+        .iter()
+        .map(|kernel| kernel["percent"].as_f64().expect("a share"))
+        .sum();
+    assert!((shares - 100.0).abs() < 1e-6, "{report}");
+}
+
 /// mobilenet_v2's shaders: one dispatch per kernel the CPU runs, no more
 /// shaders than dispatches (identical ones are kept once).
 #[test]

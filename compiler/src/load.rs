@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use ptec_codegen::Linker;
+use ptec_codegen::{Linker, Place, vulkan_placement};
 use ptec_frontend::{Method, ScalarType};
 use ptec_ir::Graph;
 use ptec_passes::PassReport;
@@ -109,7 +109,8 @@ pub struct Loaded<'a> {
     pub compile_ms: f64,
     pub passes: Vec<PassReport>,
     /// With `options.codegen.profile`, the kernels the profile's marks
-    /// number (`ptec_codegen::profiled_kernels`); empty otherwise.
+    /// number (`ptec_codegen::profiled_kernels`), or on Vulkan the
+    /// dispatches in order; empty otherwise.
     pub kernels: Vec<String>,
 }
 
@@ -122,9 +123,10 @@ pub fn load<'a>(
     let start = Instant::now();
     let optimized = optimize_within(method, options, |_, _| {})?;
     let runner = instantiate(&optimized.graph, backend, options)?;
-    let kernels = match options.codegen.profile {
-        true => ptec_codegen::profiled_kernels(&optimized.graph),
-        false => Vec::new(),
+    let kernels = match (options.codegen.profile, backend) {
+        (false, _) => Vec::new(),
+        (true, Backend::Vulkan) => vulkan_dispatches(&optimized.graph)?,
+        (true, _) => ptec_codegen::profiled_kernels(&optimized.graph),
     };
     Ok(Loaded {
         runner,
@@ -186,14 +188,31 @@ fn instance<'a>(
             };
             let program = compiled.device_program(abi.arena_bytes);
             // SAFETY: as above: `host` is code generated for `abi`.
-            let instance = unsafe { VulkanInstance::new(vulkan_device()?, abi, &program, host) }
-                .map_err(|source| Error::Vulkan {
-                    method: graph.name.clone(),
-                    source,
-                })?;
+            let profile = options.codegen.profile;
+            let instance =
+                unsafe { VulkanInstance::new(vulkan_device()?, abi, &program, host, profile) }
+                    .map_err(|source| Error::Vulkan {
+                        method: graph.name.clone(),
+                        source,
+                    })?;
             Runner::Vulkan(Box::new(instance))
         }
     })
+}
+
+/// The node and op of each dispatch of a graph's Vulkan program, in order
+/// (`n12 convolution`): one per kernel placed on the device.
+fn vulkan_dispatches(graph: &Graph<'_>) -> Result<Vec<String>, Error> {
+    let placed = vulkan_placement(graph).map_err(|source| Error::Codegen {
+        method: graph.name.clone(),
+        target: "Vulkan",
+        source,
+    })?;
+    Ok(placed
+        .into_iter()
+        .filter(|(_, place)| *place == Place::Device)
+        .map(|(node, _)| format!("{node} {}", graph.node(node).op().name()))
+        .collect())
 }
 
 /// The Vulkan device, opened once per process.

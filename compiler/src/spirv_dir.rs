@@ -97,6 +97,8 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
             "buffers": [
                 {"binding": 0, "name": "arena", "bytes": method.abi.arena_bytes, "access": "read_write"},
                 {"binding": 1, "name": "constants", "bytes": method.constants.len(), "access": "read", "file": constants},
+                {"binding": 2, "name": "arena", "view": "quads", "bytes": method.abi.arena_bytes, "access": "read_write"},
+                {"binding": 3, "name": "constants", "view": "quads", "bytes": method.constants.len(), "access": "read", "file": constants},
             ],
             "inputs": method.abi.inputs.iter().map(slot).collect::<Vec<_>>(),
             "outputs": method.abi.outputs.iter().map(slot).collect::<Vec<_>>(),

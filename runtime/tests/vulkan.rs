@@ -10,6 +10,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use naga::back::spv;
 use naga::valid::{Capabilities, ValidationFlags, Validator};
@@ -131,6 +132,30 @@ fn run_and_check(method: &mut DeviceMethod, x: &[f32], c: &[f32]) {
 
 fn constants() -> Vec<f32> {
     (0..N).map(|i| 0.25 * i as f32 - 3.0).collect()
+}
+
+#[test]
+fn a_profiled_method_runs_alike_and_times_each_dispatch() {
+    let Some(device) = device("a_profiled_method_runs_alike_and_times_each_dispatch") else {
+        return;
+    };
+    let c = constants();
+    let program = scale_then_increment(&c);
+    let plain = DeviceMethod::new(Arc::clone(&device), &program).expect("a valid program");
+    assert_eq!(plain.dispatch_times(), None);
+    let mut method = DeviceMethod::profiled(device, &program).expect("a valid program");
+    assert_eq!(method.dispatch_times(), Some(&[Duration::ZERO; 3][..]));
+    let x: Vec<f32> = (0..N).map(|i| i as f32 * 0.5).collect();
+    run_and_check(&mut method, &x, &c);
+    let once = method.dispatch_times().expect("profiled").to_vec();
+    assert_eq!(once.len(), 3);
+    assert!(once.iter().all(|time| *time > Duration::ZERO), "{once:?}");
+    run_and_check(&mut method, &x, &c);
+    let twice = method.dispatch_times().expect("profiled");
+    assert!(
+        twice.iter().zip(&once).all(|(twice, once)| twice > once),
+        "{twice:?}"
+    );
 }
 
 #[test]

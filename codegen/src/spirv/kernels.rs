@@ -120,11 +120,21 @@ fn no_extra(_: &[String]) -> Result<String, Refusal> {
 /// blocked dimension.
 const BLOCK: u64 = 8;
 
+/// The most output channels one invocation of a direct convolution
+/// computes when its filter's output channels are contiguous (read a quad
+/// at a time).
+const WIDE_BLOCK: u64 = 32;
+
 /// How many neighbouring positions along one of the lanes' dimensions an
 /// invocation of a blocked kernel computes: a convolution's along its last
 /// spatial dimension (each filter tap loaded once for all of them), a
 /// matrix product's columns (each element of the left operand).
 const SPAN: u64 = 4;
+
+/// The positions along the last spatial dimension a depthwise kernel's
+/// invocation computes: each input column it loads serves up to as many
+/// positions as the filter has taps there.
+const DEPTHWISE_SPAN: u64 = 8;
 
 /// A kernel computing `block` consecutive elements of `out` along `dim` per
 /// invocation (times `span` along another dimension, if any), or `None`
@@ -137,7 +147,12 @@ const SPAN: u64 = 4;
 /// (a convolution's filter, a matrix product's left rows). `compute` is
 /// given the coordinates of the block's first element and returns
 /// statements, then the value of each element: the block's run along `dim`
-/// for each position of the span in turn.
+/// for each position of the span in turn. Four elements neighbouring in
+/// memory (along `dim` or along the span) are stored as one quad where
+/// `out` allows ([`Tensor::quads_along`]): a driver may assume that the
+/// quads' binding does not alias the words', which is safe as the blocked
+/// kernels (convolutions, matrix products) never write in place of what
+/// they read (the memory planner puts elementwise nodes alone in place).
 fn blocked(
     out: &Tensor,
     dim: usize,
@@ -176,7 +191,22 @@ fn blocked(
     let _ = writeln!(code, "    let c{dim} = u * {block}u;");
     let (statements, values) = compute(&names)?;
     code.push_str(&statements);
-    for (k, value) in values.iter().enumerate() {
+    let count = span.map_or(1, |(_, count)| count as usize);
+    // The elements stored together: a quad along `dim`, along the span, or
+    // each alone.
+    let groups: Vec<Vec<usize>> = match span {
+        _ if out.quads_along(dim) && block.is_multiple_of(4) => (0..values.len())
+            .step_by(4)
+            .map(|k| (k..k + 4).collect())
+            .collect(),
+        Some((along, 4)) if out.quads_along(along) => (0..block as usize)
+            .map(|j| (0..4).map(|q| q * block as usize + j).collect())
+            .collect(),
+        _ => (0..values.len()).map(|k| vec![k]).collect(),
+    };
+    debug_assert_eq!(values.len(), block as usize * count);
+    for group in groups {
+        let k = group[0];
         let (j, q) = (k % block as usize, k / block as usize);
         let mut at = in_block(&names, dim, j);
         let mut inside = Vec::new();
@@ -189,11 +219,24 @@ fn blocked(
                 inside.push(format!("c{along} + {q}u < {}u", out.sizes[along]));
             }
         }
-        let store = format!(
-            "arena[{}u + {}] = bitcast<u32>({value});",
-            out.byte_offset / 4,
-            out.offset_at(&at)
-        );
+        let store = match group.as_slice() {
+            [k] => format!(
+                "arena[{}u + {}] = bitcast<u32>({});",
+                out.byte_offset / 4,
+                out.offset_at(&at),
+                values[*k]
+            ),
+            _ => {
+                let elements: Vec<&str> = group.iter().map(|&k| values[k].as_str()).collect();
+                format!(
+                    "arena_quads[{}u + {} / 4u] = bitcast<vec4<u32>>(vec4<{}>({}));",
+                    out.byte_offset / 16,
+                    out.offset_at(&at),
+                    out.ty.name(),
+                    elements.join(", ")
+                )
+            }
+        };
         if inside.is_empty() {
             let _ = writeln!(code, "    {store}");
         } else {
@@ -664,10 +707,6 @@ fn convolution(
         op,
         out_per_group: out.sizes[1] / op.groups,
     };
-    let block = [BLOCK, 4, 2, 1]
-        .into_iter()
-        .find(|&block| conv.out_per_group.is_multiple_of(block))
-        .unwrap_or(1);
     // Neighbouring outputs along the last spatial dimension share the
     // filter's taps (a transposed convolution's skip taps by position).
     let span = match op.transposed {
@@ -675,11 +714,41 @@ fn convolution(
         Some(_) => 1,
     };
     let last = out.rank() - 1;
-    blocked(out, 1, block, Some((last, span)), |c| {
-        conv.sums(c, block as usize, span as usize)
-    })?
-    .ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
+    let kernel = match conv.shape() {
+        Shape::Depthwise => blocked(out, 1, 4, Some((last, DEPTHWISE_SPAN)), |c| {
+            conv.sums(c, 4, DEPTHWISE_SPAN as usize, true)
+        })?,
+        Shape::Pointwise(block) => blocked(out, 1, block, Some((last, span)), |c| {
+            conv.pointwise_sums(c, block as usize, span as usize)
+        })?,
+        Shape::Direct(block) => blocked(out, 1, block, Some((last, span)), |c| {
+            conv.sums(c, block as usize, span as usize, false)
+        })?,
+    };
+    kernel.ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
 }
+
+/// How a convolution's shader reads its operands.
+enum Shape {
+    /// One channel per group (each filter sees one input channel), the
+    /// channels contiguous in the input and the filter: each invocation
+    /// computes four neighbouring channels, reading a quad of inputs and
+    /// one of filter taps at a time.
+    Depthwise,
+    /// A filter of one tap, not transposed and unpadded, whose input
+    /// channels come in quads (contiguous in the input, a multiple of four
+    /// per group): a matrix product over the channels, each input quad
+    /// loaded once for this many output channels (and each filter quad
+    /// once for the span's positions).
+    Pointwise(u64),
+    /// Anything else: element by element, this many output channels per
+    /// invocation.
+    Direct(u64),
+}
+
+/// The most input columns a depthwise kernel loads for one row of its
+/// windows at once ([`Conv::sums`]).
+const MAX_COLUMNS: u64 = 24;
 
 /// A convolution's operands, for [`Conv::sums`].
 struct Conv<'c> {
@@ -692,8 +761,146 @@ struct Conv<'c> {
 }
 
 impl Conv<'_> {
+    /// How the shader reads the operands ([`Shape`]).
+    fn shape(&self) -> Shape {
+        let Conv { x, w, op, .. } = *self;
+        let in_per_group = x.sizes[1] / op.groups;
+        if op.transposed.is_none()
+            && self.out_per_group == 1
+            && in_per_group == 1
+            && x.quads_along(1)
+            && w.quads_along(0)
+        {
+            return Shape::Depthwise;
+        }
+        let block = [BLOCK, 4, 2, 1]
+            .into_iter()
+            .find(|&block| self.out_per_group.is_multiple_of(block))
+            .unwrap_or(1);
+        let one_tap = w.sizes[2..].iter().all(|&taps| taps == 1);
+        let unpadded = op.padding.iter().all(|&p| p == 0);
+        if op.transposed.is_none()
+            && one_tap
+            && unpadded
+            && in_per_group.is_multiple_of(4)
+            && x.quads_along(1)
+        {
+            return Shape::Pointwise(block);
+        }
+        // Each input element of a window is loaded for every output
+        // channel of the block: the filter's quads make wider blocks pay.
+        match op.transposed.is_none() && w.quads_along(0) {
+            true => Shape::Direct(
+                [WIDE_BLOCK, BLOCK, 4, 2, 1]
+                    .into_iter()
+                    .find(|&block| self.out_per_group.is_multiple_of(block))
+                    .unwrap_or(1),
+            ),
+            false => Shape::Direct(block),
+        }
+    }
+
+    /// [`Conv::sums`] of a [`Shape::Pointwise`] convolution: the input
+    /// channels four at a time, each element still summed channel by
+    /// channel in order.
+    fn pointwise_sums(
+        &self,
+        c: &[String],
+        count: usize,
+        span: usize,
+    ) -> Result<(String, Vec<String>), Refusal> {
+        let Conv {
+            x,
+            w,
+            op,
+            out_per_group,
+            ..
+        } = *self;
+        let in_per_group = x.sizes[1] / op.groups;
+        let rank = op.spatial_rank();
+        let last = rank - 1;
+        let mut code = format!("    let group = {} / {out_per_group}u;\n", c[1]);
+        for k in 0..count * span {
+            let _ = writeln!(code, "    var acc{k} = 0.0f;");
+        }
+        let _ = writeln!(
+            code,
+            "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 4u) {{
+        let channel = group * {in_per_group}u + ci;"
+        );
+        // The filter's taps: a quad along the input channels for each
+        // output channel, or along the output channels for each input one.
+        let filter = |channel: String, input: String| {
+            let mut at = vec![channel, input];
+            at.extend((0..rank).map(|_| "0u".to_string()));
+            w.offset_at(&at)
+        };
+        let taps: Vec<Vec<String>> = if w.quads_along(1) {
+            for j in 0..count {
+                let offset = filter(in_block(c, 1, j)[1].clone(), "ci".into());
+                let _ = writeln!(code, "        let w{j} = {};", w.load_quad(&offset));
+            }
+            (0..count)
+                .map(|j| (0..4).map(|s| format!("w{j}[{s}]")).collect())
+                .collect()
+        } else if w.quads_along(0) && count.is_multiple_of(4) {
+            for s in 0..4 {
+                for g in 0..count / 4 {
+                    let offset = filter(in_block(c, 1, 4 * g)[1].clone(), format!("(ci + {s}u)"));
+                    let _ = writeln!(code, "        let w{s}_{g} = {};", w.load_quad(&offset));
+                }
+            }
+            (0..count)
+                .map(|j| {
+                    (0..4)
+                        .map(|s| format!("w{s}_{}[{}]", j / 4, j % 4))
+                        .collect()
+                })
+                .collect()
+        } else {
+            let mut taps = Vec::new();
+            for j in 0..count {
+                let mut row = Vec::new();
+                for s in 0..4 {
+                    let offset = filter(in_block(c, 1, j)[1].clone(), format!("(ci + {s}u)"));
+                    let _ = writeln!(code, "        let w{j}_{s} = {};", w.load(&offset));
+                    row.push(format!("w{j}_{s}"));
+                }
+                taps.push(row);
+            }
+            taps
+        };
+        for q in 0..span {
+            let mut at = vec![c[0].clone(), "channel".into()];
+            for d in 0..rank {
+                let position = match d == last {
+                    true => in_block(c, 2 + d, q)[2 + d].clone(),
+                    false => c[2 + d].clone(),
+                };
+                at.push(format!("{position} * {}u", op.stride[d]));
+            }
+            let _ = writeln!(
+                code,
+                "        let v{q} = {};",
+                x.load_quad(&x.offset_at(&at))
+            );
+        }
+        for s in 0..4 {
+            for q in 0..span {
+                for (j, tap) in taps.iter().enumerate() {
+                    let k = q * count + j;
+                    let _ = writeln!(code, "        acc{k} = fma(v{q}[{s}], {}, acc{k});", tap[s]);
+                }
+            }
+        }
+        code.push_str("    }\n");
+        let values = self.finish(&mut code, c, count, span);
+        Ok((code, values))
+    }
+
     /// Statements summing `count` output elements from coordinates `c` on
-    /// along the channels (all of one group), at `span` neighbouring
+    /// along the channels (all of one group, or with `quads` four groups of
+    /// one channel each, read a quad at a time), at `span` neighbouring
     /// positions along the last spatial dimension (one for a transposed
     /// convolution), and their values: the channels at each position in
     /// turn.
@@ -702,6 +909,7 @@ impl Conv<'_> {
         c: &[String],
         count: usize,
         span: usize,
+        quads: bool,
     ) -> Result<(String, Vec<String>), Refusal> {
         let Conv {
             x,
@@ -743,30 +951,97 @@ impl Conv<'_> {
             &window,
         )?);
         let mut indent = "    ".repeat(looped + 2);
-        let filter = |channel: &str| {
+        let filter = |channel: &str, quad: bool| {
             let mut filter = match op.transposed {
                 None => vec![channel.to_string(), "ci".into()],
                 Some(_) => vec!["channel".into(), format!("({channel} % {out_per_group}u)")],
             };
             filter.extend((0..rank).map(|d| format!("k{d}")));
-            w.load(&w.offset_at(&filter))
+            match quad {
+                true => w.load_quad(&w.offset_at(&filter)),
+                false => w.load(&w.offset_at(&filter)),
+            }
         };
         let last = rank - 1;
-        if !window.transposed {
+        let (taps, stride, dilation) = (w.sizes[2 + last], op.stride[last], op.dilation[last]);
+        // The input columns the span's windows cover along the last
+        // dimension.
+        let columns = (span as u64 - 1) * stride + (taps - 1) * dilation + 1;
+        if quads && columns <= MAX_COLUMNS {
+            // Each covered column loaded once for every tap and position
+            // that reads it, and each tap once for the span.
             let _ = writeln!(
                 code,
-                "{indent}{}",
-                open_taps(last, w.sizes[2 + last], window.unpadded)
+                "{indent}let first = i32({} * {stride}u) - {};",
+                c[2 + last],
+                int(op.padding[last] as i64)?
             );
+            for k in 0..taps {
+                let mut at = vec![c[1].clone(), "ci".into()];
+                at.extend((0..last).map(|d| format!("k{d}")));
+                at.push(format!("{k}u"));
+                let _ = writeln!(
+                    code,
+                    "{indent}let tap{k} = {};",
+                    w.load_quad(&w.offset_at(&at))
+                );
+            }
+            for m in 0..columns {
+                let mut at = input.clone();
+                at.push(format!("u32(first + {m}i)"));
+                let _ = writeln!(
+                    code,
+                    "{indent}let x{m} = {};",
+                    x.load_quad(&x.offset_at(&at))
+                );
+            }
+            let width = int(x.sizes[2 + last] as i64)?;
+            for k in 0..taps {
+                for q in 0..span as u64 {
+                    let m = q * stride + k * dilation;
+                    let update: String = (0..4)
+                        .map(|j| {
+                            let acc = q as usize * count + j;
+                            format!("acc{acc} = fma(x{m}[{j}], tap{k}[{j}], acc{acc}); ")
+                        })
+                        .collect();
+                    match window.unpadded {
+                        true => {
+                            let _ = writeln!(code, "{indent}{}", update.trim_end());
+                        }
+                        false => {
+                            let _ = writeln!(
+                                code,
+                                "{indent}if (first + {m}i >= 0i && first + {m}i < {width}) {{ {}}}",
+                                update
+                            );
+                        }
+                    }
+                }
+            }
+            let _ = writeln!(code, "{}    }}", close_loops(looped));
+            let values = self.finish(&mut code, c, count, span);
+            return Ok((code, values));
+        }
+        if !window.transposed {
+            let _ = writeln!(code, "{indent}{}", open_taps(last, taps, window.unpadded));
             indent.push_str("    ");
         }
+        // The output channels' taps, a quad of channels at a time where the
+        // filter allows (always for `quads`).
+        let filter_quads = !window.transposed && w.quads_along(0) && count.is_multiple_of(4);
         for j in 0..count {
-            let _ = writeln!(
-                code,
-                "{indent}let w{j} = {};",
-                filter(&in_block(c, 1, j)[1])
-            );
+            let channel = in_block(c, 1, j)[1].clone();
+            if !filter_quads {
+                let _ = writeln!(code, "{indent}let w{j} = {};", filter(&channel, false));
+            } else if j % 4 == 0 {
+                let _ = writeln!(code, "{indent}let w{j} = {};", filter(&channel, true));
+            }
         }
+        let tap = |j: usize| match filter_quads {
+            true => format!("w{}[{}]", j - j % 4, j % 4),
+            false => format!("w{j}"),
+        };
         for q in 0..span {
             let mut at = input.clone();
             let mut inner = indent.clone();
@@ -790,10 +1065,19 @@ impl Conv<'_> {
                 );
                 inner.push_str("    ");
             }
-            let _ = writeln!(code, "{inner}let v{q} = {};", x.load(&x.offset_at(&at)));
+            let (load, component): (String, fn(usize) -> String) = match quads {
+                true => (x.load_quad(&x.offset_at(&at)), |j| format!("[{j}]")),
+                false => (x.load(&x.offset_at(&at)), |_| String::new()),
+            };
+            let _ = writeln!(code, "{inner}let v{q} = {load};");
             for j in 0..count {
                 let k = q * count + j;
-                let _ = writeln!(code, "{inner}acc{k} = fma(v{q}, w{j}, acc{k});");
+                let _ = writeln!(
+                    code,
+                    "{inner}acc{k} = fma(v{q}{}, {}, acc{k});",
+                    component(j),
+                    tap(j)
+                );
             }
             if checked {
                 let _ = writeln!(code, "{indent}}}");
@@ -803,23 +1087,65 @@ impl Conv<'_> {
             let _ = writeln!(code, "{}}}", &indent[4..]);
         }
         let _ = writeln!(code, "{}    }}", close_loops(looped));
+        let values = self.finish(&mut code, c, count, span);
+        Ok((code, values))
+    }
+
+    /// The values of the `count` channels at `span` positions summed in
+    /// `acc0..` from coordinates `c` on: the bias, the clamp and the
+    /// residual applied.
+    fn finish(&self, code: &mut String, c: &[String], count: usize, span: usize) -> Vec<String> {
+        let last = self.op.spatial_rank() - 1;
+        let at = |k: usize| in_block(&in_block(c, 1, k % count), 2 + last, k / count);
+        // Each channel's bias loaded once for the span, a quad of channels
+        // at a time where the bias allows.
+        let bias_quads =
+            self.bias.is_some_and(|bias| bias.quads_along(0)) && count.is_multiple_of(4);
+        let mut biases = Vec::new();
+        for (j, channel) in (0..count).map(|j| (j, in_block(c, 1, j))) {
+            let Some(bias) = self.bias else { break };
+            let offset = bias.offset_at(&channel[1..2]);
+            if !bias_quads {
+                let _ = writeln!(code, "    let bias{j} = {};", bias.load(&offset));
+                biases.push(format!("bias{j}"));
+                continue;
+            }
+            if j % 4 == 0 {
+                let _ = writeln!(code, "    let bias{j} = {};", bias.load_quad(&offset));
+            }
+            biases.push(format!("bias{}[{}]", j - j % 4, j % 4));
+        }
+        // The residual's elements, a quad of channels at a time where it
+        // allows.
+        let residual_quads = self.residual.is_some_and(|residual| {
+            residual.rank() == c.len() && residual.quads_along(1) && count.is_multiple_of(4)
+        });
         // Each biased sum bound once, as the clamp names it several times.
         let mut values = Vec::new();
         for k in 0..count * span {
-            let at = in_block(&in_block(c, 1, k % count), 2 + last, k / count);
             let mut value = format!("acc{k}");
-            if let Some(bias) = self.bias {
-                let term = bias.load(&bias.offset_at(&at[1..2]));
-                let _ = writeln!(code, "    let biased{k} = {value} + {term};");
+            if let Some(bias) = biases.get(k % count) {
+                let _ = writeln!(code, "    let biased{k} = {value} + {bias};");
                 value = format!("biased{k}");
             }
-            value = clamped(value, op.clamp);
+            value = clamped(value, self.op.clamp);
             if let Some(residual) = self.residual {
-                value = format!("({value} + {})", residual.load_broadcast(&at));
+                let term = match residual_quads {
+                    false => residual.load_broadcast(&at(k)),
+                    true => {
+                        let first = k - k % 4;
+                        if k % 4 == 0 {
+                            let quad = residual.load_quad(&residual.offset_at(&at(first)));
+                            let _ = writeln!(code, "    let residual{k} = {quad};");
+                        }
+                        format!("residual{first}[{}]", k % 4)
+                    }
+                };
+                value = format!("({value} + {term})");
             }
             values.push(value);
         }
-        Ok((code, values))
+        values
     }
 }
 
@@ -1095,37 +1421,87 @@ fn matmul(
     let rows_dim = out.rank() - 2;
     let columns_dim = out.rank() - 1;
     // `count` rows at `span` neighbouring columns: each of `a`'s elements
-    // loaded once for the columns, each of `b`'s once for the rows.
+    // loaded once for the columns, each of `b`'s once for the rows; four
+    // steps along the depth at a time where an operand is read in quads
+    // (`a` along the depth; `b` along its columns, or along the depth),
+    // each element still summed step by step in order.
+    let a_quads = a.quads_along(a.rank() - 1);
+    let b_quads = [b.rank() - 1, b.rank() - 2].map(|dim| b.quads_along(dim));
     let sums = |c: &[String], count: usize, span: usize| -> Result<_, Refusal> {
         let rank = c.len();
-        let operand = |t: &Tensor, rows: String, columns: String| {
+        let offset = |t: &Tensor, rows: String, columns: String| {
             let mut coords: Vec<String> = c[rank - t.rank()..rank - 2].to_vec();
             coords.push(rows);
             coords.push(columns);
-            t.load(&t.offset_at(&coords))
+            t.offset_at(&coords)
         };
+        let b_columns = b_quads[0] && span == 4;
+        // `a`'s and `b`'s quads along the depth imply a multiple of four.
+        let steps = match a_quads || b_quads[1] || (b_columns && depth.is_multiple_of(4)) {
+            true => 4,
+            false => 1,
+        };
+        let depth_at = |s: usize| match s {
+            0 => "k".to_string(),
+            s => format!("(k + {s}u)"),
+        };
+        let row = |j: usize| in_block(c, rows_dim, j)[rows_dim].clone();
+        let column = |q: usize| in_block(c, columns_dim, q)[columns_dim].clone();
         let mut code = String::new();
         for k in 0..count * span {
             let _ = writeln!(code, "    var acc{k} = {zero};");
         }
-        let _ = writeln!(code, "    for (var k = 0u; k < {depth}u; k = k + 1u) {{");
-        for j in 0..count {
-            let row = in_block(c, rows_dim, j)[rows_dim].clone();
-            let _ = writeln!(code, "        let a{j} = {};", operand(a, row, "k".into()));
+        let _ = writeln!(
+            code,
+            "    for (var k = 0u; k < {depth}u; k = k + {steps}u) {{"
+        );
+        // Each operand's element at step `s`, row `j` or column `q`.
+        let mut left = vec![Vec::new(); count];
+        for (j, row_values) in left.iter_mut().enumerate() {
+            if a_quads {
+                let quad = a.load_quad(&offset(a, row(j), "k".into()));
+                let _ = writeln!(code, "        let a{j} = {quad};");
+                *row_values = (0..steps).map(|s| format!("a{j}[{s}]")).collect();
+                continue;
+            }
+            for s in 0..steps {
+                let value = a.load(&offset(a, row(j), depth_at(s)));
+                let _ = writeln!(code, "        let a{j}_{s} = {value};");
+                row_values.push(format!("a{j}_{s}"));
+            }
         }
-        for q in 0..span {
-            let column = in_block(c, columns_dim, q)[columns_dim].clone();
-            let _ = writeln!(
-                code,
-                "        let b{q} = {};",
-                operand(b, "k".into(), column)
-            );
-            for j in 0..count {
-                let update = step
-                    .replace("{a}", &format!("a{j}"))
-                    .replace("{b}", &format!("b{q}"))
-                    .replace("{acc}", &format!("acc{}", q * count + j));
-                let _ = writeln!(code, "        acc{} = {update};", q * count + j);
+        let mut right = vec![Vec::new(); steps];
+        for (s, step_values) in right.iter_mut().enumerate() {
+            if b_columns {
+                let quad = b.load_quad(&offset(b, depth_at(s), column(0)));
+                let _ = writeln!(code, "        let b{s} = {quad};");
+                *step_values = (0..span).map(|q| format!("b{s}[{q}]")).collect();
+            } else if !b_quads[1] {
+                for q in 0..span {
+                    let value = b.load(&offset(b, depth_at(s), column(q)));
+                    let _ = writeln!(code, "        let b{s}_{q} = {value};");
+                    step_values.push(format!("b{s}_{q}"));
+                }
+            }
+        }
+        if b_quads[1] && !b_columns {
+            for q in 0..span {
+                let quad = b.load_quad(&offset(b, "k".into(), column(q)));
+                let _ = writeln!(code, "        let b{q} = {quad};");
+                for (s, step_values) in right.iter_mut().enumerate() {
+                    step_values.push(format!("b{q}[{s}]"));
+                }
+            }
+        }
+        for (s, step_values) in right.iter().enumerate() {
+            for (q, b_value) in step_values.iter().enumerate() {
+                for (j, row_values) in left.iter().enumerate() {
+                    let update = step
+                        .replace("{a}", &row_values[s])
+                        .replace("{b}", b_value)
+                        .replace("{acc}", &format!("acc{}", q * count + j));
+                    let _ = writeln!(code, "        acc{} = {update};", q * count + j);
+                }
             }
         }
         code.push_str("    }\n");

@@ -15,10 +15,14 @@ use super::Layout;
 pub(super) const WORKGROUP_SIZE: u64 = 64;
 
 /// The declarations every shader starts with: binding 0 is the arena,
-/// binding 1 the constants, both as 32-bit words.
+/// binding 1 the constants, both as 32-bit words; bindings 2 and 3 are the
+/// same buffers as 16-byte quads, which a kernel reads four neighbouring
+/// words from in one load ([`Tensor::load_quad`]) and stores four in one.
 pub(super) const BUFFERS: &str = "\
 @group(0) @binding(0) var<storage, read_write> arena: array<u32>;
 @group(0) @binding(1) var<storage, read> constants: array<u32>;
+@group(0) @binding(2) var<storage, read_write> arena_quads: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> constants_quads: array<vec4<u32>>;
 ";
 
 /// Helper functions, each included only in shaders that call it (by name:
@@ -491,6 +495,32 @@ impl Tensor {
             DType::I8 => format!("((i32({byte}) << 24u) >> 24u)"),
             _ => format!("i32({byte})"),
         }
+    }
+
+    /// Whether [`Tensor::load_quad`] reads this tensor along `dim`: 32-bit
+    /// elements from a 16-byte boundary, `dim` contiguous and a multiple of
+    /// four long, and every other dimension's stride a multiple of four, so
+    /// that four elements along `dim` from a coordinate that is a multiple
+    /// of four are one quad.
+    pub(super) fn quads_along(&self, dim: usize) -> bool {
+        self.dtype.size() == 4
+            && self.byte_offset.is_multiple_of(16)
+            && self.strides[dim] == 1
+            && self.sizes[dim].is_multiple_of(4)
+            && (0..self.rank())
+                .all(|d| d == dim || self.sizes[d] == 1 || self.strides[d].is_multiple_of(4))
+    }
+
+    /// The four elements from `offset` on (an element offset, a multiple of
+    /// four, of a tensor [`Tensor::quads_along`] some dimension), as a
+    /// `vec4` of [`Tensor::ty`].
+    pub(super) fn load_quad(&self, offset: &str) -> String {
+        format!(
+            "bitcast<vec4<{}>>({}_quads[{}u + {offset} / 4u])",
+            self.ty.name(),
+            self.buffer.name(),
+            self.byte_offset / 16
+        )
     }
 
     /// The element offset of the element at `coords` (one expression per

@@ -25,7 +25,8 @@ pub struct VulkanInstance<'c> {
 
 impl<'c> VulkanInstance<'c> {
     /// Uploads `program` (whose arena follows `abi`) to `device`, with
-    /// `host`, the code its host segments run.
+    /// `host`, the code its host segments run; `profile` times each
+    /// dispatch ([`DeviceMethod::profiled`]).
     ///
     /// # Safety
     /// Each entry of `host` must be code generated for `abi`'s arena
@@ -35,6 +36,7 @@ impl<'c> VulkanInstance<'c> {
         abi: MethodAbi,
         program: &DeviceProgram,
         host: Code<'c>,
+        profile: bool,
     ) -> Result<Self, VulkanError> {
         if let Some(entry) = program.segments.iter().find_map(|segment| match *segment {
             Segment::Host(entry) if entry >= host.entries() => Some(entry),
@@ -51,7 +53,10 @@ impl<'c> VulkanInstance<'c> {
                 method: abi.arena_bytes,
             });
         }
-        let mut method = DeviceMethod::new(device, program)?;
+        let mut method = match profile {
+            true => DeviceMethod::profiled(device, program)?,
+            false => DeviceMethod::new(device, program)?,
+        };
         write_initial_state(&abi, method.arena_mut());
         Ok(VulkanInstance {
             dims: abi.dim_bounds.iter().map(|&bound| bound as i64).collect(),

@@ -1,9 +1,11 @@
 //! A [`DeviceProgram`] made ready to run on a device: its buffers, one
 //! compute pipeline per shader, the descriptor set every shader sees, and
 //! one command buffer per device segment, recorded once and submitted on
-//! every run.
+//! every run (one per dispatch, each timed, when the method is profiled:
+//! [`DeviceMethod::profiled`]).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
@@ -12,9 +14,12 @@ use super::error::{VulkanError, failed};
 use super::memory::{Buffer, HOST_SHARED, Mapping, upload_constants};
 use super::program::{DeviceProgram, Dispatch, Segment, buffer_bytes};
 
-/// The descriptor bindings of set 0, as every shader declares them.
+/// The descriptor bindings of set 0, as every shader declares them: the
+/// arena and the constants as words, then both again as quads.
 const ARENA_BINDING: u32 = 0;
 const CONSTANTS_BINDING: u32 = 1;
+const ARENA_QUADS_BINDING: u32 = 2;
+const CONSTANTS_QUADS_BINDING: u32 = 3;
 
 /// A program on a device, ready to run: write inputs into [`Self::arena_mut`]
 /// at their offsets, run each segment in order ([`Self::run_segment`] for
@@ -33,6 +38,8 @@ pub struct DeviceMethod {
     constant_len: usize,
     dispatches: usize,
     segments: Vec<Segment>,
+    /// When profiled: the time each dispatch took, summed over the runs.
+    times: Option<Vec<Duration>>,
 }
 
 // SAFETY: the mapping is host memory that only this method reaches, through
@@ -60,6 +67,27 @@ impl DeviceMethod {
     /// (host-visible, mapped and zeroed), uploads its constants, builds a
     /// pipeline per shader and records the command buffer that runs it.
     pub fn new(device: Arc<VulkanDevice>, program: &DeviceProgram) -> Result<Self, VulkanError> {
+        Self::make(device, program, false)
+    }
+
+    /// As [`Self::new`], but each dispatch in a command buffer of its own,
+    /// submitted and waited for alone and timed on the host, so that
+    /// [`Self::dispatch_times`] says how long each took (its submission
+    /// included, which is what a device's timestamps would leave out, and
+    /// which some devices, lavapipe among them, do not write for compute
+    /// work).
+    pub fn profiled(
+        device: Arc<VulkanDevice>,
+        program: &DeviceProgram,
+    ) -> Result<Self, VulkanError> {
+        Self::make(device, program, true)
+    }
+
+    fn make(
+        device: Arc<VulkanDevice>,
+        program: &DeviceProgram,
+        profile: bool,
+    ) -> Result<Self, VulkanError> {
         program.check(device.limits())?;
         let arena = Buffer::new(
             &device,
@@ -82,7 +110,7 @@ impl DeviceMethod {
             buffer_bytes(program.constants.len() as u64),
         )?;
         let mut objects = Objects::new(device);
-        objects.build(program, &arena, &constants)?;
+        objects.build(program, &arena, &constants, profile)?;
         Ok(DeviceMethod {
             objects,
             arena,
@@ -92,6 +120,7 @@ impl DeviceMethod {
             constant_len: program.constants.len(),
             dispatches: program.dispatches.len(),
             segments: program.segments.clone(),
+            times: profile.then(|| vec![Duration::ZERO; program.dispatches.len()]),
         })
     }
 
@@ -112,8 +141,8 @@ impl DeviceMethod {
     /// to the host after (the fence, after a barrier to the host at the end
     /// of the segment).
     pub fn run_segment(&mut self, segment: usize) -> Result<(), VulkanError> {
-        let command_buffer = match self.segments.get(segment) {
-            Some(Segment::Device(_)) => self.objects.command_buffers[segment],
+        let first = match self.segments.get(segment) {
+            Some(Segment::Device(range)) => range.start,
             _ => return Err(VulkanError::NotADeviceSegment { segment }),
         };
         let objects = &mut self.objects;
@@ -123,14 +152,28 @@ impl DeviceMethod {
             device.wait(objects.fence)?;
             objects.in_flight = false;
         }
-        // SAFETY: the fence is this method's and not in use (no submission
-        // is in flight).
-        unsafe { device.raw().reset_fences(&[objects.fence]) }.map_err(failed("vkResetFences"))?;
-        device.submit(command_buffer, objects.fence)?;
-        objects.in_flight = true;
-        device.wait(objects.fence)?;
-        objects.in_flight = false;
+        for (k, &command_buffer) in objects.command_buffers[segment].iter().enumerate() {
+            let start = Instant::now();
+            // SAFETY: the fence is this method's and not in use (no
+            // submission is in flight).
+            unsafe { device.raw().reset_fences(&[objects.fence]) }
+                .map_err(failed("vkResetFences"))?;
+            device.submit(command_buffer, objects.fence)?;
+            objects.in_flight = true;
+            device.wait(objects.fence)?;
+            objects.in_flight = false;
+            if let Some(times) = &mut self.times {
+                // Profiled: command buffer `k` is the segment's dispatch `k`.
+                times[first + k] += start.elapsed();
+            }
+        }
         Ok(())
+    }
+
+    /// When the method is profiled: how long each dispatch took, summed
+    /// over the runs so far.
+    pub fn dispatch_times(&self) -> Option<&[Duration]> {
+        self.times.as_deref()
     }
 
     /// The arena, as the last run left it: outputs are read here.
@@ -169,7 +212,7 @@ impl DeviceMethod {
     }
 
     /// The bytes of device memory the method holds in buffers (the arena
-    /// and constants, each rounded up to whole words).
+    /// and constants, each rounded up to whole quads).
     pub fn buffer_bytes(&self) -> u64 {
         self.arena.bytes + self.constants.bytes
     }
@@ -184,9 +227,10 @@ struct Objects {
     pipeline_layout: vk::PipelineLayout,
     pipelines: Vec<vk::Pipeline>,
     descriptor_pool: vk::DescriptorPool,
-    /// One per segment of the program: a device segment's dispatches, null
-    /// for a host segment.
-    command_buffers: Vec<vk::CommandBuffer>,
+    /// Per segment of the program: a device segment's dispatches (one
+    /// command buffer, or one per dispatch when profiled), none for a host
+    /// segment.
+    command_buffers: Vec<Vec<vk::CommandBuffer>>,
     fence: vk::Fence,
     /// Whether a command buffer was submitted and not yet seen finished.
     in_flight: bool,
@@ -211,10 +255,17 @@ impl Objects {
         program: &DeviceProgram,
         arena: &Buffer,
         constants: &Buffer,
+        profile: bool,
     ) -> Result<(), VulkanError> {
         let device = Arc::clone(&self.device);
         let raw = device.raw();
-        let bindings = [ARENA_BINDING, CONSTANTS_BINDING].map(|binding| {
+        let bindings = [
+            ARENA_BINDING,
+            CONSTANTS_BINDING,
+            ARENA_QUADS_BINDING,
+            CONSTANTS_QUADS_BINDING,
+        ]
+        .map(|binding| {
             vk::DescriptorSetLayoutBinding::default()
                 .binding(binding)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
@@ -241,18 +292,24 @@ impl Objects {
         let descriptor_set = self.descriptor_set(arena, constants)?;
         self.fence = device.create_fence()?;
         for segment in &program.segments {
-            let Segment::Device(range) = segment else {
-                self.command_buffers.push(vk::CommandBuffer::null());
-                continue;
-            };
-            let commands = device.allocate_command_buffer()?;
-            self.command_buffers.push(commands);
-            let dispatches = &program.dispatches[range.clone()];
-            device.record(
-                commands,
-                vk::CommandBufferUsageFlags::empty(),
-                |raw, commands| self.record(raw, commands, descriptor_set, dispatches),
-            )?;
+            let mut buffers = Vec::new();
+            if let Segment::Device(range) = segment {
+                let dispatches = &program.dispatches[range.clone()];
+                let parts: Vec<&[Dispatch]> = match profile {
+                    true => dispatches.chunks(1).collect(),
+                    false => vec![dispatches],
+                };
+                for part in parts {
+                    let commands = device.allocate_command_buffer()?;
+                    buffers.push(commands);
+                    device.record(
+                        commands,
+                        vk::CommandBufferUsageFlags::empty(),
+                        |raw, commands| self.record(raw, commands, descriptor_set, part),
+                    )?;
+                }
+            }
+            self.command_buffers.push(buffers);
         }
         Ok(())
     }
@@ -288,7 +345,8 @@ impl Objects {
         }
     }
 
-    /// The descriptor set every shader sees: the arena and the constants.
+    /// The descriptor set every shader sees: the arena and the constants,
+    /// each bound twice (as words and as quads).
     fn descriptor_set(
         &mut self,
         arena: &Buffer,
@@ -297,7 +355,7 @@ impl Objects {
         let raw = self.device.raw();
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(2)];
+            .descriptor_count(4)];
         let pool_info = vk::DescriptorPoolCreateInfo::default()
             .max_sets(1)
             .pool_sizes(&sizes);
@@ -317,16 +375,21 @@ impl Objects {
                 call: "vkAllocateDescriptorSets",
                 result: vk::Result::INCOMPLETE,
             })?;
-        let infos =
-            [(ARENA_BINDING, arena), (CONSTANTS_BINDING, constants)].map(|(binding, buffer)| {
-                (
-                    binding,
-                    [vk::DescriptorBufferInfo::default()
-                        .buffer(buffer.handle)
-                        .offset(0)
-                        .range(buffer.bytes)],
-                )
-            });
+        let infos = [
+            (ARENA_BINDING, arena),
+            (CONSTANTS_BINDING, constants),
+            (ARENA_QUADS_BINDING, arena),
+            (CONSTANTS_QUADS_BINDING, constants),
+        ]
+        .map(|(binding, buffer)| {
+            (
+                binding,
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(buffer.handle)
+                    .offset(0)
+                    .range(buffer.bytes)],
+            )
+        });
         let writes = infos.each_ref().map(|(binding, info)| {
             vk::WriteDescriptorSet::default()
                 .dst_set(set)
@@ -416,7 +479,7 @@ impl Drop for Objects {
         // SAFETY: the device runs none of these objects any more (above),
         // each is this device's or null, and users go before what they use.
         unsafe {
-            for &commands in &self.command_buffers {
+            for &commands in self.command_buffers.iter().flatten() {
                 device.free_command_buffer(commands);
             }
             raw.destroy_fence(self.fence, None);

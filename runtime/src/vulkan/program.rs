@@ -12,8 +12,10 @@ use super::spirv::{self, SpirvError};
 /// constants; compute dispatches in order; and the segments a run goes
 /// through, device work and the host work between it.
 ///
-/// Every shader sees descriptor set 0 with two storage buffers: binding 0 is
-/// the arena (read-write), binding 1 the constants (read-only).
+/// Every shader sees descriptor set 0 with two storage buffers, each bound
+/// twice: binding 0 is the arena (read-write) and binding 1 the constants
+/// (read-only), as 32-bit words; bindings 2 and 3 are the same arena and
+/// constants again, read as 16-byte quads (one load for four words).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceProgram {
     pub arena_bytes: u64,
@@ -250,10 +252,10 @@ fn check_dispatch(
 }
 
 /// The size of the buffer that holds `bytes`: Vulkan forbids empty buffers,
-/// and shaders see storage buffers as arrays of 4-byte words, so a whole
-/// number of them, at least one.
+/// and shaders see storage buffers as arrays of 4-byte words and of 16-byte
+/// quads, so a whole number of quads, at least one.
 pub(crate) fn buffer_bytes(bytes: u64) -> u64 {
-    bytes.div_ceil(4).max(1).saturating_mul(4)
+    bytes.div_ceil(16).max(1).saturating_mul(16)
 }
 
 fn check_buffer(
@@ -394,7 +396,7 @@ mod tests {
             large.check(&LIMITS),
             Err(ProgramError::BufferTooLarge {
                 buffer: "arena",
-                bytes: (1 << 27) + 4,
+                bytes: (1 << 27) + 16,
                 limit_name: "maxStorageBufferRange",
                 limit: 1 << 27,
             })
@@ -415,10 +417,11 @@ mod tests {
     }
 
     #[test]
-    fn buffers_are_whole_words_and_never_empty() {
-        assert_eq!(buffer_bytes(0), 4);
-        assert_eq!(buffer_bytes(5), 8);
-        assert_eq!(buffer_bytes(8), 8);
+    fn buffers_are_whole_quads_and_never_empty() {
+        assert_eq!(buffer_bytes(0), 16);
+        assert_eq!(buffer_bytes(5), 16);
+        assert_eq!(buffer_bytes(16), 16);
+        assert_eq!(buffer_bytes(17), 32);
         assert_eq!(buffer_bytes(u64::MAX), u64::MAX);
     }
 }
