@@ -876,6 +876,32 @@ fixture(
     portable_model=lambda: Backward(reference=True),
 )
 
+class CrossEntropy(nn.Module):
+    """``et_vk.fused_ce`` of logits and int32 labels (one negative: a row
+    left out) with ``n_valid`` 3, or its reference implementation."""
+
+    def __init__(self, reference=False):
+        super().__init__()
+        self.reference = reference
+
+    def forward(self, logits, labels):
+        if self.reference:
+            from executorch.backends.vulkan.custom_ops_lib import fused_ce_impl
+
+            return fused_ce_impl(logits, labels, 3.0)
+        return torch.ops.et_vk.fused_ce(logits, labels, 3.0)
+
+
+fixture(
+    "fused_ce",
+    ["et_vk.fused_ce.default"],
+    "et_vk.fused_ce of float32 [4,6] logits and int32 [4] labels (one of them -1) with n_valid 3: the "
+    "summed loss and the logits' gradient",
+    CrossEntropy,
+    twice(lambda: (randn(4, 6) * 2, torch.tensor([1, -1, 5, 0], dtype=torch.int32))),
+    portable_model=lambda: CrossEntropy(reference=True),
+)
+
 class Affine(nn.Module):
     """torchao's primitives on their own: parameters chosen per block,
     then the input quantized with them (an int8 output)."""

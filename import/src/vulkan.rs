@@ -658,6 +658,21 @@ const OPERATORS: &[(&str, Translate)] = &[
         ),
     ),
     (
+        "et_vk.fused_ce.default",
+        Translate::Own(
+            fused_ce,
+            &[
+                OpKind::Elementwise,
+                OpKind::Copy,
+                OpKind::Reshape,
+                OpKind::Softmax,
+                OpKind::Gather,
+                OpKind::Reduce,
+                OpKind::Arange,
+            ],
+        ),
+    ),
+    (
         "torchao.quantize_affine.default",
         Translate::Own(affine::quantize_affine, Q8TA_ELEMENTWISE),
     ),
@@ -1921,6 +1936,116 @@ fn linear_dw(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), I
     let x = t.viewed(x, &[rows, features])?;
     let transposed = t.applied("aten::t_copy.out", vec![d_out], dtype, &[outputs, rows])?;
     t.table("aten::mm.out", &[transposed, x, out])
+}
+
+/// `et_vk.fused_ce(logits, labels, n_valid)`: the cross-entropy loss of
+/// the rows of `logits` (`[R, C]`) against `labels` (`[R]`, a negative
+/// label leaves its row out) summed over the rows and divided by
+/// `n_valid`, and its gradient `(softmax(logits) - one_hot(label)) /
+/// n_valid` (zero on the rows left out), as ExecuTorch's reference
+/// computes them; each row's loss is the negated log-softmax at its label.
+fn fused_ce(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (logits, labels, loss, gradient) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 3)?.clone(),
+        t.arg(args, 4)?.clone(),
+    );
+    let n_valid = t.float_arg(args, 2, "n_valid")?;
+    let (dtype, sizes) = t.declared(&logits)?;
+    let (label_type, label_sizes) = t.declared(&labels)?;
+    let &[rows, classes] = sizes.as_slice() else {
+        return Err(t.invalid(format!("logits has sizes {sizes:?}, not [rows, classes]")));
+    };
+    if label_sizes != [rows] || label_type.is_float() || label_type == DType::Bool {
+        return Err(t.invalid(format!(
+            "labels is {label_type} {label_sizes:?}, not one integer per row of logits {sizes:?}"
+        )));
+    }
+    let left_out = t.applied(
+        "aten::lt.Scalar_out",
+        vec![labels.clone(), Argument::Int(0)],
+        DType::Bool,
+        &[rows],
+    )?;
+    let left_out = t.viewed(left_out, &[rows, 1])?;
+    let safe = t.applied(
+        "aten::clamp.out",
+        vec![labels, Argument::Int(0), Argument::Null],
+        label_type,
+        &[rows],
+    )?;
+    let safe = t.converted(safe, DType::I64)?;
+    let safe = t.viewed(safe, &[rows, 1])?;
+    let log_probabilities = t.applied(
+        "aten::_log_softmax.out",
+        vec![logits.clone(), Argument::Int(-1), Argument::Bool(false)],
+        dtype,
+        &sizes,
+    )?;
+    let picked = t.applied(
+        "aten::gather.out",
+        vec![
+            log_probabilities,
+            Argument::Int(1),
+            safe.clone(),
+            Argument::Bool(false),
+        ],
+        dtype,
+        &[rows, 1],
+    )?;
+    let per_row = t.applied(
+        "aten::div.Scalar_out",
+        vec![picked, Argument::Double(-n_valid)],
+        dtype,
+        &[rows, 1],
+    )?;
+    let per_row = t.applied(
+        "aten::masked_fill.Scalar_out",
+        vec![per_row, left_out.clone(), Argument::Int(0)],
+        dtype,
+        &[rows, 1],
+    )?;
+    let every = Argument::IntList(vec![Term::int(0), Term::int(1)]);
+    t.table(
+        "aten::sum.IntList_out",
+        &[per_row, every, Argument::Bool(false), Argument::Null, loss],
+    )?;
+    let probabilities = t.applied(
+        "aten::_softmax.out",
+        vec![logits, Argument::Int(-1), Argument::Bool(false)],
+        dtype,
+        &sizes,
+    )?;
+    let columns = t.applied(
+        "aten::arange.start_out",
+        vec![
+            Argument::Int(0),
+            Argument::Int(classes as i64),
+            Argument::Int(1),
+        ],
+        DType::I64,
+        &[classes],
+    )?;
+    let columns = t.viewed(columns, &[1, classes])?;
+    let hot = t.binary("aten::eq.Tensor_out", safe, columns, DType::Bool)?;
+    let hot = t.converted(hot, dtype)?;
+    let difference = t.applied(
+        "aten::sub.out",
+        vec![probabilities, hot, Argument::Int(1)],
+        dtype,
+        &sizes,
+    )?;
+    let scaled = t.applied(
+        "aten::div.Scalar_out",
+        vec![difference, Argument::Double(n_valid)],
+        dtype,
+        &sizes,
+    )?;
+    t.table(
+        "aten::masked_fill.Scalar_out",
+        &[scaled, left_out, Argument::Int(0), gradient],
+    )
 }
 
 /// `aten.hardshrink(self, lambd)`: 0 where `-lambd <= self <= lambd`,
