@@ -1110,3 +1110,115 @@ fn float_results_into_integer_or_bool_outs_are_refused() {
     }
     assert!(refused >= 200, "only {refused} lies refused");
 }
+
+/// The value argument `position` of the first call of the Vulkan fixture
+/// `fixture` named `name`.
+fn vulkan_argument<'a>(
+    lie: &'a Lie,
+    name: &str,
+    position: usize,
+) -> ptec_schema::vulkan::VkValue<'a> {
+    let graph = lie.vulkan_graph();
+    let call = graph
+        .chain()
+        .expect("a chain")
+        .iter()
+        .find(|call| call.name() == Some(name))
+        .unwrap_or_else(|| panic!("the fixture calls {name}"));
+    let id = call.args().expect("arguments").get(position) as usize;
+    graph.values().expect("values").get(id)
+}
+
+/// The Vulkan fixture `fixture`'s call `name` with its int argument
+/// `position` rewritten as `value`.
+fn vulkan_int_lie(fixture: &str, name: &str, position: usize, value: i64) -> Lie {
+    Lie::of(fixture).patch(|lie| {
+        let int = vulkan_argument(lie, name, position)
+            .value_as_int()
+            .expect("an int argument");
+        vec![Patch::field(
+            &int._tab,
+            ptec_schema::vulkan::Int::VT_INT_VAL,
+            &value.to_le_bytes(),
+        )]
+    })
+}
+
+/// A 4-bit linear layer whose `group_size` does not split the input's 64
+/// features into the scales' 2 groups.
+#[test]
+fn a_q4gsw_group_size_unlike_the_scales_is_refused() {
+    let lie = vulkan_int_lie(
+        "vulkan/linear_q4gsw.vulkan.bpte",
+        "et_vk.linear_q4gsw.default",
+        3,
+        24,
+    );
+    check(
+        &lie,
+        &[
+            "et_vk.linear_q4gsw.default",
+            "group_size is 24",
+            "64 columns",
+            "2 groups",
+        ],
+    );
+}
+
+/// A 4-bit embedding whose `group_size` does not split its 32 columns into
+/// the scales' 2 groups.
+#[test]
+fn an_embedding_q4gsw_group_size_unlike_the_scales_is_refused() {
+    let lie = vulkan_int_lie(
+        "vulkan/embedding_q4gsw.vulkan.bpte",
+        "et_vk.embedding_q4gsw.default",
+        2,
+        0,
+    );
+    check(&lie, &["et_vk.embedding_q4gsw.default", "group_size is 0"]);
+}
+
+/// A per-channel 4-bit weight declared `[3, 16]` instead of `[6, 8]` (as
+/// many bytes): its rows disagree with the output's 6 features.
+#[test]
+fn a_qcs4w_weight_unlike_the_output_is_refused() {
+    let lie = Lie::of("vulkan/linear_qcs4w.vulkan.bpte").patch(|lie| {
+        let tensor = vulkan_argument(lie, "et_vk.linear_qcs4w.default", 1)
+            .value_as_vk_tensor()
+            .expect("a tensor argument");
+        let dims = tensor.dims().expect("dims");
+        assert_eq!(dims.iter().collect::<Vec<_>>(), [6, 8]);
+        vec![
+            Patch::element(dims.bytes(), 4, 0, &3u32.to_le_bytes()),
+            Patch::element(dims.bytes(), 4, 1, &16u32.to_le_bytes()),
+        ]
+    });
+    check(
+        &lie,
+        &[
+            "et_vk.linear_qcs4w.default",
+            "weight has 3 rows",
+            "6 features",
+        ],
+    );
+}
+
+/// torchao's `dequantize_affine` with a `block_size` of `[1, 24]`, which
+/// does not divide the weight's 64 columns.
+#[test]
+fn an_affine_block_size_that_does_not_divide_is_refused() {
+    let lie = Lie::of("vulkan/dequantize_affine.vulkan.bpte").patch(|lie| {
+        let list = vulkan_argument(lie, "torchao.dequantize_affine.default", 1)
+            .value_as_int_list()
+            .expect("an int list");
+        let items = list.items().expect("items");
+        vec![Patch::element(items.bytes(), 8, 1, &24i64.to_le_bytes())]
+    });
+    check(
+        &lie,
+        &[
+            "torchao.dequantize_affine.default",
+            "block_size [1, 24] does not divide",
+        ],
+    );
+}

@@ -44,6 +44,8 @@ use crate::error::{ImportError, Location};
 use crate::program::Importer;
 use crate::{Operator, OperatorSource, aten};
 
+mod affine;
+mod int4;
 mod quantized;
 
 use quantized::Packing;
@@ -603,6 +605,98 @@ const OPERATORS: &[(&str, Translate)] = &[
         "et_vk.q8ta_pixel_shuffle.default",
         Translate::Own(quantized::pixel_shuffle, Q8TA_SHUFFLE),
     ),
+    // The 4-bit weight operators ([`int4`]) and torchao's affine
+    // quantization primitives ([`affine`]).
+    (
+        "et_vk.linear_q4gsw.default",
+        Translate::Own(int4::linear_q4gsw, INT4_LINEAR),
+    ),
+    (
+        "et_vk.linear_dq8ca_q4gsw.default",
+        Translate::Own(int4::linear_dq8ca_q4gsw, INT4_LINEAR),
+    ),
+    (
+        "et_vk.linear_qcs4w.default",
+        Translate::Own(int4::linear_qcs4w, INT4_LINEAR),
+    ),
+    (
+        "et_vk.embedding_q4gsw.default",
+        Translate::Own(
+            int4::embedding_q4gsw,
+            &[
+                OpKind::Index,
+                OpKind::Elementwise,
+                OpKind::Copy,
+                OpKind::Reshape,
+                OpKind::Cat,
+            ],
+        ),
+    ),
+    (
+        "et_vk.q4gsw_requant.default",
+        Translate::Own(
+            int4::q4gsw_requant,
+            &[
+                OpKind::Elementwise,
+                OpKind::Copy,
+                OpKind::Reshape,
+                OpKind::Permute,
+                OpKind::Pad,
+                OpKind::Select,
+            ],
+        ),
+    ),
+    (
+        "et_vk.linear_q4gsw_backward.default",
+        Translate::Own(int4::linear_q4gsw_backward, INT4_LINEAR),
+    ),
+    (
+        "et_vk.linear_dW.default",
+        Translate::Own(
+            linear_dw,
+            &[OpKind::Reshape, OpKind::Permute, OpKind::MatMul],
+        ),
+    ),
+    (
+        "et_vk.fused_ce.default",
+        Translate::Own(
+            fused_ce,
+            &[
+                OpKind::Elementwise,
+                OpKind::Copy,
+                OpKind::Reshape,
+                OpKind::Softmax,
+                OpKind::Gather,
+                OpKind::Reduce,
+                OpKind::Arange,
+            ],
+        ),
+    ),
+    (
+        "torchao.quantize_affine.default",
+        Translate::Own(affine::quantize_affine, Q8TA_ELEMENTWISE),
+    ),
+    (
+        "torchao.dequantize_affine.default",
+        Translate::Own(affine::dequantize_affine, Q8TA_ELEMENTWISE),
+    ),
+    (
+        "torchao.choose_qparams_affine.default",
+        Translate::Own(
+            affine::choose_qparams_affine,
+            &[
+                OpKind::Elementwise,
+                OpKind::Copy,
+                OpKind::Reshape,
+                OpKind::Reduce,
+                OpKind::Full,
+            ],
+        ),
+    ),
+    (
+        "aten.hardshrink.default",
+        Translate::Own(hardshrink, &[OpKind::Elementwise]),
+    ),
 ];
 
 /// What the quantized convolutions emit: the quantize family's elementwise
@@ -621,6 +715,19 @@ const Q8TA_LINEAR: &[OpKind] = &[
     OpKind::Elementwise,
     OpKind::Copy,
     OpKind::Reshape,
+    OpKind::Slice,
+    OpKind::Permute,
+    OpKind::MatMul,
+    OpKind::Addmm,
+];
+
+/// What the 4-bit linear layers emit: the weights' unpacking and
+/// scaling, the linear layer.
+const INT4_LINEAR: &[OpKind] = &[
+    OpKind::Elementwise,
+    OpKind::Copy,
+    OpKind::Reshape,
+    OpKind::Cat,
     OpKind::Slice,
     OpKind::Permute,
     OpKind::MatMul,
@@ -1801,4 +1908,165 @@ fn tensor_list<const N: usize>(
         })
         .collect::<Result<_, _>>()?;
     Ok(Argument::TensorList(tensors))
+}
+
+/// `et_vk.linear_dW(d_out, x)`: the weight's gradient of a linear layer,
+/// `d_out^T @ x` over the rows of both (`[.., N]` and `[.., K]`) into `[N,
+/// K]`.
+fn linear_dw(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (d_out, x, out) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 2)?.clone(),
+    );
+    let (dtype, d_sizes) = t.declared(&d_out)?;
+    let (_, x_sizes) = t.declared(&x)?;
+    let (Some((&outputs, d_lead)), Some((&features, x_lead))) =
+        (d_sizes.split_last(), x_sizes.split_last())
+    else {
+        return Err(t.invalid("linear_dW of 0-dim tensors"));
+    };
+    let rows = d_lead.iter().product::<u64>();
+    if x_lead.iter().product::<u64>() != rows {
+        return Err(t.invalid(format!(
+            "d_out has sizes {d_sizes:?} and x {x_sizes:?}: their rows disagree"
+        )));
+    }
+    let d_out = t.viewed(d_out, &[rows, outputs])?;
+    let x = t.viewed(x, &[rows, features])?;
+    let transposed = t.applied("aten::t_copy.out", vec![d_out], dtype, &[outputs, rows])?;
+    t.table("aten::mm.out", &[transposed, x, out])
+}
+
+/// `et_vk.fused_ce(logits, labels, n_valid)`: the cross-entropy loss of
+/// the rows of `logits` (`[R, C]`) against `labels` (`[R]`, a negative
+/// label leaves its row out) summed over the rows and divided by
+/// `n_valid`, and its gradient `(softmax(logits) - one_hot(label)) /
+/// n_valid` (zero on the rows left out), as ExecuTorch's reference
+/// computes them; each row's loss is the negated log-softmax at its label.
+fn fused_ce(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (logits, labels, loss, gradient) = (
+        t.arg(args, 0)?.clone(),
+        t.arg(args, 1)?.clone(),
+        t.arg(args, 3)?.clone(),
+        t.arg(args, 4)?.clone(),
+    );
+    let n_valid = t.float_arg(args, 2, "n_valid")?;
+    let (dtype, sizes) = t.declared(&logits)?;
+    let (label_type, label_sizes) = t.declared(&labels)?;
+    let &[rows, classes] = sizes.as_slice() else {
+        return Err(t.invalid(format!("logits has sizes {sizes:?}, not [rows, classes]")));
+    };
+    if label_sizes != [rows] || label_type.is_float() || label_type == DType::Bool {
+        return Err(t.invalid(format!(
+            "labels is {label_type} {label_sizes:?}, not one integer per row of logits {sizes:?}"
+        )));
+    }
+    let left_out = t.applied(
+        "aten::lt.Scalar_out",
+        vec![labels.clone(), Argument::Int(0)],
+        DType::Bool,
+        &[rows],
+    )?;
+    let left_out = t.viewed(left_out, &[rows, 1])?;
+    let safe = t.applied(
+        "aten::clamp.out",
+        vec![labels, Argument::Int(0), Argument::Null],
+        label_type,
+        &[rows],
+    )?;
+    let safe = t.converted(safe, DType::I64)?;
+    let safe = t.viewed(safe, &[rows, 1])?;
+    let log_probabilities = t.applied(
+        "aten::_log_softmax.out",
+        vec![logits.clone(), Argument::Int(-1), Argument::Bool(false)],
+        dtype,
+        &sizes,
+    )?;
+    let picked = t.applied(
+        "aten::gather.out",
+        vec![
+            log_probabilities,
+            Argument::Int(1),
+            safe.clone(),
+            Argument::Bool(false),
+        ],
+        dtype,
+        &[rows, 1],
+    )?;
+    let per_row = t.applied(
+        "aten::div.Scalar_out",
+        vec![picked, Argument::Double(-n_valid)],
+        dtype,
+        &[rows, 1],
+    )?;
+    let per_row = t.applied(
+        "aten::masked_fill.Scalar_out",
+        vec![per_row, left_out.clone(), Argument::Int(0)],
+        dtype,
+        &[rows, 1],
+    )?;
+    let every = Argument::IntList(vec![Term::int(0), Term::int(1)]);
+    t.table(
+        "aten::sum.IntList_out",
+        &[per_row, every, Argument::Bool(false), Argument::Null, loss],
+    )?;
+    let probabilities = t.applied(
+        "aten::_softmax.out",
+        vec![logits, Argument::Int(-1), Argument::Bool(false)],
+        dtype,
+        &sizes,
+    )?;
+    let columns = t.applied(
+        "aten::arange.start_out",
+        vec![
+            Argument::Int(0),
+            Argument::Int(classes as i64),
+            Argument::Int(1),
+        ],
+        DType::I64,
+        &[classes],
+    )?;
+    let columns = t.viewed(columns, &[1, classes])?;
+    let hot = t.binary("aten::eq.Tensor_out", safe, columns, DType::Bool)?;
+    let hot = t.converted(hot, dtype)?;
+    let difference = t.applied(
+        "aten::sub.out",
+        vec![probabilities, hot, Argument::Int(1)],
+        dtype,
+        &sizes,
+    )?;
+    let scaled = t.applied(
+        "aten::div.Scalar_out",
+        vec![difference, Argument::Double(n_valid)],
+        dtype,
+        &sizes,
+    )?;
+    t.table(
+        "aten::masked_fill.Scalar_out",
+        &[scaled, left_out, Argument::Int(0), gradient],
+    )
+}
+
+/// `aten.hardshrink(self, lambd)`: 0 where `-lambd <= self <= lambd`,
+/// `self` elsewhere (NaN included), as ATen's kernel compares.
+fn hardshrink(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 2)?.clone());
+    let lambd = t.float_arg(args, 1, "lambd")?;
+    let (_, sizes) = t.declared(&x)?;
+    let within = |t: &mut Translation<'_, '_, '_>, key: &str, bound: f64| {
+        t.applied(
+            key,
+            vec![x.clone(), Argument::Double(bound)],
+            DType::Bool,
+            &sizes,
+        )
+    };
+    let above = within(t, "aten::ge.Scalar_out", -lambd)?;
+    let below = within(t, "aten::le.Scalar_out", lambd)?;
+    let inside = t.binary("aten::logical_and.out", above, below, DType::Bool)?;
+    t.table(
+        "aten::masked_fill.Scalar_out",
+        &[x, inside, Argument::Int(0), out],
+    )
 }

@@ -49,7 +49,12 @@ pub(super) enum Packing {
 impl Translation<'_, '_, '_> {
     /// The call's argument `at`, named `name` in the operator's schema, as
     /// a float (the serializer writes a whole one as an int).
-    fn float_arg(&self, args: &[Argument], at: usize, name: &str) -> Result<f64, ImportError> {
+    pub(super) fn float_arg(
+        &self,
+        args: &[Argument],
+        at: usize,
+        name: &str,
+    ) -> Result<f64, ImportError> {
         match self.arg(args, at)? {
             &Argument::Double(value) => Ok(value),
             &Argument::Int(value) => Ok(value as f64),
@@ -57,7 +62,12 @@ impl Translation<'_, '_, '_> {
         }
     }
 
-    fn int_arg(&self, args: &[Argument], at: usize, name: &str) -> Result<i64, ImportError> {
+    pub(super) fn int_arg(
+        &self,
+        args: &[Argument],
+        at: usize,
+        name: &str,
+    ) -> Result<i64, ImportError> {
         match self.arg(args, at)? {
             &Argument::Int(value) => Ok(value),
             other => Err(self.invalid(format!("{name} is a {}, not an int", other.kind()))),
@@ -65,7 +75,12 @@ impl Translation<'_, '_, '_> {
     }
 
     /// The call's int list `at`, which must be constants.
-    fn ints_arg(&self, args: &[Argument], at: usize, name: &str) -> Result<Vec<i64>, ImportError> {
+    pub(super) fn ints_arg(
+        &self,
+        args: &[Argument],
+        at: usize,
+        name: &str,
+    ) -> Result<Vec<i64>, ImportError> {
         let Argument::IntList(items) = self.arg(args, at)? else {
             return Err(self.invalid(format!("{name} is not a list of ints")));
         };
@@ -83,7 +98,12 @@ impl Translation<'_, '_, '_> {
 
     /// The declared sizes of tensor argument `x` (named `name`), which must
     /// hold `dtype`.
-    fn typed(&self, x: &Argument, name: &str, dtype: DType) -> Result<Vec<u64>, ImportError> {
+    pub(super) fn typed(
+        &self,
+        x: &Argument,
+        name: &str,
+        dtype: DType,
+    ) -> Result<Vec<u64>, ImportError> {
         let (have, sizes) = self.declared(x)?;
         if have != dtype {
             return Err(self.invalid(format!("{name} is {have}, not {dtype}")));
@@ -92,7 +112,7 @@ impl Translation<'_, '_, '_> {
     }
 
     /// `x` viewed as `sizes`.
-    fn viewed(&mut self, x: Argument, sizes: &[u64]) -> Result<Argument, ImportError> {
+    pub(super) fn viewed(&mut self, x: Argument, sizes: &[u64]) -> Result<Argument, ImportError> {
         let (dtype, _) = self.declared(&x)?;
         let out = self.temporary(dtype, sizes);
         self.table(
@@ -103,7 +123,11 @@ impl Translation<'_, '_, '_> {
     }
 
     /// `x` with its dimensions in the order `dims`.
-    fn permuted(&mut self, x: Argument, dims: &[usize]) -> Result<Argument, ImportError> {
+    pub(super) fn permuted(
+        &mut self,
+        x: Argument,
+        dims: &[usize],
+    ) -> Result<Argument, ImportError> {
         let (dtype, sizes) = self.declared(&x)?;
         let permuted: Vec<u64> = dims.iter().map(|&dim| sizes[dim]).collect();
         let out = self.temporary(dtype, &permuted);
@@ -117,7 +141,12 @@ impl Translation<'_, '_, '_> {
 
     /// The first `count` elements of `x`'s last dimension (named `name`),
     /// which the packing may have padded.
-    fn unpadded(&mut self, x: Argument, count: u64, name: &str) -> Result<Argument, ImportError> {
+    pub(super) fn unpadded(
+        &mut self,
+        x: Argument,
+        count: u64,
+        name: &str,
+    ) -> Result<Argument, ImportError> {
         let (dtype, sizes) = self.declared(&x)?;
         let Some((&last, leading)) = sizes.split_last() else {
             return Err(self.invalid(format!("{name} has no dimension")));
@@ -256,7 +285,7 @@ impl Translation<'_, '_, '_> {
     }
 
     /// The optional f32 bias, its first `channels` elements.
-    fn bias(&mut self, bias: Argument, channels: u64) -> Result<Argument, ImportError> {
+    pub(super) fn bias(&mut self, bias: Argument, channels: u64) -> Result<Argument, ImportError> {
         if bias == Argument::Null {
             return Ok(bias);
         }
