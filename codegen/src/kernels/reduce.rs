@@ -530,6 +530,19 @@ pub(crate) fn softmax(
     let kept: Vec<usize> = (0..in_ty.rank()).filter(|&axis| axis != dim).collect();
     let (in_step, out_step) = (strides[0][dim], strides[1][dim]);
     let count = sizes[dim];
+    // f32 softmax (not log) along a contiguous dimension of fixed size
+    // computes its exponentials in vectors.
+    let vector_exp = match count {
+        Size::Const(count)
+            if dtype == DType::F32
+                && !log
+                && in_step == Size::Const(4)
+                && out_step == Size::Const(4) =>
+        {
+            Some(count)
+        }
+        _ => None,
+    };
     let bases = [e.address(input), e.address(output)];
     over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
         let lowest = fconst(e, ty, f64::NEG_INFINITY);
@@ -538,19 +551,56 @@ pub(crate) fn softmax(
             Ok(vec![e.add_size(c[0], in_step), e.b.ins().fmax(c[1], value)])
         })?[1];
         let zero = fconst(e, ty, 0.0);
-        let sum = e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
-            let value = e.b.ins().load(ty, flags(), c[0], 0);
-            let shifted = e.b.ins().fsub(value, max);
-            let exp = math(e, MathFn::Exp, &[shifted])?;
-            if !log {
+        let sum = if let Some(count) = vector_exp {
+            // The exponentials four at a time into the output, then their
+            // sum in order, as the scalar loop adds them.
+            let lanes = e.b.ins().splat(types::F32X4, max);
+            let after = e.counted_loop(
+                Size::Const(count / 4),
+                &[pointers[0], pointers[1]],
+                |e, _, c| {
+                    let value = e.b.ins().load(types::F32X4, flags(), c[0], 0);
+                    let shifted = e.b.ins().fsub(value, lanes);
+                    let exp = math(e, MathFn::Exp, &[shifted])?;
+                    e.b.ins().store(flags(), exp, c[1], 0);
+                    Ok(vec![
+                        e.b.ins().iadd_imm_s(c[0], 16),
+                        e.b.ins().iadd_imm_s(c[1], 16),
+                    ])
+                },
+            )?;
+            e.counted_loop(Size::Const(count % 4), &after, |e, _, c| {
+                let value = e.b.ins().load(ty, flags(), c[0], 0);
+                let shifted = e.b.ins().fsub(value, max);
+                let exp = math(e, MathFn::Exp, &[shifted])?;
                 e.b.ins().store(flags(), exp, c[1], 0);
-            }
-            Ok(vec![
-                e.add_size(c[0], in_step),
-                e.add_size(c[1], out_step),
-                e.b.ins().fadd(c[2], exp),
-            ])
-        })?[2];
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(c[0], 4),
+                    e.b.ins().iadd_imm_s(c[1], 4),
+                ])
+            })?;
+            e.counted_loop(Size::Const(count), &[pointers[1], zero], |e, _, c| {
+                let exp = e.b.ins().load(ty, flags(), c[0], 0);
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(c[0], 4),
+                    e.b.ins().fadd(c[1], exp),
+                ])
+            })?[1]
+        } else {
+            e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
+                let value = e.b.ins().load(ty, flags(), c[0], 0);
+                let shifted = e.b.ins().fsub(value, max);
+                let exp = math(e, MathFn::Exp, &[shifted])?;
+                if !log {
+                    e.b.ins().store(flags(), exp, c[1], 0);
+                }
+                Ok(vec![
+                    e.add_size(c[0], in_step),
+                    e.add_size(c[1], out_step),
+                    e.b.ins().fadd(c[2], exp),
+                ])
+            })?[2]
+        };
         if log {
             let log_sum = e.call_math(MathFn::Log, &[sum])?;
             let shift = e.b.ins().fadd(max, log_sum);
