@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value, types,
+    AbiParam, Block, BlockArg, Endianness, FuncRef, InstBuilder, MemFlagsData, Type, Value, types,
 };
 use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{FuncId, Linkage, Module};
@@ -138,6 +138,12 @@ pub(crate) struct Emitter<'k, 'g, 'a> {
 
 pub(crate) fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
+}
+
+/// The flags of a `bitcast`, which accepts only a byte order (vectors must
+/// name theirs; every target ptec generates for is little-endian).
+pub(crate) fn bitcast_flags() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
 }
 
 /// The Cranelift type that holds an element of `dtype` (booleans as bytes,

@@ -20,10 +20,10 @@
 //! sweep).
 
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{Endianness, InstBuilder, MemFlagsData, Type, Value, types};
+use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
 
 use super::expr::{at_most, fconst, select_lanes};
-use crate::emit::Emitter;
+use crate::emit::{Emitter, bitcast_flags};
 
 // The constants are shared with the activation microkernel
 // (`microkernel::activation`), which computes the same steps 8 or 16 lanes
@@ -111,12 +111,12 @@ fn power_of_two(e: &mut Emitter<'_, '_, '_>, ty: Type, k: Value) -> Value {
     let bias = splat_int(e, int_ty, i64::from(EXPONENT_BIAS));
     let biased = e.b.ins().iadd(k, bias);
     let exponent = e.b.ins().ishl_imm_u(biased, 23);
-    e.b.ins().bitcast(ty, little(), exponent)
+    e.b.ins().bitcast(ty, bitcast_flags(), exponent)
 }
 
 /// The bits of float `x` as the integer type of its width.
 fn bits(e: &mut Emitter<'_, '_, '_>, int_ty: Type, x: Value) -> Value {
-    e.b.ins().bitcast(int_ty, little(), x)
+    e.b.ins().bitcast(int_ty, bitcast_flags(), x)
 }
 
 fn splat_int(e: &mut Emitter<'_, '_, '_>, int_ty: Type, value: i64) -> Value {
@@ -126,10 +126,4 @@ fn splat_int(e: &mut Emitter<'_, '_, '_>, int_ty: Type, value: i64) -> Value {
     } else {
         lane
     }
-}
-
-/// Bitcasts of vectors name their lane order; scalars have none to name,
-/// and little-endian is what every target ptec generates for uses.
-fn little() -> MemFlagsData {
-    MemFlagsData::new().with_endianness(Endianness::Little)
 }

@@ -35,7 +35,7 @@ use ptec_ir::{DType, ValueId};
 
 use super::conv_nhwc::ChannelsLast;
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
-use crate::emit::{Emitter, PTR, Size, flags};
+use crate::emit::{Emitter, PTR, Size, bitcast_flags, flags};
 use crate::error::CodegenError;
 use crate::microkernel::IntegerForm;
 
@@ -308,7 +308,7 @@ impl IntegerGemm {
                     }
                     nan = e.b.ins().bor(nan, unordered);
                     let shifted = e.b.ins().fadd(x, rounders);
-                    let bits = e.b.ins().bitcast(types::I32X4, flags(), shifted);
+                    let bits = e.b.ins().bitcast(types::I32X4, bitcast_flags(), shifted);
                     halves.push(e.b.ins().isub(bits, lows));
                 }
                 let words = e.b.ins().snarrow(halves[0], halves[1]);
@@ -349,7 +349,7 @@ impl IntegerGemm {
                 let unordered = e.b.ins().uextend(types::I32, unordered);
                 nan = e.b.ins().bor(nan, unordered);
                 let shifted = e.b.ins().fadd(x, rounder);
-                let bits = e.b.ins().bitcast(types::I32, flags(), shifted);
+                let bits = e.b.ins().bitcast(types::I32, bitcast_flags(), shifted);
                 let value = e.b.ins().isub(bits, low);
                 let offset = (element * index) as i32;
                 match wide {
