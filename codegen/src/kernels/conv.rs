@@ -740,9 +740,7 @@ fn max_pool_inside(
     outputs: &[ValueId],
 ) -> Result<bool, CodegenError> {
     let graph = e.graph();
-    let indices_unused = outputs
-        .get(1)
-        .is_none_or(|&indices| graph.readers(indices).is_empty() && !graph.is_live_out(indices));
+    let indices_unused = !indices_read(e, outputs);
     let f32_only = graph.value(input_value).ty.dtype == DType::F32;
     let [batch, channels, height, width] = nchw(e, input_value, "pooling input")?;
     let [_, _, out_h, out_w] = nchw(e, outputs[0], "pooling output")?;
@@ -762,26 +760,15 @@ fn max_pool_inside(
     let input = match padding {
         [0, 0] => e.address(input_value),
         _ => {
-            let planes = batch * channels;
-            let padded = e.scratch((planes * height * width * 4) as u64);
-            let minus_infinity = e.b.ins().f32const(f32::NEG_INFINITY);
-            fill(e, padded, planes * height * width, minus_infinity)?;
-            let first =
-                e.b.ins()
-                    .iadd_imm_s(padded, (padding[0] * width + padding[1]) * 4);
             let source = e.address(input_value);
-            emit_copy(
-                e,
-                [planes, unpadded_height, unpadded_width]
-                    .map(Size::Const)
-                    .to_vec(),
-                f32_operand(first, [height * width, width, 1]),
-                f32_operand(
-                    source,
-                    [unpadded_height * unpadded_width, unpadded_width, 1],
-                ),
-            )?;
-            padded
+            let planes = Bordered {
+                images: batch * channels,
+                sizes: [unpadded_height, unpadded_width],
+                padded: [height, width],
+                top_left: padding,
+                channels: 1,
+            };
+            planes.copy(e, source)?
         }
     };
     let output = e.address(outputs[0]);
@@ -905,6 +892,51 @@ impl PoolWindow {
     }
 }
 
+/// Whether anything reads a max pooling's indices (`outputs[1]`, if the
+/// node has them): a later node, or the method's caller.
+fn indices_read(e: &Emitter<'_, '_, '_>, outputs: &[ValueId]) -> bool {
+    let graph = e.graph();
+    outputs
+        .get(1)
+        .is_some_and(|&indices| !graph.readers(indices).is_empty() || graph.is_live_out(indices))
+}
+
+/// Images of `sizes` (rows, columns) with `channels` interleaved f32 a
+/// column (1 for NCHW planes), to copy into scratch inside a border of
+/// -inf: `padded` rows and columns, the image's first at `top_left`.
+struct Bordered {
+    images: i64,
+    sizes: [i64; 2],
+    padded: [i64; 2],
+    top_left: [i64; 2],
+    channels: i64,
+}
+
+impl Bordered {
+    /// Fills the scratch with -inf, copies the images from `source` inside
+    /// it and returns the scratch's address.
+    fn copy(&self, e: &mut Emitter<'_, '_, '_>, source: Value) -> Result<Value, CodegenError> {
+        let ([height, width], [padded_h, padded_w]) = (self.sizes, self.padded);
+        let row = width * self.channels;
+        let padded_row = padded_w * self.channels;
+        let cells = self.images * padded_h * padded_row;
+        let padded = e.scratch((cells * 4) as u64);
+        let minus_infinity = e.b.ins().f32const(f32::NEG_INFINITY);
+        fill(e, padded, cells, minus_infinity)?;
+        let [top, left] = self.top_left;
+        let first =
+            e.b.ins()
+                .iadd_imm_s(padded, (top * padded_row + left * self.channels) * 4);
+        emit_copy(
+            e,
+            [self.images, height, row].map(Size::Const).to_vec(),
+            f32_operand(first, [padded_h * padded_row, padded_row, 1]),
+            f32_operand(source, [height * row, row, 1]),
+        )?;
+        Ok(padded)
+    }
+}
+
 /// Max pooling of a channels-last input whose indices nothing reads (the
 /// dim-order pass stores such a pooling's result channels-last when its
 /// input is): for each output pixel, the window's taps a vector of four
@@ -925,9 +957,7 @@ fn max_pool_channels_last(
     outputs: &[ValueId],
 ) -> Result<(), CodegenError> {
     let graph = e.graph();
-    let indices_read = outputs
-        .get(1)
-        .is_some_and(|&indices| !graph.readers(indices).is_empty() || graph.is_live_out(indices));
+    let indices_read = indices_read(e, outputs);
     let input = activation(e, input_value, "pooling input")?;
     let output = activation(e, outputs[0], "pooling output")?;
     if indices_read || !output.channels_last || graph.value(input_value).ty.dtype != DType::F32 {
@@ -949,24 +979,15 @@ fn max_pool_channels_last(
     let (padded_h, padded_w) = (extent(0, height), extent(1, width));
     let copied = padded_h != height || padded_w != width;
     let source = if copied {
-        let cells = batch * padded_h * padded_w * channels;
-        let padded = e.scratch((cells * 4) as u64);
-        let minus_infinity = e.b.ins().f32const(f32::NEG_INFINITY);
-        fill(e, padded, cells, minus_infinity)?;
-        let first =
-            e.b.ins()
-                .iadd_imm_s(padded, (padding[0] * padded_w + padding[1]) * channels * 4);
         let unpadded = e.address(input_value);
-        emit_copy(
-            e,
-            [batch, height, width * channels].map(Size::Const).to_vec(),
-            f32_operand(
-                first,
-                [padded_h * padded_w * channels, padded_w * channels, 1],
-            ),
-            f32_operand(unpadded, [height * width * channels, width * channels, 1]),
-        )?;
-        padded
+        let images = Bordered {
+            images: batch,
+            sizes: [height, width],
+            padded: [padded_h, padded_w],
+            top_left: padding,
+            channels,
+        };
+        images.copy(e, unpadded)?
     } else {
         e.allow_parallel();
         e.address(input_value)
@@ -1064,9 +1085,7 @@ pub(super) fn max_pool(
         dilation: op.dilation,
     };
     if conv_dynamic::is_dynamic(e, &[op.input, outputs[0]]) {
-        if let Some(&indices) = outputs.get(1)
-            && (!e.graph().readers(indices).is_empty() || e.graph().is_live_out(indices))
-        {
+        if indices_read(e, outputs) {
             return Err(e.unsupported("max pooling indices over sizes known only at run time"));
         }
         return conv_dynamic::pooling(e, op.input, outputs[0], window, None);

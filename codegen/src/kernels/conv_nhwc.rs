@@ -122,6 +122,25 @@ fn per_image(
     Ok(())
 }
 
+/// Copies one image of `conv`'s NCHW input, at `image`, channels-last
+/// into `scratch`, and returns `scratch`.
+fn image_channels_last(
+    e: &mut Emitter<'_, '_, '_>,
+    conv: &ChannelsLast,
+    image: Value,
+    scratch: Value,
+) -> Result<Value, CodegenError> {
+    let [_, channels, height, width] = conv.input.sizes;
+    let [_, c, h, w] = conv.input.strides;
+    emit_copy(
+        e,
+        [channels, height, width].map(Size::Const).to_vec(),
+        f32_operand(scratch, [1, width * channels, channels]),
+        f32_operand(image, [c, h, w]),
+    )?;
+    Ok(scratch)
+}
+
 /// A contiguous f32 matrix of rows `row` elements apart, or, with `row`
 /// 0, a row broadcast to every row.
 fn rows(base: Value, row: i64) -> Matrix {
@@ -313,7 +332,7 @@ fn depthwise_direct(
     bias: Option<Value>,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
-    let [_, channels, height, width] = conv.input.sizes;
+    let [_, channels, _, width] = conv.input.sizes;
     let out_w = conv.output.sizes[3];
     let kernel_w = conv.kernel()[1];
     let (row_spans, column_spans) = (Axis::of(conv, 0).spans(), Axis::of(conv, 1).spans());
@@ -334,16 +353,7 @@ fn depthwise_direct(
     };
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let source = match packed {
-            Some(scratch) => {
-                let [_, c, h, w] = conv.input.strides;
-                emit_copy(
-                    e,
-                    [channels, height, width].map(Size::Const).to_vec(),
-                    f32_operand(scratch, [1, width * channels, channels]),
-                    f32_operand(image, [c, h, w]),
-                )?;
-                scratch
-            }
+            Some(scratch) => image_channels_last(e, conv, image, scratch)?,
             None => image,
         };
         for rows in &row_spans {
@@ -668,7 +678,7 @@ fn im2col_gemm(
         e.b.ins()
             .iadd_imm_s(columns, (columns_bytes + packed_bytes) as i64)
     });
-    let [_, channels, height, width] = conv.input.sizes;
+    let [_, channels, _, width] = conv.input.sizes;
     let (channel_stride, row_stride, column_stride) = match image_copy {
         Some(_) => (1, width * channels, channels),
         None => (channel_stride, row_stride, column_stride),
@@ -686,16 +696,7 @@ fn im2col_gemm(
         .flatten();
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let image = match image_copy {
-            Some(scratch) => {
-                let [_, c, h, w] = conv.input.strides;
-                emit_copy(
-                    e,
-                    [channels, height, width].map(Size::Const).to_vec(),
-                    f32_operand(scratch, [1, width * channels, channels]),
-                    f32_operand(image, [c, h, w]),
-                )?;
-                scratch
-            }
+            Some(scratch) => image_channels_last(e, conv, image, scratch)?,
             None => image,
         };
         let bases = [image, filter, out, bias.unwrap_or(out)];
