@@ -14,7 +14,7 @@ use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{FuncId, Linkage, Module};
 use ptec_ir::ops::elementwise::MathFn;
 use ptec_ir::symbolic::{ScalarKind, Term};
-use ptec_ir::{DType, Dim, Graph, Op, ValueId};
+use ptec_ir::{DType, Dim, Graph, Op, ValueId, ValueKind};
 
 use crate::error::{Backend, CodegenError};
 use crate::half::{self, Half};
@@ -43,8 +43,9 @@ impl Size {
 /// target's features and the method's error messages.
 pub(crate) struct MethodContext<'g, 'a> {
     pub graph: &'g Graph<'a>,
-    /// The constant table: the graph's constants the kernels read, then
-    /// those kernels computed at compile time (prepacked weights).
+    /// The constant table, in the order kernels asked for them: the
+    /// graph's constants whose addresses kernels took, and those kernels
+    /// computed at compile time (prepacked weights).
     pub constants: Vec<Cow<'a, [u8]>>,
     /// The index of each constant value in the constant table.
     pub constant_index: HashMap<ValueId, usize>,
@@ -369,14 +370,21 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
 
     /// The address of a value's first element.
     pub(crate) fn address(&mut self, value: ValueId) -> Value {
-        if let Some(&index) = self.cx.constant_index.get(&value) {
+        let graph = self.graph();
+        let data = graph.value(value);
+        if let ValueKind::Constant(bytes) = &data.kind {
+            let constants = &mut self.cx.constants;
+            let index = *self.cx.constant_index.entry(value).or_insert_with(|| {
+                constants.push(bytes.clone());
+                constants.len() - 1
+            });
             let offset = (index * 8) as i32;
             return self
                 .b
                 .ins()
                 .load(PTR, flags().with_readonly(), self.constants, offset);
         }
-        let offset = self.graph().value(value).offset.unwrap_or(0);
+        let offset = data.offset.unwrap_or(0);
         self.b.ins().iadd_imm_s(self.arena, offset as i64)
     }
 

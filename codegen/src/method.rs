@@ -116,7 +116,7 @@ fn chunks(split: Split) -> i64 {
 /// Compiles `graph` (which must have passed [`ptec_ir::verify`]) into
 /// `module`, with the entry points `entries` asks for (the whole method's
 /// is named `symbol`). The constant table holds the constants the compiled
-/// kernels may read.
+/// kernels read, each entered when a kernel first takes its address.
 pub(crate) fn compile_method<'a>(
     module: &mut dyn Module,
     graph: &Graph<'a>,
@@ -126,22 +126,6 @@ pub(crate) fn compile_method<'a>(
     entries: Entries<'_>,
 ) -> Result<CompiledMethod<'a>, CodegenError> {
     ptec_ir::verify(graph)?;
-    let mut constants = Vec::new();
-    let mut constant_index = HashMap::new();
-    let referenced = match entries {
-        Entries::Method => graph.referenced_values(),
-        Entries::Segments(segments) => segments
-            .iter()
-            .flatten()
-            .flat_map(|&node| graph.node(node).inputs())
-            .collect(),
-    };
-    for (id, value) in graph.values().filter(|(id, _)| referenced.contains(id)) {
-        if let ValueKind::Constant(bytes) = &value.kind {
-            constant_index.insert(id, constants.len());
-            constants.push(bytes.clone());
-        }
-    }
     let has_fma = module
         .isa()
         .isa_flags()
@@ -149,8 +133,8 @@ pub(crate) fn compile_method<'a>(
         .any(|flag| flag.name == "has_fma" && flag.as_bool() == Some(true));
     let mut cx = MethodContext {
         graph,
-        constants,
-        constant_index,
+        constants: Vec::new(),
+        constant_index: HashMap::new(),
         has_fma,
         errors: Vec::new(),
         scratch_bytes: 0,
@@ -269,6 +253,9 @@ fn define_microkernels(
     };
     let mut signature = module.make_signature();
     signature.params.extend([AbiParam::new(PTR); 10]);
+    // The GEMM and integer GEMM tiles take one argument more.
+    let mut gemm_signature = signature.clone();
+    gemm_signature.params.push(AbiParam::new(PTR));
     let mut microkernels = Microkernels::default();
     for tile in microkernel::Tile::for_widths(&widths) {
         let name = format!(
@@ -278,7 +265,7 @@ fn define_microkernels(
             tile.width
         )
         .to_lowercase();
-        let id = module.declare_function(&name, Linkage::Local, &signature)?;
+        let id = module.declare_function(&name, Linkage::Local, &gemm_signature)?;
         let code = assembled(
             &format!("{tile:?} GEMM microkernel"),
             microkernel::gemm_tile(tile),
@@ -306,12 +293,10 @@ fn define_microkernels(
         }
     }
     if let Some(form) = integer {
-        let mut integer_signature = signature.clone();
-        integer_signature.params.push(AbiParam::new(PTR));
         let mut ids = Vec::new();
         for registers in [2, 1] {
             let name = format!("{symbol}__integer_gemm_{registers}_{form:?}").to_lowercase();
-            let id = module.declare_function(&name, Linkage::Local, &integer_signature)?;
+            let id = module.declare_function(&name, Linkage::Local, &gemm_signature)?;
             let code = assembled(
                 &format!("{form:?} integer GEMM microkernel"),
                 microkernel::integer_gemm_tile(form, registers),

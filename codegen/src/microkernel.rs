@@ -7,14 +7,15 @@
 //! `vpmaddwd`) at [`integer_gemm_tile`], the activations at [`activation`].
 //!
 //! A GEMM tile is four to eight rows, one or two registers wide (8 or 16
-//! columns with AVX2, 16 or 32 with AVX-512): `gemm(a, b, c, k, a_row, bc_row,
-//! row_bias, column_bias, bounds, residual)` (System V arguments, the last
-//! four on the stack) writes
+//! columns with AVX2, 16 or 32 with AVX-512): `gemm(a, b, c, k, a_row, c_row,
+//! row_bias, column_bias, bounds, residual, b_row)` (System V arguments,
+//! the last five on the stack) writes
 //! `C = clamp(A @ B + row_bias[r] + column_bias[j], bounds[0], bounds[1]) + R`
 //! where, with byte strides, `A[r, k]` is at `a + r * a_row + 4 * k`,
-//! `B[k, j]` at `b + k * bc_row + 4 * j`, `C[r, j]` at `c + r * bc_row + 4 * j`
-//! and `R[r, j]` at `residual + r * bc_row + 4 * j` (a null `residual` adds
-//! nothing). `row_bias` points at one f32 per row, `column_bias` at one per
+//! `B[k, j]` at `b + k * b_row + 4 * j`, `C[r, j]` at `c + r * c_row + 4 * j`
+//! and `R[r, j]` at `residual + r * c_row + 4 * j` (a null `residual` adds
+//! nothing). B's rows may be a prepacked panel's (`b_row` one tile's width)
+//! or a whole matrix's. `row_bias` points at one f32 per row, `column_bias` at one per
 //! column and `bounds` at two f32: a bias the GEMM does not have is -0.0,
 //! which leaves every sum as it is, and bounds it does not have are ±inf.
 //! The sums are added in that order, so a tile rounds as the kernels that
@@ -135,6 +136,8 @@ macro_rules! emit_gemm_tile {
         for &accumulator in accumulators {
             $asm.vxorps(accumulator, accumulator, accumulator)?;
         }
+        // B's row stride, the last stack argument.
+        $asm.mov(r11, qword_ptr(rsp + 40))?;
         let mut step = $asm.create_label();
         let mut store = $asm.create_label();
         $asm.test(rcx, rcx)?;
@@ -159,7 +162,7 @@ macro_rules! emit_gemm_tile {
         for &pointer in pointers {
             $asm.add(pointer, 4)?;
         }
-        $asm.add(rsi, r9)?;
+        $asm.add(rsi, r11)?;
         $asm.dec(rcx)?;
         $asm.jnz(step)?;
         $asm.set_label(&mut store)?;

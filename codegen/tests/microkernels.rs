@@ -15,7 +15,9 @@
 //!   strides, padding and dilation (border pixels read fewer taps), with
 //!   and without a bias and a clamp, from channels-last and NCHW inputs.
 //! - Pointwise convolutions, one GEMM per image, and the others, through
-//!   im2col in blocks of output rows.
+//!   im2col in blocks of output rows, with filters given as inputs and as
+//!   constants (which the microkernels read prepacked into panels, the
+//!   output channels past the last panel from a matrix of their own).
 
 mod common;
 
@@ -132,6 +134,8 @@ struct Case {
     bias: bool,
     clamp: bool,
     channels_last_input: bool,
+    /// The filter a constant of the graph rather than an input.
+    constant_filter: bool,
 }
 
 impl Case {
@@ -141,8 +145,8 @@ impl Case {
         })
     }
 
-    /// The graph's text, and its inputs' bytes (input, filter, bias), each
-    /// given in row-major order.
+    /// The graph's text, and its inputs' bytes (input, filter unless it is
+    /// a constant, bias), each given in row-major order.
     fn graph(&self) -> (String, Vec<Vec<u8>>) {
         let Case {
             channels: c,
@@ -172,22 +176,42 @@ impl Case {
             false => "",
         };
         let (stride, padding, dilation) = (self.stride, self.padding, self.dilation);
+        // A constant lists its elements in its dim order: HWIO.
+        let filter_value = |o_index: usize, i: usize, ky: usize, kx: usize| {
+            value(2, ((o_index * per_group + i) * k + ky) * k + kx)
+        };
+        let (filter, bias_input) = match self.constant_filter {
+            true => {
+                let mut elements = Vec::new();
+                for ky in 0..k {
+                    for kx in 0..k {
+                        for i in 0..per_group {
+                            for o_index in 0..o {
+                                elements.push(format!("{:?}", filter_value(o_index, i, ky, kx)));
+                            }
+                        }
+                    }
+                }
+                (format!("= constant [{}]", elements.join(", ")), 1)
+            }
+            false => (format!("@{filter_at} = input 1"), 2),
+        };
         let text = format!(
             "graph g (arena {arena} bytes) {{
   %0: f32[1,{c},{h},{w}]{input_order} @{input_at} = input 0
-  %1: f32[{o},{per_group},{k},{k}]{{order [2, 3, 1, 0]}} @{filter_at} = input 1
-  %2: f32[{o}] @{bias_at} = input 2
+  %1: f32[{o},{per_group},{k},{k}]{{order [2, 3, 1, 0]}} {filter}
+  %2: f32[{o}] @{bias_at} = input {bias_input}
   %3: f32[1,{o},{oh},{ow}]{{order [0, 2, 3, 1]}} @{output_at} = convolution(%0, %1{bias}) \
 stride=[{stride}, {stride}] padding=[{padding}, {padding}] dilation=[{dilation}, {dilation}] \
 groups={groups}{clamp}
   return %3
 }}"
         );
-        let inputs = vec![
-            operand(1, c * h * w),
-            operand(2, o * per_group * k * k),
-            operand(3, o),
-        ];
+        let mut inputs = vec![operand(1, c * h * w)];
+        if !self.constant_filter {
+            inputs.push(operand(2, o * per_group * k * k));
+        }
+        inputs.push(operand(3, o));
         (text, inputs)
     }
 
@@ -264,6 +288,7 @@ fn every_depthwise_shape_gives_the_same_bits_and_the_right_sums() {
                     bias,
                     clamp,
                     channels_last_input,
+                    constant_filter: false,
                 }
                 .check();
             }
@@ -272,24 +297,29 @@ fn every_depthwise_shape_gives_the_same_bits_and_the_right_sums() {
 }
 
 /// Pointwise convolutions (one GEMM per image) of channels-last and NCHW
-/// inputs (which are copied channels-last first).
+/// inputs (which are copied channels-last first), with output channels
+/// of whole panels and of panels and a rest.
 #[test]
 fn pointwise_convolutions_give_the_same_bits_and_the_right_sums() {
-    for channels_last_input in [true, false] {
-        Case {
-            channels: 24,
-            outputs: 40,
-            groups: 1,
-            size: [13, 17],
-            kernel: 1,
-            stride: 1,
-            padding: 0,
-            dilation: 1,
-            bias: true,
-            clamp: true,
-            channels_last_input,
+    let shapes = [(true, 40), (false, 40), (true, 64), (false, 75)];
+    for (channels_last_input, outputs) in shapes {
+        for constant_filter in [false, true] {
+            Case {
+                channels: 24,
+                outputs,
+                groups: 1,
+                size: [13, 17],
+                kernel: 1,
+                stride: 1,
+                padding: 0,
+                dilation: 1,
+                bias: true,
+                clamp: true,
+                channels_last_input,
+                constant_filter,
+            }
+            .check();
         }
-        .check();
     }
 }
 
@@ -311,8 +341,29 @@ fn im2col_blocks_give_the_same_bits_and_the_right_sums() {
         bias: true,
         clamp: true,
         channels_last_input: false,
+        constant_filter: false,
     };
     first.check();
+    // Constant filters: panels and a rest, from NCHW and channels-last
+    // inputs, and without a bias or clamp.
+    Case {
+        outputs: 70,
+        constant_filter: true,
+        ..first
+    }
+    .check();
+    Case {
+        channels: 10,
+        outputs: 48,
+        size: [23, 19],
+        stride: 1,
+        bias: false,
+        clamp: false,
+        channels_last_input: true,
+        constant_filter: true,
+        ..first
+    }
+    .check();
     Case {
         channels: 8,
         outputs: 12,

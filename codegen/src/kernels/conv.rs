@@ -193,8 +193,8 @@ fn convolve(
         };
         let integer = IntegerGemm::for_convolution(e, op, &conv);
         let bias = bias.map(|bias| e.address(bias));
-        let pointers = [input_value, weight_value, output_value].map(|v| e.address(v));
-        return conv_nhwc::convolution(e, &conv, pointers, bias, epilogue, integer.as_ref());
+        let values = [input_value, weight_value, output_value];
+        return conv_nhwc::convolution(e, &conv, values, bias, epilogue, integer.as_ref());
     }
     let [batch, channels, height, width] = source.sizes;
     let [out_channels, group_channels, kernel_h, kernel_w] =
@@ -368,6 +368,7 @@ fn weights_times_columns(
         alpha: 1.0,
         beta: 1.0,
         epilogue,
+        b_panels: None,
     };
     emit_gemm(e, &gemm)
 }

@@ -28,9 +28,10 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value, types,
 };
+use ptec_ir::ValueId;
 
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
-use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
+use super::linalg::{Epilogue, Float, Gemm, Matrix, Panels, emit_gemm};
 use super::map::emit_copy;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
@@ -70,13 +71,14 @@ impl ChannelsLast {
     }
 }
 
-/// Emits the convolution; `pointers` are the input's, the filter's and the
-/// output's addresses. With an `integer` plan, pointwise convolutions of a
-/// channels-last input and the im2col ones go through the integer GEMM.
+/// Emits the convolution of `[input, weight, output]`. With an `integer`
+/// plan, pointwise convolutions of a channels-last input and the im2col
+/// ones go through the integer GEMM; the f32 GEMMs of one group read a
+/// constant filter prepacked into the microkernels' panels.
 pub(super) fn convolution(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
-    pointers: [Value; 3],
+    [input, weight, output]: [ValueId; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
     integer: Option<&IntegerGemm>,
@@ -89,13 +91,54 @@ pub(super) fn convolution(
     let depthwise =
         conv.groups == channels && conv.group_channels() == 1 && conv.out_channels() == channels;
     e.allow_parallel();
+    let [input, output] = [input, output].map(|value| e.address(value));
+    let stored = |e: &mut Emitter<'_, '_, '_>| e.address(weight);
     match integer {
         Some(plan) if pointwise && conv.input.channels_last => {
+            let pointers = [input, stored(e), output];
             pointwise_integer(e, conv, plan, pointers, bias, epilogue)
         }
-        _ if pointwise => pointwise_gemm(e, conv, pointers, bias, epilogue),
-        _ if depthwise => depthwise_direct(e, conv, pointers, bias, epilogue),
-        _ => im2col_gemm(e, conv, pointers, bias, epilogue, integer),
+        _ if depthwise => {
+            let pointers = [input, stored(e), output];
+            depthwise_direct(e, conv, pointers, bias, epilogue)
+        }
+        _ => {
+            let packed = match (integer, conv.groups) {
+                (None, 1) => {
+                    let k = conv.kernel()[0] * conv.kernel()[1] * conv.group_channels();
+                    let n = conv.out_channels();
+                    Panels::pack(e, weight, [k, n], [n, 1])
+                }
+                _ => None,
+            };
+            let filter = match packed {
+                Some(panels) => GemmFilter::Packed(panels),
+                None => GemmFilter::Stored(stored(e)),
+            };
+            match pointwise {
+                true => pointwise_gemm(e, conv, [input, output], filter, bias, epilogue),
+                false => im2col_gemm(e, conv, [input, output], filter, bias, epilogue, integer),
+            }
+        }
+    }
+}
+
+/// The filter as the f32 GEMMs read it: the stored HWIO filter, each
+/// group's `[K, group outputs]` block of it, or (one group) prepacked.
+#[derive(Clone, Copy)]
+enum GemmFilter {
+    Stored(Value),
+    Packed(Panels),
+}
+
+impl GemmFilter {
+    /// The stored filter's address, or (packed) any pointer: a pointer to
+    /// carry through the loop over groups.
+    fn pointer(self) -> Value {
+        match self {
+            GemmFilter::Stored(pointer) => pointer,
+            GemmFilter::Packed(panels) => panels.base,
+        }
     }
 }
 
@@ -152,32 +195,37 @@ fn rows(base: Value, row: i64) -> Matrix {
 }
 
 /// `output [pixels, n] = a [pixels, k] @ filter [k, n]` plus the bias along
-/// the columns, through the epilogue; the filter's and output's rows are
-/// the output's channels apart.
+/// the columns, through the epilogue; a stored filter's rows, and the
+/// output's, are the output's channels apart. `filter` is the group's.
 #[allow(clippy::too_many_arguments)] // The operands of one product.
 fn gemm_by_filter(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
     a: Matrix,
     [m, k, n]: [i64; 3],
-    filter: Value,
+    filter: GemmFilter,
     output: Value,
     bias: Option<Value>,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
     let out_channels = conv.out_channels();
+    let (b, b_panels) = match filter {
+        GemmFilter::Stored(pointer) => (rows(pointer, out_channels), None),
+        GemmFilter::Packed(panels) => (panels.tail, Some(panels)),
+    };
     let gemm = Gemm {
         float: Float::F32,
         m: Size::Const(m),
         n: Size::Const(n),
         k: Size::Const(k),
         a,
-        b: rows(filter, out_channels),
+        b,
         c: rows(output, out_channels),
         bias: bias.map(|base| rows(base, 0)),
         alpha: 1.0,
         beta: 1.0,
         epilogue,
+        b_panels,
     };
     emit_gemm(e, &gemm)
 }
@@ -190,7 +238,8 @@ fn gemm_by_filter(
 fn pointwise_gemm(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
-    [input, filter, output]: [Value; 3],
+    [input, output]: [Value; 2],
+    filter: GemmFilter,
     bias: Option<Value>,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
@@ -619,10 +668,12 @@ fn depthwise_block(
 /// filter. A block's columns stay within the caches while the GEMM reads
 /// them (the whole image's would be several megabytes for a network's
 /// first convolution); threads share out the blocks.
+#[allow(clippy::too_many_arguments)] // The operands of one convolution.
 fn im2col_gemm(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
-    [input, filter, output]: [Value; 3],
+    [input, output]: [Value; 2],
+    filter: GemmFilter,
     bias: Option<Value>,
     epilogue: Epilogue,
     integer: Option<&IntegerGemm>,
@@ -699,7 +750,7 @@ fn im2col_gemm(
             Some(scratch) => image_channels_last(e, conv, image, scratch)?,
             None => image,
         };
-        let bases = [image, filter, out, bias.unwrap_or(out)];
+        let bases = [image, filter.pointer(), out, bias.unwrap_or(out)];
         e.counted_loop(Size::Const(conv.groups), &bases, |e, _, g| {
             e.counted_loop(block_count, &[], |e, index, _| {
                 let block = e.b.ins().iadd(first_block, index);
@@ -823,12 +874,16 @@ fn im2col_gemm(
                 }
                 let a = rows(columns, taps);
                 e.whole(|e| {
+                    let group_filter = match filter {
+                        GemmFilter::Stored(_) => GemmFilter::Stored(g[1]),
+                        packed @ GemmFilter::Packed(_) => packed,
+                    };
                     gemm_by_filter(
                         e,
                         conv,
                         a,
                         [block_pixels, taps, group_outputs],
-                        g[1],
+                        group_filter,
                         block_output,
                         group_bias,
                         epilogue,

@@ -96,6 +96,72 @@ pub(crate) struct Gemm {
     pub alpha: f64,
     pub beta: f64,
     pub epilogue: Epilogue,
+    /// B's columns prepacked into the widest microkernel's panels, when B
+    /// is a constant; `b` then holds only the columns after the panels.
+    pub b_panels: Option<Panels>,
+}
+
+/// B prepacked at compile time for the microkernels ([`Panels::pack`]):
+/// panel `p` holds columns `p * width .. (p + 1) * width` of every row of
+/// B, `width` f32 a row, the panels one after another, so a tile streams
+/// its panel from contiguous memory instead of reading a short run of each
+/// of K rows a whole row of B apart. The columns past the last whole panel
+/// follow as a matrix of their own (`tail`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Panels {
+    pub base: Value,
+    /// Columns a panel.
+    pub width: i64,
+    /// The columns past the panels, row-major.
+    pub tail: Matrix,
+}
+
+impl Panels {
+    /// The panels of `value`, a constant `[k, n]` f32 matrix whose element
+    /// `(i, j)` is element `i * strides[0] + j * strides[1]` of its bytes,
+    /// for the widest GEMM microkernel this target has; `None` without one,
+    /// when `n` holds no whole panel, or when the constant is too short.
+    pub(crate) fn pack(
+        e: &mut Emitter<'_, '_, '_>,
+        value: ValueId,
+        [k, n]: [i64; 2],
+        strides: [i64; 2],
+    ) -> Option<Panels> {
+        let width =
+            e.cx.microkernels
+                .gemm
+                .iter()
+                .map(|(tile, _)| tile.columns() as i64)
+                .max()?;
+        let whole = n / width;
+        if whole == 0 {
+            return None;
+        }
+        let graph = e.cx.graph;
+        let elements = graph.value(value).constant_bytes()?;
+        let element = |i: i64, j: i64| -> Option<&[u8]> {
+            let at = usize::try_from(i * strides[0] + j * strides[1]).ok()? * 4;
+            elements.get(at..at + 4)
+        };
+        let mut bytes = Vec::with_capacity((k * n * 4) as usize);
+        let column_runs = (0..whole)
+            .map(|panel| panel * width..(panel + 1) * width)
+            .chain(std::iter::once(whole * width..n));
+        for columns in column_runs {
+            for i in 0..k {
+                for j in columns.clone() {
+                    bytes.extend_from_slice(element(i, j)?);
+                }
+            }
+        }
+        let base = e.computed_constant(bytes);
+        let tail = Matrix {
+            base: e.b.ins().iadd_imm_s(base, whole * k * width * 4),
+            row: Size::Const((n - whole * width) * 4),
+            col: Size::Const(4),
+        };
+        Some(Panels { base, width, tail })
+    }
 }
 
 /// What a kernel applies to each result before storing it: a clamp, then a
@@ -182,9 +248,18 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
             .is_none_or(|bias| bias.col == Size::Const(0) || contiguous(bias.col));
     // Column panels outside, row blocks inside: a panel of B (K rows of one
     // tile's width) stays in the L1 cache while every row block uses it.
+    debug_assert!(
+        vector || gemm.b_panels.is_none(),
+        "prepacked panels need C contiguous along j"
+    );
     let call = (vector && microkernel_applies(e, gemm)).then(|| MicrokernelCall::prepare(e, gemm));
-    // The microkernels' widths (widest first), then Cranelift's.
-    let mut widths: Vec<Columns> = Vec::new();
+    // Prepacked panels' width, the microkernels' widths (widest first),
+    // then Cranelift's.
+    let mut widths: Vec<Columns> = gemm
+        .b_panels
+        .map(|panels| Columns::Vectors(panels.width as usize / 4))
+        .into_iter()
+        .collect();
     for (tile, _) in call.iter().flat_map(|call| &call.kernels) {
         let columns = Columns::Vectors(tile.columns() / 4);
         if !widths.contains(&columns) {
@@ -211,27 +286,62 @@ pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), 
             divide(e, left, width)
         };
         left = remainder(e, left, width);
-        let b_step = e.mul(gemm.b.col, Size::Const(width));
-        let c_step = e.mul(gemm.c.col, Size::Const(width));
-        let bias_step = gemm.bias.map(|bias| e.mul(bias.col, Size::Const(width)));
-        carried = e.counted_loop(count, &carried, |e, _, p| {
-            column_panel(
-                e,
-                gemm,
-                call.as_ref(),
-                columns,
-                p[0],
-                p[1],
-                p.get(2).copied(),
-            )?;
-            let mut next = vec![e.add_size(p[0], b_step), e.add_size(p[1], c_step)];
-            if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
-                next.push(e.add_size(pointer, step));
+        // Prepacked panels of this width: B's pointer walks them, then
+        // the matrix's columns after them.
+        let panels = gemm
+            .b_panels
+            .filter(|panels| columns == Columns::Vectors(panels.width as usize / 4));
+        let call = call.as_ref();
+        carried = match panels {
+            Some(panels) => {
+                let row = Size::Const(width * gemm.float.bytes());
+                let packed = Gemm {
+                    b: Matrix {
+                        base: panels.base,
+                        row,
+                        col: gemm.b.col,
+                    },
+                    ..*gemm
+                };
+                let panel_bytes = e.mul(gemm.k, row);
+                carried[0] = panels.base;
+                let mut carried =
+                    column_panels(e, &packed, call, columns, count, panel_bytes, carried)?;
+                carried[0] = gemm.b.base;
+                carried
             }
-            Ok(next)
-        })?;
+            None => {
+                let b_step = e.mul(gemm.b.col, Size::Const(width));
+                column_panels(e, gemm, call, columns, count, b_step, carried)?
+            }
+        };
     }
     Ok(())
+}
+
+/// `count` column panels of `columns` each, from the B, C and bias
+/// pointers `carried`, B's `b_step` bytes apart; returns the pointers past
+/// them.
+fn column_panels(
+    e: &mut Emitter<'_, '_, '_>,
+    gemm: &Gemm,
+    call: Option<&MicrokernelCall>,
+    columns: Columns,
+    count: Size,
+    b_step: Size,
+    carried: Vec<Value>,
+) -> Result<Vec<Value>, CodegenError> {
+    let width = columns.width(gemm.float);
+    let c_step = e.mul(gemm.c.col, Size::Const(width));
+    let bias_step = gemm.bias.map(|bias| e.mul(bias.col, Size::Const(width)));
+    e.counted_loop(count, &carried, |e, _, p| {
+        column_panel(e, gemm, call, columns, p[0], p[1], p.get(2).copied())?;
+        let mut next = vec![e.add_size(p[0], b_step), e.add_size(p[1], c_step)];
+        if let (Some(step), Some(&pointer)) = (bias_step, p.get(2)) {
+            next.push(e.add_size(pointer, step));
+        }
+        Ok(next)
+    })
 }
 
 /// The rows of `gemm` this call of the kernel computes, when its kernel
@@ -533,7 +643,8 @@ fn microkernel_tile(
     };
     let k = e.value_of(gemm.k);
     let a_row = e.value_of(gemm.a.row);
-    let bc_row = e.value_of(gemm.c.row);
+    let b_row = e.value_of(gemm.b.row);
+    let c_row = e.value_of(gemm.c.row);
     let func_ref = e.import_function(kernel);
     e.b.ins().call(
         func_ref,
@@ -543,11 +654,12 @@ fn microkernel_tile(
             c,
             k,
             a_row,
-            bc_row,
+            c_row,
             row_bias,
             column_bias,
             call.bounds,
             residual,
+            b_row,
         ],
     );
     if call.fused.is_some() {
@@ -614,9 +726,8 @@ fn finish_tile(
     Ok(())
 }
 
-/// Whether the AVX2 microkernel can compute this GEMM's 4x16 tiles: it is
-/// in the module, the GEMM's is f32, and A, B and C are contiguous along K
-/// and j with B and C sharing their row stride.
+/// Whether the microkernels can compute this GEMM's tiles: they are in the
+/// module, the GEMM is f32, and A, B and C are contiguous along K and j.
 fn microkernel_applies(e: &Emitter<'_, '_, '_>, gemm: &Gemm) -> bool {
     let unit = Size::Const(4);
     gemm.float == Float::F32
@@ -624,7 +735,6 @@ fn microkernel_applies(e: &Emitter<'_, '_, '_>, gemm: &Gemm) -> bool {
         && gemm.a.col == unit
         && gemm.b.col == unit
         && gemm.c.col == unit
-        && gemm.b.row == gemm.c.row
 }
 
 /// `out = x * scale + shift` over a contiguous f32 row of `count` elements.
@@ -870,6 +980,7 @@ fn product(
             alpha,
             beta,
             epilogue: Epilogue::clamped(clamp),
+            b_panels: None,
         };
         emit_gemm(e, &gemm)
     })

@@ -500,6 +500,7 @@ impl IntegerGemm {
                 alpha: 1.0,
                 beta: 1.0,
                 epilogue,
+                b_panels: None,
             };
             e.whole(|e| emit_gemm(e, &gemm))?;
         }
