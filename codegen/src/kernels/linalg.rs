@@ -26,6 +26,12 @@ use crate::microkernel;
 /// The rows of a tile.
 const TILE_ROWS: usize = 4;
 
+/// The tallest tiles that cover a number of rows known only at run time,
+/// taken tallest first: taller ones leave remainders the shorter tiles
+/// cover in more passes (nine rows pay only for a count known to suit
+/// them).
+const GREEDY_ROWS: usize = 8;
+
 /// How many steps of K one iteration of a tile's loop takes.
 const K_UNROLL: i64 = 4;
 
@@ -395,7 +401,6 @@ fn column_panel(
 ) -> Result<(), CodegenError> {
     let mut carried = vec![gemm.a.base, c];
     carried.extend(bias);
-    let mut left = gemm.m;
     let mut heights: Vec<usize> = call
         .iter()
         .flat_map(|call| &call.kernels)
@@ -407,9 +412,24 @@ fn column_panel(
             heights.push(rows);
         }
     }
-    for rows in heights {
-        let count = divide(e, left, rows as i64);
-        left = remainder(e, left, rows as i64);
+    let blocks: Vec<(usize, Size)> = match gemm.m {
+        Size::Const(m) => fewest_tiles(m as usize, &heights)
+            .into_iter()
+            .map(|(rows, count)| (rows, Size::Const(count as i64)))
+            .collect(),
+        Size::Dyn(_) => {
+            let mut left = gemm.m;
+            let greedy = heights.into_iter().filter(|&rows| rows <= GREEDY_ROWS);
+            greedy
+                .map(|rows| {
+                    let count = divide(e, left, rows as i64);
+                    left = remainder(e, left, rows as i64);
+                    (rows, count)
+                })
+                .collect()
+        }
+    };
+    for (rows, count) in blocks {
         let a_step = e.mul(gemm.a.row, Size::Const(rows as i64));
         let c_step = e.mul(gemm.c.row, Size::Const(rows as i64));
         let bias_step = gemm
@@ -435,6 +455,36 @@ fn column_panel(
         })?;
     }
     Ok(())
+}
+
+/// How many tiles of each height (of `heights`, which hold 1) cover `m`
+/// rows in the fewest tiles, each a pass over the panel of B, then with
+/// the fewest single rows; in the order of `heights`.
+fn fewest_tiles(m: usize, heights: &[usize]) -> Vec<(usize, usize)> {
+    // best[i]: (tiles, single rows) for i rows, and the height of the
+    // first tile.
+    let mut best: Vec<((usize, usize), usize)> = vec![((0, 0), 0)];
+    for rows in 1..=m {
+        let choice = heights
+            .iter()
+            .filter(|&&height| height <= rows)
+            .map(|&height| {
+                let ((tiles, singles), _) = best[rows - height];
+                ((tiles + 1, singles + usize::from(height == 1)), height)
+            })
+            .min()
+            .expect("a height of one row fits any count");
+        best.push(choice);
+    }
+    let mut counts = vec![0; heights.len()];
+    let mut rows = m;
+    while rows > 0 {
+        let height = best[rows].1;
+        let slot = heights.iter().position(|&h| h == height);
+        counts[slot.expect("the height is one of them")] += 1;
+        rows -= height;
+    }
+    heights.iter().copied().zip(counts).collect()
 }
 
 fn divide(e: &mut Emitter<'_, '_, '_>, size: Size, by: i64) -> Size {
