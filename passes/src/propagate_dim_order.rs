@@ -7,14 +7,16 @@
 //! A value becomes channels-last only where nothing observes its layout:
 //! an f32 4-D value of fixed shape, computed by one node (a convolution
 //! whose filter is a constant, an elementwise op reading a channels-last
-//! value of its own shape, or a max pooling of a channels-last input whose
-//! indices nothing reads), that is no output or state of the method, and
-//! whose every reader reads any dim order: elementwise maps and copies,
-//! reductions, convolutions (as their input, or as the residual of a
-//! channels-last result; a residual is read in the result's layout), and
-//! max pooling into a channels-last result. Any other reader (a reshape,
-//! which reinterprets bytes; average pooling; a concatenation) keeps the
-//! value as it is, and that may in turn keep the values it comes from. So no conversion is ever inserted: at each
+//! value of its own shape, a concatenation of a channels-last value, or a
+//! max pooling of a channels-last input whose indices nothing reads), that
+//! is no output or state of the method, and whose every reader reads any
+//! dim order: elementwise maps and copies, concatenations, reductions,
+//! convolutions (as their input, or as the residual of a channels-last
+//! result; a residual is read in the result's layout), and max pooling
+//! into a channels-last result. Any other reader (a reshape, which
+//! reinterprets bytes; average pooling) keeps the value as it is, and that
+//! may in turn keep the values it comes from. So no conversion is ever
+//! inserted: at each
 //! boundary the kernel on one side converts as it reads or writes (a
 //! convolution reads an NCHW input and writes NHWC, an elementwise op reads
 //! NHWC and writes NCHW), which costs no extra kernel.
@@ -105,7 +107,7 @@ fn choose(graph: &Graph<'_>) -> Choice {
             continue;
         }
         let proposes = match (node.op().def().layout(), node.op()) {
-            (LayoutRule::Elementwise, _) => true,
+            (LayoutRule::Elementwise | LayoutRule::Copy, _) => true,
             (LayoutRule::Pooling, _) => others_unread(graph, id),
             // Only an ordinary 2-D convolution has a channels-last kernel.
             (LayoutRule::Convolution, Op::Convolution(conv)) if conv.as_2d().is_some() => {
@@ -187,8 +189,8 @@ fn others_unread(graph: &Graph<'_>, node: NodeId) -> bool {
 
 /// Whether `writer` may compute `value` channels-last given the values
 /// chosen: a convolution whose residual (if any) is chosen too, a pooling
-/// of a chosen input, or an elementwise op with a chosen operand of the
-/// same shape.
+/// of a chosen input, a concatenation of a chosen operand, or an
+/// elementwise op with a chosen operand of the same shape.
 fn computed_channels_last(
     graph: &Graph<'_>,
     writer: NodeId,
@@ -201,6 +203,9 @@ fn computed_channels_last(
             .is_none_or(|residual| chosen.contains(&residual)),
         op if op.def().layout() == LayoutRule::Pooling => {
             op.inputs().iter().all(|input| chosen.contains(input))
+        }
+        op if op.def().layout() == LayoutRule::Copy => {
+            op.inputs().iter().any(|input| chosen.contains(input))
         }
         op => op.inputs().iter().any(|input| {
             chosen.contains(input) && graph.value(*input).ty.shape == graph.value(value).ty.shape
@@ -218,7 +223,7 @@ fn reads_channels_last(
 ) -> bool {
     let node = graph.node(reader);
     match (node.op().def().layout(), node.op()) {
-        (LayoutRule::Elementwise | LayoutRule::ReadsAny, _) => true,
+        (LayoutRule::Elementwise | LayoutRule::ReadsAny | LayoutRule::Copy, _) => true,
         // Into a result in the same layout.
         (LayoutRule::Pooling, _) => {
             others_unread(graph, reader) && chosen.contains(&node.outputs()[0])

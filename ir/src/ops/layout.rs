@@ -506,6 +506,10 @@ impl OpDef for Cat {
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
     }
+
+    fn layout(&self) -> LayoutRule {
+        LayoutRule::Copy
+    }
 }
 
 impl Pad {

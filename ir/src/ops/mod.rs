@@ -171,6 +171,10 @@ pub enum LayoutRule {
     /// Reads its operands in any dim order; writes its result as its type
     /// says (copies, reductions).
     ReadsAny,
+    /// Reads its operands and writes its result in any dim order, each
+    /// element of the result a copy of one of an operand's
+    /// (concatenation).
+    Copy,
     /// Reads its input in any dim order and can write its result
     /// channels-last from a filter stored HWIO; a residual is read in the
     /// result's layout (convolutions).
