@@ -8,7 +8,8 @@
 //! - Matrix products: rows and columns around each tile's height and width
 //!   (the microkernels' 9, 8, 6 and 4 rows, 32, 16 and 8 columns; Cranelift's
 //!   4 rows, two, one and no vectors), with a bias along the columns and a
-//!   clamp, which the microkernels apply themselves.
+//!   clamp, which the microkernels apply themselves; B an input, or a constant
+//!   the microkernels read prepacked.
 //! - Channels-last depthwise convolutions: channel counts around the 16 of
 //!   a vector block (AVX-512's kernel masks the last block; AVX2's takes
 //!   channels in eights, Cranelift the others), kernels of 3 and 5 with
@@ -73,23 +74,37 @@ fn same_bits_three_ways(text: &str, inputs: &[Vec<u8>], what: &str) -> Vec<f32> 
 }
 
 /// `clamp(a @ b + bias, -0.5, 0.75)` for `a` of `[m, k]`, `b` of `[k, n]`.
-fn products(m: usize, n: usize, k: usize) -> Vec<f32> {
+/// `b` is an input, or with `constant_b` a constant of the graph (which
+/// the microkernels read prepacked).
+fn products(m: usize, n: usize, k: usize, constant_b: bool) -> Vec<f32> {
     let (a_bytes, b_bytes, bias_bytes, out_bytes) = (4 * m * k, 4 * k * n, 4 * n, 4 * m * n);
     let b_at = a_bytes.next_multiple_of(64);
     let bias_at = (b_at + b_bytes).next_multiple_of(64);
     let out_at = (bias_at + bias_bytes).next_multiple_of(64);
     let arena = out_at + out_bytes;
+    let (b, bias_input) = match constant_b {
+        true => {
+            let elements: Vec<String> = (0..k * n).map(|i| format!("{:?}", value(2, i))).collect();
+            (format!("= constant [{}]", elements.join(", ")), 1)
+        }
+        false => (format!("@{b_at} = input 1"), 2),
+    };
     let text = format!(
         "graph g (arena {arena} bytes) {{
   %0: f32[{m},{k}] @0 = input 0
-  %1: f32[{k},{n}] @{b_at} = input 1
-  %2: f32[{n}] @{bias_at} = input 2
+  %1: f32[{k},{n}] {b}
+  %2: f32[{n}] @{bias_at} = input {bias_input}
   %3: f32[{m},{n}] @{out_at} = addmm(%2, %0, %1) beta=1 alpha=1 clamp_min=-0.5 clamp_max=0.75
   return %3
 }}"
     );
-    let inputs = [operand(1, m * k), operand(2, k * n), operand(3, n)];
-    same_bits_three_ways(&text, &inputs, &format!("[{m}, {k}] @ [{k}, {n}]"))
+    let mut inputs = vec![operand(1, m * k)];
+    if !constant_b {
+        inputs.push(operand(2, k * n));
+    }
+    inputs.push(operand(3, n));
+    let what = format!("[{m}, {k}] @ [{k}, {n}], constant: {constant_b}");
+    same_bits_three_ways(&text, &inputs, &what)
 }
 
 #[test]
@@ -98,8 +113,8 @@ fn every_tile_shape_gives_the_same_bits_and_the_right_products() {
         for n in [
             1, 3, 4, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 47, 48, 56, 72,
         ] {
-            for k in [1, 5, 16] {
-                let products = products(m, n, k);
+            for (k, constant_b) in [(1, false), (5, false), (16, false), (5, true)] {
+                let products = products(m, n, k, constant_b);
                 for (index, &got) in products.iter().enumerate() {
                     let (row, column) = (index / n, index % n);
                     let sum: f64 = (0..k)
@@ -111,7 +126,8 @@ fn every_tile_shape_gives_the_same_bits_and_the_right_products() {
                     let reference = sum.clamp(-0.5, 0.75);
                     assert!(
                         (f64::from(got) - reference).abs() < 1e-5,
-                        "[{m}, {k}] @ [{k}, {n}], element {index}: {got}, not {reference}"
+                        "[{m}, {k}] @ [{k}, {n}] (constant: {constant_b}), element {index}: \
+                         {got}, not {reference}"
                     );
                 }
             }

@@ -992,8 +992,13 @@ fn product(
             .collect::<Vec<_>>()
     });
     let batch: Vec<usize> = (0..rank - 2).collect();
+    let panels = constant_panels(e, float, b_value, &strides, [k, sizes[rank - 1]]);
+    let b_base = match panels {
+        Some(panels) => panels.tail.base,
+        None => e.address(b_value),
+    };
     let mut operand_strides = strides.to_vec();
-    let mut bases = vec![e.address(a_value), e.address(b_value), e.address(c_value)];
+    let mut bases = vec![e.address(a_value), b_base, e.address(c_value)];
     if let (Some((value, _)), Some(strides)) = (bias, &bias_strides) {
         operand_strides.push(strides.clone());
         bases.push(e.address(value));
@@ -1012,10 +1017,13 @@ fn product(
                 row: strides[0][rank - 2],
                 col: strides[0][rank - 1],
             },
-            b: Matrix {
-                base: p[1],
-                row: strides[1][rank - 2],
-                col: strides[1][rank - 1],
+            b: match panels {
+                Some(panels) => panels.tail,
+                None => Matrix {
+                    base: p[1],
+                    row: strides[1][rank - 2],
+                    col: strides[1][rank - 1],
+                },
             },
             c: Matrix {
                 base: p[2],
@@ -1030,8 +1038,30 @@ fn product(
             alpha,
             beta,
             epilogue: Epilogue::clamped(clamp),
-            b_panels: None,
+            b_panels: panels,
         };
         emit_gemm(e, &gemm)
     })
+}
+
+/// A matrix product's B prepacked for the microkernels, when it is an f32
+/// constant matrix (no batch) of fixed size and C is contiguous along its
+/// rows (`strides` are A's, B's and C's byte strides).
+fn constant_panels(
+    e: &mut Emitter<'_, '_, '_>,
+    float: Float,
+    b: ValueId,
+    [_, b_strides, c_strides]: &[Vec<Size>; 3],
+    [k, n]: [Size; 2],
+) -> Option<Panels> {
+    let [b_row, b_col] = <[Size; 2]>::try_from(b_strides.as_slice())
+        .ok()?
+        .map(Size::constant);
+    let element = float.bytes();
+    let contiguous_c = c_strides.last().and_then(|stride| stride.constant()) == Some(element);
+    if float != Float::F32 || !contiguous_c {
+        return None;
+    }
+    let strides = [b_row? / element, b_col? / element];
+    Panels::pack(e, b, [k.constant()?, n.constant()?], strides)
 }
