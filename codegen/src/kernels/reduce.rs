@@ -155,24 +155,47 @@ pub(crate) fn reduce(
     let sizes = e.shape(&in_ty.shape);
     let in_strides = byte_strides(e, input);
     let out_strides = output_strides(e, input, output, axes, keepdim);
-    let kept: Vec<usize> = (0..in_ty.rank())
-        .filter(|axis| !axes.contains(axis))
-        .collect();
     // Floats accumulate in the output's type, integers in i64, truth in i8.
     let compute = match op {
         ReduceOp::Any | ReduceOp::All => DType::Bool,
         _ if out_dtype.is_float() => out_dtype,
         _ => DType::I64,
     };
-    let compute_ty = scalar_type(compute);
-    let count = count_of(e, &sizes, axes);
-    let vector_row = compute == DType::F32
-        && in_ty.dtype == DType::F32
+    let fold = Fold {
+        op,
+        input: in_ty.dtype,
+        compute,
+        output: out_dtype,
+        count: count_of(e, &sizes, axes),
+    };
+    let floats = compute == DType::F32 && in_ty.dtype == DType::F32;
+    let vector_row = floats
         && matches!(
             op,
             ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min
         )
         && contiguous_row(e, input, axes);
+    // A kept axis along which input and output are both contiguous (the
+    // channels of a channels-last image pooled to one pixel) is folded
+    // four positions at a time, one a lane: each lane folds its position's
+    // elements in the order a lone position does, so the bits are the same
+    // (but for a NaN's sign: Cranelift's vector max and min give x86's
+    // default NaN, as the contiguous rows' do, its scalar ones the input's).
+    let unit = Size::Const(4);
+    let lane_axis = (floats && !vector_row)
+        .then(|| {
+            (0..in_ty.rank())
+                .filter(|axis| !axes.contains(axis))
+                .find(|&axis| {
+                    in_strides[axis] == unit
+                        && out_strides[axis] == unit
+                        && sizes[axis].constant().is_some_and(|size| size >= 4)
+                })
+        })
+        .flatten();
+    let kept: Vec<usize> = (0..in_ty.rank())
+        .filter(|axis| !axes.contains(axis) && Some(*axis) != lane_axis)
+        .collect();
     let bases = [e.address(input), e.address(output)];
     over_axes(
         e,
@@ -181,42 +204,114 @@ pub(crate) fn reduce(
         &kept,
         &bases,
         &mut |e, pointers| {
-            let mut total = if vector_row {
-                let folding = if op == ReduceOp::Mean {
-                    ReduceOp::Sum
-                } else {
-                    op
+            let [from, to] = [pointers[0], pointers[1]];
+            if vector_row {
+                let folding = match op {
+                    ReduceOp::Mean => ReduceOp::Sum,
+                    op => op,
                 };
-                fold_row_f32(e, folding, pointers[0], count)?
-            } else {
-                let init = identity(e, op, compute, compute_ty)?;
-                fold_axes(
-                    e,
-                    &sizes,
-                    &in_strides,
-                    axes,
-                    pointers[0],
-                    &[init],
-                    &mut |e, address, _, accumulator| {
-                        let value = e.load(in_ty.dtype, address);
-                        let value = e.convert(value, in_ty.dtype, compute)?;
-                        Ok(vec![combine(e, op, compute, accumulator[0], value)])
-                    },
-                )?[0]
-            };
-            if op == ReduceOp::Mean {
-                total = if compute.is_float() {
-                    let divisor = count_as_float(e, count, compute_ty);
-                    e.b.ins().fdiv(total, divisor)
-                } else {
-                    return Err(e.unsupported("the mean of an integer tensor"));
-                };
+                let total = fold_row_f32(e, folding, from, fold.count)?;
+                return fold.finish(e, total, to);
             }
-            let total = e.convert(total, compute, out_dtype)?;
-            e.store(total, pointers[1]);
+            let Some(size) = lane_axis.and_then(|axis| sizes[axis].constant()) else {
+                return fold.position(e, &sizes, &in_strides, axes, types::F32, [from, to]);
+            };
+            let lanes = e.counted_loop(Size::Const(size / 4), &[from, to], |e, _, p| {
+                let pointers = [p[0], p[1]];
+                fold.position(e, &sizes, &in_strides, axes, types::F32X4, pointers)?;
+                Ok(p.iter().map(|&p| e.b.ins().iadd_imm_s(p, 16)).collect())
+            })?;
+            e.counted_loop(Size::Const(size % 4), &lanes, |e, _, p| {
+                let pointers = [p[0], p[1]];
+                fold.position(e, &sizes, &in_strides, axes, types::F32, pointers)?;
+                Ok(p.iter().map(|&p| e.b.ins().iadd_imm_s(p, 4)).collect())
+            })?;
             Ok(())
         },
     )
+}
+
+/// A reduction's element types and the count of elements it folds into
+/// each result.
+struct Fold {
+    op: ReduceOp,
+    input: DType,
+    compute: DType,
+    output: DType,
+    count: Size,
+}
+
+impl Fold {
+    /// Folds the `axes` of the position (or, with `lane` a vector, the
+    /// positions one a lane) at `from` and stores the result at `to`.
+    fn position(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        sizes: &[Size],
+        strides: &[Size],
+        axes: &[usize],
+        lane: Type,
+        [from, to]: [Value; 2],
+    ) -> Result<(), CodegenError> {
+        let lane = match lane.is_vector() {
+            true => lane,
+            false => scalar_type(self.compute),
+        };
+        let init = identity(e, self.op, self.compute, lane)?;
+        let total = fold_axes(
+            e,
+            sizes,
+            strides,
+            axes,
+            from,
+            &[init],
+            &mut |e, address, _, accumulator| {
+                let value = match lane.is_vector() {
+                    true => e.b.ins().load(lane, flags(), address, 0),
+                    false => {
+                        let value = e.load(self.input, address);
+                        e.convert(value, self.input, self.compute)?
+                    }
+                };
+                Ok(vec![combine(
+                    e,
+                    self.op,
+                    self.compute,
+                    accumulator[0],
+                    value,
+                )])
+            },
+        )?[0];
+        self.finish(e, total, to)
+    }
+
+    /// Divides a mean's sum by the count, converts and stores at `to`.
+    fn finish(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        total: Value,
+        to: Value,
+    ) -> Result<(), CodegenError> {
+        let mut total = total;
+        let lane = e.b.func.dfg.value_type(total);
+        if self.op == ReduceOp::Mean {
+            if !self.compute.is_float() {
+                return Err(e.unsupported("the mean of an integer tensor"));
+            }
+            let mut divisor = count_as_float(e, self.count, scalar_type(self.compute));
+            if lane.is_vector() {
+                divisor = e.b.ins().splat(lane, divisor);
+            }
+            total = e.b.ins().fdiv(total, divisor);
+        }
+        if lane.is_vector() {
+            e.b.ins().store(flags(), total, to, 0);
+            return Ok(());
+        }
+        let total = e.convert(total, self.compute, self.output)?;
+        e.store(total, to);
+        Ok(())
+    }
 }
 
 /// Index of the largest (or smallest) element along an axis (or of all
