@@ -30,6 +30,9 @@ pub(crate) enum Size {
     Dyn(Value),
 }
 
+/// The most steps [`Emitter::short_loop`] emits straight-line.
+const UNROLLED_STEPS: i64 = 4;
+
 impl Size {
     pub(crate) fn constant(self) -> Option<i64> {
         match self {
@@ -593,6 +596,28 @@ impl<'k, 'g, 'a> Emitter<'k, 'g, 'a> {
             .brif(more, body_block, &loop_args, exit, &done_args);
         self.b.switch_to_block(exit);
         Ok(self.b.block_params(exit).to_vec())
+    }
+
+    /// [`Emitter::counted_loop`], but with a count known to be at most
+    /// [`UNROLLED_STEPS`] the body is emitted once per step, straight-line
+    /// (short innermost loops, such as an im2col run of a few vectors).
+    pub(crate) fn short_loop(
+        &mut self,
+        count: Size,
+        carried: &[Value],
+        mut body: impl FnMut(&mut Self, Value, &[Value]) -> Result<Vec<Value>, CodegenError>,
+    ) -> Result<Vec<Value>, CodegenError> {
+        match count {
+            Size::Const(steps) if (0..=UNROLLED_STEPS).contains(&steps) => {
+                let mut carried = carried.to_vec();
+                for step in 0..steps {
+                    let index = self.iconst(step);
+                    carried = body(self, index, &carried)?;
+                }
+                Ok(carried)
+            }
+            _ => self.counted_loop(count, carried, body),
+        }
     }
 
     /// Calls a function of the C math library on `args`, f32 or f64

@@ -281,7 +281,7 @@ fn innermost(
             .iter()
             .map(|value| value.map(|v| e.b.ins().splat(types::F32X4, v)))
             .collect();
-        pointers = e.counted_loop(vector_count, &pointers, |e, _, pointers| {
+        pointers = e.short_loop(vector_count, &pointers, |e, _, pointers| {
             let inputs = gather(e, map, &splats, &moving, pointers, types::F32X4)?;
             let result = (map.body)(e, &inputs, types::F32X4)?;
             e.b.ins().store(flags(), result, pointers[0], 0);
@@ -312,7 +312,7 @@ fn scalar_loop(
     moving: &[(usize, Value, Size)],
     pointers: &[Value],
 ) -> Result<(), CodegenError> {
-    e.counted_loop(count, pointers, |e, _, pointers| {
+    e.short_loop(count, pointers, |e, _, pointers| {
         let compute_ty = crate::emit::scalar_type(map.compute);
         let inputs = gather(e, map, hoisted, moving, pointers, compute_ty)?;
         let result = (map.body)(e, &inputs, compute_ty)?;
