@@ -131,6 +131,14 @@ const WIDE_BLOCK: u64 = 32;
 /// matrix product's columns (each element of the left operand).
 const SPAN: u64 = 4;
 
+/// The most output channels and the positions one invocation of a
+/// pointwise convolution computes: each input quad it loads serves this
+/// many channels, each quad of filter taps this many positions (wider than
+/// other blocked kernels: lavapipe's loads cost far more than the spilled
+/// sums, which measured fastest at 16 by 8 on mobilenet_v2).
+const POINTWISE_BLOCK: u64 = 16;
+const POINTWISE_SPAN: u64 = 8;
+
 /// The positions along the last spatial dimension a depthwise kernel's
 /// invocation computes: each input column it loads serves up to as many
 /// positions as the filter has taps there.
@@ -718,8 +726,8 @@ fn convolution(
         Shape::Depthwise => blocked(out, 1, 4, Some((last, DEPTHWISE_SPAN)), |c| {
             conv.sums(c, 4, DEPTHWISE_SPAN as usize, true)
         })?,
-        Shape::Pointwise(block) => blocked(out, 1, block, Some((last, span)), |c| {
-            conv.pointwise_sums(c, block as usize, span as usize)
+        Shape::Pointwise(block) => blocked(out, 1, block, Some((last, POINTWISE_SPAN)), |c| {
+            conv.pointwise_sums(c, block as usize, POINTWISE_SPAN as usize)
         })?,
         Shape::Direct(block) => blocked(out, 1, block, Some((last, span)), |c| {
             conv.sums(c, block as usize, span as usize, false)
@@ -785,7 +793,12 @@ impl Conv<'_> {
             && in_per_group.is_multiple_of(4)
             && x.quads_along(1)
         {
-            return Shape::Pointwise(block);
+            return Shape::Pointwise(
+                [POINTWISE_BLOCK, BLOCK, 4, 2, 1]
+                    .into_iter()
+                    .find(|&block| self.out_per_group.is_multiple_of(block))
+                    .unwrap_or(1),
+            );
         }
         // Each input element of a window is loaded for every output
         // channel of the block: the filter's quads make wider blocks pay.

@@ -5,7 +5,8 @@
 //! Every shader sees two storage buffers as arrays of 32-bit words: the
 //! arena (binding 0: inputs, outputs, activations and state, at the
 //! offsets the memory planner chose, the same plan the CPU code uses) and
-//! the constants (binding 1, packed here). Identical shaders are kept once;
+//! the constants (binding 1, packed here); and both again, the arena as
+//! quads of words and the constants as an image of quads (`wgsl::BUFFERS`). Identical shaders are kept once;
 //! the dispatches run them in schedule order. [`support`] says which kinds
 //! of op shaders express at all (`kernels.rs` dispatches each node, `expr.rs`
 //! lowers elementwise expressions).

@@ -15,15 +15,21 @@ use super::Layout;
 pub(super) const WORKGROUP_SIZE: u64 = 64;
 
 /// The declarations every shader starts with: binding 0 is the arena,
-/// binding 1 the constants, both as 32-bit words; bindings 2 and 3 are the
-/// same buffers as 16-byte quads, which a kernel reads four neighbouring
-/// words from in one load ([`Tensor::load_quad`]) and stores four in one.
+/// binding 1 the constants, both as 32-bit words; binding 2 is the arena
+/// as 16-byte quads, which a kernel reads four neighbouring words from in
+/// one load ([`Tensor::load_quad`]) and stores four in one, and binding 3
+/// the constants as an image of quads (`constant_quad`), which devices
+/// fetch for all lanes at once where they load storage buffers lane by lane
+/// (lavapipe's loads of the weights took most of a convolution's time).
 pub(super) const BUFFERS: &str = "\
 @group(0) @binding(0) var<storage, read_write> arena: array<u32>;
 @group(0) @binding(1) var<storage, read> constants: array<u32>;
 @group(0) @binding(2) var<storage, read_write> arena_quads: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> constants_quads: array<vec4<u32>>;
+@group(0) @binding(3) var constants_texels: texture_2d<u32>;
 ";
+
+// `constant_quad` spells the runtime's row of texels out.
+const _: () = assert!(ptec_runtime::vulkan::TEXEL_ROW == 4096);
 
 /// Helper functions, each included only in shaders that call it (by name:
 /// the IR's math functions name theirs, `MathFn::shader`).
@@ -35,6 +41,12 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
     (
         "constants_byte",
         "fn constants_byte(b: u32) -> u32 { return (constants[b >> 2u] >> ((b & 3u) * 8u)) & 255u; }\n",
+    ),
+    // Quad `q` of the constants, a texel of their image, `TEXEL_ROW` texels
+    // to a row.
+    (
+        "constant_quad",
+        "fn constant_quad(q: u32) -> vec4<u32> { return textureLoad(constants_texels, vec2<u32>(q % 4096u, q / 4096u), 0); }\n",
     ),
     (
         "is_nan",
@@ -515,12 +527,12 @@ impl Tensor {
     /// four, of a tensor [`Tensor::quads_along`] some dimension), as a
     /// `vec4` of [`Tensor::ty`].
     pub(super) fn load_quad(&self, offset: &str) -> String {
-        format!(
-            "bitcast<vec4<{}>>({}_quads[{}u + {offset} / 4u])",
-            self.ty.name(),
-            self.buffer.name(),
-            self.byte_offset / 16
-        )
+        let ty = self.ty.name();
+        let quad = format!("{}u + {offset} / 4u", self.byte_offset / 16);
+        match self.buffer {
+            Buffer::Arena => format!("bitcast<vec4<{ty}>>(arena_quads[{quad}])"),
+            Buffer::Constants => format!("bitcast<vec4<{ty}>>(constant_quad({quad}))"),
+        }
     }
 
     /// The element offset of the element at `coords` (one expression per
