@@ -1,7 +1,8 @@
 //! `--emit spirv`: each method's compute shaders as `.spv`
 //! files (with the WGSL they were made from), the constants buffer, and a
 //! manifest saying how to run them: buffers, bindings, dispatch order,
-//! workgroup counts, the byte ranges each dispatch reads and writes, and
+//! workgroup counts, the 32-bit push constants each dispatch gives its
+//! shader (where its tensors lie), the byte ranges it reads and writes, and
 //! the segments a run goes through (runs of dispatches on the device, and
 //! the kernels the CPU runs between them, each with why no shader does).
 
@@ -67,6 +68,7 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                     "op": dispatch.op,
                     "shader": dispatch.shader,
                     "workgroups": dispatch.workgroups,
+                    "push_constants": dispatch.push_constants,
                     "reads": ranges(&dispatch.reads),
                     "writes": ranges(&dispatch.writes),
                 })

@@ -21,7 +21,7 @@ use ptec_ir::{Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
 use super::expr::{self, at_least, at_most};
 use super::wgsl::{
-    Refusal, Tensor, Ty, constant_term, convert, dim_index, float, index, int, refuse, scalar,
+    Refusal, Tensor, Ty, base, constant_term, convert, dim_index, float, index, int, refuse, scalar,
 };
 use super::{Layout, support};
 
@@ -70,9 +70,9 @@ fn per_element(
     if out.dtype.size() == 4 {
         let _ = write!(
             body,
-            "    let p = t;\n{coordinates}{}    arena[{}u + p] = bitcast<u32>({});\n{extra}",
+            "    let p = t;\n{coordinates}{}    arena[{} + p] = bitcast<u32>({});\n{extra}",
             element.code,
-            out.byte_offset / 4,
+            base(out.byte_offset / 4),
             element.value
         );
         return Ok(Kernel {
@@ -90,7 +90,7 @@ fn per_element(
         Ty::Bool => format!("select(0u, 1u, {})", element.value),
         _ => format!("(bitcast<u32>({}) & 255u)", element.value),
     };
-    let word = out.byte_offset / 4;
+    let word = base(out.byte_offset / 4);
     let _ = write!(
         body,
         "    var word = 0u;
@@ -99,10 +99,10 @@ fn per_element(
         if (p < {elements}u) {{
 {coordinates}{}            word = word | ({byte} << (8u * k));
         }} else {{
-            word = word | (arena[{word}u + t] & (255u << (8u * k)));
+            word = word | (arena[{word} + t] & (255u << (8u * k)));
         }}
     }}
-    arena[{word}u + t] = word;
+    arena[{word} + t] = word;
 ",
         element.code,
     );
@@ -229,16 +229,16 @@ fn blocked(
         }
         let store = match group.as_slice() {
             [k] => format!(
-                "arena[{}u + {}] = bitcast<u32>({});",
-                out.byte_offset / 4,
+                "arena[{} + {}] = bitcast<u32>({});",
+                base(out.byte_offset / 4),
                 out.offset_at(&at),
                 values[*k]
             ),
             _ => {
                 let elements: Vec<&str> = group.iter().map(|&k| values[k].as_str()).collect();
                 format!(
-                    "arena_quads[{}u + {} / 4u] = bitcast<vec4<u32>>(vec4<{}>({}));",
-                    out.byte_offset / 16,
+                    "arena_quads[{} + {} / 4u] = bitcast<vec4<u32>>(vec4<{}>({}));",
+                    base(out.byte_offset / 16),
                     out.offset_at(&at),
                     out.ty.name(),
                     elements.join(", ")
@@ -1187,7 +1187,8 @@ fn max_pool(
                 .map(|(coord, stride)| format!("{coord} * {stride}u"))
                 .collect();
             Ok(format!(
-                "    let at = {word}u + 2u * ({});\n    arena[at] = bitcast<u32>(best_index);\n    arena[at + 1u] = select(0u, 0xffffffffu, best_index < 0i);\n",
+                "    let at = {} + 2u * ({});\n    arena[at] = bitcast<u32>(best_index);\n    arena[at + 1u] = select(0u, 0xffffffffu, best_index < 0i);\n",
+                base(*word),
                 offset.join(" + ")
             ))
         },
@@ -1667,8 +1668,8 @@ fn per_row(x: &Tensor, dims: &[usize], body: impl FnOnce(&[String]) -> String) -
 
 fn store(out: &Tensor, coords: &[String], value: &str) -> String {
     format!(
-        "arena[{}u + {}] = bitcast<u32>({value});",
-        out.byte_offset / 4,
+        "arena[{} + {}] = bitcast<u32>({value});",
+        base(out.byte_offset / 4),
         out.offset_at(coords)
     )
 }

@@ -420,6 +420,66 @@ pub(super) fn convert(x: &str, from: Ty, to: Ty) -> String {
     }
 }
 
+/// The most base offsets one shader takes as push constants (128 bytes,
+/// the least `maxPushConstantsSize` every device allows); more are
+/// written as literals.
+pub(super) const MAX_PUSH_CONSTANTS: usize = 32;
+
+/// Where a tensor starts in its buffer (in the units the access indexes:
+/// words, quads or bytes), written as a placeholder that [`lift_bases`]
+/// turns into a push constant, so that kernels that differ only in where
+/// their tensors lie share one shader.
+pub(super) fn base(offset: u64) -> String {
+    format!("\u{27e8}{offset}\u{27e9}")
+}
+
+/// The code of a kernel with each distinct base offset ([`base`]) read
+/// from the push constants (`bases.b0`, in order of first use), the
+/// declarations of those push constants, and their values. Offsets beyond
+/// [`MAX_PUSH_CONSTANTS`] or 32 bits stay literals.
+pub(super) fn lift_bases(code: &str) -> (String, String, Vec<u32>) {
+    let mut lifted = String::with_capacity(code.len());
+    let mut values: Vec<u32> = Vec::new();
+    let mut rest = code;
+    while let Some(start) = rest.find('\u{27e8}') {
+        lifted.push_str(&rest[..start]);
+        let after = &rest[start + '\u{27e8}'.len_utf8()..];
+        let end = after.find('\u{27e9}').unwrap_or(after.len());
+        let digits = &after[..end];
+        rest = after.get(end + '\u{27e9}'.len_utf8()..).unwrap_or("");
+        let slot = u32::try_from(digits.parse::<u64>().unwrap_or(u64::MAX))
+            .ok()
+            .and_then(
+                |value| match values.iter().position(|&known| known == value) {
+                    Some(slot) => Some(slot),
+                    None if values.len() < MAX_PUSH_CONSTANTS => {
+                        values.push(value);
+                        Some(values.len() - 1)
+                    }
+                    None => None,
+                },
+            );
+        match slot {
+            Some(slot) => {
+                let _ = write!(lifted, "bases.b{slot}");
+            }
+            None => {
+                let _ = write!(lifted, "{digits}u");
+            }
+        }
+    }
+    lifted.push_str(rest);
+    if values.is_empty() {
+        return (lifted, String::new(), values);
+    }
+    let fields: Vec<String> = (0..values.len()).map(|k| format!("b{k}: u32")).collect();
+    let declarations = format!(
+        "struct Bases {{ {} }}\nvar<immediate> bases: Bases;\n",
+        fields.join(", ")
+    );
+    (lifted, declarations, values)
+}
+
 /// Which buffer a tensor lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Buffer {
@@ -498,10 +558,10 @@ impl Tensor {
     pub(super) fn load(&self, offset: &str) -> String {
         let buffer = self.buffer.name();
         if self.dtype.size() == 4 {
-            let word = self.byte_offset / 4;
-            return format!("bitcast<{}>({buffer}[{word}u + {offset}])", self.ty.name());
+            let word = base(self.byte_offset / 4);
+            return format!("bitcast<{}>({buffer}[{word} + {offset}])", self.ty.name());
         }
-        let byte = format!("{buffer}_byte({}u + {offset})", self.byte_offset);
+        let byte = format!("{buffer}_byte({} + {offset})", base(self.byte_offset));
         match self.dtype {
             DType::Bool => format!("({byte} != 0u)"),
             DType::I8 => format!("((i32({byte}) << 24u) >> 24u)"),
@@ -528,7 +588,7 @@ impl Tensor {
     /// `vec4` of [`Tensor::ty`].
     pub(super) fn load_quad(&self, offset: &str) -> String {
         let ty = self.ty.name();
-        let quad = format!("{}u + {offset} / 4u", self.byte_offset / 16);
+        let quad = format!("{} + {offset} / 4u", base(self.byte_offset / 16));
         match self.buffer {
             Buffer::Arena => format!("bitcast<vec4<{ty}>>(arena_quads[{quad}])"),
             Buffer::Constants => format!("bitcast<vec4<{ty}>>(constant_quad({quad}))"),

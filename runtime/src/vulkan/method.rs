@@ -284,7 +284,20 @@ impl Objects {
         self.set_layout = unsafe { raw.create_descriptor_set_layout(&set_info, None) }
             .map_err(failed("vkCreateDescriptorSetLayout"))?;
         let set_layouts = [self.set_layout];
-        let layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+        // One range of push constants, as long as the longest any dispatch
+        // gives (`DeviceProgram::check` keeps it within the device's limit).
+        let push_bytes = program
+            .dispatches
+            .iter()
+            .map(|dispatch| 4 * dispatch.push_constants.len() as u32)
+            .max()
+            .unwrap_or(0);
+        let push_ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .size(push_bytes)];
+        let layout_info = vk::PipelineLayoutCreateInfo::default()
+            .set_layouts(&set_layouts)
+            .push_constant_ranges(&push_ranges[..usize::from(push_bytes > 0)]);
         // SAFETY: see above.
         self.pipeline_layout = unsafe { raw.create_pipeline_layout(&layout_info, None) }
             .map_err(failed("vkCreatePipelineLayout"))?;
@@ -476,13 +489,28 @@ impl Objects {
                 vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
             );
             let [x, y, z] = dispatch.workgroups;
-            // SAFETY: the command buffer is recording; the shader index and
-            // workgroup counts passed `DeviceProgram::check`.
+            // SAFETY: the command buffer is recording; the shader index,
+            // workgroup counts and push constants' length (within the
+            // layout's range) passed `DeviceProgram::check`.
             unsafe {
                 if bound != Some(dispatch.shader) {
                     let pipeline = self.pipelines[dispatch.shader];
                     raw.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline);
                     bound = Some(dispatch.shader);
+                }
+                if !dispatch.push_constants.is_empty() {
+                    let bytes: Vec<u8> = dispatch
+                        .push_constants
+                        .iter()
+                        .flat_map(|word| word.to_ne_bytes())
+                        .collect();
+                    raw.cmd_push_constants(
+                        commands,
+                        self.pipeline_layout,
+                        vk::ShaderStageFlags::COMPUTE,
+                        0,
+                        &bytes,
+                    );
                 }
                 raw.cmd_dispatch(commands, x, y, z);
             }

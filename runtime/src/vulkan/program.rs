@@ -55,11 +55,13 @@ pub fn texel_rows(bytes: u64) -> u64 {
     bytes.div_ceil(16 * TEXEL_ROW).max(1)
 }
 
-/// One `vkCmdDispatch`: which shader, and how many workgroups along x, y, z.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One `vkCmdDispatch`: which shader, how many workgroups along x, y, z,
+/// and the 32-bit words its shader reads as push constants (from offset 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dispatch {
     pub shader: usize,
     pub workgroups: [u32; 3],
+    pub push_constants: Vec<u32>,
 }
 
 /// The limits of a device that a program must keep to.
@@ -77,6 +79,9 @@ pub struct DeviceLimits {
     pub max_allocation_bytes: u64,
     /// `maxImageDimension2D`: the most rows the constants' image may have.
     pub max_image_dimension_2d: u32,
+    /// `maxPushConstantsSize`: the most bytes of push constants a dispatch
+    /// may give.
+    pub max_push_constant_bytes: u32,
 }
 
 /// Why a program cannot run on a device.
@@ -87,6 +92,15 @@ pub enum ProgramError {
         dispatch: usize,
         shader: usize,
         shaders: usize,
+    },
+
+    #[error(
+        "dispatch {dispatch} gives {bytes} bytes of push constants, above the device's maxPushConstantsSize of {limit}"
+    )]
+    TooManyPushConstants {
+        dispatch: usize,
+        bytes: u64,
+        limit: u32,
     },
 
     #[error("dispatch {dispatch} launches no workgroups along {axis}")]
@@ -258,6 +272,14 @@ fn check_dispatch(
             shaders,
         });
     }
+    let bytes = 4 * dispatch.push_constants.len() as u64;
+    if bytes > u64::from(limits.max_push_constant_bytes) {
+        return Err(ProgramError::TooManyPushConstants {
+            dispatch: index,
+            bytes,
+            limit: limits.max_push_constant_bytes,
+        });
+    }
     for ((axis, count), limit) in AXES
         .into_iter()
         .zip(dispatch.workgroups)
@@ -330,6 +352,7 @@ mod tests {
         max_storage_buffer_range: 1 << 27,
         max_allocation_bytes: 1 << 30,
         max_image_dimension_2d: 4096,
+        max_push_constant_bytes: 128,
     };
 
     fn program(dispatches: &[Dispatch]) -> DeviceProgram {
@@ -347,6 +370,7 @@ mod tests {
         let dispatch = Dispatch {
             shader: 0,
             workgroups: [65535, 2, 1],
+            push_constants: vec![7; 32],
         };
         assert_eq!(program(&[dispatch]).check(&LIMITS), Ok(()));
     }
@@ -356,6 +380,7 @@ mod tests {
         let no_shader = Dispatch {
             shader: 1,
             workgroups: [1, 1, 1],
+            push_constants: Vec::new(),
         };
         assert_eq!(
             program(&[no_shader]).check(&LIMITS),
@@ -368,21 +393,36 @@ mod tests {
         let ok = Dispatch {
             shader: 0,
             workgroups: [1, 1, 1],
+            push_constants: Vec::new(),
         };
         let empty = Dispatch {
             shader: 0,
             workgroups: [4, 0, 1],
+            push_constants: Vec::new(),
         };
         assert_eq!(
-            program(&[ok, empty]).check(&LIMITS),
+            program(&[ok.clone(), empty]).check(&LIMITS),
             Err(ProgramError::NoWorkgroups {
                 dispatch: 1,
                 axis: 'y'
             })
         );
+        let pushy = Dispatch {
+            push_constants: vec![0; 33],
+            ..ok.clone()
+        };
+        assert_eq!(
+            program(&[ok, pushy]).check(&LIMITS),
+            Err(ProgramError::TooManyPushConstants {
+                dispatch: 1,
+                bytes: 132,
+                limit: 128
+            })
+        );
         let many = Dispatch {
             shader: 0,
             workgroups: [1, 1, 65536],
+            push_constants: Vec::new(),
         };
         assert_eq!(
             program(&[many]).check(&LIMITS),
