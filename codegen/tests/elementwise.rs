@@ -490,9 +490,11 @@ fn every_shader_passes_nagas_validator() {
             let module = naga::front::wgsl::parse_str(&shader.wgsl).unwrap_or_else(|error| {
                 panic!("{}\n{}", error.emit_to_string(&shader.wgsl), shader.wgsl)
             });
+            // Shaders read where their tensors lie as push constants
+            // (immediates).
             naga::valid::Validator::new(
                 naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::empty(),
+                naga::valid::Capabilities::IMMEDIATES,
             )
             .validate(&module)
             .unwrap_or_else(|error| {
@@ -500,6 +502,32 @@ fn every_shader_passes_nagas_validator() {
             });
         }
     }
+}
+
+/// Two negations of the same shape, the second of the first's output: one
+/// shader, dispatched twice with where each reads and writes (in words) as
+/// its push constants.
+const TWO_NEGATIONS: &str = "
+graph twice (arena 192 bytes) {
+  %0: f32[13] @0 = input 0
+  %1: f32[13] @64 = neg(%0)
+  %2: f32[13] @128 = neg(%1)
+  return %2
+}";
+
+#[test]
+fn kernels_of_one_shape_share_a_shader() {
+    let graph = ptec_ir::parse(TWO_NEGATIONS).expect("the graph parses");
+    let method = compile_vulkan(&graph).expect("the graph compiles to shaders");
+    assert_eq!(method.shaders.len(), 1);
+    let dispatches: Vec<(usize, &[u32])> = method
+        .dispatches
+        .iter()
+        .map(|dispatch| (dispatch.shader, dispatch.push_constants.as_slice()))
+        .collect();
+    // Each shader reads its input's word offset, then its output's.
+    assert_eq!(dispatches, [(0, &[0, 16][..]), (0, &[16, 32][..])]);
+    assert!(method.shaders[0].wgsl.contains("arena[bases.b1 + p]"));
 }
 
 /// Shaders cannot report a zero divisor: the Vulkan back end runs integer

@@ -1,7 +1,8 @@
 //! `--emit spirv`: each method's compute shaders as `.spv`
 //! files (with the WGSL they were made from), the constants buffer, and a
 //! manifest saying how to run them: buffers, bindings, dispatch order,
-//! workgroup counts, the byte ranges each dispatch reads and writes, and
+//! workgroup counts, the 32-bit push constants each dispatch gives its
+//! shader (where its tensors lie), the byte ranges it reads and writes, and
 //! the segments a run goes through (runs of dispatches on the device, and
 //! the kernels the CPU runs between them, each with why no shader does).
 
@@ -9,6 +10,7 @@ use std::path::Path;
 
 use ptec_codegen::{BufferRange, VulkanMethod, VulkanSegment};
 use ptec_runtime::TensorSlot;
+use ptec_runtime::vulkan::{TEXEL_ROW, texel_rows};
 use serde_json::{Value, json};
 
 use crate::emit::write;
@@ -66,6 +68,7 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                     "op": dispatch.op,
                     "shader": dispatch.shader,
                     "workgroups": dispatch.workgroups,
+                    "push_constants": dispatch.push_constants,
                     "reads": ranges(&dispatch.reads),
                     "writes": ranges(&dispatch.writes),
                 })
@@ -98,7 +101,8 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                 {"binding": 0, "name": "arena", "bytes": method.abi.arena_bytes, "access": "read_write"},
                 {"binding": 1, "name": "constants", "bytes": method.constants.len(), "access": "read", "file": constants},
                 {"binding": 2, "name": "arena", "view": "quads", "bytes": method.abi.arena_bytes, "access": "read_write"},
-                {"binding": 3, "name": "constants", "view": "quads", "bytes": method.constants.len(), "access": "read", "file": constants},
+                {"binding": 3, "name": "constants", "view": "texels", "bytes": method.constants.len(), "access": "read", "file": constants,
+                 "image": {"format": "R32G32B32A32_UINT", "width": TEXEL_ROW, "height": texel_rows(method.constants.len() as u64)}},
             ],
             "inputs": method.abi.inputs.iter().map(slot).collect::<Vec<_>>(),
             "outputs": method.abi.outputs.iter().map(slot).collect::<Vec<_>>(),

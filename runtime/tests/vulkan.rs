@@ -43,11 +43,14 @@ fn device(test: &str) -> Option<Arc<VulkanDevice>> {
 }
 
 /// A compute shader over the arena and the constants, as f32 arrays, whose
-/// entry point `entry` runs `body` for each element `i` below `N`.
+/// entry point `entry` runs `body` for each element `i` below `N` (with a
+/// word of push constants, `push.at`).
 fn shader_named(entry: &str, body: &str) -> Vec<u32> {
     let source = format!(
         "@group(0) @binding(0) var<storage, read_write> arena: array<f32>;
          @group(0) @binding(1) var<storage, read> constants: array<f32>;
+         struct Push {{ at: u32 }}
+         var<immediate> push: Push;
          const N: u32 = {N}u;
          @compute @workgroup_size({WORKGROUP_SIZE})
          fn {entry}(@builtin(global_invocation_id) id: vec3<u32>) {{
@@ -56,7 +59,7 @@ fn shader_named(entry: &str, body: &str) -> Vec<u32> {
          }}"
     );
     let module = naga::front::wgsl::parse_str(&source).expect("the WGSL parses");
-    let info = Validator::new(ValidationFlags::all(), Capabilities::empty())
+    let info = Validator::new(ValidationFlags::all(), Capabilities::IMMEDIATES)
         .validate(&module)
         .expect("the WGSL is valid");
     let pipeline = spv::PipelineOptions {
@@ -97,24 +100,27 @@ fn write_f32s(arena: &mut [u8], start: usize, values: &[f32]) {
 /// The arena holds x (elements 0..N) and y (N..2N); the constants hold c.
 /// Three dispatches: x *= c, then y = x + 1, then x *= c again, so the
 /// second sees what the first wrote and not what the third will, and the
-/// first shader's pipeline is bound again after the second's.
+/// first shader's pipeline is bound again after the second's. The second
+/// finds y where its push constant says.
 fn scale_then_increment(constants: &[f32]) -> DeviceProgram {
     let scale = Dispatch {
         shader: 0,
         workgroups: workgroups(),
+        push_constants: Vec::new(),
     };
     let increment = Dispatch {
         shader: 1,
         workgroups: workgroups(),
+        push_constants: vec![N as u32],
     };
     DeviceProgram {
         arena_bytes: (2 * N * 4) as u64,
         constants: f32_bytes(constants),
         shaders: vec![
             shader("arena[i] = arena[i] * constants[i];"),
-            shader("arena[N + i] = arena[i] + 1.0;"),
+            shader("arena[push.at + i] = arena[i] + 1.0;"),
         ],
-        dispatches: vec![scale, increment, scale],
+        dispatches: vec![scale.clone(), increment, scale],
         segments: vec![Segment::Device(0..3)],
     }
 }

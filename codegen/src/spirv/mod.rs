@@ -1,14 +1,18 @@
 //! Vulkan compute shaders for a method: one shader per kernel node, written
-//! in WGSL with the node's shapes, strides and offsets baked in, checked by
-//! naga's validator and turned into SPIR-V by naga's back end.
+//! in WGSL with the node's shapes and strides baked in and where its
+//! tensors lie in the buffers read from push constants, checked by naga's
+//! validator and turned into SPIR-V by naga's back end.
 //!
 //! Every shader sees two storage buffers as arrays of 32-bit words: the
 //! arena (binding 0: inputs, outputs, activations and state, at the
 //! offsets the memory planner chose, the same plan the CPU code uses) and
-//! the constants (binding 1, packed here). Identical shaders are kept once;
-//! the dispatches run them in schedule order. [`support`] says which kinds
-//! of op shaders express at all (`kernels.rs` dispatches each node, `expr.rs`
-//! lowers elementwise expressions).
+//! the constants (binding 1, packed here); and both again, the arena as
+//! quads of words and the constants as an image of quads
+//! (`wgsl::BUFFERS`). Identical shaders (kernels of the same shapes,
+//! wherever their tensors lie) are kept once; the dispatches run them in
+//! schedule order, each with its push constants. [`support`] says which
+//! kinds of op shaders express at all (`kernels.rs` dispatches each node,
+//! `expr.rs` lowers elementwise expressions).
 //!
 //! A node no shader expresses (its kind, or its element types or layout)
 //! runs on the CPU instead: the schedule is cut into segments, maximal runs
@@ -31,7 +35,7 @@ use ptec_runtime::vulkan::{DeviceProgram, Dispatch, Segment};
 
 use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
-use wgsl::{BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, refuse};
+use wgsl::{BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, lift_bases, refuse};
 
 /// Whether shaders express ops of `kind` at all, or why none of them.
 pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
@@ -143,6 +147,8 @@ pub struct BufferRange {
 pub struct ShaderDispatch {
     pub shader: usize,
     pub workgroups: [u32; 3],
+    /// Where its tensors lie, which the shader reads as push constants.
+    pub push_constants: Vec<u32>,
     /// The node (`n12`) and its op's name.
     pub node: String,
     pub op: String,
@@ -224,6 +230,7 @@ impl VulkanMethod {
                 .map(|dispatch| Dispatch {
                     shader: dispatch.shader,
                     workgroups: dispatch.workgroups,
+                    push_constants: dispatch.push_constants.clone(),
                 })
                 .collect(),
             segments: self
@@ -388,7 +395,7 @@ impl Shaders {
         let kernel = kernels::kernel(graph, layout, node, graph.is_view_in_place(node_id))
             .map_err(refused)?
             .ok_or_else(|| refused(refuse("no kernel, although one was placed on the device")))?;
-        let (source, workgroups) = shader_source(&kernel);
+        let (source, workgroups, push_constants) = shader_source(&kernel);
         let shader = match self.known.get(&source) {
             Some(&shader) => shader,
             None => {
@@ -411,6 +418,7 @@ impl Shaders {
         self.dispatches.push(ShaderDispatch {
             shader,
             workgroups,
+            push_constants,
             node: node_id.to_string(),
             op: node.op().name().to_string(),
             reads: ranges(&node.inputs())?,
@@ -439,11 +447,13 @@ fn buffer_range(
     })
 }
 
-/// The whole shader of a kernel, and the workgroups to dispatch: a grid
-/// of at most 65,535 workgroups in x (the least every device allows), rows
-/// of them in y.
-fn shader_source(kernel: &kernels::Kernel) -> (String, [u32; 3]) {
+/// The whole shader of a kernel, the workgroups to dispatch (a grid of at
+/// most 65,535 workgroups in x, the least every device allows, rows of them
+/// in y) and the push constants it reads: where its tensors lie, so that
+/// kernels of the same shapes elsewhere in the buffers share the shader.
+fn shader_source(kernel: &kernels::Kernel) -> (String, [u32; 3], Vec<u32>) {
     const MAX_X: u64 = 65_535;
+    let (body, bases, push_constants) = lift_bases(&kernel.body);
     let groups = kernel.invocations.div_ceil(WORKGROUP_SIZE);
     let x = groups.min(MAX_X);
     let y = groups.div_ceil(x);
@@ -456,7 +466,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
 ",
         x * WORKGROUP_SIZE,
         kernel.invocations,
-        kernel.body
+        body
     );
     // The helper functions the code calls, and those they call.
     let mut included = vec![false; FUNCTIONS.len()];
@@ -475,13 +485,14 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
         }
     }
     let mut source = BUFFERS.to_string();
+    source.push_str(&bases);
     for (k, (_, function)) in FUNCTIONS.iter().enumerate() {
         if included[k] {
             source.push_str(function);
         }
     }
     source.push_str(&main);
-    (source, [x as u32, y as u32, 1])
+    (source, [x as u32, y as u32, 1], push_constants)
 }
 
 /// Parses, validates and translates one shader.
@@ -497,7 +508,7 @@ fn to_spirv(source: &str) -> Result<Vec<u32>, CodegenError> {
         .map_err(|error| rejected("parsing", error.emit_to_string(source)))?;
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::empty(),
+        naga::valid::Capabilities::IMMEDIATES,
     )
     .validate(&module)
     .map_err(|error| rejected("validation", error.emit_to_string(source)))?;

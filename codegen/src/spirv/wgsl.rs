@@ -15,15 +15,21 @@ use super::Layout;
 pub(super) const WORKGROUP_SIZE: u64 = 64;
 
 /// The declarations every shader starts with: binding 0 is the arena,
-/// binding 1 the constants, both as 32-bit words; bindings 2 and 3 are the
-/// same buffers as 16-byte quads, which a kernel reads four neighbouring
-/// words from in one load ([`Tensor::load_quad`]) and stores four in one.
+/// binding 1 the constants, both as 32-bit words; binding 2 is the arena
+/// as 16-byte quads, which a kernel reads four neighbouring words from in
+/// one load ([`Tensor::load_quad`]) and stores four in one, and binding 3
+/// the constants as an image of quads (`constant_quad`), which devices
+/// fetch for all lanes at once where they load storage buffers lane by lane
+/// (lavapipe's loads of the weights took most of a convolution's time).
 pub(super) const BUFFERS: &str = "\
 @group(0) @binding(0) var<storage, read_write> arena: array<u32>;
 @group(0) @binding(1) var<storage, read> constants: array<u32>;
 @group(0) @binding(2) var<storage, read_write> arena_quads: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> constants_quads: array<vec4<u32>>;
+@group(0) @binding(3) var constants_texels: texture_2d<u32>;
 ";
+
+// `constant_quad` spells the runtime's row of texels out.
+const _: () = assert!(ptec_runtime::vulkan::TEXEL_ROW == 4096);
 
 /// Helper functions, each included only in shaders that call it (by name:
 /// the IR's math functions name theirs, `MathFn::shader`).
@@ -35,6 +41,12 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
     (
         "constants_byte",
         "fn constants_byte(b: u32) -> u32 { return (constants[b >> 2u] >> ((b & 3u) * 8u)) & 255u; }\n",
+    ),
+    // Quad `q` of the constants, a texel of their image, `TEXEL_ROW` texels
+    // to a row.
+    (
+        "constant_quad",
+        "fn constant_quad(q: u32) -> vec4<u32> { return textureLoad(constants_texels, vec2<u32>(q % 4096u, q / 4096u), 0); }\n",
     ),
     (
         "is_nan",
@@ -408,6 +420,66 @@ pub(super) fn convert(x: &str, from: Ty, to: Ty) -> String {
     }
 }
 
+/// The most base offsets one shader takes as push constants (128 bytes,
+/// the least `maxPushConstantsSize` every device allows); more are
+/// written as literals.
+pub(super) const MAX_PUSH_CONSTANTS: usize = 32;
+
+/// Where a tensor starts in its buffer (in the units the access indexes:
+/// words, quads or bytes), written as a placeholder that [`lift_bases`]
+/// turns into a push constant, so that kernels that differ only in where
+/// their tensors lie share one shader.
+pub(super) fn base(offset: u64) -> String {
+    format!("\u{27e8}{offset}\u{27e9}")
+}
+
+/// The code of a kernel with each distinct base offset ([`base`]) read
+/// from the push constants (`bases.b0`, in order of first use), the
+/// declarations of those push constants, and their values. Offsets beyond
+/// [`MAX_PUSH_CONSTANTS`] or 32 bits stay literals.
+pub(super) fn lift_bases(code: &str) -> (String, String, Vec<u32>) {
+    let mut lifted = String::with_capacity(code.len());
+    let mut values: Vec<u32> = Vec::new();
+    let mut rest = code;
+    while let Some(start) = rest.find('\u{27e8}') {
+        lifted.push_str(&rest[..start]);
+        let after = &rest[start + '\u{27e8}'.len_utf8()..];
+        let end = after.find('\u{27e9}').unwrap_or(after.len());
+        let digits = &after[..end];
+        rest = after.get(end + '\u{27e9}'.len_utf8()..).unwrap_or("");
+        let slot = u32::try_from(digits.parse::<u64>().unwrap_or(u64::MAX))
+            .ok()
+            .and_then(
+                |value| match values.iter().position(|&known| known == value) {
+                    Some(slot) => Some(slot),
+                    None if values.len() < MAX_PUSH_CONSTANTS => {
+                        values.push(value);
+                        Some(values.len() - 1)
+                    }
+                    None => None,
+                },
+            );
+        match slot {
+            Some(slot) => {
+                let _ = write!(lifted, "bases.b{slot}");
+            }
+            None => {
+                let _ = write!(lifted, "{digits}u");
+            }
+        }
+    }
+    lifted.push_str(rest);
+    if values.is_empty() {
+        return (lifted, String::new(), values);
+    }
+    let fields: Vec<String> = (0..values.len()).map(|k| format!("b{k}: u32")).collect();
+    let declarations = format!(
+        "struct Bases {{ {} }}\nvar<immediate> bases: Bases;\n",
+        fields.join(", ")
+    );
+    (lifted, declarations, values)
+}
+
 /// Which buffer a tensor lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Buffer {
@@ -486,10 +558,10 @@ impl Tensor {
     pub(super) fn load(&self, offset: &str) -> String {
         let buffer = self.buffer.name();
         if self.dtype.size() == 4 {
-            let word = self.byte_offset / 4;
-            return format!("bitcast<{}>({buffer}[{word}u + {offset}])", self.ty.name());
+            let word = base(self.byte_offset / 4);
+            return format!("bitcast<{}>({buffer}[{word} + {offset}])", self.ty.name());
         }
-        let byte = format!("{buffer}_byte({}u + {offset})", self.byte_offset);
+        let byte = format!("{buffer}_byte({} + {offset})", base(self.byte_offset));
         match self.dtype {
             DType::Bool => format!("({byte} != 0u)"),
             DType::I8 => format!("((i32({byte}) << 24u) >> 24u)"),
@@ -515,12 +587,12 @@ impl Tensor {
     /// four, of a tensor [`Tensor::quads_along`] some dimension), as a
     /// `vec4` of [`Tensor::ty`].
     pub(super) fn load_quad(&self, offset: &str) -> String {
-        format!(
-            "bitcast<vec4<{}>>({}_quads[{}u + {offset} / 4u])",
-            self.ty.name(),
-            self.buffer.name(),
-            self.byte_offset / 16
-        )
+        let ty = self.ty.name();
+        let quad = format!("{} + {offset} / 4u", base(self.byte_offset / 16));
+        match self.buffer {
+            Buffer::Arena => format!("bitcast<vec4<{ty}>>(arena_quads[{quad}])"),
+            Buffer::Constants => format!("bitcast<vec4<{ty}>>(constant_quad({quad}))"),
+        }
     }
 
     /// The element offset of the element at `coords` (one expression per

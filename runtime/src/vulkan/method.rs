@@ -11,15 +11,16 @@ use ash::vk;
 
 use super::device::VulkanDevice;
 use super::error::{VulkanError, failed};
-use super::memory::{Buffer, HOST_SHARED, Mapping, upload_constants};
+use super::memory::{Buffer, ConstantTexels, HOST_SHARED, Mapping, upload_constants};
 use super::program::{DeviceProgram, Dispatch, Segment, buffer_bytes};
 
 /// The descriptor bindings of set 0, as every shader declares them: the
-/// arena and the constants as words, then both again as quads.
+/// arena and the constants as words, the arena as quads (storage buffers),
+/// and the constants as texels of quads (a sampled image).
 const ARENA_BINDING: u32 = 0;
 const CONSTANTS_BINDING: u32 = 1;
 const ARENA_QUADS_BINDING: u32 = 2;
-const CONSTANTS_QUADS_BINDING: u32 = 3;
+const CONSTANT_TEXELS_BINDING: u32 = 3;
 
 /// A program on a device, ready to run: write inputs into [`Self::arena_mut`]
 /// at their offsets, run each segment in order ([`Self::run_segment`] for
@@ -35,6 +36,7 @@ pub struct DeviceMethod {
     /// The program's arena size (the buffer may be a little larger).
     arena_len: usize,
     constants: Buffer,
+    texels: ConstantTexels,
     constant_len: usize,
     dispatches: usize,
     segments: Vec<Segment>,
@@ -109,14 +111,16 @@ impl DeviceMethod {
             &program.constants,
             buffer_bytes(program.constants.len() as u64),
         )?;
+        let texels = ConstantTexels::new(&device, &program.constants)?;
         let mut objects = Objects::new(device);
-        objects.build(program, &arena, &constants, profile)?;
+        objects.build(program, &arena, &constants, &texels, profile)?;
         Ok(DeviceMethod {
             objects,
             arena,
             mapping,
             arena_len,
             constants,
+            texels,
             constant_len: program.constants.len(),
             dispatches: program.dispatches.len(),
             segments: program.segments.clone(),
@@ -212,9 +216,10 @@ impl DeviceMethod {
     }
 
     /// The bytes of device memory the method holds in buffers (the arena
-    /// and constants, each rounded up to whole quads).
+    /// and constants, each rounded up to whole quads) and in the constants'
+    /// image.
     pub fn buffer_bytes(&self) -> u64 {
-        self.arena.bytes + self.constants.bytes
+        self.arena.bytes + self.constants.bytes + self.texels.bytes
     }
 }
 
@@ -255,20 +260,21 @@ impl Objects {
         program: &DeviceProgram,
         arena: &Buffer,
         constants: &Buffer,
+        texels: &ConstantTexels,
         profile: bool,
     ) -> Result<(), VulkanError> {
         let device = Arc::clone(&self.device);
         let raw = device.raw();
         let bindings = [
-            ARENA_BINDING,
-            CONSTANTS_BINDING,
-            ARENA_QUADS_BINDING,
-            CONSTANTS_QUADS_BINDING,
+            (ARENA_BINDING, vk::DescriptorType::STORAGE_BUFFER),
+            (CONSTANTS_BINDING, vk::DescriptorType::STORAGE_BUFFER),
+            (ARENA_QUADS_BINDING, vk::DescriptorType::STORAGE_BUFFER),
+            (CONSTANT_TEXELS_BINDING, vk::DescriptorType::SAMPLED_IMAGE),
         ]
-        .map(|binding| {
+        .map(|(binding, kind)| {
             vk::DescriptorSetLayoutBinding::default()
                 .binding(binding)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_type(kind)
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
         });
@@ -278,7 +284,20 @@ impl Objects {
         self.set_layout = unsafe { raw.create_descriptor_set_layout(&set_info, None) }
             .map_err(failed("vkCreateDescriptorSetLayout"))?;
         let set_layouts = [self.set_layout];
-        let layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+        // One range of push constants, as long as the longest any dispatch
+        // gives (`DeviceProgram::check` keeps it within the device's limit).
+        let push_bytes = program
+            .dispatches
+            .iter()
+            .map(|dispatch| 4 * dispatch.push_constants.len() as u32)
+            .max()
+            .unwrap_or(0);
+        let push_ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .size(push_bytes)];
+        let layout_info = vk::PipelineLayoutCreateInfo::default()
+            .set_layouts(&set_layouts)
+            .push_constant_ranges(&push_ranges[..usize::from(push_bytes > 0)]);
         // SAFETY: see above.
         self.pipeline_layout = unsafe { raw.create_pipeline_layout(&layout_info, None) }
             .map_err(failed("vkCreatePipelineLayout"))?;
@@ -289,7 +308,7 @@ impl Objects {
             })?;
             self.pipelines.push(pipeline);
         }
-        let descriptor_set = self.descriptor_set(arena, constants)?;
+        let descriptor_set = self.descriptor_set(arena, constants, texels)?;
         self.fence = device.create_fence()?;
         for segment in &program.segments {
             let mut buffers = Vec::new();
@@ -346,16 +365,22 @@ impl Objects {
     }
 
     /// The descriptor set every shader sees: the arena and the constants,
-    /// each bound twice (as words and as quads).
+    /// each bound twice (as words, and as quads or texels of quads).
     fn descriptor_set(
         &mut self,
         arena: &Buffer,
         constants: &Buffer,
+        texels: &ConstantTexels,
     ) -> Result<vk::DescriptorSet, VulkanError> {
         let raw = self.device.raw();
-        let sizes = [vk::DescriptorPoolSize::default()
-            .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(4)];
+        let sizes = [
+            vk::DescriptorPoolSize::default()
+                .ty(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(3),
+            vk::DescriptorPoolSize::default()
+                .ty(vk::DescriptorType::SAMPLED_IMAGE)
+                .descriptor_count(1),
+        ];
         let pool_info = vk::DescriptorPoolCreateInfo::default()
             .max_sets(1)
             .pool_sizes(&sizes);
@@ -379,7 +404,6 @@ impl Objects {
             (ARENA_BINDING, arena),
             (CONSTANTS_BINDING, constants),
             (ARENA_QUADS_BINDING, arena),
-            (CONSTANTS_QUADS_BINDING, constants),
         ]
         .map(|(binding, buffer)| {
             (
@@ -390,16 +414,29 @@ impl Objects {
                     .range(buffer.bytes)],
             )
         });
-        let writes = infos.each_ref().map(|(binding, info)| {
+        let image = [vk::DescriptorImageInfo::default()
+            .image_view(texels.view)
+            .image_layout(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)];
+        let mut writes: Vec<vk::WriteDescriptorSet> = infos
+            .iter()
+            .map(|(binding, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(*binding)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        writes.push(
             vk::WriteDescriptorSet::default()
                 .dst_set(set)
-                .dst_binding(*binding)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(info)
-        });
-        // SAFETY: the set and buffers are live, each range lies within its
-        // buffer and within maxStorageBufferRange (checked), and the set is
-        // not in use.
+                .dst_binding(CONSTANT_TEXELS_BINDING)
+                .descriptor_type(vk::DescriptorType::SAMPLED_IMAGE)
+                .image_info(&image),
+        );
+        // SAFETY: the set, buffers and image view are live, each range lies
+        // within its buffer and within maxStorageBufferRange (checked), the
+        // image is in the layout named, and the set is not in use.
         unsafe { raw.update_descriptor_sets(&writes, &[]) };
         Ok(set)
     }
@@ -452,13 +489,28 @@ impl Objects {
                 vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
             );
             let [x, y, z] = dispatch.workgroups;
-            // SAFETY: the command buffer is recording; the shader index and
-            // workgroup counts passed `DeviceProgram::check`.
+            // SAFETY: the command buffer is recording; the shader index,
+            // workgroup counts and push constants' length (within the
+            // layout's range) passed `DeviceProgram::check`.
             unsafe {
                 if bound != Some(dispatch.shader) {
                     let pipeline = self.pipelines[dispatch.shader];
                     raw.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline);
                     bound = Some(dispatch.shader);
+                }
+                if !dispatch.push_constants.is_empty() {
+                    let bytes: Vec<u8> = dispatch
+                        .push_constants
+                        .iter()
+                        .flat_map(|word| word.to_ne_bytes())
+                        .collect();
+                    raw.cmd_push_constants(
+                        commands,
+                        self.pipeline_layout,
+                        vk::ShaderStageFlags::COMPUTE,
+                        0,
+                        &bytes,
+                    );
                 }
                 raw.cmd_dispatch(commands, x, y, z);
             }

@@ -12,7 +12,8 @@
 //! - **Constants uploaded once.** Every constant, packed into one buffer
 //!   (binding 1, read-only), goes into device-local memory when the method
 //!   is made: directly when that memory is host-visible, else through a
-//!   staging buffer.
+//!   staging buffer. They are uploaded a second time as an image of quads
+//!   (binding 3), which shaders read quads of constants through.
 //! - **A command buffer per device segment.** Each shader becomes a compute
 //!   pipeline (all share one layout and one descriptor set), and each device
 //!   segment's dispatches are recorded once, in order, with a barrier before
@@ -43,5 +44,7 @@ pub use device::{ApiVersion, DeviceType, VulkanDevice};
 pub use error::VulkanError;
 pub use instance::VulkanInstance;
 pub use method::DeviceMethod;
-pub use program::{DeviceLimits, DeviceProgram, Dispatch, ProgramError, Segment};
+pub use program::{
+    DeviceLimits, DeviceProgram, Dispatch, ProgramError, Segment, TEXEL_ROW, texel_rows,
+};
 pub use spirv::{SpirvError, spirv_from_bytes};

@@ -12,10 +12,12 @@ use super::spirv::{self, SpirvError};
 /// constants; compute dispatches in order; and the segments a run goes
 /// through, device work and the host work between it.
 ///
-/// Every shader sees descriptor set 0 with two storage buffers, each bound
-/// twice: binding 0 is the arena (read-write) and binding 1 the constants
-/// (read-only), as 32-bit words; bindings 2 and 3 are the same arena and
-/// constants again, read as 16-byte quads (one load for four words).
+/// Every shader sees descriptor set 0: binding 0 is the arena (a
+/// read-write storage buffer) and binding 1 the constants (read-only), as
+/// 32-bit words; binding 2 is the arena again, read as 16-byte quads (one
+/// load for four words), and binding 3 the constants again as a sampled
+/// image of quads, `R32G32B32A32_UINT` texels [`TEXEL_ROW`] to a row:
+/// constant quad `q` is the texel at (`q % TEXEL_ROW`, `q / TEXEL_ROW`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceProgram {
     pub arena_bytes: u64,
@@ -42,11 +44,24 @@ pub enum Segment {
     Host(usize),
 }
 
-/// One `vkCmdDispatch`: which shader, and how many workgroups along x, y, z.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Texels (of four 32-bit words each) per row of the constants' image: the
+/// least `maxImageDimension2D` every device allows, so that shaders
+/// written for any device find a quad of constants at the same texel.
+pub const TEXEL_ROW: u64 = 4096;
+
+/// The rows of the constants' image that hold `bytes` of constants (at
+/// least one: an image is never empty).
+pub fn texel_rows(bytes: u64) -> u64 {
+    bytes.div_ceil(16 * TEXEL_ROW).max(1)
+}
+
+/// One `vkCmdDispatch`: which shader, how many workgroups along x, y, z,
+/// and the 32-bit words its shader reads as push constants (from offset 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dispatch {
     pub shader: usize,
     pub workgroups: [u32; 3],
+    pub push_constants: Vec<u32>,
 }
 
 /// The limits of a device that a program must keep to.
@@ -62,6 +77,11 @@ pub struct DeviceLimits {
     pub max_storage_buffer_range: u32,
     /// `maxMemoryAllocationSize`: the largest single allocation.
     pub max_allocation_bytes: u64,
+    /// `maxImageDimension2D`: the most rows the constants' image may have.
+    pub max_image_dimension_2d: u32,
+    /// `maxPushConstantsSize`: the most bytes of push constants a dispatch
+    /// may give.
+    pub max_push_constant_bytes: u32,
 }
 
 /// Why a program cannot run on a device.
@@ -72,6 +92,15 @@ pub enum ProgramError {
         dispatch: usize,
         shader: usize,
         shaders: usize,
+    },
+
+    #[error(
+        "dispatch {dispatch} gives {bytes} bytes of push constants, above the device's maxPushConstantsSize of {limit}"
+    )]
+    TooManyPushConstants {
+        dispatch: usize,
+        bytes: u64,
+        limit: u32,
     },
 
     #[error("dispatch {dispatch} launches no workgroups along {axis}")]
@@ -132,6 +161,11 @@ pub enum ProgramError {
     },
 
     #[error(
+        "the constants ({bytes} bytes) need an image of {rows} rows of {TEXEL_ROW} quads, above the device's maxImageDimension2D of {limit}"
+    )]
+    TooManyTexelRows { bytes: u64, rows: u64, limit: u32 },
+
+    #[error(
         "the {buffer} needs a buffer of {bytes} bytes, above the device's {limit_name} of {limit}"
     )]
     BufferTooLarge {
@@ -183,7 +217,17 @@ impl DeviceProgram {
             });
         }
         check_buffer("arena", self.arena_bytes, limits)?;
-        check_buffer("constants", self.constants.len() as u64, limits)
+        let constant_bytes = self.constants.len() as u64;
+        check_buffer("constants", constant_bytes, limits)?;
+        let rows = texel_rows(constant_bytes);
+        if rows > u64::from(limits.max_image_dimension_2d) {
+            return Err(ProgramError::TooManyTexelRows {
+                bytes: constant_bytes,
+                rows,
+                limit: limits.max_image_dimension_2d,
+            });
+        }
+        Ok(())
     }
 }
 
@@ -226,6 +270,14 @@ fn check_dispatch(
             dispatch: index,
             shader: dispatch.shader,
             shaders,
+        });
+    }
+    let bytes = 4 * dispatch.push_constants.len() as u64;
+    if bytes > u64::from(limits.max_push_constant_bytes) {
+        return Err(ProgramError::TooManyPushConstants {
+            dispatch: index,
+            bytes,
+            limit: limits.max_push_constant_bytes,
         });
     }
     for ((axis, count), limit) in AXES
@@ -299,6 +351,8 @@ mod tests {
         max_workgroup_invocations: 1024,
         max_storage_buffer_range: 1 << 27,
         max_allocation_bytes: 1 << 30,
+        max_image_dimension_2d: 4096,
+        max_push_constant_bytes: 128,
     };
 
     fn program(dispatches: &[Dispatch]) -> DeviceProgram {
@@ -316,6 +370,7 @@ mod tests {
         let dispatch = Dispatch {
             shader: 0,
             workgroups: [65535, 2, 1],
+            push_constants: vec![7; 32],
         };
         assert_eq!(program(&[dispatch]).check(&LIMITS), Ok(()));
     }
@@ -325,6 +380,7 @@ mod tests {
         let no_shader = Dispatch {
             shader: 1,
             workgroups: [1, 1, 1],
+            push_constants: Vec::new(),
         };
         assert_eq!(
             program(&[no_shader]).check(&LIMITS),
@@ -337,21 +393,36 @@ mod tests {
         let ok = Dispatch {
             shader: 0,
             workgroups: [1, 1, 1],
+            push_constants: Vec::new(),
         };
         let empty = Dispatch {
             shader: 0,
             workgroups: [4, 0, 1],
+            push_constants: Vec::new(),
         };
         assert_eq!(
-            program(&[ok, empty]).check(&LIMITS),
+            program(&[ok.clone(), empty]).check(&LIMITS),
             Err(ProgramError::NoWorkgroups {
                 dispatch: 1,
                 axis: 'y'
             })
         );
+        let pushy = Dispatch {
+            push_constants: vec![0; 33],
+            ..ok.clone()
+        };
+        assert_eq!(
+            program(&[ok, pushy]).check(&LIMITS),
+            Err(ProgramError::TooManyPushConstants {
+                dispatch: 1,
+                bytes: 132,
+                limit: 128
+            })
+        );
         let many = Dispatch {
             shader: 0,
             workgroups: [1, 1, 65536],
+            push_constants: Vec::new(),
         };
         assert_eq!(
             program(&[many]).check(&LIMITS),
@@ -414,6 +485,30 @@ mod tests {
                 limit: 4,
             })
         );
+    }
+
+    #[test]
+    fn refuses_constants_beyond_the_image_rows() {
+        let two_rows = DeviceLimits {
+            max_image_dimension_2d: 2,
+            ..LIMITS
+        };
+        let mut fits = program(&[]);
+        fits.constants = vec![0; 16 * 4096 * 2];
+        assert_eq!(fits.check(&two_rows), Ok(()));
+        let mut large = program(&[]);
+        large.constants = vec![0; 16 * 4096 * 2 + 4];
+        assert_eq!(
+            large.check(&two_rows),
+            Err(ProgramError::TooManyTexelRows {
+                bytes: 16 * 4096 * 2 + 4,
+                rows: 3,
+                limit: 2,
+            })
+        );
+        assert_eq!(texel_rows(0), 1);
+        assert_eq!(texel_rows(16 * 4096), 1);
+        assert_eq!(texel_rows(16 * 4096 + 1), 2);
     }
 
     #[test]
