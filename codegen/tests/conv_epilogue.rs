@@ -11,7 +11,8 @@
 //! convolution's result is channels-last as the pass needs; an NCHW result (whose chain goes after the whole
 //! convolution) is checked on graphs written with their epilogue.
 //!
-//! The chain multiplies by a per-channel scale, rounds, clamps, adds a
+//! A SiLU chain goes through the activation microkernel on each block.
+//! The other chain multiplies by a per-channel scale, rounds, clamps, adds a
 //! residual laid out as the result (another convolution's), divides by one
 //! value, takes the negated absolute value and scales again; the scale
 //! holds NaN, infinities and signed zeros, so the NaN-keeping bounds, the
@@ -69,6 +70,9 @@ struct Case {
     stride: usize,
     /// The input rounded and clamped first, so the integer GEMMs take it.
     integral: bool,
+    /// A SiLU as the chain (the activation microkernel's), instead of the
+    /// requantization-like one.
+    silu: bool,
 }
 
 impl Case {
@@ -100,6 +104,24 @@ impl Case {
         let filter = integers(5, o * per_group * k * k);
         let bias = integers(6, o);
         let residual_filter = integers(7, o * per_group * k * k);
+        let chain = match self.silu {
+            true => format!(
+                "  %9: f32[1,{o},{os},{os}] = sigmoid(%8)
+  %16: f32[1,{o},{os},{os}] = mul(%8, %9)
+"
+            ),
+            false => format!(
+                "  %9: f32[1,{o},{os},{os}] = mul(%8, %1)
+  %10: f32[1,{o},{os},{os}] = round(%9)
+  %11: f32[1,{o},{os},{os}] = clamp(%10) min=-60.0 max=60.0
+  %12: f32[1,{o},{os},{os}] = add(%2, %11)
+  %13: f32[1,{o},{os},{os}] = div(%12, %3)
+  %14: f32[1,{o},{os},{os}] = abs(%13)
+  %15: f32[1,{o},{os},{os}] = neg(%14)
+  %16: f32[1,{o},{os},{os}] = mul(%15, %1)
+"
+            ),
+        };
         let text = format!(
             "graph g {{
   %0: f32[1,{c},{s},{s}] = input 0
@@ -112,15 +134,7 @@ impl Case {
 padding=[{padding}, {padding}] dilation=[1, 1] groups={groups}
   %8: f32[1,{o},{os},{os}] = convolution(%7, %4, bias=%5) stride=[{stride}, {stride}] \
 padding=[{padding}, {padding}] dilation=[1, 1] groups={groups}
-  %9: f32[1,{o},{os},{os}] = mul(%8, %1)
-  %10: f32[1,{o},{os},{os}] = round(%9)
-  %11: f32[1,{o},{os},{os}] = clamp(%10) min=-60.0 max=60.0
-  %12: f32[1,{o},{os},{os}] = add(%2, %11)
-  %13: f32[1,{o},{os},{os}] = div(%12, %3)
-  %14: f32[1,{o},{os},{os}] = abs(%13)
-  %15: f32[1,{o},{os},{os}] = neg(%14)
-  %16: f32[1,{o},{os},{os}] = mul(%15, %1)
-  %17: f64[1,{o},{os},{os}] = copy(%16)
+{chain}  %17: f64[1,{o},{os},{os}] = copy(%16)
   return %17
 }}"
         );
@@ -203,7 +217,7 @@ fn check(case: Case) {
 fn pointwise_convolutions_give_the_bits_of_the_chain_apart() {
     for outputs in [1, 7, 16, 17, 40] {
         for size in [5, 24] {
-            for integral in [false, true] {
+            for (integral, silu) in [(false, false), (true, false), (false, true)] {
                 check(Case {
                     channels: 8,
                     outputs,
@@ -212,6 +226,7 @@ fn pointwise_convolutions_give_the_bits_of_the_chain_apart() {
                     kernel: 1,
                     stride: 1,
                     integral,
+                    silu,
                 });
             }
         }
@@ -230,6 +245,7 @@ fn depthwise_convolutions_give_the_bits_of_the_chain_apart() {
                 kernel: 3,
                 stride,
                 integral: false,
+                silu: stride == 2,
             });
         }
     }
@@ -247,6 +263,7 @@ fn im2col_convolutions_give_the_bits_of_the_chain_apart() {
                 kernel: 3,
                 stride: 2,
                 integral,
+                silu: false,
             });
         }
     }

@@ -5,21 +5,23 @@
 //! channel, the kernels apply it to each block of output pixels right after
 //! computing the block, while it is in the cache ([`BlockEpilogue`]: a call
 //! of the target's chain kernel for the epilogue, `chain_kernel.rs`, where
-//! it has one, else a Cranelift map); any
+//! it has one, or of the activation microkernel for a sigmoid or SiLU, else
+//! a Cranelift map); any
 //! other convolution computes its whole result and then applies the chain
 //! over it ([`apply_whole`]). Either way each element goes through the
 //! chain's steps in order, as the fused kernel would have.
 
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift_module::FuncId;
+use ptec_ir::ops::elementwise::Func;
 use ptec_ir::ops::expr::Expr;
-use ptec_ir::ops::fused::Epilogue;
+use ptec_ir::ops::fused::{Epilogue, StepInput};
 use ptec_ir::ops::promotion::Operand as PromotionOperand;
 use ptec_ir::{CHANNELS_LAST, DType, Graph, ValueId, strides_in_order};
 
 use super::elementwise::{dtype, map_over};
 use super::map::{Map, Operand, emit_map};
-use super::pointwise::Chain;
+use super::pointwise::{Chain, activation_of};
 use crate::chain_kernel::Reach;
 use crate::emit::{Emitter, PTR, Size};
 use crate::error::CodegenError;
@@ -133,6 +135,9 @@ pub(super) struct BlockEpilogue<'s> {
     channels: i64,
     sources: Vec<Source>,
     kernel: Option<FuncId>,
+    /// The activation microkernel, for steps that compute one (sigmoid,
+    /// SiLU) of the result alone.
+    activation: Option<FuncId>,
 }
 
 impl<'s> BlockEpilogue<'s> {
@@ -165,12 +170,22 @@ impl<'s> BlockEpilogue<'s> {
                 },
             });
         }
+        let funcs: Vec<Func> = epilogue
+            .steps
+            .iter()
+            .map(|step| step.func.clone())
+            .collect();
+        let inputs: Vec<&[StepInput]> =
+            epilogue.steps.iter().map(|step| &step.inputs[..]).collect();
+        let activation = activation_of(&funcs, &inputs, 1 + epilogue.operands.len())
+            .and_then(|activation| e.cx.microkernels.activation(activation));
         let chain = Chain::new(e, &epilogue.steps, DType::F32)?;
         Ok(Some(BlockEpilogue {
             chain,
             channels,
             sources,
             kernel,
+            activation,
         }))
     }
 
@@ -200,6 +215,14 @@ impl<'s> BlockEpilogue<'s> {
                 },
             })
             .collect();
+        // A whole block of pixels is one run of elements.
+        if let (Some(kernel), true) = (self.activation, channels == self.channels) {
+            let function = e.import_function(kernel);
+            let pixels = e.value_of(pixels);
+            let count = e.b.ins().imul_imm_s(pixels, channels);
+            e.b.ins().call(function, &[block, block, count]);
+            return Ok(());
+        }
         if let Some(kernel) = self.kernel {
             let bytes = (firsts.len().max(1) * 8) as u32;
             let slot = e.b.create_sized_stack_slot(StackSlotData::new(

@@ -166,7 +166,11 @@ impl<'s> Chain<'s> {
 /// sigmoid and the product of its operand and result (SiLU as the fusion
 /// pass writes it). `inputs` are the steps' inputs (none for one function
 /// applied to the operand).
-fn activation_of(funcs: &[Func], inputs: &[&[StepInput]], operands: usize) -> Option<Activation> {
+pub(super) fn activation_of(
+    funcs: &[Func],
+    inputs: &[&[StepInput]],
+    operands: usize,
+) -> Option<Activation> {
     use StepInput::{Input, Step};
     if operands != 1 {
         return None;
