@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{elements, le_bytes, run_jit_with};
+use common::{elements, le_bytes, run_jit, run_jit_with};
 use ptec_codegen::CodegenOptions;
 use ptec_ir::{Graph, Op};
 use ptec_passes::{PassOptions, run_pipeline};
@@ -29,7 +29,7 @@ use ptec_passes::{PassOptions, run_pipeline};
 /// and every 13th (from `seed`) a special one.
 fn value(seed: u64, index: usize) -> f32 {
     const SPECIAL: [f32; 5] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0];
-    if (index + seed as usize) % 13 == 0 {
+    if (index + seed as usize).is_multiple_of(13) {
         return SPECIAL[(index / 13) % SPECIAL.len()];
     }
     let mut x = seed
@@ -318,7 +318,7 @@ fn an_nchw_result_gives_the_bits_of_the_chain_apart() {
     let (fused, apart) = (placed(&fused), placed(&apart));
     assert_eq!((epilogues(&fused), epilogues(&apart)), (1, 0));
     let run = |graph: &Graph<'_>| {
-        let outputs = run_jit_with(graph, &CodegenOptions::default(), &inputs).expect("it runs");
+        let outputs = run_jit(graph, &inputs).expect("it runs");
         elements(&outputs[0], f32::from_le_bytes)
     };
     let (got, want) = (run(&fused), run(&apart));
