@@ -48,7 +48,7 @@ pub(crate) enum Reach {
 
 /// The most operands a chain kernel reads besides the element (one
 /// pointer register each).
-pub(crate) const MAX_OPERANDS: usize = 4;
+const MAX_OPERANDS: usize = 4;
 
 const ZMM: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,

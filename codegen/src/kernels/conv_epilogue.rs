@@ -6,9 +6,8 @@
 //! computing the block, while it is in the cache ([`BlockEpilogue`]: a call
 //! of the target's chain kernel for the epilogue, `chain_kernel.rs`, where
 //! it has one, or of the activation microkernel for a sigmoid or SiLU, else
-//! a Cranelift map); any
-//! other convolution computes its whole result and then applies the chain
-//! over it ([`apply_whole`]). Either way each element goes through the
+//! a Cranelift map); any other convolution computes its whole result and
+//! then applies the chain over it ([`apply_whole`]). Either way each element goes through the
 //! chain's steps in order, as the fused kernel would have.
 
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};

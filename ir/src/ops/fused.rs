@@ -1,7 +1,8 @@
 //! Fused elementwise kernels: a chain of elementwise functions evaluated
 //! together on each element, reading the node's operands (broadcast to the
 //! output's shape) and earlier steps' results, so that intermediates stay in
-//! registers. `fuse-elementwise` builds them.
+//! registers. `fuse-elementwise` builds them; `fuse-epilogue` moves such
+//! steps into the convolution whose result they read ([`Epilogue`]).
 
 use std::fmt;
 
@@ -137,17 +138,6 @@ impl Epilogue {
     /// The steps, as for a fused kernel of the result and the operands.
     pub fn check(&self) -> Result<(), OpError> {
         check_steps(&self.steps, self.operands.len() + 1)
-    }
-
-    /// The epilogue as a fused kernel reading `result` (the value the
-    /// epilogue's producer computes before it) then the operands.
-    pub fn as_fused(&self, result: ValueId) -> Fused {
-        Fused {
-            steps: self.steps.clone(),
-            inputs: std::iter::once(result)
-                .chain(self.operands.iter().copied())
-                .collect(),
-        }
     }
 }
 
