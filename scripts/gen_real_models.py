@@ -15,6 +15,12 @@ anchor has no Vulkan backend), and the index records its largest error
 (``executorch_error``), so that a difference in ptec can be told from one in
 ExecuTorch. A model whose export fails in ExecuTorch is reported and skipped.
 
+The models of ``QUANTIZED`` are also exported quantized to int8 (``xnnpack-q8``)
+as ../shared/corpus/export.py's variant of that name is: PT2E static
+quantization with XNNPACK's symmetric per-channel configuration, calibrated on
+random batches, lowered with ``XnnpackPartitioner``; the expected outputs are
+the quantized model's in eager PyTorch.
+
 Files are named ``<model>.<variant>.bpte``; ``index.json`` records, per file,
 the model's source, input and output shapes, size, the operators the plan calls
 outside delegates and ExecuTorch's error. The files are large (up to 100 MB):
@@ -26,6 +32,7 @@ each back end B (``jit``, ``aot``, ``vulkan``).
 Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_real_models.py [OUT_DIR]          # default: ~/.cache/ptec-models
     $ANCHOR_PY scripts/gen_real_models.py --only NAME...     # only these models
+    $ANCHOR_PY scripts/gen_real_models.py --only resnet18 --variants xnnpack-q8
 """
 
 import argparse
@@ -71,6 +78,39 @@ def calibrated(model: nn.Module, inputs) -> nn.Module:
             for _ in range(3):
                 model(*[torch.randn(4, *t.shape[1:]) for t in inputs])
     return model.eval()
+
+
+def quantize_q8(model: nn.Module, inputs) -> nn.Module:
+    """``model`` quantized to int8 as export.py's ``xnnpack-q8`` variant does it."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    module = prepare_pt2e(torch.export.export(model, inputs).module(), quantizer)
+    with torch.no_grad():
+        for _ in range(4):
+            module(*[torch.randn_like(t) for t in inputs])
+        module(*inputs)
+    return Quantized(convert_pt2e(module))
+
+
+class Quantized(nn.Module):
+    """A quantized exported module, which refuses ``train``/``eval``: the
+    exporter's callers switch modes, which this wrapper keeps to itself."""
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self.module = module
+
+    def train(self, mode: bool = True):
+        self.training = mode
+        return self
+
+    def forward(self, *inputs):
+        return self.module(*inputs)
 
 
 class Segmentation(nn.Module):
@@ -180,13 +220,18 @@ MODELS = {
 }
 
 
-def spec_for(name: str) -> OpFixture:
+# Models also exported quantized to int8 (the ``xnnpack-q8`` variant).
+QUANTIZED = {"resnet18"}
+
+
+def spec_for(name: str, quantized: bool = False) -> OpFixture:
     make_model, make_inputs = MODELS[name][1]
     inputs = {}
 
     def model():
         inputs["case"] = make_inputs()
-        return calibrated(make_model(), inputs["case"])
+        eager = calibrated(make_model(), inputs["case"])
+        return quantize_q8(eager, inputs["case"]) if quantized else eager
 
     return OpFixture(name, name, MODELS[name][0], model, lambda: [inputs["case"]])
 
@@ -217,14 +262,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT_DIR)
     parser.add_argument("--only", nargs="+", choices=sorted(MODELS), help="export only these models")
+    parser.add_argument(
+        "--variants", nargs="+", choices=[*PARTITIONERS, "xnnpack-q8"], help="export only these variants"
+    )
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     index_path = args.out_dir / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     failed = []
     for name in args.only or MODELS:
-        spec = spec_for(name)
-        for variant, partitioner in PARTITIONERS.items():
+        variants = [(variant, partitioner, False) for variant, partitioner in PARTITIONERS.items()]
+        if name in QUANTIZED:
+            variants.append(("xnnpack-q8", PARTITIONERS["xnnpack"], True))
+        for variant, partitioner, quantized in variants:
+            if args.variants and variant not in args.variants:
+                continue
+            spec = spec_for(name, quantized)
             file = f"{name}.{variant}.bpte"
             try:
                 data, cases, outputs, operators = export_bundled(spec, partitioner(), "real-models")

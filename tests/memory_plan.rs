@@ -127,7 +127,16 @@ fn mobilenet_v3_small_elementwise_chains_fuse() {
     let file = corpus.join("mobilenet_v3_small.portable.bpte");
     let file = file.to_str().expect("utf-8 path");
     let count_ops = |extra: &[&str]| {
-        let mut args = vec!["dump", file, "--after", "plan-memory"];
+        // Without `fuse-epilogue`, which moves the chains after
+        // convolutions into them.
+        let mut args = vec![
+            "dump",
+            file,
+            "--after",
+            "plan-memory",
+            "--disable-pass",
+            "fuse-epilogue",
+        ];
         args.extend(extra);
         let output = ptec(&args);
         assert!(
@@ -199,11 +208,14 @@ fn encoder_reads_its_projection_weights_in_place() {
 fn elementwise_kernels_reuse_a_dying_input() {
     let corpus = corpus_dir().expect("../shared/corpus is beside the repository");
     let file = corpus.join("mobilenet_v3_small.portable.bpte");
+    // Without `fuse-epilogue`, which moves most chains into convolutions.
     let output = ptec(&[
         "dump",
         file.to_str().expect("utf-8 path"),
         "--after",
         "plan-memory",
+        "--disable-pass",
+        "fuse-epilogue",
     ]);
     let text = String::from_utf8(output.stdout).expect("UTF-8");
     // `%7: f32[1,16,112,112] @0 = convolution(...)`: value, offset.

@@ -76,7 +76,17 @@ pub(crate) struct Microkernels {
     /// Integer GEMM tiles: their form, and the tile of each number of
     /// registers a row (two, then one).
     pub integer: Option<(crate::microkernel::IntegerForm, [FuncId; 2])>,
+    /// Chain kernels (`chain_kernel.rs`) of the convolutions' epilogue
+    /// steps, by the steps and how they read their operands.
+    pub chains: HashMap<ChainKey, FuncId>,
 }
+
+/// What a chain kernel is specialized for: the steps (their constants are
+/// in its code) and how each operand is read.
+pub(crate) type ChainKey = (
+    Vec<ptec_ir::ops::fused::FusedStep>,
+    Vec<crate::chain_kernel::Reach>,
+);
 
 impl Microkernels {
     /// The microkernel computing `activation`, if the target has one.

@@ -8,6 +8,7 @@
 //! instead. [`support`] says which kinds of op each back end lowers.
 
 mod aot;
+mod chain_kernel;
 mod define;
 mod emit;
 mod error;

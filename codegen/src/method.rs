@@ -20,9 +20,9 @@ use crate::CodegenOptions;
 use crate::define::Definer;
 use crate::emit::{Emitter, MethodContext, Microkernels, PTR, Split, flags, scratch_offset};
 use crate::error::{Backend, CodegenError};
-use crate::kernels;
-use crate::microkernel;
+use crate::kernels::{self, conv_epilogue};
 use crate::symbols::SymbolCode;
+use crate::{chain_kernel, microkernel};
 
 /// Which entry points to compile, and so which kernels.
 #[derive(Clone, Copy)]
@@ -139,7 +139,7 @@ pub(crate) fn compile_method<'a>(
         errors: Vec::new(),
         scratch_bytes: 0,
         microkernels: match options.microkernels {
-            true => define_microkernels(module, symbol, options, definer)?,
+            true => define_microkernels(module, graph, symbol, options, definer)?,
             false => Microkernels::default(),
         },
         math: HashMap::new(),
@@ -207,10 +207,13 @@ pub(crate) fn compile_method<'a>(
 /// Defines the microkernels the target of `module` can run: GEMM tiles on
 /// x86-64 with FMA and AVX2, or AVX-512 too (widest and tallest first), and
 /// the depthwise kernel (AVX-512 with BMI2, or AVX2) and the integer GEMM
-/// tiles (AVX512-VNNI, AVX-VNNI or AVX2); `options` may keep them to AVX2,
-/// keep the integer tiles from VNNI, or leave them out.
+/// tiles (AVX512-VNNI, AVX-VNNI or AVX2), and with AVX-512 and BMI2 a
+/// chain kernel for each distinct epilogue of `graph`'s convolutions that
+/// one computes; `options` may keep them to AVX2, keep the integer tiles
+/// from VNNI, or leave them out.
 fn define_microkernels(
     module: &mut dyn Module,
+    graph: &Graph<'_>,
     symbol: &str,
     options: &CodegenOptions,
     definer: &mut Definer<'_>,
@@ -305,6 +308,50 @@ fn define_microkernels(
             ids.push(id);
         }
         microkernels.integer = Some((form, [ids[0], ids[1]]));
+    }
+    if depthwise == Some(microkernel::Width::Avx512) {
+        let mut signature = module.make_signature();
+        signature.params.extend([AbiParam::new(PTR); 5]);
+        let epilogues = graph.schedule().iter().filter_map(|&id| {
+            let node = graph.node(id);
+            match node.op() {
+                Op::Convolution(conv) => Some((conv.epilogue.as_ref()?, *node.outputs().first()?)),
+                _ => None,
+            }
+        });
+        for (epilogue, output) in epilogues {
+            let Some((_, layouts)) = conv_epilogue::block_layouts(graph, epilogue, output) else {
+                continue;
+            };
+            let Some((exprs, reaches)) = conv_epilogue::kernel_form(epilogue, &layouts) else {
+                continue;
+            };
+            let key = (epilogue.steps.clone(), reaches);
+            if microkernels.chains.contains_key(&key) {
+                continue;
+            }
+            let steps: Vec<chain_kernel::Step<'_>> = exprs
+                .iter()
+                .zip(&epilogue.steps)
+                .map(|(expr, step)| chain_kernel::Step {
+                    expr,
+                    inputs: &step.inputs,
+                })
+                .collect();
+            let Some(code) = chain_kernel::chain(&steps, &key.1) else {
+                continue;
+            };
+            let name = format!("{symbol}__epilogue{}", microkernels.chains.len());
+            let id = module.declare_function(&name, Linkage::Local, &signature)?;
+            definer.bytes(
+                module,
+                id,
+                &name,
+                16,
+                assembled("epilogue chain kernel", code)?,
+            )?;
+            microkernels.chains.insert(key, id);
+        }
     }
     Ok(microkernels)
 }

@@ -135,10 +135,15 @@ pub fn compile_file(
         return Err(Error::NoMethods);
     }
     let target = options.target.map(parse_target).transpose()?;
+    let vulkan = options.options.for_vulkan();
+    let passes = match options.emit {
+        Emit::Spirv => &vulkan,
+        _ => options.options,
+    };
     let graphs = methods
         .iter()
         .map(|method| {
-            let optimized = optimize_within(method, options.options, |_, _| {})?;
+            let optimized = optimize_within(method, passes, |_, _| {})?;
             report(&optimized.reports);
             Ok(optimized.graph)
         })

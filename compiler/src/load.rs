@@ -121,6 +121,14 @@ pub fn load<'a>(
     options: &Options,
 ) -> Result<Loaded<'a>, Error> {
     let start = Instant::now();
+    let vulkan;
+    let options = match backend {
+        Backend::Vulkan => {
+            vulkan = options.for_vulkan();
+            &vulkan
+        }
+        _ => options,
+    };
     let optimized = optimize_within(method, options, |_, _| {})?;
     let runner = instantiate(&optimized.graph, backend, options)?;
     let kernels = match (options.codegen.profile, backend) {

@@ -28,6 +28,17 @@ pub struct Options {
     pub threads: usize,
 }
 
+impl Options {
+    /// These options for Vulkan shaders: without `fuse-epilogue`, whose
+    /// epilogue steps the shaders' convolutions do not compute (a chain
+    /// after a convolution is a shader of its own there).
+    pub fn for_vulkan(&self) -> Options {
+        let mut options = self.clone();
+        options.passes.disabled.push("fuse-epilogue".to_string());
+        options
+    }
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {
@@ -201,6 +212,14 @@ pub fn compile<'a>(
     if methods.is_empty() {
         return Err(Error::NoMethods);
     }
+    let vulkan;
+    let options = match target {
+        Target::Vulkan => {
+            vulkan = options.for_vulkan();
+            &vulkan
+        }
+        _ => options,
+    };
     let graphs = methods
         .iter()
         .map(|method| optimize_within(method, options, |_, _| {}).map(|done| done.graph))

@@ -1495,6 +1495,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             } else {
                 range
             },
+            epilogue: None,
         }))?;
         let result = Laid {
             value,

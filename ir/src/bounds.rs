@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 
 use crate::graph::{Graph, ValueId, ValueKind};
-use crate::ops::fused::StepInput;
+use crate::ops::conv::Convolution;
+use crate::ops::fused::{FusedStep, StepInput};
 use crate::{DType, Op};
 
 /// Every element of a value that is not NaN lies in `[low, high]` (either
@@ -57,7 +58,8 @@ const DEPTH: usize = 16;
 /// The bounds of the f32 value `value`, from the single node that writes
 /// it (an elementwise function or a fused chain of them, over operands
 /// whose bounds come the same way, or a copy, reshape or permute of such
-/// a value); [`Bounds::UNKNOWN`] for any other value.
+/// a value, or a convolution's epilogue steps); [`Bounds::UNKNOWN`] for
+/// any other value.
 pub fn value_bounds(graph: &Graph<'_>, value: ValueId) -> Bounds {
     bounds_at(graph, value, DEPTH, &mut HashMap::new())
 }
@@ -90,19 +92,18 @@ fn bounds_at(
                 }
                 Op::Fused(fused) => {
                     let inputs: Vec<Bounds> = fused.inputs.iter().map(|&v| operand(v)).collect();
-                    let mut steps: Vec<Bounds> = Vec::with_capacity(fused.steps.len());
-                    for step in &fused.steps {
-                        let operands: Vec<Bounds> = step
-                            .inputs
-                            .iter()
-                            .map(|input| match *input {
-                                StepInput::Input(index) => inputs[index],
-                                StepInput::Step(index) => steps[index],
-                            })
-                            .collect();
-                        steps.push(step.func.bounds(&operands));
-                    }
-                    steps.last().copied().unwrap_or(Bounds::UNKNOWN)
+                    chain_bounds(&fused.steps, &inputs)
+                }
+                // What the epilogue computes of the convolution's result,
+                // of which nothing is known.
+                Op::Convolution(Convolution {
+                    epilogue: Some(epilogue),
+                    ..
+                }) => {
+                    let inputs: Vec<Bounds> = std::iter::once(Bounds::UNKNOWN)
+                        .chain(epilogue.operands.iter().map(|&v| operand(v)))
+                        .collect();
+                    chain_bounds(&epilogue.steps, &inputs)
                 }
                 // Layout ops move elements without changing them.
                 Op::Copy(op) => operand(op.input),
@@ -115,6 +116,23 @@ fn bounds_at(
     };
     known.insert(value, bounds);
     bounds
+}
+
+/// The bounds of a fused chain's result from its operands' (`inputs`).
+fn chain_bounds(chain: &[FusedStep], inputs: &[Bounds]) -> Bounds {
+    let mut steps: Vec<Bounds> = Vec::with_capacity(chain.len());
+    for step in chain {
+        let operands: Vec<Bounds> = step
+            .inputs
+            .iter()
+            .map(|input| match *input {
+                StepInput::Input(index) => inputs[index],
+                StepInput::Step(index) => steps[index],
+            })
+            .collect();
+        steps.push(step.func.bounds(&operands));
+    }
+    steps.last().copied().unwrap_or(Bounds::UNKNOWN)
 }
 
 /// The bounds of `f(x)` for a function `f` that never decreases (f32

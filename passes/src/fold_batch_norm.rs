@@ -64,11 +64,13 @@ fn fold(graph: &mut Graph<'_>, norm: NodeId) -> Option<()> {
         return None;
     }
     // A transposed convolution's filter holds its output channels in its
-    // second dimension, which the rescaling below does not handle.
+    // second dimension, which the rescaling below does not handle; epilogue
+    // steps come after the bias, so the norm cannot move before them.
     let Op::Convolution(Convolution {
         weight: filter,
         bias: conv_bias,
         transposed: None,
+        epilogue: None,
         ..
     }) = &mut op
     else {

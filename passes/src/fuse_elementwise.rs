@@ -64,7 +64,7 @@ fn producer_to_fuse(graph: &Graph<'_>, consumer: NodeId) -> Option<NodeId> {
 
 /// A fusable elementwise op as a fused kernel of its own: its steps, over
 /// its operands.
-fn as_fused(op: &Op) -> Option<Fused> {
+pub(crate) fn as_fused(op: &Op) -> Option<Fused> {
     match op {
         Op::Fused(fused) => Some(fused.clone()),
         Op::Elementwise(elementwise) if op.is_fusable_elementwise() => Some(Fused {

@@ -13,6 +13,7 @@ mod fold_batch_norm;
 mod fold_constants;
 mod fuse_clamp;
 mod fuse_elementwise;
+mod fuse_epilogue;
 mod fuse_residual;
 mod plan_memory;
 mod propagate_dim_order;
@@ -104,6 +105,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "propagate-dim-order",
         description: "stores convolution results, and the elementwise ops after them, channels-last where nothing observes their layout",
         run: propagate_dim_order::run,
+    },
+    Pass {
+        name: "fuse-epilogue",
+        description: "applies the elementwise chain after a channels-last convolution in the convolution's epilogue, block by block",
+        run: fuse_epilogue::run,
     },
     Pass {
         name: "plan-memory",

@@ -131,6 +131,11 @@ fn fuse_elementwise() {
 }
 
 #[test]
+fn fuse_epilogue() {
+    run_folder("fuse-epilogue");
+}
+
+#[test]
 fn dead_code() {
     run_folder("dead-code");
 }

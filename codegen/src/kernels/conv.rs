@@ -21,6 +21,7 @@ use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d, Pair};
 use ptec_ir::{CHANNELS_LAST, DType, FILTER_HWIO, ValueId, strides_in_order};
 
 use super::conv_dynamic;
+use super::conv_epilogue::{BlockEpilogue, apply_whole};
 use super::conv_nhwc::{self, ChannelsLast};
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
 use super::map::{Operand, emit_copy};
@@ -130,7 +131,10 @@ fn planar(e: &Emitter<'_, '_, '_>, op: &Convolution, output: ValueId) -> Option<
 }
 
 /// A convolution into `output`: its clamp, then its residual, are the
-/// epilogue of whichever kernel computes it.
+/// epilogue of whichever kernel computes it, and its epilogue steps are
+/// applied to each block of a channels-last result as it is computed, or
+/// else to the whole result afterwards (by the kernel alone, as a pass
+/// over its output cannot be split with its threads).
 pub(super) fn convolution(
     e: &mut Emitter<'_, '_, '_>,
     op: &Convolution,
@@ -139,6 +143,29 @@ pub(super) fn convolution(
     // Sizes known only at run time take the plain 2-D loop nest.
     let dynamic = conv_dynamic::is_dynamic(e, &[op.input, output]);
     let geometry = planar(e, op, output);
+    let blocks = match (&op.epilogue, geometry) {
+        (Some(epilogue), Some(_)) if !dynamic => BlockEpilogue::new(e, epilogue, output)?,
+        _ => None,
+    };
+    match &op.epilogue {
+        Some(epilogue) if blocks.is_none() => {
+            e.whole(|e| compute(e, op, output, geometry, dynamic, None))?;
+            apply_whole(e, epilogue, output)
+        }
+        _ => compute(e, op, output, geometry, dynamic, blocks.as_ref()),
+    }
+}
+
+/// The convolution by the kernel its geometry selects, `blocks` its
+/// epilogue steps when they go block by block.
+fn compute(
+    e: &mut Emitter<'_, '_, '_>,
+    op: &Convolution,
+    output: ValueId,
+    geometry: Option<[Pair; 3]>,
+    dynamic: bool,
+    blocks: Option<&BlockEpilogue<'_>>,
+) -> Result<(), CodegenError> {
     if geometry.is_none() && !dynamic {
         return super::conv_direct::convolution(e, op, output);
     }
@@ -154,7 +181,7 @@ pub(super) fn convolution(
         ..Epilogue::clamped(op.clamp)
     };
     match geometry {
-        Some(geometry) => convolve(e, op, geometry, output, epilogue),
+        Some(geometry) => convolve(e, op, geometry, output, epilogue, blocks),
         None => conv_dynamic::convolution(e, op, output, epilogue),
     }
 }
@@ -165,6 +192,7 @@ fn convolve(
     [stride, padding, dilation]: [Pair; 3],
     output_value: ValueId,
     epilogue: Epilogue,
+    blocks: Option<&BlockEpilogue<'_>>,
 ) -> Result<(), CodegenError> {
     let &Convolution {
         input: input_value,
@@ -194,7 +222,8 @@ fn convolve(
         let integer = IntegerGemm::for_convolution(e, op, &conv);
         let bias = bias.map(|bias| e.address(bias));
         let values = [input_value, weight_value, output_value];
-        return conv_nhwc::convolution(e, &conv, values, bias, epilogue, integer.as_ref());
+        let epilogues = (epilogue, blocks);
+        return conv_nhwc::convolution(e, &conv, values, bias, epilogues, integer.as_ref());
     }
     let [batch, channels, height, width] = source.sizes;
     let [out_channels, group_channels, kernel_h, kernel_w] =

@@ -31,7 +31,8 @@ use cranelift_codegen::ir::{
 use ptec_ir::ValueId;
 
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
-use super::linalg::{Epilogue, Float, Gemm, Matrix, Panels, emit_gemm};
+use super::conv_epilogue::BlockEpilogue;
+use super::linalg::{Epilogue, Float, Gemm, Matrix, Panels, ROWS_PER_PART, emit_gemm};
 use super::map::emit_copy;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
@@ -80,7 +81,7 @@ pub(super) fn convolution(
     conv: &ChannelsLast,
     [input, weight, output]: [ValueId; 3],
     bias: Option<Value>,
-    epilogue: Epilogue,
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
     integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let channels = conv.input.sizes[1];
@@ -96,11 +97,11 @@ pub(super) fn convolution(
     match integer {
         Some(plan) if pointwise && conv.input.channels_last => {
             let pointers = [input, stored(e), output];
-            pointwise_integer(e, conv, plan, pointers, bias, epilogue)
+            pointwise_integer(e, conv, plan, pointers, bias, (epilogue, blocks))
         }
         _ if depthwise => {
             let pointers = [input, stored(e), output];
-            depthwise_direct(e, conv, pointers, bias, epilogue)
+            depthwise_direct(e, conv, pointers, bias, (epilogue, blocks))
         }
         _ => {
             let packed = match (integer, conv.groups) {
@@ -116,8 +117,8 @@ pub(super) fn convolution(
                 None => GemmFilter::Stored(stored(e)),
             };
             match pointwise {
-                true => pointwise_gemm(e, conv, [input, output], filter, bias, epilogue),
-                false => im2col_gemm(e, conv, [input, output], filter, bias, epilogue, integer),
+                true => pointwise_gemm(e, conv, [input, output], filter, bias, (epilogue, blocks)),
+                false => im2col_gemm(e, conv, [input, output], filter, bias, (epilogue, blocks), integer),
             }
         }
     }
@@ -202,7 +203,7 @@ fn gemm_by_filter(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
     a: Matrix,
-    [m, k, n]: [i64; 3],
+    (m, [k, n]): (Size, [i64; 2]),
     filter: GemmFilter,
     output: Value,
     bias: Option<Value>,
@@ -215,7 +216,7 @@ fn gemm_by_filter(
     };
     let gemm = Gemm {
         float: Float::F32,
-        m: Size::Const(m),
+        m,
         n: Size::Const(n),
         k: Size::Const(k),
         a,
@@ -235,17 +236,19 @@ fn gemm_by_filter(
 /// NCHW one, whose rows are not contiguous (which the microkernels need),
 /// is first copied into scratch as channels-last (a pass over the input,
 /// against the GEMM's output channels' worth of work on each element).
+/// With epilogue steps, the GEMM goes by chunks of rows, each given the
+/// steps while it is in the cache.
 fn pointwise_gemm(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
     [input, output]: [Value; 2],
     filter: GemmFilter,
     bias: Option<Value>,
-    epilogue: Epilogue,
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, _, pixel_stride] = conv.input.strides;
     let [pixels, channels] = [conv.pixels(), conv.input.sizes[1]];
-    let sizes = [pixels, channels, conv.out_channels()];
+    let sizes = [channels, conv.out_channels()];
     let packed = (!conv.input.channels_last).then(|| e.scratch((pixels * channels * 4) as u64));
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let a = match packed {
@@ -265,8 +268,48 @@ fn pointwise_gemm(
                 col: Size::Const(channel_stride * 4),
             },
         };
-        gemm_by_filter(e, conv, a, sizes, filter, out, bias, epilogue)
+        let Some(blocks) = blocks else {
+            let m = Size::Const(pixels);
+            return gemm_by_filter(e, conv, a, (m, sizes), filter, out, bias, epilogue);
+        };
+        let chunk = chunk_rows(conv.out_channels());
+        let chunks = (pixels + chunk - 1) / chunk;
+        let cost = (chunk * channels * conv.out_channels()) as u64;
+        let (first, count) = match e.parallel_range(chunks, cost) {
+            Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
+            None => (e.iconst(0), Size::Const(chunks)),
+        };
+        e.counted_loop(count, &[], |e, index, _| {
+            let start = e.b.ins().iadd(first, index);
+            let start = e.b.ins().imul_imm_s(start, chunk);
+            let total = e.iconst(pixels);
+            let left = e.b.ins().isub(total, start);
+            let whole = e.iconst(chunk);
+            let short = e.b.ins().icmp(IntCC::SignedLessThan, left, whole);
+            let m = Size::Dyn(e.b.ins().select(short, left, whole));
+            let a_offset = e.mul(Size::Dyn(start), a.row);
+            let a = Matrix {
+                base: e.add_size(a.base, a_offset),
+                ..a
+            };
+            let c_offset = e.b.ins().imul_imm_s(start, conv.out_channels() * 4);
+            let c = e.b.ins().iadd(out, c_offset);
+            e.whole(|e| gemm_by_filter(e, conv, a, (m, sizes), filter, c, bias, epilogue))?;
+            blocks.apply(e, c, None, m, conv.out_channels())?;
+            Ok(Vec::new())
+        })?;
+        Ok(())
     })
+}
+
+/// Rows of a GEMM chunk whose epilogue steps follow it: about 64 KiB of
+/// output (the L2 cache keeps it between the GEMM and the steps), in
+/// multiples of the rows threads share out, so each row is computed by the
+/// tile it has without chunks.
+fn chunk_rows(columns: i64) -> i64 {
+    const CHUNK_BYTES: i64 = 64 << 10;
+    let rows = CHUNK_BYTES / (columns * 4);
+    (rows / ROWS_PER_PART).max(1) * ROWS_PER_PART
 }
 
 /// A pointwise convolution of a channels-last input through the integer
@@ -277,14 +320,15 @@ fn pointwise_integer(
     plan: &IntegerGemm,
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
-    epilogue: Epilogue,
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
 ) -> Result<(), CodegenError> {
     let pixel_stride = conv.input.strides[3] * 4;
     let prepared = plan.prepare(e, epilogue);
     let b = rows(filter, conv.out_channels());
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let shape = [pixel_stride, conv.pixels()];
-        plan.rows_in_blocks(e, prepared, [image, out], shape, b, bias, epilogue)
+        let epilogues = (epilogue, blocks);
+        plan.rows_in_blocks(e, prepared, [image, out], shape, b, bias, epilogues)
     })
 }
 
@@ -379,7 +423,7 @@ fn depthwise_direct(
     conv: &ChannelsLast,
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
-    epilogue: Epilogue,
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
 ) -> Result<(), CodegenError> {
     let [_, channels, _, width] = conv.input.sizes;
     let out_w = conv.output.sizes[3];
@@ -400,6 +444,7 @@ fn depthwise_direct(
         }
         (Some(_), _) | (None, _) => None,
     };
+    let (input_row, output_row) = (conv.stride[0] * width * channels * 4, out_w * channels * 4);
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let source = match packed {
             Some(scratch) => image_channels_last(e, conv, image, scratch)?,
@@ -424,47 +469,53 @@ fn depthwise_direct(
                 }
                 None => (Size::Const(rows.count), None),
             };
-            for columns in &column_spans {
-                // Where the window of the span's first pixel starts (maybe
-                // outside the image: only taps inside are read).
-                let origin = (rows.start * conv.stride[0] - conv.padding[0]) * width
-                    + columns.start * conv.stride[1]
-                    - conv.padding[1];
-                let mut window = e.b.ins().iadd_imm_s(source, origin * channels * 4);
-                let first = (rows.start * out_w + columns.start) * channels * 4;
-                let mut first = e.b.ins().iadd_imm_s(out, first);
-                if let Some(skipped) = skipped {
-                    let input_rows =
-                        e.b.ins()
-                            .imul_imm_s(skipped, conv.stride[0] * width * channels * 4);
-                    window = e.b.ins().iadd(window, input_rows);
-                    let output_rows = e.b.ins().imul_imm_s(skipped, out_w * channels * 4);
-                    first = e.b.ins().iadd(first, output_rows);
-                }
-                let taps = DepthwiseTaps {
-                    rows: rows.taps.clone(),
-                    columns: columns.taps.clone(),
-                    kernel_w,
-                    dilation: conv.dilation,
-                    width,
-                    channels,
-                    window: if packed.is_some() {
-                        flags()
-                    } else {
-                        tile_input()
-                    },
-                };
-                let table = call.as_ref().map(|call| call.table(e, &taps));
-                e.counted_loop(count, &[window, first], |e, _, row| {
+            // The input row where the windows of the span's first output
+            // row start (maybe above the image: only taps inside are read),
+            // and that output row.
+            let origin = (rows.start * conv.stride[0] - conv.padding[0]) * width;
+            let mut window = e.b.ins().iadd_imm_s(source, origin * channels * 4);
+            let mut first = e.b.ins().iadd_imm_s(out, rows.start * output_row);
+            if let Some(skipped) = skipped {
+                let input_rows = e.b.ins().imul_imm_s(skipped, input_row);
+                window = e.b.ins().iadd(window, input_rows);
+                let output_rows = e.b.ins().imul_imm_s(skipped, output_row);
+                first = e.b.ins().iadd(first, output_rows);
+            }
+            let spans: Vec<(DepthwiseTaps, Option<(Value, i64)>)> = column_spans
+                .iter()
+                .map(|columns| {
+                    let taps = DepthwiseTaps {
+                        rows: rows.taps.clone(),
+                        columns: columns.taps.clone(),
+                        kernel_w,
+                        dilation: conv.dilation,
+                        width,
+                        channels,
+                        window: if packed.is_some() {
+                            flags()
+                        } else {
+                            tile_input()
+                        },
+                    };
+                    let table = call.as_ref().map(|call| call.table(e, &taps));
+                    (taps, table)
+                })
+                .collect();
+            e.counted_loop(count, &[window, first], |e, _, row| {
+                for (columns, (taps, table)) in column_spans.iter().zip(&spans) {
+                    let column = columns.start * conv.stride[1] - conv.padding[1];
+                    let window = e.b.ins().iadd_imm_s(row[0], column * channels * 4);
+                    let first = e.b.ins().iadd_imm_s(row[1], columns.start * channels * 4);
                     match (&call, table) {
                         (Some(call), Some(table)) => {
-                            call.row(e, [row[0], filter, row[1]], bias, table, columns.count)
+                            call.row(e, [window, filter, first], bias, *table, columns.count)
                         }
                         _ => {
-                            e.counted_loop(Size::Const(columns.count), row, |e, _, pixel| {
+                            let pixels = &[window, first];
+                            e.counted_loop(Size::Const(columns.count), pixels, |e, _, pixel| {
                                 depthwise_pixel(
                                     e,
-                                    &taps,
+                                    taps,
                                     [pixel[0], filter, pixel[1]],
                                     bias,
                                     epilogue,
@@ -477,13 +528,16 @@ fn depthwise_direct(
                             })?;
                         }
                     }
-                    Ok(vec![
-                        e.b.ins()
-                            .iadd_imm_s(row[0], conv.stride[0] * width * channels * 4),
-                        e.b.ins().iadd_imm_s(row[1], out_w * channels * 4),
-                    ])
-                })?;
-            }
+                }
+                // The row's steps, while it is in the cache.
+                if let Some(blocks) = blocks {
+                    blocks.apply(e, row[1], None, Size::Const(out_w), channels)?;
+                }
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(row[0], input_row),
+                    e.b.ins().iadd_imm_s(row[1], output_row),
+                ])
+            })?;
         }
         Ok(())
     })
@@ -675,7 +729,7 @@ fn im2col_gemm(
     [input, output]: [Value; 2],
     filter: GemmFilter,
     bias: Option<Value>,
-    epilogue: Epilogue,
+    (epilogue, steps): (Epilogue, Option<&BlockEpilogue<'_>>),
     integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, row_stride, column_stride] = conv.input.strides;
@@ -751,7 +805,7 @@ fn im2col_gemm(
             None => image,
         };
         let bases = [image, filter.pointer(), out, bias.unwrap_or(out)];
-        e.counted_loop(Size::Const(conv.groups), &bases, |e, _, g| {
+        e.counted_loop(Size::Const(conv.groups), &bases, |e, group, g| {
             e.counted_loop(block_count, &[], |e, index, _| {
                 let block = e.b.ins().iadd(first_block, index);
                 let first_row = e.b.ins().imul_imm_s(block, block_rows);
@@ -867,7 +921,7 @@ fn im2col_gemm(
                                 Size::Const(block_pixels),
                                 rows(g[1], conv.out_channels()),
                                 group_bias,
-                                epilogue,
+                                (epilogue, steps),
                             )
                         })
                         .map(|()| Vec::new());
@@ -882,13 +936,18 @@ fn im2col_gemm(
                         e,
                         conv,
                         a,
-                        [block_pixels, taps, group_outputs],
+                        (Size::Const(block_pixels), [taps, group_outputs]),
                         group_filter,
                         block_output,
                         group_bias,
                         epilogue,
                     )
                 })?;
+                if let Some(steps) = steps {
+                    let channel = e.b.ins().imul_imm_s(group, group_outputs);
+                    let pixels = Size::Const(block_pixels);
+                    steps.apply(e, block_output, Some(channel), pixels, group_outputs)?;
+                }
                 Ok(Vec::new())
             })?;
             Ok(vec![

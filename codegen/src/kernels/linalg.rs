@@ -86,7 +86,7 @@ const VECTOR_BYTES: i32 = 16;
 /// The rows a GEMM's work is split across threads by: a multiple of every
 /// tile height (the microkernels' 8, 6 and 4, Cranelift's 4 and 1), so
 /// that each row is computed by the tile it would be on one thread.
-const ROWS_PER_PART: i64 = 24;
+pub(super) const ROWS_PER_PART: i64 = 24;
 
 /// `C = alpha * (A @ B) + beta * bias`, then clamped, for float matrices.
 #[derive(Clone, Copy, Debug)]

@@ -8,6 +8,7 @@ mod arith;
 mod conv;
 mod conv_direct;
 mod conv_dynamic;
+pub(crate) mod conv_epilogue;
 mod conv_nhwc;
 mod elementwise;
 pub(crate) mod exp;

@@ -6,10 +6,10 @@
 //! is f32.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_codegen::ir::{InstBuilder, Type, Value};
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp, Undefined};
 use ptec_ir::ops::expr::Expr;
-use ptec_ir::ops::fused::{Fused, StepInput};
+use ptec_ir::ops::fused::{Fused, FusedStep, StepInput};
 use ptec_ir::ops::promotion::Operand;
 use ptec_ir::{DType, ValueId};
 
@@ -62,8 +62,6 @@ pub(super) fn elementwise(
 }
 
 /// A fused chain: one map whose body evaluates every step in registers.
-/// Each step's result is rounded to the element type as if it were stored
-/// (which changes only half-precision values: they are computed in f32).
 pub(super) fn fused(
     e: &mut Emitter<'_, '_, '_>,
     op: &Fused,
@@ -77,45 +75,90 @@ pub(super) fn fused(
         return Ok(());
     }
     // Every operand and step is of the output's type (the verifier checks).
-    let stored = dtype(e, output);
-    let steps = op
-        .steps
-        .iter()
-        .map(|step| {
-            let operands = vec![Operand::tensor(stored); step.inputs.len()];
-            semantics(e, &step.func, &operands)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let compute = stored.arithmetic();
+    let chain = Chain::new(e, &op.steps, dtype(e, output))?;
     map_over(
         e,
         output,
         &op.inputs,
-        compute,
-        compute,
-        steps.iter().all(|(expr, ..)| !expr.is_scalar_only()),
-        &|e, x, ty| {
-            let mut results: Vec<Value> = Vec::with_capacity(steps.len());
-            for (step, (expr, step_compute, step_result)) in op.steps.iter().zip(&steps) {
-                let operands: Vec<Value> = step
-                    .inputs
-                    .iter()
-                    .map(|input| match *input {
-                        StepInput::Input(index) => x[index],
-                        StepInput::Step(index) => results[index],
-                    })
-                    .collect();
-                let at = Lowering {
-                    compute: step_compute.arithmetic(),
-                    ty,
-                };
-                let value = expr::lower(e, expr, &operands, at)?;
-                let rounded = e.convert(value, step_result.arithmetic(), stored)?;
-                results.push(e.convert(rounded, stored, compute)?);
-            }
-            Ok(*results.last().expect("a fused kernel has steps"))
-        },
+        chain.compute,
+        chain.compute,
+        chain.vectorizable(),
+        &|e, x, ty| chain.eval(e, x, ty),
     )
+}
+
+/// The steps of a fused chain, ready to evaluate on operands of the type
+/// `stored` (a float), one element or four f32 lanes at a time. Each
+/// step's result is rounded to `stored` as if it were stored (which changes
+/// only half-precision values: they are computed in f32).
+pub(super) struct Chain<'s> {
+    steps: &'s [FusedStep],
+    semantics: Vec<(Expr, DType, DType)>,
+    stored: DType,
+    /// The type operands are converted to, and the chain's result is in.
+    pub compute: DType,
+}
+
+impl<'s> Chain<'s> {
+    pub(super) fn new(
+        e: &Emitter<'_, '_, '_>,
+        steps: &'s [FusedStep],
+        stored: DType,
+    ) -> Result<Chain<'s>, CodegenError> {
+        let semantics = steps
+            .iter()
+            .map(|step| {
+                let operands = vec![Operand::tensor(stored); step.inputs.len()];
+                semantics(e, &step.func, &operands)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Chain {
+            steps,
+            semantics,
+            stored,
+            compute: stored.arithmetic(),
+        })
+    }
+
+    /// Whether every step has a form on f32x4 vectors.
+    pub(super) fn vectorizable(&self) -> bool {
+        self.semantics
+            .iter()
+            .all(|(expr, ..)| !expr.is_scalar_only())
+    }
+
+    /// The chain's result on the operands `x` (in the compute type, or
+    /// f32x4 vectors: `ty`).
+    pub(super) fn eval(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        x: &[Value],
+        ty: Type,
+    ) -> Result<Value, CodegenError> {
+        let (stored, compute) = (self.stored, self.compute);
+        let mut results: Vec<Value> = Vec::with_capacity(self.steps.len());
+        for (step, (expr, step_compute, step_result)) in self.steps.iter().zip(&self.semantics) {
+            let operands: Vec<Value> = step
+                .inputs
+                .iter()
+                .map(|input| match *input {
+                    StepInput::Input(index) => x[index],
+                    StepInput::Step(index) => results[index],
+                })
+                .collect();
+            let at = Lowering {
+                compute: step_compute.arithmetic(),
+                ty,
+            };
+            let value = expr::lower(e, expr, &operands, at)?;
+            let rounded = e.convert(value, step_result.arithmetic(), stored)?;
+            results.push(e.convert(rounded, stored, compute)?);
+        }
+        results
+            .last()
+            .copied()
+            .ok_or_else(|| e.unsupported("a fused chain of no steps".to_string()))
+    }
 }
 
 /// The activation a chain of functions computes, when it is one the
@@ -123,7 +166,11 @@ pub(super) fn fused(
 /// sigmoid and the product of its operand and result (SiLU as the fusion
 /// pass writes it). `inputs` are the steps' inputs (none for one function
 /// applied to the operand).
-fn activation_of(funcs: &[Func], inputs: &[&[StepInput]], operands: usize) -> Option<Activation> {
+pub(super) fn activation_of(
+    funcs: &[Func],
+    inputs: &[&[StepInput]],
+    operands: usize,
+) -> Option<Activation> {
     use StepInput::{Input, Step};
     if operands != 1 {
         return None;

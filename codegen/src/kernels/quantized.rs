@@ -33,6 +33,7 @@ use ptec_ir::ops::conv::Convolution;
 use ptec_ir::ops::linalg::Addmm;
 use ptec_ir::{DType, ValueId};
 
+use super::conv_epilogue::BlockEpilogue;
 use super::conv_nhwc::ChannelsLast;
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
 use crate::emit::{Emitter, PTR, Size, bitcast_flags, flags};
@@ -464,7 +465,8 @@ impl IntegerGemm {
     /// row holds NaN, with the f32 GEMM on B's f32 elements `b` and `bias`
     /// (along the columns) as the kernel would have without this plan.
     /// `overread`: the memory past each row of A holds the 28 bytes
-    /// [`IntegerGemm::pack`] may read.
+    /// [`IntegerGemm::pack`] may read. Epilogue steps (`blocks`) are then
+    /// applied to the rows.
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn block(
         &self,
@@ -475,7 +477,7 @@ impl IntegerGemm {
         rows: Size,
         b: Matrix,
         bias: Option<Value>,
-        epilogue: Epilogue,
+        (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
     ) -> Result<(), CodegenError> {
         let nan = self.pack(e, [source, scratch], source_row, rows, overread)?;
         let (float, integer, join) = (e.b.create_block(), e.b.create_block(), e.b.create_block());
@@ -509,7 +511,10 @@ impl IntegerGemm {
         self.gemm(e, prepared, scratch, rows, output, epilogue.residual)?;
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(join);
-        Ok(())
+        match blocks {
+            Some(blocks) => blocks.apply(e, output, None, rows, self.n),
+            None => Ok(()),
+        }
     }
 }
 
@@ -527,7 +532,7 @@ impl IntegerGemm {
         [source_row, m]: [i64; 2],
         b: Matrix,
         bias: Option<Value>,
-        epilogue: Epilogue,
+        epilogues: (Epilogue, Option<&BlockEpilogue<'_>>),
     ) -> Result<(), CodegenError> {
         let blocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
         let scratch = e.scratch(self.a_bytes(BLOCK_ROWS));
@@ -558,7 +563,7 @@ impl IntegerGemm {
                 Size::Dyn(rows),
                 b,
                 bias,
-                epilogue,
+                epilogues,
             )?;
             Ok(Vec::new())
         })?;
@@ -627,7 +632,15 @@ pub(super) fn addmm(
         row: Size::Const(weight_strides[0] * 4),
         col: Size::Const(weight_strides[1] * 4),
     };
-    plan.rows_in_blocks(e, prepared, [a, c], [k * 4, m], b, Some(bias), epilogue)?;
+    plan.rows_in_blocks(
+        e,
+        prepared,
+        [a, c],
+        [k * 4, m],
+        b,
+        Some(bias),
+        (epilogue, None),
+    )?;
     Ok(true)
 }
 

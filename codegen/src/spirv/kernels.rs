@@ -520,6 +520,9 @@ fn lower(
             (op.beta, op.alpha),
             op.clamp,
         ),
+        Op::Convolution(op) if op.epilogue.is_some() => Err(refuse(
+            "a convolution with epilogue steps (compiled for Vulkan, `fuse-epilogue` does not run)",
+        )),
         Op::Convolution(op) => convolution(
             [&tensor(op.input)?, &tensor(op.weight)?],
             [optional(op.bias)?, optional(op.residual)?],

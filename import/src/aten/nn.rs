@@ -657,6 +657,7 @@ fn convolution(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         transposed,
         groups: c.count("groups")?,
         clamp: ClampRange::default(),
+        epilogue: None,
     });
     c.emit(op, &["out"])
 }
@@ -734,6 +735,7 @@ fn backward_forward(c: &mut Call<'_, '_, '_>) -> Result<Forward, ImportError> {
         transposed,
         groups: c.count("groups")?,
         clamp: ClampRange::default(),
+        epilogue: None,
     };
     let grad = c.tensor("grad_output")?;
     let result = match c

@@ -286,6 +286,11 @@ impl AttributeReader {
             .map_err(|_| Self::invalid(key, format!("{text:?} is not a scalar")))
     }
 
+    /// Whether the attribute `key` is written (without taking it).
+    pub fn has(&self, key: &str) -> bool {
+        self.entries.iter().any(|(name, _)| name == key)
+    }
+
     pub fn steps(&mut self, key: &str) -> Result<Vec<StepText>, FormError> {
         match self.required(key)? {
             AttributeValue::Steps(steps) => Ok(steps),

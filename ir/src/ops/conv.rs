@@ -2,11 +2,12 @@
 //! transposed, and 2-D pooling over NCHW tensors.
 
 use super::attributes::{AttributeReader, AttributeWriter, FormError, OperandReader};
+use super::fused::{Epilogue, read_steps, write_steps};
 use super::linalg::ClampRange;
 use super::one_input;
 use super::{
-    Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, Slot, dim_poly, fixed,
-    floor_div_poly, keeps_input_type, one, poly_dim, shapes_of, term_of,
+    Expected, LayoutRule, OpDef, OpError, Outputs, ShapeContext, Slot, broadcast, dim_poly, fixed,
+    floor_div_poly, keeps, keeps_input_type, one, poly_dim, shapes_of, term_of,
 };
 use crate::graph::ValueId;
 use crate::op::Op;
@@ -20,7 +21,8 @@ pub type Pair = [u64; 2];
 /// dimensions) by `weight`, plus `bias` (one per output channel) when
 /// present; the result is bounded by `clamp` (a fused ReLU or ReLU6), then
 /// `residual` (a tensor of the output's type, a fused skip connection) is
-/// added. `stride`, `padding` and `dilation` hold one extent per spatial
+/// added, then `epilogue`'s elementwise steps, when present, compute what
+/// is stored from that (a fused requantization or activation). `stride`, `padding` and `dilation` hold one extent per spatial
 /// dimension.
 ///
 /// An ordinary convolution's weight is `[O, C/groups, *kernel]`; a
@@ -41,9 +43,17 @@ pub struct Convolution {
     pub transposed: Option<Vec<u64>>,
     pub groups: u64,
     pub clamp: ClampRange,
+    pub epilogue: Option<Epilogue>,
 }
 
 impl Convolution {
+    /// The operands of the epilogue's steps (after the result, `in0`).
+    pub fn epilogue_operands(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.epilogue
+            .iter()
+            .flat_map(|epilogue| epilogue.operands.iter().copied())
+    }
+
     /// The number of spatial dimensions.
     pub fn spatial_rank(&self) -> usize {
         self.stride.len()
@@ -410,13 +420,44 @@ impl OpDef for Convolution {
         "convolution"
     }
 
-    keeps_input_type!();
+    /// The output keeps the input's type, and epilogue operands have it.
+    fn element_types(
+        &self,
+        inputs: &[&TensorType],
+        outputs: &[&TensorType],
+    ) -> Result<(), OpError> {
+        keeps(inputs, outputs, &[0])?;
+        let Some(epilogue) = &self.epilogue else {
+            return Ok(());
+        };
+        let output = outputs[0].dtype;
+        if !output.is_float() {
+            return Err(OpError::ElementType {
+                what: "the output of a convolution with an epilogue",
+                expected: "a float",
+                found: output,
+            });
+        }
+        let extra = &inputs[2..2 + epilogue.operands.len()];
+        if let Some(operand) = extra.iter().find(|operand| operand.dtype != output) {
+            return Err(OpError::ElementType {
+                what: "a convolution's epilogue operand",
+                expected: "of the output's type",
+                found: operand.dtype,
+            });
+        }
+        epilogue.check()
+    }
 
     fn operands(&self) -> Vec<(Slot, ValueId)> {
         let mut operands = vec![
             (Slot::Positional, self.input),
             (Slot::Positional, self.weight),
         ];
+        operands.extend(
+            self.epilogue_operands()
+                .map(|value| (Slot::Positional, value)),
+        );
         operands.extend(self.bias.map(|bias| (Slot::Named("bias"), bias)));
         operands.extend(
             self.residual
@@ -427,6 +468,11 @@ impl OpDef for Convolution {
 
     fn operands_mut(&mut self) -> Vec<&mut ValueId> {
         let mut operands = vec![&mut self.input, &mut self.weight];
+        operands.extend(
+            self.epilogue
+                .iter_mut()
+                .flat_map(|epilogue| epilogue.operands.iter_mut()),
+        );
         operands.extend(self.bias.as_mut());
         operands.extend(self.residual.as_mut());
         operands
@@ -444,7 +490,16 @@ impl OpDef for Convolution {
             shapes: shapes_of(inputs),
         };
         let shape = convolution_shape(eq, self, x, w)?;
-        let mut rest = inputs[2..].iter();
+        let extra = self.epilogue_operands().count();
+        for operand in &inputs[2..2 + extra] {
+            let shapes = [operand.shape.as_slice(), shape.as_slice()];
+            if broadcast(&shapes, eq)? != shape {
+                return Err(mismatch(
+                    "convolution with an epilogue operand that does not broadcast to its output",
+                ));
+            }
+        }
+        let mut rest = inputs[2 + extra..].iter();
         if self.bias.is_some()
             && rest.next().map(|bias| bias.shape.as_slice()) != Some(&shape[1..2])
         {
@@ -469,20 +524,24 @@ impl OpDef for Convolution {
         }
         out.int("groups", self.groups);
         self.clamp.write(out);
+        if let Some(epilogue) = &self.epilogue {
+            write_steps(out, "epilogue", &epilogue.steps);
+        }
     }
 
     fn layout(&self) -> LayoutRule {
         LayoutRule::Convolution
     }
 
-    /// The clamp comes before the residual, so none can join once a
-    /// residual has.
+    /// The clamp comes before the residual and the epilogue's steps, so
+    /// none can join once either has.
     fn clamp_epilogue(&mut self) -> Option<&mut ClampRange> {
-        self.residual.is_none().then_some(&mut self.clamp)
+        (self.residual.is_none() && self.epilogue.is_none()).then_some(&mut self.clamp)
     }
 
+    /// The residual comes before the epilogue's steps.
     fn residual_epilogue(&mut self) -> Option<&mut Option<ValueId>> {
-        Some(&mut self.residual)
+        self.epilogue.is_none().then_some(&mut self.residual)
     }
 }
 
@@ -575,6 +634,13 @@ pub(crate) fn parse(
             "convolution" => Op::Convolution(Convolution {
                 input: operands.positional("input")?,
                 weight: operands.positional("weight")?,
+                epilogue: match attributes.has("epilogue") {
+                    true => Some(Epilogue {
+                        steps: read_steps(attributes, "epilogue")?,
+                        operands: operands.rest(),
+                    }),
+                    false => None,
+                },
                 bias: operands.named("bias"),
                 residual: operands.named("residual"),
                 stride: attributes.ints("stride")?,

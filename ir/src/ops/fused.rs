@@ -1,7 +1,8 @@
 //! Fused elementwise kernels: a chain of elementwise functions evaluated
 //! together on each element, reading the node's operands (broadcast to the
 //! output's shape) and earlier steps' results, so that intermediates stay in
-//! registers. `fuse-elementwise` builds them.
+//! registers. `fuse-elementwise` builds them; `fuse-epilogue` moves such
+//! steps into the convolution whose result they read ([`Epilogue`]).
 
 use std::fmt;
 
@@ -31,9 +32,9 @@ impl fmt::Display for StepInput {
 }
 
 impl StepInput {
-    fn parse(text: &str) -> Result<StepInput, FormError> {
+    fn parse(text: &str, key: &str) -> Result<StepInput, FormError> {
         let invalid = || FormError::Invalid {
-            key: "steps".to_string(),
+            key: key.to_string(),
             problem: format!("{text:?} is not in<k> or s<k>"),
         };
         let (constructor, digits): (fn(usize) -> StepInput, &str) =
@@ -109,27 +110,11 @@ impl OpDef for Fused {
                 found: input.dtype,
             });
         }
-        self.check_steps()
+        check_steps(&self.steps, self.inputs.len())
     }
 
     fn attributes(&self, out: &mut AttributeWriter) {
-        let steps: Vec<String> = self
-            .steps
-            .iter()
-            .map(|step| {
-                let inputs: Vec<String> = step.inputs.iter().map(ToString::to_string).collect();
-                let mut attributes = AttributeWriter::default();
-                step.func.write_attributes(&mut attributes);
-                let attributes = attributes.finish();
-                let space = if attributes.is_empty() { "" } else { " " };
-                format!(
-                    "{}({}){space}{attributes}",
-                    step.func.name(),
-                    inputs.join(", ")
-                )
-            })
-            .collect();
-        out.raw("steps", &format!("[{}]", steps.join("; ")));
+        write_steps(out, "steps", &self.steps);
     }
 
     fn layout(&self) -> LayoutRule {
@@ -137,35 +122,95 @@ impl OpDef for Fused {
     }
 }
 
-impl Fused {
-    /// The steps: at least one, each a fusable function with its number of
-    /// operands, reading only operands that exist and earlier steps.
-    fn check_steps(&self) -> Result<(), OpError> {
-        if self.steps.is_empty() {
-            return Err(OpError::FusedStep {
-                index: 0,
-                problem: "a fused kernel needs at least one step".into(),
-            });
-        }
-        for (index, step) in self.steps.iter().enumerate() {
-            let invalid = |problem: String| OpError::FusedStep { index, problem };
-            if !step.func.is_fusable() {
-                return Err(invalid(format!("{} cannot be fused", step.func.name())));
-            }
-            check_arity(step.func.arity(), step.inputs.len())
-                .map_err(|error| invalid(format!("{}: {error}", step.func.name())))?;
-            for input in &step.inputs {
-                let valid = match *input {
-                    StepInput::Input(k) => k < self.inputs.len(),
-                    StepInput::Step(k) => k < index,
-                };
-                if !valid {
-                    return Err(invalid(format!("reads {input}, which does not exist")));
-                }
-            }
-        }
-        Ok(())
+/// Elementwise functions a convolution applies to each element of its
+/// result, in its epilogue, before storing it (`fuse-epilogue` attaches
+/// them): the steps of a [`Fused`] kernel whose operand `in0` is the
+/// convolution's result (after its clamp and residual) and `in{k}` for
+/// `k >= 1` is `operands[k - 1]`, each broadcast to the result's shape and
+/// of its type. The last step's result is what the convolution stores.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Epilogue {
+    pub steps: Vec<FusedStep>,
+    pub operands: Vec<ValueId>,
+}
+
+impl Epilogue {
+    /// The steps, as for a fused kernel of the result and the operands.
+    pub fn check(&self) -> Result<(), OpError> {
+        check_steps(&self.steps, self.operands.len() + 1)
     }
+}
+
+/// Writes `steps` as the attribute `key`: `[func(in0, s1) attrs; ...]`.
+pub(crate) fn write_steps(out: &mut AttributeWriter, key: &str, steps: &[FusedStep]) {
+    let steps: Vec<String> = steps
+        .iter()
+        .map(|step| {
+            let inputs: Vec<String> = step.inputs.iter().map(ToString::to_string).collect();
+            let mut attributes = AttributeWriter::default();
+            step.func.write_attributes(&mut attributes);
+            let attributes = attributes.finish();
+            let space = if attributes.is_empty() { "" } else { " " };
+            format!(
+                "{}({}){space}{attributes}",
+                step.func.name(),
+                inputs.join(", ")
+            )
+        })
+        .collect();
+    out.raw(key, &format!("[{}]", steps.join("; ")));
+}
+
+/// The steps: at least one, each a fusable function with its number of
+/// operands, reading only the `inputs` operands and earlier steps.
+fn check_steps(steps: &[FusedStep], inputs: usize) -> Result<(), OpError> {
+    if steps.is_empty() {
+        return Err(OpError::FusedStep {
+            index: 0,
+            problem: "a fused kernel needs at least one step".into(),
+        });
+    }
+    for (index, step) in steps.iter().enumerate() {
+        let invalid = |problem: String| OpError::FusedStep { index, problem };
+        if !step.func.is_fusable() {
+            return Err(invalid(format!("{} cannot be fused", step.func.name())));
+        }
+        check_arity(step.func.arity(), step.inputs.len())
+            .map_err(|error| invalid(format!("{}: {error}", step.func.name())))?;
+        for input in &step.inputs {
+            let valid = match *input {
+                StepInput::Input(k) => k < inputs,
+                StepInput::Step(k) => k < index,
+            };
+            if !valid {
+                return Err(invalid(format!("reads {input}, which does not exist")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the steps written as the attribute `key` by [`write_steps`].
+pub(crate) fn read_steps(
+    attributes: &mut AttributeReader,
+    key: &str,
+) -> Result<Vec<FusedStep>, FormError> {
+    let mut steps = Vec::new();
+    for mut step in attributes.steps(key)? {
+        let func =
+            Func::parse(&step.name, &mut step.attributes).ok_or_else(|| FormError::Invalid {
+                key: key.into(),
+                problem: format!("{} is not an elementwise function", step.name),
+            })??;
+        step.attributes.finish()?;
+        let inputs = step
+            .operands
+            .iter()
+            .map(|operand| StepInput::parse(operand, key))
+            .collect::<Result<_, _>>()?;
+        steps.push(FusedStep { func, inputs });
+    }
+    Ok(steps)
 }
 
 pub(crate) fn parse(
@@ -177,24 +222,8 @@ pub(crate) fn parse(
         return None;
     }
     let parsed = (|| {
-        let mut steps = Vec::new();
-        for mut step in attributes.steps("steps")? {
-            let func = Func::parse(&step.name, &mut step.attributes).ok_or_else(|| {
-                FormError::Invalid {
-                    key: "steps".into(),
-                    problem: format!("{} is not an elementwise function", step.name),
-                }
-            })??;
-            step.attributes.finish()?;
-            let inputs = step
-                .operands
-                .iter()
-                .map(|operand| StepInput::parse(operand))
-                .collect::<Result<_, _>>()?;
-            steps.push(FusedStep { func, inputs });
-        }
         Ok(Op::Fused(Fused {
-            steps,
+            steps: read_steps(attributes, "steps")?,
             inputs: operands.rest(),
         }))
     })();

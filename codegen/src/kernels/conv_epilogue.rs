@@ -1,0 +1,295 @@
+//! A convolution's epilogue steps (`Convolution::epilogue`, which
+//! `fuse-epilogue` attaches): the elementwise chain applied to what the
+//! convolution computed, in place. With a channels-last f32 result whose
+//! epilogue operands are laid out as the result or hold one value per
+//! channel, the kernels apply it to each block of output pixels right after
+//! computing the block, while it is in the cache ([`BlockEpilogue`]: a call
+//! of the target's chain kernel for the epilogue, `chain_kernel.rs`, where
+//! it has one, or of the activation microkernel for a sigmoid or SiLU, else
+//! a Cranelift map); any other convolution computes its whole result and
+//! then applies the chain over it ([`apply_whole`]). Either way each element goes through the
+//! chain's steps in order, as the fused kernel would have.
+
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};
+use cranelift_module::FuncId;
+use ptec_ir::ops::elementwise::Func;
+use ptec_ir::ops::expr::Expr;
+use ptec_ir::ops::fused::{Epilogue, StepInput};
+use ptec_ir::ops::promotion::Operand as PromotionOperand;
+use ptec_ir::{CHANNELS_LAST, DType, Graph, ValueId, strides_in_order};
+
+use super::elementwise::{dtype, map_over};
+use super::map::{Map, Operand, emit_map};
+use super::pointwise::{Chain, activation_of};
+use crate::chain_kernel::Reach;
+use crate::emit::{Emitter, PTR, Size};
+use crate::error::CodegenError;
+
+/// How the epilogue reads an operand for an output element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// Laid out as the output: at a fixed distance from the element.
+    Beside,
+    /// One value per channel, `stride` elements apart (0 for one value).
+    PerChannel { stride: i64 },
+}
+
+impl Layout {
+    /// How the chain kernel reads an operand of this layout, if it can.
+    fn reach(self) -> Option<Reach> {
+        match self {
+            Layout::Beside => Some(Reach::Beside),
+            Layout::PerChannel { stride: 0 } => Some(Reach::One),
+            Layout::PerChannel { stride: 1 } => Some(Reach::PerChannel),
+            Layout::PerChannel { .. } => None,
+        }
+    }
+}
+
+/// The channels of `output` and the layouts of `epilogue`'s operands, when
+/// the epilogue goes block by block: an f32 channels-last result of fixed
+/// shape, and operands laid out as it or constant along every dimension but
+/// the channels'.
+pub(crate) fn block_layouts(
+    graph: &Graph<'_>,
+    epilogue: &Epilogue,
+    output: ValueId,
+) -> Option<(i64, Vec<Layout>)> {
+    let output_ty = &graph.value(output).ty;
+    let sizes = output_ty.fixed_shape()?;
+    let (&[_, channels, _, _], true) = (
+        sizes.as_slice(),
+        output_ty.dtype == DType::F32 && output_ty.dim_order == CHANNELS_LAST,
+    ) else {
+        return None;
+    };
+    let layouts = epilogue
+        .operands
+        .iter()
+        .map(|&operand| {
+            let ty = &graph.value(operand).ty;
+            if ty == output_ty {
+                return Some(Layout::Beside);
+            }
+            let own = ty.fixed_shape()?;
+            let own: Vec<i64> = own.iter().map(|&size| size as i64).collect();
+            let strides = strides_in_order(&own, &ty.dim_order, 1, |a, b| a * b);
+            // Aligned at the right, as broadcasting reads them.
+            let lead = sizes.len().checked_sub(own.len())?;
+            let mut channel_stride = 0;
+            for (axis, (&size, &stride)) in own.iter().zip(&strides).enumerate() {
+                match (axis + lead, size) {
+                    (_, 1) => {}
+                    (1, _) => channel_stride = stride,
+                    _ => return None,
+                }
+            }
+            (ty.dtype == DType::F32).then_some(Layout::PerChannel {
+                stride: channel_stride,
+            })
+        })
+        .collect::<Option<Vec<Layout>>>()?;
+    Some((channels as i64, layouts))
+}
+
+/// The chain kernel's form of `epilogue`: its steps' expressions (each
+/// computing in f32) and how it reads its operands, when it has one.
+pub(crate) fn kernel_form(
+    epilogue: &Epilogue,
+    layouts: &[Layout],
+) -> Option<(Vec<Expr>, Vec<Reach>)> {
+    let reaches = layouts
+        .iter()
+        .map(|layout| layout.reach())
+        .collect::<Option<Vec<Reach>>>()?;
+    let exprs = epilogue
+        .steps
+        .iter()
+        .map(|step| {
+            let operands = vec![PromotionOperand::tensor(DType::F32); step.inputs.len()];
+            let (compute, result) = step.func.types(&operands).ok()?;
+            let f32s = compute == DType::F32 && result == DType::F32;
+            f32s.then(|| step.func.expr(compute).ok()).flatten()
+        })
+        .collect::<Option<Vec<Expr>>>()?;
+    Some((exprs, reaches))
+}
+
+/// Where an epilogue operand's element for a block's first is.
+#[derive(Clone, Copy)]
+enum Source {
+    /// This many bytes from the output element (an operand laid out as
+    /// the output).
+    Beside(Value),
+    /// The operand's element for the output's channel: one per channel,
+    /// `stride` elements apart (0 for one value).
+    PerChannel { base: Value, stride: i64 },
+}
+
+/// An epilogue the kernels apply block by block to a channels-last f32
+/// result: with the chain kernel the target has for it, or as a map.
+pub(super) struct BlockEpilogue<'s> {
+    chain: Chain<'s>,
+    /// Elements from one output pixel to the next.
+    channels: i64,
+    sources: Vec<Source>,
+    kernel: Option<FuncId>,
+    /// The activation microkernel, for steps that compute one (sigmoid,
+    /// SiLU) of the result alone.
+    activation: Option<FuncId>,
+}
+
+impl<'s> BlockEpilogue<'s> {
+    /// The block-by-block form of `epilogue` on `output`, or `None` where
+    /// the result or an operand is not laid out for it.
+    pub(super) fn new(
+        e: &mut Emitter<'_, '_, '_>,
+        epilogue: &'s Epilogue,
+        output: ValueId,
+    ) -> Result<Option<BlockEpilogue<'s>>, CodegenError> {
+        let Some((channels, layouts)) = block_layouts(e.graph(), epilogue, output) else {
+            return Ok(None);
+        };
+        let kernel = kernel_form(epilogue, &layouts)
+            .and_then(|form| {
+                e.cx.microkernels
+                    .chains
+                    .get(&(epilogue.steps.clone(), form.1))
+            })
+            .copied();
+        let output_address = e.address(output);
+        let mut sources = Vec::with_capacity(layouts.len());
+        for (&operand, layout) in epilogue.operands.iter().zip(layouts) {
+            let address = e.address(operand);
+            sources.push(match layout {
+                Layout::Beside => Source::Beside(e.b.ins().isub(address, output_address)),
+                Layout::PerChannel { stride } => Source::PerChannel {
+                    base: address,
+                    stride,
+                },
+            });
+        }
+        let funcs: Vec<Func> = epilogue
+            .steps
+            .iter()
+            .map(|step| step.func.clone())
+            .collect();
+        let inputs: Vec<&[StepInput]> =
+            epilogue.steps.iter().map(|step| &step.inputs[..]).collect();
+        let activation = activation_of(&funcs, &inputs, 1 + epilogue.operands.len())
+            .and_then(|activation| e.cx.microkernels.activation(activation));
+        let chain = Chain::new(e, &epilogue.steps, DType::F32)?;
+        Ok(Some(BlockEpilogue {
+            chain,
+            channels,
+            sources,
+            kernel,
+            activation,
+        }))
+    }
+
+    /// Applies the chain to `pixels` output pixels from `block`, the
+    /// address of the first one's channel `first_channel` (0 when `None`),
+    /// `channels` channels of each.
+    pub(super) fn apply(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        block: Value,
+        first_channel: Option<Value>,
+        pixels: Size,
+        channels: i64,
+    ) -> Result<(), CodegenError> {
+        // Each operand's element for the block's first.
+        let firsts: Vec<Value> = self
+            .sources
+            .iter()
+            .map(|&source| match source {
+                Source::Beside(distance) => e.b.ins().iadd(block, distance),
+                Source::PerChannel { base, stride } => match first_channel {
+                    Some(channel) => {
+                        let offset = e.b.ins().imul_imm_s(channel, stride * 4);
+                        e.b.ins().iadd(base, offset)
+                    }
+                    None => base,
+                },
+            })
+            .collect();
+        // A whole block of pixels is one run of elements.
+        if let (Some(kernel), true) = (self.activation, channels == self.channels) {
+            let function = e.import_function(kernel);
+            let pixels = e.value_of(pixels);
+            let count = e.b.ins().imul_imm_s(pixels, channels);
+            e.b.ins().call(function, &[block, block, count]);
+            return Ok(());
+        }
+        if let Some(kernel) = self.kernel {
+            let bytes = (firsts.len().max(1) * 8) as u32;
+            let slot = e.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                bytes,
+                3,
+            ));
+            for (index, &first) in firsts.iter().enumerate() {
+                e.b.ins().stack_store(PTR, first, slot, 8 * index as i32);
+            }
+            let table = e.b.ins().stack_addr(PTR, slot, 0);
+            let function = e.import_function(kernel);
+            let pixels = e.value_of(pixels);
+            let channels = e.iconst(channels);
+            let row = e.iconst(self.channels * 4);
+            e.b.ins()
+                .call(function, &[block, pixels, channels, row, table]);
+            return Ok(());
+        }
+        let along = |base: Value, channel: i64| Operand {
+            base,
+            dtype: DType::F32,
+            strides: vec![Size::Const(self.channels), Size::Const(channel)],
+        };
+        let mut inputs = vec![along(block, 1)];
+        for (&source, &first) in self.sources.iter().zip(&firsts) {
+            inputs.push(match source {
+                Source::Beside(_) => along(first, 1),
+                Source::PerChannel { stride, .. } => Operand {
+                    base: first,
+                    dtype: DType::F32,
+                    strides: vec![Size::Const(0), Size::Const(stride)],
+                },
+            });
+        }
+        emit_map(
+            e,
+            Map {
+                shape: vec![pixels, Size::Const(channels)],
+                output: along(block, 1),
+                inputs,
+                compute: self.chain.compute,
+                result: self.chain.compute,
+                vectorizable: self.chain.vectorizable(),
+                body: &|e, x, ty| self.chain.eval(e, x, ty),
+            },
+        )
+    }
+}
+
+/// Applies `epilogue` to the whole of `output`, which the convolution has
+/// computed, in place.
+pub(super) fn apply_whole(
+    e: &mut Emitter<'_, '_, '_>,
+    epilogue: &Epilogue,
+    output: ValueId,
+) -> Result<(), CodegenError> {
+    let chain = Chain::new(e, &epilogue.steps, dtype(e, output))?;
+    let inputs: Vec<ValueId> = std::iter::once(output)
+        .chain(epilogue.operands.iter().copied())
+        .collect();
+    map_over(
+        e,
+        output,
+        &inputs,
+        chain.compute,
+        chain.compute,
+        chain.vectorizable(),
+        &|e, x, ty| chain.eval(e, x, ty),
+    )
+}
