@@ -738,10 +738,11 @@ macro_rules! emit_integer_tile {
         $asm.test(rcx, rcx)?;
         $asm.jle(sums)?;
         $asm.set_label(&mut step)?;
-        // B's row eight steps ahead, into the L1 cache: a prepacked panel
-        // streams from memory faster than the prefetchers alone bring it.
+        // B's panel eight steps ahead, into the L1 cache, as the f32 tiles
+        // prefetch theirs.
+        let ahead = 8 * $bytes * registers as i32;
         for half in 0..b_registers.len() {
-            $asm.prefetcht0(byte_ptr(rsi + r11 * 8 + $bytes * half as i32))?;
+            $asm.prefetcht0(byte_ptr(rsi + ahead + $bytes * half as i32))?;
         }
         for (half, &register) in b_registers.iter().enumerate() {
             $asm.vmovups(register, ptr(rsi + $bytes * half as i32))?;

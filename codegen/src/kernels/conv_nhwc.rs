@@ -118,7 +118,15 @@ pub(super) fn convolution(
             };
             match pointwise {
                 true => pointwise_gemm(e, conv, [input, output], filter, bias, (epilogue, blocks)),
-                false => im2col_gemm(e, conv, [input, output], filter, bias, (epilogue, blocks), integer),
+                false => im2col_gemm(
+                    e,
+                    conv,
+                    [input, output],
+                    filter,
+                    bias,
+                    (epilogue, blocks),
+                    integer,
+                ),
             }
         }
     }
