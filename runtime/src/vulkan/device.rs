@@ -3,6 +3,7 @@
 //! pool. Methods share it through an `Arc`; the queue and the pool, which
 //! Vulkan wants used by one thread at a time, are behind locks.
 
+use std::ffi::CStr;
 use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -109,7 +110,8 @@ impl VulkanDevice {
     /// Opens the device `PTEC_VULKAN_DEVICE` names (an index among the
     /// devices the loader lists, or part of a name), or else the most capable
     /// one: discrete, then integrated, virtual and CPU devices. A device must
-    /// offer Vulkan 1.1 and a compute queue.
+    /// offer Vulkan 1.1, a compute queue and VK_KHR_shader_float_controls
+    /// with NaN, infinities and signed zeros kept in 32-bit floats.
     pub fn open() -> Result<Self, VulkanError> {
         let choice = DeviceChoice::from_env();
         // SAFETY: this loads the system's Vulkan loader, a library meant to be
@@ -358,7 +360,10 @@ impl Opened {
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
             .queue_priorities(&priorities)];
-        let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues);
+        let extensions = [FLOAT_CONTROLS.as_ptr()];
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&extensions);
         // SAFETY: `info` and what it points to live across the call; the
         // queue family exists on `physical`.
         let device = unsafe { instance.create_device(physical, &info, None) }
@@ -384,6 +389,31 @@ impl Opened {
             command_pool,
         })
     }
+}
+
+/// The device extension that lets a shader declare how it treats NaN,
+/// infinities and signed zeros; every module ptec writes does.
+const FLOAT_CONTROLS: &CStr = c"VK_KHR_shader_float_controls";
+
+/// Whether a device that offers Vulkan 1.1 has [`FLOAT_CONTROLS`] and
+/// keeps NaN, infinities and signed zeros in 32-bit floats when asked.
+fn keeps_float_specials(instance: &ash::Instance, physical: vk::PhysicalDevice) -> bool {
+    // SAFETY: `physical` was enumerated from `instance`.
+    let extensions = unsafe { instance.enumerate_device_extension_properties(physical) };
+    let offered = extensions.is_ok_and(|extensions| {
+        extensions
+            .iter()
+            .any(|extension| extension.extension_name_as_c_str() == Ok(FLOAT_CONTROLS))
+    });
+    if !offered {
+        return false;
+    }
+    let mut controls = vk::PhysicalDeviceFloatControlsProperties::default();
+    let mut properties = vk::PhysicalDeviceProperties2::default().push_next(&mut controls);
+    // SAFETY: the device offers Vulkan 1.1 (properties2 is core) and the
+    // extension whose structure is chained.
+    unsafe { instance.get_physical_device_properties2(physical, &mut properties) };
+    controls.shader_signed_zero_inf_nan_preserve_float32 == vk::TRUE
 }
 
 /// The limits of a device that offers Vulkan 1.1.
@@ -446,6 +476,11 @@ struct Candidate {
     api_version: ApiVersion,
     /// The first queue family with compute queues.
     compute_family: Option<u32>,
+    /// Whether shaders may declare that 32-bit floats keep NaN, infinities
+    /// and signed zeros (`SignedZeroInfNanPreserve`, which every module ptec
+    /// writes declares): the device offers VK_KHR_shader_float_controls
+    /// and its `shaderSignedZeroInfNanPreserveFloat32`.
+    keeps_float_specials: bool,
 }
 
 impl Candidate {
@@ -454,13 +489,16 @@ impl Candidate {
         let properties = unsafe { instance.get_physical_device_properties(physical) };
         // SAFETY: as above.
         let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
+        let api_version = ApiVersion::from_vk(properties.api_version);
         Candidate {
             name: properties.device_name_as_c_str().map_or_else(
                 |_| "(unnamed device)".to_owned(),
                 |name| name.to_string_lossy().into_owned(),
             ),
             device_type: DeviceType::from_vk(properties.device_type),
-            api_version: ApiVersion::from_vk(properties.api_version),
+            api_version,
+            keeps_float_specials: api_version >= ApiVersion::V1_1
+                && keeps_float_specials(instance, physical),
             compute_family: (0u32..).zip(&families).find_map(|(index, family)| {
                 (family.queue_count > 0 && family.queue_flags.contains(vk::QueueFlags::COMPUTE))
                     .then_some(index)
@@ -472,6 +510,13 @@ impl Candidate {
     fn suitability(&self) -> Result<u32, String> {
         if self.api_version < ApiVersion::V1_1 {
             return Err(format!("offers Vulkan {} only", self.api_version));
+        }
+        if !self.keeps_float_specials {
+            return Err(format!(
+                "does not keep NaN, infinities and signed zeros in 32-bit floats \
+                 ({} with shaderSignedZeroInfNanPreserveFloat32)",
+                FLOAT_CONTROLS.to_string_lossy()
+            ));
         }
         self.compute_family
             .ok_or_else(|| "has no compute queue".to_owned())
@@ -559,6 +604,7 @@ mod tests {
                 patch: 0,
             },
             compute_family: compute.then_some(2),
+            keeps_float_specials: true,
         }
     }
 
@@ -588,6 +634,20 @@ mod tests {
             choose(&[], &DeviceChoice::Best),
             Err(VulkanError::NoDevice { .. })
         ));
+    }
+
+    #[test]
+    fn a_device_that_may_drop_nan_is_not_used() {
+        let mut loose = candidate("Fast-math GPU", DeviceType::Discrete, 3, true);
+        loose.keeps_float_specials = false;
+        let devices = [loose, candidate("llvmpipe", DeviceType::Cpu, 3, true)];
+        assert_eq!(choose(&devices, &DeviceChoice::Best).ok(), Some((1, 2)));
+        let error = choose(&devices, &DeviceChoice::Index(0));
+        assert!(
+            matches!(&error, Err(VulkanError::DeviceUnsuitable { reason, .. })
+                if reason.contains("shaderSignedZeroInfNanPreserveFloat32")),
+            "{error:?}"
+        );
     }
 
     #[test]
