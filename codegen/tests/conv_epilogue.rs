@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{elements, le_bytes, run_jit, run_jit_with};
+use common::{elements, le_bytes, run_jit, run_jit_on};
 use ptec_codegen::CodegenOptions;
 use ptec_ir::{Graph, Op};
 use ptec_passes::{PassOptions, run_pipeline};
@@ -179,19 +179,30 @@ fn check(case: Case) {
         (1, 0),
         "{case:?}: the chain joins the convolution"
     );
-    let run = |graph: &Graph<'_>, options: &CodegenOptions| {
-        let outputs = run_jit_with(graph, options, &inputs).expect("the graph runs");
+    let run = |graph: &Graph<'_>, options: &CodegenOptions, threads: usize| {
+        let outputs = run_jit_on(graph, options, &inputs, threads).expect("the graph runs");
         elements(&outputs[0], f64::from_le_bytes)
     };
-    let want = run(&apart, &CodegenOptions::default());
+    let want = run(&apart, &CodegenOptions::default(), 1);
     let forms = [
-        ("the chain kernels", CodegenOptions::default()),
+        ("the chain kernels", CodegenOptions::default(), 1),
+        (
+            "the chain kernels on 2 threads",
+            CodegenOptions::default(),
+            2,
+        ),
+        (
+            "the chain kernels on 3 threads",
+            CodegenOptions::default(),
+            3,
+        ),
         (
             "AVX2's microkernels",
             CodegenOptions {
                 avx512: false,
                 ..CodegenOptions::default()
             },
+            1,
         ),
         (
             "Cranelift's kernels",
@@ -199,10 +210,11 @@ fn check(case: Case) {
                 microkernels: false,
                 ..CodegenOptions::default()
             },
+            1,
         ),
     ];
-    for (form, options) in forms {
-        let got = run(&fused, &options);
+    for (form, options, threads) in forms {
+        let got = run(&fused, &options, threads);
         for (index, (&got, &want)) in got.iter().zip(&want).enumerate() {
             assert_eq!(
                 got.to_bits(),
@@ -264,6 +276,28 @@ fn im2col_convolutions_give_the_bits_of_the_chain_apart() {
                 stride: 2,
                 integral,
                 silu: false,
+            });
+        }
+    }
+}
+
+/// Images of a prime height are one im2col block, whose GEMM threads share
+/// out by rows (more pixels than channels) or by column panels (more
+/// channels, with columns after the last panel); each thread's part of
+/// the chain follows its part of the GEMM.
+#[test]
+fn one_block_convolutions_split_by_rows_or_columns_give_the_same_bits() {
+    for (size, outputs) in [(13, 24), (7, 80), (5, 200)] {
+        for silu in [false, true] {
+            check(Case {
+                channels: 16,
+                outputs,
+                groups: 1,
+                size,
+                kernel: 3,
+                stride: 1,
+                integral: false,
+                silu,
             });
         }
     }

@@ -197,7 +197,7 @@ impl<'s> BlockEpilogue<'s> {
         block: Value,
         first_channel: Option<Value>,
         pixels: Size,
-        channels: i64,
+        channels: Size,
     ) -> Result<(), CodegenError> {
         // Each operand's element for the block's first.
         let firsts: Vec<Value> = self
@@ -215,7 +215,9 @@ impl<'s> BlockEpilogue<'s> {
             })
             .collect();
         // A whole block of pixels is one run of elements.
-        if let (Some(kernel), true) = (self.activation, channels == self.channels) {
+        if let (Some(kernel), Size::Const(channels)) = (self.activation, channels)
+            && channels == self.channels
+        {
             let function = e.import_function(kernel);
             let pixels = e.value_of(pixels);
             let count = e.b.ins().imul_imm_s(pixels, channels);
@@ -235,7 +237,7 @@ impl<'s> BlockEpilogue<'s> {
             let table = e.b.ins().stack_addr(PTR, slot, 0);
             let function = e.import_function(kernel);
             let pixels = e.value_of(pixels);
-            let channels = e.iconst(channels);
+            let channels = e.value_of(channels);
             let row = e.iconst(self.channels * 4);
             e.b.ins()
                 .call(function, &[block, pixels, channels, row, table]);
@@ -260,7 +262,7 @@ impl<'s> BlockEpilogue<'s> {
         emit_map(
             e,
             Map {
-                shape: vec![pixels, Size::Const(channels)],
+                shape: vec![pixels, channels],
                 output: along(block, 1),
                 inputs,
                 compute: self.chain.compute,

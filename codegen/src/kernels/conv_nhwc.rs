@@ -32,7 +32,9 @@ use ptec_ir::ValueId;
 
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
 use super::conv_epilogue::BlockEpilogue;
-use super::linalg::{Epilogue, Float, Gemm, Matrix, Panels, ROWS_PER_PART, emit_gemm};
+use super::linalg::{
+    Epilogue, Float, Gemm, GemmPart, Matrix, Panels, ROWS_PER_PART, emit_gemm, part_of_this_call,
+};
 use super::map::emit_copy;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
@@ -217,12 +219,26 @@ fn gemm_by_filter(
     bias: Option<Value>,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
+    let gemm = filter_gemm(conv, a, (m, [k, n]), filter, output, bias, epilogue);
+    emit_gemm(e, &gemm)
+}
+
+/// The GEMM [`gemm_by_filter`] emits.
+fn filter_gemm(
+    conv: &ChannelsLast,
+    a: Matrix,
+    (m, [k, n]): (Size, [i64; 2]),
+    filter: GemmFilter,
+    output: Value,
+    bias: Option<Value>,
+    epilogue: Epilogue,
+) -> Gemm {
     let out_channels = conv.out_channels();
     let (b, b_panels) = match filter {
         GemmFilter::Stored(pointer) => (rows(pointer, out_channels), None),
         GemmFilter::Packed(panels) => (panels.tail, Some(panels)),
     };
-    let gemm = Gemm {
+    Gemm {
         float: Float::F32,
         m,
         n: Size::Const(n),
@@ -235,8 +251,7 @@ fn gemm_by_filter(
         beta: 1.0,
         epilogue,
         b_panels,
-    };
-    emit_gemm(e, &gemm)
+    }
 }
 
 /// A pointwise convolution: per image, the pixels (rows) by their input
@@ -303,7 +318,7 @@ fn pointwise_gemm(
             let c_offset = e.b.ins().imul_imm_s(start, conv.out_channels() * 4);
             let c = e.b.ins().iadd(out, c_offset);
             e.whole(|e| gemm_by_filter(e, conv, a, (m, sizes), filter, c, bias, epilogue))?;
-            blocks.apply(e, c, None, m, conv.out_channels())?;
+            blocks.apply(e, c, None, m, Size::Const(conv.out_channels()))?;
             Ok(Vec::new())
         })?;
         Ok(())
@@ -539,7 +554,7 @@ fn depthwise_direct(
                 }
                 // The row's steps, while it is in the cache.
                 if let Some(blocks) = blocks {
-                    blocks.apply(e, row[1], None, Size::Const(out_w), channels)?;
+                    blocks.apply(e, row[1], None, Size::Const(out_w), Size::Const(channels))?;
                 }
                 Ok(vec![
                     e.b.ins().iadd_imm_s(row[0], input_row),
@@ -765,15 +780,41 @@ fn im2col_gemm(
     let packed = e.b.ins().iadd_imm_s(columns, columns_bytes as i64);
     let prepared = integer.map(|plan| plan.prepare(e, epilogue));
     let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
-    // The cells of taps outside the image are zeros: those of columns
-    // outside are never written, so zeroed once; those of rows outside, in
-    // the blocks at the top and bottom, are zeroed per block, since another
-    // block of this call wrote them.
-    let clipped = axes
-        .iter()
-        .any(|axis| (0..axis.kernel).any(|tap| axis.outputs_meeting(tap) != (0..axis.output)));
-    if clipped {
-        fill_zeros(e, columns, block_pixels * taps)?;
+    // The cells of taps outside the image are zeros: those no block's
+    // copies write (columns outside, and with one block rows outside too)
+    // are zeroed once, here; those of rows outside, in the blocks at the
+    // top and bottom when there are several, are zeroed per block, since
+    // another block of this call wrote them.
+    let cells = Cells {
+        width: out_w,
+        taps,
+        channels: group_channels,
+    };
+    for ky in 0..kernel_h {
+        for kx in 0..kernel_w {
+            let [ys, xs] = [axes[0].outputs_meeting(ky), axes[1].outputs_meeting(kx)];
+            let tap = (ky * kernel_w + kx) * group_channels;
+            let block = 0..block_rows;
+            let unwritten = match ys.is_empty() || xs.is_empty() {
+                true => vec![(block, 0..out_w)],
+                false => {
+                    let mut outside = vec![(block.clone(), 0..xs.start), (block, xs.end..out_w)];
+                    if blocks == 1 {
+                        outside.extend([(0..ys.start, xs.clone()), (ys.end..out_h, xs)]);
+                    }
+                    outside
+                }
+            };
+            for (rows, pixels) in unwritten {
+                if rows.is_empty() || pixels.is_empty() {
+                    continue;
+                }
+                let first = (rows.start * out_w + pixels.start) * taps + tap;
+                let start = e.b.ins().iadd_imm_s(columns, first * 4);
+                let [rows, pixels] = [rows, pixels].map(|range| range.end - range.start);
+                zero_cells(e, start, Size::Const(rows), pixels, cells)?;
+            }
+        }
     }
     // With one block, the GEMM's rows are what threads share out.
     let range = match blocks {
@@ -898,7 +939,7 @@ fn im2col_gemm(
                             let below = e.b.ins().iadd(tap_cells, below_bytes);
                             let below_rows = e.b.ins().isub(end_row, to_row);
                             for (start, count) in [(tap_cells, above), (below, below_rows)] {
-                                zero_cells(e, start, count, [out_w, group_channels], taps)?;
+                                zero_cells(e, start, Size::Dyn(count), out_w, cells)?;
                             }
                         }
                         match &whole_rows {
@@ -934,27 +975,33 @@ fn im2col_gemm(
                         })
                         .map(|()| Vec::new());
                 }
-                let a = rows(columns, taps);
-                e.whole(|e| {
-                    let group_filter = match filter {
-                        GemmFilter::Stored(_) => GemmFilter::Stored(g[1]),
-                        packed @ GemmFilter::Packed(_) => packed,
-                    };
-                    gemm_by_filter(
-                        e,
-                        conv,
-                        a,
-                        (Size::Const(block_pixels), [taps, group_outputs]),
-                        group_filter,
-                        block_output,
-                        group_bias,
-                        epilogue,
-                    )
-                })?;
+                let group_filter = match filter {
+                    GemmFilter::Stored(_) => GemmFilter::Stored(g[1]),
+                    packed @ GemmFilter::Packed(_) => packed,
+                };
+                let gemm = filter_gemm(
+                    conv,
+                    rows(columns, taps),
+                    (Size::Const(block_pixels), [taps, group_outputs]),
+                    group_filter,
+                    block_output,
+                    group_bias,
+                    epilogue,
+                );
+                // With one block, threads share out the GEMM instead.
+                let part = match blocks {
+                    1 => part_of_this_call(e, &gemm),
+                    _ => GemmPart {
+                        gemm,
+                        first_column: e.iconst(0),
+                    },
+                };
+                let gemm = part.gemm;
+                e.whole(|e| emit_gemm(e, &gemm))?;
                 if let Some(steps) = steps {
-                    let channel = e.b.ins().imul_imm_s(group, group_outputs);
-                    let pixels = Size::Const(block_pixels);
-                    steps.apply(e, block_output, Some(channel), pixels, group_outputs)?;
+                    let group_channel = e.b.ins().imul_imm_s(group, group_outputs);
+                    let channel = e.b.ins().iadd(group_channel, part.first_column);
+                    steps.apply(e, gemm.c.base, Some(channel), gemm.m, gemm.n)?;
                 }
                 Ok(Vec::new())
             })?;
@@ -970,22 +1017,33 @@ fn im2col_gemm(
     })
 }
 
-/// Zeros the cells of one tap in `rows` rows of im2col columns (of `taps`
-/// cells a pixel) from `start`: `pixels` pixels a row, `channels` cells a
-/// pixel. `rows` may be zero or negative (no row).
+/// How im2col's columns hold a tap's cells: `taps` cells a pixel, the
+/// tap's `channels` of them at its own offset, `width` pixels a row.
+#[derive(Clone, Copy)]
+struct Cells {
+    width: i64,
+    taps: i64,
+    channels: i64,
+}
+
+/// Zeros one tap's cells of `pixels` pixels in each of `rows` rows of
+/// im2col columns from `start`, the first one's. `rows` may be zero or
+/// negative (no row).
 fn zero_cells(
     e: &mut Emitter<'_, '_, '_>,
     start: Value,
-    rows: Value,
-    [pixels, channels]: [i64; 2],
-    taps: i64,
+    rows: Size,
+    pixels: i64,
+    cells: Cells,
 ) -> Result<(), CodegenError> {
-    e.counted_loop(Size::Dyn(rows), &[start], |e, _, row| {
+    e.counted_loop(rows, &[start], |e, _, row| {
         e.counted_loop(Size::Const(pixels), &[row[0]], |e, _, pixel| {
-            fill_zeros(e, pixel[0], channels)?;
-            Ok(vec![e.b.ins().iadd_imm_s(pixel[0], taps * 4)])
+            fill_zeros(e, pixel[0], cells.channels)?;
+            Ok(vec![e.b.ins().iadd_imm_s(pixel[0], cells.taps * 4)])
         })?;
-        Ok(vec![e.b.ins().iadd_imm_s(row[0], pixels * taps * 4)])
+        Ok(vec![
+            e.b.ins().iadd_imm_s(row[0], cells.width * cells.taps * 4),
+        ])
     })?;
     Ok(())
 }

@@ -243,7 +243,7 @@ impl Columns {
 }
 
 pub(crate) fn emit_gemm(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Result<(), CodegenError> {
-    let gemm = &rows_of_this_call(e, gemm);
+    let gemm = &part_of_this_call(e, gemm).gemm;
     // Vector tiles need B, C (and a moving bias) contiguous along j.
     let unit = gemm.float.bytes();
     let contiguous = |stride: Size| stride == Size::Const(unit);
@@ -350,38 +350,88 @@ fn column_panels(
     })
 }
 
-/// The rows of `gemm` this call of the kernel computes, when its kernel
-/// splits across threads: blocks of [`ROWS_PER_PART`] rows (the last one
-/// shorter), the split the kernel's range selects. Each row's products are
-/// summed as on one thread, so the result is the same bits.
-fn rows_of_this_call(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Gemm {
-    let (Size::Const(m), Size::Const(n), Size::Const(k)) = (gemm.m, gemm.n, gemm.k) else {
-        return *gemm;
+/// The part of a GEMM one call of its kernel computes: the GEMM of that
+/// part (its C and bias moved to the part's first element) and where it
+/// lies in the whole.
+pub(super) struct GemmPart {
+    pub gemm: Gemm,
+    /// The part's first column of C (0 for a split by rows).
+    pub first_column: Value,
+}
+
+/// The part of `gemm` this call of the kernel computes, when its kernel
+/// splits across threads (else all of it), the split the kernel's range
+/// selects:
+/// - by columns, whole panels of prepacked B a part (the columns after
+///   them with the last), when B has at least two panels and as many
+///   columns as A has rows: each thread then reads its share of B, the
+///   larger operand, and all of A;
+/// - else by rows, blocks of [`ROWS_PER_PART`] (the last one shorter).
+///
+/// Each element is computed by the tile it has on one thread, its products
+/// summed in the same order, so the result is the same bits.
+pub(super) fn part_of_this_call(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> GemmPart {
+    let mut part = GemmPart {
+        gemm: *gemm,
+        first_column: e.iconst(0),
     };
-    let parts = (m + ROWS_PER_PART - 1) / ROWS_PER_PART;
-    if parts < 2 {
-        return *gemm;
+    let (Size::Const(m), Size::Const(n), Size::Const(k)) = (gemm.m, gemm.n, gemm.k) else {
+        return part;
+    };
+    // Moves a matrix to its element `first` rows or columns in.
+    let shift = |e: &mut Emitter<'_, '_, '_>, matrix: &mut Matrix, first: Value, columns: bool| {
+        let step = if columns { matrix.col } else { matrix.row };
+        let offset = e.mul(Size::Dyn(first), step);
+        matrix.base = e.add_size(matrix.base, offset);
+    };
+    let row_parts = (m + ROWS_PER_PART - 1) / ROWS_PER_PART;
+    if let Some(panels) = gemm.b_panels.filter(|_| n >= m || row_parts < 2) {
+        let width = panels.width;
+        let column_parts = (n + width - 1) / width;
+        if column_parts >= 2 {
+            let cost = (m * width * k) as u64;
+            let Some((lo, hi)) = e.parallel_range(column_parts, cost) else {
+                return part;
+            };
+            let first = e.b.ins().imul_imm_s(lo, width);
+            let end = e.b.ins().imul_imm_s(hi, width);
+            let total = e.iconst(n);
+            let beyond = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, end, n);
+            let end = e.b.ins().select(beyond, total, end);
+            let gemm = &mut part.gemm;
+            gemm.n = Size::Dyn(e.b.ins().isub(end, first));
+            let panel_bytes = k * width * gemm.float.bytes();
+            let base = e.b.ins().imul_imm_s(lo, panel_bytes);
+            gemm.b_panels = Some(Panels {
+                base: e.b.ins().iadd(panels.base, base),
+                ..panels
+            });
+            shift(e, &mut gemm.c, first, true);
+            if let Some(bias) = gemm.bias.as_mut() {
+                shift(e, bias, first, true);
+            }
+            part.first_column = first;
+            return part;
+        }
+    }
+    if row_parts < 2 {
+        return part;
     }
     let cost = (ROWS_PER_PART * n * k) as u64;
-    let Some((lo, hi)) = e.parallel_range(parts, cost) else {
-        return *gemm;
+    let Some((lo, hi)) = e.parallel_range(row_parts, cost) else {
+        return part;
     };
     let first = e.b.ins().imul_imm_s(lo, ROWS_PER_PART);
     let end = e.b.ins().imul_imm_s(hi, ROWS_PER_PART);
     let total = e.iconst(m);
     let beyond = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, end, m);
     let end = e.b.ins().select(beyond, total, end);
-    let rows = e.b.ins().isub(end, first);
-    let mut part = *gemm;
-    part.m = Size::Dyn(rows);
-    let shift = |e: &mut Emitter<'_, '_, '_>, matrix: &mut Matrix| {
-        let offset = e.mul(Size::Dyn(first), matrix.row);
-        matrix.base = e.add_size(matrix.base, offset);
-    };
-    shift(e, &mut part.a);
-    shift(e, &mut part.c);
-    if let Some(bias) = part.bias.as_mut() {
-        shift(e, bias);
+    let gemm = &mut part.gemm;
+    gemm.m = Size::Dyn(e.b.ins().isub(end, first));
+    shift(e, &mut gemm.a, first, false);
+    shift(e, &mut gemm.c, first, false);
+    if let Some(bias) = gemm.bias.as_mut() {
+        shift(e, bias, first, false);
     }
     part
 }

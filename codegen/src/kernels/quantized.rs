@@ -512,7 +512,7 @@ impl IntegerGemm {
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(join);
         match blocks {
-            Some(blocks) => blocks.apply(e, output, None, rows, self.n),
+            Some(blocks) => blocks.apply(e, output, None, rows, Size::Const(self.n)),
             None => Ok(()),
         }
     }

@@ -17,6 +17,17 @@ pub fn run_jit_with(
     options: &CodegenOptions,
     inputs: &[&[u8]],
 ) -> Result<Vec<HostTensor>, RuntimeError> {
+    run_jit_on(graph, options, inputs, 1)
+}
+
+/// [`run_jit_with`] on `threads` threads (kernels large enough split
+/// across them).
+pub fn run_jit_on(
+    graph: &Graph<'_>,
+    options: &CodegenOptions,
+    inputs: &[&[u8]],
+    threads: usize,
+) -> Result<Vec<HostTensor>, RuntimeError> {
     let method = compile_jit(graph, options, u64::MAX).expect("the graph compiles");
     let slots: Vec<_> = method
         .abi
@@ -45,6 +56,7 @@ pub fn run_jit_with(
         )
     }
     .expect("an instance");
+    instance.set_threads(threads)?;
     let inputs: Vec<TensorRef<'_>> = slots
         .iter()
         .zip(inputs)
