@@ -281,20 +281,31 @@ fn im2col_convolutions_give_the_bits_of_the_chain_apart() {
     }
 }
 
-/// Images of a prime height are one im2col block, whose GEMM threads share
-/// out by rows (more pixels than channels) or by column panels (more
-/// channels, with columns after the last panel); each thread's part of
-/// the chain follows its part of the GEMM.
+/// Images of a prime height are one im2col block, whose groups threads
+/// share out, or with one group its GEMM: by rows (more pixels than
+/// channels) or by column panels (more channels, with columns after the
+/// last panel); each thread's part of the chain follows its part of the
+/// GEMM. So does a pointwise convolution of few pixels.
 #[test]
-fn one_block_convolutions_split_by_rows_or_columns_give_the_same_bits() {
-    for (size, outputs) in [(13, 24), (7, 80), (5, 200)] {
+fn one_block_convolutions_split_by_groups_rows_or_columns_give_the_same_bits() {
+    let cases = [
+        (16, 13, 24, 1),
+        (16, 7, 80, 1),
+        (16, 5, 200, 1),
+        (48, 13, 48, 6),
+    ];
+    let pointwise = [(64, 5, 200, 1)];
+    let kernels = cases.map(|case| (case, 3)).into_iter();
+    for ((channels, size, outputs, groups), kernel) in
+        kernels.chain(pointwise.map(|case| (case, 1)))
+    {
         for silu in [false, true] {
             check(Case {
-                channels: 16,
+                channels,
                 outputs,
-                groups: 1,
+                groups,
                 size,
-                kernel: 3,
+                kernel,
                 stride: 1,
                 integral: false,
                 silu,

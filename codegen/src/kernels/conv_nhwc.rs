@@ -33,7 +33,7 @@ use ptec_ir::ValueId;
 use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
 use super::conv_epilogue::BlockEpilogue;
 use super::linalg::{
-    Epilogue, Float, Gemm, GemmPart, Matrix, Panels, ROWS_PER_PART, emit_gemm, part_of_this_call,
+    Epilogue, Float, Gemm, Matrix, Panels, ROWS_PER_PART, emit_gemm, part_of_this_call,
 };
 use super::map::emit_copy;
 use crate::emit::{Emitter, Size, flags};
@@ -291,12 +291,18 @@ fn pointwise_gemm(
                 col: Size::Const(channel_stride * 4),
             },
         };
-        let Some(blocks) = blocks else {
-            let m = Size::Const(pixels);
-            return gemm_by_filter(e, conv, a, (m, sizes), filter, out, bias, epilogue);
-        };
+        let m = Size::Const(pixels);
         let chunk = chunk_rows(conv.out_channels());
         let chunks = (pixels + chunk - 1) / chunk;
+        let blocks = match blocks {
+            Some(blocks) if chunks > 1 => blocks,
+            // Threads share out the GEMM, each applying the steps to its part.
+            steps => {
+                let gemm = filter_gemm(conv, a, (m, sizes), filter, out, bias, epilogue);
+                let first_channel = e.iconst(0);
+                return gemm_then_steps(e, &gemm, steps, first_channel, true);
+            }
+        };
         let cost = (chunk * channels * conv.out_channels()) as u64;
         let (first, count) = match e.parallel_range(chunks, cost) {
             Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
@@ -323,6 +329,34 @@ fn pointwise_gemm(
         })?;
         Ok(())
     })
+}
+
+/// Emits `gemm`, then the epilogue `steps` (if any) over what it computed;
+/// C's first column is output channel `first_channel`. With `split`,
+/// threads share out the GEMM (by rows or columns), each applying the steps
+/// to its own part.
+fn gemm_then_steps(
+    e: &mut Emitter<'_, '_, '_>,
+    gemm: &Gemm,
+    steps: Option<&BlockEpilogue<'_>>,
+    first_channel: Value,
+    split: bool,
+) -> Result<(), CodegenError> {
+    let (gemm, first_column) = match split {
+        true => {
+            let part = part_of_this_call(e, gemm);
+            (part.gemm, part.first_column)
+        }
+        false => (*gemm, e.iconst(0)),
+    };
+    e.whole(|e| emit_gemm(e, &gemm))?;
+    match steps {
+        Some(steps) => {
+            let channel = e.b.ins().iadd(first_channel, first_column);
+            steps.apply(e, gemm.c.base, Some(channel), gemm.m, gemm.n)
+        }
+        None => Ok(()),
+    }
 }
 
 /// Rows of a GEMM chunk whose epilogue steps follow it: about 64 KiB of
@@ -816,17 +850,23 @@ fn im2col_gemm(
             }
         }
     }
-    // With one block, the GEMM's rows are what threads share out.
-    let range = match blocks {
-        1 => None,
-        _ => e.parallel_range(
-            blocks,
-            (block_pixels * taps * group_outputs * conv.groups) as u64,
-        ),
+    // Threads share out the blocks; with one block, the groups, or with
+    // one group too, the GEMM's rows or columns (below).
+    let group_cost = (block_pixels * taps * group_outputs) as u64;
+    let share = |e: &mut Emitter<'_, '_, '_>, count: i64, cost: u64| {
+        let range = match count {
+            1 => None,
+            _ => e.parallel_range(count, cost),
+        };
+        match range {
+            Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
+            None => (e.iconst(0), Size::Const(count)),
+        }
     };
-    let (first_block, block_count) = match range {
-        Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
-        None => (e.iconst(0), Size::Const(blocks)),
+    let (first_block, block_count) = share(e, blocks, group_cost * conv.groups as u64);
+    let (first_group, group_count) = match blocks {
+        1 => share(e, conv.groups, group_cost),
+        _ => (e.iconst(0), Size::Const(conv.groups)),
     };
     let image_copy = (!conv.input.channels_last).then(|| {
         e.b.ins()
@@ -853,8 +893,19 @@ fn im2col_gemm(
             Some(scratch) => image_channels_last(e, conv, image, scratch)?,
             None => image,
         };
-        let bases = [image, filter.pointer(), out, bias.unwrap_or(out)];
-        e.counted_loop(Size::Const(conv.groups), &bases, |e, group, g| {
+        // The pointers of the first group this call computes.
+        let group_input =
+            e.b.ins()
+                .imul_imm_s(first_group, group_channels * channel_stride * 4);
+        let group_output = e.b.ins().imul_imm_s(first_group, group_outputs * 4);
+        let bases = [
+            e.b.ins().iadd(image, group_input),
+            e.b.ins().iadd(filter.pointer(), group_output),
+            e.b.ins().iadd(out, group_output),
+            e.b.ins().iadd(bias.unwrap_or(out), group_output),
+        ];
+        e.counted_loop(group_count, &bases, |e, index, g| {
+            let group = e.b.ins().iadd(first_group, index);
             e.counted_loop(block_count, &[], |e, index, _| {
                 let block = e.b.ins().iadd(first_block, index);
                 let first_row = e.b.ins().imul_imm_s(block, block_rows);
@@ -988,21 +1039,9 @@ fn im2col_gemm(
                     group_bias,
                     epilogue,
                 );
-                // With one block, threads share out the GEMM instead.
-                let part = match blocks {
-                    1 => part_of_this_call(e, &gemm),
-                    _ => GemmPart {
-                        gemm,
-                        first_column: e.iconst(0),
-                    },
-                };
-                let gemm = part.gemm;
-                e.whole(|e| emit_gemm(e, &gemm))?;
-                if let Some(steps) = steps {
-                    let group_channel = e.b.ins().imul_imm_s(group, group_outputs);
-                    let channel = e.b.ins().iadd(group_channel, part.first_column);
-                    steps.apply(e, gemm.c.base, Some(channel), gemm.m, gemm.n)?;
-                }
+                let group_channel = e.b.ins().imul_imm_s(group, group_outputs);
+                let split = blocks == 1 && conv.groups == 1;
+                gemm_then_steps(e, &gemm, steps, group_channel, split)?;
                 Ok(Vec::new())
             })?;
             Ok(vec![
