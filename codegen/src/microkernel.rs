@@ -72,7 +72,9 @@ pub(crate) struct Tile {
 impl Tile {
     /// The tiles a CPU with these widths runs, widest and tallest first:
     /// for each width, the tall tiles and four rows two registers wide,
-    /// then eight and four rows one register wide; a tile as wide as one
+    /// then eight and four rows one register wide, then single rows (a
+    /// matrix-vector product's, a remainder's) two and one register wide;
+    /// a tile as wide as one
     /// of a wider vector width is left out. AVX-512's nine rows (its row
     /// pointers' most) cover a GEMM of nine rows, a 3x3 image's pixels, in
     /// one pass over B, not two.
@@ -86,7 +88,7 @@ impl Tile {
                 Width::Avx2 => &[6],
             };
             let shapes = tall.iter().map(|&rows| (rows, 2));
-            for (rows, registers) in shapes.chain([(4, 2), (8, 1), (4, 1)]) {
+            for (rows, registers) in shapes.chain([(4, 2), (8, 1), (4, 1), (1, 2), (1, 1)]) {
                 let tile = Tile {
                     width,
                     rows,
