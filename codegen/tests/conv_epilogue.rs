@@ -281,14 +281,16 @@ fn im2col_convolutions_give_the_bits_of_the_chain_apart() {
     }
 }
 
-/// Images of a prime height are one im2col block, whose groups threads
-/// share out, or with one group its GEMM: by rows (more pixels than
-/// channels) or by column panels (more channels, with columns after the
-/// last panel); each thread's part of the chain follows its part of the
-/// GEMM. So does a pointwise convolution of few pixels.
+/// Small images are one im2col block, whose groups threads share out, or
+/// with one group its GEMM: by rows (more pixels than channels) or by
+/// column panels (more channels, with columns after the last panel); each
+/// thread's part of the chain follows its part of the GEMM. So does a
+/// pointwise convolution of few pixels. A prime height of 13 makes two
+/// blocks, the second one row shorter.
 #[test]
 fn one_block_convolutions_split_by_groups_rows_or_columns_give_the_same_bits() {
     let cases = [
+        (16, 9, 24, 1),
         (16, 13, 24, 1),
         (16, 7, 80, 1),
         (16, 5, 200, 1),

@@ -796,8 +796,10 @@ fn im2col_gemm(
     let group_outputs = conv.out_channels() / conv.groups;
     let taps = kernel_h * kernel_w * group_channels;
     let block_rows = im2col_block_rows(out_h, out_w, taps);
-    let blocks = out_h / block_rows;
+    let blocks = (out_h + block_rows - 1) / block_rows;
     let block_pixels = block_rows * out_w;
+    // The last block is shorter when the blocks do not divide the height.
+    let even = out_h % block_rows == 0;
     // Scratch: the columns in f32, then (with an integer plan) packed for
     // it, then (for an NCHW input) the image copied channels-last, so that
     // a tap's channels, and with a dilation of 1 the taps of a kernel row
@@ -909,6 +911,22 @@ fn im2col_gemm(
             e.counted_loop(block_count, &[], |e, index, _| {
                 let block = e.b.ins().iadd(first_block, index);
                 let first_row = e.b.ins().imul_imm_s(block, block_rows);
+                let end_row = e.b.ins().iadd_imm_s(first_row, block_rows);
+                let end_row = match even {
+                    true => end_row,
+                    false => {
+                        let height = e.iconst(out_h);
+                        let beyond = e.b.ins().icmp(IntCC::SignedGreaterThan, end_row, height);
+                        e.b.ins().select(beyond, height, end_row)
+                    }
+                };
+                let pixels = match even {
+                    true => Size::Const(block_pixels),
+                    false => {
+                        let rows = e.b.ins().isub(end_row, first_row);
+                        Size::Dyn(e.b.ins().imul_imm_s(rows, out_w))
+                    }
+                };
                 for ky in 0..kernel_h {
                     // The block's output rows whose window meets kernel
                     // row `ky` inside the image.
@@ -916,7 +934,6 @@ fn im2col_gemm(
                     if ys.is_empty() {
                         continue;
                     }
-                    let end_row = e.b.ins().iadd_imm_s(first_row, block_rows);
                     let [start, end] = [ys.start, ys.end].map(|bound| e.iconst(bound));
                     let late = e.b.ins().icmp(IntCC::SignedGreaterThan, start, first_row);
                     let from_row = e.b.ins().select(late, start, first_row);
@@ -1018,7 +1035,7 @@ fn im2col_gemm(
                                 [columns, packed, block_output],
                                 // The packed rows follow the columns.
                                 (taps * 4, true),
-                                Size::Const(block_pixels),
+                                pixels,
                                 rows(g[1], conv.out_channels()),
                                 group_bias,
                                 (epilogue, steps),
@@ -1033,7 +1050,7 @@ fn im2col_gemm(
                 let gemm = filter_gemm(
                     conv,
                     rows(columns, taps),
-                    (Size::Const(block_pixels), [taps, group_outputs]),
+                    (pixels, [taps, group_outputs]),
                     group_filter,
                     block_output,
                     group_bias,
@@ -1087,23 +1104,23 @@ fn zero_cells(
     Ok(())
 }
 
-/// Output rows of an im2col block: the most that divide the output's
-/// height and keep the block's columns within `BLOCK_BYTES` (L2 caches
-/// hold them beside the filter's panel), but enough for 64 GEMM rows (the
-/// microkernels' tiles) when the height allows.
+/// Output rows of an im2col block: the most whose columns fit in
+/// `BLOCK_BYTES` (L2 caches hold them beside the filter's panel), but
+/// enough for 64 GEMM rows (the microkernels' tiles) when the height
+/// allows, evened out over the blocks that makes (the last one may be
+/// shorter). An image that would be one block is cut in two when each half
+/// still has its 64 rows, so that threads share it out without each
+/// unfolding the whole image.
 fn im2col_block_rows(out_h: i64, out_w: i64, taps: i64) -> i64 {
     const BLOCK_BYTES: i64 = 256 << 10;
-    let divisors = (1..=out_h).filter(|rows| out_h % rows == 0);
-    let fitting = divisors
-        .clone()
-        .filter(|rows| rows * out_w * taps * 4 <= BLOCK_BYTES)
-        .max()
-        .unwrap_or(1);
-    match fitting * out_w >= 64 {
-        true => fitting,
-        false => divisors
-            .filter(|rows| rows * out_w >= 64)
-            .min()
-            .unwrap_or(out_h),
-    }
+    const LEAST_PIXELS: i64 = 64;
+    let fitting = BLOCK_BYTES / (out_w * taps * 4);
+    let least = (LEAST_PIXELS + out_w - 1) / out_w;
+    let rows = match fitting.max(least) {
+        rows if rows < out_h => rows,
+        _ if out_h >= 2 * least => (out_h + 1) / 2,
+        _ => out_h,
+    };
+    let blocks = (out_h + rows - 1) / rows;
+    (out_h + blocks - 1) / blocks
 }
