@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{elements, le_bytes, run_jit, run_jit_with};
+use common::{elements, le_bytes, run_jit, run_jit_on};
 use ptec_codegen::CodegenOptions;
 
 /// A deterministic value in `[0, 1)` for element `index` of operand `seed`.
@@ -230,13 +230,16 @@ fn outputs_of(text: &str, inputs: &[Vec<u8>]) -> Vec<(&'static str, Vec<f32>)> {
     let inputs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let default = CodegenOptions::default();
     let forms = [
-        ("the widest integer form", None),
+        ("the widest integer form", None, 1),
+        ("the widest integer form on 2 threads", Some(default), 2),
+        ("the widest integer form on 3 threads", Some(default), 3),
         (
             "AVX2's registers",
             Some(CodegenOptions {
                 avx512: false,
                 ..default
             }),
+            1,
         ),
         (
             "vpmaddwd",
@@ -244,6 +247,7 @@ fn outputs_of(text: &str, inputs: &[Vec<u8>]) -> Vec<(&'static str, Vec<f32>)> {
                 vnni: false,
                 ..default
             }),
+            1,
         ),
         (
             "the f32 microkernels",
@@ -251,6 +255,7 @@ fn outputs_of(text: &str, inputs: &[Vec<u8>]) -> Vec<(&'static str, Vec<f32>)> {
                 integer: false,
                 ..default
             }),
+            1,
         ),
         (
             "Cranelift's kernels",
@@ -258,14 +263,15 @@ fn outputs_of(text: &str, inputs: &[Vec<u8>]) -> Vec<(&'static str, Vec<f32>)> {
                 microkernels: false,
                 ..default
             }),
+            1,
         ),
     ];
     forms
         .into_iter()
-        .map(|(name, options)| {
+        .map(|(name, options, threads)| {
             let outputs = match options {
                 None => run_jit(&graph, &inputs),
-                Some(options) => run_jit_with(&graph, &options, &inputs),
+                Some(options) => run_jit_on(&graph, &options, &inputs, threads),
             }
             .expect("the graph runs");
             (name, elements(&outputs[0], f32::from_le_bytes))
@@ -422,7 +428,7 @@ fn sums_beyond_f32_precision_are_exact_with_the_integer_kernels() {
             "with {name}: exact sums {exact_here}, integer kernels {integer_kernels}"
         );
     }
-    for (name, got) in &outputs[3..] {
+    for (name, got) in &outputs[5..] {
         assert_ne!(got, &exact, "with {name}: the f32 kernels rounded nothing");
     }
 }
@@ -443,6 +449,28 @@ fn a_nan_input_gives_the_f32_kernels_nan() {
         ..Case::new(4, 12, [9, 9])
     }
     .check();
+}
+
+/// Images of few pixels are one block, whose column panels threads share
+/// out (each packing the block's rows itself), pointwise and im2col, with
+/// and without a NaN (which sends the block through the f32 GEMM, here of
+/// the thread's columns).
+#[test]
+fn one_block_split_by_columns_gives_the_same_bits() {
+    for nan_at in [None, Some(70)] {
+        Case {
+            nan_at,
+            ..Case::new(64, 80, [7, 7])
+        }
+        .check();
+        Case {
+            nan_at,
+            kernel: 3,
+            padding: 1,
+            ..Case::new(32, 80, [7, 7])
+        }
+        .check();
+    }
 }
 
 /// `clamp(clamp(round(x), -120, 135) @ w + bias, -9000, 9000)` for `x` of

@@ -40,7 +40,7 @@ use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 use crate::microkernel::Width;
 
-use super::quantized::IntegerGemm;
+use super::quantized::{IntegerGemm, Units};
 
 /// The geometry of a convolution with a channels-last result.
 #[derive(Clone, Copy, Debug)]
@@ -1026,6 +1026,14 @@ fn im2col_gemm(
                 let block_output = e.b.ins().iadd(g[2], block_output);
                 let group_bias = bias.map(|_| g[3]);
                 if let (Some(plan), Some(prepared)) = (integer, prepared) {
+                    // With one block, threads share out the columns.
+                    let units = plan.column_units();
+                    let cost = (block_pixels * taps * plan.panel_columns()) as u64;
+                    let units = match blocks {
+                        1 => e.parallel_range(units, cost),
+                        _ => None,
+                    }
+                    .map_or(Units::All, |(lo, hi)| Units::Part(lo, hi));
                     // One group: the group's pointers are the node's.
                     return e
                         .whole(|e| {
@@ -1036,7 +1044,7 @@ fn im2col_gemm(
                                 // The packed rows follow the columns.
                                 (taps * 4, true),
                                 pixels,
-                                rows(g[1], conv.out_channels()),
+                                (rows(g[1], conv.out_channels()), units),
                                 group_bias,
                                 (epilogue, steps),
                             )

@@ -79,6 +79,14 @@ pub(super) struct IntegerGemm {
     mask_at: usize,
 }
 
+/// Which of an integer GEMM's column units a call computes.
+#[derive(Clone, Copy)]
+pub(super) enum Units {
+    All,
+    /// Units `lo..hi` of [`IntegerGemm::column_units`], a thread's part.
+    Part(Value, Value),
+}
+
 /// Where an integer convolution's constant is and its clamp bounds, set up
 /// once at the kernel's start.
 #[derive(Clone, Copy)]
@@ -370,9 +378,38 @@ impl IntegerGemm {
         Ok(e.b.ins().bor(any, result[3]))
     }
 
+    /// The units a split by columns shares out: the panels two registers
+    /// wide, then the last one, if any.
+    pub(super) fn column_units(&self) -> i64 {
+        self.full_panels + i64::from(self.rest.is_some())
+    }
+
+    /// The output columns of a panel two registers wide.
+    pub(super) fn panel_columns(&self) -> i64 {
+        2 * self.form.register_columns() as i64
+    }
+
+    /// The columns of `units` (a part of [`IntegerGemm::column_units`], or
+    /// all of them): the first one and how many.
+    pub(super) fn columns_of(&self, e: &mut Emitter<'_, '_, '_>, units: Units) -> (Value, Size) {
+        match units {
+            Units::All => (e.iconst(0), Size::Const(self.n)),
+            Units::Part(lo, hi) => {
+                let first = e.b.ins().imul_imm_s(lo, self.panel_columns());
+                let end = e.b.ins().imul_imm_s(hi, self.panel_columns());
+                let n = e.iconst(self.n);
+                let beyond = e.b.ins().icmp(IntCC::SignedGreaterThan, end, n);
+                let end = e.b.ins().select(beyond, n, end);
+                (first, Size::Dyn(e.b.ins().isub(end, first)))
+            }
+        }
+    }
+
     /// `rows` rows of the output at `c` (rows `self.n` f32 apart) from A's
-    /// rows at `a`: per panel of columns, the microkernel on each tile of
-    /// rows; `residual` is the bytes from an output to its residual.
+    /// rows at `a`: per panel of columns (those of `units`), the
+    /// microkernel on each tile of rows; `residual` is the bytes from an
+    /// output to its residual.
+    #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn gemm(
         &self,
         e: &mut Emitter<'_, '_, '_>,
@@ -381,12 +418,36 @@ impl IntegerGemm {
         rows: Size,
         c: Value,
         residual: Option<Value>,
+        units: Units,
     ) -> Result<(), CodegenError> {
         let columns = self.form.register_columns() as i64;
         let panel_bytes = |registers: i64| self.groups * 4 * registers * columns;
         let bias = e.b.ins().iadd_imm_s(prepared.constant, self.bias_at as i64);
-        let carried = [prepared.constant, c, bias];
-        let next = e.counted_loop(Size::Const(self.full_panels), &carried, |e, _, p| {
+        let (full, rest) = match units {
+            Units::All => (Size::Const(self.full_panels), Size::Const(1)),
+            Units::Part(lo, hi) => {
+                // The full panels of the part, and its last one if it
+                // reaches past them (never more than one).
+                let full = e.iconst(self.full_panels);
+                let past = e.b.ins().icmp(IntCC::SignedGreaterThan, hi, full);
+                let end = e.b.ins().select(past, full, hi);
+                let rest = e.b.ins().isub(hi, end);
+                (Size::Dyn(e.b.ins().isub(end, lo)), Size::Dyn(rest))
+            }
+        };
+        let carried = match units {
+            Units::All => [prepared.constant, c, bias],
+            Units::Part(lo, _) => {
+                let panels = e.b.ins().imul_imm_s(lo, panel_bytes(2));
+                let outputs = e.b.ins().imul_imm_s(lo, self.panel_columns() * 4);
+                [
+                    e.b.ins().iadd(prepared.constant, panels),
+                    e.b.ins().iadd(c, outputs),
+                    e.b.ins().iadd(bias, outputs),
+                ]
+            }
+        };
+        let next = e.counted_loop(full, &carried, |e, _, p| {
             self.tiles(e, prepared, [a, p[0], p[1], p[2]], rows, residual, 2, None)?;
             Ok(vec![
                 e.b.ins().iadd_imm_s(p[0], panel_bytes(2)),
@@ -395,10 +456,13 @@ impl IntegerGemm {
             ])
         })?;
         if let Some((registers, valid)) = self.rest {
-            let mask = (valid != registers as i64 * columns)
-                .then(|| e.b.ins().iadd_imm_s(prepared.constant, self.mask_at as i64));
-            let operands = [a, next[0], next[1], next[2]];
-            self.tiles(e, prepared, operands, rows, residual, registers, mask)?;
+            e.counted_loop(rest, &next, |e, _, p| {
+                let mask = (valid != registers as i64 * columns)
+                    .then(|| e.b.ins().iadd_imm_s(prepared.constant, self.mask_at as i64));
+                let operands = [a, p[0], p[1], p[2]];
+                self.tiles(e, prepared, operands, rows, residual, registers, mask)?;
+                Ok(p.to_vec())
+            })?;
         }
         Ok(())
     }
@@ -465,8 +529,8 @@ impl IntegerGemm {
     /// row holds NaN, with the f32 GEMM on B's f32 elements `b` and `bias`
     /// (along the columns) as the kernel would have without this plan.
     /// `overread`: the memory past each row of A holds the 28 bytes
-    /// [`IntegerGemm::pack`] may read. Epilogue steps (`blocks`) are then
-    /// applied to the rows.
+    /// [`IntegerGemm::pack`] may read. Only the columns of `units` are
+    /// computed. Epilogue steps (`blocks`) are then applied to them.
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn block(
         &self,
@@ -475,10 +539,11 @@ impl IntegerGemm {
         [source, scratch, output]: [Value; 3],
         (source_row, overread): (i64, bool),
         rows: Size,
-        b: Matrix,
+        (b, units): (Matrix, Units),
         bias: Option<Value>,
         (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
     ) -> Result<(), CodegenError> {
+        let (first_column, n) = self.columns_of(e, units);
         let nan = self.pack(e, [source, scratch], source_row, rows, overread)?;
         let (float, integer, join) = (e.b.create_block(), e.b.create_block(), e.b.create_block());
         e.b.ins().brif(nan, float, &[], integer, &[]);
@@ -490,15 +555,23 @@ impl IntegerGemm {
                 row: Size::Const(bytes),
                 col: unit,
             };
+            // The part's columns of B, C and the bias.
+            let shift = |e: &mut Emitter<'_, '_, '_>, base: Value, column: Size| {
+                let offset = e.mul(Size::Dyn(first_column), column);
+                e.add_size(base, offset)
+            };
             let gemm = Gemm {
                 float: Float::F32,
                 m: rows,
-                n: Size::Const(self.n),
+                n,
                 k: Size::Const(self.k),
                 a: row(source, source_row),
-                b,
-                c: row(output, self.n * 4),
-                bias: bias.map(|base| row(base, 0)),
+                b: Matrix {
+                    base: shift(e, b.base, b.col),
+                    ..b
+                },
+                c: row(shift(e, output, unit), self.n * 4),
+                bias: bias.map(|base| row(shift(e, base, unit), 0)),
                 alpha: 1.0,
                 beta: 1.0,
                 epilogue,
@@ -508,11 +581,15 @@ impl IntegerGemm {
         }
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(integer);
-        self.gemm(e, prepared, scratch, rows, output, epilogue.residual)?;
+        self.gemm(e, prepared, scratch, rows, output, epilogue.residual, units)?;
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(join);
         match blocks {
-            Some(blocks) => blocks.apply(e, output, None, rows, Size::Const(self.n)),
+            Some(blocks) => {
+                let offset = e.b.ins().imul_imm_s(first_column, 4);
+                let part = e.b.ins().iadd(output, offset);
+                blocks.apply(e, part, Some(first_column), rows, n)
+            }
             None => Ok(()),
         }
     }
@@ -536,8 +613,22 @@ impl IntegerGemm {
     ) -> Result<(), CodegenError> {
         let blocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
         let scratch = e.scratch(self.a_bytes(BLOCK_ROWS));
-        let cost = (BLOCK_ROWS * self.k * self.n) as u64;
-        let (first, count) = match e.parallel_range(blocks, cost) {
+        // Threads share out the blocks, or with one block the columns.
+        let (range, units) = match blocks {
+            1 => {
+                let cost = (m * self.k * self.panel_columns()) as u64;
+                let units = e.parallel_range(self.column_units(), cost);
+                (
+                    None,
+                    units.map_or(Units::All, |(lo, hi)| Units::Part(lo, hi)),
+                )
+            }
+            _ => {
+                let cost = (BLOCK_ROWS * self.k * self.n) as u64;
+                (e.parallel_range(blocks, cost), Units::All)
+            }
+        };
+        let (first, count) = match range {
             Some((lo, hi)) => (lo, Size::Dyn(e.b.ins().isub(hi, lo))),
             None => (e.iconst(0), Size::Const(blocks)),
         };
@@ -561,7 +652,7 @@ impl IntegerGemm {
                 // Rows of a node's input: nothing is read past them.
                 (source_row, false),
                 Size::Dyn(rows),
-                b,
+                (b, units),
                 bias,
                 epilogues,
             )?;
