@@ -208,22 +208,6 @@ fn rows(base: Value, row: i64) -> Matrix {
 /// `output [pixels, n] = a [pixels, k] @ filter [k, n]` plus the bias along
 /// the columns, through the epilogue; a stored filter's rows, and the
 /// output's, are the output's channels apart. `filter` is the group's.
-#[allow(clippy::too_many_arguments)] // The operands of one product.
-fn gemm_by_filter(
-    e: &mut Emitter<'_, '_, '_>,
-    conv: &ChannelsLast,
-    a: Matrix,
-    (m, [k, n]): (Size, [i64; 2]),
-    filter: GemmFilter,
-    output: Value,
-    bias: Option<Value>,
-    epilogue: Epilogue,
-) -> Result<(), CodegenError> {
-    let gemm = filter_gemm(conv, a, (m, [k, n]), filter, output, bias, epilogue);
-    emit_gemm(e, &gemm)
-}
-
-/// The GEMM [`gemm_by_filter`] emits.
 fn filter_gemm(
     conv: &ChannelsLast,
     a: Matrix,
@@ -323,7 +307,8 @@ fn pointwise_gemm(
             };
             let c_offset = e.b.ins().imul_imm_s(start, conv.out_channels() * 4);
             let c = e.b.ins().iadd(out, c_offset);
-            e.whole(|e| gemm_by_filter(e, conv, a, (m, sizes), filter, c, bias, epilogue))?;
+            let gemm = filter_gemm(conv, a, (m, sizes), filter, c, bias, epilogue);
+            e.whole(|e| emit_gemm(e, &gemm))?;
             blocks.apply(e, c, None, m, Size::Const(conv.out_channels()))?;
             Ok(Vec::new())
         })?;

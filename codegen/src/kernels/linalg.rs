@@ -393,13 +393,9 @@ pub(super) fn part_of_this_call(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Gem
             let Some((lo, hi)) = e.parallel_range(column_parts, cost) else {
                 return part;
             };
-            let first = e.b.ins().imul_imm_s(lo, width);
-            let end = e.b.ins().imul_imm_s(hi, width);
-            let total = e.iconst(n);
-            let beyond = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, end, n);
-            let end = e.b.ins().select(beyond, total, end);
+            let (first, columns) = span_of_units(e, (lo, hi), width, n);
             let gemm = &mut part.gemm;
-            gemm.n = Size::Dyn(e.b.ins().isub(end, first));
+            gemm.n = Size::Dyn(columns);
             let panel_bytes = k * width * gemm.float.bytes();
             let base = e.b.ins().imul_imm_s(lo, panel_bytes);
             gemm.b_panels = Some(Panels {
@@ -421,19 +417,32 @@ pub(super) fn part_of_this_call(e: &mut Emitter<'_, '_, '_>, gemm: &Gemm) -> Gem
     let Some((lo, hi)) = e.parallel_range(row_parts, cost) else {
         return part;
     };
-    let first = e.b.ins().imul_imm_s(lo, ROWS_PER_PART);
-    let end = e.b.ins().imul_imm_s(hi, ROWS_PER_PART);
-    let total = e.iconst(m);
-    let beyond = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, end, m);
-    let end = e.b.ins().select(beyond, total, end);
+    let (first, rows) = span_of_units(e, (lo, hi), ROWS_PER_PART, m);
     let gemm = &mut part.gemm;
-    gemm.m = Size::Dyn(e.b.ins().isub(end, first));
+    gemm.m = Size::Dyn(rows);
     shift(e, &mut gemm.a, first, false);
     shift(e, &mut gemm.c, first, false);
     if let Some(bias) = gemm.bias.as_mut() {
         shift(e, bias, first, false);
     }
     part
+}
+
+/// The first element and the count of the units `lo..hi` of `unit`
+/// elements each, of `total` elements in all (the last unit may be
+/// shorter).
+pub(super) fn span_of_units(
+    e: &mut Emitter<'_, '_, '_>,
+    (lo, hi): (Value, Value),
+    unit: i64,
+    total: i64,
+) -> (Value, Value) {
+    let first = e.b.ins().imul_imm_s(lo, unit);
+    let end = e.b.ins().imul_imm_s(hi, unit);
+    let limit = e.iconst(total);
+    let beyond = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, end, total);
+    let end = e.b.ins().select(beyond, limit, end);
+    (first, e.b.ins().isub(end, first))
 }
 
 /// All the rows of one column panel starting at `b` / `c`: blocks of as

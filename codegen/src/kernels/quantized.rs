@@ -35,7 +35,7 @@ use ptec_ir::{DType, ValueId};
 
 use super::conv_epilogue::BlockEpilogue;
 use super::conv_nhwc::ChannelsLast;
-use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm};
+use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm, span_of_units};
 use crate::emit::{Emitter, PTR, Size, bitcast_flags, flags};
 use crate::error::CodegenError;
 use crate::microkernel::IntegerForm;
@@ -395,12 +395,8 @@ impl IntegerGemm {
         match units {
             Units::All => (e.iconst(0), Size::Const(self.n)),
             Units::Part(lo, hi) => {
-                let first = e.b.ins().imul_imm_s(lo, self.panel_columns());
-                let end = e.b.ins().imul_imm_s(hi, self.panel_columns());
-                let n = e.iconst(self.n);
-                let beyond = e.b.ins().icmp(IntCC::SignedGreaterThan, end, n);
-                let end = e.b.ins().select(beyond, n, end);
-                (first, Size::Dyn(e.b.ins().isub(end, first)))
+                let (first, columns) = span_of_units(e, (lo, hi), self.panel_columns(), self.n);
+                (first, Size::Dyn(columns))
             }
         }
     }
