@@ -406,6 +406,14 @@ fn im2col_blocks_give_the_same_bits_and_the_right_sums() {
         ..first
     }
     .check();
+    // No input channels: no taps, every output the bias.
+    Case {
+        channels: 0,
+        constant_filter: true,
+        channels_last_input: true,
+        ..first
+    }
+    .check();
 }
 
 /// The f32 values an activation must get right beside ordinary ones: NaN,

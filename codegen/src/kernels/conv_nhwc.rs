@@ -1103,17 +1103,18 @@ fn zero_cells(
 /// allows, evened out over the blocks that makes (the last one may be
 /// shorter). An image that would be one block is cut in two when each half
 /// still has its 64 rows, so that threads share it out without each
-/// unfolding the whole image.
+/// unfolding the whole image. At least one row, also for an empty output
+/// or no taps (no input channels).
 fn im2col_block_rows(out_h: i64, out_w: i64, taps: i64) -> i64 {
     const BLOCK_BYTES: i64 = 256 << 10;
     const LEAST_PIXELS: i64 = 64;
-    let fitting = BLOCK_BYTES / (out_w * taps * 4);
-    let least = (LEAST_PIXELS + out_w - 1) / out_w;
+    let fitting = BLOCK_BYTES / (out_w * taps * 4).max(1);
+    let least = (LEAST_PIXELS + out_w - 1) / out_w.max(1);
     let rows = match fitting.max(least) {
         rows if rows < out_h => rows,
         _ if out_h >= 2 * least => (out_h + 1) / 2,
-        _ => out_h,
+        _ => out_h.max(1),
     };
     let blocks = (out_h + rows - 1) / rows;
-    (out_h + blocks - 1) / blocks
+    (out_h + blocks - 1) / blocks.max(1)
 }
