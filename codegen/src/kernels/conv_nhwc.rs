@@ -1012,13 +1012,10 @@ fn im2col_gemm(
                 let group_bias = bias.map(|_| g[3]);
                 if let (Some(plan), Some(prepared)) = (integer, prepared) {
                     // With one block, threads share out the columns.
-                    let units = plan.column_units();
-                    let cost = (block_pixels * taps * plan.panel_columns()) as u64;
                     let units = match blocks {
-                        1 => e.parallel_range(units, cost),
-                        _ => None,
-                    }
-                    .map_or(Units::All, |(lo, hi)| Units::Part(lo, hi));
+                        1 => plan.columns_of_this_call(e, block_pixels),
+                        _ => Units::All,
+                    };
                     // One group: the group's pointers are the node's.
                     return e
                         .whole(|e| {

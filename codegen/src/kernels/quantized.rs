@@ -380,18 +380,26 @@ impl IntegerGemm {
 
     /// The units a split by columns shares out: the panels two registers
     /// wide, then the last one, if any.
-    pub(super) fn column_units(&self) -> i64 {
+    fn column_units(&self) -> i64 {
         self.full_panels + i64::from(self.rest.is_some())
     }
 
+    /// The columns this call computes of a GEMM of `rows` rows that threads
+    /// share out by columns (all of them when the kernel does not split).
+    pub(super) fn columns_of_this_call(&self, e: &mut Emitter<'_, '_, '_>, rows: i64) -> Units {
+        let cost = (rows * self.k * self.panel_columns()) as u64;
+        e.parallel_range(self.column_units(), cost)
+            .map_or(Units::All, |(lo, hi)| Units::Part(lo, hi))
+    }
+
     /// The output columns of a panel two registers wide.
-    pub(super) fn panel_columns(&self) -> i64 {
+    fn panel_columns(&self) -> i64 {
         2 * self.form.register_columns() as i64
     }
 
     /// The columns of `units` (a part of [`IntegerGemm::column_units`], or
     /// all of them): the first one and how many.
-    pub(super) fn columns_of(&self, e: &mut Emitter<'_, '_, '_>, units: Units) -> (Value, Size) {
+    fn columns_of(&self, e: &mut Emitter<'_, '_, '_>, units: Units) -> (Value, Size) {
         match units {
             Units::All => (e.iconst(0), Size::Const(self.n)),
             Units::Part(lo, hi) => {
@@ -611,14 +619,7 @@ impl IntegerGemm {
         let scratch = e.scratch(self.a_bytes(BLOCK_ROWS));
         // Threads share out the blocks, or with one block the columns.
         let (range, units) = match blocks {
-            1 => {
-                let cost = (m * self.k * self.panel_columns()) as u64;
-                let units = e.parallel_range(self.column_units(), cost);
-                (
-                    None,
-                    units.map_or(Units::All, |(lo, hi)| Units::Part(lo, hi)),
-                )
-            }
+            1 => (None, self.columns_of_this_call(e, m)),
             _ => {
                 let cost = (BLOCK_ROWS * self.k * self.n) as u64;
                 (e.parallel_range(blocks, cost), Units::All)
