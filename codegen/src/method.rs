@@ -319,7 +319,19 @@ fn define_microkernels(
                 _ => None,
             }
         });
+        // An epilogue that starts with an activation may also run as the
+        // activation microkernel and the chain of the rest.
+        let epilogues = epilogues.flat_map(|(epilogue, output)| {
+            let rest = conv_epilogue::after_activation(epilogue)
+                .map(|(_, rest)| rest)
+                .filter(|rest| !rest.steps.is_empty());
+            [Some(epilogue.clone()), rest]
+                .into_iter()
+                .flatten()
+                .map(move |epilogue| (epilogue, output))
+        });
         for (epilogue, output) in epilogues {
+            let epilogue = &epilogue;
             let Some((_, layouts)) = conv_epilogue::block_layouts(graph, epilogue, output) else {
                 continue;
             };

@@ -70,9 +70,20 @@ struct Case {
     stride: usize,
     /// The input rounded and clamped first, so the integer GEMMs take it.
     integral: bool,
-    /// A SiLU as the chain (the activation microkernel's), instead of the
-    /// requantization-like one.
-    silu: bool,
+    chain: Steps,
+}
+
+/// The elementwise chain after the convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Steps {
+    /// Like an int8 program's requantization, with a residual.
+    Requantize,
+    /// A SiLU: the activation microkernel's alone.
+    Silu,
+    /// A sigmoid (the activation microkernel's) times another
+    /// convolution's result and a per-channel operand: the rest of the
+    /// chain after the microkernel.
+    Gate,
 }
 
 impl Case {
@@ -104,13 +115,19 @@ impl Case {
         let filter = integers(5, o * per_group * k * k);
         let bias = integers(6, o);
         let residual_filter = integers(7, o * per_group * k * k);
-        let chain = match self.silu {
-            true => format!(
+        let chain = match self.chain {
+            Steps::Silu => format!(
                 "  %9: f32[1,{o},{os},{os}] = sigmoid(%8)
   %16: f32[1,{o},{os},{os}] = mul(%8, %9)
 "
             ),
-            false => format!(
+            Steps::Gate => format!(
+                "  %9: f32[1,{o},{os},{os}] = sigmoid(%8)
+  %10: f32[1,{o},{os},{os}] = mul(%9, %2)
+  %16: f32[1,{o},{os},{os}] = mul(%10, %1)
+"
+            ),
+            Steps::Requantize => format!(
                 "  %9: f32[1,{o},{os},{os}] = mul(%8, %1)
   %10: f32[1,{o},{os},{os}] = round(%9)
   %11: f32[1,{o},{os},{os}] = clamp(%10) min=-60.0 max=60.0
@@ -229,7 +246,12 @@ fn check(case: Case) {
 fn pointwise_convolutions_give_the_bits_of_the_chain_apart() {
     for outputs in [1, 7, 16, 17, 40] {
         for size in [5, 24] {
-            for (integral, silu) in [(false, false), (true, false), (false, true)] {
+            for (integral, chain) in [
+                (false, Steps::Requantize),
+                (true, Steps::Requantize),
+                (false, Steps::Silu),
+                (false, Steps::Gate),
+            ] {
                 check(Case {
                     channels: 8,
                     outputs,
@@ -238,7 +260,7 @@ fn pointwise_convolutions_give_the_bits_of_the_chain_apart() {
                     kernel: 1,
                     stride: 1,
                     integral,
-                    silu,
+                    chain,
                 });
             }
         }
@@ -248,7 +270,7 @@ fn pointwise_convolutions_give_the_bits_of_the_chain_apart() {
 #[test]
 fn depthwise_convolutions_give_the_bits_of_the_chain_apart() {
     for channels in [8, 17, 32] {
-        for stride in [1, 2] {
+        for (stride, chain) in [(1, Steps::Requantize), (2, Steps::Silu), (1, Steps::Gate)] {
             check(Case {
                 channels,
                 outputs: channels,
@@ -257,7 +279,7 @@ fn depthwise_convolutions_give_the_bits_of_the_chain_apart() {
                 kernel: 3,
                 stride,
                 integral: false,
-                silu: stride == 2,
+                chain,
             });
         }
     }
@@ -275,7 +297,7 @@ fn im2col_convolutions_give_the_bits_of_the_chain_apart() {
                 kernel: 3,
                 stride: 2,
                 integral,
-                silu: false,
+                chain: Steps::Requantize,
             });
         }
     }
@@ -301,7 +323,7 @@ fn one_block_convolutions_split_by_groups_rows_or_columns_give_the_same_bits() {
     for ((channels, size, outputs, groups), kernel) in
         kernels.chain(pointwise.map(|case| (case, 1)))
     {
-        for silu in [false, true] {
+        for chain in [Steps::Requantize, Steps::Silu, Steps::Gate] {
             check(Case {
                 channels,
                 outputs,
@@ -310,7 +332,7 @@ fn one_block_convolutions_split_by_groups_rows_or_columns_give_the_same_bits() {
                 kernel,
                 stride: 1,
                 integral: false,
-                silu,
+                chain,
             });
         }
     }

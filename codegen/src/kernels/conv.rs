@@ -164,7 +164,7 @@ fn compute(
     output: ValueId,
     geometry: Option<[Pair; 3]>,
     dynamic: bool,
-    blocks: Option<&BlockEpilogue<'_>>,
+    blocks: Option<&BlockEpilogue>,
 ) -> Result<(), CodegenError> {
     if geometry.is_none() && !dynamic {
         return super::conv_direct::convolution(e, op, output);
@@ -192,7 +192,7 @@ fn convolve(
     [stride, padding, dilation]: [Pair; 3],
     output_value: ValueId,
     epilogue: Epilogue,
-    blocks: Option<&BlockEpilogue<'_>>,
+    blocks: Option<&BlockEpilogue>,
 ) -> Result<(), CodegenError> {
     let &Convolution {
         input: input_value,

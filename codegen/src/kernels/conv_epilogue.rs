@@ -5,25 +5,27 @@
 //! channel, the kernels apply it to each block of output pixels right after
 //! computing the block, while it is in the cache ([`BlockEpilogue`]: a call
 //! of the target's chain kernel for the epilogue, `chain_kernel.rs`, where
-//! it has one, or of the activation microkernel for a sigmoid or SiLU, else
-//! a Cranelift map); any other convolution computes its whole result and
-//! then applies the chain over it ([`apply_whole`]). Either way each element goes through the
-//! chain's steps in order, as the fused kernel would have.
+//! it has one, else a Cranelift map; a chain that starts with a sigmoid or
+//! SiLU of the result goes as the activation microkernel in place, then the
+//! rest of the chain likewise); any other convolution computes its whole
+//! result and then applies the chain over it ([`apply_whole`]). Either way
+//! each element goes through the chain's steps in order, as the fused
+//! kernel would have.
 
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift_module::FuncId;
-use ptec_ir::ops::elementwise::Func;
 use ptec_ir::ops::expr::Expr;
-use ptec_ir::ops::fused::{Epilogue, StepInput};
+use ptec_ir::ops::fused::Epilogue;
 use ptec_ir::ops::promotion::Operand as PromotionOperand;
 use ptec_ir::{CHANNELS_LAST, DType, Graph, ValueId, strides_in_order};
 
 use super::elementwise::{dtype, map_over};
 use super::map::{Map, Operand, emit_map};
-use super::pointwise::{Chain, activation_of};
+use super::pointwise::{Chain, leading_activation};
 use crate::chain_kernel::Reach;
 use crate::emit::{Emitter, PTR, Size};
 use crate::error::CodegenError;
+use crate::microkernel::Activation;
 
 /// How the epilogue reads an operand for an output element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,35 +130,63 @@ enum Source {
 
 /// An epilogue the kernels apply block by block to a channels-last f32
 /// result: with the chain kernel the target has for it, or as a map.
-pub(super) struct BlockEpilogue<'s> {
-    chain: Chain<'s>,
+pub(super) struct BlockEpilogue {
+    chain: Chain,
     /// Elements from one output pixel to the next.
     channels: i64,
     sources: Vec<Source>,
     kernel: Option<FuncId>,
-    /// The activation microkernel, for steps that compute one (sigmoid,
-    /// SiLU) of the result alone.
-    activation: Option<FuncId>,
+    /// The activation microkernel for the chain's first steps, when they
+    /// compute one (sigmoid, SiLU) of the result, and the steps after it.
+    leading: Option<Leading>,
 }
 
-impl<'s> BlockEpilogue<'s> {
+/// The activation microkernel applied in place to a block of whole pixels,
+/// then the rest of the chain, if any, as its own (on the activation's
+/// result in place of the convolution's).
+struct Leading {
+    activation: FuncId,
+    rest: Option<(Chain, Option<FuncId>)>,
+}
+
+impl BlockEpilogue {
     /// The block-by-block form of `epilogue` on `output`, or `None` where
     /// the result or an operand is not laid out for it.
     pub(super) fn new(
         e: &mut Emitter<'_, '_, '_>,
-        epilogue: &'s Epilogue,
+        epilogue: &Epilogue,
         output: ValueId,
-    ) -> Result<Option<BlockEpilogue<'s>>, CodegenError> {
+    ) -> Result<Option<BlockEpilogue>, CodegenError> {
         let Some((channels, layouts)) = block_layouts(e.graph(), epilogue, output) else {
             return Ok(None);
         };
-        let kernel = kernel_form(epilogue, &layouts)
-            .and_then(|form| {
-                e.cx.microkernels
-                    .chains
-                    .get(&(epilogue.steps.clone(), form.1))
-            })
-            .copied();
+        let chain_kernel = |e: &Emitter<'_, '_, '_>, epilogue: &Epilogue| {
+            kernel_form(epilogue, &layouts)
+                .and_then(|form| {
+                    e.cx.microkernels
+                        .chains
+                        .get(&(epilogue.steps.clone(), form.1))
+                })
+                .copied()
+        };
+        let kernel = chain_kernel(e, epilogue);
+        let leading = match after_activation(epilogue) {
+            Some((activation, rest)) => match e.cx.microkernels.activation(activation) {
+                Some(activation) if rest.steps.is_empty() => Some(Leading {
+                    activation,
+                    rest: None,
+                }),
+                Some(activation) => Some(Leading {
+                    activation,
+                    rest: Some((
+                        Chain::new(e, &rest.steps, DType::F32)?,
+                        chain_kernel(e, &rest),
+                    )),
+                }),
+                None => None,
+            },
+            None => None,
+        };
         let output_address = e.address(output);
         let mut sources = Vec::with_capacity(layouts.len());
         for (&operand, layout) in epilogue.operands.iter().zip(layouts) {
@@ -169,22 +199,13 @@ impl<'s> BlockEpilogue<'s> {
                 },
             });
         }
-        let funcs: Vec<Func> = epilogue
-            .steps
-            .iter()
-            .map(|step| step.func.clone())
-            .collect();
-        let inputs: Vec<&[StepInput]> =
-            epilogue.steps.iter().map(|step| &step.inputs[..]).collect();
-        let activation = activation_of(&funcs, &inputs, 1 + epilogue.operands.len())
-            .and_then(|activation| e.cx.microkernels.activation(activation));
         let chain = Chain::new(e, &epilogue.steps, DType::F32)?;
         Ok(Some(BlockEpilogue {
             chain,
             channels,
             sources,
             kernel,
-            activation,
+            leading,
         }))
     }
 
@@ -194,6 +215,47 @@ impl<'s> BlockEpilogue<'s> {
     pub(super) fn apply(
         &self,
         e: &mut Emitter<'_, '_, '_>,
+        block: Value,
+        first_channel: Option<Value>,
+        pixels: Size,
+        channels: Size,
+    ) -> Result<(), CodegenError> {
+        // A whole block of pixels is one run of elements.
+        if let (Some(leading), Size::Const(channels)) = (&self.leading, channels)
+            && channels == self.channels
+        {
+            let function = e.import_function(leading.activation);
+            let pixel_count = e.value_of(pixels);
+            let count = e.b.ins().imul_imm_s(pixel_count, channels);
+            e.b.ins().call(function, &[block, block, count]);
+            return match &leading.rest {
+                Some((chain, kernel)) => self.apply_chain(
+                    e,
+                    (chain, *kernel),
+                    block,
+                    first_channel,
+                    pixels,
+                    Size::Const(channels),
+                ),
+                None => Ok(()),
+            };
+        }
+        self.apply_chain(
+            e,
+            (&self.chain, self.kernel),
+            block,
+            first_channel,
+            pixels,
+            channels,
+        )
+    }
+
+    /// Applies `chain`, with the chain kernel the target has for it, if
+    /// any, to the block as [`BlockEpilogue::apply`] says.
+    fn apply_chain(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        (chain, kernel): (&Chain, Option<FuncId>),
         block: Value,
         first_channel: Option<Value>,
         pixels: Size,
@@ -214,17 +276,7 @@ impl<'s> BlockEpilogue<'s> {
                 },
             })
             .collect();
-        // A whole block of pixels is one run of elements.
-        if let (Some(kernel), Size::Const(channels)) = (self.activation, channels)
-            && channels == self.channels
-        {
-            let function = e.import_function(kernel);
-            let pixels = e.value_of(pixels);
-            let count = e.b.ins().imul_imm_s(pixels, channels);
-            e.b.ins().call(function, &[block, block, count]);
-            return Ok(());
-        }
-        if let Some(kernel) = self.kernel {
+        if let Some(kernel) = kernel {
             let bytes = (firsts.len().max(1) * 8) as u32;
             let slot = e.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
@@ -265,13 +317,25 @@ impl<'s> BlockEpilogue<'s> {
                 shape: vec![pixels, channels],
                 output: along(block, 1),
                 inputs,
-                compute: self.chain.compute,
-                result: self.chain.compute,
-                vectorizable: self.chain.vectorizable(),
-                body: &|e, x, ty| self.chain.eval(e, x, ty),
+                compute: chain.compute,
+                result: chain.compute,
+                vectorizable: chain.vectorizable(),
+                body: &|e, x, ty| chain.eval(e, x, ty),
             },
         )
     }
+}
+
+/// The activation an epilogue's first steps compute of the convolution's
+/// result, if the activation microkernel has it, and the epilogue of the
+/// steps after it (on the activation's result, with the same operands).
+pub(crate) fn after_activation(epilogue: &Epilogue) -> Option<(Activation, Epilogue)> {
+    let (activation, steps) = leading_activation(&epilogue.steps)?;
+    let rest = Epilogue {
+        steps,
+        operands: epilogue.operands.clone(),
+    };
+    Some((activation, rest))
 }
 
 /// Applies `epilogue` to the whole of `output`, which the convolution has

@@ -83,7 +83,7 @@ pub(super) fn convolution(
     conv: &ChannelsLast,
     [input, weight, output]: [ValueId; 3],
     bias: Option<Value>,
-    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue>),
     integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let channels = conv.input.sizes[1];
@@ -251,7 +251,7 @@ fn pointwise_gemm(
     [input, output]: [Value; 2],
     filter: GemmFilter,
     bias: Option<Value>,
-    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue>),
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, _, pixel_stride] = conv.input.strides;
     let [pixels, channels] = [conv.pixels(), conv.input.sizes[1]];
@@ -323,7 +323,7 @@ fn pointwise_gemm(
 fn gemm_then_steps(
     e: &mut Emitter<'_, '_, '_>,
     gemm: &Gemm,
-    steps: Option<&BlockEpilogue<'_>>,
+    steps: Option<&BlockEpilogue>,
     first_channel: Value,
     split: bool,
 ) -> Result<(), CodegenError> {
@@ -362,7 +362,7 @@ fn pointwise_integer(
     plan: &IntegerGemm,
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
-    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue>),
 ) -> Result<(), CodegenError> {
     let pixel_stride = conv.input.strides[3] * 4;
     let prepared = plan.prepare(e, epilogue);
@@ -465,7 +465,7 @@ fn depthwise_direct(
     conv: &ChannelsLast,
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
-    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
+    (epilogue, blocks): (Epilogue, Option<&BlockEpilogue>),
 ) -> Result<(), CodegenError> {
     let [_, channels, _, width] = conv.input.sizes;
     let out_w = conv.output.sizes[3];
@@ -771,7 +771,7 @@ fn im2col_gemm(
     [input, output]: [Value; 2],
     filter: GemmFilter,
     bias: Option<Value>,
-    (epilogue, steps): (Epilogue, Option<&BlockEpilogue<'_>>),
+    (epilogue, steps): (Epilogue, Option<&BlockEpilogue>),
     integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
     let [_, channel_stride, row_stride, column_stride] = conv.input.strides;

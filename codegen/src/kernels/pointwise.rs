@@ -43,7 +43,11 @@ pub(super) fn elementwise(
         .iter()
         .map(|&input| Operand::of(&e.graph().value(input).ty))
         .collect();
-    if let Some(activation) = activation_of(std::slice::from_ref(&op.func), &[], 1)
+    let step = FusedStep {
+        func: op.func.clone(),
+        inputs: vec![StepInput::Input(0)],
+    };
+    if let Some(activation) = activation_of(std::slice::from_ref(&step), 1)
         && activation_call(e, activation, &op.inputs, output)?
     {
         return Ok(());
@@ -67,9 +71,7 @@ pub(super) fn fused(
     op: &Fused,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    let funcs: Vec<Func> = op.steps.iter().map(|step| step.func.clone()).collect();
-    let step_inputs: Vec<&[StepInput]> = op.steps.iter().map(|step| &step.inputs[..]).collect();
-    if let Some(activation) = activation_of(&funcs, &step_inputs, op.inputs.len())
+    if let Some(activation) = activation_of(&op.steps, op.inputs.len())
         && activation_call(e, activation, &op.inputs, output)?
     {
         return Ok(());
@@ -91,20 +93,20 @@ pub(super) fn fused(
 /// `stored` (a float), one element or four f32 lanes at a time. Each
 /// step's result is rounded to `stored` as if it were stored (which changes
 /// only half-precision values: they are computed in f32).
-pub(super) struct Chain<'s> {
-    steps: &'s [FusedStep],
+pub(super) struct Chain {
+    steps: Vec<FusedStep>,
     semantics: Vec<(Expr, DType, DType)>,
     stored: DType,
     /// The type operands are converted to, and the chain's result is in.
     pub compute: DType,
 }
 
-impl<'s> Chain<'s> {
+impl Chain {
     pub(super) fn new(
         e: &Emitter<'_, '_, '_>,
-        steps: &'s [FusedStep],
+        steps: &[FusedStep],
         stored: DType,
-    ) -> Result<Chain<'s>, CodegenError> {
+    ) -> Result<Chain, CodegenError> {
         let semantics = steps
             .iter()
             .map(|step| {
@@ -113,7 +115,7 @@ impl<'s> Chain<'s> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Chain {
-            steps,
+            steps: steps.to_vec(),
             semantics,
             stored,
             compute: stored.arithmetic(),
@@ -161,35 +163,63 @@ impl<'s> Chain<'s> {
     }
 }
 
-/// The activation a chain of functions computes, when it is one the
-/// activation microkernel has, with one operand: sigmoid, SiLU, or a
-/// sigmoid and the product of its operand and result (SiLU as the fusion
-/// pass writes it). `inputs` are the steps' inputs (none for one function
-/// applied to the operand).
-pub(super) fn activation_of(
-    funcs: &[Func],
-    inputs: &[&[StepInput]],
-    operands: usize,
-) -> Option<Activation> {
-    use StepInput::{Input, Step};
-    if operands != 1 {
-        return None;
+/// The activation a chain of steps on one operand computes, when it is one
+/// the activation microkernel has: sigmoid, SiLU, or a sigmoid and the
+/// product of its operand and result (SiLU as the fusion pass writes it).
+pub(super) fn activation_of(steps: &[FusedStep], operands: usize) -> Option<Activation> {
+    match leading_activation(steps) {
+        Some((activation, rest)) if rest.is_empty() && operands == 1 => Some(activation),
+        _ => None,
     }
+}
+
+/// The activation the microkernel has that a chain's first steps compute
+/// of its operand `in0` (sigmoid, SiLU, or a sigmoid and the product of its
+/// operand and result), and the steps after it, rewritten to read its
+/// result as `in0`: the microkernel may then overwrite `in0` with it. None
+/// when the chain starts otherwise or a later step reads `in0` itself or
+/// a step of the activation but its result.
+pub(super) fn leading_activation(steps: &[FusedStep]) -> Option<(Activation, Vec<FusedStep>)> {
+    use StepInput::{Input, Step};
     let product = Func::Binary {
         op: BinaryOp::Mul,
         alpha: None,
     };
-    match (funcs, inputs) {
-        ([Func::Unary(UnaryOp::Sigmoid)], [] | [[Input(0)]]) => Some(Activation::Sigmoid),
-        ([Func::Unary(UnaryOp::Silu)], [] | [[Input(0)]]) => Some(Activation::Silu),
-        // Not sigmoid(x) * x: a NaN then keeps the sigmoid's sign.
-        ([Func::Unary(UnaryOp::Sigmoid), second], [[Input(0)], [Input(0), Step(0)]])
-            if *second == product =>
-        {
-            Some(Activation::Silu)
+    let reads_operand = |step: &FusedStep| step.inputs == [Input(0)];
+    let (activation, taken) = match steps {
+        [first, ..] if first.func == Func::Unary(UnaryOp::Silu) && reads_operand(first) => {
+            (Activation::Silu, 1)
         }
-        _ => None,
-    }
+        // Not sigmoid(x) * x: a NaN then keeps the sigmoid's sign.
+        [first, second, ..]
+            if first.func == Func::Unary(UnaryOp::Sigmoid)
+                && reads_operand(first)
+                && second.func == product
+                && second.inputs == [Input(0), Step(0)] =>
+        {
+            (Activation::Silu, 2)
+        }
+        [first, ..] if first.func == Func::Unary(UnaryOp::Sigmoid) && reads_operand(first) => {
+            (Activation::Sigmoid, 1)
+        }
+        _ => return None,
+    };
+    let rest = steps[taken..]
+        .iter()
+        .map(|step| {
+            let inputs = step.inputs.iter().map(|&input| match input {
+                Input(0) => None,
+                Input(index) => Some(Input(index)),
+                Step(index) if index + 1 == taken => Some(Input(0)),
+                Step(index) => index.checked_sub(taken).map(Step),
+            });
+            Some(FusedStep {
+                func: step.func.clone(),
+                inputs: inputs.collect::<Option<Vec<StepInput>>>()?,
+            })
+        })
+        .collect::<Option<Vec<FusedStep>>>()?;
+    Some((activation, rest))
 }
 
 /// Elements of f32 activations per call of the microkernel: a unit of
@@ -249,4 +279,78 @@ fn activation_call(
         Ok(vec![e.b.ins().iadd_imm_s(block, 1)])
     })?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use StepInput::{Input, Step};
+
+    fn step(func: Func, inputs: &[StepInput]) -> FusedStep {
+        FusedStep {
+            func,
+            inputs: inputs.to_vec(),
+        }
+    }
+
+    fn binary(op: BinaryOp) -> Func {
+        Func::Binary { op, alpha: None }
+    }
+
+    #[test]
+    fn the_steps_after_a_leading_activation_read_its_result_as_the_operand() {
+        let sigmoid = step(Func::Unary(UnaryOp::Sigmoid), &[Input(0)]);
+        let silu = [
+            sigmoid.clone(),
+            step(binary(BinaryOp::Mul), &[Input(0), Step(0)]),
+        ];
+        let then = [
+            step(binary(BinaryOp::Add), &[Step(1), Input(1)]),
+            step(binary(BinaryOp::Mul), &[Step(2), Step(1)]),
+        ];
+        let (activation, rest) =
+            leading_activation(&[&silu[..], &then].concat()).expect("SiLU leads");
+        assert_eq!(activation, Activation::Silu);
+        assert_eq!(
+            rest,
+            [
+                step(binary(BinaryOp::Add), &[Input(0), Input(1)]),
+                step(binary(BinaryOp::Mul), &[Step(0), Input(0)]),
+            ]
+        );
+        assert_eq!(activation_of(&silu, 1), Some(Activation::Silu));
+        assert_eq!(
+            activation_of(&silu, 2),
+            None,
+            "an operand the chain ignores"
+        );
+        let gate = [
+            sigmoid.clone(),
+            step(binary(BinaryOp::Mul), &[Step(0), Input(1)]),
+        ];
+        let (activation, rest) = leading_activation(&gate).expect("a sigmoid leads");
+        assert_eq!(activation, Activation::Sigmoid);
+        assert_eq!(rest, [step(binary(BinaryOp::Mul), &[Input(0), Input(1)])]);
+        assert_eq!(activation_of(&gate, 2), None, "steps after the activation");
+    }
+
+    #[test]
+    fn no_split_when_later_steps_read_what_the_activation_overwrites() {
+        let sigmoid = step(Func::Unary(UnaryOp::Sigmoid), &[Input(0)]);
+        let product = |inputs: &[StepInput]| step(binary(BinaryOp::Mul), inputs);
+        // The operand itself, in the other order than SiLU's.
+        assert_eq!(
+            leading_activation(&[sigmoid.clone(), product(&[Step(0), Input(0)])]),
+            None
+        );
+        // The sigmoid inside a SiLU.
+        let silu_then_sigmoid = [
+            sigmoid.clone(),
+            product(&[Input(0), Step(0)]),
+            product(&[Step(1), Step(0)]),
+        ];
+        assert_eq!(leading_activation(&silu_then_sigmoid), None);
+        // A chain that starts with something else.
+        assert_eq!(leading_activation(&[product(&[Input(0), Input(1)])]), None);
+    }
 }

@@ -545,7 +545,7 @@ impl IntegerGemm {
         rows: Size,
         (b, units): (Matrix, Units),
         bias: Option<Value>,
-        (epilogue, blocks): (Epilogue, Option<&BlockEpilogue<'_>>),
+        (epilogue, blocks): (Epilogue, Option<&BlockEpilogue>),
     ) -> Result<(), CodegenError> {
         let (first_column, n) = self.columns_of(e, units);
         let nan = self.pack(e, [source, scratch], source_row, rows, overread)?;
@@ -613,7 +613,7 @@ impl IntegerGemm {
         [source_row, m]: [i64; 2],
         b: Matrix,
         bias: Option<Value>,
-        epilogues: (Epilogue, Option<&BlockEpilogue<'_>>),
+        epilogues: (Epilogue, Option<&BlockEpilogue>),
     ) -> Result<(), CodegenError> {
         let blocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
         let scratch = e.scratch(self.a_bytes(BLOCK_ROWS));
