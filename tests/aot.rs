@@ -316,6 +316,27 @@ fn shared_objects_need_only_libc_and_libm() {
     }
 }
 
+/// The integer GEMM tiles a quantized program gets are the widest the
+/// host's CPU runs: AVX512-VNNI's where it has them (asking Cranelift for
+/// a flag it does not have, AVX512BW, once left them unused).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn integer_tiles_are_the_widest_the_host_runs() {
+    let file = repo_dir().join("tests/fixtures/conv_bn.xnnpack-q8.bpte");
+    let listing = ptec_ok(&["compile", path_str(&file), "--emit", "asm"]);
+    let form = match (
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vnni"),
+        std::arch::is_x86_feature_detected!("avxvnni"),
+    ) {
+        (true, _) => "vnni512",
+        (false, true) => "vnniavx2",
+        (false, false) => "avx2",
+    };
+    let tile = format!("__integer_gemm_2_{form}:");
+    assert!(listing.contains(&tile), "no {tile} in the listing");
+}
+
 #[test]
 fn asm_listing_names_every_function() {
     let file = repo_dir().join("tests/fixtures/linear_relu.portable.bpte");

@@ -244,9 +244,10 @@ fn define_microkernels(
     let vnni = options.vnni;
     let integer = match (avx512, avx2) {
         _ if !options.integer => None,
-        (true, _) if vnni && enabled("has_avx512vnni") && enabled("has_avx512bw") => {
-            Some(microkernel::IntegerForm::Vnni512)
-        }
+        // The tile's instructions are AVX512F's and `vpdpbusd` (there is no
+        // byte or word instruction on zmm, which would need AVX512BW, a
+        // flag Cranelift does not have: asking for it left this form unused).
+        (true, _) if vnni && enabled("has_avx512vnni") => Some(microkernel::IntegerForm::Vnni512),
         (_, true) if vnni && enabled("has_avx_vnni") => Some(microkernel::IntegerForm::VnniAvx2),
         (_, true) => Some(microkernel::IntegerForm::Avx2),
         (_, false) => None,
