@@ -57,9 +57,9 @@ const DEPTH: usize = 16;
 
 /// The bounds of the f32 value `value`, from the single node that writes
 /// it (an elementwise function or a fused chain of them, over operands
-/// whose bounds come the same way, or a copy, reshape or permute of such
-/// a value, or a convolution's epilogue steps); [`Bounds::UNKNOWN`] for
-/// any other value.
+/// whose bounds come the same way, or a copy, reshape, permute or max
+/// pooling of such a value, or a convolution's epilogue steps);
+/// [`Bounds::UNKNOWN`] for any other value.
 pub fn value_bounds(graph: &Graph<'_>, value: ValueId) -> Bounds {
     bounds_at(graph, value, DEPTH, &mut HashMap::new())
 }
@@ -104,6 +104,19 @@ fn bounds_at(
                         .chain(epilogue.operands.iter().map(|&v| operand(v)))
                         .collect();
                     chain_bounds(&epilogue.steps, &inputs)
+                }
+                // Each maximum is one of its window's elements, when every
+                // window holds one: it does when the window is contiguous
+                // (it then reaches the input from any padding the op
+                // allows, at most half the kernel) or there is no padding.
+                // A dilated window can fall wholly in the padding, and
+                // then gives -inf.
+                Op::MaxPool2d(op) => {
+                    let input = operand(op.input);
+                    match op.dilation == [1, 1] || op.padding == [0, 0] {
+                        true => input,
+                        false => Bounds::new(f32::NEG_INFINITY, input.high, input.integral),
+                    }
                 }
                 // Layout ops move elements without changing them.
                 Op::Copy(op) => operand(op.input),

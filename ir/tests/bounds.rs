@@ -81,3 +81,29 @@ fn other_element_types_and_functions_prove_nothing() {
     assert_eq!(bounds_of(&g, 2), Bounds::UNKNOWN);
     assert_eq!(bounds_of(&g, 4), Bounds::UNKNOWN);
 }
+
+#[test]
+fn max_pooling_keeps_its_input_bounds_where_every_window_holds_an_element() {
+    let g = graph(
+        "graph g {
+  %0: f32[1,2,7,7] = input 0
+  %1: f32[1,2,7,7] = fused(%0) steps=[round(in0); clamp(s0) min=0.0 max=255.0]
+  %2: f32[1,2,4,4], %3: i64[1,2,4,4] = max_pool2d(%1) kernel=[3, 3] stride=[2, 2] padding=[1, 1] dilation=[1, 1] ceil_mode=false
+  %4: f32[1,2,3,3], %5: i64[1,2,3,3] = max_pool2d(%1) kernel=[3, 3] stride=[2, 2] padding=[0, 0] dilation=[2, 2] ceil_mode=false
+  %10: f32[1,2,2,2] = input 1
+  %11: f32[1,2,2,2] = fused(%10) steps=[round(in0); clamp(s0) min=0.0 max=255.0]
+  %6: f32[1,2,1,1], %7: i64[1,2,1,1] = max_pool2d(%11) kernel=[2, 2] stride=[1, 1] padding=[1, 1] dilation=[3, 3] ceil_mode=false
+  %8: f32[1,2,3,3], %9: i64[1,2,3,3] = max_pool2d(%0) kernel=[3, 3] stride=[2, 2] padding=[0, 0] dilation=[1, 1] ceil_mode=false
+  return %2, %4, %6, %8
+}",
+    );
+    assert_eq!(bounds_of(&g, 2).integers(), Some((0, 255)));
+    assert_eq!(bounds_of(&g, 4).integers(), Some((0, 255)));
+    // Dilated and padded: the one window's taps, -1 and 2 along each axis
+    // of two elements, are all padding, and its maximum -inf.
+    assert_eq!(
+        bounds_of(&g, 6),
+        Bounds::new(f32::NEG_INFINITY, 255.0, true)
+    );
+    assert_eq!(bounds_of(&g, 8), Bounds::UNKNOWN);
+}
