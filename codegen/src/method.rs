@@ -320,15 +320,16 @@ fn define_microkernels(
                 _ => None,
             }
         });
-        // An epilogue that starts with an activation may also run as the
-        // activation microkernel and the chain of the rest.
+        // An epilogue with an activation may also run as the chains of the
+        // steps before and after it, around the activation microkernel.
         let epilogues = epilogues.flat_map(|(epilogue, output)| {
-            let rest = conv_epilogue::after_activation(epilogue)
-                .map(|(_, rest)| rest)
-                .filter(|rest| !rest.steps.is_empty());
-            [Some(epilogue.clone()), rest]
+            let parts = conv_epilogue::around_activation(epilogue)
+                .map(|(before, _, after)| [before, after])
                 .into_iter()
                 .flatten()
+                .filter(|part| !part.steps.is_empty());
+            std::iter::once(epilogue.clone())
+                .chain(parts)
                 .map(move |epilogue| (epilogue, output))
         });
         for (epilogue, output) in epilogues {

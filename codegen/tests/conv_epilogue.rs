@@ -84,6 +84,10 @@ enum Steps {
     /// convolution's result and a per-channel operand: the rest of the
     /// chain after the microkernel.
     Gate,
+    /// A sigmoid between a requantization-like product and rounding and a
+    /// product with another convolution's result: chains before and after
+    /// the microkernel.
+    Inside,
 }
 
 impl Case {
@@ -125,6 +129,14 @@ impl Case {
                 "  %9: f32[1,{o},{os},{os}] = sigmoid(%8)
   %10: f32[1,{o},{os},{os}] = mul(%9, %2)
   %16: f32[1,{o},{os},{os}] = mul(%10, %1)
+"
+            ),
+            Steps::Inside => format!(
+                "  %9: f32[1,{o},{os},{os}] = mul(%8, %1)
+  %10: f32[1,{o},{os},{os}] = round(%9)
+  %11: f32[1,{o},{os},{os}] = sigmoid(%10)
+  %12: f32[1,{o},{os},{os}] = mul(%11, %2)
+  %16: f32[1,{o},{os},{os}] = round(%12)
 "
             ),
             Steps::Requantize => format!(
@@ -251,6 +263,7 @@ fn pointwise_convolutions_give_the_bits_of_the_chain_apart() {
                 (true, Steps::Requantize),
                 (false, Steps::Silu),
                 (false, Steps::Gate),
+                (false, Steps::Inside),
             ] {
                 check(Case {
                     channels: 8,
@@ -270,7 +283,12 @@ fn pointwise_convolutions_give_the_bits_of_the_chain_apart() {
 #[test]
 fn depthwise_convolutions_give_the_bits_of_the_chain_apart() {
     for channels in [8, 17, 32] {
-        for (stride, chain) in [(1, Steps::Requantize), (2, Steps::Silu), (1, Steps::Gate)] {
+        for (stride, chain) in [
+            (1, Steps::Requantize),
+            (2, Steps::Silu),
+            (1, Steps::Gate),
+            (2, Steps::Inside),
+        ] {
             check(Case {
                 channels,
                 outputs: channels,
@@ -323,7 +341,7 @@ fn one_block_convolutions_split_by_groups_rows_or_columns_give_the_same_bits() {
     for ((channels, size, outputs, groups), kernel) in
         kernels.chain(pointwise.map(|case| (case, 1)))
     {
-        for chain in [Steps::Requantize, Steps::Silu, Steps::Gate] {
+        for chain in [Steps::Requantize, Steps::Silu, Steps::Gate, Steps::Inside] {
             check(Case {
                 channels,
                 outputs,

@@ -5,9 +5,9 @@
 //! channel, the kernels apply it to each block of output pixels right after
 //! computing the block, while it is in the cache ([`BlockEpilogue`]: a call
 //! of the target's chain kernel for the epilogue, `chain_kernel.rs`, where
-//! it has one, else a Cranelift map; a chain that starts with a sigmoid or
-//! SiLU of the result goes as the activation microkernel in place, then the
-//! rest of the chain likewise); any other convolution computes its whole
+//! it has one, else a Cranelift map; a chain with a sigmoid or SiLU of the
+//! result so far goes as the steps before it, the activation microkernel
+//! and the steps after it, each in place); any other convolution computes its whole
 //! result and then applies the chain over it ([`apply_whole`]). Either way
 //! each element goes through the chain's steps in order, as the fused
 //! kernel would have.
@@ -21,7 +21,7 @@ use ptec_ir::{CHANNELS_LAST, DType, Graph, ValueId, strides_in_order};
 
 use super::elementwise::{dtype, map_over};
 use super::map::{Map, Operand, emit_map};
-use super::pointwise::{Chain, leading_activation};
+use super::pointwise::{Chain, split_at_activation};
 use crate::chain_kernel::Reach;
 use crate::emit::{Emitter, PTR, Size};
 use crate::error::CodegenError;
@@ -136,17 +136,19 @@ pub(super) struct BlockEpilogue {
     channels: i64,
     sources: Vec<Source>,
     kernel: Option<FuncId>,
-    /// The activation microkernel for the chain's first steps, when they
-    /// compute one (sigmoid, SiLU) of the result, and the steps after it.
-    leading: Option<Leading>,
+    /// The chain cut around an activation of the result so far (sigmoid,
+    /// SiLU), which the activation microkernel computes.
+    split: Option<Split>,
 }
 
-/// The activation microkernel applied in place to a block of whole pixels,
-/// then the rest of the chain, if any, as its own (on the activation's
-/// result in place of the convolution's).
-struct Leading {
+/// The steps before an activation, the activation microkernel, and the
+/// steps after it, each applied in place to a block of whole pixels: the
+/// parts as chains of their own, each with the chain kernel the target has
+/// for it.
+struct Split {
+    before: Option<(Chain, Option<FuncId>)>,
     activation: FuncId,
-    rest: Option<(Chain, Option<FuncId>)>,
+    after: Option<(Chain, Option<FuncId>)>,
 }
 
 impl BlockEpilogue {
@@ -170,19 +172,20 @@ impl BlockEpilogue {
                 .copied()
         };
         let kernel = chain_kernel(e, epilogue);
-        let leading = match after_activation(epilogue) {
-            Some((activation, rest)) => match e.cx.microkernels.activation(activation) {
-                Some(activation) if rest.steps.is_empty() => Some(Leading {
-                    activation,
-                    rest: None,
-                }),
-                Some(activation) => Some(Leading {
-                    activation,
-                    rest: Some((
-                        Chain::new(e, &rest.steps, DType::F32)?,
-                        chain_kernel(e, &rest),
-                    )),
-                }),
+        let split = match around_activation(epilogue) {
+            Some((before, activation, after)) => match e.cx.microkernels.activation(activation) {
+                Some(activation) => {
+                    let part = |part: &Epilogue| match part.steps.is_empty() {
+                        true => Ok(None),
+                        false => Chain::new(e, &part.steps, DType::F32)
+                            .map(|chain| Some((chain, chain_kernel(e, part)))),
+                    };
+                    Some(Split {
+                        before: part(&before)?,
+                        activation,
+                        after: part(&after)?,
+                    })
+                }
                 None => None,
             },
             None => None,
@@ -205,7 +208,7 @@ impl BlockEpilogue {
             channels,
             sources,
             kernel,
-            leading,
+            split,
         }))
     }
 
@@ -221,24 +224,21 @@ impl BlockEpilogue {
         channels: Size,
     ) -> Result<(), CodegenError> {
         // A whole block of pixels is one run of elements.
-        if let (Some(leading), Size::Const(channels)) = (&self.leading, channels)
+        if let (Some(split), Size::Const(channels)) = (&self.split, channels)
             && channels == self.channels
         {
-            let function = e.import_function(leading.activation);
+            let channels = Size::Const(channels);
+            if let Some((chain, kernel)) = &split.before {
+                self.apply_chain(e, (chain, *kernel), block, first_channel, pixels, channels)?;
+            }
+            let function = e.import_function(split.activation);
             let pixel_count = e.value_of(pixels);
-            let count = e.b.ins().imul_imm_s(pixel_count, channels);
+            let count = e.b.ins().imul_imm_s(pixel_count, self.channels);
             e.b.ins().call(function, &[block, block, count]);
-            return match &leading.rest {
-                Some((chain, kernel)) => self.apply_chain(
-                    e,
-                    (chain, *kernel),
-                    block,
-                    first_channel,
-                    pixels,
-                    Size::Const(channels),
-                ),
-                None => Ok(()),
-            };
+            if let Some((chain, kernel)) = &split.after {
+                self.apply_chain(e, (chain, *kernel), block, first_channel, pixels, channels)?;
+            }
+            return Ok(());
         }
         self.apply_chain(
             e,
@@ -326,18 +326,6 @@ impl BlockEpilogue {
     }
 }
 
-/// The activation an epilogue's first steps compute of the convolution's
-/// result, if the activation microkernel has it, and the epilogue of the
-/// steps after it (on the activation's result, with the same operands).
-pub(crate) fn after_activation(epilogue: &Epilogue) -> Option<(Activation, Epilogue)> {
-    let (activation, steps) = leading_activation(&epilogue.steps)?;
-    let rest = Epilogue {
-        steps,
-        operands: epilogue.operands.clone(),
-    };
-    Some((activation, rest))
-}
-
 /// Applies `epilogue` to the whole of `output`, which the convolution has
 /// computed, in place.
 pub(super) fn apply_whole(
@@ -358,4 +346,16 @@ pub(super) fn apply_whole(
         chain.vectorizable(),
         &|e, x, ty| chain.eval(e, x, ty),
     )
+}
+
+/// An epilogue cut around an activation the microkernel has: the epilogue
+/// of the steps before it, the activation, and the epilogue of the steps
+/// after it (on the activation's result), each with the same operands.
+pub(crate) fn around_activation(epilogue: &Epilogue) -> Option<(Epilogue, Activation, Epilogue)> {
+    let split = split_at_activation(&epilogue.steps)?;
+    let part = |steps| Epilogue {
+        steps,
+        operands: epilogue.operands.clone(),
+    };
+    Some((part(split.before), split.activation, part(split.after)))
 }

@@ -167,51 +167,73 @@ impl Chain {
 /// the activation microkernel has: sigmoid, SiLU, or a sigmoid and the
 /// product of its operand and result (SiLU as the fusion pass writes it).
 pub(super) fn activation_of(steps: &[FusedStep], operands: usize) -> Option<Activation> {
-    match leading_activation(steps) {
-        Some((activation, rest)) if rest.is_empty() && operands == 1 => Some(activation),
+    match split_at_activation(steps) {
+        Some(split) if split.before.is_empty() && split.after.is_empty() && operands == 1 => {
+            Some(split.activation)
+        }
         _ => None,
     }
 }
 
-/// The activation the microkernel has that a chain's first steps compute
-/// of its operand `in0` (sigmoid, SiLU, or a sigmoid and the product of its
-/// operand and result), and the steps after it, rewritten to read its
-/// result as `in0`: the microkernel may then overwrite `in0` with it. None
-/// when the chain starts otherwise or a later step reads `in0` itself or
-/// a step of the activation but its result.
-pub(super) fn leading_activation(steps: &[FusedStep]) -> Option<(Activation, Vec<FusedStep>)> {
+/// A chain cut around an activation the microkernel has, so that each part
+/// may run in place on its operand `in0` after the one before: `before`'s
+/// steps (unchanged; the last one's result is what the activation takes),
+/// the activation, and `after`'s steps, rewritten to read the activation's
+/// result as `in0`.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct ActivationSplit {
+    pub before: Vec<FusedStep>,
+    pub activation: Activation,
+    pub after: Vec<FusedStep>,
+}
+
+/// The chain cut around its first activation of the result so far (a
+/// sigmoid, SiLU, or a sigmoid and the product of its operand and result,
+/// of `in0` or of the step before it); None when it has none, or a step
+/// after it reads what running the parts in place overwrites (`in0`, or a
+/// step before the activation's result).
+pub(super) fn split_at_activation(steps: &[FusedStep]) -> Option<ActivationSplit> {
     use StepInput::{Input, Step};
     let product = Func::Binary {
         op: BinaryOp::Mul,
         alpha: None,
     };
-    let reads_operand = |step: &FusedStep| step.inputs == [Input(0)];
-    let (activation, taken) = match steps {
-        [first, ..] if first.func == Func::Unary(UnaryOp::Silu) && reads_operand(first) => {
-            (Activation::Silu, 1)
+    let (start, activation, taken) = (0..steps.len()).find_map(|index| {
+        // What the chain holds in place when step `index` starts.
+        let current = match index {
+            0 => Input(0),
+            _ => Step(index - 1),
+        };
+        let takes_current = |step: &FusedStep| step.inputs == [current];
+        let step = &steps[index];
+        match steps.get(index + 1) {
+            _ if step.func == Func::Unary(UnaryOp::Silu) && takes_current(step) => {
+                Some((index, Activation::Silu, 1))
+            }
+            // Not sigmoid(x) * x: a NaN then keeps the sigmoid's sign.
+            Some(next)
+                if step.func == Func::Unary(UnaryOp::Sigmoid)
+                    && takes_current(step)
+                    && next.func == product
+                    && next.inputs == [current, Step(index)] =>
+            {
+                Some((index, Activation::Silu, 2))
+            }
+            _ if step.func == Func::Unary(UnaryOp::Sigmoid) && takes_current(step) => {
+                Some((index, Activation::Sigmoid, 1))
+            }
+            _ => None,
         }
-        // Not sigmoid(x) * x: a NaN then keeps the sigmoid's sign.
-        [first, second, ..]
-            if first.func == Func::Unary(UnaryOp::Sigmoid)
-                && reads_operand(first)
-                && second.func == product
-                && second.inputs == [Input(0), Step(0)] =>
-        {
-            (Activation::Silu, 2)
-        }
-        [first, ..] if first.func == Func::Unary(UnaryOp::Sigmoid) && reads_operand(first) => {
-            (Activation::Sigmoid, 1)
-        }
-        _ => return None,
-    };
-    let rest = steps[taken..]
+    })?;
+    let result = start + taken - 1;
+    let after = steps[start + taken..]
         .iter()
         .map(|step| {
             let inputs = step.inputs.iter().map(|&input| match input {
                 Input(0) => None,
                 Input(index) => Some(Input(index)),
-                Step(index) if index + 1 == taken => Some(Input(0)),
-                Step(index) => index.checked_sub(taken).map(Step),
+                Step(index) if index == result => Some(Input(0)),
+                Step(index) => index.checked_sub(result + 1).map(Step),
             });
             Some(FusedStep {
                 func: step.func.clone(),
@@ -219,7 +241,11 @@ pub(super) fn leading_activation(steps: &[FusedStep]) -> Option<(Activation, Vec
             })
         })
         .collect::<Option<Vec<FusedStep>>>()?;
-    Some((activation, rest))
+    Some(ActivationSplit {
+        before: steps[..start].to_vec(),
+        activation,
+        after,
+    })
 }
 
 /// Elements of f32 activations per call of the microkernel: a unit of
@@ -293,30 +319,35 @@ mod tests {
         }
     }
 
-    fn binary(op: BinaryOp) -> Func {
-        Func::Binary { op, alpha: None }
+    fn binary(op: BinaryOp, inputs: &[StepInput]) -> FusedStep {
+        step(Func::Binary { op, alpha: None }, inputs)
+    }
+
+    fn sigmoid(input: StepInput) -> FusedStep {
+        step(Func::Unary(UnaryOp::Sigmoid), &[input])
     }
 
     #[test]
-    fn the_steps_after_a_leading_activation_read_its_result_as_the_operand() {
-        let sigmoid = step(Func::Unary(UnaryOp::Sigmoid), &[Input(0)]);
+    fn the_steps_after_an_activation_read_its_result_as_the_operand() {
         let silu = [
-            sigmoid.clone(),
-            step(binary(BinaryOp::Mul), &[Input(0), Step(0)]),
+            sigmoid(Input(0)),
+            binary(BinaryOp::Mul, &[Input(0), Step(0)]),
         ];
         let then = [
-            step(binary(BinaryOp::Add), &[Step(1), Input(1)]),
-            step(binary(BinaryOp::Mul), &[Step(2), Step(1)]),
+            binary(BinaryOp::Add, &[Step(1), Input(1)]),
+            binary(BinaryOp::Mul, &[Step(2), Step(1)]),
         ];
-        let (activation, rest) =
-            leading_activation(&[&silu[..], &then].concat()).expect("SiLU leads");
-        assert_eq!(activation, Activation::Silu);
+        let split = split_at_activation(&[&silu[..], &then].concat()).expect("SiLU leads");
         assert_eq!(
-            rest,
-            [
-                step(binary(BinaryOp::Add), &[Input(0), Input(1)]),
-                step(binary(BinaryOp::Mul), &[Step(0), Input(0)]),
-            ]
+            split,
+            ActivationSplit {
+                before: Vec::new(),
+                activation: Activation::Silu,
+                after: vec![
+                    binary(BinaryOp::Add, &[Input(0), Input(1)]),
+                    binary(BinaryOp::Mul, &[Step(0), Input(0)]),
+                ],
+            }
         );
         assert_eq!(activation_of(&silu, 1), Some(Activation::Silu));
         assert_eq!(
@@ -325,32 +356,70 @@ mod tests {
             "an operand the chain ignores"
         );
         let gate = [
-            sigmoid.clone(),
-            step(binary(BinaryOp::Mul), &[Step(0), Input(1)]),
+            sigmoid(Input(0)),
+            binary(BinaryOp::Mul, &[Step(0), Input(1)]),
         ];
-        let (activation, rest) = leading_activation(&gate).expect("a sigmoid leads");
-        assert_eq!(activation, Activation::Sigmoid);
-        assert_eq!(rest, [step(binary(BinaryOp::Mul), &[Input(0), Input(1)])]);
+        let split = split_at_activation(&gate).expect("a sigmoid leads");
+        assert_eq!(split.activation, Activation::Sigmoid);
+        assert_eq!(split.after, [binary(BinaryOp::Mul, &[Input(0), Input(1)])]);
         assert_eq!(activation_of(&gate, 2), None, "steps after the activation");
     }
 
+    /// An int8 program's requantization around a sigmoid: the steps before
+    /// it stay as they are, those after it read its result as `in0`.
     #[test]
-    fn no_split_when_later_steps_read_what_the_activation_overwrites() {
-        let sigmoid = step(Func::Unary(UnaryOp::Sigmoid), &[Input(0)]);
-        let product = |inputs: &[StepInput]| step(binary(BinaryOp::Mul), inputs);
+    fn a_chain_splits_around_an_activation_inside_it() {
+        let chain = [
+            binary(BinaryOp::Mul, &[Input(0), Input(1)]),
+            step(Func::Unary(UnaryOp::Round), &[Step(0)]),
+            sigmoid(Step(1)),
+            binary(BinaryOp::Mul, &[Step(2), Input(2)]),
+            step(Func::Unary(UnaryOp::Round), &[Step(3)]),
+        ];
+        let split = split_at_activation(&chain).expect("a sigmoid inside");
+        assert_eq!(
+            split,
+            ActivationSplit {
+                before: chain[..2].to_vec(),
+                activation: Activation::Sigmoid,
+                after: vec![
+                    binary(BinaryOp::Mul, &[Input(0), Input(2)]),
+                    step(Func::Unary(UnaryOp::Round), &[Step(0)]),
+                ],
+            }
+        );
+        assert_eq!(activation_of(&chain, 3), None);
+        // A sigmoid of something other than the result so far.
+        let aside = [
+            binary(BinaryOp::Mul, &[Input(0), Input(1)]),
+            sigmoid(Input(1)),
+        ];
+        assert_eq!(split_at_activation(&aside), None);
+    }
+
+    #[test]
+    fn no_split_when_later_steps_read_what_the_parts_overwrite() {
+        let product = |inputs: &[StepInput]| binary(BinaryOp::Mul, inputs);
         // The operand itself, in the other order than SiLU's.
         assert_eq!(
-            leading_activation(&[sigmoid.clone(), product(&[Step(0), Input(0)])]),
+            split_at_activation(&[sigmoid(Input(0)), product(&[Step(0), Input(0)])]),
             None
         );
         // The sigmoid inside a SiLU.
         let silu_then_sigmoid = [
-            sigmoid.clone(),
+            sigmoid(Input(0)),
             product(&[Input(0), Step(0)]),
             product(&[Step(1), Step(0)]),
         ];
-        assert_eq!(leading_activation(&silu_then_sigmoid), None);
-        // A chain that starts with something else.
-        assert_eq!(leading_activation(&[product(&[Input(0), Input(1)])]), None);
+        assert_eq!(split_at_activation(&silu_then_sigmoid), None);
+        // A step before the activation.
+        let earlier = [
+            step(Func::Unary(UnaryOp::Round), &[Input(0)]),
+            sigmoid(Step(0)),
+            product(&[Step(1), Step(0)]),
+        ];
+        assert_eq!(split_at_activation(&earlier), None);
+        // No activation.
+        assert_eq!(split_at_activation(&[product(&[Input(0), Input(1)])]), None);
     }
 }
