@@ -172,24 +172,23 @@ impl BlockEpilogue {
                 .copied()
         };
         let kernel = chain_kernel(e, epilogue);
-        let split = match around_activation(epilogue) {
-            Some((before, activation, after)) => match e.cx.microkernels.activation(activation) {
-                Some(activation) => {
-                    let part = |part: &Epilogue| match part.steps.is_empty() {
-                        true => Ok(None),
-                        false => Chain::new(e, &part.steps, DType::F32)
-                            .map(|chain| Some((chain, chain_kernel(e, part)))),
-                    };
-                    Some(Split {
-                        before: part(&before)?,
-                        activation,
-                        after: part(&after)?,
-                    })
-                }
-                None => None,
-            },
-            None => None,
-        };
+        let split = around_activation(epilogue)
+            .and_then(|(before, activation, after)| {
+                Some((before, e.cx.microkernels.activation(activation)?, after))
+            })
+            .map(|(before, activation, after)| {
+                let part = |part: &Epilogue| match part.steps.is_empty() {
+                    true => Ok(None),
+                    false => Chain::new(e, &part.steps, DType::F32)
+                        .map(|chain| Some((chain, chain_kernel(e, part)))),
+                };
+                Ok::<_, CodegenError>(Split {
+                    before: part(&before)?,
+                    activation,
+                    after: part(&after)?,
+                })
+            })
+            .transpose()?;
         let output_address = e.address(output);
         let mut sources = Vec::with_capacity(layouts.len());
         for (&operand, layout) in epilogue.operands.iter().zip(layouts) {
