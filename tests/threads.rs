@@ -100,3 +100,29 @@ fn convolution_networks_call_the_pool() {
     let calls = listing.matches("ptec_parallel_for").count();
     assert!(calls >= 30, "{calls} calls of the pool in mobilenet_v2");
 }
+
+/// Elementwise chains over large tensors split too: the int8 mobilenet_v2
+/// quantizes its 150,528 input elements in a fused chain, which the entry
+/// point hands to the pool (a kernel the pool runs is an argument, one
+/// called whole is a call's target).
+#[test]
+fn large_elementwise_chains_call_the_pool() {
+    let Some(corpus) = corpus_for("large_elementwise_chains_call_the_pool") else {
+        return;
+    };
+    let file = corpus.join("mobilenet_v2.xnnpack-q8.bpte");
+    let listing = ptec_ok(&[
+        "compile",
+        file.to_str().expect("a UTF-8 path"),
+        "--emit",
+        "asm",
+    ]);
+    let pooled = listing
+        .lines()
+        .filter(|line| line.contains(" mov rsi,") && line.ends_with("_fused"))
+        .count();
+    assert!(
+        pooled >= 1,
+        "no fused chain of the int8 mobilenet_v2 runs on the pool"
+    );
+}

@@ -20,7 +20,7 @@ use ptec_ir::ops::promotion::Operand as PromotionOperand;
 use ptec_ir::{CHANNELS_LAST, DType, Graph, ValueId, strides_in_order};
 
 use super::elementwise::{dtype, map_over};
-use super::map::{Map, Operand, emit_map};
+use super::map::{Body, Map, Operand, emit_map};
 use super::pointwise::{Chain, split_at_activation};
 use crate::chain_kernel::Reach;
 use crate::emit::{Emitter, PTR, Size};
@@ -320,6 +320,7 @@ impl BlockEpilogue {
                 result: chain.compute,
                 vectorizable: chain.vectorizable(),
                 body: &|e, x, ty| chain.eval(e, x, ty),
+                whole_kernel: false,
             },
         )
     }
@@ -336,15 +337,17 @@ pub(super) fn apply_whole(
     let inputs: Vec<ValueId> = std::iter::once(output)
         .chain(epilogue.operands.iter().copied())
         .collect();
-    map_over(
+    let body: Body<'_> = &|e, x, ty| chain.eval(e, x, ty);
+    let map = map_over(
         e,
         output,
         &inputs,
         chain.compute,
         chain.compute,
         chain.vectorizable(),
-        &|e, x, ty| chain.eval(e, x, ty),
-    )
+        body,
+    );
+    emit_map(e, map)
 }
 
 /// An epilogue cut around an activation the microkernel has: the epilogue

@@ -13,7 +13,7 @@ use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, Scalar, ValueId, ValueKind, strides_in_order};
 
 use super::expr::{self, Lowering};
-use super::map::{Map, Operand, emit_copy, emit_map, layout_strides, operand};
+use super::map::{Body, Map, Operand, emit_copy, emit_map, layout_strides, operand};
 use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
 
@@ -21,7 +21,8 @@ pub(super) fn dtype(e: &Emitter<'_, '_, '_>, value: ValueId) -> DType {
     e.graph().value(value).ty.dtype
 }
 
-/// A map over `output` whose inputs are read broadcast to its shape.
+/// A map over `output` whose inputs are read broadcast to its shape, not
+/// split across threads (callers that compute nothing else say so).
 pub(super) fn map_over<'b>(
     e: &mut Emitter<'_, '_, '_>,
     output: ValueId,
@@ -29,8 +30,8 @@ pub(super) fn map_over<'b>(
     compute: DType,
     result: DType,
     vectorizable: bool,
-    body: super::map::Body<'b>,
-) -> Result<(), CodegenError> {
+    body: Body<'b>,
+) -> Map<'b> {
     let shape = e.graph().value(output).ty.shape.clone();
     let sizes = e.shape(&shape);
     let output_operand = operand(e, output, &shape);
@@ -38,18 +39,16 @@ pub(super) fn map_over<'b>(
         .iter()
         .map(|&input| operand(e, input, &shape))
         .collect();
-    emit_map(
-        e,
-        Map {
-            shape: sizes,
-            output: output_operand,
-            inputs: input_operands,
-            compute,
-            result,
-            vectorizable,
-            body,
-        },
-    )
+    Map {
+        shape: sizes,
+        output: output_operand,
+        inputs: input_operands,
+        compute,
+        result,
+        vectorizable,
+        body,
+        whole_kernel: false,
+    }
 }
 
 /// Copies (broadcasting and converting) the input into the output. Elements
@@ -61,9 +60,9 @@ pub(crate) fn copy(
     output: ValueId,
 ) -> Result<(), CodegenError> {
     let compute = dtype(e, output);
-    map_over(e, output, &[input], compute, compute, true, &|_, x, _| {
-        Ok(x[0])
-    })
+    let body: Body<'_> = &|_, x, _| Ok(x[0]);
+    let map = map_over(e, output, &[input], compute, compute, true, body);
+    emit_map(e, map)
 }
 
 /// Whether two values share their memory (an op updating a value in
@@ -218,20 +217,14 @@ pub(crate) fn full(
         Term::Const(_) => None,
         Term::Symbol(_) => Some(e.term(value, compute)?),
     };
-    map_over(
-        e,
-        output,
-        &[],
-        compute,
-        compute,
-        true,
-        &|e, _, ty| match (value, symbolic) {
-            (_, Some(read)) if ty.is_vector() => Ok(e.b.ins().splat(ty, read)),
-            (_, Some(read)) => Ok(read),
-            (Term::Const(value), None) => expr::constant(e, value, Lowering { compute, ty }),
-            (Term::Symbol(symbol), None) => Err(e.unsupported(format!("{symbol}, unread"))),
-        },
-    )
+    let body: Body<'_> = &|e, _, ty| match (value, symbolic) {
+        (_, Some(read)) if ty.is_vector() => Ok(e.b.ins().splat(ty, read)),
+        (_, Some(read)) => Ok(read),
+        (Term::Const(value), None) => expr::constant(e, value, Lowering { compute, ty }),
+        (Term::Symbol(symbol), None) => Err(e.unsupported(format!("{symbol}, unread"))),
+    };
+    let map = map_over(e, output, &[], compute, compute, true, body);
+    emit_map(e, map)
 }
 
 /// `out[i] = start + i * step`, computed in f64 for float outputs and i64
@@ -535,6 +528,7 @@ pub(crate) fn tril(
                         body: &|e, _, ty| {
                             expr::constant(e, Scalar::Int(0), Lowering { compute, ty })
                         },
+                        whole_kernel: false,
                     },
                 )?;
                 Ok(vec![e.add_size(p[0], in_row), e.add_size(p[1], out_row)])

@@ -107,6 +107,7 @@ fn put(
                     e.b.ins().iadd(x[0], x[1])
                 })
             },
+            whole_kernel: false,
         },
     )
 }

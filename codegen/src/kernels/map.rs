@@ -42,6 +42,9 @@ pub(crate) struct Map<'b> {
     /// Whether `body` also works on f32x4 vectors.
     pub vectorizable: bool,
     pub body: Body<'b>,
+    /// Whether the map is everything its kernel writes, so that threads
+    /// may each run a part of its outermost loop.
+    pub whole_kernel: bool,
 }
 
 /// Strides (in elements) of a tensor of `shape` stored in `dim_order`, by
@@ -161,6 +164,43 @@ impl Map<'_> {
         }
     }
 
+    /// Narrows the outermost loop to the part of it this call computes,
+    /// moving `bases` to its first element: a unit of the parallel range is
+    /// one step of that loop, or [`PART_ELEMENTS`] of a map that is one
+    /// loop. Each unit costs about an element moved per operand and
+    /// element. Sizes known only at run time leave the loop whole.
+    fn take_part(&mut self, e: &mut Emitter<'_, '_, '_>, bases: &mut [Value]) {
+        let Some((&outer, inner)) = self.shape.split_first() else {
+            return;
+        };
+        let (Some(outer), Some(inner)) = (
+            outer.constant(),
+            inner
+                .iter()
+                .map(|size| size.constant())
+                .product::<Option<i64>>(),
+        ) else {
+            return;
+        };
+        let per_unit = if inner == 1 { PART_ELEMENTS } else { 1 };
+        let units = (outer as u64).div_ceil(per_unit as u64) as i64;
+        let moved = 1 + self.inputs.len() as u64;
+        let cost = (per_unit * inner) as u64 * moved;
+        let Some((lo, hi)) = e.parallel_range(units, cost) else {
+            return;
+        };
+        let start = e.b.ins().imul_imm_s(lo, per_unit);
+        let end = e.b.ins().imul_imm_s(hi, per_unit);
+        let limit = e.iconst(outer);
+        let end = e.b.ins().smin(end, limit);
+        self.shape[0] = Size::Dyn(e.b.ins().isub(end, start));
+        for (base, operand) in bases.iter_mut().zip(self.operands()) {
+            let step = e.mul(operand.strides[0], Size::Const(operand.dtype_size()));
+            let offset = e.mul(Size::Dyn(start), step);
+            *base = e.add_size(*base, offset);
+        }
+    }
+
     fn vector_ok(&self) -> bool {
         let Some(last) = self.shape.len().checked_sub(1) else {
             return false;
@@ -196,16 +236,26 @@ pub(crate) fn emit_copy(
             result: dtype,
             vectorizable: true,
             body: &|_, x, _| Ok(x[0]),
+            whole_kernel: false,
         },
     )
 }
 
-/// Emits the loop nest of `map`.
+/// Emits the loop nest of `map`; the outermost loop of a map that is its
+/// whole kernel runs the part of it this call computes.
 pub(crate) fn emit_map(e: &mut Emitter<'_, '_, '_>, mut map: Map<'_>) -> Result<(), CodegenError> {
     map.simplify();
-    let bases: Vec<Value> = map.operands().map(|operand| operand.base).collect();
+    let mut bases: Vec<Value> = map.operands().map(|operand| operand.base).collect();
+    if map.whole_kernel {
+        e.allow_parallel();
+        map.take_part(e, &mut bases);
+    }
     nest(e, &map, 0, &bases)
 }
+
+/// Elements of a one-dimensional map per unit of its parallel range: a
+/// few microseconds of work, in whole f32x4 vectors.
+const PART_ELEMENTS: i64 = 4096;
 
 fn nest(
     e: &mut Emitter<'_, '_, '_>,

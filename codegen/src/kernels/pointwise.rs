@@ -15,6 +15,7 @@ use ptec_ir::{DType, ValueId};
 
 use super::elementwise::{dtype, map_over};
 use super::expr::{self, Lowering};
+use super::map::{Body, Map, emit_map};
 use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
 use crate::microkernel::Activation;
@@ -54,14 +55,22 @@ pub(super) fn elementwise(
     }
     let (expr, compute, result) = semantics(e, &op.func, &inputs)?;
     let compute = compute.arithmetic();
-    map_over(
+    let body: Body<'_> = &|e, x, ty| expr::lower(e, &expr, x, Lowering { compute, ty });
+    let map = map_over(
         e,
         output,
         &op.inputs,
         compute,
         result.arithmetic(),
         !expr.is_scalar_only(),
-        &|e, x, ty| expr::lower(e, &expr, x, Lowering { compute, ty }),
+        body,
+    );
+    emit_map(
+        e,
+        Map {
+            whole_kernel: true,
+            ..map
+        },
     )
 }
 
@@ -78,14 +87,22 @@ pub(super) fn fused(
     }
     // Every operand and step is of the output's type (the verifier checks).
     let chain = Chain::new(e, &op.steps, dtype(e, output))?;
-    map_over(
+    let body: Body<'_> = &|e, x, ty| chain.eval(e, x, ty);
+    let map = map_over(
         e,
         output,
         &op.inputs,
         chain.compute,
         chain.compute,
         chain.vectorizable(),
-        &|e, x, ty| chain.eval(e, x, ty),
+        body,
+    );
+    emit_map(
+        e,
+        Map {
+            whole_kernel: true,
+            ..map
+        },
     )
 }
 
