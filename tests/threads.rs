@@ -83,6 +83,16 @@ fn corpus_programs_give_the_same_bits_on_any_thread_count() {
     assert_same_bits(&cpu_programs(bpte_files(&corpus)));
 }
 
+/// The disassembly `ptec compile --emit asm` lists for `file`.
+fn listing(file: &Path) -> String {
+    ptec_ok(&[
+        "compile",
+        file.to_str().expect("a UTF-8 path"),
+        "--emit",
+        "asm",
+    ])
+}
+
 /// mobilenet_v2's convolutions are large enough to split: its entry point
 /// calls the pool.
 #[test]
@@ -90,13 +100,7 @@ fn convolution_networks_call_the_pool() {
     let Some(corpus) = corpus_for("convolution_networks_call_the_pool") else {
         return;
     };
-    let file = corpus.join("mobilenet_v2.portable.bpte");
-    let listing = ptec_ok(&[
-        "compile",
-        file.to_str().expect("a UTF-8 path"),
-        "--emit",
-        "asm",
-    ]);
+    let listing = listing(&corpus.join("mobilenet_v2.portable.bpte"));
     let calls = listing.matches("ptec_parallel_for").count();
     assert!(calls >= 30, "{calls} calls of the pool in mobilenet_v2");
 }
@@ -110,13 +114,7 @@ fn large_elementwise_chains_call_the_pool() {
     let Some(corpus) = corpus_for("large_elementwise_chains_call_the_pool") else {
         return;
     };
-    let file = corpus.join("mobilenet_v2.xnnpack-q8.bpte");
-    let listing = ptec_ok(&[
-        "compile",
-        file.to_str().expect("a UTF-8 path"),
-        "--emit",
-        "asm",
-    ]);
+    let listing = listing(&corpus.join("mobilenet_v2.xnnpack-q8.bpte"));
     let pooled = listing
         .lines()
         .filter(|line| line.contains(" mov rsi,") && line.ends_with("_fused"))
