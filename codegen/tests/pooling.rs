@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{elements, le_bytes, run_jit};
+use common::{elements, le_bytes, run_jit, run_jit_on};
+use ptec_codegen::CodegenOptions;
 
 /// The value and index max pooling with a window of width 5 and stride 5
 /// (one output, whatever the padding on each side) gives for `row`.
@@ -95,12 +96,16 @@ fn padded_pooling_without_indices_takes_the_maximum_inside() {
 /// the values the NCHW kernel gives, bit for bit where they are numbers:
 /// channel counts below, at and above a vector of four (the last four
 /// channels computed again, overlapping), padding and `ceil_mode` windows
-/// past the input, and NaN, -inf and signed zeros among the values.
+/// past the input, dilated windows, and NaN, -inf and signed zeros among
+/// the values.
 #[test]
 fn channels_last_pooling_matches_nchw() {
     let specials = [f32::NAN, f32::NEG_INFINITY, -0.0, 0.0, f32::INFINITY];
-    for channels in [1usize, 3, 4, 6, 9] {
-        for (padding, ceil_mode) in [(0, false), (1, false), (0, true), (1, true)] {
+    let windows = [(0, false), (1, false), (0, true), (1, true)]
+        .into_iter()
+        .flat_map(|window| [1usize, 2].map(|dilation| (window, dilation)));
+    for ((padding, ceil_mode), dilation) in windows {
+        for channels in [1usize, 3, 4, 6, 9] {
             let (height, width) = (7usize, 9usize);
             let count = channels * height * width;
             // Logical (NCHW-ordered) values: the runtime stores them in
@@ -112,7 +117,7 @@ fn channels_last_pooling_matches_nchw() {
                 })
                 .collect();
             let out = |size: usize| {
-                let span = size + 2 * padding - 3;
+                let span = size + 2 * padding - (2 * dilation + 1);
                 let steps = if ceil_mode {
                     span.div_ceil(2)
                 } else {
@@ -131,7 +136,7 @@ fn channels_last_pooling_matches_nchw() {
                     let text = format!(
                         "graph g (arena 8192 bytes) {{
   %0: f32[1,{channels},{height},{width}]{order} @0 = input 0
-  %1: f32[1,{channels},{out_h},{out_w}]{order} @4096, %2: i64[1,{channels},{out_h},{out_w}] @6144 = max_pool2d(%0) kernel=[3, 3] stride=[2, 2] padding=[{padding}, {padding}] dilation=[1, 1] ceil_mode={ceil_mode}
+  %1: f32[1,{channels},{out_h},{out_w}]{order} @4096, %2: i64[1,{channels},{out_h},{out_w}] @6144 = max_pool2d(%0) kernel=[3, 3] stride=[2, 2] padding=[{padding}, {padding}] dilation=[{dilation}, {dilation}] ceil_mode={ceil_mode}
   return %1
 }}"
                     );
@@ -145,10 +150,47 @@ fn channels_last_pooling_matches_nchw() {
             for (index, (&want, &got)) in results[0].iter().zip(&results[1]).enumerate() {
                 assert!(
                     got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
-                    "{channels} channels, padding {padding}, ceil_mode {ceil_mode}: \
+                    "{channels} channels, padding {padding}, dilation {dilation}, ceil_mode {ceil_mode}: \
                      element {index}: {got}, not {want}"
                 );
             }
         }
+    }
+}
+
+/// A channels-last max pooling large enough to split gives the same bits
+/// on 1, 2 and 3 threads as the NCHW kernel on one: two images, each
+/// thread's output rows crossing the border rows, whose windows read fewer
+/// taps.
+#[test]
+fn channels_last_pooling_splits_rows_across_threads() {
+    let (channels, size, out) = (64usize, 48usize, 24usize);
+    let count = 2 * channels * size * size;
+    let values: Vec<f32> = (0..count)
+        .map(|index| ((index * 53) % 61) as f32 - 30.0)
+        .collect();
+    let input = le_bytes(&values, f32::to_le_bytes);
+    let run = |order: &str, threads: usize| {
+        let text = format!(
+            "graph g (arena 4194304 bytes) {{
+  %0: f32[2,{channels},{size},{size}]{order} @0 = input 0
+  %1: f32[2,{channels},{out},{out}]{order} @2097152, %2: i64[2,{channels},{out},{out}] @3145728 = max_pool2d(%0) kernel=[3, 3] stride=[2, 2] padding=[1, 1] dilation=[1, 1] ceil_mode=false
+  return %1
+}}"
+        );
+        let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+        let outputs = run_jit_on(&graph, &CodegenOptions::default(), &[&input], threads)
+            .expect("the graph runs");
+        elements(&outputs[0], f32::from_le_bytes)
+    };
+    let want = run("", 1);
+    for threads in [1, 2, 3] {
+        let got = run("{order [0, 2, 3, 1]}", threads);
+        assert!(
+            got.iter()
+                .map(|v| v.to_bits())
+                .eq(want.iter().map(|v| v.to_bits())),
+            "channels-last pooling on {threads} threads differs from NCHW's"
+        );
     }
 }

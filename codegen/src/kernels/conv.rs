@@ -971,9 +971,13 @@ impl Bordered {
 /// dim-order pass stores such a pooling's result channels-last when its
 /// input is): for each output pixel, the window's taps a vector of four
 /// channels at a time, the last four channels once more overlapping the
-/// previous vector. With padding, or windows that `ceil_mode` lets run past
-/// the input, the input is first copied inside a border of -inf, as for
-/// NCHW ([`max_pool_inside`]); without, threads share out the output rows.
+/// previous vector. The output is split at compile time into rectangles
+/// whose windows meet the same taps inside the input (the interior, and
+/// each border row and column, as for depthwise convolutions), and each
+/// window reads only those taps: a tap in the padding (or past the input,
+/// with `ceil_mode`) is -inf, which no maximum takes unless every tap is
+/// one, and a window wholly outside the input is -inf. Threads share out
+/// the output rows.
 fn max_pool_channels_last(
     e: &mut Emitter<'_, '_, '_>,
     &MaxPool2d {
@@ -999,96 +1003,118 @@ fn max_pool_channels_last(
     let [_, _, out_h, out_w] = output.sizes;
     let [kernel, stride, dilation, padding] =
         [kernel, stride, dilation, padding].map(|pair| pair.map(|v| v as i64));
-    // The padded input's extent: the padding, and any window past it.
-    let extent = |axis: usize, size: i64| {
-        let last = (if axis == 0 { out_h } else { out_w } - 1) * stride[axis]
-            + (kernel[axis] - 1) * dilation[axis]
-            + 1;
-        (size + 2 * padding[axis]).max(last)
-    };
-    let (padded_h, padded_w) = (extent(0, height), extent(1, width));
-    let copied = padded_h != height || padded_w != width;
-    let source = if copied {
-        let unpadded = e.address(input_value);
-        let images = Bordered {
-            images: batch,
-            sizes: [height, width],
-            padded: [padded_h, padded_w],
-            top_left: padding,
-            channels,
-        };
-        images.copy(e, unpadded)?
-    } else {
-        e.allow_parallel();
-        e.address(input_value)
-    };
-    let destination = e.address(outputs[0]);
-    let rows = batch * out_h;
-    let window = PoolWindow {
-        kernel,
-        dilation,
-        row_bytes: padded_w * channels * 4,
-        column_bytes: channels * 4,
-        stride: 1,
-    };
+    let [rows, columns] = [0, 1].map(|axis| {
+        conv_nhwc::Axis {
+            input: input.sizes[2 + axis],
+            output: output.sizes[2 + axis],
+            kernel: kernel[axis],
+            stride: stride[axis],
+            dilation: dilation[axis],
+            padding: padding[axis],
+        }
+        .spans()
+    });
+    let (row_bytes, pixel_bytes) = (width * channels * 4, channels * 4);
+    e.allow_parallel();
     let pixel_cost = (kernel[0] * kernel[1] * channels) as u64;
-    let (start, end) = match e.parallel_range(rows, pixel_cost * out_w as u64) {
+    let (lo, hi) = match e.parallel_range(out_h, pixel_cost * (batch * out_w) as u64) {
         Some(range) => range,
-        None => (e.iconst(0), e.iconst(rows)),
+        None => (e.iconst(0), e.iconst(out_h)),
     };
-    let span = e.b.ins().isub(end, start);
-    e.counted_loop(Size::Dyn(span), &[start], |e, _, carried| {
-        let row = carried[0];
-        let image = e.b.ins().udiv_imm_u(row, out_h);
-        let in_image_row = e.b.ins().urem_imm_u(row, out_h);
-        let image_offset =
-            e.b.ins()
-                .imul_imm_s(image, padded_h * padded_w * channels * 4);
-        let row_offset =
-            e.b.ins()
-                .imul_imm_s(in_image_row, stride[0] * padded_w * channels * 4);
-        let window_start = e.b.ins().iadd(source, image_offset);
-        let window_start = e.b.ins().iadd(window_start, row_offset);
-        let out_offset = e.b.ins().imul_imm_s(row, out_w * channels * 4);
-        let out_start = e.b.ins().iadd(destination, out_offset);
-        e.counted_loop(
-            Size::Const(out_w),
-            &[window_start, out_start],
-            |e, _, pixel| {
-                let vectors = channels / 4;
-                let after = e.counted_loop(Size::Const(vectors), pixel, |e, _, q| {
-                    let best = window.vector_max(e, q[0]);
-                    e.b.ins().store(flags(), best, q[1], 0);
-                    Ok(vec![
-                        e.b.ins().iadd_imm_s(q[0], 16),
-                        e.b.ins().iadd_imm_s(q[1], 16),
-                    ])
-                })?;
-                let leftover = channels % 4;
-                if leftover != 0 && vectors > 0 {
-                    let back = -4 * (4 - leftover);
-                    let taps = e.b.ins().iadd_imm_s(after[0], back);
-                    let best = window.vector_max(e, taps);
-                    let at = e.b.ins().iadd_imm_s(after[1], back);
-                    e.b.ins().store(flags(), best, at, 0);
-                } else if leftover != 0 {
-                    e.counted_loop(Size::Const(leftover), &after, |e, _, q| {
-                        let best = window.scalar_max(e, q[0]);
-                        e.b.ins().store(flags(), best, q[1], 0);
+    let images = [e.address(input_value), e.address(outputs[0])];
+    e.counted_loop(Size::Const(batch), &images, |e, _, image| {
+        for span in &rows {
+            // The span's rows this call computes.
+            let start = e.iconst(span.start);
+            let start = e.b.ins().smax(start, lo);
+            let end = e.iconst(span.start + span.count);
+            let end = e.b.ins().smin(end, hi);
+            let count = e.b.ins().isub(end, start);
+            let zero = e.iconst(0);
+            let count = e.b.ins().smax(count, zero);
+            e.counted_loop(Size::Dyn(count), &[start], |e, _, row| {
+                // The input row of the span's first tap inside.
+                let first_tap = span.taps.start * dilation[0] - padding[0];
+                let input_row = e.b.ins().imul_imm_s(row[0], stride[0] * row_bytes);
+                let input_row = e.b.ins().iadd_imm_s(input_row, first_tap * row_bytes);
+                let input_row = e.b.ins().iadd(image[0], input_row);
+                let output_row = e.b.ins().imul_imm_s(row[0], out_w * pixel_bytes);
+                let output_row = e.b.ins().iadd(image[1], output_row);
+                for columns in &columns {
+                    let first_tap = columns.taps.start * dilation[1] - padding[1];
+                    let first_input = (columns.start * stride[1] + first_tap) * pixel_bytes;
+                    let pixels = [
+                        e.b.ins().iadd_imm_s(input_row, first_input),
+                        e.b.ins()
+                            .iadd_imm_s(output_row, columns.start * pixel_bytes),
+                    ];
+                    let window = PoolWindow {
+                        kernel: [span.taps.clone(), columns.taps.clone()]
+                            .map(|taps| taps.end - taps.start),
+                        dilation,
+                        row_bytes,
+                        column_bytes: pixel_bytes,
+                        stride: 1,
+                    };
+                    e.counted_loop(Size::Const(columns.count), &pixels, |e, _, pixel| {
+                        channels_max(e, &window, channels, [pixel[0], pixel[1]])?;
                         Ok(vec![
-                            e.b.ins().iadd_imm_s(q[0], 4),
-                            e.b.ins().iadd_imm_s(q[1], 4),
+                            e.b.ins().iadd_imm_s(pixel[0], stride[1] * pixel_bytes),
+                            e.b.ins().iadd_imm_s(pixel[1], pixel_bytes),
                         ])
                     })?;
                 }
-                Ok(vec![
-                    e.b.ins().iadd_imm_s(pixel[0], stride[1] * channels * 4),
-                    e.b.ins().iadd_imm_s(pixel[1], channels * 4),
-                ])
-            },
-        )?;
-        Ok(vec![e.b.ins().iadd_imm_s(row, 1)])
+                Ok(vec![e.b.ins().iadd_imm_s(row[0], 1)])
+            })?;
+        }
+        Ok(vec![
+            e.b.ins().iadd_imm_s(image[0], height * row_bytes),
+            e.b.ins().iadd_imm_s(image[1], out_h * out_w * pixel_bytes),
+        ])
     })?;
+    Ok(())
+}
+
+/// Stores at `output` the maxima of one channels-last pixel's window,
+/// whose first tap is at `input`: four channels a vector, the last four
+/// once more overlapping the vector before when the channels are no
+/// multiple of four; -inf where the window has no tap.
+fn channels_max(
+    e: &mut Emitter<'_, '_, '_>,
+    window: &PoolWindow,
+    channels: i64,
+    [input, output]: [Value; 2],
+) -> Result<(), CodegenError> {
+    if window.kernel.contains(&0) {
+        let minus_infinity = e.b.ins().f32const(f32::NEG_INFINITY);
+        return fill(e, output, channels, minus_infinity);
+    }
+    let vectors = channels / 4;
+    let after = e.counted_loop(Size::Const(vectors), &[input, output], |e, _, q| {
+        let best = window.vector_max(e, q[0]);
+        e.b.ins().store(flags(), best, q[1], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(q[0], 16),
+            e.b.ins().iadd_imm_s(q[1], 16),
+        ])
+    })?;
+    let leftover = channels % 4;
+    if leftover != 0 && vectors > 0 {
+        let back = -4 * (4 - leftover);
+        let taps = e.b.ins().iadd_imm_s(after[0], back);
+        let best = window.vector_max(e, taps);
+        let at = e.b.ins().iadd_imm_s(after[1], back);
+        e.b.ins().store(flags(), best, at, 0);
+    } else if leftover != 0 {
+        e.counted_loop(Size::Const(leftover), &after, |e, _, q| {
+            let best = window.scalar_max(e, q[0]);
+            e.b.ins().store(flags(), best, q[1], 0);
+            Ok(vec![
+                e.b.ins().iadd_imm_s(q[0], 4),
+                e.b.ins().iadd_imm_s(q[1], 4),
+            ])
+        })?;
+    }
     Ok(())
 }
 

@@ -377,13 +377,13 @@ fn pointwise_integer(
 /// The geometry of a convolution along one axis: input and output sizes,
 /// the kernel's size, stride, dilation and padding.
 #[derive(Clone, Copy, Debug)]
-struct Axis {
-    input: i64,
-    output: i64,
-    kernel: i64,
-    stride: i64,
-    dilation: i64,
-    padding: i64,
+pub(super) struct Axis {
+    pub input: i64,
+    pub output: i64,
+    pub kernel: i64,
+    pub stride: i64,
+    pub dilation: i64,
+    pub padding: i64,
 }
 
 impl Axis {
@@ -432,7 +432,7 @@ impl Axis {
 
     /// The outputs split into runs that read the same taps inside the
     /// input: the interior, and each output near a border.
-    fn spans(&self) -> Vec<Span> {
+    pub(super) fn spans(&self) -> Vec<Span> {
         let mut spans: Vec<Span> = Vec::new();
         for index in 0..self.output {
             let taps = self.taps_inside(index);
@@ -452,10 +452,10 @@ impl Axis {
 /// The outputs `[start, start + count)` along one axis, whose windows meet
 /// the input at the same taps.
 #[derive(Clone, Debug, PartialEq)]
-struct Span {
-    start: i64,
-    count: i64,
-    taps: Range<i64>,
+pub(super) struct Span {
+    pub start: i64,
+    pub count: i64,
+    pub taps: Range<i64>,
 }
 
 /// A depthwise convolution, computed directly from a channels-last input
