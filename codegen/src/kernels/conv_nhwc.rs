@@ -176,21 +176,28 @@ fn per_image(
     Ok(())
 }
 
-/// Copies one image of `conv`'s NCHW input, at `image`, channels-last
-/// into `scratch`, and returns `scratch`.
+/// Copies the rows `[top, bottom)` of one image of `conv`'s NCHW input,
+/// at `image`, channels-last into `scratch` (each row where the whole
+/// image's copy has it), and returns `scratch`.
 fn image_channels_last(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
     image: Value,
     scratch: Value,
+    [top, bottom]: [Value; 2],
 ) -> Result<Value, CodegenError> {
-    let [_, channels, height, width] = conv.input.sizes;
+    let [_, channels, _, width] = conv.input.sizes;
     let [_, c, h, w] = conv.input.strides;
+    let rows = e.b.ins().isub(bottom, top);
+    let to = e.b.ins().imul_imm_s(top, width * channels * 4);
+    let to = e.b.ins().iadd(scratch, to);
+    let from = e.b.ins().imul_imm_s(top, h * 4);
+    let from = e.b.ins().iadd(image, from);
     emit_copy(
         e,
-        [channels, height, width].map(Size::Const).to_vec(),
-        f32_operand(scratch, [1, width * channels, channels]),
-        f32_operand(image, [c, h, w]),
+        vec![Size::Const(channels), Size::Dyn(rows), Size::Const(width)],
+        f32_operand(to, [1, width * channels, channels]),
+        f32_operand(from, [c, h, w]),
     )?;
     Ok(scratch)
 }
@@ -489,7 +496,10 @@ fn depthwise_direct(
     let (input_row, output_row) = (conv.stride[0] * width * channels * 4, out_w * channels * 4);
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let source = match packed {
-            Some(scratch) => image_channels_last(e, conv, image, scratch)?,
+            Some(scratch) => {
+                let rows = [e.iconst(0), e.iconst(conv.input.sizes[2])];
+                image_channels_last(e, conv, image, scratch, rows)?
+            }
             None => image,
         };
         for rows in &row_spans {
@@ -875,10 +885,36 @@ fn im2col_gemm(
                 .filter(|xs| !xs.is_empty())
         })
         .flatten();
+    // The input rows the blocks of this call read, for an NCHW input.
+    let read_rows = image_copy.map(|_| {
+        let first_row = e.b.ins().imul_imm_s(first_block, block_rows);
+        let end_row = match block_count {
+            Size::Const(count) => e.b.ins().iadd_imm_s(first_row, count * block_rows),
+            Size::Dyn(count) => {
+                let rows = e.b.ins().imul_imm_s(count, block_rows);
+                e.b.ins().iadd(first_row, rows)
+            }
+        };
+        let height = e.iconst(out_h);
+        let end_row = e.b.ins().smin(end_row, height);
+        let top = e.b.ins().imul_imm_s(first_row, conv.stride[0]);
+        let top = e.b.ins().iadd_imm_s(top, -conv.padding[0]);
+        let zero = e.iconst(0);
+        let top = e.b.ins().smax(top, zero);
+        let bottom = e.b.ins().imul_imm_s(end_row, conv.stride[0]);
+        let window = (kernel_h - 1) * conv.dilation[0] + 1;
+        let bottom =
+            e.b.ins()
+                .iadd_imm_s(bottom, window - conv.stride[0] - conv.padding[0]);
+        let input_height = e.iconst(conv.input.sizes[2]);
+        let bottom = e.b.ins().smin(bottom, input_height);
+        let bottom = e.b.ins().smax(bottom, top);
+        [top, bottom]
+    });
     per_image(e, conv, [input, output], &mut |e, image, out| {
-        let image = match image_copy {
-            Some(scratch) => image_channels_last(e, conv, image, scratch)?,
-            None => image,
+        let image = match (image_copy, read_rows) {
+            (Some(scratch), Some(rows)) => image_channels_last(e, conv, image, scratch, rows)?,
+            _ => image,
         };
         // The pointers of the first group this call computes.
         let group_input =
