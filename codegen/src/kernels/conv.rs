@@ -1089,14 +1089,17 @@ fn channels_max(
         let minus_infinity = e.b.ins().f32const(f32::NEG_INFINITY);
         return fill(e, output, channels, minus_infinity);
     }
+    // Moves the input and output pointers on by `bytes`.
+    let advance = |e: &mut Emitter<'_, '_, '_>, q: &[Value], bytes: i64| {
+        q.iter()
+            .map(|&pointer| e.b.ins().iadd_imm_s(pointer, bytes))
+            .collect()
+    };
     let vectors = channels / 4;
     let after = e.counted_loop(Size::Const(vectors), &[input, output], |e, _, q| {
         let best = window.vector_max(e, q[0]);
         e.b.ins().store(flags(), best, q[1], 0);
-        Ok(vec![
-            e.b.ins().iadd_imm_s(q[0], 16),
-            e.b.ins().iadd_imm_s(q[1], 16),
-        ])
+        Ok(advance(e, q, 16))
     })?;
     let leftover = channels % 4;
     if leftover != 0 && vectors > 0 {
@@ -1109,10 +1112,7 @@ fn channels_max(
         e.counted_loop(Size::Const(leftover), &after, |e, _, q| {
             let best = window.scalar_max(e, q[0]);
             e.b.ins().store(flags(), best, q[1], 0);
-            Ok(vec![
-                e.b.ins().iadd_imm_s(q[0], 4),
-                e.b.ins().iadd_imm_s(q[1], 4),
-            ])
+            Ok(advance(e, q, 4))
         })?;
     }
     Ok(())
