@@ -885,8 +885,9 @@ fn im2col_gemm(
                 .filter(|xs| !xs.is_empty())
         })
         .flatten();
-    // The input rows the blocks of this call read, for an NCHW input.
-    let read_rows = image_copy.map(|_| {
+    // For an NCHW input, the scratch it is copied into and the input rows
+    // the blocks of this call read.
+    let image_copy = image_copy.map(|scratch| {
         let first_row = e.b.ins().imul_imm_s(first_block, block_rows);
         let end_row = match block_count {
             Size::Const(count) => e.b.ins().iadd_imm_s(first_row, count * block_rows),
@@ -909,12 +910,12 @@ fn im2col_gemm(
         let input_height = e.iconst(conv.input.sizes[2]);
         let bottom = e.b.ins().smin(bottom, input_height);
         let bottom = e.b.ins().smax(bottom, top);
-        [top, bottom]
+        (scratch, [top, bottom])
     });
     per_image(e, conv, [input, output], &mut |e, image, out| {
-        let image = match (image_copy, read_rows) {
-            (Some(scratch), Some(rows)) => image_channels_last(e, conv, image, scratch, rows)?,
-            _ => image,
+        let image = match image_copy {
+            Some((scratch, rows)) => image_channels_last(e, conv, image, scratch, rows)?,
+            None => image,
         };
         // The pointers of the first group this call computes.
         let group_input =
