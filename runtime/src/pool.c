@@ -5,28 +5,33 @@
  * links (which then needs libc with pthreads, nothing else).
  *
  * A kernel computes the part [start, end) of its outermost parallel loop;
- * `ptec_parallel_for` splits [0, count) into at most `chunks` contiguous
- * parts, which the calling thread and the pool's workers claim one at a
- * time until none is left, and waits for those claimed to finish. A worker
- * that is not running when a call comes (the machine is busy) claims
- * nothing and holds nobody up: the caller runs what is left. Which thread
- * runs a part changes nothing in its result. Workers spin briefly after a
- * call (the next kernel of the method usually follows at once) and then
- * sleep on a condition variable until the next one.
+ * `ptec_parallel_for` splits [0, count) into at most one contiguous part
+ * per thread, and part k is thread k's (the caller is thread 0): kernels
+ * that split the same loop the same way (a convolution's output rows, then
+ * the next one's) find their part's data in their own core's cache, where
+ * a part claimed by whichever thread came first read half its input from
+ * the other core. The caller runs a worker's part itself when that worker
+ * sleeps (waking it takes longer than most parts run), or has not claimed
+ * its part within a grace of the time the caller's own part took (it was
+ * descheduled: the machine is busy), and waits for those claimed to
+ * finish. Which thread runs a part changes nothing in its result. Workers
+ * spin briefly after a call (the next kernel of the method usually follows
+ * at once) and then sleep on a condition variable until the next one.
  *
- * A pool notices when it does not get its cores: when the workers' parts
- * of a call ran on for more than twice what they would have taken at the
- * pace of the parts the caller ran itself (a worker was descheduled while
- * it held a part: another process keeps the cores busy), twice in a row,
- * the next calls run on the caller alone, after which the pool tries its
- * workers again. Each time the workers fall behind again, it waits twice
- * as many calls before the next try (PTEC_SERIAL_CALLS at first,
- * PTEC_MAX_SERIAL_CALLS at most); a call the workers share without holding
- * the caller up starts over from the first. A worker that only woke late,
- * and claimed its part as the caller finished its own, ends within that
- * margin; with no margin, such calls (the first after every pause) kept a
- * pool on its caller alone, by chance, for thousands of calls at a time
- * (squeezenet on two threads: 0.61 ms in some runs, 0.36 in others).
+ * A pool notices when it does not get its cores: when the caller ran the
+ * part of a worker that was awake, or the workers' parts of a call ran on
+ * for more than twice what they would have taken at the pace of the parts
+ * the caller ran itself (a worker was descheduled while it held a part:
+ * another process keeps the cores busy), twice in a row, the next calls
+ * run on the caller alone, after which the pool tries its workers again.
+ * Each time the workers fall behind again, it waits twice as many calls
+ * before the next try (PTEC_SERIAL_CALLS at first, PTEC_MAX_SERIAL_CALLS at
+ * most); a call the workers share without holding the caller up starts
+ * over from the first. A worker that slept when the call came (the first
+ * after every pause) says nothing about the cores, and does not count:
+ * counted, such calls kept a pool on its caller alone, by chance, for
+ * thousands of calls at a time (squeezenet on two threads: 0.61 ms in some
+ * runs, 0.36 in others).
  * Whether a call ran on one thread or several changes nothing in its
  * result.
  */
@@ -54,6 +59,11 @@
  * running on its caller alone. */
 #define PTEC_STRIKES 2
 
+/* How long past the time its own part took the caller waits for a worker
+ * to claim its part before running it itself, in nanoseconds: about what a
+ * polling worker takes to see a call. */
+#define PTEC_GRACE_NS 2000
+
 typedef int32_t (*ptec_kernel)(uint8_t *arena, const uint8_t *const *constants, int64_t *dims,
                                uint8_t *scratch, int64_t start, int64_t end);
 
@@ -61,13 +71,14 @@ struct ptec_worker {
     struct ptec_pool *pool;
     int32_t index;
     pthread_t thread;
+    /* Whether the worker sleeps (or has been woken and not run yet). */
+    _Atomic int asleep;
 };
 
-/* A call's ticket: its generation (bits 32-63), its number of parts (bits
- * 16-31) and the next part to claim (bits 0-15). */
-#define PTEC_GENERATION(ticket) ((ticket) >> 32)
-#define PTEC_PARTS(ticket) (((ticket) >> 16) & 0xffff)
-#define PTEC_NEXT(ticket) ((ticket)&0xffff)
+/* A call's word: its generation (bits 32-63) and its number of parts (bits
+ * 0-31). */
+#define PTEC_GENERATION(call) ((call) >> 32)
+#define PTEC_PARTS(call) ((call)&0xffffffff)
 
 struct ptec_pool {
     int32_t threads;
@@ -79,12 +90,16 @@ struct ptec_pool {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     pthread_cond_t done;
-    /* The current call's ticket; claiming a part increments it. */
-    _Atomic uint64_t ticket;
+    /* The current call's word. */
+    _Atomic uint64_t call;
+    /* For each part, the generation of the last call whose part it was
+     * claimed in: generations only grow, so a claim succeeds once per call
+     * and never for a call that is over. */
+    _Atomic uint64_t *claims;
     /* Parts of the current call not finished yet. */
     _Atomic int32_t remaining;
     _Atomic int stop;
-    /* The current call, written before its ticket is published and read
+    /* The current call, written before its word is published and read
      * only by threads holding a claim on it (so it cannot end meanwhile). */
     ptec_kernel kernel;
     uint8_t *arena;
@@ -115,29 +130,24 @@ static inline void ptec_relax(void) {
 #endif
 }
 
-/* Claims and runs parts of call `generation` with `scratch` until none is
- * left to claim; returns how many it ran. */
-static int64_t ptec_run_parts(struct ptec_pool *pool, uint64_t generation, uint8_t *scratch) {
-    uint64_t ticket = atomic_load_explicit(&pool->ticket, memory_order_acquire);
-    for (int64_t ran = 0;; ran++) {
-        if (PTEC_GENERATION(ticket) != generation || PTEC_NEXT(ticket) >= PTEC_PARTS(ticket))
-            return ran;
-        if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &ticket, ticket + 1,
-                                                   memory_order_acq_rel, memory_order_acquire)) {
-            ran--;
-            continue;
-        }
-        int64_t part = (int64_t)PTEC_NEXT(ticket), parts = (int64_t)PTEC_PARTS(ticket);
-        int64_t start = pool->count * part / parts;
-        int64_t end = pool->count * (part + 1) / parts;
-        pool->status[part] =
-            pool->kernel(pool->arena, pool->constants, pool->dims, scratch, start, end);
-        if (atomic_fetch_sub_explicit(&pool->remaining, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&pool->lock);
-            pthread_cond_signal(&pool->done);
-            pthread_mutex_unlock(&pool->lock);
-        }
-        ticket = atomic_load_explicit(&pool->ticket, memory_order_acquire);
+/* Whether this thread claimed `part` of call `generation`. */
+static int ptec_claim(struct ptec_pool *pool, int64_t part, uint64_t generation) {
+    uint64_t claimed = atomic_load_explicit(&pool->claims[part], memory_order_relaxed);
+    return claimed < generation &&
+           atomic_compare_exchange_strong_explicit(&pool->claims[part], &claimed, generation,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* Runs `part` of the `parts` of the current call, which this thread has
+ * claimed (part 0 is the caller's without a claim), with `scratch`. */
+static void ptec_run_part(struct ptec_pool *pool, int64_t part, int64_t parts, uint8_t *scratch) {
+    int64_t start = pool->count * part / parts;
+    int64_t end = pool->count * (part + 1) / parts;
+    pool->status[part] = pool->kernel(pool->arena, pool->constants, pool->dims, scratch, start, end);
+    if (atomic_fetch_sub_explicit(&pool->remaining, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_signal(&pool->done);
+        pthread_mutex_unlock(&pool->lock);
     }
 }
 
@@ -147,24 +157,26 @@ static void *ptec_worker_main(void *argument) {
     uint8_t *scratch = pool->scratch + (uint64_t)(worker->index - 1) * pool->scratch_stride;
     uint64_t seen = 0;
     for (;;) {
-        uint64_t generation =
-            PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_acquire));
-        for (int spin = 0; generation == seen && spin < PTEC_SPINS; spin++) {
+        uint64_t call = atomic_load_explicit(&pool->call, memory_order_acquire);
+        for (int spin = 0; PTEC_GENERATION(call) == seen && spin < PTEC_SPINS; spin++) {
             ptec_relax();
-            generation =
-                PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_acquire));
+            call = atomic_load_explicit(&pool->call, memory_order_acquire);
         }
-        if (generation == seen) {
+        if (PTEC_GENERATION(call) == seen) {
             pthread_mutex_lock(&pool->lock);
-            while ((generation = PTEC_GENERATION(atomic_load_explicit(
-                        &pool->ticket, memory_order_acquire))) == seen)
+            atomic_store_explicit(&worker->asleep, 1, memory_order_relaxed);
+            while (PTEC_GENERATION(call = atomic_load_explicit(&pool->call,
+                                                               memory_order_acquire)) == seen)
                 pthread_cond_wait(&pool->wake, &pool->lock);
+            atomic_store_explicit(&worker->asleep, 0, memory_order_relaxed);
             pthread_mutex_unlock(&pool->lock);
         }
-        seen = generation;
+        seen = PTEC_GENERATION(call);
         if (atomic_load_explicit(&pool->stop, memory_order_acquire))
             return NULL;
-        ptec_run_parts(pool, generation, scratch);
+        int64_t parts = (int64_t)PTEC_PARTS(call);
+        if (worker->index < parts && ptec_claim(pool, worker->index, seen))
+            ptec_run_part(pool, worker->index, parts, scratch);
     }
 }
 
@@ -187,9 +199,9 @@ static void ptec_judge_workers(struct ptec_pool *pool, int behind) {
 /* Publishes a new generation of `parts` parts and wakes the workers. */
 static void ptec_publish(struct ptec_pool *pool, uint64_t parts) {
     uint64_t generation =
-        PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_relaxed)) + 1;
+        PTEC_GENERATION(atomic_load_explicit(&pool->call, memory_order_relaxed)) + 1;
     pthread_mutex_lock(&pool->lock);
-    atomic_store_explicit(&pool->ticket, generation << 32 | parts << 16, memory_order_release);
+    atomic_store_explicit(&pool->call, generation << 32 | parts, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 }
@@ -203,6 +215,7 @@ static void ptec_pool_free(struct ptec_pool *pool, int32_t started) {
     pthread_cond_destroy(&pool->done);
     pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->lock);
+    free(pool->claims);
     free(pool->status);
     free(pool->workers);
     free(pool->scratch);
@@ -213,7 +226,6 @@ static void ptec_pool_free(struct ptec_pool *pool, int32_t started) {
  * worker with `scratch_bytes` of scratch memory; NULL when `threads` is
  * below 2 or above 65535, or memory or threads run out. */
 PTEC_HIDDEN struct ptec_pool *ptec_pool_create(int32_t threads, uint64_t scratch_bytes) {
-    /* A ticket counts parts, one per thread at most, in 16 bits. */
     if (threads < 2 || threads > 0xffff)
         return NULL;
     struct ptec_pool *pool = calloc(1, sizeof *pool);
@@ -224,6 +236,7 @@ PTEC_HIDDEN struct ptec_pool *ptec_pool_create(int32_t threads, uint64_t scratch
     pool->scratch_stride = (scratch_bytes + 63) / 64 * 64;
     pool->workers = calloc((size_t)threads, sizeof *pool->workers);
     pool->status = calloc((size_t)threads, sizeof *pool->status);
+    pool->claims = calloc((size_t)threads, sizeof *pool->claims);
     if (pool->scratch_stride > 0 &&
         posix_memalign((void **)&pool->scratch, 64,
                        pool->scratch_stride * (uint64_t)(threads - 1)) != 0)
@@ -231,7 +244,7 @@ PTEC_HIDDEN struct ptec_pool *ptec_pool_create(int32_t threads, uint64_t scratch
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
-    if (!pool->workers || !pool->status || (pool->scratch_stride > 0 && !pool->scratch)) {
+    if (!pool->workers || !pool->status || !pool->claims || (pool->scratch_stride > 0 && !pool->scratch)) {
         ptec_pool_free(pool, 1);
         return NULL;
     }
@@ -271,11 +284,34 @@ PTEC_HIDDEN int32_t ptec_parallel_for(struct ptec_pool *pool, ptec_kernel kernel
     pool->count = count;
     atomic_store_explicit(&pool->remaining, (int32_t)parts, memory_order_relaxed);
     ptec_publish(pool, (uint64_t)parts);
-    uint64_t generation =
-        PTEC_GENERATION(atomic_load_explicit(&pool->ticket, memory_order_relaxed));
+    uint64_t generation = PTEC_GENERATION(atomic_load_explicit(&pool->call, memory_order_relaxed));
     int64_t started = ptec_now_ns();
-    int64_t ran = ptec_run_parts(pool, generation, scratch);
-    int64_t worked = ptec_now_ns();
+    ptec_run_part(pool, 0, parts, scratch);
+    int64_t own = ptec_now_ns() - started, ran = 1, ran_ns = own;
+    /* Part k is thread k's, so that the data a thread's part writes is in
+     * its cache when the next kernel's part k reads it. The caller runs a
+     * worker's part itself when the worker sleeps (it would take longer to
+     * wake than the part to run), or has not claimed it within a grace of
+     * the caller's own part's time: the worker is awake but was
+     * descheduled, and fell behind. */
+    int64_t deadline = started + 2 * own + PTEC_GRACE_NS;
+    int behind = 0;
+    for (int64_t part = 1; part < parts; part++) {
+        while (atomic_load_explicit(&pool->claims[part], memory_order_acquire) < generation) {
+            int asleep = atomic_load_explicit(&pool->workers[part].asleep, memory_order_relaxed);
+            if (asleep || ptec_now_ns() >= deadline) {
+                if (ptec_claim(pool, part, generation)) {
+                    int64_t before = ptec_now_ns();
+                    ptec_run_part(pool, part, parts, scratch);
+                    ran_ns += ptec_now_ns() - before;
+                    ran++;
+                    behind |= !asleep;
+                }
+                break;
+            }
+            ptec_relax();
+        }
+    }
     for (int spin = 0;
          atomic_load_explicit(&pool->remaining, memory_order_acquire) != 0 && spin < PTEC_SPINS;
          spin++)
@@ -286,14 +322,11 @@ PTEC_HIDDEN int32_t ptec_parallel_for(struct ptec_pool *pool, ptec_kernel kernel
             pthread_cond_wait(&pool->done, &pool->lock);
         pthread_mutex_unlock(&pool->lock);
     }
-    /* A call the caller ran whole says nothing about the workers. Else,
-     * at the pace of the caller's own parts, its `ran` parts took `own` and
-     * the workers' should take `own * (parts - ran) / ran` more: the
-     * workers fell behind when the call ran on for over twice that. */
-    if (ran < parts) {
-        int64_t took = ptec_now_ns() - started, own = worked - started;
-        ptec_judge_workers(pool, took * ran > own * (2 * parts - ran));
-    }
+    /* At the pace of the caller's parts, its `ran` parts took `ran_ns` and
+     * the workers' should take `ran_ns * (parts - ran) / ran` more: the
+     * workers also fell behind when the call ran on for over twice that. */
+    int64_t took = ptec_now_ns() - started;
+    ptec_judge_workers(pool, behind || (ran < parts && took * ran > ran_ns * (2 * parts - ran)));
     for (int32_t part = 0; part < parts; part++)
         if (pool->status[part] != 0)
             return pool->status[part];

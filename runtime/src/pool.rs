@@ -146,7 +146,9 @@ mod tests {
         0
     }
 
-    fn run(pool: Option<&Pool>, count: i64, chunks: i64, fail: i64) -> (Vec<usize>, i32) {
+    /// The scratch address that computed each unit, the status, and the
+    /// caller's scratch address.
+    fn run(pool: Option<&Pool>, count: i64, chunks: i64, fail: i64) -> (Vec<usize>, i32, usize) {
         let mut arena = vec![0usize; count as usize];
         let mut dims = [fail];
         let mut scratch = [0u8; 64];
@@ -163,7 +165,7 @@ mod tests {
                 chunks,
             )
         };
-        (arena, status)
+        (arena, status, scratch.as_ptr() as usize)
     }
 
     /// The scratch areas that computed the units, in order of first use,
@@ -184,7 +186,7 @@ mod tests {
         assert_eq!(pool.threads(), 3);
         let mut most = 0;
         for _ in 0..40 {
-            let (marks, status) = run(Some(&pool), 100, 8, 0);
+            let (marks, status, _) = run(Some(&pool), 100, 8, 0);
             assert_eq!(status, 0);
             assert!(marks.iter().all(|&mark| mark != 0), "every unit ran");
             // Three parts (one per thread at most), each computed whole by one thread.
@@ -199,12 +201,44 @@ mod tests {
         assert!(most >= 2, "the workers never took a part");
     }
 
+    /// Part k is thread k's: the caller runs the first part, and the k-th
+    /// runs on worker k (whose scratch lies k - 1 strides into the pool's)
+    /// or, where that worker slept or fell behind, on the caller; never on
+    /// another worker. So kernels that split the same loop keep each
+    /// part's data on one core.
+    #[test]
+    fn each_part_runs_on_its_own_thread() {
+        let pool = Pool::new(3, 64).expect("a pool of three threads");
+        let mut workers = [Vec::new(), Vec::new()];
+        for _ in 0..40 {
+            let (marks, status, caller) = run(Some(&pool), 30, 3, 0);
+            assert_eq!(status, 0);
+            assert_eq!(marks[0], caller, "the caller runs the first part");
+            for (seen, part) in workers.iter_mut().zip([1, 2]) {
+                if marks[part * 10] != caller && !seen.contains(&marks[part * 10]) {
+                    seen.push(marks[part * 10]);
+                }
+            }
+        }
+        assert!(
+            workers.iter().all(|seen| seen.len() <= 1),
+            "a part ran on more than one worker: {workers:?}"
+        );
+        if let [&[first], &[second]] = [&workers[0][..], &workers[1][..]] {
+            assert_eq!(
+                second,
+                first + 64,
+                "the second part ran on the first worker"
+            );
+        }
+    }
+
     #[test]
     fn without_a_pool_or_with_one_chunk_the_caller_runs_everything() {
         let pool = Pool::new(2, 0).expect("a pool of two threads");
         for pool in [None, Some(&pool)] {
             let chunks = if pool.is_some() { 1 } else { 4 };
-            let (mut marks, status) = run(pool, 20, chunks, 0);
+            let (mut marks, status, _) = run(pool, 20, chunks, 0);
             assert_eq!(status, 0);
             marks.dedup();
             assert_eq!(marks.len(), 1);
