@@ -8,7 +8,8 @@
 
 mod common;
 
-use common::{elements, le_bytes, run_jit};
+use common::{elements, le_bytes, run_jit, run_jit_on};
+use ptec_codegen::{AotOptions, CodegenOptions, compile_object};
 
 /// The bytes of the first output of `text` run on one f32 input.
 fn reduced(text: &str, input: &[f32]) -> Vec<u8> {
@@ -111,5 +112,64 @@ fn channels_last_pixels_reduce_to_the_bits_of_nchw_ones() {
             let got = reduced_f32(&text(channels_last, out_order), &input);
             assert_eq!(got, want, "{op} dims={dims} keepdim={keepdim}");
         }
+    }
+}
+
+/// Rows of reductions, a softmax and a layer norm, 512 of 512 elements:
+/// enough work for threads to share the rows out. Each such kernel is
+/// handed to the pool (a kernel the pool runs is an argument of
+/// `ptec_parallel_for`, one called whole a call's target), and one, two or
+/// three threads give the same bits, NaN and infinities in some rows.
+#[test]
+fn long_rows_split_across_threads_with_the_same_bits() {
+    let text = "graph g (arena 4194304 bytes) {
+  %0: f32[512,512] @0 = input 0
+  %1: f32[512,512] @1048576 = softmax(%0) dim=1 log=false
+  %2: f32[512,512] @2097152, %3: f32[512,1] @3147776, %4: f32[512,1] @3149824 = layer_norm(%0) normalized_dims=1 eps=1e-5
+  %5: f32[512] @3145728 = reduce_sum(%0) dims=[1] keepdim=false
+  %6: i64[512] @3151872 = arg_max(%0) dim=1 keepdim=false
+  return %1, %2, %5, %6
+}";
+    let graph = ptec_ir::parse(text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    let object = compile_object(
+        std::slice::from_ref(&graph),
+        &AotOptions {
+            target: None,
+            prefix: "rows".into(),
+            codegen: CodegenOptions::default(),
+            max_code: u64::MAX,
+            listing: true,
+        },
+    )
+    .expect("the graph compiles");
+    let listing = object.listing.expect("a listing").render();
+    for kernel in ["softmax", "layer_norm", "reduce_sum", "arg_max"] {
+        assert!(
+            listing
+                .lines()
+                .any(|line| line.contains(" mov rsi,") && line.ends_with(&format!("_{kernel}"))),
+            "the {kernel} kernel does not run on the pool:\n{listing}"
+        );
+    }
+    let mut values: Vec<f32> = (0..512 * 512)
+        .map(|index| ((index * 37) % 101) as f32 * 0.25 - 12.0)
+        .collect();
+    values[3 * 512 + 7] = f32::NAN;
+    values[300 * 512 + 1] = f32::INFINITY;
+    values[400 * 512 + 9] = f32::NEG_INFINITY;
+    let input = le_bytes(&values, f32::to_le_bytes);
+    let bits = |threads: usize| -> Vec<Vec<u8>> {
+        run_jit_on(&graph, &CodegenOptions::default(), &[&input], threads)
+            .expect("the graph runs")
+            .into_iter()
+            .map(|tensor| tensor.data)
+            .collect()
+    };
+    let one = bits(1);
+    for threads in [2, 3] {
+        assert!(
+            bits(threads) == one,
+            "{threads} threads give other bits than one"
+        );
     }
 }

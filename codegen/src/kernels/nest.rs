@@ -59,6 +59,43 @@ pub(crate) fn over_axes(
     Ok(())
 }
 
+/// [`over_axes`] for a kernel whose positions are all it writes, each
+/// computed on its own: threads may each run a part of the outermost of
+/// `axes` that has more than one step, where every size is a constant;
+/// each position costs about `position_cost` operations.
+pub(crate) fn over_axes_in_parts(
+    e: &mut Emitter<'_, '_, '_>,
+    sizes: &[Size],
+    strides: &[Vec<Size>],
+    axes: &[usize],
+    bases: &[Value],
+    position_cost: u64,
+    body: &mut PositionBody<'_>,
+) -> Result<(), CodegenError> {
+    e.allow_parallel();
+    let mut sizes = sizes.to_vec();
+    let mut bases = bases.to_vec();
+    let outer = axes
+        .iter()
+        .copied()
+        .find(|&axis| sizes[axis] != Size::Const(1));
+    let positions: Option<i64> = axes.iter().map(|&axis| sizes[axis].constant()).product();
+    if let (Some(axis), Some(positions)) = (outer, positions)
+        && let Some(count) = sizes[axis].constant().filter(|&count| count > 0)
+        && let Some((lo, hi)) = e.parallel_range(
+            count,
+            ((positions / count) as u64).saturating_mul(position_cost),
+        )
+    {
+        sizes[axis] = Size::Dyn(e.b.ins().isub(hi, lo));
+        for (base, operand) in bases.iter_mut().zip(strides) {
+            let offset = e.mul(Size::Dyn(lo), operand[axis]);
+            *base = e.add_size(*base, offset);
+        }
+    }
+    over_axes(e, &sizes, strides, axes, &bases, body)
+}
+
 /// Folds over `axes` from `base` (one operand, byte strides `strides`),
 /// carrying `init`; `step` gets the element's address, its flat index within
 /// the fold and the accumulators, and returns the new accumulators.

@@ -13,7 +13,7 @@ use ptec_ir::ops::reduce::{ArgReduce, CumSum, Extreme, Reduce, ReduceOp, Softmax
 use ptec_ir::{DType, ValueId};
 
 use super::expr::{fconst, math};
-use super::nest::{byte_strides, count_as_float, count_of, fold_axes, over_axes};
+use super::nest::{byte_strides, count_as_float, count_of, fold_axes, over_axes_in_parts};
 use crate::emit::{Emitter, Size, flags, scalar_type};
 use crate::error::CodegenError;
 
@@ -56,6 +56,16 @@ fn contiguous_row(e: &Emitter<'_, '_, '_>, input: ValueId, axes: &[usize]) -> bo
             .iter()
             .enumerate()
             .all(|(index, &axis)| axis == rank - axes.len() + index)
+    }
+}
+
+/// The elements a position of a loop nest reads, `count` times `lanes`,
+/// for its cost: 0 (not worth a thread) where a size is known only at run
+/// time.
+fn elements(count: Size, lanes: Option<i64>) -> u64 {
+    match (count, lanes) {
+        (Size::Const(count), Some(lanes)) => (count * lanes) as u64,
+        _ => 0,
     }
 }
 
@@ -197,12 +207,15 @@ pub(crate) fn reduce(
         .filter(|axis| !axes.contains(axis) && Some(*axis) != lane_axis)
         .collect();
     let bases = [e.address(input), e.address(output)];
-    over_axes(
+    let lanes = lane_axis.map_or(Some(1), |axis| sizes[axis].constant());
+    let position_cost = elements(fold.count, lanes);
+    over_axes_in_parts(
         e,
         &sizes,
         &[in_strides.clone(), out_strides],
         &kept,
         &bases,
+        position_cost,
         &mut |e, pointers| {
             let [from, to] = [pointers[0], pointers[1]];
             if vector_row {
@@ -353,12 +366,14 @@ pub(crate) fn arg_reduce(
     let compute_ty = scalar_type(compute);
     let out_dtype = e.graph().value(output).ty.dtype;
     let bases = [e.address(input), e.address(output)];
-    over_axes(
+    let position_cost = 3 * elements(count_of(e, &sizes, &axes), Some(1));
+    over_axes_in_parts(
         e,
         &sizes,
         &[in_strides.clone(), out_strides],
         &kept,
         &bases,
+        position_cost,
         &mut |e, pointers| {
             let best = if compute.is_float() {
                 fconst(
@@ -513,49 +528,58 @@ pub(crate) fn top_k(
     let (count, along) = (sizes[dim], strides[0][dim]);
     let (value_step, index_step) = (strides[1][dim], strides[2][dim]);
     let bases = [e.address(op.input), e.address(values), e.address(indices)];
-    over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
-        let row = pointers[0];
-        let nothing = e.constant(compute, ptec_ir::Scalar::Int(0))?;
-        let none = e.iconst(-1);
-        e.counted_loop(
-            Size::Const(op.k as i64),
-            &[nothing, none, pointers[1], pointers[2]],
-            |e, _, carried| {
-                let previous = (carried[0], carried[1]);
-                let scan = e.counted_loop(count, &[nothing, none, row], |e, i, best| {
-                    let value = e.load(in_ty.dtype, best[2]);
-                    let value = e.convert(value, in_ty.dtype, compute)?;
-                    let first = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, previous.1, 0);
-                    let after = ranks_before(e, largest, float, previous, (value, i));
-                    let eligible = e.b.ins().bor(first, after);
-                    let unset = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, best[1], 0);
-                    let beats = ranks_before(e, largest, float, (value, i), (best[0], best[1]));
-                    let better = e.b.ins().bor(unset, beats);
-                    let take = e.b.ins().band(eligible, better);
+    let position_cost = 3 * elements(count, Some(op.k as i64));
+    over_axes_in_parts(
+        e,
+        &sizes,
+        &strides,
+        &kept,
+        &bases,
+        position_cost,
+        &mut |e, pointers| {
+            let row = pointers[0];
+            let nothing = e.constant(compute, ptec_ir::Scalar::Int(0))?;
+            let none = e.iconst(-1);
+            e.counted_loop(
+                Size::Const(op.k as i64),
+                &[nothing, none, pointers[1], pointers[2]],
+                |e, _, carried| {
+                    let previous = (carried[0], carried[1]);
+                    let scan = e.counted_loop(count, &[nothing, none, row], |e, i, best| {
+                        let value = e.load(in_ty.dtype, best[2]);
+                        let value = e.convert(value, in_ty.dtype, compute)?;
+                        let first = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, previous.1, 0);
+                        let after = ranks_before(e, largest, float, previous, (value, i));
+                        let eligible = e.b.ins().bor(first, after);
+                        let unset = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, best[1], 0);
+                        let beats = ranks_before(e, largest, float, (value, i), (best[0], best[1]));
+                        let better = e.b.ins().bor(unset, beats);
+                        let take = e.b.ins().band(eligible, better);
+                        Ok(vec![
+                            e.b.ins().select(take, value, best[0]),
+                            e.b.ins().select(take, i, best[1]),
+                            e.add_size(best[2], along),
+                        ])
+                    })?;
+                    // The element itself, not its value in the compute type.
+                    let step = e.value_of(along);
+                    let offset = e.b.ins().imul(scan[1], step);
+                    let source = e.b.ins().iadd(row, offset);
+                    let element = e.load(in_ty.dtype, source);
+                    e.store(element, carried[2]);
+                    let position = e.convert(scan[1], DType::I64, index_dtype)?;
+                    e.store(position, carried[3]);
                     Ok(vec![
-                        e.b.ins().select(take, value, best[0]),
-                        e.b.ins().select(take, i, best[1]),
-                        e.add_size(best[2], along),
+                        scan[0],
+                        scan[1],
+                        e.add_size(carried[2], value_step),
+                        e.add_size(carried[3], index_step),
                     ])
-                })?;
-                // The element itself, not its value in the compute type.
-                let step = e.value_of(along);
-                let offset = e.b.ins().imul(scan[1], step);
-                let source = e.b.ins().iadd(row, offset);
-                let element = e.load(in_ty.dtype, source);
-                e.store(element, carried[2]);
-                let position = e.convert(scan[1], DType::I64, index_dtype)?;
-                e.store(position, carried[3]);
-                Ok(vec![
-                    scan[0],
-                    scan[1],
-                    e.add_size(carried[2], value_step),
-                    e.add_size(carried[3], index_step),
-                ])
-            },
-        )?;
-        Ok(())
-    })
+                },
+            )?;
+            Ok(())
+        },
+    )
 }
 
 /// Running sums along an axis, in the output's type.
@@ -574,34 +598,43 @@ pub(crate) fn cumsum(
     let kept: Vec<usize> = (0..in_ty.rank()).filter(|&axis| axis != dim).collect();
     let compute_ty = scalar_type(out_dtype);
     let bases = [e.address(input), e.address(output)];
-    over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
-        let zero = if out_dtype.is_float() {
-            fconst(e, compute_ty, 0.0)
-        } else {
-            e.b.ins().iconst(compute_ty, 0)
-        };
-        let (in_step, out_step) = (strides[0][dim], strides[1][dim]);
-        e.counted_loop(
-            sizes[dim],
-            &[pointers[0], pointers[1], zero],
-            |e, _, carried| {
-                let value = e.load(in_ty.dtype, carried[0]);
-                let value = e.convert(value, in_ty.dtype, out_dtype)?;
-                let total = if out_dtype.is_float() {
-                    e.b.ins().fadd(carried[2], value)
-                } else {
-                    e.b.ins().iadd(carried[2], value)
-                };
-                e.store(total, carried[1]);
-                Ok(vec![
-                    e.add_size(carried[0], in_step),
-                    e.add_size(carried[1], out_step),
-                    total,
-                ])
-            },
-        )?;
-        Ok(())
-    })
+    let position_cost = 2 * elements(sizes[dim], Some(1));
+    over_axes_in_parts(
+        e,
+        &sizes,
+        &strides,
+        &kept,
+        &bases,
+        position_cost,
+        &mut |e, pointers| {
+            let zero = if out_dtype.is_float() {
+                fconst(e, compute_ty, 0.0)
+            } else {
+                e.b.ins().iconst(compute_ty, 0)
+            };
+            let (in_step, out_step) = (strides[0][dim], strides[1][dim]);
+            e.counted_loop(
+                sizes[dim],
+                &[pointers[0], pointers[1], zero],
+                |e, _, carried| {
+                    let value = e.load(in_ty.dtype, carried[0]);
+                    let value = e.convert(value, in_ty.dtype, out_dtype)?;
+                    let total = if out_dtype.is_float() {
+                        e.b.ins().fadd(carried[2], value)
+                    } else {
+                        e.b.ins().iadd(carried[2], value)
+                    };
+                    e.store(total, carried[1]);
+                    Ok(vec![
+                        e.add_size(carried[0], in_step),
+                        e.add_size(carried[1], out_step),
+                        total,
+                    ])
+                },
+            )?;
+            Ok(())
+        },
+    )
 }
 
 /// Softmax (or log-softmax) along `dim`: max, then exp(x - max) and its
@@ -639,84 +672,94 @@ pub(crate) fn softmax(
         _ => None,
     };
     let bases = [e.address(input), e.address(output)];
-    over_axes(e, &sizes, &strides, &kept, &bases, &mut |e, pointers| {
-        let lowest = fconst(e, ty, f64::NEG_INFINITY);
-        let max = e.counted_loop(count, &[pointers[0], lowest], |e, _, c| {
-            let value = e.b.ins().load(ty, flags(), c[0], 0);
-            Ok(vec![e.add_size(c[0], in_step), e.b.ins().fmax(c[1], value)])
-        })?[1];
-        let zero = fconst(e, ty, 0.0);
-        let sum = if let Some(count) = vector_exp {
-            // The exponentials four at a time into the output, then their
-            // sum in order, as the scalar loop adds them.
-            let lanes = e.b.ins().splat(types::F32X4, max);
-            let after = e.counted_loop(
-                Size::Const(count / 4),
-                &[pointers[0], pointers[1]],
-                |e, _, c| {
-                    let value = e.b.ins().load(types::F32X4, flags(), c[0], 0);
-                    let shifted = e.b.ins().fsub(value, lanes);
+    // Three passes over the row and an exponential per element.
+    let position_cost = 6 * elements(count, Some(1));
+    over_axes_in_parts(
+        e,
+        &sizes,
+        &strides,
+        &kept,
+        &bases,
+        position_cost,
+        &mut |e, pointers| {
+            let lowest = fconst(e, ty, f64::NEG_INFINITY);
+            let max = e.counted_loop(count, &[pointers[0], lowest], |e, _, c| {
+                let value = e.b.ins().load(ty, flags(), c[0], 0);
+                Ok(vec![e.add_size(c[0], in_step), e.b.ins().fmax(c[1], value)])
+            })?[1];
+            let zero = fconst(e, ty, 0.0);
+            let sum = if let Some(count) = vector_exp {
+                // The exponentials four at a time into the output, then their
+                // sum in order, as the scalar loop adds them.
+                let lanes = e.b.ins().splat(types::F32X4, max);
+                let after = e.counted_loop(
+                    Size::Const(count / 4),
+                    &[pointers[0], pointers[1]],
+                    |e, _, c| {
+                        let value = e.b.ins().load(types::F32X4, flags(), c[0], 0);
+                        let shifted = e.b.ins().fsub(value, lanes);
+                        let exp = math(e, MathFn::Exp, &[shifted])?;
+                        e.b.ins().store(flags(), exp, c[1], 0);
+                        Ok(vec![
+                            e.b.ins().iadd_imm_s(c[0], 16),
+                            e.b.ins().iadd_imm_s(c[1], 16),
+                        ])
+                    },
+                )?;
+                e.counted_loop(Size::Const(count % 4), &after, |e, _, c| {
+                    let value = e.b.ins().load(ty, flags(), c[0], 0);
+                    let shifted = e.b.ins().fsub(value, max);
                     let exp = math(e, MathFn::Exp, &[shifted])?;
                     e.b.ins().store(flags(), exp, c[1], 0);
                     Ok(vec![
-                        e.b.ins().iadd_imm_s(c[0], 16),
-                        e.b.ins().iadd_imm_s(c[1], 16),
+                        e.b.ins().iadd_imm_s(c[0], 4),
+                        e.b.ins().iadd_imm_s(c[1], 4),
                     ])
-                },
-            )?;
-            e.counted_loop(Size::Const(count % 4), &after, |e, _, c| {
-                let value = e.b.ins().load(ty, flags(), c[0], 0);
-                let shifted = e.b.ins().fsub(value, max);
-                let exp = math(e, MathFn::Exp, &[shifted])?;
-                e.b.ins().store(flags(), exp, c[1], 0);
-                Ok(vec![
-                    e.b.ins().iadd_imm_s(c[0], 4),
-                    e.b.ins().iadd_imm_s(c[1], 4),
-                ])
-            })?;
-            e.counted_loop(Size::Const(count), &[pointers[1], zero], |e, _, c| {
-                let exp = e.b.ins().load(ty, flags(), c[0], 0);
-                Ok(vec![
-                    e.b.ins().iadd_imm_s(c[0], 4),
-                    e.b.ins().fadd(c[1], exp),
-                ])
-            })?[1]
-        } else {
-            e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
-                let value = e.b.ins().load(ty, flags(), c[0], 0);
-                let shifted = e.b.ins().fsub(value, max);
-                let exp = math(e, MathFn::Exp, &[shifted])?;
-                if !log {
-                    e.b.ins().store(flags(), exp, c[1], 0);
-                }
-                Ok(vec![
-                    e.add_size(c[0], in_step),
-                    e.add_size(c[1], out_step),
-                    e.b.ins().fadd(c[2], exp),
-                ])
-            })?[2]
-        };
-        if log {
-            let log_sum = e.call_math(MathFn::Log, &[sum])?;
-            let shift = e.b.ins().fadd(max, log_sum);
-            e.counted_loop(count, &[pointers[0], pointers[1]], |e, _, c| {
-                let value = e.b.ins().load(ty, flags(), c[0], 0);
-                let result = e.b.ins().fsub(value, shift);
-                e.b.ins().store(flags(), result, c[1], 0);
-                Ok(vec![e.add_size(c[0], in_step), e.add_size(c[1], out_step)])
-            })?;
-        } else {
-            let one = fconst(e, ty, 1.0);
-            let scale = e.b.ins().fdiv(one, sum);
-            e.counted_loop(count, &[pointers[1]], |e, _, c| {
-                let value = e.b.ins().load(ty, flags(), c[0], 0);
-                let result = e.b.ins().fmul(value, scale);
-                e.b.ins().store(flags(), result, c[0], 0);
-                Ok(vec![e.add_size(c[0], out_step)])
-            })?;
-        }
-        Ok(())
-    })
+                })?;
+                e.counted_loop(Size::Const(count), &[pointers[1], zero], |e, _, c| {
+                    let exp = e.b.ins().load(ty, flags(), c[0], 0);
+                    Ok(vec![
+                        e.b.ins().iadd_imm_s(c[0], 4),
+                        e.b.ins().fadd(c[1], exp),
+                    ])
+                })?[1]
+            } else {
+                e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
+                    let value = e.b.ins().load(ty, flags(), c[0], 0);
+                    let shifted = e.b.ins().fsub(value, max);
+                    let exp = math(e, MathFn::Exp, &[shifted])?;
+                    if !log {
+                        e.b.ins().store(flags(), exp, c[1], 0);
+                    }
+                    Ok(vec![
+                        e.add_size(c[0], in_step),
+                        e.add_size(c[1], out_step),
+                        e.b.ins().fadd(c[2], exp),
+                    ])
+                })?[2]
+            };
+            if log {
+                let log_sum = e.call_math(MathFn::Log, &[sum])?;
+                let shift = e.b.ins().fadd(max, log_sum);
+                e.counted_loop(count, &[pointers[0], pointers[1]], |e, _, c| {
+                    let value = e.b.ins().load(ty, flags(), c[0], 0);
+                    let result = e.b.ins().fsub(value, shift);
+                    e.b.ins().store(flags(), result, c[1], 0);
+                    Ok(vec![e.add_size(c[0], in_step), e.add_size(c[1], out_step)])
+                })?;
+            } else {
+                let one = fconst(e, ty, 1.0);
+                let scale = e.b.ins().fdiv(one, sum);
+                e.counted_loop(count, &[pointers[1]], |e, _, c| {
+                    let value = e.b.ins().load(ty, flags(), c[0], 0);
+                    let result = e.b.ins().fmul(value, scale);
+                    e.b.ins().store(flags(), result, c[0], 0);
+                    Ok(vec![e.add_size(c[0], out_step)])
+                })?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Layer norm over the trailing `normalized_dims` axes of a contiguous f32
@@ -743,10 +786,7 @@ pub(crate) fn layer_norm(
     let sizes = e.shape(&in_ty.shape);
     let normalized: Vec<usize> = (rank - normalized_dims..rank).collect();
     let row = count_of(e, &sizes, &normalized);
-    let row_bytes = e.mul(row, Size::Const(4));
     let outer: Vec<usize> = (0..rank - normalized_dims).collect();
-    let outer_sizes: Vec<Size> = outer.iter().map(|&axis| sizes[axis]).collect();
-    let rows = e.product(&outer_sizes);
     let weight_base = weight.map(|weight| e.address(weight));
     let bias_base = bias.map(|bias| e.address(bias));
     let pointers = [
@@ -755,59 +795,68 @@ pub(crate) fn layer_norm(
         e.address(outputs[LayerNorm::MEAN]),
         e.address(outputs[LayerNorm::RSTD]),
     ];
-    e.counted_loop(rows, &pointers, |e, _, p| {
-        let sum = fold_row_f32(e, ReduceOp::Sum, p[0], row)?;
-        let n = count_as_float(e, row, types::F32);
-        let mean = e.b.ins().fdiv(sum, n);
-        let zero = e.b.ins().f32const(0.0);
-        let squares = e.counted_loop(row, &[p[0], zero], |e, _, c| {
-            let value = e.b.ins().load(types::F32, flags(), c[0], 0);
-            let centered = e.b.ins().fsub(value, mean);
-            let square = e.b.ins().fmul(centered, centered);
-            Ok(vec![
-                e.b.ins().iadd_imm_s(c[0], 4),
-                e.b.ins().fadd(c[1], square),
-            ])
-        })?[1];
-        let variance = e.b.ins().fdiv(squares, n);
-        let epsilon = e.b.ins().f32const(eps.0 as f32);
-        let shifted = e.b.ins().fadd(variance, epsilon);
-        let root = e.b.ins().sqrt(shifted);
-        let one = e.b.ins().f32const(1.0);
-        let rstd = e.b.ins().fdiv(one, root);
-        let mut carried = vec![p[0], p[1]];
-        carried.extend(weight_base);
-        carried.extend(bias_base);
-        e.counted_loop(row, &carried, |e, _, c| {
-            let value = e.b.ins().load(types::F32, flags(), c[0], 0);
-            let centered = e.b.ins().fsub(value, mean);
-            let mut result = e.b.ins().fmul(centered, rstd);
-            let mut next = vec![e.b.ins().iadd_imm_s(c[0], 4), e.b.ins().iadd_imm_s(c[1], 4)];
-            let mut slot = 2;
-            if weight.is_some() {
-                let w = e.b.ins().load(types::F32, flags(), c[slot], 0);
-                result = e.b.ins().fmul(result, w);
-                next.push(e.b.ins().iadd_imm_s(c[slot], 4));
-                slot += 1;
-            }
-            if bias.is_some() {
-                let b = e.b.ins().load(types::F32, flags(), c[slot], 0);
-                result = e.b.ins().fadd(result, b);
-                next.push(e.b.ins().iadd_imm_s(c[slot], 4));
-            }
-            e.b.ins().store(flags(), result, c[1], 0);
-            Ok(next)
-        })?;
-        e.b.ins().store(flags(), mean, p[2], 0);
-        e.b.ins().store(flags(), rstd, p[3], 0);
-        Ok(vec![
-            e.add_size(p[0], row_bytes),
-            e.add_size(p[1], row_bytes),
-            e.b.ins().iadd_imm_s(p[2], 4),
-            e.b.ins().iadd_imm_s(p[3], 4),
-        ])
-    })?;
-    Ok(())
+    let strides: Vec<Vec<Size>> = [input, outputs[LayerNorm::OUT]]
+        .into_iter()
+        .chain([outputs[LayerNorm::MEAN], outputs[LayerNorm::RSTD]])
+        .map(|value| byte_strides(e, value))
+        .collect();
+    // Three passes over the row.
+    let position_cost = 4 * elements(row, Some(1));
+    over_axes_in_parts(
+        e,
+        &sizes,
+        &strides,
+        &outer,
+        &pointers,
+        position_cost,
+        &mut |e, p| {
+            let sum = fold_row_f32(e, ReduceOp::Sum, p[0], row)?;
+            let n = count_as_float(e, row, types::F32);
+            let mean = e.b.ins().fdiv(sum, n);
+            let zero = e.b.ins().f32const(0.0);
+            let squares = e.counted_loop(row, &[p[0], zero], |e, _, c| {
+                let value = e.b.ins().load(types::F32, flags(), c[0], 0);
+                let centered = e.b.ins().fsub(value, mean);
+                let square = e.b.ins().fmul(centered, centered);
+                Ok(vec![
+                    e.b.ins().iadd_imm_s(c[0], 4),
+                    e.b.ins().fadd(c[1], square),
+                ])
+            })?[1];
+            let variance = e.b.ins().fdiv(squares, n);
+            let epsilon = e.b.ins().f32const(eps.0 as f32);
+            let shifted = e.b.ins().fadd(variance, epsilon);
+            let root = e.b.ins().sqrt(shifted);
+            let one = e.b.ins().f32const(1.0);
+            let rstd = e.b.ins().fdiv(one, root);
+            let mut carried = vec![p[0], p[1]];
+            carried.extend(weight_base);
+            carried.extend(bias_base);
+            e.counted_loop(row, &carried, |e, _, c| {
+                let value = e.b.ins().load(types::F32, flags(), c[0], 0);
+                let centered = e.b.ins().fsub(value, mean);
+                let mut result = e.b.ins().fmul(centered, rstd);
+                let mut next = vec![e.b.ins().iadd_imm_s(c[0], 4), e.b.ins().iadd_imm_s(c[1], 4)];
+                let mut slot = 2;
+                if weight.is_some() {
+                    let w = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                    result = e.b.ins().fmul(result, w);
+                    next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+                    slot += 1;
+                }
+                if bias.is_some() {
+                    let b = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                    result = e.b.ins().fadd(result, b);
+                    next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+                }
+                e.b.ins().store(flags(), result, c[1], 0);
+                Ok(next)
+            })?;
+            e.b.ins().store(flags(), mean, p[2], 0);
+            e.b.ins().store(flags(), rstd, p[3], 0);
+            Ok(())
+        },
+    )
 }
 
 /// Inference batch norm of a contiguous f32 tensor over dim 1: each channel
