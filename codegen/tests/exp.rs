@@ -88,10 +88,10 @@ fn the_vector_loop_and_the_scalar_tail_agree_bit_for_bit() {
     }
 }
 
-/// Softmax along a contiguous row (its exponentials four lanes at a time,
-/// then summed in order) gives the bits of softmax along a strided column
-/// (one element at a time), and lands within a few ulp of f64's; masked
-/// (-inf) scores give 0.
+/// Softmax along a contiguous row (its maximum, exponentials and sum four
+/// lanes at a time) gives the bits of softmax along a strided column (one
+/// element at a time, into four running sums), and lands within a few ulp
+/// of f64's; masked (-inf) scores give 0.
 #[test]
 fn softmax_rows_match_strided_columns_bit_for_bit() {
     let (rows, length) = (3usize, 13usize);

@@ -113,6 +113,17 @@ fn identity(
     })
 }
 
+/// `count` as whole quads and the elements left after them.
+fn quads(e: &mut Emitter<'_, '_, '_>, count: Size) -> (Size, Size) {
+    match count {
+        Size::Const(n) => (Size::Const(n / 4), Size::Const(n % 4)),
+        Size::Dyn(n) => (
+            Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
+            Size::Dyn(e.b.ins().band_imm_u(n, 3)),
+        ),
+    }
+}
+
 /// Folds a contiguous f32 row of `count` elements with four-lane
 /// accumulators; `op` is Sum, Max or Min.
 pub(crate) fn fold_row_f32(
@@ -122,10 +133,7 @@ pub(crate) fn fold_row_f32(
     count: Size,
 ) -> Result<Value, CodegenError> {
     let lanes = identity(e, op, DType::F32, types::F32X4)?;
-    let vectors = match count {
-        Size::Const(n) => Size::Const(n / 4),
-        Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
-    };
+    let (vectors, tail) = quads(e, count);
     let folded = e.counted_loop(vectors, &[row, lanes], |e, _, carried| {
         let value = e.b.ins().load(types::F32X4, flags(), carried[0], 0);
         let accumulator = combine(e, op, DType::F32, carried[1], value);
@@ -136,10 +144,6 @@ pub(crate) fn fold_row_f32(
         let value = e.b.ins().extractlane(folded[1], lane);
         total = combine(e, op, DType::F32, total, value);
     }
-    let tail = match count {
-        Size::Const(n) => Size::Const(n % 4),
-        Size::Dyn(n) => Size::Dyn(e.b.ins().band_imm_u(n, 3)),
-    };
     let rest = e.counted_loop(tail, &[folded[0], total], |e, _, carried| {
         let value = e.b.ins().load(types::F32, flags(), carried[0], 0);
         let accumulator = combine(e, op, DType::F32, carried[1], value);
@@ -682,15 +686,25 @@ pub(crate) fn softmax(
         &bases,
         position_cost,
         &mut |e, pointers| {
-            let lowest = fconst(e, ty, f64::NEG_INFINITY);
-            let max = e.counted_loop(count, &[pointers[0], lowest], |e, _, c| {
-                let value = e.b.ins().load(ty, flags(), c[0], 0);
-                Ok(vec![e.add_size(c[0], in_step), e.b.ins().fmax(c[1], value)])
-            })?[1];
+            // A row's maximum is the same number in any order (four lanes
+            // at a time along a contiguous row), but for a NaN's sign.
+            let max = match vector_exp {
+                Some(count) => fold_row_f32(e, ReduceOp::Max, pointers[0], Size::Const(count))?,
+                None => {
+                    let lowest = fconst(e, ty, f64::NEG_INFINITY);
+                    e.counted_loop(count, &[pointers[0], lowest], |e, _, c| {
+                        let value = e.b.ins().load(ty, flags(), c[0], 0);
+                        Ok(vec![e.add_size(c[0], in_step), e.b.ins().fmax(c[1], value)])
+                    })?[1]
+                }
+            };
             let zero = fconst(e, ty, 0.0);
             let sum = if let Some(count) = vector_exp {
                 // The exponentials four at a time into the output, then their
-                // sum in order, as the scalar loop adds them.
+                // sum in four lanes, as the loop over strided elements below
+                // adds them (element k into sum k % 4, the sums in order,
+                // then the last count % 4 elements), so that a softmax along
+                // a row and along a column give the same bits.
                 let lanes = e.b.ins().splat(types::F32X4, max);
                 let after = e.counted_loop(
                     Size::Const(count / 4),
@@ -716,26 +730,41 @@ pub(crate) fn softmax(
                         e.b.ins().iadd_imm_s(c[1], 4),
                     ])
                 })?;
-                e.counted_loop(Size::Const(count), &[pointers[1], zero], |e, _, c| {
-                    let exp = e.b.ins().load(ty, flags(), c[0], 0);
-                    Ok(vec![
-                        e.b.ins().iadd_imm_s(c[0], 4),
-                        e.b.ins().fadd(c[1], exp),
-                    ])
-                })?[1]
+                fold_row_f32(e, ReduceOp::Sum, pointers[1], Size::Const(count))?
             } else {
-                e.counted_loop(count, &[pointers[0], pointers[1], zero], |e, _, c| {
-                    let value = e.b.ins().load(ty, flags(), c[0], 0);
+                // The exponential of one element, stored unless for a
+                // log-softmax; returns it and the pointers after it.
+                let exp_at = |e: &mut Emitter<'_, '_, '_>, from: Value, to: Value| {
+                    let value = e.b.ins().load(ty, flags(), from, 0);
                     let shifted = e.b.ins().fsub(value, max);
                     let exp = math(e, MathFn::Exp, &[shifted])?;
                     if !log {
-                        e.b.ins().store(flags(), exp, c[1], 0);
+                        e.b.ins().store(flags(), exp, to, 0);
                     }
-                    Ok(vec![
-                        e.add_size(c[0], in_step),
-                        e.add_size(c[1], out_step),
-                        e.b.ins().fadd(c[2], exp),
+                    Ok::<_, CodegenError>([
+                        exp,
+                        e.add_size(from, in_step),
+                        e.add_size(to, out_step),
                     ])
+                };
+                let (groups, tail) = quads(e, count);
+                let start = [pointers[0], pointers[1], zero, zero, zero, zero];
+                let sums = e.counted_loop(groups, &start, |e, _, c| {
+                    let mut next = c.to_vec();
+                    for sum in 2..6 {
+                        let [exp, from, to] = exp_at(e, next[0], next[1])?;
+                        next[sum] = e.b.ins().fadd(next[sum], exp);
+                        (next[0], next[1]) = (from, to);
+                    }
+                    Ok(next)
+                })?;
+                let mut total = sums[2];
+                for &sum in &sums[3..] {
+                    total = e.b.ins().fadd(total, sum);
+                }
+                e.counted_loop(tail, &[sums[0], sums[1], total], |e, _, c| {
+                    let [exp, from, to] = exp_at(e, c[0], c[1])?;
+                    Ok(vec![from, to, e.b.ins().fadd(c[2], exp)])
                 })?[2]
             };
             if log {
@@ -750,7 +779,21 @@ pub(crate) fn softmax(
             } else {
                 let one = fconst(e, ty, 1.0);
                 let scale = e.b.ins().fdiv(one, sum);
-                e.counted_loop(count, &[pointers[1]], |e, _, c| {
+                let (after, rest) = match vector_exp {
+                    Some(count) => {
+                        let lanes = e.b.ins().splat(types::F32X4, scale);
+                        let vectors = Size::Const(count / 4);
+                        let after = e.counted_loop(vectors, &[pointers[1]], |e, _, c| {
+                            let value = e.b.ins().load(types::F32X4, flags(), c[0], 0);
+                            let result = e.b.ins().fmul(value, lanes);
+                            e.b.ins().store(flags(), result, c[0], 0);
+                            Ok(vec![e.b.ins().iadd_imm_s(c[0], 16)])
+                        })?;
+                        (after, Size::Const(count % 4))
+                    }
+                    None => (vec![pointers[1]], count),
+                };
+                e.counted_loop(rest, &after, |e, _, c| {
                     let value = e.b.ins().load(ty, flags(), c[0], 0);
                     let result = e.b.ins().fmul(value, scale);
                     e.b.ins().store(flags(), result, c[0], 0);
