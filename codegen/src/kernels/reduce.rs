@@ -132,10 +132,25 @@ pub(crate) fn fold_row_f32(
     row: Value,
     count: Size,
 ) -> Result<Value, CodegenError> {
+    fold_row_f32_of(e, op, row, count, &|_, value| value)
+}
+
+/// Folds `map` of each element of a contiguous f32 row as
+/// [`fold_row_f32`] folds the elements: element k into lane k % 4, the
+/// lanes in order, then the last `count % 4` elements. `map` gets four
+/// elements (an f32x4) or one (an f32) and returns a value of that type.
+fn fold_row_f32_of(
+    e: &mut Emitter<'_, '_, '_>,
+    op: ReduceOp,
+    row: Value,
+    count: Size,
+    map: &dyn Fn(&mut Emitter<'_, '_, '_>, Value) -> Value,
+) -> Result<Value, CodegenError> {
     let lanes = identity(e, op, DType::F32, types::F32X4)?;
     let (vectors, tail) = quads(e, count);
     let folded = e.counted_loop(vectors, &[row, lanes], |e, _, carried| {
         let value = e.b.ins().load(types::F32X4, flags(), carried[0], 0);
+        let value = map(e, value);
         let accumulator = combine(e, op, DType::F32, carried[1], value);
         Ok(vec![e.b.ins().iadd_imm_s(carried[0], 16), accumulator])
     })?;
@@ -146,6 +161,7 @@ pub(crate) fn fold_row_f32(
     }
     let rest = e.counted_loop(tail, &[folded[0], total], |e, _, carried| {
         let value = e.b.ins().load(types::F32, flags(), carried[0], 0);
+        let value = map(e, value);
         let accumulator = combine(e, op, DType::F32, carried[1], value);
         Ok(vec![e.b.ins().iadd_imm_s(carried[0], 4), accumulator])
     })?;
@@ -856,45 +872,61 @@ pub(crate) fn layer_norm(
             let sum = fold_row_f32(e, ReduceOp::Sum, p[0], row)?;
             let n = count_as_float(e, row, types::F32);
             let mean = e.b.ins().fdiv(sum, n);
-            let zero = e.b.ins().f32const(0.0);
-            let squares = e.counted_loop(row, &[p[0], zero], |e, _, c| {
-                let value = e.b.ins().load(types::F32, flags(), c[0], 0);
+            // Four elements (an f32x4) or one of `mean` and `rstd`.
+            let like = |e: &mut Emitter<'_, '_, '_>, scalar: Value, value: Value| match e
+                .b
+                .func
+                .dfg
+                .value_type(value)
+                .is_vector()
+            {
+                true => e.b.ins().splat(types::F32X4, scalar),
+                false => scalar,
+            };
+            let squares = fold_row_f32_of(e, ReduceOp::Sum, p[0], row, &|e, value| {
+                let mean = like(e, mean, value);
                 let centered = e.b.ins().fsub(value, mean);
-                let square = e.b.ins().fmul(centered, centered);
-                Ok(vec![
-                    e.b.ins().iadd_imm_s(c[0], 4),
-                    e.b.ins().fadd(c[1], square),
-                ])
-            })?[1];
+                e.b.ins().fmul(centered, centered)
+            })?;
             let variance = e.b.ins().fdiv(squares, n);
             let epsilon = e.b.ins().f32const(eps.0 as f32);
             let shifted = e.b.ins().fadd(variance, epsilon);
             let root = e.b.ins().sqrt(shifted);
             let one = e.b.ins().f32const(1.0);
             let rstd = e.b.ins().fdiv(one, root);
-            let mut carried = vec![p[0], p[1]];
-            carried.extend(weight_base);
-            carried.extend(bias_base);
-            e.counted_loop(row, &carried, |e, _, c| {
-                let value = e.b.ins().load(types::F32, flags(), c[0], 0);
+            // Four elements or one of the output, from the same steps.
+            let normalize = |e: &mut Emitter<'_, '_, '_>, ty: Type, c: &[Value]| {
+                let bytes = i64::from(ty.bytes());
+                let value = e.b.ins().load(ty, flags(), c[0], 0);
+                let (mean, rstd) = (like(e, mean, value), like(e, rstd, value));
                 let centered = e.b.ins().fsub(value, mean);
                 let mut result = e.b.ins().fmul(centered, rstd);
-                let mut next = vec![e.b.ins().iadd_imm_s(c[0], 4), e.b.ins().iadd_imm_s(c[1], 4)];
+                let mut next = vec![
+                    e.b.ins().iadd_imm_s(c[0], bytes),
+                    e.b.ins().iadd_imm_s(c[1], bytes),
+                ];
                 let mut slot = 2;
                 if weight.is_some() {
-                    let w = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                    let w = e.b.ins().load(ty, flags(), c[slot], 0);
                     result = e.b.ins().fmul(result, w);
-                    next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+                    next.push(e.b.ins().iadd_imm_s(c[slot], bytes));
                     slot += 1;
                 }
                 if bias.is_some() {
-                    let b = e.b.ins().load(types::F32, flags(), c[slot], 0);
+                    let b = e.b.ins().load(ty, flags(), c[slot], 0);
                     result = e.b.ins().fadd(result, b);
-                    next.push(e.b.ins().iadd_imm_s(c[slot], 4));
+                    next.push(e.b.ins().iadd_imm_s(c[slot], bytes));
                 }
                 e.b.ins().store(flags(), result, c[1], 0);
                 Ok(next)
-            })?;
+            };
+            let mut carried = vec![p[0], p[1]];
+            carried.extend(weight_base);
+            carried.extend(bias_base);
+            let (vectors, tail) = quads(e, row);
+            let after =
+                e.counted_loop(vectors, &carried, |e, _, c| normalize(e, types::F32X4, c))?;
+            e.counted_loop(tail, &after, |e, _, c| normalize(e, types::F32, c))?;
             e.b.ins().store(flags(), mean, p[2], 0);
             e.b.ins().store(flags(), rstd, p[3], 0);
             Ok(())
