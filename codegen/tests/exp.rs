@@ -2,7 +2,8 @@
 //! softmax): within 1 ulp of the exact value on a sweep of f32 with a
 //! prime stride (every exponent, both signs, subnormals, the edges of
 //! overflow and underflow), NaN for NaN, and the same bits from a map's
-//! four-lane loop and its scalar tail.
+//! four-lane loop and its scalar tail; softmax's rows and columns alike,
+//! and a safe softmax's rows of -inf zeros.
 
 mod common;
 
@@ -88,6 +89,19 @@ fn the_vector_loop_and_the_scalar_tail_agree_bit_for_bit() {
     }
 }
 
+/// The JIT's softmax (`safe` or not) along `dim` of `values` of `shape`.
+fn softmax(shape: &str, dim: usize, safe: bool, values: &[f32]) -> Vec<f32> {
+    let text = format!(
+        "graph g (arena 1024 bytes) {{\n  %0: f32[{shape}] @0 = input 0\n  %1: f32[{shape}] @512 = softmax(%0) dim={dim} log=false safe={safe}\n  return %1\n}}"
+    );
+    let graph = ptec_ir::parse(&text).expect("the graph parses");
+    let bytes = le_bytes(values, f32::to_le_bytes);
+    elements(
+        &run_jit(&graph, &[&bytes]).expect("softmax runs")[0],
+        f32::from_le_bytes,
+    )
+}
+
 /// Softmax along a contiguous row (its maximum, exponentials and sum four
 /// lanes at a time) gives the bits of softmax along a strided column (one
 /// element at a time, into four running sums), and lands within a few ulp
@@ -108,19 +122,8 @@ fn softmax_rows_match_strided_columns_bit_for_bit() {
             transposed[k * rows + r] = scores[r * length + k];
         }
     }
-    let run = |shape: &str, dim: usize, values: &[f32]| {
-        let text = format!(
-            "graph g (arena 1024 bytes) {{\n  %0: f32[{shape}] @0 = input 0\n  %1: f32[{shape}] @512 = softmax(%0) dim={dim} log=false\n  return %1\n}}"
-        );
-        let graph = ptec_ir::parse(&text).expect("the graph parses");
-        let bytes = le_bytes(values, f32::to_le_bytes);
-        elements(
-            &run_jit(&graph, &[&bytes]).expect("softmax runs")[0],
-            f32::from_le_bytes,
-        )
-    };
-    let by_rows = run(&format!("{rows},{length}"), 1, &scores);
-    let by_columns = run(&format!("{length},{rows}"), 0, &transposed);
+    let by_rows = softmax(&format!("{rows},{length}"), 1, false, &scores);
+    let by_columns = softmax(&format!("{length},{rows}"), 0, false, &transposed);
     for r in 0..rows {
         let row = &scores[r * length..(r + 1) * length];
         let max = row
@@ -140,6 +143,62 @@ fn softmax_rows_match_strided_columns_bit_for_bit() {
                 (f64::from(got) - want).abs() <= 1e-6 * want + 1e-12,
                 "row {r}, element {k}: {got}, not {want}"
             );
+        }
+    }
+}
+
+/// A safe softmax (PyTorch's `_safe_softmax`) gives +0 for a row of -inf,
+/// where a softmax gives NaN, and a softmax's bits for every other row: one
+/// with some -inf, one with a NaN among -inf (NaN, as the test of every
+/// element against -inf that it replaces is false there), along a
+/// contiguous row and along a strided column.
+#[test]
+fn safe_softmax_zeros_rows_of_negative_infinity_only() {
+    let length = 13usize;
+    let inf = f32::NEG_INFINITY;
+    let rows: [Vec<f32>; 4] = [
+        (0..length).map(|k| (k % 5) as f32 * 0.5 - 1.0).collect(),
+        (0..length)
+            .map(|k| if k % 3 == 0 { 1.5 } else { inf })
+            .collect(),
+        vec![inf; length],
+        (0..length)
+            .map(|k| if k == 7 { f32::NAN } else { inf })
+            .collect(),
+    ];
+    let count = rows.len();
+    let scores: Vec<f32> = rows.concat();
+    let transposed: Vec<f32> = (0..length)
+        .flat_map(|k| rows.iter().map(move |row| row[k]))
+        .collect();
+    let row_shape = format!("{count},{length}");
+    let column_shape = format!("{length},{count}");
+    let plain = softmax(&row_shape, 1, false, &scores);
+    let safe = softmax(&row_shape, 1, true, &scores);
+    let safe_columns = softmax(&column_shape, 0, true, &transposed);
+    for (r, row) in rows.iter().enumerate() {
+        for k in 0..length {
+            let (got, by_column) = (safe[r * length + k], safe_columns[k * count + r]);
+            // The same bits but for a NaN's sign, as the maximums' order
+            // differs.
+            let same = got.to_bits() == by_column.to_bits() || got.is_nan() && by_column.is_nan();
+            assert!(
+                same,
+                "row {r}, element {k}: {got} by rows, {by_column} by columns"
+            );
+            match r {
+                2 => {
+                    assert_eq!(got.to_bits(), 0, "row {r}, element {k}: {got}, not +0");
+                    assert!(plain[r * length + k].is_nan(), "a softmax of -inf is NaN");
+                }
+                3 => assert!(got.is_nan(), "row {r}, element {k}: {got}, not NaN"),
+                _ => assert_eq!(
+                    got.to_bits(),
+                    plain[r * length + k].to_bits(),
+                    "row {r}, element {k} ({}): {got}, not the softmax's bits",
+                    row[k]
+                ),
+            }
         }
     }
 }

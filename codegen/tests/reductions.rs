@@ -124,7 +124,7 @@ fn channels_last_pixels_reduce_to_the_bits_of_nchw_ones() {
 fn long_rows_split_across_threads_with_the_same_bits() {
     let text = "graph g (arena 4194304 bytes) {
   %0: f32[512,512] @0 = input 0
-  %1: f32[512,512] @1048576 = softmax(%0) dim=1 log=false
+  %1: f32[512,512] @1048576 = softmax(%0) dim=1 log=false safe=false
   %2: f32[512,512] @2097152, %3: f32[512,1] @3147776, %4: f32[512,1] @3149824 = layer_norm(%0) normalized_dims=1 eps=1e-5
   %5: f32[512] @3145728 = reduce_sum(%0) dims=[1] keepdim=false
   %6: i64[512] @3151872 = arg_max(%0) dim=1 keepdim=false

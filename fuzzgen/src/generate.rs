@@ -562,12 +562,39 @@ impl Builder<'_, '_> {
         Ok(())
     }
 
+    /// A softmax, a log-softmax, or PyTorch's safe softmax as `torch.export`
+    /// writes it (which `fuse-safe-softmax` folds) of rows masked to -inf
+    /// at random.
     fn softmax(&mut self) -> Result<()> {
         let x = self.operand(&FLOATS, |rank| rank >= 1)?;
         let Value { dtype, shape, .. } = self.values[x].clone();
         let dim = self.u.choose_index(shape.len())?;
         let log: bool = self.u.arbitrary()?;
-        self.emit(dtype, shape, format!("softmax(%{x}) dim={dim} log={log}"));
+        if log || self.u.arbitrary()? {
+            let call = format!("softmax(%{x}) dim={dim} log={log} safe=false");
+            self.emit(dtype, shape, call);
+            return Ok(());
+        }
+        let mut rows = shape.clone();
+        rows[dim] = 1;
+        let masks = self.fresh(DType::Bool, rows.clone())?;
+        let call = format!("masked_fill(%{x}, %{masks}) value=-inf");
+        let x = self.emit(dtype, shape.clone(), call);
+        let call = format!("softmax(%{x}) dim={dim} log=false safe=false");
+        let probabilities = self.emit(dtype, shape.clone(), call);
+        let call = format!("eq_scalar(%{x}) scalar=-inf");
+        let infinite = self.emit(DType::Bool, shape.clone(), call);
+        let finite = self.emit(
+            DType::Bool,
+            shape.clone(),
+            format!("logical_not(%{infinite})"),
+        );
+        let call = format!("reduce_any(%{finite}) dims=[{dim}] keepdim=true");
+        let any_finite = self.emit(DType::Bool, rows.clone(), call);
+        let masked = self.emit(DType::Bool, rows, format!("logical_not(%{any_finite})"));
+        let zeros = self.emit(dtype, shape.clone(), "full() value=0.0".into());
+        let call = format!("where(%{masked}, %{zeros}, %{probabilities})");
+        self.emit(dtype, shape, call);
         Ok(())
     }
 

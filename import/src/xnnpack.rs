@@ -1075,6 +1075,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                     input: x.value,
                     dim,
                     log: false,
+                    safe: false,
                 });
                 Laid {
                     value: self.emit(op)?,

@@ -10,15 +10,10 @@ use ptec_ir::ops::linalg::ClampRange;
 use ptec_ir::{DType, Graph, NodeId, Op, Real, ValueId};
 
 use crate::epilogue::absorb;
-use crate::schedule::follows;
+use crate::schedule::{follows, rewrite_each};
 
 pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
-    let mut changed = false;
-    let clamps: Vec<NodeId> = graph.schedule().to_vec();
-    for id in clamps {
-        changed |= fuse(graph, id).is_some();
-    }
-    changed
+    rewrite_each(graph, fuse)
 }
 
 /// The bounds of a clamp, and the value it clamps.

@@ -18,15 +18,10 @@ use ptec_ir::{CHANNELS_LAST, DType, Dim, Graph, NodeId, Op, TensorType, ValueId}
 
 use crate::epilogue::absorb;
 use crate::fuse_elementwise::as_fused;
-use crate::schedule::follows;
+use crate::schedule::{follows, rewrite_each};
 
 pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
-    let mut changed = false;
-    let nodes: Vec<NodeId> = graph.schedule().to_vec();
-    for id in nodes {
-        changed |= fuse(graph, id).is_some();
-    }
-    changed
+    rewrite_each(graph, fuse)
 }
 
 /// Whether a tensor of type `ty`, broadcast to the 4-D `output`, takes one

@@ -10,15 +10,10 @@ use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func};
 use ptec_ir::{DType, Graph, NodeId, Op};
 
 use crate::epilogue::absorb;
-use crate::schedule::follows;
+use crate::schedule::{follows, rewrite_each};
 
 pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
-    let mut changed = false;
-    let nodes: Vec<NodeId> = graph.schedule().to_vec();
-    for id in nodes {
-        changed |= fuse(graph, id).is_some();
-    }
-    changed
+    rewrite_each(graph, fuse)
 }
 
 fn fuse(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {

@@ -15,6 +15,7 @@ mod fuse_clamp;
 mod fuse_elementwise;
 mod fuse_epilogue;
 mod fuse_residual;
+mod fuse_safe_softmax;
 mod plan_memory;
 mod propagate_dim_order;
 mod remove_copies;
@@ -75,6 +76,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "remove-copies",
         description: "removes copies that change nothing and composes chains of permutes",
         run: remove_copies::run,
+    },
+    Pass {
+        name: "fuse-safe-softmax",
+        description: "folds PyTorch's safe softmax (a softmax, a test of its rows for all -inf, and a where) into one softmax",
+        run: fuse_safe_softmax::run,
     },
     Pass {
         name: "fold-batch-norm",

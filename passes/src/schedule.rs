@@ -1,6 +1,7 @@
 //! Facts about a graph's schedule that fusing and forwarding passes share:
 //! which node writes a value right before its reader, and whether values
-//! keep their contents between two nodes.
+//! keep their contents between two nodes; and the walk over the schedule
+//! those passes make.
 
 use ptec_ir::{Graph, NodeId, ValueId};
 
@@ -29,4 +30,19 @@ pub(crate) fn unchanged_between(
             let node = graph.node(id);
             !node.op().is_control() && !node.outputs().iter().any(|output| values.contains(output))
         })
+}
+
+/// Tries `rewrite` at each node of the schedule, in order, and says whether
+/// it applied anywhere. A rewrite may remove the node it is given, and no
+/// other.
+pub(crate) fn rewrite_each(
+    graph: &mut Graph<'_>,
+    rewrite: fn(&mut Graph<'_>, NodeId) -> Option<()>,
+) -> bool {
+    let mut changed = false;
+    let nodes: Vec<NodeId> = graph.schedule().to_vec();
+    for id in nodes {
+        changed |= rewrite(graph, id).is_some();
+    }
+    changed
 }

@@ -111,6 +111,11 @@ fn remove_copies() {
 }
 
 #[test]
+fn fuse_safe_softmax() {
+    run_folder("fuse-safe-softmax");
+}
+
+#[test]
 fn fold_batch_norm() {
     run_folder("fold-batch-norm");
 }

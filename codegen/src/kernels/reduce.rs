@@ -658,10 +658,17 @@ pub(crate) fn cumsum(
 }
 
 /// Softmax (or log-softmax) along `dim`: max, then exp(x - max) and its
-/// sum, then scale.
+/// sum, then scale. A safe softmax's row of -inf (its maximum -inf: the
+/// maximum of a row with a NaN is NaN) shifts by 0 instead, so its
+/// exponentials are 0 where they would be NaN, and scales by 0.
 pub(crate) fn softmax(
     e: &mut Emitter<'_, '_, '_>,
-    &Softmax { input, dim, log }: &Softmax,
+    &Softmax {
+        input,
+        dim,
+        log,
+        safe,
+    }: &Softmax,
     output: ValueId,
 ) -> Result<(), CodegenError> {
     let in_ty = e.graph().value(input).ty.clone();
@@ -715,6 +722,14 @@ pub(crate) fn softmax(
                 }
             };
             let zero = fconst(e, ty, 0.0);
+            let masked = safe.then(|| {
+                let lowest = fconst(e, ty, f64::NEG_INFINITY);
+                e.b.ins().fcmp(FloatCC::Equal, max, lowest)
+            });
+            let max = match masked {
+                Some(masked) => e.b.ins().select(masked, zero, max),
+                None => max,
+            };
             let sum = if let Some(count) = vector_exp {
                 // The exponentials four at a time into the output, then their
                 // sum in four lanes, as the loop over strided elements below
@@ -795,6 +810,10 @@ pub(crate) fn softmax(
             } else {
                 let one = fconst(e, ty, 1.0);
                 let scale = e.b.ins().fdiv(one, sum);
+                let scale = match masked {
+                    Some(masked) => e.b.ins().select(masked, zero, scale),
+                    None => scale,
+                };
                 let (after, rest) = match vector_exp {
                     Some(count) => {
                         let lanes = e.b.ins().splat(types::F32X4, scale);

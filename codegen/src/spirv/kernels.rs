@@ -16,7 +16,7 @@ use ptec_ir::ops::layout::{PadMode, Piece, Source};
 use ptec_ir::ops::linalg::ClampRange;
 use ptec_ir::ops::norm::LayerNorm;
 use ptec_ir::ops::promotion::Operand;
-use ptec_ir::ops::reduce::ReduceOp;
+use ptec_ir::ops::reduce::{ReduceOp, Softmax};
 use ptec_ir::{Graph, Node, Op, OpKind, Scalar, ValueId, ValueKind};
 
 use super::expr::{self, at_least, at_most};
@@ -483,7 +483,7 @@ fn lower(
         }
         Op::Reduce(op) => reduce(&tensor(op.input)?, &out()?, op.op, &op.dims, op.keepdim),
         Op::CumSum(op) => cumsum(&tensor(op.input)?, &out()?, op.dim),
-        Op::Softmax(op) => softmax(&tensor(op.input)?, &out()?, op.dim, op.log),
+        Op::Softmax(op) => softmax(&tensor(op.input)?, &out()?, op),
         Op::LayerNorm(op) => {
             // Statistics nothing reads are not written.
             let statistic = |index: usize| {
@@ -1689,31 +1689,41 @@ fn store(out: &Tensor, coords: &[String], value: &str) -> String {
     )
 }
 
-fn softmax(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<Kernel, Refusal> {
+/// A softmax as the CPU computes it; a safe softmax's row of -inf shifts by
+/// 0 and scales by 0, giving zeros.
+fn softmax(
+    x: &Tensor,
+    out: &Tensor,
+    &Softmax { dim, log, safe, .. }: &Softmax,
+) -> Result<Kernel, Refusal> {
     if x.ty != Ty::F32 || out.ty != Ty::F32 {
         return Err(refuse(format!("softmax of {} tensors", x.dtype)));
     }
     let length = x.sizes[dim];
+    let lowest = float(f64::NEG_INFINITY);
     Ok(per_row(x, &[dim], |coords| {
         let mut at = coords.to_vec();
         at[dim] = "i".into();
         let element = x.load(&x.offset_at(&at));
-        let result = if log {
-            "v - m - log(s)"
-        } else {
-            "exp(v - m) / s"
+        let result = match (log, safe) {
+            (true, _) => "v - m - log(s)",
+            (false, false) => "exp(v - m) / s",
+            (false, true) => "select(exp(v - m) / s, 0.0f, masked)",
+        };
+        let mask = match safe {
+            true => format!("    let masked = m == {lowest};\n    m = select(m, 0.0f, masked);\n"),
+            false => String::new(),
         };
         format!(
-            "    var m = {};
+            "    var m = {lowest};
     for (var i = 0u; i < {length}u; i = i + 1u) {{ m = nan_max(m, {element}); }}
-    var s = 0.0f;
+{mask}    var s = 0.0f;
     for (var i = 0u; i < {length}u; i = i + 1u) {{ s = s + exp({element} - m); }}
     for (var i = 0u; i < {length}u; i = i + 1u) {{
         let v = {element};
         {}
     }}
 ",
-            float(f64::NEG_INFINITY),
             store(out, &at, result)
         )
     }))

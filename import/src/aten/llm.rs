@@ -392,6 +392,7 @@ fn attention(
             input: scores,
             dim: 4,
             log: false,
+            safe: false,
         }),
         dtype,
     )?;

@@ -373,7 +373,16 @@ fn cumsum(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 fn softmax(c: &mut Call<'_, '_, '_>, log: bool) -> Result<(), ImportError> {
     let dim = c.dim("dim", c.rank_of("self")?.max(1))?;
     let input = c.tensor("self")?;
-    c.emit(Op::Softmax(Softmax { input, dim, log }), &["out"])
+    let safe = false;
+    c.emit(
+        Op::Softmax(Softmax {
+            input,
+            dim,
+            log,
+            safe,
+        }),
+        &["out"],
+    )
 }
 
 /// `topk(self, k, dim, largest, sorted)`: the result is always sorted,

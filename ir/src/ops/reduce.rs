@@ -112,6 +112,11 @@ pub struct Softmax {
     pub input: ValueId,
     pub dim: usize,
     pub log: bool,
+    /// PyTorch's `_safe_softmax`: a row whose every element is -inf gives
+    /// zeros, where a softmax gives NaN (exported as a softmax, a test of
+    /// every element against -inf and a `where`, which `fuse-safe-softmax`
+    /// folds into this). Not for a log-softmax.
+    pub safe: bool,
 }
 
 /// A maximum or minimum (or its index) over a dimension of fixed size 0 has
@@ -370,12 +375,20 @@ impl OpDef for Softmax {
     ) -> Result<Vec<Expected>, OpError> {
         let x = &inputs[0].shape;
         axis(x.len().max(1), self.dim)?;
+        if self.safe && self.log {
+            return Err(OpError::Attribute {
+                name: "safe",
+                value: "true".into(),
+                problem: "a log-softmax has no safe form".into(),
+            });
+        }
         one(x.clone())
     }
 
     fn attributes(&self, out: &mut AttributeWriter) {
         out.int("dim", self.dim as u64);
         out.bool("log", self.log);
+        out.bool("safe", self.safe);
     }
 }
 
@@ -422,6 +435,7 @@ pub(crate) fn parse(
                     input: operands.positional("input")?,
                     dim: attributes.int("dim")?,
                     log: attributes.bool("log")?,
+                    safe: attributes.bool("safe")?,
                 })));
             }
             _ => return Ok(None),

@@ -1,0 +1,145 @@
+//! Folds PyTorch's safe softmax into one softmax. `torch.export` writes
+//! `_safe_softmax(x, dim)` (which every `scaled_dot_product_attention` and
+//! `nn.MultiheadAttention` uses) as
+//!
+//! ```text
+//! s    = softmax(x, dim)
+//! rows = all(x == -inf, dim, keepdim)     // or not(any(not(x == -inf)))
+//! out  = where(rows, zeros, s)
+//! ```
+//!
+//! five or six kernels over the whole score tensor where one suffices: a
+//! softmax whose `safe` flag gives a row of -inf zeros, as `where` did
+//! (`ptec_ir::ops::reduce::Softmax`). Applies when the softmax's result
+//! feeds only the `where`, the zeros are a `full` of +0, and no jump lies
+//! between the nodes; the test's nodes are left for `dead-code` to remove
+//! when nothing else reads them.
+
+use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
+use ptec_ir::ops::reduce::{Reduce, ReduceOp, Softmax};
+use ptec_ir::{Graph, NodeId, Op, ValueId};
+
+use crate::epilogue::absorb;
+use crate::schedule::rewrite_each;
+
+pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
+    rewrite_each(graph, fuse)
+}
+
+/// The op of the one node that writes `value`, and that node.
+fn writer<'g>(graph: &'g Graph<'_>, value: ValueId) -> Option<(NodeId, &'g Op)> {
+    match graph.writers(value).as_slice() {
+        &[node] => Some((node, graph.op(node))),
+        _ => None,
+    }
+}
+
+/// The operand of a `logical_not`.
+fn negated(graph: &Graph<'_>, value: ValueId) -> Option<(NodeId, ValueId)> {
+    let (node, op) = writer(graph, value)?;
+    match op {
+        Op::Elementwise(Elementwise {
+            func: Func::Unary(UnaryOp::LogicalNot),
+            inputs,
+        }) => Some((node, *inputs.first()?)),
+        _ => None,
+    }
+}
+
+/// The nodes computing whether every element along `dim` of `x` is -inf,
+/// keeping `dim`: `all(x == -inf)` or `not(any(not(x == -inf)))`.
+fn rows_of_negative_infinity(
+    graph: &Graph<'_>,
+    rows: ValueId,
+    x: ValueId,
+    dim: usize,
+) -> Option<Vec<NodeId>> {
+    let along_dim = |reduce: &Reduce, op: ReduceOp| {
+        (reduce.op == op && reduce.dims == [dim] && reduce.keepdim).then_some(reduce.input)
+    };
+    let mut nodes = Vec::new();
+    let tested = match writer(graph, rows)? {
+        (node, Op::Reduce(reduce)) => {
+            nodes.push(node);
+            along_dim(reduce, ReduceOp::All)?
+        }
+        _ => {
+            let (outer, any) = negated(graph, rows)?;
+            let (reduce, Op::Reduce(op)) = writer(graph, any)? else {
+                return None;
+            };
+            let (inner, tested) = negated(graph, along_dim(op, ReduceOp::Any)?)?;
+            nodes.extend([outer, reduce, inner]);
+            tested
+        }
+    };
+    let (test, op) = writer(graph, tested)?;
+    let Op::Elementwise(Elementwise {
+        func: Func::BinaryScalar {
+            op: BinaryOp::Eq,
+            scalar,
+        },
+        inputs,
+    }) = op
+    else {
+        return None;
+    };
+    (inputs.as_slice() == [x] && scalar.as_f64() == f64::NEG_INFINITY).then_some(())?;
+    nodes.push(test);
+    Some(nodes)
+}
+
+fn fuse(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
+    let Op::Elementwise(Elementwise {
+        func: Func::Where,
+        inputs,
+    }) = graph.op(id)
+    else {
+        return None;
+    };
+    let &[rows, zeros, probabilities] = inputs.as_slice() else {
+        return None;
+    };
+    let (softmax, Op::Softmax(op)) = writer(graph, probabilities)? else {
+        return None;
+    };
+    if op.log || op.safe || graph.readers(probabilities) != [id] {
+        return None;
+    }
+    let result = *graph.node(id).outputs().first()?;
+    if graph.value(result).ty != graph.value(probabilities).ty
+        || graph.is_live_out(probabilities)
+        || graph.writers(result) != [id]
+    {
+        return None;
+    }
+    let (_, Op::Full(full)) = writer(graph, zeros)? else {
+        return None;
+    };
+    let zero = full.value.constant()?.as_f64();
+    if zero != 0.0 || zero.is_sign_negative() {
+        return None;
+    }
+    let test = rows_of_negative_infinity(graph, rows, op.input, op.dim)?;
+    // The input keeps its contents, and no jump passes over part of the
+    // pattern, from the first node reading it to the `where` (the zeros,
+    // read only there, may come from anywhere before).
+    let first = test
+        .iter()
+        .chain([&softmax])
+        .map(|&node| graph.position(node))
+        .min()?;
+    let span = &graph.schedule()[first..graph.position(id)];
+    let input_changes = |node: NodeId| graph.node(node).outputs().contains(&op.input);
+    if span
+        .iter()
+        .any(|&node| graph.op(node).is_control() || input_changes(node))
+    {
+        return None;
+    }
+    let fused = Op::Softmax(Softmax {
+        safe: true,
+        ..op.clone()
+    });
+    absorb(graph, softmax, id, fused)
+}
