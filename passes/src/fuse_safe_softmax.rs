@@ -12,7 +12,8 @@
 //! softmax whose `safe` flag gives a row of -inf zeros, as `where` did
 //! (`ptec_ir::ops::reduce::Softmax`). Applies when the softmax's result
 //! feeds only the `where`, the zeros are a `full` of +0, and no jump lies
-//! between the nodes; the test's nodes are left for `dead-code` to remove
+//! between the nodes; a softmax of halves, computed in f32 between copies,
+//! folds the same way. The test's nodes are left for `dead-code` to remove
 //! when nothing else reads them.
 
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
@@ -89,6 +90,50 @@ fn rows_of_negative_infinity(
     Some(nodes)
 }
 
+/// A softmax that computes `probabilities`: its node and op, the value it
+/// reads as PyTorch's softmax did, and the first and last nodes of the
+/// computation (the softmax alone, or with the copies to f32 and back
+/// around a softmax of halves, which `widen_halves.rs` computes in f32).
+struct Found {
+    softmax: NodeId,
+    op: Softmax,
+    input: ValueId,
+    first: NodeId,
+    last: NodeId,
+}
+
+fn softmax_of(graph: &Graph<'_>, probabilities: ValueId) -> Option<Found> {
+    let read_once = |value: ValueId, reader: NodeId| {
+        graph.readers(value) == [reader] && !graph.is_live_out(value)
+    };
+    match writer(graph, probabilities)? {
+        (softmax, Op::Softmax(op)) => Some(Found {
+            softmax,
+            op: op.clone(),
+            input: op.input,
+            first: softmax,
+            last: softmax,
+        }),
+        (narrowing, Op::Copy(narrow)) => {
+            let (softmax, Op::Softmax(op)) = writer(graph, narrow.input)? else {
+                return None;
+            };
+            let (widening, Op::Copy(widen)) = writer(graph, op.input)? else {
+                return None;
+            };
+            let once = read_once(narrow.input, narrowing) && read_once(op.input, softmax);
+            once.then(|| Found {
+                softmax,
+                op: op.clone(),
+                input: widen.input,
+                first: widening,
+                last: narrowing,
+            })
+        }
+        _ => None,
+    }
+}
+
 fn fuse(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     let Op::Elementwise(Elementwise {
         func: Func::Where,
@@ -100,9 +145,8 @@ fn fuse(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     let &[rows, zeros, probabilities] = inputs.as_slice() else {
         return None;
     };
-    let (softmax, Op::Softmax(op)) = writer(graph, probabilities)? else {
-        return None;
-    };
+    let found = softmax_of(graph, probabilities)?;
+    let op = &found.op;
     if op.log || op.safe || graph.readers(probabilities) != [id] {
         return None;
     }
@@ -120,26 +164,34 @@ fn fuse(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     if zero != 0.0 || zero.is_sign_negative() {
         return None;
     }
-    let test = rows_of_negative_infinity(graph, rows, op.input, op.dim)?;
+    let test = rows_of_negative_infinity(graph, rows, found.input, op.dim)?;
     // The input keeps its contents, and no jump passes over part of the
     // pattern, from the first node reading it to the `where` (the zeros,
     // read only there, may come from anywhere before).
     let first = test
         .iter()
-        .chain([&softmax])
+        .chain([&found.first])
         .map(|&node| graph.position(node))
         .min()?;
     let span = &graph.schedule()[first..graph.position(id)];
-    let input_changes = |node: NodeId| graph.node(node).outputs().contains(&op.input);
+    let input_changes = |node: NodeId| graph.node(node).outputs().contains(&found.input);
     if span
         .iter()
         .any(|&node| graph.op(node).is_control() || input_changes(node))
     {
         return None;
     }
-    let fused = Op::Softmax(Softmax {
+    let safe = Op::Softmax(Softmax {
         safe: true,
-        ..op.clone()
+        ..found.op
     });
-    absorb(graph, softmax, id, fused)
+    if found.last == found.softmax {
+        return absorb(graph, found.softmax, id, safe);
+    }
+    // The copy back to halves writes the `where`'s result: a row of zeros
+    // in f32 is one in halves.
+    let narrowing = graph.op(found.last).clone();
+    absorb(graph, found.last, id, narrowing)?;
+    graph.set_op(found.softmax, safe);
+    Some(())
 }
