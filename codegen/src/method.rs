@@ -287,6 +287,10 @@ fn define_microkernels(
         signature.params.extend([AbiParam::new(PTR); 3]);
         for activation in microkernel::Activation::ALL {
             let name = format!("{symbol}__{activation:?}_{width:?}").to_lowercase();
+            let mut signature = signature.clone();
+            if activation == microkernel::Activation::ShiftedExp {
+                signature.params.push(AbiParam::new(types::F32));
+            }
             let id = module.declare_function(&name, Linkage::Local, &signature)?;
             let code = assembled(
                 &format!("{activation:?} microkernel"),

@@ -444,10 +444,17 @@ pub(crate) enum Activation {
     Sigmoid,
     /// `x * sigmoid(x)`.
     Silu,
+    /// `exp(x - shift)`, with `shift` an f32 fourth argument (in `xmm0`):
+    /// a softmax's exponentials.
+    ShiftedExp,
 }
 
 impl Activation {
-    pub(crate) const ALL: [Activation; 2] = [Activation::Sigmoid, Activation::Silu];
+    pub(crate) const ALL: [Activation; 3] = [
+        Activation::Sigmoid,
+        Activation::Silu,
+        Activation::ShiftedExp,
+    ];
 }
 
 /// The constants the [`activation`] microkernel reads: the exponential's
@@ -501,7 +508,8 @@ impl ActivationConstant {
     }
 }
 
-/// Emits the activation loop: `$v` are seven vector registers, `$lanes`
+/// Emits the activation loop: `$v` are seven vector registers (the last
+/// holding the shift of a shifted exponential), `$lanes`
 /// f32 a register, `$constant(c)` the memory operand of a register's
 /// worth of constant `c`. `$load` and `$store` move a register from and to
 /// memory masked to the `rdx` elements left when fewer than `$lanes`
@@ -509,7 +517,7 @@ impl ActivationConstant {
 /// exponential rounds to 0 and `$zero_vanished` zeroes them in a register.
 /// The steps are those of `kernels::exp` and the IR's sigmoid, in order.
 macro_rules! emit_activation {
-    ($asm:ident, $activation:expr, $lanes:expr, [$x:expr, $y:expr, $k:expr, $t:expr, $u:expr, $w:expr], $constant:expr, $mask:expr, $load:expr, $store:expr, $vanishing:expr, $zero_vanished:expr) => {{
+    ($asm:ident, $activation:expr, $lanes:expr, [$x:expr, $y:expr, $k:expr, $t:expr, $u:expr, $w:expr, $shift:expr], $constant:expr, $mask:expr, $load:expr, $store:expr, $vanishing:expr, $zero_vanished:expr) => {{
         use ActivationConstant::*;
         let constant = $constant;
         let mut full = $asm.create_label();
@@ -528,8 +536,12 @@ macro_rules! emit_activation {
         $mask(&mut $asm)?;
         $load(&mut $asm, $x)?;
         $asm.set_label(&mut body)?;
-        // y = -x, the exponential's argument; 0 where its result vanishes.
-        $asm.vxorps($y, $x, constant(SignBit))?;
+        // y = -x (x - shift), the exponential's argument; 0 where its
+        // result vanishes.
+        match $activation {
+            Activation::ShiftedExp => $asm.vsubps($y, $x, $shift)?,
+            Activation::Sigmoid | Activation::Silu => $asm.vxorps($y, $x, constant(SignBit))?,
+        }
         $vanishing(&mut $asm, $y, constant(Lowest))?;
         $zero_vanished(&mut $asm, $y)?;
         // min(bound, y) is y when y is NaN, as `at_most` keeps it.
@@ -566,9 +578,11 @@ macro_rules! emit_activation {
         $asm.vmulps($u, $u, $k)?;
         $zero_vanished(&mut $asm, $u)?;
         // sigmoid = 1 / (1 + exp(-x)); silu = x * sigmoid.
-        $asm.vaddps($u, $u, constant(One))?;
-        $asm.vmovups($w, constant(One))?;
-        $asm.vdivps($u, $w, $u)?;
+        if $activation != Activation::ShiftedExp {
+            $asm.vaddps($u, $u, constant(One))?;
+            $asm.vmovups($w, constant(One))?;
+            $asm.vdivps($u, $w, $u)?;
+        }
         if $activation == Activation::Silu {
             $asm.vmulps($u, $x, $u)?;
         }
@@ -586,7 +600,8 @@ macro_rules! emit_activation {
 }
 
 /// The activation microkernel: `activation(input, output, count)` (System V
-/// arguments) writes `output[i] = f(input[i])` for `i < count`, f32, with
+/// arguments; the shifted exponential's `shift` a fourth, in `xmm0`)
+/// writes `output[i] = f(input[i])` for `i < count`, f32, with
 /// AVX-512 (BMI2 making the last elements' mask) or AVX2 (masked loads and
 /// stores), 16 or 8 elements at a time; `input` and `output` may be the
 /// same. It computes what the Cranelift kernels compute, step for step
@@ -607,12 +622,18 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
         labels[index]
     };
     let constant = |c: ActivationConstant| ptr(label_of(c));
+    if activation == Activation::ShiftedExp {
+        match width {
+            Width::Avx512 => asm.vbroadcastss(zmm6, xmm0)?,
+            Width::Avx2 => asm.vbroadcastss(ymm6, xmm0)?,
+        }
+    }
     match width {
         Width::Avx512 => emit_activation!(
             asm,
             activation,
             16,
-            [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5],
+            [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6],
             constant,
             |asm: &mut CodeAssembler| -> Result<(), IcedError> {
                 asm.mov(eax, 0xFFFF)?;
@@ -639,7 +660,7 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
             asm,
             activation,
             8,
-            [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5],
+            [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6],
             constant,
             |asm: &mut CodeAssembler| -> Result<(), IcedError> {
                 // Lane i is in when rdx > i.

@@ -486,3 +486,41 @@ fn activations_match_cranelift_bit_for_bit() {
         }
     }
 }
+
+/// Softmax along rows of lengths around the microkernels' 8 and 16 lanes,
+/// its exponentials by the shifted-exponential microkernel: the bits of
+/// Cranelift's kernel, special values (NaN, infinities, a row of -inf in
+/// a safe softmax) included, and sums within a few ulp of 1.
+#[test]
+fn softmax_exponentials_match_cranelift_bit_for_bit() {
+    for length in [1, 7, 8, 9, 15, 16, 17, 33, 100] {
+        let rows = 4;
+        let mut input = activation_inputs(rows * length);
+        // The last row: ordinary scores, or all -inf in a safe softmax.
+        let last = &mut input[(rows - 1) * length..];
+        for (k, x) in last.iter_mut().enumerate() {
+            *x = value(3, k) * 8.0;
+        }
+        for safe in [false, true] {
+            if safe {
+                input[length..2 * length].fill(f32::NEG_INFINITY);
+            }
+            let bytes = 4 * rows * length;
+            let out_at = bytes.next_multiple_of(64);
+            let text = format!(
+                "graph g (arena {} bytes) {{\n  %0: f32[{rows},{length}] @0 = input 0\n  %1: f32[{rows},{length}] @{out_at} = softmax(%0) dim=1 log=false safe={safe}\n  return %1\n}}",
+                out_at + bytes
+            );
+            let what = format!("softmax (safe: {safe}) of rows of {length}");
+            let got = same_bits_three_ways(&text, &[le_bytes(&input, f32::to_le_bytes)], &what);
+            let total: f64 = got[(rows - 1) * length..]
+                .iter()
+                .map(|&p| f64::from(p))
+                .sum();
+            assert!(
+                (total - 1.0).abs() <= 1e-6 * length as f64,
+                "{what}: the ordinary row sums to {total}"
+            );
+        }
+    }
+}

@@ -16,6 +16,7 @@ use super::expr::{fconst, math};
 use super::nest::{byte_strides, count_as_float, count_of, fold_axes, over_axes_in_parts};
 use crate::emit::{Emitter, Size, flags, scalar_type};
 use crate::error::CodegenError;
+use crate::microkernel::Activation;
 
 /// Output byte strides along the input's axes: the output's own strides for
 /// kept axes, 0 for reduced ones.
@@ -736,31 +737,16 @@ pub(crate) fn softmax(
                 // adds them (element k into sum k % 4, the sums in order,
                 // then the last count % 4 elements), so that a softmax along
                 // a row and along a column give the same bits.
-                let lanes = e.b.ins().splat(types::F32X4, max);
-                let after = e.counted_loop(
-                    Size::Const(count / 4),
-                    &[pointers[0], pointers[1]],
-                    |e, _, c| {
-                        let value = e.b.ins().load(types::F32X4, flags(), c[0], 0);
-                        let shifted = e.b.ins().fsub(value, lanes);
-                        let exp = math(e, MathFn::Exp, &[shifted])?;
-                        e.b.ins().store(flags(), exp, c[1], 0);
-                        Ok(vec![
-                            e.b.ins().iadd_imm_s(c[0], 16),
-                            e.b.ins().iadd_imm_s(c[1], 16),
-                        ])
-                    },
-                )?;
-                e.counted_loop(Size::Const(count % 4), &after, |e, _, c| {
-                    let value = e.b.ins().load(ty, flags(), c[0], 0);
-                    let shifted = e.b.ins().fsub(value, max);
-                    let exp = math(e, MathFn::Exp, &[shifted])?;
-                    e.b.ins().store(flags(), exp, c[1], 0);
-                    Ok(vec![
-                        e.b.ins().iadd_imm_s(c[0], 4),
-                        e.b.ins().iadd_imm_s(c[1], 4),
-                    ])
-                })?;
+                match e.cx.microkernels.activation(Activation::ShiftedExp) {
+                    // The same steps 8 or 16 lanes at a time.
+                    Some(kernel) => {
+                        let function = e.import_function(kernel);
+                        let elements = e.iconst(count);
+                        let arguments = [pointers[0], pointers[1], elements, max];
+                        e.b.ins().call(function, &arguments);
+                    }
+                    None => shifted_exponentials(e, pointers, count, max)?,
+                }
                 fold_row_f32(e, ReduceOp::Sum, pointers[1], Size::Const(count))?
             } else {
                 // The exponential of one element, stored unless for a
@@ -838,6 +824,42 @@ pub(crate) fn softmax(
             Ok(())
         },
     )
+}
+
+/// `exp(x - max)` of the `count` f32 at `pointers[0]` into those at
+/// `pointers[1]`, four lanes at a time, then one at a time.
+fn shifted_exponentials(
+    e: &mut Emitter<'_, '_, '_>,
+    pointers: &[Value],
+    count: i64,
+    max: Value,
+) -> Result<(), CodegenError> {
+    let lanes = e.b.ins().splat(types::F32X4, max);
+    let after = e.counted_loop(
+        Size::Const(count / 4),
+        &[pointers[0], pointers[1]],
+        |e, _, c| {
+            let value = e.b.ins().load(types::F32X4, flags(), c[0], 0);
+            let shifted = e.b.ins().fsub(value, lanes);
+            let exp = math(e, MathFn::Exp, &[shifted])?;
+            e.b.ins().store(flags(), exp, c[1], 0);
+            Ok(vec![
+                e.b.ins().iadd_imm_s(c[0], 16),
+                e.b.ins().iadd_imm_s(c[1], 16),
+            ])
+        },
+    )?;
+    e.counted_loop(Size::Const(count % 4), &after, |e, _, c| {
+        let value = e.b.ins().load(types::F32, flags(), c[0], 0);
+        let shifted = e.b.ins().fsub(value, max);
+        let exp = math(e, MathFn::Exp, &[shifted])?;
+        e.b.ins().store(flags(), exp, c[1], 0);
+        Ok(vec![
+            e.b.ins().iadd_imm_s(c[0], 4),
+            e.b.ins().iadd_imm_s(c[1], 4),
+        ])
+    })?;
+    Ok(())
 }
 
 /// Layer norm over the trailing `normalized_dims` axes of a contiguous f32
