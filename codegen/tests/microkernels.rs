@@ -524,3 +524,40 @@ fn softmax_exponentials_match_cranelift_bit_for_bit() {
         }
     }
 }
+
+/// Chains with steps before or after an activation (a LLaMA MLP's gate,
+/// `silu(a) * b`; a bias before a sigmoid) over counts around the
+/// microkernels' lanes and blocks: the activation microkernel between the
+/// steps, four lanes at a time, gives the Cranelift map's bits, with the
+/// output apart from the operands, over the first (which the activation
+/// reads before the block is written) and over the second (which the steps
+/// after the activation read: the map computes those).
+#[test]
+fn chains_around_an_activation_match_cranelift_bit_for_bit() {
+    let chains = [
+        "steps=[sigmoid(in0); mul(in0, s0); mul(s1, in1)]",
+        "steps=[silu(in0); mul(in1, s0)]",
+        "steps=[add(in0, in1); sigmoid(s0); mul(s1, in1); add(s2, in0)]",
+        "steps=[mul(in0, in1); silu(s0); add(s1, in1)]",
+    ];
+    for count in [1, 9, 16, 17, 4096, 4101, 9000] {
+        let a = activation_inputs(count);
+        let b: Vec<f32> = (0..count).map(|index| value(5, index) * 3.0).collect();
+        let bytes = (4 * count).next_multiple_of(64);
+        let inputs = [
+            le_bytes(&a, f32::to_le_bytes),
+            le_bytes(&b, f32::to_le_bytes),
+        ];
+        for chain in chains {
+            // The output apart, over `%0`, over `%1`.
+            for out_at in [2 * bytes, 0, bytes] {
+                let text = format!(
+                    "graph g (arena {} bytes) {{\n  %0: f32[{count}] @0 = input 0\n  %1: f32[{count}] @{bytes} = input 1\n  %2: f32[{count}] @{out_at} = fused(%0, %1) {chain}\n  return %2\n}}",
+                    3 * bytes
+                );
+                let what = format!("{chain} of {count} at {out_at}");
+                same_bits_three_ways(&text, &inputs, &what);
+            }
+        }
+    }
+}

@@ -6,17 +6,17 @@
 //! is f32.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Type, Value};
+use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp, Undefined};
 use ptec_ir::ops::expr::Expr;
 use ptec_ir::ops::fused::{Fused, FusedStep, StepInput};
 use ptec_ir::ops::promotion::Operand;
-use ptec_ir::{DType, ValueId};
+use ptec_ir::{DType, ValueId, ValueKind};
 
 use super::elementwise::{dtype, map_over};
 use super::expr::{self, Lowering};
 use super::map::{Body, Map, emit_map};
-use crate::emit::{Emitter, Size};
+use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 use crate::microkernel::Activation;
 
@@ -48,8 +48,8 @@ pub(super) fn elementwise(
         func: op.func.clone(),
         inputs: vec![StepInput::Input(0)],
     };
-    if let Some(activation) = activation_of(std::slice::from_ref(&step), 1)
-        && activation_call(e, activation, &op.inputs, output)?
+    if let Some(split) = split_at_activation(std::slice::from_ref(&step))
+        && activation_call(e, &split, &op.inputs, output)?
     {
         return Ok(());
     }
@@ -80,8 +80,8 @@ pub(super) fn fused(
     op: &Fused,
     output: ValueId,
 ) -> Result<(), CodegenError> {
-    if let Some(activation) = activation_of(&op.steps, op.inputs.len())
-        && activation_call(e, activation, &op.inputs, output)?
+    if let Some(split) = split_at_activation(&op.steps)
+        && activation_call(e, &split, &op.inputs, output)?
     {
         return Ok(());
     }
@@ -180,18 +180,6 @@ impl Chain {
     }
 }
 
-/// The activation a chain of steps on one operand computes, when it is one
-/// the activation microkernel has: sigmoid, SiLU, or a sigmoid and the
-/// product of its operand and result (SiLU as the fusion pass writes it).
-pub(super) fn activation_of(steps: &[FusedStep], operands: usize) -> Option<Activation> {
-    match split_at_activation(steps) {
-        Some(split) if split.before.is_empty() && split.after.is_empty() && operands == 1 => {
-            Some(split.activation)
-        }
-        _ => None,
-    }
-}
-
 /// A chain cut around an activation the microkernel has, so that each part
 /// may run in place on its operand `in0` after the one before: `before`'s
 /// steps (unchanged; the last one's result is what the activation takes),
@@ -272,33 +260,59 @@ const ACTIVATION_BLOCK: i64 = 4096;
 /// About how many operations an activation costs an element.
 const ACTIVATION_COST: u64 = 40;
 
-/// Computes `activation` of `inputs[0]` into `output` with the activation
-/// microkernel, in blocks that threads share out; false, emitting nothing,
-/// when the target has no such microkernel or the operand and the output
-/// are not f32 tensors of one fixed shape and layout.
+/// Computes a chain cut around an activation (`split`) of `inputs` into
+/// `output` with the activation microkernel, in blocks that threads share
+/// out: on each block the steps before it (if any) into the output, the
+/// activation, then the steps after it in place, four lanes at a time, each
+/// step as the map computes it. False, emitting nothing, when the target
+/// has no such microkernel, a part has no vector form, the operands and
+/// the output are not f32 tensors of one fixed shape and layout, or an
+/// operand after the first shares memory with the output (the block's
+/// activation would overwrite it before the steps after it read it).
 fn activation_call(
     e: &mut Emitter<'_, '_, '_>,
-    activation: Activation,
+    split: &ActivationSplit,
     inputs: &[ValueId],
     output: ValueId,
 ) -> Result<bool, CodegenError> {
-    let Some(kernel) = e.cx.microkernels.activation(activation) else {
+    let Some(kernel) = e.cx.microkernels.activation(split.activation) else {
         return Ok(false);
     };
-    let (input_ty, output_ty) = (&e.graph().value(inputs[0]).ty, &e.graph().value(output).ty);
-    let same = input_ty.dtype == DType::F32
-        && output_ty.dtype == DType::F32
-        && input_ty.shape == output_ty.shape
-        && input_ty.dim_order == output_ty.dim_order;
-    let Some(sizes) = output_ty.fixed_shape().filter(|_| same) else {
+    let output_ty = &e.graph().value(output).ty;
+    let same = inputs.iter().all(|&input| {
+        let ty = &e.graph().value(input).ty;
+        ty.dtype == DType::F32 && ty.shape == output_ty.shape && ty.dim_order == output_ty.dim_order
+    });
+    let Some(sizes) = output_ty
+        .fixed_shape()
+        .filter(|_| same && output_ty.dtype == DType::F32)
+    else {
         return Ok(false);
     };
     let count = sizes.iter().product::<u64>();
+    if !inputs[1..]
+        .iter()
+        .all(|&input| apart(e, input, output, 4 * count))
+    {
+        return Ok(false);
+    }
+    let part = |e: &Emitter<'_, '_, '_>, steps: &[FusedStep]| match steps.is_empty() {
+        true => Ok(None),
+        false => Chain::new(e, steps, DType::F32).map(Some),
+    };
+    let (before, after) = (part(e, &split.before)?, part(e, &split.after)?);
+    if [&before, &after]
+        .iter()
+        .any(|chain| chain.as_ref().is_some_and(|chain| !chain.vectorizable()))
+    {
+        return Ok(false);
+    }
     let blocks = count.div_ceil(ACTIVATION_BLOCK as u64) as i64;
     if blocks == 0 {
         return Ok(true);
     }
-    let (source, destination) = (e.address(inputs[0]), e.address(output));
+    let sources: Vec<Value> = inputs.iter().map(|&input| e.address(input)).collect();
+    let destination = e.address(output);
     e.allow_parallel();
     let range = e.parallel_range(blocks, ACTIVATION_BLOCK as u64 * ACTIVATION_COST);
     let (start, end) = match range {
@@ -311,17 +325,73 @@ fn activation_call(
         let block = carried[0];
         let first = e.b.ins().imul_imm_s(block, ACTIVATION_BLOCK);
         let offset = e.b.ins().ishl_imm_u(first, 2);
-        let input = e.b.ins().iadd(source, offset);
+        let mut operands: Vec<Value> = sources
+            .iter()
+            .map(|&source| e.b.ins().iadd(source, offset))
+            .collect();
         let output = e.b.ins().iadd(destination, offset);
         let total = e.iconst(count as i64);
         let left = e.b.ins().isub(total, first);
         let limit = e.iconst(ACTIVATION_BLOCK);
         let below = e.b.ins().icmp(IntCC::SignedLessThan, left, limit);
         let elements = e.b.ins().select(below, left, limit);
-        e.b.ins().call(function, &[input, output, elements]);
+        if let Some(chain) = &before {
+            apply_to_block(e, chain, &operands, output, elements)?;
+            operands[0] = output;
+        }
+        e.b.ins().call(function, &[operands[0], output, elements]);
+        if let Some(chain) = &after {
+            operands[0] = output;
+            apply_to_block(e, chain, &operands, output, elements)?;
+        }
         Ok(vec![e.b.ins().iadd_imm_s(block, 1)])
     })?;
     Ok(true)
+}
+
+/// Whether `value` lies apart from the `bytes` of `output` (a constant, or
+/// arena memory that does not overlap it).
+fn apart(e: &Emitter<'_, '_, '_>, value: ValueId, output: ValueId, bytes: u64) -> bool {
+    let (x, y) = (e.graph().value(value), e.graph().value(output));
+    match (&x.kind, x.offset, y.offset) {
+        (ValueKind::Constant(_), ..) => true,
+        (_, Some(at), Some(out)) => at + bytes <= out || out + bytes <= at,
+        _ => false,
+    }
+}
+
+/// `chain` of the f32 elements at `operands` (`elements` of each, the
+/// same for all) into those at `output`: four lanes at a time, then one.
+fn apply_to_block(
+    e: &mut Emitter<'_, '_, '_>,
+    chain: &Chain,
+    operands: &[Value],
+    output: Value,
+    elements: Value,
+) -> Result<(), CodegenError> {
+    let vectors = e.b.ins().ushr_imm_u(elements, 2);
+    let rest = e.b.ins().band_imm_u(elements, 3);
+    let mut start = operands.to_vec();
+    start.push(output);
+    let pass = |e: &mut Emitter<'_, '_, '_>, count, ty: Type, from: &[Value]| {
+        e.counted_loop(Size::Dyn(count), from, |e, _, pointers| {
+            let (sources, output) = pointers.split_at(pointers.len() - 1);
+            let x: Vec<Value> = sources
+                .iter()
+                .map(|&pointer| e.b.ins().load(ty, flags(), pointer, 0))
+                .collect();
+            let result = chain.eval(e, &x, ty)?;
+            e.b.ins().store(flags(), result, output[0], 0);
+            let bytes = i64::from(ty.bytes());
+            Ok(pointers
+                .iter()
+                .map(|&pointer| e.b.ins().iadd_imm_s(pointer, bytes))
+                .collect())
+        })
+    };
+    let after = pass(e, vectors, types::F32X4, &start)?;
+    pass(e, rest, types::F32, &after)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -366,12 +436,6 @@ mod tests {
                 ],
             }
         );
-        assert_eq!(activation_of(&silu, 1), Some(Activation::Silu));
-        assert_eq!(
-            activation_of(&silu, 2),
-            None,
-            "an operand the chain ignores"
-        );
         let gate = [
             sigmoid(Input(0)),
             binary(BinaryOp::Mul, &[Step(0), Input(1)]),
@@ -379,7 +443,6 @@ mod tests {
         let split = split_at_activation(&gate).expect("a sigmoid leads");
         assert_eq!(split.activation, Activation::Sigmoid);
         assert_eq!(split.after, [binary(BinaryOp::Mul, &[Input(0), Input(1)])]);
-        assert_eq!(activation_of(&gate, 2), None, "steps after the activation");
     }
 
     /// An int8 program's requantization around a sigmoid: the steps before
@@ -405,7 +468,6 @@ mod tests {
                 ],
             }
         );
-        assert_eq!(activation_of(&chain, 3), None);
         // A sigmoid of something other than the result so far.
         let aside = [
             binary(BinaryOp::Mul, &[Input(0), Input(1)]),
