@@ -2,7 +2,8 @@
 //! softmax): within 1 ulp of the exact value on a sweep of f32 with a
 //! prime stride (every exponent, both signs, subnormals, the edges of
 //! overflow and underflow), NaN for NaN, and the same bits from a map's
-//! four-lane loop and its scalar tail; softmax's rows and columns alike,
+//! four-lane loop and its scalar tail; erf and tanh (built on it) within 2
+//! ulp and alike in the loop and the tail; softmax's rows and columns alike,
 //! and a safe softmax's rows of -inf zeros.
 
 mod common;
@@ -11,61 +12,45 @@ use common::{elements, le_bytes, run_jit};
 
 /// `exp` of each of `inputs`, by the JIT.
 fn jit_exp(inputs: &[f32]) -> Vec<f32> {
+    jit_unary("exp", inputs)
+}
+
+/// The unary op `name` of each of `inputs`, by the JIT.
+fn jit_unary(name: &str, inputs: &[f32]) -> Vec<f32> {
     let count = inputs.len();
     let text = format!(
-        "graph exp (arena {} bytes) {{\n  %0: f32[{count}] @0 = input 0\n  %1: f32[{count}] @{} = exp(%0)\n  return %1\n}}",
+        "graph g (arena {} bytes) {{\n  %0: f32[{count}] @0 = input 0\n  %1: f32[{count}] @{} = {name}(%0)\n  return %1\n}}",
         8 * count + 64,
         (4 * count).next_multiple_of(64),
     );
     let graph = ptec_ir::parse(&text).expect("the graph parses");
     let bytes = le_bytes(inputs, f32::to_le_bytes);
-    let outputs = run_jit(&graph, &[&bytes]).expect("exp runs");
+    let outputs = run_jit(&graph, &[&bytes]).unwrap_or_else(|error| panic!("{name}: {error}"));
     elements(&outputs[0], f32::from_le_bytes)
 }
 
-/// How many f32 steps `got` is from `exact`, rounded to f32 first (exp's
-/// results are never negative, where bit patterns order as the values do).
+/// How many f32 steps `got` is from `exact`, rounded to f32 first (both of
+/// one sign, where bit patterns order as the magnitudes do).
 fn ulps(got: f32, exact: f64) -> u32 {
     (got.to_bits() as i64 - (exact as f32).to_bits() as i64).unsigned_abs() as u32
 }
 
 #[test]
 fn exp_is_within_one_ulp_over_a_sweep_of_f32() {
-    let inputs: Vec<f32> = (0..u32::MAX)
-        .step_by(1021)
-        .map(f32::from_bits)
-        .chain([
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::MIN_POSITIVE,
-            88.72283,
-            88.72284,
-            -87.33655,
-            -103.27893,
-            -103.97208,
-            -104.0,
-            89.0,
-        ])
-        .collect();
-    let results = jit_exp(&inputs);
-    let mut worst = (0, 0.0f32);
-    for (&x, &got) in inputs.iter().zip(&results) {
-        if x.is_nan() {
-            assert!(got.is_nan(), "exp({x}) = {got}");
-            continue;
-        }
-        let distance = ulps(got, f64::from(x).exp());
-        if distance > worst.0 {
-            worst = (distance, x);
-        }
-    }
+    let edges = [
+        f32::MIN_POSITIVE,
+        88.72283,
+        88.72284,
+        -87.33655,
+        -103.27893,
+        -103.97208,
+        -104.0,
+        89.0,
+    ];
+    let (distance, x) = worst_ulps("exp", f64::exp, &edges);
     assert!(
-        worst.0 <= 1,
-        "exp({}) is {} ulp from the exact value",
-        worst.1,
-        worst.0
+        distance <= 1,
+        "exp({x}) is {distance} ulp from the exact value"
     );
     assert_eq!(jit_exp(&[0.0, -0.0, 1.0]), [1.0, 1.0, std::f32::consts::E]);
 }
@@ -77,14 +62,69 @@ fn the_vector_loop_and_the_scalar_tail_agree_bit_for_bit() {
     // the tail; the second run shifts every value by one place.
     let mut shifted = values;
     shifted.rotate_left(1);
-    let (first, second) = (jit_exp(&values), jit_exp(&shifted));
-    for k in 0..values.len() {
-        let moved = (k + values.len() - 1) % values.len();
-        assert_eq!(
-            first[k].to_bits(),
-            second[moved].to_bits(),
-            "exp({}) differs between the loop and the tail",
-            values[k]
+    for name in ["exp", "erf", "tanh", "gelu", "gelu_tanh"] {
+        let (first, second) = (jit_unary(name, &values), jit_unary(name, &shifted));
+        for k in 0..values.len() {
+            let moved = (k + values.len() - 1) % values.len();
+            assert_eq!(
+                first[k].to_bits(),
+                second[moved].to_bits(),
+                "{name}({}) differs between the loop and the tail",
+                values[k]
+            );
+        }
+    }
+}
+
+unsafe extern "C" {
+    /// The C library's f64 `erf`, the reference (Rust's has none).
+    safe fn erf(x: f64) -> f64;
+}
+
+/// The most ulp `name` is from `exact` (and the input where it is) over a
+/// sweep of f32 with a prime stride (every exponent, both signs,
+/// subnormals), `edges` and the special values, which must give exact's
+/// result exactly (signed zeros, infinities; NaN stays NaN).
+fn worst_ulps(name: &str, exact: fn(f64) -> f64, edges: &[f32]) -> (u32, f32) {
+    let inputs: Vec<f32> = (0..u32::MAX)
+        .step_by(1021)
+        .map(f32::from_bits)
+        .chain([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY])
+        .chain(edges.iter().copied())
+        .collect();
+    let results = jit_unary(name, &inputs);
+    let mut worst = (0, 0.0f32);
+    for (&x, &got) in inputs.iter().zip(&results) {
+        if x.is_nan() {
+            assert!(got.is_nan(), "{name}({x}) = {got}");
+            continue;
+        }
+        let want = exact(f64::from(x));
+        if x == 0.0 || x.is_infinite() {
+            assert_eq!(
+                got.to_bits(),
+                (want as f32).to_bits(),
+                "{name}({x}) = {got}"
+            );
+        }
+        let distance = ulps(got, want);
+        if distance > worst.0 {
+            worst = (distance, x);
+        }
+    }
+    worst
+}
+
+/// ptec's own erf and tanh (which GELU computes with) are within 2 ulp of
+/// the exact values.
+#[test]
+fn erf_and_tanh_are_within_two_ulp_over_a_sweep_of_f32() {
+    let exact_erf = |x: f64| erf(x);
+    for (name, exact) in [("erf", exact_erf as fn(f64) -> f64), ("tanh", f64::tanh)] {
+        let (distance, x) = worst_ulps(name, exact, &[0.625, 1.0, 4.0, -1.0]);
+        assert!(
+            distance <= 2,
+            "{name}({x}) is {distance} ulp from the exact value"
         );
     }
 }

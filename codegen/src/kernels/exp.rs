@@ -115,11 +115,11 @@ fn power_of_two(e: &mut Emitter<'_, '_, '_>, ty: Type, k: Value) -> Value {
 }
 
 /// The bits of float `x` as the integer type of its width.
-fn bits(e: &mut Emitter<'_, '_, '_>, int_ty: Type, x: Value) -> Value {
+pub(super) fn bits(e: &mut Emitter<'_, '_, '_>, int_ty: Type, x: Value) -> Value {
     e.b.ins().bitcast(int_ty, bitcast_flags(), x)
 }
 
-fn splat_int(e: &mut Emitter<'_, '_, '_>, int_ty: Type, value: i64) -> Value {
+pub(super) fn splat_int(e: &mut Emitter<'_, '_, '_>, int_ty: Type, value: i64) -> Value {
     let lane = e.b.ins().iconst(int_ty.lane_type(), value);
     if int_ty.is_vector() {
         e.b.ins().splat(int_ty, lane)

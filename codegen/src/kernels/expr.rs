@@ -6,8 +6,8 @@
 //! Numbers are values of the compute type (booleans as bytes 0 or 1), or
 //! f32x4 vectors; the booleans comparisons give are bytes 0 or 1, or lane
 //! masks (all ones or all zeros) for vectors. Math functions call the C
-//! library but for f32 `exp`, which ptec computes itself in vectors too
-//! (`crate::exp`); integer division checks its divisor, and integer powers
+//! library but for f32 `exp`, `erf` and `tanh`, which ptec computes itself
+//! in vectors too (`exp.rs`, `erf_tanh.rs`); integer division checks its divisor, and integer powers
 //! loop; none of those has a vector form ([`Expr::is_scalar_only`]). A let's value is
 //! computed once and read wherever its body reads the local.
 
@@ -17,6 +17,7 @@ use ptec_ir::ops::elementwise::MathFn;
 use ptec_ir::ops::expr::{Binary, Comparison, Expr, Unary};
 use ptec_ir::{DType, Scalar};
 
+use super::erf_tanh::{erf_f32, tanh_f32};
 use super::exp::exp_f32;
 use crate::emit::Emitter;
 use crate::error::CodegenError;
@@ -82,7 +83,7 @@ impl Scope<'_> {
                 Ok(select_lanes(e, condition, a, b))
             }
             Expr::Math(function, args) => {
-                let vector_form = *function == MathFn::Exp && at.compute == DType::F32;
+                let vector_form = function.has_vector_form() && at.compute == DType::F32;
                 if !at.compute.is_float() || (at.ty.is_vector() && !vector_form) {
                     let symbol = function.c_symbol(false);
                     return Err(e.unsupported(format!("{symbol} of {} elements", at.ty)));
@@ -110,17 +111,18 @@ impl Scope<'_> {
     }
 }
 
-/// `function` of `args`: ptec's own exponential for f32 numbers (one or a
+/// `function` of `args`: ptec's own exponential, erf and tanh for f32 numbers (one or a
 /// vector of them), the C library's function otherwise.
 pub(crate) fn math(
     e: &mut Emitter<'_, '_, '_>,
     function: MathFn,
     args: &[Value],
 ) -> Result<Value, CodegenError> {
-    match args {
-        [x] if function == MathFn::Exp && e.b.func.dfg.value_type(*x).lane_type() == types::F32 => {
-            Ok(exp_f32(e, *x))
-        }
+    let own = |x: &Value| e.b.func.dfg.value_type(*x).lane_type() == types::F32;
+    match (function, args) {
+        (MathFn::Exp, [x]) if own(x) => Ok(exp_f32(e, *x)),
+        (MathFn::Erf, [x]) if own(x) => Ok(erf_f32(e, *x)),
+        (MathFn::Tanh, [x]) if own(x) => Ok(tanh_f32(e, *x)),
         _ => e.call_math(function, args),
     }
 }

@@ -62,6 +62,12 @@ pub enum ShaderMath {
 }
 
 impl MathFn {
+    /// Whether the CPU back end computes the function itself in f32, four
+    /// lanes at a time as well as one, rather than calling the C library.
+    pub fn has_vector_form(self) -> bool {
+        matches!(self, MathFn::Exp | MathFn::Erf | MathFn::Tanh)
+    }
+
     /// The C symbol for f32 (`wide` false) or f64 arguments.
     pub fn c_symbol(self, wide: bool) -> &'static str {
         let (single, double) = match self {

@@ -155,12 +155,14 @@ impl Expr {
     }
 
     /// Whether the expression calls the math library, divides integers or
-    /// raises them to a power, which have no vector form. `exp` has one: the
-    /// CPU back end computes it itself.
+    /// raises them to a power, which have no vector form. `exp`, `erf` and
+    /// `tanh` have one ([`MathFn::has_vector_form`]).
     pub fn is_scalar_only(&self) -> bool {
         match self {
             Expr::Operand(_) | Expr::Constant(_) | Expr::Local => false,
-            Expr::Math(MathFn::Exp, args) => args.iter().any(Expr::is_scalar_only),
+            Expr::Math(function, args) if function.has_vector_form() => {
+                args.iter().any(Expr::is_scalar_only)
+            }
             Expr::Math(..) => true,
             Expr::Unary(_, x) => x.is_scalar_only(),
             Expr::Binary(op, a, b) => {
