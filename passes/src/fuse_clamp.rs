@@ -2,10 +2,12 @@
 //! op has a clamp in its epilogue ([`ptec_ir::ops::OpDef::clamp_epilogue`]:
 //! convolutions and matrix products), so the bounds apply there instead of
 //! in a pass over memory. Applies to f32 results when the producer's result
-//! feeds only the clamp, which runs right after it, and the producer is not
-//! clamped yet.
+//! feeds only the clamp, which runs right after it (or after a reshape of
+//! it alone, which then takes the clamp's place: a linear layer on a batch
+//! of sequences), and the producer is not clamped yet.
 
 use ptec_ir::ops::elementwise::{Elementwise, Func, UnaryOp};
+use ptec_ir::ops::layout::Reshape;
 use ptec_ir::ops::linalg::ClampRange;
 use ptec_ir::{DType, Graph, NodeId, Op, Real, ValueId};
 
@@ -41,12 +43,41 @@ fn fuse(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     if graph.value(result).ty.dtype != DType::F32 {
         return None;
     }
-    let producer = follows(graph, id, input)?;
+    let previous = follows(graph, id, input)?;
+    if let Op::Reshape(reshape) = graph.op(previous) {
+        return through_reshape(graph, id, previous, reshape.clone(), range);
+    }
+    let op = clamped(graph, previous, range)?;
+    absorb(graph, previous, id, op)
+}
+
+/// The op of `producer` with the clamp `range` in its epilogue, if it has
+/// one and it is free.
+fn clamped(graph: &Graph<'_>, producer: NodeId, range: ClampRange) -> Option<Op> {
     let mut op = graph.op(producer).clone();
     let clamp = op.def_mut().clamp_epilogue()?;
     if !clamp.is_none() {
         return None;
     }
     *clamp = range;
-    absorb(graph, producer, id, op)
+    Some(op)
+}
+
+/// `clamp(reshape(producer(...)))`, as a linear layer on a batch of
+/// sequences is exported (a matrix product between two reshapes): the
+/// producer clamps, and the clamp's node becomes the reshape, writing the
+/// clamp's result.
+fn through_reshape(
+    graph: &mut Graph<'_>,
+    id: NodeId,
+    reshape_node: NodeId,
+    reshape: Reshape,
+    range: ClampRange,
+) -> Option<()> {
+    let producer = follows(graph, reshape_node, reshape.input)?;
+    let op = clamped(graph, producer, range)?;
+    graph.set_op(producer, op);
+    graph.remove_node(reshape_node);
+    graph.set_op(id, Op::Reshape(reshape));
+    Some(())
 }
