@@ -226,6 +226,9 @@ static void ptec_pool_free(struct ptec_pool *pool, int32_t started) {
  * worker with `scratch_bytes` of scratch memory; NULL when `threads` is
  * below 2 or above 65535, or memory or threads run out. */
 PTEC_HIDDEN struct ptec_pool *ptec_pool_create(int32_t threads, uint64_t scratch_bytes) {
+    /* More threads than any machine has cores is a mistake, refused before
+     * the workers' scratch memory (threads - 1 times scratch_bytes) and
+     * their claim words are asked for. */
     if (threads < 2 || threads > 0xffff)
         return NULL;
     struct ptec_pool *pool = calloc(1, sizeof *pool);
