@@ -21,7 +21,7 @@ use ptec_ir::ops::reduce::{Reduce, ReduceOp, Softmax};
 use ptec_ir::{Graph, NodeId, Op, ValueId};
 
 use crate::epilogue::absorb;
-use crate::schedule::rewrite_each;
+use crate::schedule::{rewrite_each, unchanged_between};
 
 pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
     rewrite_each(graph, fuse)
@@ -121,8 +121,12 @@ fn softmax_of(graph: &Graph<'_>, probabilities: ValueId) -> Option<Found> {
             let (widening, Op::Copy(widen)) = writer(graph, op.input)? else {
                 return None;
             };
+            // The copy to f32 must be exact (a half's widening), so that
+            // its row is all -inf exactly where the test's is.
+            let exact =
+                graph.value(widen.input).ty.dtype.arithmetic() == graph.value(op.input).ty.dtype;
             let once = read_once(narrow.input, narrowing) && read_once(op.input, softmax);
-            once.then(|| Found {
+            (exact && once).then(|| Found {
                 softmax,
                 op: op.clone(),
                 input: widen.input,
@@ -168,17 +172,11 @@ fn fuse(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
     // The input keeps its contents, and no jump passes over part of the
     // pattern, from the first node reading it to the `where` (the zeros,
     // read only there, may come from anywhere before).
-    let first = test
+    let first = *test
         .iter()
         .chain([&found.first])
-        .map(|&node| graph.position(node))
-        .min()?;
-    let span = &graph.schedule()[first..graph.position(id)];
-    let input_changes = |node: NodeId| graph.node(node).outputs().contains(&found.input);
-    if span
-        .iter()
-        .any(|&node| graph.op(node).is_control() || input_changes(node))
-    {
+        .min_by_key(|&&node| graph.position(node))?;
+    if !unchanged_between(graph, &[found.input], first, id) {
         return None;
     }
     let safe = Op::Softmax(Softmax {

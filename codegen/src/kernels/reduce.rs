@@ -834,31 +834,24 @@ fn shifted_exponentials(
     count: i64,
     max: Value,
 ) -> Result<(), CodegenError> {
-    let lanes = e.b.ins().splat(types::F32X4, max);
-    let after = e.counted_loop(
-        Size::Const(count / 4),
-        &[pointers[0], pointers[1]],
-        |e, _, c| {
-            let value = e.b.ins().load(types::F32X4, flags(), c[0], 0);
-            let shifted = e.b.ins().fsub(value, lanes);
+    // `count` elements of type `ty` (holding as many copies of `max`
+    // as lanes in `shift`) from `from`; returns the pointers after them.
+    let pass = |e: &mut Emitter<'_, '_, '_>, count, ty: Type, shift, from: &[Value]| {
+        e.counted_loop(Size::Const(count), from, |e, _, c| {
+            let value = e.b.ins().load(ty, flags(), c[0], 0);
+            let shifted = e.b.ins().fsub(value, shift);
             let exp = math(e, MathFn::Exp, &[shifted])?;
             e.b.ins().store(flags(), exp, c[1], 0);
+            let bytes = i64::from(ty.bytes());
             Ok(vec![
-                e.b.ins().iadd_imm_s(c[0], 16),
-                e.b.ins().iadd_imm_s(c[1], 16),
+                e.b.ins().iadd_imm_s(c[0], bytes),
+                e.b.ins().iadd_imm_s(c[1], bytes),
             ])
-        },
-    )?;
-    e.counted_loop(Size::Const(count % 4), &after, |e, _, c| {
-        let value = e.b.ins().load(types::F32, flags(), c[0], 0);
-        let shifted = e.b.ins().fsub(value, max);
-        let exp = math(e, MathFn::Exp, &[shifted])?;
-        e.b.ins().store(flags(), exp, c[1], 0);
-        Ok(vec![
-            e.b.ins().iadd_imm_s(c[0], 4),
-            e.b.ins().iadd_imm_s(c[1], 4),
-        ])
-    })?;
+        })
+    };
+    let lanes = e.b.ins().splat(types::F32X4, max);
+    let after = pass(e, count / 4, types::F32X4, lanes, &pointers[..2])?;
+    pass(e, count % 4, types::F32, max, &after)?;
     Ok(())
 }
 
