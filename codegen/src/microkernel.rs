@@ -447,13 +447,20 @@ pub(crate) enum Activation {
     /// `exp(x - shift)`, with `shift` an f32 fourth argument (in `xmm0`):
     /// a softmax's exponentials.
     ShiftedExp,
+    /// `x/2 * (1 + erf(x / sqrt 2))`, erf as [`crate::kernels::erf_tanh`]
+    /// computes it.
+    Gelu,
+    /// GELU's tanh form, tanh as [`crate::kernels::erf_tanh`] computes it.
+    GeluTanh,
 }
 
 impl Activation {
-    pub(crate) const ALL: [Activation; 3] = [
+    pub(crate) const ALL: [Activation; 5] = [
         Activation::Sigmoid,
         Activation::Silu,
         Activation::ShiftedExp,
+        Activation::Gelu,
+        Activation::GeluTanh,
     ];
 }
 
@@ -473,23 +480,49 @@ enum ActivationConstant {
     ExponentBias,
     SignBit,
     Lanes,
+    // GELU's.
+    AbsMask,
+    Half,
+    Two,
+    FracOneSqrt2,
+    GeluCubic,
+    SqrtTwoOverPi,
+    ErfSmall(usize),
+    ErfcScaled(usize),
+    ErfSplit,
+    ErfOne,
+    TanhSmall(usize),
+    TanhSplit,
 }
 
 impl ActivationConstant {
     fn all() -> Vec<ActivationConstant> {
+        use crate::kernels::{erf_tanh, exp};
         use ActivationConstant::*;
-        let taylor = (0..crate::kernels::exp::TAYLOR.len()).map(Taylor);
+        let taylor = (0..exp::TAYLOR.len()).map(Taylor);
+        let erf_small = (0..erf_tanh::ERF_SMALL.len()).map(ErfSmall);
+        let erfc_scaled = (0..erf_tanh::ERFC_SCALED.len()).map(ErfcScaled);
+        let tanh_small = (0..erf_tanh::TANH_SMALL.len()).map(TanhSmall);
         [Lowest, Highest, Log2E, Shift, ShiftBits, Ln2High, Ln2Low]
             .into_iter()
             .chain(taylor)
-            .chain([One, ExponentBias, SignBit, Lanes])
+            .chain([One, ExponentBias, SignBit, Lanes, AbsMask, Half, Two])
+            .chain([FracOneSqrt2, GeluCubic, SqrtTwoOverPi])
+            .chain(erf_small)
+            .chain(erfc_scaled)
+            .chain([ErfSplit, ErfOne])
+            .chain(tanh_small)
+            .chain([TanhSplit])
             .collect()
     }
 
-    /// A 512-bit register's worth of the constant (AVX2 reads half).
+    /// A 512-bit register's worth of the constant (AVX2 reads half). The
+    /// IR's f64 constants are rounded to f32, as the kernels' are.
     fn data(self) -> [u32; 16] {
-        use crate::kernels::exp;
+        use crate::kernels::{erf_tanh, exp};
+        use ptec_ir::ops::elementwise::{GELU_CUBIC, SQRT_2_OVER_PI};
         let splat = |bits: u32| [bits; 16];
+        let real = |value: f64| splat((value as f32).to_bits());
         match self {
             ActivationConstant::Lowest => splat(exp::LOWEST.to_bits()),
             ActivationConstant::Highest => splat(exp::HIGHEST.to_bits()),
@@ -504,44 +537,29 @@ impl ActivationConstant {
             ActivationConstant::ExponentBias => splat(exp::EXPONENT_BIAS as u32),
             ActivationConstant::SignBit => splat(0x8000_0000),
             ActivationConstant::Lanes => std::array::from_fn(|lane| lane as u32),
+            ActivationConstant::AbsMask => splat(0x7FFF_FFFF),
+            ActivationConstant::Half => real(0.5),
+            ActivationConstant::Two => real(2.0),
+            ActivationConstant::FracOneSqrt2 => real(std::f64::consts::FRAC_1_SQRT_2),
+            ActivationConstant::GeluCubic => real(GELU_CUBIC),
+            ActivationConstant::SqrtTwoOverPi => real(SQRT_2_OVER_PI),
+            ActivationConstant::ErfSmall(index) => splat(erf_tanh::ERF_SMALL[index].to_bits()),
+            ActivationConstant::ErfcScaled(index) => splat(erf_tanh::ERFC_SCALED[index].to_bits()),
+            ActivationConstant::ErfSplit => real(erf_tanh::ERF_SPLIT),
+            ActivationConstant::ErfOne => real(erf_tanh::ERF_ONE),
+            ActivationConstant::TanhSmall(index) => splat(erf_tanh::TANH_SMALL[index].to_bits()),
+            ActivationConstant::TanhSplit => real(erf_tanh::TANH_SPLIT),
         }
     }
 }
 
-/// Emits the activation loop: `$v` are seven vector registers (the last
-/// holding the shift of a shifted exponential), `$lanes`
-/// f32 a register, `$constant(c)` the memory operand of a register's
-/// worth of constant `c`. `$load` and `$store` move a register from and to
-/// memory masked to the `rdx` elements left when fewer than `$lanes`
-/// remain (`$mask` prepares that). `$vanishing` marks the lanes whose
+/// Emits `$u = exp($y)` by the steps of `kernels::exp`, in order, through
+/// `$k` and `$t` (`$y` is lost). `$vanishing` marks the lanes whose
 /// exponential rounds to 0 and `$zero_vanished` zeroes them in a register.
-/// The steps are those of `kernels::exp` and the IR's sigmoid, in order.
-macro_rules! emit_activation {
-    ($asm:ident, $activation:expr, $lanes:expr, [$x:expr, $y:expr, $k:expr, $t:expr, $u:expr, $w:expr, $shift:expr], $constant:expr, $mask:expr, $load:expr, $store:expr, $vanishing:expr, $zero_vanished:expr) => {{
+macro_rules! emit_exponential {
+    ($asm:ident, [$y:expr, $k:expr, $t:expr, $u:expr], $constant:expr, $vanishing:expr, $zero_vanished:expr) => {{
         use ActivationConstant::*;
         let constant = $constant;
-        let mut full = $asm.create_label();
-        let mut tail = $asm.create_label();
-        let mut body = $asm.create_label();
-        let mut last = $asm.create_label();
-        let mut end = $asm.create_label();
-        $asm.set_label(&mut full)?;
-        $asm.cmp(rdx, $lanes)?;
-        $asm.jl(tail)?;
-        $asm.vmovups($x, ptr(rdi))?;
-        $asm.jmp(body)?;
-        $asm.set_label(&mut tail)?;
-        $asm.test(rdx, rdx)?;
-        $asm.jle(end)?;
-        $mask(&mut $asm)?;
-        $load(&mut $asm, $x)?;
-        $asm.set_label(&mut body)?;
-        // y = -x (x - shift), the exponential's argument; 0 where its
-        // result vanishes.
-        match $activation {
-            Activation::ShiftedExp => $asm.vsubps($y, $x, $shift)?,
-            Activation::Sigmoid | Activation::Silu => $asm.vxorps($y, $x, constant(SignBit))?,
-        }
         $vanishing(&mut $asm, $y, constant(Lowest))?;
         $zero_vanished(&mut $asm, $y)?;
         // min(bound, y) is y when y is NaN, as `at_most` keeps it.
@@ -577,14 +595,133 @@ macro_rules! emit_activation {
         $asm.vmulps($u, $u, $t)?;
         $asm.vmulps($u, $u, $k)?;
         $zero_vanished(&mut $asm, $u)?;
-        // sigmoid = 1 / (1 + exp(-x)); silu = x * sigmoid.
-        if $activation != Activation::ShiftedExp {
-            $asm.vaddps($u, $u, constant(One))?;
-            $asm.vmovups($w, constant(One))?;
-            $asm.vdivps($u, $w, $u)?;
+    }};
+}
+
+/// Emits `$sum` = the polynomial of `$coefficient(i)` (`$count` of them,
+/// lowest power first) at `$x`, by Horner's rule as `erf_tanh::polynomial`
+/// computes it.
+macro_rules! emit_polynomial {
+    ($asm:ident, $sum:expr, $x:expr, $count:expr, $coefficient:expr) => {{
+        $asm.vmovups($sum, $coefficient($count - 1))?;
+        for index in (0..$count - 1).rev() {
+            $asm.vmulps($sum, $sum, $x)?;
+            $asm.vaddps($sum, $sum, $coefficient(index))?;
         }
-        if $activation == Activation::Silu {
-            $asm.vmulps($u, $x, $u)?;
+    }};
+}
+
+/// Emits the activation loop: `$v` are seven vector registers (the last
+/// holding the shift of a shifted exponential) and `$more` four more (GELU's),
+/// `$lanes` f32 a register, `$constant(c)` the memory operand of a
+/// register's worth of constant `c`. `$load` and `$store` move a register
+/// from and to memory masked to the `rdx` elements left when fewer than
+/// `$lanes` remain (`$mask` prepares that). `$vanishing` and
+/// `$zero_vanished` are [`emit_exponential`]'s; `$select(dst, src, m,
+/// bound, predicate)` moves `src` into `dst` in the lanes where `m`
+/// compares to `bound` by `predicate` (`vcmpps`'s). The steps are those of
+/// `kernels::exp`, `kernels::erf_tanh` and the IR's expressions, in order.
+macro_rules! emit_activation {
+    ($asm:ident, $activation:expr, $lanes:expr, [$x:expr, $y:expr, $k:expr, $t:expr, $u:expr, $w:expr, $shift:expr], [$a:expr, $m:expr, $s:expr, $c:expr], $constant:expr, $mask:expr, $load:expr, $store:expr, $vanishing:expr, $zero_vanished:expr, $select:expr) => {{
+        use crate::kernels::erf_tanh;
+        use ActivationConstant::*;
+        let constant = $constant;
+        let mut full = $asm.create_label();
+        let mut tail = $asm.create_label();
+        let mut body = $asm.create_label();
+        let mut last = $asm.create_label();
+        let mut end = $asm.create_label();
+        $asm.set_label(&mut full)?;
+        $asm.cmp(rdx, $lanes)?;
+        $asm.jl(tail)?;
+        $asm.vmovups($x, ptr(rdi))?;
+        $asm.jmp(body)?;
+        $asm.set_label(&mut tail)?;
+        $asm.test(rdx, rdx)?;
+        $asm.jle(end)?;
+        $mask(&mut $asm)?;
+        $load(&mut $asm, $x)?;
+        $asm.set_label(&mut body)?;
+        match $activation {
+            Activation::Sigmoid | Activation::Silu | Activation::ShiftedExp => {
+                // y = -x (x - shift), the exponential's argument.
+                match $activation {
+                    Activation::ShiftedExp => $asm.vsubps($y, $x, $shift)?,
+                    _ => $asm.vxorps($y, $x, constant(SignBit))?,
+                }
+                emit_exponential!($asm, [$y, $k, $t, $u], constant, $vanishing, $zero_vanished);
+            }
+            Activation::Gelu | Activation::GeluTanh => {
+                // a: erf's argument, x / sqrt 2, or tanh's, (x + c x^3) sqrt(2/pi).
+                let (small, degree, split, predicate): (fn(usize) -> ActivationConstant, _, _, _) =
+                    match $activation {
+                        Activation::Gelu => {
+                            $asm.vmulps($a, $x, constant(FracOneSqrt2))?;
+                            // Ordered `<=`.
+                            (ErfSmall, erf_tanh::ERF_SMALL.len(), ErfSplit, 2)
+                        }
+                        _ => {
+                            $asm.vmulps($a, $x, $x)?;
+                            $asm.vmulps($a, $a, $x)?;
+                            $asm.vmulps($a, $a, constant(GeluCubic))?;
+                            $asm.vaddps($a, $x, $a)?;
+                            $asm.vmulps($a, $a, constant(SqrtTwoOverPi))?;
+                            // Ordered `<`.
+                            (TanhSmall, erf_tanh::TANH_SMALL.len(), TanhSplit, 1)
+                        }
+                    };
+                // m = |a|; s = a P(a^2), the first form.
+                $asm.vandps($m, $a, constant(AbsMask))?;
+                $asm.vmulps($s, $a, $a)?;
+                emit_polynomial!($asm, $c, $s, degree, |i| constant(small(i)));
+                $asm.vmulps($s, $a, $c)?;
+                // u = the second form of |a|.
+                if $activation == Activation::Gelu {
+                    // y = min(m, 4); c = R(1/y) / y; u = 1 - exp(-y^2) c.
+                    $asm.vmovups($y, constant(ErfOne))?;
+                    $asm.vminps($y, $y, $m)?;
+                    $asm.vmovups($t, constant(One))?;
+                    $asm.vdivps($c, $t, $y)?;
+                    let count = erf_tanh::ERFC_SCALED.len();
+                    emit_polynomial!($asm, $u, $c, count, |i| constant(ErfcScaled(i)));
+                    $asm.vmulps($c, $u, $c)?;
+                    $asm.vmulps($y, $y, $y)?;
+                    $asm.vxorps($y, $y, constant(SignBit))?;
+                    emit_exponential!($asm, [$y, $k, $t, $u], constant, $vanishing, $zero_vanished);
+                    $asm.vmulps($u, $u, $c)?;
+                } else {
+                    // u = 2 / (exp(2m) + 1), then 1 - u.
+                    $asm.vaddps($y, $m, $m)?;
+                    emit_exponential!($asm, [$y, $k, $t, $u], constant, $vanishing, $zero_vanished);
+                    $asm.vaddps($u, $u, constant(One))?;
+                    $asm.vmovups($t, constant(Two))?;
+                    $asm.vdivps($u, $t, $u)?;
+                }
+                $asm.vmovups($t, constant(One))?;
+                $asm.vsubps($u, $t, $u)?;
+                // With a's sign; s where m compares to the split.
+                $asm.vandps($t, $a, constant(SignBit))?;
+                $asm.vorps($u, $u, $t)?;
+                $select(&mut $asm, $u, $s, $m, constant(split), predicate)?;
+            }
+        }
+        match $activation {
+            // sigmoid = 1 / (1 + exp(-x)); silu = x * sigmoid.
+            Activation::Sigmoid | Activation::Silu => {
+                $asm.vaddps($u, $u, constant(One))?;
+                $asm.vmovups($w, constant(One))?;
+                $asm.vdivps($u, $w, $u)?;
+                if $activation == Activation::Silu {
+                    $asm.vmulps($u, $x, $u)?;
+                }
+            }
+            // (x * 0.5) * (1 + erf or tanh).
+            Activation::Gelu | Activation::GeluTanh => {
+                $asm.vmulps($t, $x, constant(Half))?;
+                $asm.vaddps($u, $u, constant(One))?;
+                $asm.vmulps($u, $t, $u)?;
+            }
+            Activation::ShiftedExp => {}
         }
         $asm.cmp(rdx, $lanes)?;
         $asm.jl(last)?;
@@ -609,7 +746,7 @@ macro_rules! emit_activation {
 /// bits.
 pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>, IcedError> {
     use iced_x86::code_asm::registers::gpr32::{eax, edx};
-    use iced_x86::code_asm::registers::k::{k1, k2};
+    use iced_x86::code_asm::registers::k::{k1, k2, k3};
     use iced_x86::code_asm::registers::{xmm::*, ymm::*, zmm::*};
     let mut asm = CodeAssembler::new(64)?;
     let constants = ActivationConstant::all();
@@ -634,6 +771,7 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
             activation,
             16,
             [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6],
+            [zmm7, zmm8, zmm9, zmm10],
             constant,
             |asm: &mut CodeAssembler| -> Result<(), IcedError> {
                 asm.mov(eax, 0xFFFF)?;
@@ -653,14 +791,25 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
                 v.k2(),
                 v,
                 v
-            )
+            ),
+            |asm: &mut CodeAssembler,
+             dst: iced_x86::code_asm::AsmRegisterZmm,
+             src: iced_x86::code_asm::AsmRegisterZmm,
+             m,
+             bound,
+             predicate| {
+                asm.vcmpps(k3, m, bound, predicate)?;
+                asm.vmovaps(dst.k3(), src)
+            }
         ),
-        // ymm7: the lanes whose exponential vanishes; ymm8: the tail's.
+        // ymm7: the lanes whose exponential vanishes; ymm8: the tail's;
+        // ymm13: the lanes a GELU's first form takes.
         Width::Avx2 => emit_activation!(
             asm,
             activation,
             8,
             [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6],
+            [ymm9, ymm10, ymm11, ymm12],
             constant,
             |asm: &mut CodeAssembler| -> Result<(), IcedError> {
                 // Lane i is in when rdx > i.
@@ -678,7 +827,16 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
                 asm.vcmpps(ymm7, y, lowest, 1)
             },
             |asm: &mut CodeAssembler, v: iced_x86::code_asm::AsmRegisterYmm| asm
-                .vandnps(v, ymm7, v)
+                .vandnps(v, ymm7, v),
+            |asm: &mut CodeAssembler,
+             dst: iced_x86::code_asm::AsmRegisterYmm,
+             src: iced_x86::code_asm::AsmRegisterYmm,
+             m,
+             bound,
+             predicate| {
+                asm.vcmpps(ymm13, m, bound, predicate)?;
+                asm.vblendvps(dst, dst, src, ymm13)
+            }
         ),
     }
     asm.vzeroupper()?;

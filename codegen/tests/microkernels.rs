@@ -487,6 +487,64 @@ fn activations_match_cranelift_bit_for_bit() {
     }
 }
 
+/// GELU in both forms over counts around the microkernels' lanes and
+/// blocks, on special values, a sweep of [-8, 8] and the neighbours of
+/// where erf and tanh change form (x / sqrt 2 = 1, and the tanh form's
+/// argument 0.625): the activation microkernels give Cranelift's bits, and
+/// the tanh form is within a few ulp of f64's but where `1 + tanh` cancels
+/// (the erf form is checked against it, 1e-3 apart at most, as the two
+/// forms are).
+#[test]
+fn gelus_match_cranelift_bit_for_bit() {
+    let tanh_gelu = |x: f64| {
+        let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+        x / 2.0 * (1.0 + inner.tanh())
+    };
+    let mut edges = vec![std::f32::consts::SQRT_2, 0.5_f32.sqrt() * 8.0, 0.6011];
+    for k in 1..=16 {
+        for edge in [std::f32::consts::SQRT_2, 0.6011] {
+            edges.extend([
+                f32::from_bits(edge.to_bits() - k),
+                f32::from_bits(edge.to_bits() + k),
+            ]);
+        }
+    }
+    for count in [1, 7, 8, 9, 15, 16, 17, 33, 4096, 4101] {
+        let input: Vec<f32> = activation_inputs(count)
+            .into_iter()
+            .enumerate()
+            .map(|(index, x)| match index % 5 {
+                1 => (index as f32 / count as f32) * 16.0 - 8.0,
+                2 => edges[index % edges.len()] * if index % 2 == 0 { 1.0 } else { -1.0 },
+                _ => x,
+            })
+            .collect();
+        let bytes = 4 * count;
+        let out_at = bytes.next_multiple_of(64);
+        for op in ["gelu", "gelu_tanh"] {
+            let text = format!(
+                "graph g (arena {} bytes) {{\n  %0: f32[{count}] @0 = input 0\n  %1: f32[{count}] @{out_at} = {op}(%0)\n  return %1\n}}",
+                out_at + bytes
+            );
+            let what = format!("{op} of {count}");
+            let got = same_bits_three_ways(&text, &[le_bytes(&input, f32::to_le_bytes)], &what);
+            for (index, (&x, &got)) in input.iter().zip(&got).enumerate() {
+                let want = tanh_gelu(f64::from(x));
+                let tolerance = match op {
+                    "gelu" => 1e-3,
+                    // 1 + tanh cancels for negative x: x/2 times an ulp of 1.
+                    _ => f64::from(f32::EPSILON) * (8.0 * want.abs() + f64::from(x.abs())),
+                };
+                let close = (f64::from(got) - want).abs() <= tolerance || f64::from(got) == want;
+                assert!(
+                    close || (got.is_nan() && want.is_nan()),
+                    "{what}, element {index}: {got} for {x}, not {want}"
+                );
+            }
+        }
+    }
+}
+
 /// Softmax along rows of lengths around the microkernels' 8 and 16 lanes,
 /// its exponentials by the shifted-exponential microkernel: the bits of
 /// Cranelift's kernel, special values (NaN, infinities, a row of -inf in
@@ -539,6 +597,8 @@ fn chains_around_an_activation_match_cranelift_bit_for_bit() {
         "steps=[silu(in0); mul(in1, s0)]",
         "steps=[add(in0, in1); sigmoid(s0); mul(s1, in1); add(s2, in0)]",
         "steps=[mul(in0, in1); silu(s0); add(s1, in1)]",
+        "steps=[add(in0, in1); gelu(s0)]",
+        "steps=[gelu_tanh(in0); mul(s0, in1)]",
     ];
     for count in [1, 9, 16, 17, 4096, 4101, 9000] {
         let a = activation_inputs(count);

@@ -12,7 +12,9 @@
 //! least-squares fits on Chebyshev points, relative error under 1.5e-7 with
 //! their coefficients rounded to f32, so the results are within a few ulp
 //! (`codegen/tests/exp.rs` sweeps them against f64's). Signed zeros keep
-//! their sign, infinities give ±1, NaN stays NaN.
+//! their sign, infinities give ±1, NaN stays NaN. The activation
+//! microkernel (`microkernel::activation`) computes GELU's erf and tanh with
+//! these constants, step for step, 8 or 16 lanes at a time.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -22,7 +24,7 @@ use super::expr::{at_most, fconst, select_lanes};
 use crate::emit::{Emitter, bitcast_flags};
 
 /// `erf(x) / x = P(x^2)` on `[0, 1]`, lowest power first.
-const ERF_SMALL: [f32; 7] = [
+pub(crate) const ERF_SMALL: [f32; 7] = [
     std::f32::consts::FRAC_2_SQRT_PI,
     -0.376_126_3,
     0.112_836_12,
@@ -33,7 +35,7 @@ const ERF_SMALL: [f32; 7] = [
 ];
 
 /// `erfc(x) exp(x^2) x = R(1 / x)` on `[1, 4]`, lowest power first.
-const ERFC_SCALED: [f32; 10] = [
+pub(crate) const ERFC_SCALED: [f32; 10] = [
     0.564_249_3,
     -0.001_721_411_7,
     -0.260_791_54,
@@ -47,11 +49,11 @@ const ERFC_SCALED: [f32; 10] = [
 ];
 
 /// Where `erf` takes its second form, and the largest `|x|` it computes.
-const ERF_SPLIT: f64 = 1.0;
-const ERF_ONE: f64 = 4.0;
+pub(crate) const ERF_SPLIT: f64 = 1.0;
+pub(crate) const ERF_ONE: f64 = 4.0;
 
 /// `tanh(x) / x = Q(x^2)` on `[0, 0.625]`, lowest power first.
-const TANH_SMALL: [f32; 6] = [
+pub(crate) const TANH_SMALL: [f32; 6] = [
     1.0,
     -0.333_332_75,
     0.133_313_66,
@@ -61,7 +63,7 @@ const TANH_SMALL: [f32; 6] = [
 ];
 
 /// Where `tanh` takes its second form.
-const TANH_SPLIT: f64 = 0.625;
+pub(crate) const TANH_SPLIT: f64 = 0.625;
 
 /// `coefficients` (lowest power first) at `x`, by Horner's rule.
 fn polynomial(e: &mut Emitter<'_, '_, '_>, coefficients: &[f32], x: Value) -> Value {

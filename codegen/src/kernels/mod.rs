@@ -11,7 +11,7 @@ mod conv_dynamic;
 pub(crate) mod conv_epilogue;
 mod conv_nhwc;
 mod elementwise;
-mod erf_tanh;
+pub(crate) mod erf_tanh;
 pub(crate) mod exp;
 mod expr;
 mod gather;

@@ -193,8 +193,8 @@ pub(super) struct ActivationSplit {
 }
 
 /// The chain cut around its first activation of the result so far (a
-/// sigmoid, SiLU, or a sigmoid and the product of its operand and result,
-/// of `in0` or of the step before it); None when it has none, or a step
+/// sigmoid, SiLU, either GELU, or a sigmoid and the product of its operand
+/// and result, of `in0` or of the step before it); None when it has none, or a step
 /// after it reads what running the parts in place overwrites (`in0`, or a
 /// step before the activation's result).
 pub(super) fn split_at_activation(steps: &[FusedStep]) -> Option<ActivationSplit> {
@@ -226,6 +226,12 @@ pub(super) fn split_at_activation(steps: &[FusedStep]) -> Option<ActivationSplit
             }
             _ if step.func == Func::Unary(UnaryOp::Sigmoid) && takes_current(step) => {
                 Some((index, Activation::Sigmoid, 1))
+            }
+            _ if step.func == Func::Unary(UnaryOp::Gelu) && takes_current(step) => {
+                Some((index, Activation::Gelu, 1))
+            }
+            _ if step.func == Func::Unary(UnaryOp::GeluTanh) && takes_current(step) => {
+                Some((index, Activation::GeluTanh, 1))
             }
             _ => None,
         }

@@ -17,6 +17,11 @@ use crate::graph::ValueId;
 use crate::op::Op;
 use crate::types::{DType, Real, Scalar, TensorType};
 
+/// GELU's tanh form, `x/2 * (1 + tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC x^3)))`:
+/// its constants, which code generators that compute it themselves share.
+pub const GELU_CUBIC: f64 = 0.044715;
+pub const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+
 /// Functions of the C math library that elementwise functions call, on f32
 /// or f64, and their counterparts in shaders. Their accuracy is the C
 /// library's (glibc documents at most 1-2 ulp for the single-precision ones
@@ -401,11 +406,8 @@ impl UnaryOp {
             // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
             GeluTanh => {
                 let cube = (x.clone() * x.clone()) * x.clone();
-                let inner = x.clone() + cube * real(0.044715);
-                let tanh = math(
-                    MathFn::Tanh,
-                    inner * real((2.0 / std::f64::consts::PI).sqrt()),
-                );
+                let inner = x.clone() + cube * real(GELU_CUBIC);
+                let tanh = math(MathFn::Tanh, inner * real(SQRT_2_OVER_PI));
                 (x * real(0.5)) * (real(1.0) + tanh)
             }
             Hardswish => x.clone() * hardsigmoid(x),
