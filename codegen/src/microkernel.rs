@@ -751,11 +751,14 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
     let mut asm = CodeAssembler::new(64)?;
     let constants = ActivationConstant::all();
     let mut labels: Vec<_> = constants.iter().map(|_| asm.create_label()).collect();
+    // The constants the code reads, so that only those are emitted.
+    let used = std::cell::RefCell::new(vec![false; constants.len()]);
     let label_of = |constant: ActivationConstant| {
         let index = constants
             .iter()
             .position(|&known| known == constant)
             .expect("every constant is in the table");
+        used.borrow_mut()[index] = true;
         labels[index]
     };
     let constant = |c: ActivationConstant| ptr(label_of(c));
@@ -841,7 +844,13 @@ pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>
     }
     asm.vzeroupper()?;
     asm.ret()?;
-    for (constant, label) in constants.iter().zip(labels.iter_mut()) {
+    let used = used.into_inner();
+    for ((constant, label), _) in constants
+        .iter()
+        .zip(labels.iter_mut())
+        .zip(used)
+        .filter(|(_, used)| *used)
+    {
         asm.set_label(label)?;
         asm.dd(&constant.data())?;
     }
