@@ -20,11 +20,10 @@
 //! which leaves every sum as it is, and bounds it does not have are ±inf.
 //! The sums are added in that order, so a tile rounds as the kernels that
 //! apply the epilogue themselves do. NaN results stay NaN through the clamp.
-//! Per step of K: two loads of B, and for each row one broadcast of A
-//! and two multiply-adds. Rows
-//! of A are addressed from three pointers, each followed by the next two
-//! rows at one and two row strides, so no tile needs a callee-saved
-//! register.
+//! Per step of K: two loads of B, and for each row one broadcast of A and
+//! two multiply-adds. Rows of A are addressed from three pointers, each
+//! followed by the next two rows at one and two row strides, so no tile
+//! needs a callee-saved register.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::{
@@ -606,8 +605,9 @@ macro_rules! emit_polynomial {
     }};
 }
 
-/// Emits the activation loop: `$v` are seven vector registers (the last
-/// holding the shift of a shifted exponential) and `$more` four more (GELU's),
+/// Emits the activation loop: the first list holds seven vector registers
+/// (the last holding the shift of a shifted exponential), the second four
+/// more (GELU's),
 /// `$lanes` f32 a register, `$constant(c)` the memory operand of a
 /// register's worth of constant `c`. `$load` and `$store` move a register
 /// from and to memory masked to the `rdx` elements left when fewer than
@@ -737,7 +737,8 @@ macro_rules! emit_activation {
 /// AVX-512 (BMI2 making the last elements' mask) or AVX2 (masked loads and
 /// stores), 16 or 8 elements at a time; `input` and `output` may be the
 /// same. It computes what the Cranelift kernels compute, step for step
-/// ([`crate::kernels::exp`], no fused multiply-adds), so it gives their
+/// ([`crate::kernels::exp`], [`crate::kernels::erf_tanh`], no fused
+/// multiply-adds), so it gives their
 /// bits.
 pub(crate) fn activation(width: Width, activation: Activation) -> Result<Vec<u8>, IcedError> {
     use iced_x86::code_asm::registers::gpr32::{eax, edx};

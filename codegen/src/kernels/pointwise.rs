@@ -212,9 +212,6 @@ pub(super) fn split_at_activation(steps: &[FusedStep]) -> Option<ActivationSplit
         let takes_current = |step: &FusedStep| step.inputs == [current];
         let step = &steps[index];
         match steps.get(index + 1) {
-            _ if step.func == Func::Unary(UnaryOp::Silu) && takes_current(step) => {
-                Some((index, Activation::Silu, 1))
-            }
             // Not sigmoid(x) * x: a NaN then keeps the sigmoid's sign.
             Some(next)
                 if step.func == Func::Unary(UnaryOp::Sigmoid)
@@ -224,16 +221,9 @@ pub(super) fn split_at_activation(steps: &[FusedStep]) -> Option<ActivationSplit
             {
                 Some((index, Activation::Silu, 2))
             }
-            _ if step.func == Func::Unary(UnaryOp::Sigmoid) && takes_current(step) => {
-                Some((index, Activation::Sigmoid, 1))
-            }
-            _ if step.func == Func::Unary(UnaryOp::Gelu) && takes_current(step) => {
-                Some((index, Activation::Gelu, 1))
-            }
-            _ if step.func == Func::Unary(UnaryOp::GeluTanh) && takes_current(step) => {
-                Some((index, Activation::GeluTanh, 1))
-            }
-            _ => None,
+            _ => one_step_activation(&step.func)
+                .filter(|_| takes_current(step))
+                .map(|activation| (index, activation, 1)),
         }
     })?;
     let result = start + taken - 1;
@@ -257,6 +247,18 @@ pub(super) fn split_at_activation(steps: &[FusedStep]) -> Option<ActivationSplit
         activation,
         after,
     })
+}
+
+/// The activation the microkernel computes for a step of this function
+/// alone.
+fn one_step_activation(func: &Func) -> Option<Activation> {
+    match func {
+        Func::Unary(UnaryOp::Sigmoid) => Some(Activation::Sigmoid),
+        Func::Unary(UnaryOp::Silu) => Some(Activation::Silu),
+        Func::Unary(UnaryOp::Gelu) => Some(Activation::Gelu),
+        Func::Unary(UnaryOp::GeluTanh) => Some(Activation::GeluTanh),
+        _ => None,
+    }
 }
 
 /// Elements of f32 activations per call of the microkernel: a unit of
