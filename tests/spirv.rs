@@ -371,11 +371,19 @@ fn bench_profiles_each_dispatch_on_the_device() {
         .expect("dispatches")
         .iter()
         .map(|dispatch| {
-            format!(
-                "{} {}",
-                dispatch["node"].as_str().unwrap_or_default(),
-                dispatch["op"].as_str().unwrap_or_default()
-            )
+            dispatch["kernels"]
+                .as_array()
+                .expect("kernels")
+                .iter()
+                .map(|kernel| {
+                    format!(
+                        "{} {}",
+                        kernel["node"].as_str().unwrap_or_default(),
+                        kernel["op"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" + ")
         })
         .collect();
     dispatches.sort();
@@ -390,27 +398,76 @@ fn bench_profiles_each_dispatch_on_the_device() {
     assert!((shares - 100.0).abs() < 1e-6, "{report}");
 }
 
-/// mobilenet_v2's shaders: one dispatch per kernel the CPU runs, no more
+/// mobilenet_v2's shaders: every kernel in one dispatch, in order, no more
 /// shaders than dispatches (identical ones are kept once).
 #[test]
-fn mobilenet_v2_dispatches_one_shader_per_kernel() {
-    let Some(corpus) = corpus_for("mobilenet_v2_dispatches_one_shader_per_kernel") else {
+fn mobilenet_v2_dispatches_each_kernel_once() {
+    let Some(corpus) = corpus_for("mobilenet_v2_dispatches_each_kernel_once") else {
         return;
     };
     let file = corpus.join("mobilenet_v2.vulkan.bpte");
     let (_dir, manifest) = emit_spirv(&file);
     let method = &manifest["methods"][0];
-    let dispatches = method["dispatches"].as_array().expect("dispatches").len();
+    let dispatches = method["dispatches"].as_array().expect("dispatches");
     let shaders = method["shaders"].as_array().expect("shaders").len();
     let inspect = ptec(&["inspect", "--json", path_str(&file)]);
     let report: serde_json::Value =
         serde_json::from_slice(&inspect.stdout).expect("inspect --json is JSON");
     let kernels = report["methods"][0]["kernels"].as_u64().expect("kernels");
-    assert_eq!(dispatches as u64, kernels, "{manifest}");
+    let dispatched = dispatched_nodes(method);
+    assert_eq!(dispatched.len() as u64, kernels, "{manifest}");
+    assert!(dispatched.is_sorted(), "{dispatched:?}");
     assert!(
-        shaders <= dispatches,
-        "{shaders} shaders for {dispatches} dispatches"
+        shaders <= dispatches.len(),
+        "{shaders} shaders for {} dispatches",
+        dispatches.len()
     );
+}
+
+/// The nodes a manifest's method dispatches, in order, by number.
+fn dispatched_nodes(method: &serde_json::Value) -> Vec<u64> {
+    method["dispatches"]
+        .as_array()
+        .expect("dispatches")
+        .iter()
+        .flat_map(|dispatch| dispatch["kernels"].as_array().expect("kernels").clone())
+        .map(|kernel| {
+            let node = kernel["node"].as_str().expect("a node");
+            node.trim_start_matches('n').parse().expect("a node number")
+        })
+        .collect()
+}
+
+/// llama_block's small kernels (a few thousand elements, or one workgroup's
+/// invocations) share dispatches of one workgroup: far fewer dispatches
+/// than kernels, each kernel once and in order (the program runs on the
+/// device in `vulkan_corpus_and_mobilenet_v2_pass_on_the_device`).
+#[test]
+fn small_kernels_share_a_workgroup() {
+    let Some(corpus) = corpus_for("small_kernels_share_a_workgroup") else {
+        return;
+    };
+    let file = corpus.join("llama_block.vulkan.bpte");
+    let (_dir, manifest) = emit_spirv(&file);
+    let method = &manifest["methods"][0];
+    let dispatches = method["dispatches"].as_array().expect("dispatches");
+    let dispatched = dispatched_nodes(method);
+    assert!(dispatched.is_sorted(), "{dispatched:?}");
+    assert!(
+        dispatches.len() * 4 < dispatched.len(),
+        "{} dispatches for {} kernels",
+        dispatches.len(),
+        dispatched.len()
+    );
+    for dispatch in dispatches {
+        if dispatch["kernels"].as_array().expect("kernels").len() > 1 {
+            assert_eq!(
+                dispatch["workgroups"],
+                serde_json::json!([1, 1, 1]),
+                "{dispatch}"
+            );
+        }
+    }
 }
 
 /// A gather between two elementwise functions: the device scales, the CPU

@@ -65,7 +65,7 @@ pub use jit::{JitCode, JitMethod, JitSegments, compile_jit, compile_jit_segments
 pub use listing::Listing;
 pub use method::{element_type, profiled_kernels};
 pub use spirv::{
-    BufferRange, CpuKernel, Place, Shader, ShaderDispatch, VulkanMethod, VulkanSegment,
-    compile_vulkan, vulkan_placement,
+    BufferRange, CpuKernel, DispatchedKernel, Place, Shader, ShaderDispatch, VulkanMethod,
+    VulkanSegment, compile_vulkan, vulkan_dispatches, vulkan_placement,
 };
 pub use target_lexicon::Triple;

@@ -504,14 +504,14 @@ fn every_shader_passes_nagas_validator() {
     }
 }
 
-/// Two negations of the same shape, the second of the first's output: one
-/// shader, dispatched twice with where each reads and writes (in words) as
-/// its push constants.
+/// Two negations of the same shape, the second of the first's output, each
+/// too large to share a dispatch: one shader, dispatched twice with where
+/// each reads and writes (in words) as its push constants.
 const TWO_NEGATIONS: &str = "
-graph twice (arena 192 bytes) {
-  %0: f32[13] @0 = input 0
-  %1: f32[13] @64 = neg(%0)
-  %2: f32[13] @128 = neg(%1)
+graph twice (arena 1200000 bytes) {
+  %0: f32[100000] @0 = input 0
+  %1: f32[100000] @400000 = neg(%0)
+  %2: f32[100000] @800000 = neg(%1)
   return %2
 }";
 
@@ -526,8 +526,35 @@ fn kernels_of_one_shape_share_a_shader() {
         .map(|dispatch| (dispatch.shader, dispatch.push_constants.as_slice()))
         .collect();
     // Each shader reads its input's word offset, then its output's.
-    assert_eq!(dispatches, [(0, &[0, 16][..]), (0, &[16, 32][..])]);
+    assert_eq!(
+        dispatches,
+        [(0, &[0, 100_000][..]), (0, &[100_000, 200_000][..])]
+    );
     assert!(method.shaders[0].wgsl.contains("arena[bases.b1 + p]"));
+}
+
+/// The same two negations of 13 elements: one dispatch of one workgroup
+/// runs both in order, a barrier between them.
+#[test]
+fn small_kernels_share_one_dispatch() {
+    let text = TWO_NEGATIONS
+        .replace("100000", "13")
+        .replace("1200000", "192")
+        .replace("@400000", "@64")
+        .replace("@800000", "@128");
+    let graph = ptec_ir::parse(&text).expect("the graph parses");
+    let method = compile_vulkan(&graph).expect("the graph compiles to shaders");
+    let [dispatch] = method.dispatches.as_slice() else {
+        panic!("{:?}", method.dispatches);
+    };
+    let nodes: Vec<&str> = dispatch.kernels.iter().map(|kernel| kernel.node.as_str()).collect();
+    assert_eq!(nodes, ["n0", "n1"]);
+    assert_eq!(dispatch.workgroups, [1, 1, 1]);
+    let wgsl = &method.shaders[dispatch.shader].wgsl;
+    let first = wgsl.find("for (var t = lane;").expect("a loop per kernel");
+    let barrier = wgsl.find("storageBarrier();").expect("a barrier");
+    let second = wgsl.rfind("for (var t = lane;").expect("a loop per kernel");
+    assert!(first < barrier && barrier < second, "{wgsl}");
 }
 
 /// Shaders cannot report a zero divisor: the Vulkan back end runs integer

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use ptec_codegen::{Linker, Place, vulkan_placement};
+use ptec_codegen::{Linker, vulkan_dispatches};
 use ptec_frontend::{Method, ScalarType};
 use ptec_ir::Graph;
 use ptec_passes::PassReport;
@@ -133,7 +133,7 @@ pub fn load<'a>(
     let runner = instantiate(&optimized.graph, backend, options)?;
     let kernels = match (options.codegen.profile, backend) {
         (false, _) => Vec::new(),
-        (true, Backend::Vulkan) => vulkan_dispatches(&optimized.graph)?,
+        (true, Backend::Vulkan) => vulkan_dispatch_names(&optimized.graph)?,
         (true, _) => ptec_codegen::profiled_kernels(&optimized.graph),
     };
     Ok(Loaded {
@@ -208,18 +208,24 @@ fn instance<'a>(
     })
 }
 
-/// The node and op of each dispatch of a graph's Vulkan program, in order
-/// (`n12 convolution`): one per kernel placed on the device.
-fn vulkan_dispatches(graph: &Graph<'_>) -> Result<Vec<String>, Error> {
-    let placed = vulkan_placement(graph).map_err(|source| Error::Codegen {
+/// The kernels of each dispatch of a graph's Vulkan program, in order, by
+/// node and op (`n12 convolution`, or `n3 add + n4 softmax` for a run of
+/// small kernels in one dispatch).
+fn vulkan_dispatch_names(graph: &Graph<'_>) -> Result<Vec<String>, Error> {
+    let dispatches = vulkan_dispatches(graph).map_err(|source| Error::Codegen {
         method: graph.name.clone(),
         target: "Vulkan",
         source,
     })?;
-    Ok(placed
+    Ok(dispatches
         .into_iter()
-        .filter(|(_, place)| *place == Place::Device)
-        .map(|(node, _)| format!("{node} {}", graph.node(node).op().name()))
+        .map(|nodes| {
+            nodes
+                .iter()
+                .map(|&node| format!("{node} {}", graph.node(node).op().name()))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        })
         .collect())
 }
 

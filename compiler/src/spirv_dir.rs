@@ -64,8 +64,11 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
             .iter()
             .map(|dispatch| {
                 json!({
-                    "node": dispatch.node,
-                    "op": dispatch.op,
+                    "kernels": dispatch
+                        .kernels
+                        .iter()
+                        .map(|kernel| json!({ "node": kernel.node, "op": kernel.op }))
+                        .collect::<Vec<_>>(),
                     "shader": dispatch.shader,
                     "workgroups": dispatch.workgroups,
                     "push_constants": dispatch.push_constants,

@@ -248,13 +248,7 @@ fn blocked(
             ),
             _ => {
                 let elements: Vec<&str> = group.iter().map(|&k| values[k].as_str()).collect();
-                format!(
-                    "arena_quads[{} + {} / 4u] = bitcast<vec4<u32>>(vec4<{}>({}));",
-                    base(out.byte_offset / 16),
-                    out.offset_at(&at),
-                    out.ty.name(),
-                    elements.join(", ")
-                )
+                out.store_quad(&out.offset_at(&at), &elements)
             }
         };
         if inside.is_empty() {
@@ -291,6 +285,44 @@ pub(super) fn kernel(
         return Ok(None);
     }
     lower(graph, layout, node.op(), node.outputs()).map(Some)
+}
+
+/// About how much work `node`'s kernel does, in elements moved and
+/// multiply-adds: every element it reads and writes, or a product's
+/// multiply-adds where they are more (each output element's sum is as long
+/// as a matrix product's depth, or as a convolution's filter per output
+/// channel; per input element for a transposed one).
+pub(super) fn work(graph: &Graph<'_>, node: &Node) -> u64 {
+    let elements = |value: ValueId| -> u64 {
+        graph
+            .value(value)
+            .ty
+            .fixed_shape()
+            .map_or(0, |shape| shape.iter().product())
+    };
+    let sizes = |value: ValueId| graph.value(value).ty.fixed_shape().unwrap_or_default();
+    let moved: u64 = node
+        .inputs()
+        .into_iter()
+        .chain(node.outputs().iter().copied())
+        .map(elements)
+        .sum();
+    let out = node.outputs().first().map_or(0, |&value| elements(value));
+    let sums_over = |a: ValueId| out.saturating_mul(sizes(a).last().copied().unwrap_or(0));
+    let products = match node.op() {
+        Op::MatMul(op) => sums_over(op.a),
+        Op::Addmm(op) => sums_over(op.a),
+        Op::Convolution(op) => {
+            let filter =
+                elements(op.weight) / sizes(op.weight).first().copied().unwrap_or(1).max(1);
+            match op.transposed {
+                None => out.saturating_mul(filter),
+                Some(_) => elements(op.input).saturating_mul(filter),
+            }
+        }
+        _ => 0,
+    };
+    moved.max(products)
 }
 
 /// The refusal of a kind of op no shader expresses, with the reason

@@ -1,7 +1,8 @@
-//! Vulkan compute shaders for a method: one shader per kernel node, written
-//! in WGSL with the node's shapes and strides baked in and where its
-//! tensors lie in the buffers read from push constants, checked by naga's
-//! validator and turned into SPIR-V by naga's back end.
+//! Vulkan compute shaders for a method: one shader per dispatch, of a kernel
+//! node or of a run of small ones ([`SHARED_WORK`]), written in WGSL with
+//! the nodes' shapes and strides baked in and where their tensors lie in
+//! the buffers read from push constants, checked by naga's validator and
+//! turned into SPIR-V by naga's back end.
 //!
 //! Every shader sees two storage buffers as arrays of 32-bit words: the
 //! arena (binding 0: inputs, outputs, activations and state, at the
@@ -27,6 +28,7 @@ mod kernels;
 mod wgsl;
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::ops::Range;
 
 use ptec_ir::{Graph, NodeId, OpKind, ValueId, ValueKind};
@@ -142,18 +144,25 @@ pub struct BufferRange {
     pub bytes: u64,
 }
 
-/// One dispatch: which shader, how many workgroups, for which node.
+/// One dispatch: which shader, how many workgroups, for which nodes.
 #[derive(Clone, Debug)]
 pub struct ShaderDispatch {
     pub shader: usize,
     pub workgroups: [u32; 3],
     /// Where its tensors lie, which the shader reads as push constants.
     pub push_constants: Vec<u32>,
-    /// The node (`n12`) and its op's name.
-    pub node: String,
-    pub op: String,
+    /// The kernels it runs, in order: one, or a run of small ones.
+    pub kernels: Vec<DispatchedKernel>,
+    /// What its kernels read and write, kernel by kernel.
     pub reads: Vec<BufferRange>,
     pub writes: Vec<BufferRange>,
+}
+
+/// A kernel a dispatch runs: its node (`n12`) and its op's name.
+#[derive(Clone, Debug)]
+pub struct DispatchedKernel {
+    pub node: String,
+    pub op: String,
 }
 
 /// A kernel no shader expresses, which the CPU runs.
@@ -264,6 +273,50 @@ pub enum Place {
 /// a method with control flow, since a jump cannot cross segments. A method
 /// with dynamic shapes is refused whole.
 pub fn vulkan_placement(graph: &Graph<'_>) -> Result<Vec<(NodeId, Place)>, CodegenError> {
+    Ok(units(graph)?
+        .into_iter()
+        .flat_map(|unit| match unit {
+            Unit::Dispatch(nodes) => nodes
+                .into_iter()
+                .map(|node| (node, Place::Device))
+                .collect::<Vec<_>>(),
+            Unit::Cpu(node, why) => vec![(node, Place::Cpu(why))],
+        })
+        .collect())
+}
+
+/// The kernels of each dispatch of a graph's Vulkan program, in order: a
+/// kernel alone, or a run of small ones in one workgroup
+/// ([`SHARED_WORK`]).
+pub fn vulkan_dispatches(graph: &Graph<'_>) -> Result<Vec<Vec<NodeId>>, CodegenError> {
+    Ok(units(graph)?
+        .into_iter()
+        .filter_map(|unit| match unit {
+            Unit::Dispatch(nodes) => Some(nodes),
+            Unit::Cpu(..) => None,
+        })
+        .collect())
+}
+
+/// The most work (`kernels::work`) of a kernel that shares its dispatch
+/// with the small kernels next to it, as does one of at most one
+/// workgroup's invocations (which a dispatch of its own would run on one
+/// workgroup too): such a run of kernels is one shader of one workgroup,
+/// each kernel a loop over its invocations by the workgroup's, a barrier
+/// after it. A dispatch costs more than such a kernel (lavapipe, two cores:
+/// about 20 µs, half of it handing the workgroups to its threads), and a
+/// run of them sees each other's writes without leaving the shader.
+const SHARED_WORK: u64 = 1 << 17;
+
+/// What runs where, in schedule order: dispatches of one or more kernels,
+/// and kernels the CPU runs.
+enum Unit {
+    Dispatch(Vec<NodeId>),
+    Cpu(NodeId, String),
+}
+
+/// The schedule's kernels in [`Unit`]s.
+fn units(graph: &Graph<'_>) -> Result<Vec<Unit>, CodegenError> {
     ptec_ir::verify(graph)?;
     if graph.symbols().next().is_some() {
         return Err(CodegenError::UnsupportedMethod {
@@ -277,20 +330,33 @@ pub fn vulkan_placement(graph: &Graph<'_>) -> Result<Vec<(NodeId, Place)>, Codeg
         return Ok(schedule
             .iter()
             .filter(|&&node| !graph.node(node).op().is_control() && !graph.is_view_in_place(node))
-            .map(|&node| (node, Place::Cpu(format!("the method has {reason}"))))
+            .map(|&node| Unit::Cpu(node, format!("the method has {reason}")))
             .collect());
     }
     let everything = Layout::new(graph, schedule);
-    let mut placed = Vec::new();
+    let mut units = Vec::new();
+    // Whether the last unit is a dispatch of small kernels.
+    let mut sharing = false;
     for &node in schedule {
         let in_place = graph.is_view_in_place(node);
         match kernels::kernel(graph, &everything, graph.node(node), in_place) {
-            Ok(Some(kernel)) if kernel.invocations > 0 => placed.push((node, Place::Device)),
+            Ok(Some(kernel)) if kernel.invocations > 0 => {
+                let small = kernel.invocations <= WORKGROUP_SIZE
+                    || kernels::work(graph, graph.node(node)) <= SHARED_WORK;
+                match units.last_mut() {
+                    Some(Unit::Dispatch(nodes)) if small && sharing => nodes.push(node),
+                    _ => units.push(Unit::Dispatch(vec![node])),
+                }
+                sharing = small;
+            }
             Ok(_) => {}
-            Err(Refusal(why)) => placed.push((node, Place::Cpu(why))),
+            Err(Refusal(why)) => {
+                units.push(Unit::Cpu(node, why));
+                sharing = false;
+            }
         }
     }
-    Ok(placed)
+    Ok(units)
 }
 
 fn has_control_flow(graph: &Graph<'_>) -> bool {
@@ -304,22 +370,25 @@ fn has_control_flow(graph: &Graph<'_>) -> bool {
 /// [`vulkan_placement`] puts on the device, and segments saying where the
 /// others run.
 pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
-    let placed = vulkan_placement(graph)?;
+    let units = units(graph)?;
     let abi = method_abi(graph, Backend::Vulkan, Vec::new(), 0)?;
-    let on_device: Vec<NodeId> = placed
+    let on_device: Vec<NodeId> = units
         .iter()
-        .filter(|(_, place)| *place == Place::Device)
-        .map(|&(node, _)| node)
+        .filter_map(|unit| match unit {
+            Unit::Dispatch(nodes) => Some(nodes.iter().copied()),
+            Unit::Cpu(..) => None,
+        })
+        .flatten()
         .collect();
     // The constants buffer holds what the shaders read only.
     let layout = Layout::new(graph, &on_device);
     let mut shaders = Shaders::default();
     let mut segments: Vec<VulkanSegment> = Vec::new();
-    for (node, place) in placed {
-        match (place, segments.last_mut()) {
-            (Place::Device, last) => {
+    for unit in units {
+        match (unit, segments.last_mut()) {
+            (Unit::Dispatch(nodes), last) => {
                 let index = shaders.dispatches.len();
-                shaders.add(graph, &layout, node)?;
+                shaders.add(graph, &layout, &nodes)?;
                 match last {
                     Some(VulkanSegment::Device { dispatches }) => dispatches.end = index + 1,
                     _ => segments.push(VulkanSegment::Device {
@@ -327,7 +396,7 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
                     }),
                 }
             }
-            (Place::Cpu(why), last) => {
+            (Unit::Cpu(node, why), last) => {
                 let kernel = cpu_kernel(graph, node, why);
                 match last {
                     Some(VulkanSegment::Cpu { nodes, kernels }) => {
@@ -376,30 +445,57 @@ struct Shaders {
 }
 
 impl Shaders {
-    /// Adds the dispatch of `node_id`, a node whose shader lowers (with a
-    /// layout of every constant the shaders read) and does some work.
+    /// Adds the dispatch of `nodes`, kernels whose shaders lower (with a
+    /// layout of every constant the shaders read) and do some work: one
+    /// kernel's shader, or one workgroup running each in turn.
     fn add(
         &mut self,
         graph: &Graph<'_>,
         layout: &Layout,
-        node_id: NodeId,
+        nodes: &[NodeId],
     ) -> Result<(), CodegenError> {
-        let node = graph.node(node_id);
-        let in_context = |source: CodegenError| CodegenError::Node {
+        let in_context = |node_id: NodeId, source: CodegenError| CodegenError::Node {
             node: node_id.to_string(),
-            op: node.op().name().to_string(),
+            op: graph.node(node_id).op().name().to_string(),
             source: Box::new(source),
         };
-        let refused =
-            |Refusal(why)| in_context(CodegenError::unsupported(node.op(), Backend::Vulkan, why));
-        let kernel = kernels::kernel(graph, layout, node, graph.is_view_in_place(node_id))
-            .map_err(refused)?
-            .ok_or_else(|| refused(refuse("no kernel, although one was placed on the device")))?;
-        let (source, workgroups, push_constants) = shader_source(&kernel);
+        let refused = |node_id: NodeId, Refusal(why)| {
+            in_context(
+                node_id,
+                CodegenError::unsupported(graph.node(node_id).op(), Backend::Vulkan, why),
+            )
+        };
+        let mut kernels = Vec::with_capacity(nodes.len());
+        let mut reads = Vec::new();
+        let mut writes = Vec::new();
+        for &node_id in nodes {
+            let node = graph.node(node_id);
+            let kernel = kernels::kernel(graph, layout, node, graph.is_view_in_place(node_id))
+                .map_err(|refusal| refused(node_id, refusal))?
+                .ok_or_else(|| {
+                    refused(
+                        node_id,
+                        refuse("no kernel, although one was placed on the device"),
+                    )
+                })?;
+            kernels.push(kernel);
+            for (values, ranges) in [
+                (&node.inputs()[..], &mut reads),
+                (node.outputs(), &mut writes),
+            ] {
+                for &value in values {
+                    ranges.push(
+                        buffer_range(graph, layout, value)
+                            .map_err(|refusal| refused(node_id, refusal))?,
+                    );
+                }
+            }
+        }
+        let (source, workgroups, push_constants) = shader_source(&kernels);
         let shader = match self.known.get(&source) {
             Some(&shader) => shader,
             None => {
-                let spirv = to_spirv(&source).map_err(in_context)?;
+                let spirv = to_spirv(&source).map_err(|error| in_context(nodes[0], error))?;
                 self.shaders.push(Shader {
                     wgsl: source.clone(),
                     spirv,
@@ -408,21 +504,19 @@ impl Shaders {
                 self.shaders.len() - 1
             }
         };
-        let ranges = |values: &[ValueId]| -> Result<Vec<BufferRange>, CodegenError> {
-            values
-                .iter()
-                .map(|&value| buffer_range(graph, layout, value))
-                .collect::<Result<_, _>>()
-                .map_err(refused)
-        };
         self.dispatches.push(ShaderDispatch {
             shader,
             workgroups,
             push_constants,
-            node: node_id.to_string(),
-            op: node.op().name().to_string(),
-            reads: ranges(&node.inputs())?,
-            writes: ranges(node.outputs())?,
+            kernels: nodes
+                .iter()
+                .map(|&node| DispatchedKernel {
+                    node: node.to_string(),
+                    op: graph.node(node).op().name().to_string(),
+                })
+                .collect(),
+            reads,
+            writes,
         });
         Ok(())
     }
@@ -447,27 +541,55 @@ fn buffer_range(
     })
 }
 
-/// The whole shader of a kernel, the workgroups to dispatch (a grid of at
-/// most 65,535 workgroups in x, the least every device allows, rows of them
-/// in y) and the push constants it reads: where its tensors lie, so that
-/// kernels of the same shapes elsewhere in the buffers share the shader.
-fn shader_source(kernel: &kernels::Kernel) -> (String, [u32; 3], Vec<u32>) {
+/// The whole shader of a dispatch's kernels, the workgroups to dispatch
+/// and the push constants it reads: where its tensors lie, so that kernels
+/// of the same shapes elsewhere in the buffers share the shader. A kernel
+/// alone runs an invocation per invocation of its own, in a grid of at most
+/// 65,535 workgroups in x (the least every device allows), rows of them in
+/// y; a run of kernels runs in one workgroup, each kernel's invocations a
+/// loop over the workgroup's, a barrier after each so that the next sees
+/// what it wrote.
+fn shader_source(kernels: &[kernels::Kernel]) -> (String, [u32; 3], Vec<u32>) {
     const MAX_X: u64 = 65_535;
-    let (body, bases, push_constants) = lift_bases(&kernel.body);
-    let groups = kernel.invocations.div_ceil(WORKGROUP_SIZE);
-    let x = groups.min(MAX_X);
-    let y = groups.div_ceil(x);
-    let main = format!(
-        "@compute @workgroup_size({WORKGROUP_SIZE})
+    let (main, workgroups) = match kernels {
+        [kernel] => {
+            let groups = kernel.invocations.div_ceil(WORKGROUP_SIZE);
+            let x = groups.min(MAX_X);
+            let y = groups.div_ceil(x);
+            let main = format!(
+                "@compute @workgroup_size({WORKGROUP_SIZE})
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
     let t = id.x + id.y * {}u;
     if (t >= {}u) {{ return; }}
 {}}}
 ",
-        x * WORKGROUP_SIZE,
-        kernel.invocations,
-        body
-    );
+                x * WORKGROUP_SIZE,
+                kernel.invocations,
+                kernel.body
+            );
+            (main, [x as u32, y as u32, 1])
+        }
+        _ => {
+            let mut main = format!(
+                "@compute @workgroup_size({WORKGROUP_SIZE})
+fn main(@builtin(local_invocation_index) lane: u32) {{
+"
+            );
+            for (k, kernel) in kernels.iter().enumerate() {
+                if k > 0 {
+                    main.push_str("    storageBarrier();\n");
+                }
+                let _ = write!(
+                    main,
+                    "    for (var t = lane; t < {}u; t = t + {WORKGROUP_SIZE}u) {{\n{}    }}\n",
+                    kernel.invocations, kernel.body
+                );
+            }
+            main.push_str("}\n");
+            (main, [1, 1, 1])
+        }
+    };
+    let (main, bases, push_constants) = lift_bases(&main);
     // The helper functions the code calls, and those they call.
     let mut included = vec![false; FUNCTIONS.len()];
     let mut text = main.clone();
@@ -492,7 +614,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
         }
     }
     source.push_str(&main);
-    (source, [x as u32, y as u32, 1], push_constants)
+    (source, workgroups, push_constants)
 }
 
 /// Parses, validates and translates one shader.

@@ -595,6 +595,17 @@ impl Tensor {
         }
     }
 
+    /// The statement storing four values of [`Tensor::ty`] from `offset` on
+    /// (as for [`Tensor::load_quad`]; the arena only).
+    pub(super) fn store_quad(&self, offset: &str, values: &[&str]) -> String {
+        format!(
+            "arena_quads[{} + {offset} / 4u] = bitcast<vec4<u32>>(vec4<{}>({}));",
+            base(self.byte_offset / 16),
+            self.ty.name(),
+            values.join(", ")
+        )
+    }
+
     /// The element offset of the element at `coords` (one expression per
     /// dimension).
     pub(super) fn offset_at(&self, coords: &[String]) -> String {
