@@ -1800,6 +1800,20 @@ fn layer_norm(
     let lead = x.rank() - normalized_dims;
     let trailing: Vec<usize> = (lead..x.rank()).collect();
     let count: u64 = trailing.iter().map(|&dim| x.sizes[dim]).product();
+    // A row along one dimension read (and written) four elements at a
+    // time where every tensor allows, each still summed in order.
+    let quads = normalized_dims == 1
+        && x.quads_along(lead)
+        && out.quads_along(lead)
+        && [&weight, &bias]
+            .into_iter()
+            .flatten()
+            .all(|t| t.rank() == 1 && t.quads_along(0));
+    let lanes = if quads { 4 } else { 1 };
+    let lane = |name: &str, s: usize| match quads {
+        true => format!("{name}[{s}]"),
+        false => name.to_string(),
+    };
     Ok(per_row(x, &trailing, |coords| {
         let mut at = coords.to_vec();
         let mut split = String::new();
@@ -1810,14 +1824,39 @@ fn layer_norm(
             let _ = writeln!(split, "        let ii{step} = {index} / {}u;", x.sizes[dim]);
             index = format!("ii{step}");
         }
-        let element = x.load(&x.offset_at(&at));
-        let mut normalized = "(v - mean) * rstd".to_string();
-        if let Some(weight) = weight {
-            normalized = format!("{normalized} * {}", weight.load_broadcast(&at[lead..]));
+        let load = |t: &Tensor, coords: &[String]| match quads {
+            true => t.load_quad(&t.offset_at(coords)),
+            false => t.load_broadcast(coords),
+        };
+        let _ = writeln!(split, "        let v = {};", load(x, &at));
+        let (mut sum, mut squares, mut normalized) = (String::new(), String::new(), Vec::new());
+        for s in 0..lanes {
+            let v = lane("v", s);
+            let _ = writeln!(sum, "        sum = sum + {v};");
+            let _ = writeln!(
+                squares,
+                "        let d{s} = {v} - mean;\n        squares = squares + d{s} * d{s};"
+            );
+            let mut value = format!("({v} - mean) * rstd");
+            if weight.is_some() {
+                value = format!("{value} * {}", lane("w", s));
+            }
+            if bias.is_some() {
+                value = format!("{value} + {}", lane("b", s));
+            }
+            normalized.push(value);
         }
-        if let Some(bias) = bias {
-            normalized = format!("{normalized} + {}", bias.load_broadcast(&at[lead..]));
+        let mut parameters = String::new();
+        for (name, t) in [("w", &weight), ("b", &bias)] {
+            if let Some(t) = t {
+                let _ = writeln!(parameters, "        let {name} = {};", load(t, &at[lead..]));
+            }
         }
+        let normalized: Vec<&str> = normalized.iter().map(String::as_str).collect();
+        let stored = match quads {
+            true => out.store_quad(&out.offset_at(&at), &normalized),
+            false => store(out, &at, normalized[0]),
+        };
         let statistic = |t: &Option<Tensor>, value: &str| {
             t.as_ref()
                 .map(|t| format!("    {}\n", store(t, &coords[..t.rank()], value)))
@@ -1825,24 +1864,19 @@ fn layer_norm(
         };
         format!(
             "    var sum = 0.0f;
-    for (var i = 0u; i < {count}u; i = i + 1u) {{
-{split}        sum = sum + {element};
-    }}
+    for (var i = 0u; i < {count}u; i = i + {lanes}u) {{
+{split}{sum}    }}
     let mean = sum / {n};
     var squares = 0.0f;
-    for (var i = 0u; i < {count}u; i = i + 1u) {{
-{split}        let d = {element} - mean;
-        squares = squares + d * d;
-    }}
+    for (var i = 0u; i < {count}u; i = i + {lanes}u) {{
+{split}{squares}    }}
     let rstd = 1.0f / sqrt(squares / {n} + {eps});
-{}{}    for (var i = 0u; i < {count}u; i = i + 1u) {{
-{split}        let v = {element};
-        {}
+{}{}    for (var i = 0u; i < {count}u; i = i + {lanes}u) {{
+{split}{parameters}        {stored}
     }}
 ",
             statistic(&mean, "mean"),
             statistic(&rstd, "rstd"),
-            store(out, &at, &normalized),
             n = float(count as f64),
             eps = float(eps),
         )
