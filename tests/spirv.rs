@@ -550,3 +550,87 @@ fn a_gather_between_shaders_runs_on_the_cpu() {
     );
     assert_eq!(errors[0], errors[1]);
 }
+
+/// Elementwise kernels four elements at a time: a row broadcast (one
+/// element for the four), a NaN-propagating maximum and a scale in place
+/// of its input, on specials and a row scaled by NaN; the device gives the
+/// JIT's bits.
+const QUADS: &str = "
+graph quads (arena 1664 bytes) {
+  %0: f32[8,16] @0 = input 0
+  %1: f32[8,1] @512 = input 1
+  %2: f32[8,16] @576 = mul(%0, %1)
+  %3: f32[8,16] @1088 = maximum(%2, %0)
+  %4: f32[8,16] @1088 = mul_scalar(%3) scalar=-3
+  return %4
+}";
+
+#[test]
+fn elementwise_quads_give_the_cpu_bits() {
+    let graph = ptec_ir::parse(QUADS).expect("the graph parses");
+    let compiled = ptec_compiler::vulkan(&graph).expect("the graph compiles for Vulkan");
+    let [shader] = compiled.shaders.as_slice() else {
+        panic!("{} shaders", compiled.shaders.len());
+    };
+    assert_eq!(
+        shader.wgsl.matches("let p = t * 4u;").count(),
+        3,
+        "{}",
+        shader.wgsl
+    );
+    if !device_available("elementwise_quads_give_the_cpu_bits") {
+        return;
+    }
+    let specials = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE,
+        -1e30,
+        1e-40,
+    ];
+    let x: Vec<u8> = (0..128)
+        .map(|k| match k % 11 {
+            0 => specials[k / 11 % specials.len()],
+            _ => (k as f32 - 60.0) * 0.37,
+        })
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    let rows: Vec<u8> = [2.0f32, -0.5, 0.0, f32::NAN, 1e20, -0.0, 3.0, f32::INFINITY]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let run = |backend: Backend| {
+        let mut runner = instantiate(&graph, backend, &Options::default())
+            .unwrap_or_else(|error| panic!("{backend}: {}", ptec_compiler::full_message(&error)));
+        runner
+            .run(&[
+                TensorRef {
+                    element: ElementType::F32,
+                    sizes: &[8, 16],
+                    data: &x,
+                },
+                TensorRef {
+                    element: ElementType::F32,
+                    sizes: &[8, 1],
+                    data: &rows,
+                },
+            ])
+            .unwrap_or_else(|error| panic!("{backend}: {error}"))
+    };
+    // NaN's sign is the device's (lavapipe's are positive), as for the
+    // scalar kernels; every other value has the JIT's bits.
+    let bits = |outputs: Vec<HostTensor>| -> Vec<Option<u32>> {
+        outputs[0]
+            .data
+            .chunks_exact(4)
+            .map(|word| f32::from_le_bytes(word.try_into().expect("four bytes")))
+            .map(|x| (!x.is_nan()).then_some(x.to_bits()))
+            .collect()
+    };
+    let (jit, vulkan) = (bits(run(Backend::Jit)), bits(run(Backend::Vulkan)));
+    assert_eq!(jit, vulkan);
+    assert!(jit.iter().filter(|x| x.is_none()).count() >= 16, "{jit:?}");
+}

@@ -547,7 +547,11 @@ fn small_kernels_share_one_dispatch() {
     let [dispatch] = method.dispatches.as_slice() else {
         panic!("{:?}", method.dispatches);
     };
-    let nodes: Vec<&str> = dispatch.kernels.iter().map(|kernel| kernel.node.as_str()).collect();
+    let nodes: Vec<&str> = dispatch
+        .kernels
+        .iter()
+        .map(|kernel| kernel.node.as_str())
+        .collect();
     assert_eq!(nodes, ["n0", "n1"]);
     assert_eq!(dispatch.workgroups, [1, 1, 1]);
     let wgsl = &method.shaders[dispatch.shader].wgsl;

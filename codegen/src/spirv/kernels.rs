@@ -591,27 +591,123 @@ struct Step {
 fn pointwise(
     inputs: &[Tensor],
     out: &Tensor,
-    [compute, result]: [Ty; 2],
+    types: [Ty; 2],
     steps: &[Step],
 ) -> Result<Kernel, Refusal> {
+    if let Some(kernel) = pointwise_quads(inputs, out, types, steps)? {
+        return Ok(kernel);
+    }
     per_element(out, no_extra, |c| {
-        let mut code = String::new();
-        for (k, input) in inputs.iter().enumerate() {
-            let value = convert(&input.load_broadcast(c), input.ty, compute);
-            let _ = writeln!(code, "    let in{k} = {value};");
-        }
-        for (k, step) in steps.iter().enumerate() {
-            // The names of the operands and steps are `StepInput`'s own.
-            let operands: Vec<String> = step.reads.iter().map(StepInput::to_string).collect();
-            let value = expr::lower(&step.expr, &operands, compute)?;
-            let _ = writeln!(code, "    let s{k} = {value};");
-        }
-        let last = format!("s{}", steps.len().saturating_sub(1));
-        Ok(Element {
-            code,
-            value: convert(&last, result, out.ty),
-        })
+        let loads: Vec<String> = inputs.iter().map(|input| input.load_broadcast(c)).collect();
+        let (code, value) = pointwise_steps(inputs, &loads, out, types, steps)?;
+        Ok(Element { code, value })
     })
+}
+
+/// An elementwise kernel four neighbouring elements of `out` at a time (a
+/// quad along its innermost dimension in memory), where every input gives
+/// their four values as one quad or as one element broadcast to all four:
+/// each element computed as [`pointwise`] computes it, with a quarter of
+/// the loads and stores (lavapipe loads and stores a storage buffer lane by
+/// lane). `None` where some tensor does not allow it.
+fn pointwise_quads(
+    inputs: &[Tensor],
+    out: &Tensor,
+    types: [Ty; 2],
+    steps: &[Step],
+) -> Result<Option<Kernel>, Refusal> {
+    let Some(&inner) = out.order.last() else {
+        return Ok(None);
+    };
+    if !out.quads_along(inner) {
+        return Ok(None);
+    }
+    let (coordinates, c) = out.coordinates("p", "c");
+    // Each input's quad (`Some`) or element (`None`) at the first element.
+    let mut reads = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let skip = out.rank() - input.rank();
+        let at = input.offset_at(&c[skip..]);
+        let along = inner.checked_sub(skip);
+        let read = match along {
+            Some(dim) if input.sizes[dim] > 1 => match input.quads_along(dim) {
+                true => Some(input.load_quad(&at)),
+                false => return Ok(None),
+            },
+            // The same element for all four, which must not be in place of
+            // the output (read as words while the output is stored as
+            // quads).
+            _ if overlaps(input, out) => return Ok(None),
+            _ => None,
+        };
+        reads.push((read, input.load(&at)));
+    }
+    let mut body = format!("    let p = t * 4u;\n{coordinates}");
+    for (k, (quad, element)) in reads.iter().enumerate() {
+        let _ = writeln!(body, "    let x{k} = {};", quad.as_ref().unwrap_or(element));
+    }
+    let _ = writeln!(body, "    var r: vec4<{}>;", out.ty.name());
+    for lane in 0..4 {
+        let loads: Vec<String> = reads
+            .iter()
+            .enumerate()
+            .map(|(k, (quad, _))| match quad {
+                Some(_) => format!("x{k}[{lane}]"),
+                None => format!("x{k}"),
+            })
+            .collect();
+        let (code, value) = pointwise_steps(inputs, &loads, out, types, steps)?;
+        let _ = write!(body, "    {{\n{code}    r[{lane}] = {value};\n    }}\n");
+    }
+    let _ = writeln!(
+        body,
+        "    {}",
+        out.store_quad("p", &["r[0]", "r[1]", "r[2]", "r[3]"])
+    );
+    Ok(Some(Kernel {
+        body,
+        invocations: out.elements() / 4,
+    }))
+}
+
+/// Whether two tensors' bytes may overlap.
+fn overlaps(a: &Tensor, b: &Tensor) -> bool {
+    let span = |t: &Tensor| {
+        let last: u64 = t
+            .sizes
+            .iter()
+            .zip(&t.strides)
+            .map(|(size, stride)| size.saturating_sub(1) * stride)
+            .sum();
+        t.byte_offset..t.byte_offset + (last + 1) * t.dtype.size() as u64
+    };
+    let (a_bytes, b_bytes) = (span(a), span(b));
+    a.buffer == b.buffer && a_bytes.start < b_bytes.end && b_bytes.start < a_bytes.end
+}
+
+/// The statements of an element of [`pointwise`]'s function from its
+/// inputs' loaded values (`loads`, in their element types), and the value
+/// to store (of `out`'s type).
+fn pointwise_steps(
+    inputs: &[Tensor],
+    loads: &[String],
+    out: &Tensor,
+    [compute, result]: [Ty; 2],
+    steps: &[Step],
+) -> Result<(String, String), Refusal> {
+    let mut code = String::new();
+    for (k, (input, load)) in inputs.iter().zip(loads).enumerate() {
+        let value = convert(load, input.ty, compute);
+        let _ = writeln!(code, "    let in{k} = {value};");
+    }
+    for (k, step) in steps.iter().enumerate() {
+        // The names of the operands and steps are `StepInput`'s own.
+        let operands: Vec<String> = step.reads.iter().map(StepInput::to_string).collect();
+        let value = expr::lower(&step.expr, &operands, compute)?;
+        let _ = writeln!(code, "    let s{k} = {value};");
+    }
+    let last = format!("s{}", steps.len().saturating_sub(1));
+    Ok((code, convert(&last, result, out.ty)))
 }
 
 fn permute(x: &Tensor, out: &Tensor, dims: &[usize]) -> Result<Kernel, Refusal> {
