@@ -506,7 +506,7 @@ fn every_shader_passes_nagas_validator() {
 
 /// Two negations of the same shape, the second of the first's output, each
 /// too large to share a dispatch: one shader, dispatched twice with where
-/// each reads and writes (in words) as its push constants.
+/// each reads and writes (in quads) as its push constants.
 const TWO_NEGATIONS: &str = "
 graph twice (arena 1200000 bytes) {
   %0: f32[100000] @0 = input 0
@@ -525,12 +525,13 @@ fn kernels_of_one_shape_share_a_shader() {
         .iter()
         .map(|dispatch| (dispatch.shader, dispatch.push_constants.as_slice()))
         .collect();
-    // Each shader reads its input's word offset, then its output's.
+    // Each shader reads its input's offset, then its output's, in quads
+    // (four elements at a time).
     assert_eq!(
         dispatches,
-        [(0, &[0, 100_000][..]), (0, &[100_000, 200_000][..])]
+        [(0, &[0, 25_000][..]), (0, &[25_000, 50_000][..])]
     );
-    assert!(method.shaders[0].wgsl.contains("arena[bases.b1 + p]"));
+    assert!(method.shaders[0].wgsl.contains("arena_quads[bases.b1 + p / 4u]"));
 }
 
 /// The same two negations of 13 elements: one dispatch of one workgroup
