@@ -531,7 +531,11 @@ fn kernels_of_one_shape_share_a_shader() {
         dispatches,
         [(0, &[0, 25_000][..]), (0, &[25_000, 50_000][..])]
     );
-    assert!(method.shaders[0].wgsl.contains("arena_quads[bases.b1 + p / 4u]"));
+    assert!(
+        method.shaders[0]
+            .wgsl
+            .contains("arena_quads[bases.b1 + p / 4u]")
+    );
 }
 
 /// The same two negations of 13 elements: one dispatch of one workgroup

@@ -131,6 +131,13 @@ const WIDE_BLOCK: u64 = 32;
 /// matrix product's columns (each element of the left operand).
 const SPAN: u64 = 4;
 
+/// The columns one invocation of a matrix product computes where the right
+/// operand's rows read in quads: each quad of the left operand serves four
+/// quads of the right's (lavapipe loads storage buffers lane by lane, and
+/// the encoder's products took half the time at 8 by 16 as at 8 by 4, with
+/// 128 sums, some spilled).
+const WIDE_SPAN: u64 = 16;
+
 /// The most output channels and the positions one invocation of a
 /// pointwise convolution computes: each input quad it loads serves this
 /// many channels, each quad of filter taps this many positions (wider than
@@ -219,8 +226,13 @@ fn blocked(
             .step_by(4)
             .map(|k| (k..k + 4).collect())
             .collect(),
-        Some((along, 4)) if out.quads_along(along) => (0..block as usize)
-            .map(|j| (0..4).map(|q| q * block as usize + j).collect())
+        Some((along, count)) if count.is_multiple_of(4) && out.quads_along(along) => (0..count
+            as usize)
+            .step_by(4)
+            .flat_map(|q| {
+                (0..block as usize)
+                    .map(move |j| (q..q + 4).map(|q| q * block as usize + j).collect())
+            })
             .collect(),
         _ => (0..values.len()).map(|k| vec![k]).collect(),
     };
@@ -1551,8 +1563,8 @@ fn close_loops(count: usize) -> String {
 }
 
 /// `out = clamp(beta * bias + alpha * (a @ b))`, batched over leading
-/// dimensions with broadcasting: up to [`BLOCK`] rows at [`SPAN`]
-/// columns per invocation, or one element per invocation where the output
+/// dimensions with broadcasting: up to [`BLOCK`] rows at [`SPAN`] (or
+/// [`WIDE_SPAN`]) columns per invocation, or one element per invocation where the output
 /// does not suit a blocked kernel (one-byte elements). Either way each
 /// element sums in the same order.
 fn matmul(
@@ -1592,7 +1604,7 @@ fn matmul(
             coords.push(columns);
             t.offset_at(&coords)
         };
-        let b_columns = b_quads[0] && span == 4;
+        let b_columns = b_quads[0] && span.is_multiple_of(4);
         // `a`'s and `b`'s quads along the depth imply a multiple of four.
         let steps = match a_quads || b_quads[1] || (b_columns && depth.is_multiple_of(4)) {
             true => 4,
@@ -1604,6 +1616,13 @@ fn matmul(
         };
         let row = |j: usize| in_block(c, rows_dim, j)[rows_dim].clone();
         let column = |q: usize| in_block(c, columns_dim, q)[columns_dim].clone();
+        // The column of quad `g` of a row of `b`'s span, kept inside the
+        // row where the span runs past its end (columns not stored).
+        let columns = out.sizes[columns_dim];
+        let quad_column = |g: usize| match g > 0 && !columns.is_multiple_of(span as u64) {
+            true => format!("min({}, {}u)", column(g * 4), columns - 4),
+            false => column(g * 4),
+        };
         let mut code = String::new();
         for k in 0..count * span {
             let _ = writeln!(code, "    var acc{k} = {zero};");
@@ -1630,9 +1649,13 @@ fn matmul(
         let mut right = vec![Vec::new(); steps];
         for (s, step_values) in right.iter_mut().enumerate() {
             if b_columns {
-                let quad = b.load_quad(&offset(b, depth_at(s), column(0)));
-                let _ = writeln!(code, "        let b{s} = {quad};");
-                *step_values = (0..span).map(|q| format!("b{s}[{q}]")).collect();
+                for g in 0..span / 4 {
+                    let quad = b.load_quad(&offset(b, depth_at(s), quad_column(g)));
+                    let _ = writeln!(code, "        let b{s}_{g} = {quad};");
+                }
+                *step_values = (0..span)
+                    .map(|q| format!("b{s}_{}[{}]", q / 4, q % 4))
+                    .collect();
             } else if !b_quads[1] {
                 for q in 0..span {
                     let value = b.load(&offset(b, depth_at(s), column(q)));
@@ -1684,8 +1707,13 @@ fn matmul(
         }
         Ok((code, values))
     };
+    // Where `b`'s rows read in quads, each row of `a`'s quads (loaded lane
+    // by lane on lavapipe) serves four quads of columns.
+    let span = match b_quads[0] && out.sizes[columns_dim] >= WIDE_SPAN {
+        true => WIDE_SPAN,
+        false => out.sizes[columns_dim].clamp(1, SPAN),
+    };
     let block = out.sizes[rows_dim].clamp(1, BLOCK);
-    let span = out.sizes[columns_dim].clamp(1, SPAN);
     let blocks = blocked(out, rows_dim, block, Some((columns_dim, span)), |c| {
         sums(c, block as usize, span as usize)
     })?;
