@@ -1708,11 +1708,14 @@ fn matmul(
         Ok((code, values))
     };
     // Where `b`'s rows read in quads, each row of `a`'s quads (loaded lane
-    // by lane on lavapipe) serves four quads of columns.
-    let span = match b_quads[0] && out.sizes[columns_dim] >= WIDE_SPAN {
-        true => WIDE_SPAN,
-        false => out.sizes[columns_dim].clamp(1, SPAN),
-    };
+    // by lane on lavapipe) serves four quads of columns; not for a product
+    // of a few rows (a classifier's vector), whose columns are all there is
+    // to share between invocations.
+    let span =
+        match b_quads[0] && out.sizes[columns_dim] >= WIDE_SPAN && out.sizes[rows_dim] >= BLOCK {
+            true => WIDE_SPAN,
+            false => out.sizes[columns_dim].clamp(1, SPAN),
+        };
     let block = out.sizes[rows_dim].clamp(1, BLOCK);
     let blocks = blocked(out, rows_dim, block, Some((columns_dim, span)), |c| {
         sums(c, block as usize, span as usize)
