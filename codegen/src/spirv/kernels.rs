@@ -411,7 +411,7 @@ fn lower(
         }
         Op::Copy(op) => {
             let (x, out) = (tensor(op.input)?, out()?);
-            per_element(&out, no_extra, |c| {
+            per_quad(&out, &[&x], |c| {
                 Ok(Element::value(convert(&x.load_broadcast(c), x.ty, out.ty)))
             })
         }
@@ -423,7 +423,7 @@ fn lower(
         Op::Permute(op) => permute(&tensor(op.input)?, &out()?, &op.dims),
         Op::Select(op) => {
             let (x, out) = (tensor(op.input)?, out()?);
-            per_element(&out, no_extra, |c| {
+            per_quad(&out, &[&x], |c| {
                 let mut source = c.to_vec();
                 source.insert(op.dim, dim_index(op.index)?);
                 Ok(Element::value(moved(&x, &source, out.ty)))
@@ -431,7 +431,7 @@ fn lower(
         }
         Op::Slice(op) => {
             let (x, out) = (tensor(op.input)?, out()?);
-            per_element(&out, no_extra, |c| {
+            per_quad(&out, &[&x], |c| {
                 let mut source = c.to_vec();
                 let start = dim_index(op.start)?;
                 source[op.dim] = format!("({start} + {}u * {})", op.step, c[op.dim]);
@@ -658,8 +658,7 @@ fn pointwise_quads(
     for (k, (quad, element)) in reads.iter().enumerate() {
         let _ = writeln!(body, "    let x{k} = {};", quad.as_ref().unwrap_or(element));
     }
-    let _ = writeln!(body, "    var r: vec4<{}>;", out.ty.name());
-    for lane in 0..4 {
+    four_lanes(out, "p", body, |lane| {
         let loads: Vec<String> = reads
             .iter()
             .enumerate()
@@ -668,18 +667,60 @@ fn pointwise_quads(
                 None => format!("x{k}"),
             })
             .collect();
-        let (code, value) = pointwise_steps(inputs, &loads, out, types, steps)?;
-        let _ = write!(body, "    {{\n{code}    r[{lane}] = {value};\n    }}\n");
+        pointwise_steps(inputs, &loads, out, types, steps)
+    })
+    .map(Some)
+}
+
+/// A kernel of four neighbouring elements of `out` per invocation from
+/// `body` (which binds the first one's position `position` and coordinates)
+/// and each element's statements and value (`lane` 0 to 3, each in a block
+/// of its own), stored as one quad.
+fn four_lanes(
+    out: &Tensor,
+    position: &str,
+    mut body: String,
+    lane: impl Fn(usize) -> Result<(String, String), Refusal>,
+) -> Result<Kernel, Refusal> {
+    let _ = writeln!(body, "    var r: vec4<{}>;", out.ty.name());
+    for k in 0..4 {
+        let (code, value) = lane(k)?;
+        let _ = write!(body, "    {{\n{code}    r[{k}] = {value};\n    }}\n");
     }
     let _ = writeln!(
         body,
         "    {}",
-        out.store_quad("p", &["r[0]", "r[1]", "r[2]", "r[3]"])
+        out.store_quad(position, &["r[0]", "r[1]", "r[2]", "r[3]"])
     );
-    Ok(Some(Kernel {
+    Ok(Kernel {
         body,
         invocations: out.elements() / 4,
-    }))
+    })
+}
+
+/// [`per_element`]'s kernel four elements at a time where `out` stores
+/// quads along its innermost dimension and none of `inputs` overlaps it
+/// (they are read as words while the output is stored as quads): each
+/// element's own loads, one store for the four (lavapipe stores lane by
+/// lane).
+fn per_quad(
+    out: &Tensor,
+    inputs: &[&Tensor],
+    compute: impl Fn(&[String]) -> Result<Element, Refusal>,
+) -> Result<Kernel, Refusal> {
+    let inner = match out.order.last() {
+        Some(&inner) if out.quads_along(inner) && !inputs.iter().any(|x| overlaps(x, out)) => inner,
+        _ => return per_element(out, no_extra, compute),
+    };
+    let (coordinates, c) = out.coordinates("p0", "c");
+    let body = format!("    let p0 = t * 4u;\n{coordinates}");
+    four_lanes(out, "p0", body, |lane| {
+        let element = compute(&in_block(&c, inner, lane))?;
+        Ok((
+            format!("    let p = p0 + {lane}u;\n{}", element.code),
+            element.value,
+        ))
+    })
 }
 
 /// Whether two tensors' bytes may overlap.
@@ -723,7 +764,7 @@ fn pointwise_steps(
 }
 
 fn permute(x: &Tensor, out: &Tensor, dims: &[usize]) -> Result<Kernel, Refusal> {
-    per_element(out, no_extra, |c| {
+    per_quad(out, &[x], |c| {
         let mut source = vec![String::new(); dims.len()];
         for (j, &dim) in dims.iter().enumerate() {
             source[dim] = c[j].clone();
