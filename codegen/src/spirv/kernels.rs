@@ -226,14 +226,13 @@ fn blocked(
             .step_by(4)
             .map(|k| (k..k + 4).collect())
             .collect(),
-        Some((along, count)) if count.is_multiple_of(4) && out.quads_along(along) => (0..count
-            as usize)
-            .step_by(4)
-            .flat_map(|q| {
-                (0..block as usize)
-                    .map(move |j| (q..q + 4).map(|q| q * block as usize + j).collect())
-            })
-            .collect(),
+        Some((along, count)) if count.is_multiple_of(4) && out.quads_along(along) => {
+            let block = block as usize;
+            (0..count as usize)
+                .step_by(4)
+                .flat_map(|q| (0..block).map(move |j| (q..q + 4).map(|q| q * block + j).collect()))
+                .collect()
+        }
         _ => (0..values.len()).map(|k| vec![k]).collect(),
     };
     debug_assert_eq!(values.len(), block as usize * count);
@@ -306,11 +305,9 @@ pub(super) fn kernel(
 /// channel; per input element for a transposed one).
 pub(super) fn work(graph: &Graph<'_>, node: &Node) -> u64 {
     let elements = |value: ValueId| -> u64 {
-        graph
-            .value(value)
-            .ty
-            .fixed_shape()
-            .map_or(0, |shape| shape.iter().product())
+        graph.value(value).ty.fixed_shape().map_or(0, |shape| {
+            shape.iter().fold(1, |n, &size| n.saturating_mul(size))
+        })
     };
     let sizes = |value: ValueId| graph.value(value).ty.fixed_shape().unwrap_or_default();
     let moved: u64 = node
@@ -318,7 +315,7 @@ pub(super) fn work(graph: &Graph<'_>, node: &Node) -> u64 {
         .into_iter()
         .chain(node.outputs().iter().copied())
         .map(elements)
-        .sum();
+        .fold(0, u64::saturating_add);
     let out = node.outputs().first().map_or(0, |&value| elements(value));
     let sums_over = |a: ValueId| out.saturating_mul(sizes(a).last().copied().unwrap_or(0));
     let products = match node.op() {
