@@ -632,7 +632,8 @@ fn pointwise_quads(
         return Ok(None);
     }
     let (coordinates, c) = out.coordinates("p", "c");
-    // Each input's quad (`Some`) or element (`None`) at the first element.
+    // Each input's load at the first element: its quad (`true`), or its
+    // element for all four.
     let mut reads = Vec::with_capacity(inputs.len());
     for input in inputs {
         let skip = out.rank() - input.rank();
@@ -640,28 +641,28 @@ fn pointwise_quads(
         let along = inner.checked_sub(skip);
         let read = match along {
             Some(dim) if input.sizes[dim] > 1 => match input.quads_along(dim) {
-                true => Some(input.load_quad(&at)),
+                true => (input.load_quad(&at), true),
                 false => return Ok(None),
             },
             // The same element for all four, which must not be in place of
             // the output (read as words while the output is stored as
             // quads).
             _ if overlaps(input, out) => return Ok(None),
-            _ => None,
+            _ => (input.load(&at), false),
         };
-        reads.push((read, input.load(&at)));
+        reads.push(read);
     }
     let mut body = format!("    let p = t * 4u;\n{coordinates}");
-    for (k, (quad, element)) in reads.iter().enumerate() {
-        let _ = writeln!(body, "    let x{k} = {};", quad.as_ref().unwrap_or(element));
+    for (k, (load, _)) in reads.iter().enumerate() {
+        let _ = writeln!(body, "    let x{k} = {load};");
     }
     four_lanes(out, "p", body, |lane| {
         let loads: Vec<String> = reads
             .iter()
             .enumerate()
-            .map(|(k, (quad, _))| match quad {
-                Some(_) => format!("x{k}[{lane}]"),
-                None => format!("x{k}"),
+            .map(|(k, &(_, quad))| match quad {
+                true => format!("x{k}[{lane}]"),
+                false => format!("x{k}"),
             })
             .collect();
         pointwise_steps(inputs, &loads, out, types, steps)
