@@ -1,7 +1,8 @@
 //! `ptec bench --profile`: the JIT's code marks the time after each kernel,
-//! and the report names every kernel of the method with its time per run
-//! and its share; a shared object is refused (`tests/spirv.rs` profiles the
-//! Vulkan dispatches).
+//! and the report names every kernel of the method (node, op and the value
+//! it writes, as the IR dump does) with its time per run and its share; a
+//! shared object is refused (`tests/spirv.rs` profiles the Vulkan
+//! dispatches).
 
 mod common;
 
@@ -29,7 +30,13 @@ fn every_kernel_is_timed_and_the_shares_add_up() {
             .map(|kernel| kernel["kernel"].as_str().expect("a name"))
             .collect();
         names.sort();
-        assert_eq!(names, ["n0 mul", "n1 add"], "{out}");
+        // Each kernel by node, op and the value it writes, as the IR dump
+        // names and types it.
+        assert_eq!(names, ["n0 mul %3: f32[8]", "n1 add %4: f32[4,8]"], "{out}");
+        let dump = ptec_ok(&["compile", "--emit", "ir", file]);
+        for value in ["%3: f32[8] @", "%4: f32[4,8] @"] {
+            assert!(dump.contains(value), "{dump}");
+        }
         let shares: f64 = kernels
             .iter()
             .map(|kernel| kernel["percent"].as_f64().expect("a share"))

@@ -63,11 +63,21 @@ fn kernel_nodes<'g>(graph: &'g Graph<'_>) -> impl Iterator<Item = NodeId> + 'g {
 }
 
 /// The kernels of `graph` as code compiled with `CodegenOptions::profile`
-/// numbers them in its marks (`ptec_runtime::profile`): each node's id and
-/// op (`n12 convolution`).
+/// numbers them in its marks (`ptec_runtime::profile`): each node's id, op
+/// and the values it writes as the IR dump names them, so a kernel's time
+/// can be found in `ptec compile --emit ir` (`n12 convolution %18:
+/// f32[1,32,112,112]`).
 pub fn profiled_kernels(graph: &Graph<'_>) -> Vec<String> {
     kernel_nodes(graph)
-        .map(|node_id| format!("{node_id} {}", graph.node(node_id).op().name()))
+        .map(|node_id| {
+            let node = graph.node(node_id);
+            let outputs: Vec<String> = node
+                .outputs()
+                .iter()
+                .map(|&value| format!("{value}: {}", graph.value(value).ty))
+                .collect();
+            format!("{node_id} {} {}", node.op().name(), outputs.join(", "))
+        })
         .collect()
 }
 

@@ -3,7 +3,7 @@
 //! element is converted first (a float truncated into integers), and into
 //! bool a sum is `or` and a product `and`. Over the pixels of a
 //! channels-last image, where channels are folded four at a time, one a
-//! lane: the same bits as the NCHW image's reduction, one channel at a time
+//! lane: the same bits as folding one channel at a time, pixel after pixel
 //! (any NaN alike).
 
 mod common;
@@ -72,9 +72,17 @@ fn reduced_f32(text: &str, input: &[f32]) -> Vec<u32> {
 
 #[test]
 fn channels_last_pixels_reduce_to_the_bits_of_nchw_ones() {
-    // Seven channels (a block of four lanes and three alone), 5x3 pixels,
-    // with NaN, infinities, signed zeros and magnitudes that round.
-    let [c, h, w] = [7, 5, 3];
+    // Seven channels (a vector of four lanes and three alone) and 43 (a
+    // block of eight vectors folded side by side, two vectors, three
+    // alone), 5x3 pixels, with NaN, infinities, signed zeros and
+    // magnitudes that round.
+    for c in [7, 43] {
+        channels_reduce_to_the_bits_of_nchw_ones(c);
+    }
+}
+
+fn channels_reduce_to_the_bits_of_nchw_ones(c: usize) {
+    let [h, w] = [5, 3];
     let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0, 1e-30];
     let input: Vec<f32> = (0..c * h * w)
         .map(|i| match i % 17 {
@@ -96,9 +104,9 @@ fn channels_last_pixels_reduce_to_the_bits_of_nchw_ones() {
         ] {
             let text = |order: &str, out_order: &str| {
                 format!(
-                    "graph g (arena 4096 bytes) {{
+                    "graph g (arena 8192 bytes) {{
   %0: f32[1,{c},{h},{w}]{order} @0 = input 0
-  %1: f32{out}{out_order} @1024 = {op}(%0) dims={dims} keepdim={keepdim}
+  %1: f32{out}{out_order} @4096 = {op}(%0) dims={dims} keepdim={keepdim}
   return %1
 }}"
                 )
@@ -108,9 +116,15 @@ fn channels_last_pixels_reduce_to_the_bits_of_nchw_ones() {
                 3 => channels_last,
                 _ => "",
             };
-            let want = reduced_f32(&text("", ""), &input);
+            // Columns before rows: no contiguous row, so each channel is
+            // folded alone, pixel after pixel (an NCHW image's rows are
+            // folded four lanes at a time, in another order).
+            let want = reduced_f32(&text("{order [0, 1, 3, 2]}", ""), &input);
             let got = reduced_f32(&text(channels_last, out_order), &input);
-            assert_eq!(got, want, "{op} dims={dims} keepdim={keepdim}");
+            assert_eq!(
+                got, want,
+                "{c} channels: {op} dims={dims} keepdim={keepdim}"
+            );
         }
     }
 }

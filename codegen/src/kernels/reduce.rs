@@ -18,6 +18,11 @@ use crate::emit::{Emitter, Size, flags, scalar_type};
 use crate::error::CodegenError;
 use crate::microkernel::Activation;
 
+/// The vectors of four positions a channels-last fold folds side by side
+/// (eight accumulators: enough additions in flight to hide their latency,
+/// few enough to stay in registers).
+const BLOCK_VECTORS: usize = 8;
+
 /// Output byte strides along the input's axes: the output's own strides for
 /// kept axes, 0 for reduced ones.
 fn output_strides(
@@ -208,7 +213,8 @@ pub(crate) fn reduce(
         && contiguous_row(e, input, axes);
     // A kept axis along which input and output are both contiguous (the
     // channels of a channels-last image pooled to one pixel) is folded
-    // four positions at a time, one a lane: each lane folds its position's
+    // four positions a vector, one a lane, [`BLOCK_VECTORS`] vectors at a
+    // time (then the vectors and positions left): each lane folds its position's
     // elements in the order a lone position does, so the bits are the same
     // (but for a NaN's sign: Cranelift's vector max and min give x86's
     // default NaN, as the contiguous rows' do, its scalar ones the input's).
@@ -248,16 +254,47 @@ pub(crate) fn reduce(
                 return fold.finish(e, total, to);
             }
             let Some(size) = lane_axis.and_then(|axis| sizes[axis].constant()) else {
-                return fold.position(e, &sizes, &in_strides, axes, types::F32, [from, to]);
+                return fold.position(e, &sizes, &in_strides, axes, types::F32, 1, [from, to]);
             };
-            let lanes = e.counted_loop(Size::Const(size / 4), &[from, to], |e, _, p| {
+            let block = BLOCK_VECTORS as i64 * 4;
+            let blocks = e.counted_loop(Size::Const(size / block), &[from, to], |e, _, p| {
                 let pointers = [p[0], p[1]];
-                fold.position(e, &sizes, &in_strides, axes, types::F32X4, pointers)?;
-                Ok(p.iter().map(|&p| e.b.ins().iadd_imm_s(p, 16)).collect())
+                let vectors = BLOCK_VECTORS;
+                fold.position(
+                    e,
+                    &sizes,
+                    &in_strides,
+                    axes,
+                    types::F32X4,
+                    vectors,
+                    pointers,
+                )?;
+                Ok(p.iter()
+                    .map(|&p| e.b.ins().iadd_imm_s(p, 4 * block))
+                    .collect())
             })?;
+            let vectors = (size % block / 4) as usize;
+            let lanes = if vectors > 0 {
+                let pointers = [blocks[0], blocks[1]];
+                fold.position(
+                    e,
+                    &sizes,
+                    &in_strides,
+                    axes,
+                    types::F32X4,
+                    vectors,
+                    pointers,
+                )?;
+                blocks
+                    .iter()
+                    .map(|&p| e.b.ins().iadd_imm_s(p, 16 * vectors as i64))
+                    .collect()
+            } else {
+                blocks
+            };
             e.counted_loop(Size::Const(size % 4), &lanes, |e, _, p| {
                 let pointers = [p[0], p[1]];
-                fold.position(e, &sizes, &in_strides, axes, types::F32, pointers)?;
+                fold.position(e, &sizes, &in_strides, axes, types::F32, 1, pointers)?;
                 Ok(p.iter().map(|&p| e.b.ins().iadd_imm_s(p, 4)).collect())
             })?;
             Ok(())
@@ -276,8 +313,12 @@ struct Fold {
 }
 
 impl Fold {
-    /// Folds the `axes` of the position (or, with `lane` a vector, the
-    /// positions one a lane) at `from` and stores the result at `to`.
+    /// Folds the `axes` of the position (or, with `lane` a vector, of the
+    /// `vectors` adjacent vectors of positions, one position a lane) at
+    /// `from` and stores the results at `to`. Each vector has its own
+    /// accumulator, so the folds of a block run side by side instead of
+    /// waiting on one another's additions.
+    #[allow(clippy::too_many_arguments)] // The fold's operands.
     fn position(
         &self,
         e: &mut Emitter<'_, '_, '_>,
@@ -285,38 +326,45 @@ impl Fold {
         strides: &[Size],
         axes: &[usize],
         lane: Type,
+        vectors: usize,
         [from, to]: [Value; 2],
     ) -> Result<(), CodegenError> {
         let lane = match lane.is_vector() {
             true => lane,
             false => scalar_type(self.compute),
         };
+        let vector_bytes = i64::from(lane.bytes());
         let init = identity(e, self.op, self.compute, lane)?;
-        let total = fold_axes(
+        let totals = fold_axes(
             e,
             sizes,
             strides,
             axes,
             from,
-            &[init],
-            &mut |e, address, _, accumulator| {
-                let value = match lane.is_vector() {
-                    true => e.b.ins().load(lane, flags(), address, 0),
-                    false => {
-                        let value = e.load(self.input, address);
-                        e.convert(value, self.input, self.compute)?
-                    }
-                };
-                Ok(vec![combine(
-                    e,
-                    self.op,
-                    self.compute,
-                    accumulator[0],
-                    value,
-                )])
+            &vec![init; vectors],
+            &mut |e, address, _, accumulators| {
+                let mut next = Vec::with_capacity(accumulators.len());
+                for (index, &accumulator) in accumulators.iter().enumerate() {
+                    let value = match lane.is_vector() {
+                        true => {
+                            let offset = (vector_bytes * index as i64) as i32;
+                            e.b.ins().load(lane, flags(), address, offset)
+                        }
+                        false => {
+                            let value = e.load(self.input, address);
+                            e.convert(value, self.input, self.compute)?
+                        }
+                    };
+                    next.push(combine(e, self.op, self.compute, accumulator, value));
+                }
+                Ok(next)
             },
-        )?[0];
-        self.finish(e, total, to)
+        )?;
+        for (index, total) in totals.into_iter().enumerate() {
+            let to = e.b.ins().iadd_imm_s(to, vector_bytes * index as i64);
+            self.finish(e, total, to)?;
+        }
+        Ok(())
     }
 
     /// Divides a mean's sum by the count, converts and stores at `to`.
