@@ -918,6 +918,35 @@ fixture(
     fn(lambda x: x.contiguous(memory_format=torch.channels_last).relu().contiguous()),
     twice(lambda: (randn(1, 3, 2, 4),)),
 )
+
+class ChannelsLastBlock(nn.Module):
+    """A convolution, a depthwise one and a channel shuffle (ShuffleNet's:
+    split the channels into groups, swap, flatten), on channels-last tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, groups=8, padding=1)
+
+    def forward(self, x):
+        y = self.depthwise(self.conv(x).relu())
+        b, c, h, w = y.shape
+        return y.view(b, 2, c // 2, h, w).transpose(1, 2).reshape(b, c, h, w) + y
+
+
+def channels_last(*shape) -> torch.Tensor:
+    return randn(*shape).contiguous(memory_format=torch.channels_last)
+
+
+fixture(
+    "channels_last_cnn",
+    "convolution",
+    "a model exported in channels-last memory format (filters and input channels-last): "
+    "Conv2d(3, 8, 3), relu, a depthwise Conv2d(8, 8, 3) and a channel shuffle, float32 [1,3,5,6]",
+    lambda: ChannelsLastBlock().to(memory_format=torch.channels_last),
+    twice(lambda: (channels_last(1, 3, 5, 6),)),
+)
+
 fixture(
     "index_select",
     "index_select",

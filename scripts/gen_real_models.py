@@ -21,6 +21,11 @@ quantization with XNNPACK's symmetric per-channel configuration, calibrated on
 random batches, lowered with ``XnnpackPartitioner``; the expected outputs are
 the quantized model's in eager PyTorch.
 
+With ``--channels-last`` the models and their image inputs are exported in
+channels-last memory format instead, as ``<model>.<variant>-cl.bpte`` (ExecuTorch
+1.5.1's portable kernels refuse most such programs, its batch norm among them, and
+its XNNPACK partitioner fails to lower them; the index records that).
+
 Files are named ``<model>.<variant>.bpte``; ``index.json`` records, per file,
 the model's source, input and output shapes, size, the operators the plan calls
 outside delegates and ExecuTorch's error. The files are large (up to 100 MB):
@@ -33,6 +38,7 @@ Usage (with the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_real_models.py [OUT_DIR]          # default: ~/.cache/ptec-models
     $ANCHOR_PY scripts/gen_real_models.py --only NAME...     # only these models
     $ANCHOR_PY scripts/gen_real_models.py --only resnet18 --variants xnnpack-q8
+    $ANCHOR_PY scripts/gen_real_models.py --channels-last --variants portable vulkan
 """
 
 import argparse
@@ -224,13 +230,20 @@ MODELS = {
 QUANTIZED = {"resnet18"}
 
 
-def spec_for(name: str, quantized: bool = False) -> OpFixture:
+def spec_for(name: str, quantized: bool = False, channels_last: bool = False) -> OpFixture:
     make_model, make_inputs = MODELS[name][1]
     inputs = {}
 
     def model():
         inputs["case"] = make_inputs()
         eager = calibrated(make_model(), inputs["case"])
+        if channels_last:
+            # As a user exporting for channels-last kernels does: the model's
+            # parameters and its image inputs in that memory format.
+            inputs["case"] = tuple(
+                x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in inputs["case"]
+            )
+            eager = eager.to(memory_format=torch.channels_last)
         return quantize_q8(eager, inputs["case"]) if quantized else eager
 
     return OpFixture(name, name, MODELS[name][0], model, lambda: [inputs["case"]])
@@ -265,6 +278,12 @@ def main() -> int:
     parser.add_argument(
         "--variants", nargs="+", choices=[*PARTITIONERS, "xnnpack-q8"], help="export only these variants"
     )
+    parser.add_argument(
+        "--channels-last",
+        action="store_true",
+        help="export the models and their image inputs in channels-last memory format "
+        "(files <model>.<variant>-cl.bpte)",
+    )
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     index_path = args.out_dir / "index.json"
@@ -277,8 +296,8 @@ def main() -> int:
         for variant, partitioner, quantized in variants:
             if args.variants and variant not in args.variants:
                 continue
-            spec = spec_for(name, quantized)
-            file = f"{name}.{variant}.bpte"
+            spec = spec_for(name, quantized, args.channels_last)
+            file = f"{name}.{variant}{'-cl' if args.channels_last else ''}.bpte"
             try:
                 data, cases, outputs, operators = export_bundled(spec, partitioner(), "real-models")
             except Exception as error:  # an export ExecuTorch itself refuses: report, go on
@@ -297,7 +316,10 @@ def main() -> int:
                 "kernel_operators": operators,
             }
             if variant != "vulkan":
-                entry["executorch_error"] = executorch_error(data)
+                try:
+                    entry["executorch_error"] = executorch_error(data)
+                except RuntimeError as error:  # ExecuTorch's runtime refuses the program
+                    entry["executorch_error"] = f"ExecuTorch fails: {str(error)[:200]}"
             index[file] = entry
             print(f"wrote {file}: {entry}", flush=True)
             index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")

@@ -7,6 +7,7 @@ mod common;
 
 use std::borrow::Cow;
 
+use common::lie::{Lie, Patch, find_instruction, value};
 use common::{corpus_for, ptec, ptec_test, repo_dir};
 use ptec_codegen::{CodegenOptions, compile_jit};
 use ptec_frontend::{ExecutorchFile, FileBytes, ScalarType, TestValue};
@@ -287,4 +288,40 @@ fn depthwise_over_packed_images_reads_each_image() {
         .collect();
     assert_eq!(expected, reference);
     assert_eq!(got, reference);
+}
+
+/// `view_copy` reshapes the logical order, as PyTorch's view does, whatever
+/// the dim order of its out tensor: `flatten` ([2, 3, 2, 2] into [2, 12])
+/// whose out the file stores column-major (dim order [1, 0]) gives the
+/// bundled outputs on every back end, through a row-major view and a copy
+/// (a view alone cannot reinterpret bytes of another order).
+#[test]
+fn a_view_into_another_dim_order_reshapes_the_logical_order() {
+    let lie = Lie::of("ops/flatten.portable.bpte");
+    let lie = lie.patch(|lie| {
+        let program = lie.program();
+        let (_, call) = find_instruction(&program, |i| i.instr_args_as_kernel_call().is_some());
+        let args = call
+            .instr_args_as_kernel_call()
+            .expect("a kernel call")
+            .args()
+            .expect("arguments");
+        let out = args.get(args.len() - 1) as usize;
+        let tensor = value(&program, out).val_as_tensor().expect("a tensor");
+        let order = tensor.dim_order().expect("a dim order");
+        assert_eq!(order.bytes(), [0, 1], "the fixture's out is row-major");
+        let order = order.bytes();
+        vec![
+            Patch::element(order, 1, 0, &[1]),
+            Patch::element(order, 1, 1, &[0]),
+        ]
+    });
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = lie.save(dir.path(), "flatten_column_major.bpte");
+    let optimized = optimized_ir(file.to_str().expect("utf-8"), &[]);
+    assert!(optimized.contains("{order [1, 0]}"), "{optimized}");
+    for backend in ["jit", "aot", "vulkan"] {
+        let reports = ptec_test(&[file.clone()], &["--backend", backend]);
+        assert_eq!(reports[0]["pass"], true, "{backend}: {}", reports[0]);
+    }
 }

@@ -726,11 +726,40 @@ impl<'m, 'a> Importer<'m, 'a> {
             // file's sizes match the bound.
             self.symbols.view_type(&base_ty, ty)
         };
-        let id = self.graph.add_value(ValueData::computed(ty));
+        let id = self.graph.add_value(ValueData::computed(ty.clone()));
         self.values.insert(index, id);
         self.file_offsets.insert(id, offset);
-        self.push(Op::Reshape(Reshape { input: base }), vec![id]);
+        // Bytes of another dim order than row-major's are viewed as
+        // PyTorch views them, by their logical order (the file's two tensors
+        // then share memory only in its plan).
+        let input = self.row_major(base);
+        if ty.is_contiguous() {
+            self.push(Op::Reshape(Reshape { input }), vec![id]);
+        } else {
+            let viewed = self
+                .graph
+                .add_value(ValueData::computed(TensorType::contiguous(
+                    ty.dtype,
+                    ty.shape.clone(),
+                )));
+            self.push(Op::Reshape(Reshape { input }), vec![viewed]);
+            self.push(Op::Copy(Copy { input: viewed }), vec![id]);
+        }
         Ok(id)
+    }
+
+    /// `value`, or where it is stored in another dim order a row-major copy
+    /// of it: what a view (`Reshape`, which reinterprets row-major bytes)
+    /// reads to reshape a tensor by its logical order, as PyTorch does.
+    pub(crate) fn row_major(&mut self, value: ValueId) -> ValueId {
+        let ty = &self.graph.value(value).ty;
+        if ty.is_contiguous() {
+            return value;
+        }
+        let row_major = TensorType::contiguous(ty.dtype, ty.shape.clone());
+        let copy = self.graph.add_value(ValueData::computed(row_major));
+        self.push(Op::Copy(Copy { input: value }), vec![copy]);
+        copy
     }
 
     /// The value a node writes in place: the tensor's value when it has

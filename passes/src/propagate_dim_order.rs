@@ -22,7 +22,10 @@
 //! NHWC and writes NCHW), which costs no extra kernel.
 //!
 //! The filters of channels-last convolutions are stored HWIO, converted
-//! here once. How each op reads and writes dim orders is its
+//! here once: those of the results this pass chooses, and those of
+//! convolutions the program itself stores channels-last (a model exported
+//! in channels-last memory format), from whatever dim order their constant
+//! has. How each op reads and writes dim orders is its
 //! [`LayoutRule`]; only convolutions ([`LayoutRule::Convolution`]) write a
 //! layout other than their type's, and this pass knows their filter.
 
@@ -48,9 +51,7 @@ pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
         chosen,
         mut filters,
     } = choose(graph);
-    if chosen.is_empty() {
-        return false;
-    }
+    let mut changed = false;
     // Each filter becomes one HWIO constant, however many convolutions
     // read it.
     let mut packed: HashMap<ValueId, ValueId> = HashMap::new();
@@ -58,11 +59,14 @@ pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
         let Op::Convolution(conv) = graph.op(id) else {
             continue;
         };
-        if !graph
-            .node(id)
-            .outputs()
-            .iter()
-            .all(|output| chosen.contains(output))
+        // Results chosen here, and those the program stores channels-last
+        // itself (a model exported in channels-last memory format).
+        let channels_last = graph.node(id).outputs().iter().all(|output| {
+            chosen.contains(output) || graph.value(*output).ty.dim_order == CHANNELS_LAST
+        });
+        if !channels_last
+            || conv.as_2d().is_none()
+            || graph.value(conv.weight).ty.dim_order == FILTER_HWIO
         {
             continue;
         }
@@ -70,9 +74,13 @@ pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
         let hwio = match packed.get(&conv.weight) {
             Some(&hwio) => hwio,
             // A convolution proposes its result only once its filter is
-            // converted, so a chosen one always finds it.
+            // converted, so a chosen one always finds it; a filter that is
+            // no constant stays as it is (and the code generator says so).
             None => {
-                let Some((ty, bytes)) = filters.remove(&conv.weight) else {
+                let converted = filters
+                    .remove(&conv.weight)
+                    .or_else(|| hwio(graph, conv.weight));
+                let Some((ty, bytes)) = converted else {
                     continue;
                 };
                 let hwio = graph.add_value(ValueData::constant(ty, Cow::Owned(bytes)));
@@ -82,11 +90,13 @@ pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
         };
         conv.weight = hwio;
         graph.set_op(id, Op::Convolution(conv));
+        changed = true;
     }
     for value in chosen {
         graph.value_mut(value).ty.dim_order = CHANNELS_LAST.to_vec();
+        changed = true;
     }
-    true
+    changed
 }
 
 /// The values to store channels-last: the largest set where every value
@@ -165,10 +175,11 @@ fn is_fixed_nchw_f32(ty: &TensorType) -> bool {
 }
 
 /// The type and bytes of `filter` stored HWIO, when it is a constant this
-/// pass can convert.
+/// pass can convert: an f32 4-D tensor of fixed shape, in any dim order.
 fn hwio(graph: &Graph<'_>, filter: ValueId) -> Option<(TensorType, Vec<u8>)> {
     let data = graph.value(filter);
-    if !is_fixed_nchw_f32(&data.ty) {
+    let ty = &data.ty;
+    if ty.rank() != 4 || ty.dtype != DType::F32 || ty.fixed_shape().is_none() {
         return None;
     }
     let to = TensorType {
