@@ -321,7 +321,7 @@ fn a_view_into_another_dim_order_reshapes_the_logical_order() {
     let optimized = optimized_ir(file.to_str().expect("utf-8"), &[]);
     assert!(optimized.contains("{order [1, 0]}"), "{optimized}");
     for backend in ["jit", "aot", "vulkan"] {
-        let reports = ptec_test(&[file.clone()], &["--backend", backend]);
+        let reports = ptec_test(std::slice::from_ref(&file), &["--backend", backend]);
         assert_eq!(reports[0]["pass"], true, "{backend}: {}", reports[0]);
     }
 }
