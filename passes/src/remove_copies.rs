@@ -1,11 +1,13 @@
 //! Removes copies that change nothing: a copy (or a permute that keeps
-//! every axis in place) whose result has its input's type is replaced by the
-//! input, and a permute of a permute becomes one permute. A batched matmul by
+//! every axis in place) whose result has its input's type, or differs from
+//! it only in dim order and is read only by ops that read any, is replaced
+//! by the input, and a permute of a permute becomes one permute. A batched matmul by
 //! a matrix copied across the batch (how exported attention projections
 //! look) becomes one matrix product that reads the matrix itself. The reads
 //! move to the copies' inputs, which must therefore not change before they
 //! are read.
 
+use ptec_ir::ops::LayoutRule;
 use ptec_ir::ops::layout::{Copy, Permute, Reshape};
 use ptec_ir::ops::linalg::MatMul;
 use ptec_ir::{Dim, Graph, NodeId, Op, TensorType, ValueData, ValueId, ValueKind};
@@ -66,9 +68,25 @@ fn forward_copy(graph: &mut Graph<'_>, id: NodeId) -> Option<()> {
         _ => return None,
     };
     let output = *graph.node(id).outputs().first()?;
-    let same_type = graph.value(input).ty == graph.value(output).ty;
+    let (from, to) = (&graph.value(input).ty, &graph.value(output).ty);
+    // A copy into another dim order changes nothing for readers that read
+    // any (as a program exported channels-last copies an image row-major
+    // before each mean).
+    let reads_any = |reader: &NodeId| {
+        matches!(
+            graph.op(*reader).def().layout(),
+            LayoutRule::Elementwise | LayoutRule::ReadsAny | LayoutRule::Copy
+        )
+    };
+    let relayout_only = from.dtype == to.dtype
+        && from.shape == to.shape
+        && graph.readers(output).iter().all(reads_any);
     let input_fixed = !matches!(graph.value(input).kind, ValueKind::State { .. });
-    if !same_type || !input_fixed || graph.is_live_out(output) || graph.writers(output) != [id] {
+    if !(from == to || relayout_only)
+        || !input_fixed
+        || graph.is_live_out(output)
+        || graph.writers(output) != [id]
+    {
         return None;
     }
     let last_read = *graph.readers(output).last()?;
