@@ -256,46 +256,24 @@ pub(crate) fn reduce(
             let Some(size) = lane_axis.and_then(|axis| sizes[axis].constant()) else {
                 return fold.position(e, &sizes, &in_strides, axes, types::F32, 1, [from, to]);
             };
+            // Folds `vectors` vectors of `lane` at the pointers and returns
+            // the pointers past them.
+            let run = |e: &mut Emitter<'_, '_, '_>, p: &[Value], lane: Type, vectors: usize| {
+                let pointers = [p[0], p[1]];
+                fold.position(e, &sizes, &in_strides, axes, lane, vectors, pointers)?;
+                let bytes = i64::from(lane.bytes()) * vectors as i64;
+                Ok(p.iter().map(|&p| e.b.ins().iadd_imm_s(p, bytes)).collect())
+            };
             let block = BLOCK_VECTORS as i64 * 4;
             let blocks = e.counted_loop(Size::Const(size / block), &[from, to], |e, _, p| {
-                let pointers = [p[0], p[1]];
-                let vectors = BLOCK_VECTORS;
-                fold.position(
-                    e,
-                    &sizes,
-                    &in_strides,
-                    axes,
-                    types::F32X4,
-                    vectors,
-                    pointers,
-                )?;
-                Ok(p.iter()
-                    .map(|&p| e.b.ins().iadd_imm_s(p, 4 * block))
-                    .collect())
+                run(e, p, types::F32X4, BLOCK_VECTORS)
             })?;
-            let vectors = (size % block / 4) as usize;
-            let lanes = if vectors > 0 {
-                let pointers = [blocks[0], blocks[1]];
-                fold.position(
-                    e,
-                    &sizes,
-                    &in_strides,
-                    axes,
-                    types::F32X4,
-                    vectors,
-                    pointers,
-                )?;
-                blocks
-                    .iter()
-                    .map(|&p| e.b.ins().iadd_imm_s(p, 16 * vectors as i64))
-                    .collect()
-            } else {
-                blocks
+            let lanes = match (size % block / 4) as usize {
+                0 => blocks,
+                vectors => run(e, &blocks, types::F32X4, vectors)?,
             };
             e.counted_loop(Size::Const(size % 4), &lanes, |e, _, p| {
-                let pointers = [p[0], p[1]];
-                fold.position(e, &sizes, &in_strides, axes, types::F32, 1, pointers)?;
-                Ok(p.iter().map(|&p| e.b.ins().iadd_imm_s(p, 4)).collect())
+                run(e, p, types::F32, 1)
             })?;
             Ok(())
         },
