@@ -1,11 +1,11 @@
 //! Removes copies that change nothing: a copy (or a permute that keeps
 //! every axis in place) whose result has its input's type, or differs from
 //! it only in dim order and is read only by ops that read any, is replaced
-//! by the input, and a permute of a permute becomes one permute. A batched matmul by
-//! a matrix copied across the batch (how exported attention projections
-//! look) becomes one matrix product that reads the matrix itself. The reads
-//! move to the copies' inputs, which must therefore not change before they
-//! are read.
+//! by the input, and a permute of a permute becomes one permute. A batched
+//! matmul by a matrix copied across the batch (how exported attention
+//! projections look) becomes one matrix product that reads the matrix
+//! itself. The reads move to the copies' inputs, which must therefore not
+//! change before they are read.
 
 use ptec_ir::ops::LayoutRule;
 use ptec_ir::ops::layout::{Copy, Permute, Reshape};
