@@ -140,7 +140,7 @@ enum Command {
         #[command(flatten)]
         data: DataArgs,
         /// The output file (default: <file stem>.so or .o in the current
-        /// directory; standard output for asm and ir).
+        /// directory; standard output for asm and ir, as `-` names it).
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// so (a shared object needing only libc and libm), obj (a

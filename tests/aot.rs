@@ -373,6 +373,23 @@ fn asm_listing_names_every_function() {
     );
     let ir = ptec_ok(&["compile", path_str(&file), "--emit", "ir"]);
     assert!(ir.contains("forward"), "{ir}");
+    // `-o -` is standard output too, for the text forms only.
+    let dir = temp_dir("stdout");
+    let in_dir = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ptec"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("ptec runs")
+    };
+    let file = file.canonicalize().expect("the fixture exists");
+    let dashed = in_dir(&["compile", path_str(&file), "--emit", "ir", "-o", "-"]);
+    assert_eq!(String::from_utf8_lossy(&dashed.stdout), ir);
+    let so = in_dir(&["compile", path_str(&file), "-o", "-"]);
+    let stderr = String::from_utf8_lossy(&so.stderr);
+    assert_eq!(so.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("takes --emit asm or ir"), "{stderr}");
+    assert!(!dir.path().join("-").exists(), "a file named - was written");
 }
 
 #[test]
