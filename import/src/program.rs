@@ -729,37 +729,34 @@ impl<'m, 'a> Importer<'m, 'a> {
         let id = self.graph.add_value(ValueData::computed(ty.clone()));
         self.values.insert(index, id);
         self.file_offsets.insert(id, offset);
-        // Bytes of another dim order than row-major's are viewed as
-        // PyTorch views them, by their logical order (the file's two tensors
-        // then share memory only in its plan).
-        let input = self.row_major(base);
-        if ty.is_contiguous() {
-            self.push(Op::Reshape(Reshape { input }), vec![id]);
-        } else {
-            let viewed = self
-                .graph
-                .add_value(ValueData::computed(TensorType::contiguous(
-                    ty.dtype,
-                    ty.shape.clone(),
-                )));
-            self.push(Op::Reshape(Reshape { input }), vec![viewed]);
-            self.push(Op::Copy(Copy { input: viewed }), vec![id]);
-        }
+        // The file's two tensors share memory only in its plan.
+        let op = self.view_op(base, &ty);
+        self.push(op, vec![id]);
         Ok(id)
     }
 
-    /// `value`, or where it is stored in another dim order a row-major copy
-    /// of it: what a view (`Reshape`, which reinterprets row-major bytes)
-    /// reads to reshape a tensor by its logical order, as PyTorch does.
-    pub(crate) fn row_major(&mut self, value: ValueId) -> ValueId {
-        let ty = &self.graph.value(value).ty;
-        if ty.is_contiguous() {
-            return value;
+    /// The op that writes `input` viewed as a tensor of type `to`, as
+    /// PyTorch views it, by its logical order: a view (`Reshape`, which
+    /// reinterprets row-major bytes) where both are row-major; otherwise a
+    /// row-major copy of the input is viewed, and the view copied into
+    /// `to`'s dim order (the nodes before the returned op are pushed).
+    pub(crate) fn view_op(&mut self, input: ValueId, to: &TensorType) -> Op {
+        let row_major = |ty: &TensorType| TensorType::contiguous(ty.dtype, ty.shape.clone());
+        let from = &self.graph.value(input).ty;
+        let input = match from.is_contiguous() {
+            true => input,
+            false => {
+                let copy = self.graph.add_value(ValueData::computed(row_major(from)));
+                self.push(Op::Copy(Copy { input }), vec![copy]);
+                copy
+            }
+        };
+        if to.is_contiguous() {
+            return Op::Reshape(Reshape { input });
         }
-        let row_major = TensorType::contiguous(ty.dtype, ty.shape.clone());
-        let copy = self.graph.add_value(ValueData::computed(row_major));
-        self.push(Op::Copy(Copy { input: value }), vec![copy]);
-        copy
+        let viewed = self.graph.add_value(ValueData::computed(row_major(to)));
+        self.push(Op::Reshape(Reshape { input }), vec![viewed]);
+        Op::Copy(Copy { input: viewed })
     }
 
     /// The value a node writes in place: the tensor's value when it has

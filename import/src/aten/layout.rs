@@ -432,20 +432,14 @@ fn view_into(c: &mut Call<'_, '_, '_>, out: TensorRef) -> Result<(), ImportError
             ));
         }
     }
-    // A view reads and writes row-major bytes; PyTorch's view reshapes
-    // the logical order, so an input or result stored in another dim order
-    // (a channels-last image split or flattened) goes through a row-major
-    // copy on that side.
-    let dtype = c.ty(input).dtype;
-    let input = c.importer.row_major(input);
-    if c.importer.declared_type(out)?.is_contiguous() {
-        return emit_given(c, Op::Reshape(Reshape { input }), out, dims);
-    }
-    let viewed = c.temporary_of(
-        Op::Reshape(Reshape { input }),
-        TensorType::contiguous(dtype, dims.clone()),
-    );
-    emit_given(c, Op::Copy(Copy { input: viewed }), out, dims)
+    // By the logical order, whatever dim order input and out are stored in
+    // (a channels-last image split or flattened).
+    let to = TensorType {
+        shape: dims.clone(),
+        ..c.importer.declared_type(out)?
+    };
+    let op = c.importer.view_op(input, &to);
+    emit_given(c, op, out, dims)
 }
 
 /// `count / known`, the size a view's -1 takes: exact when `known` divides
