@@ -69,8 +69,10 @@ pub(crate) struct MethodContext<'g, 'a> {
 pub(crate) struct Microkernels {
     /// GEMM tiles, widest and tallest first.
     pub gemm: Vec<(crate::microkernel::Tile, FuncId)>,
-    /// Depthwise convolution pixels, and the width of its registers.
-    pub depthwise: Option<(crate::microkernel::Width, FuncId)>,
+    /// Direct convolution pixels, the width of their registers, and the
+    /// kernels reading [`crate::microkernel::WindowReads::Channels`] and
+    /// [`crate::microkernel::WindowReads::Broadcast`].
+    pub direct: Option<(crate::microkernel::Width, [FuncId; 2])>,
     /// Activations over f32 arrays.
     pub activations: Vec<(crate::microkernel::Activation, FuncId)>,
     /// Integer GEMM tiles: their form, and the tile of each number of

@@ -27,7 +27,7 @@ pub use error::{Backend, CodegenError, support};
 /// Code generation options, built once and passed in.
 #[derive(Debug, Clone, Copy)]
 pub struct CodegenOptions {
-    /// Use hand-emitted microkernels (GEMM tiles, depthwise convolutions)
+    /// Use hand-emitted microkernels (GEMM tiles, direct convolutions)
     /// where the target has the instructions; otherwise Cranelift generates
     /// every kernel.
     pub microkernels: bool,

@@ -21,6 +21,7 @@ use crate::define::Definer;
 use crate::emit::{Emitter, MethodContext, Microkernels, PTR, Split, flags, scratch_offset};
 use crate::error::{Backend, CodegenError};
 use crate::kernels::{self, conv_epilogue};
+use crate::microkernel::WindowReads;
 use crate::symbols::SymbolCode;
 use crate::{chain_kernel, microkernel};
 
@@ -216,8 +217,8 @@ pub(crate) fn compile_method<'a>(
 
 /// Defines the microkernels the target of `module` can run: GEMM tiles on
 /// x86-64 with FMA and AVX2, or AVX-512 too (widest and tallest first), and
-/// the depthwise kernel (AVX-512 with BMI2, or AVX2) and the integer GEMM
-/// tiles (AVX512-VNNI, AVX-VNNI or AVX2), and with AVX-512 and BMI2 a
+/// the direct convolution kernels (AVX-512 with BMI2, or AVX2) and the
+/// integer GEMM tiles (AVX512-VNNI, AVX-VNNI or AVX2), and with AVX-512 and BMI2 a
 /// chain kernel for each distinct epilogue of `graph`'s convolutions that
 /// one computes; `options` may keep them to AVX2, keep the integer tiles
 /// from VNNI, or leave them out.
@@ -244,9 +245,9 @@ fn define_microkernels(
     if avx2 {
         widths.push(microkernel::Width::Avx2);
     }
-    // The depthwise and activation kernels' widest: AVX-512's masks need
-    // BMI2.
-    let depthwise = match (avx512 && enabled("has_bmi2"), avx2) {
+    // The direct convolution and activation kernels' widest: AVX-512's
+    // masks need BMI2.
+    let direct = match (avx512 && enabled("has_bmi2"), avx2) {
         (true, _) => Some(microkernel::Width::Avx512),
         (false, true) => Some(microkernel::Width::Avx2),
         (false, false) => None,
@@ -262,8 +263,18 @@ fn define_microkernels(
         (_, true) => Some(microkernel::IntegerForm::Avx2),
         (_, false) => None,
     };
-    let assembled = |what: &str, code: Result<Vec<u8>, iced_x86::IcedError>| {
-        code.map_err(|error| CodegenError::Isa(format!("assembling the {what}: {error}")))
+    // Declares and defines one microkernel, named `name` in the module.
+    let mut define = |module: &mut dyn Module,
+                      name: String,
+                      signature: &Signature,
+                      (what, code): (String, Result<Vec<u8>, iced_x86::IcedError>)|
+     -> Result<FuncId, CodegenError> {
+        let name = name.to_lowercase();
+        let code =
+            code.map_err(|error| CodegenError::Isa(format!("assembling the {what}: {error}")))?;
+        let id = module.declare_function(&name, Linkage::Local, signature)?;
+        definer.bytes(module, id, &name, 16, code)?;
+        Ok(id)
     };
     let mut signature = module.make_signature();
     signature.params.extend([AbiParam::new(PTR); 10]);
@@ -277,54 +288,52 @@ fn define_microkernels(
             tile.rows,
             tile.columns(),
             tile.width
-        )
-        .to_lowercase();
-        let id = module.declare_function(&name, Linkage::Local, &gemm_signature)?;
-        let code = assembled(
-            &format!("{tile:?} GEMM microkernel"),
-            microkernel::gemm_tile(tile),
+        );
+        let code = microkernel::gemm_tile(tile);
+        let id = define(
+            module,
+            name,
+            &gemm_signature,
+            (format!("{tile:?} GEMM microkernel"), code),
         )?;
-        definer.bytes(module, id, &name, 16, code)?;
         microkernels.gemm.push((tile, id));
     }
-    if let Some(width) = depthwise {
-        let name = format!("{symbol}__depthwise_{width:?}").to_lowercase();
-        let id = module.declare_function(&name, Linkage::Local, &signature)?;
-        let code = assembled("depthwise microkernel", microkernel::depthwise(width))?;
-        definer.bytes(module, id, &name, 16, code)?;
-        microkernels.depthwise = Some((width, id));
+    if let Some(width) = direct {
+        let [channels, broadcast] = [WindowReads::Channels, WindowReads::Broadcast].map(|reads| {
+            let name = format!("{symbol}__direct_{reads:?}_{width:?}");
+            let what = format!("direct convolution microkernel ({reads:?})");
+            define(
+                module,
+                name,
+                &signature,
+                (what, microkernel::direct(width, reads)),
+            )
+        });
+        microkernels.direct = Some((width, [channels?, broadcast?]));
         let mut signature = module.make_signature();
         signature.params.extend([AbiParam::new(PTR); 3]);
         for activation in microkernel::Activation::ALL {
-            let name = format!("{symbol}__{activation:?}_{width:?}").to_lowercase();
+            let name = format!("{symbol}__{activation:?}_{width:?}");
             let mut signature = signature.clone();
             if activation == microkernel::Activation::ShiftedExp {
                 signature.params.push(AbiParam::new(types::F32));
             }
-            let id = module.declare_function(&name, Linkage::Local, &signature)?;
-            let code = assembled(
-                &format!("{activation:?} microkernel"),
-                microkernel::activation(width, activation),
-            )?;
-            definer.bytes(module, id, &name, 16, code)?;
+            let what = format!("{activation:?} microkernel");
+            let code = microkernel::activation(width, activation);
+            let id = define(module, name, &signature, (what, code))?;
             microkernels.activations.push((activation, id));
         }
     }
     if let Some(form) = integer {
-        let mut ids = Vec::new();
-        for registers in [2, 1] {
-            let name = format!("{symbol}__integer_gemm_{registers}_{form:?}").to_lowercase();
-            let id = module.declare_function(&name, Linkage::Local, &gemm_signature)?;
-            let code = assembled(
-                &format!("{form:?} integer GEMM microkernel"),
-                microkernel::integer_gemm_tile(form, registers),
-            )?;
-            definer.bytes(module, id, &name, 16, code)?;
-            ids.push(id);
-        }
-        microkernels.integer = Some((form, [ids[0], ids[1]]));
+        let [two, one] = [2, 1].map(|registers| {
+            let name = format!("{symbol}__integer_gemm_{registers}_{form:?}");
+            let what = format!("{form:?} integer GEMM microkernel");
+            let code = microkernel::integer_gemm_tile(form, registers);
+            define(module, name, &gemm_signature, (what, code))
+        });
+        microkernels.integer = Some((form, [two?, one?]));
     }
-    if depthwise == Some(microkernel::Width::Avx512) {
+    if direct == Some(microkernel::Width::Avx512) {
         let mut signature = module.make_signature();
         signature.params.extend([AbiParam::new(PTR); 5]);
         let epilogues = graph.schedule().iter().filter_map(|&id| {
@@ -370,14 +379,8 @@ fn define_microkernels(
                 continue;
             };
             let name = format!("{symbol}__epilogue{}", microkernels.chains.len());
-            let id = module.declare_function(&name, Linkage::Local, &signature)?;
-            definer.bytes(
-                module,
-                id,
-                &name,
-                16,
-                assembled("epilogue chain kernel", code)?,
-            )?;
+            let what = "epilogue chain kernel".to_string();
+            let id = define(module, name, &signature, (what, code))?;
             microkernels.chains.insert(key, id);
         }
     }

@@ -1,9 +1,10 @@
-//! GEMM and depthwise convolution microkernels for x86-64, emitted as
+//! GEMM and convolution microkernels for x86-64, emitted as
 //! machine code with iced-x86 and defined into the same Cranelift module as
 //! the kernels that call them (so JIT and object files share them).
 //! Cranelift's vectors are 128 bits wide; these use the CPU's 256-bit (AVX2)
-//! or 512-bit (AVX-512) registers. The depthwise kernel is described at
-//! [`depthwise`], the integer GEMM tiles (VNNI's `vpdpbusd`, or AVX2's
+//! or 512-bit (AVX-512) registers. The direct convolution kernel (depthwise
+//! convolutions, and those of few input channels) is described at
+//! [`direct`], the integer GEMM tiles (VNNI's `vpdpbusd`, or AVX2's
 //! `vpmaddwd`) at [`integer_gemm_tile`], the activations at [`activation`].
 //!
 //! A GEMM tile is four to nine rows, one or two registers wide (8 or 16
@@ -27,8 +28,8 @@
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::{
-    AsmMemoryOperand, AsmRegister64, CodeAssembler, byte_ptr, dword_ptr, ptr, qword_ptr, r8, r9,
-    r10, r11, rax, rcx, rdi, rdx, rsi, rsp,
+    AsmMemoryOperand, AsmRegister64, CodeAssembler, byte_ptr, dword_bcst, dword_ptr, ptr,
+    qword_ptr, r8, r9, r10, r11, rax, rcx, rdi, rdx, rsi, rsp,
 };
 
 /// The most rows a microkernel computes (the length of the bias rows a
@@ -249,23 +250,32 @@ pub(crate) fn gemm_tile(tile: Tile) -> Result<Vec<u8>, IcedError> {
     asm.assemble(0)
 }
 
-/// Emits the channel blocks of `$pixels` output pixels of the depthwise
-/// microkernel: `$sums` (one register a pixel), `$weight` for the filter,
-/// `$low` and `$high` holding the bounds; `$bytes` is one register's size.
-/// `$masked` (AVX-512) masks the last block with k1 (BMI2's bzhi makes the
-/// mask); otherwise the caller gives whole registers of channels.
-macro_rules! emit_depthwise_pixels {
-    ($asm:ident, $pixels:expr, $bytes:expr, $masked:expr, $register:ty, $sums:expr, $weight:expr, [$low:expr, $high:expr]) => {{
+/// Emits the channel blocks of `$pixels` output pixels of the direct
+/// convolution microkernel: `$sums` (one register a pixel), `$weight` for the
+/// filter, `$low` and `$high` holding the bounds; `$bytes` is one register's
+/// size. `$masked` (AVX-512) masks the last block with k1 (BMI2's bzhi makes
+/// the mask); otherwise the caller gives whole registers of channels. With
+/// `$reads` [`WindowReads::Broadcast`] each tap's element is broadcast, by
+/// the multiply-add itself with `$staging` `None` (AVX-512's embedded
+/// broadcast), or into that register first.
+macro_rules! emit_direct_pixels {
+    ($asm:ident, $pixels:expr, $reads:expr, $bytes:expr, $masked:expr, $register:ty, $sums:expr, $weight:expr, $staging:expr, [$low:expr, $high:expr]) => {{
         use iced_x86::code_asm::registers::gpr32::{eax, ebx};
         use iced_x86::code_asm::registers::gpr64::{r12, r13, r14, r15, rbp, rbx};
         use iced_x86::code_asm::registers::k::k1;
         let pixels: usize = $pixels;
         let sums = &$sums[..pixels];
-        let window = |pixel: usize| match pixel {
-            0 => ptr(rax),
-            1 => ptr(rax + r11),
-            2 => ptr(rax + r11 * 2),
-            _ => ptr(rax + rbp),
+        let reads: WindowReads = $reads;
+        let staging: Option<$register> = $staging;
+        // Pixels 0-3 from rax, 4-7 from rbx (once the weights are loaded).
+        let window = |pixel: usize| {
+            let base = [rax, rbx][pixel / 4];
+            match pixel % 4 {
+                0 => base + 0,
+                1 => base + r11,
+                2 => base + r11 * 2,
+                _ => base + rbp,
+            }
         };
         let mut channels = $asm.create_label();
         let mut zero = $asm.create_label();
@@ -307,12 +317,28 @@ macro_rules! emit_depthwise_pixels {
         $asm.set_label(&mut tap)?;
         $asm.mov(rax, qword_ptr(r14))?;
         $asm.add(rax, rdi)?;
-        $asm.add(rax, r13)?;
+        if reads == WindowReads::Channels {
+            $asm.add(rax, r13)?;
+        }
         $asm.mov(rbx, qword_ptr(r14 + 8))?;
         $asm.add(rbx, rsi)?;
         $asm.vmovups(zeroing($weight), ptr(rbx + r13))?;
+        if pixels > 4 {
+            $asm.lea(rbx, ptr(rax + r11 * 4))?;
+        }
         for (pixel, &sum) in sums.iter().enumerate() {
-            $asm.vfmadd231ps(masked(sum), $weight, window(pixel))?;
+            match (reads, staging) {
+                (WindowReads::Channels, _) => {
+                    $asm.vfmadd231ps(masked(sum), $weight, ptr(window(pixel)))?
+                }
+                (WindowReads::Broadcast, None) => {
+                    $asm.vfmadd231ps(masked(sum), $weight, dword_bcst(window(pixel)))?
+                }
+                (WindowReads::Broadcast, Some(element)) => {
+                    $asm.vbroadcastss(element, dword_ptr(window(pixel)))?;
+                    $asm.vfmadd231ps(masked(sum), $weight, element)?;
+                }
+            }
         }
         $asm.add(r14, 16)?;
         $asm.dec(r15)?;
@@ -336,22 +362,35 @@ macro_rules! emit_depthwise_pixels {
     }};
 }
 
-/// The depthwise microkernel: `depthwise(window, filter, output, bias,
+/// How the direct convolution microkernel reads a tap of a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WindowReads {
+    /// A depthwise convolution's: the tap's channels, one vector of them a
+    /// block (a channels-last window).
+    Channels,
+    /// A convolution of few input channels: each tap is one input channel's
+    /// element (any layout), broadcast to every output channel.
+    Broadcast,
+}
+
+/// The direct convolution microkernel: `direct(window, filter, output, bias,
 /// taps, tap_count, pixels, pixel_step, channel_bytes, bounds)` (System V
 /// arguments, the last four on the stack) computes `pixels` output pixels
-/// of a channels-last depthwise convolution that read the same taps, every
-/// channel of each: `output[p][c] = clamp(bias[c] + sum over taps t of
-/// window[p][t][c] * filter[t][c], bounds[0], bounds[1])`, where pixel
-/// `p`'s window starts at `window + p * pixel_step`, its output at `output +
-/// p * channel_bytes`, and `taps` holds `tap_count` pairs of i64 byte
-/// offsets: the tap's element from the window's start and its filter row
-/// from `filter`. A null `bias` starts the sums at zero. Each channel is
+/// of a channels-last convolution that read the same taps, every output
+/// channel of each. With [`WindowReads::Channels`] (depthwise)
+/// `output[p][c] = clamp(bias[c] + sum over taps t of window[p][t][c] *
+/// filter[t][c], bounds[0], bounds[1])`; with [`WindowReads::Broadcast`]
+/// the window's element is the same for every channel, `window[p][t]`.
+/// Pixel `p`'s window starts at `window + p * pixel_step`, its output at
+/// `output + p * channel_bytes`, and `taps` holds `tap_count` pairs of i64
+/// byte offsets: the tap's element from the window's start and its filter
+/// row from `filter`. A null `bias` starts the sums at zero. Each channel is
 /// summed bias first, then the taps in the table's order, with fused
-/// multiply-adds, so it gives the bits of the kernels Cranelift emits. Four
-/// pixels at a time, then one; a register of channels at a time: with
+/// multiply-adds, so it gives the bits of the kernels Cranelift emits. Eight
+/// pixels at a time, then four, then one; a register of channels at a time: with
 /// AVX-512 (and BMI2) sixteen, the last block masked; with AVX2 eight, and
 /// `channel_bytes` must be a multiple of 32.
-pub(crate) fn depthwise(width: Width) -> Result<Vec<u8>, IcedError> {
+pub(crate) fn direct(width: Width, reads: WindowReads) -> Result<Vec<u8>, IcedError> {
     use iced_x86::code_asm::registers::gpr64::{r12, r13, r14, r15, rbp, rbx};
     use iced_x86::code_asm::registers::{ymm::*, zmm::*};
     let mut asm = CodeAssembler::new(64)?;
@@ -378,41 +417,48 @@ pub(crate) fn depthwise(width: Width) -> Result<Vec<u8>, IcedError> {
     asm.lea(rbp, ptr(r11 + r11 * 2))?;
     let pixels = |asm: &mut CodeAssembler, pixels: usize| -> Result<(), IcedError> {
         match width {
-            Width::Avx2 => emit_depthwise_pixels!(
+            Width::Avx2 => emit_direct_pixels!(
                 asm,
                 pixels,
+                reads,
                 32,
                 false,
                 iced_x86::code_asm::AsmRegisterYmm,
-                [ymm0, ymm1, ymm2, ymm3],
-                ymm4,
+                [ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7],
+                ymm8,
+                Some(ymm9),
                 [ymm14, ymm15]
             ),
-            Width::Avx512 => emit_depthwise_pixels!(
+            Width::Avx512 => emit_direct_pixels!(
                 asm,
                 pixels,
+                reads,
                 64,
                 true,
                 iced_x86::code_asm::AsmRegisterZmm,
-                [zmm0, zmm1, zmm2, zmm3],
-                zmm4,
+                [zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7],
+                zmm8,
+                None,
                 [zmm30, zmm31]
             ),
         }
         Ok(())
     };
-    let mut fours = asm.create_label();
-    let mut ones = asm.create_label();
+    // Eight pixels at a time (eight chains of multiply-adds, which their
+    // latency needs), then four, then the rest one by one.
+    let [eights, fours, mut ones] = [(); 3].map(|()| asm.create_label());
     let mut one = asm.create_label();
     let mut end = asm.create_label();
-    asm.set_label(&mut fours)?;
-    asm.cmp(r10, 4)?;
-    asm.jl(ones)?;
-    pixels(&mut asm, 4)?;
-    asm.lea(rdi, ptr(rdi + r11 * 4))?;
-    asm.lea(rdx, ptr(rdx + r12 * 4))?;
-    asm.sub(r10, 4)?;
-    asm.jmp(fours)?;
+    for (group, mut start, next) in [(8, eights, fours), (4, fours, ones)] {
+        asm.set_label(&mut start)?;
+        asm.cmp(r10, group)?;
+        asm.jl(next)?;
+        pixels(&mut asm, group as usize)?;
+        asm.lea(rdi, ptr(rdi + r11 * group))?;
+        asm.lea(rdx, ptr(rdx + r12 * group))?;
+        asm.sub(r10, group)?;
+        asm.jmp(start)?;
+    }
     asm.set_label(&mut ones)?;
     asm.test(r10, r10)?;
     asm.jz(end)?;

@@ -55,6 +55,8 @@ struct Case {
     /// The weights' range.
     weights: [i64; 2],
     bias: bool,
+    /// The bias's range.
+    biases: [i64; 2],
     clamp: bool,
     residual: bool,
     channels_last_input: bool,
@@ -75,6 +77,7 @@ impl Case {
             raw: [-150.0, 140.0],
             weights: [-127, 127],
             bias: true,
+            biases: [-5000, 5000],
             clamp: false,
             residual: false,
             channels_last_input: true,
@@ -108,7 +111,7 @@ impl Case {
 
     fn bias_of(&self, co: usize) -> i64 {
         match self.bias {
-            true => integer(3, co, [-5000, 5000]),
+            true => integer(3, co, self.biases),
             false => 0,
         }
     }
@@ -403,33 +406,51 @@ fn im2col_shapes_give_the_same_bits_as_the_f32_kernels() {
 }
 
 /// Sums beyond 2^24: the f32 kernels round along the way, the integer
-/// ones (on x86-64 with AVX2) give the exact sum rounded once.
+/// ones (on x86-64 with AVX2) give the exact sum rounded once. Also with
+/// three input channels, which the f32 kernels compute directly where
+/// their sums are exact, and here, with a bias near 2^24, must not.
 #[test]
 fn sums_beyond_f32_precision_are_exact_with_the_integer_kernels() {
-    let case = Case {
+    let many = Case {
         range: [0, 255],
         raw: [250.0, 255.0],
         weights: [120, 127],
         bias: false,
         ..Case::new(700, 40, [4, 6])
     };
-    let outputs = case.outputs();
-    let [oh, ow] = case.output();
-    let exact: Vec<f32> = (0..case.outputs * oh * ow)
-        .map(|index| case.exact(index / (oh * ow), index / ow % oh, index % ow))
-        .collect();
-    let integer_kernels = cfg!(target_arch = "x86_64")
-        && std::is_x86_feature_detected!("avx2")
-        && std::is_x86_feature_detected!("fma");
-    for (name, got) in &outputs[..3] {
-        let exact_here = got == &exact;
-        assert_eq!(
-            exact_here, integer_kernels,
-            "with {name}: exact sums {exact_here}, integer kernels {integer_kernels}"
-        );
-    }
-    for (name, got) in &outputs[5..] {
-        assert_ne!(got, &exact, "with {name}: the f32 kernels rounded nothing");
+    let few = Case {
+        channels: 3,
+        outputs: 24,
+        size: [7, 9],
+        kernel: 3,
+        padding: 1,
+        bias: true,
+        biases: [16_500_000, 16_700_000],
+        channels_last_input: false,
+        ..many.clone()
+    };
+    for case in [many, few] {
+        let outputs = case.outputs();
+        let [oh, ow] = case.output();
+        let exact: Vec<f32> = (0..case.outputs * oh * ow)
+            .map(|index| case.exact(index / (oh * ow), index / ow % oh, index % ow))
+            .collect();
+        let integer_kernels = cfg!(target_arch = "x86_64")
+            && std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma");
+        for (name, got) in &outputs[..3] {
+            let exact_here = got == &exact;
+            assert_eq!(
+                exact_here, integer_kernels,
+                "{case:?} with {name}: exact sums {exact_here}, integer kernels {integer_kernels}"
+            );
+        }
+        for (name, got) in &outputs[5..] {
+            assert_ne!(
+                got, &exact,
+                "{case:?} with {name}: the f32 kernels rounded nothing"
+            );
+        }
     }
 }
 

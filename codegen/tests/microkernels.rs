@@ -15,6 +15,8 @@
 //!   channels in eights, Cranelift the others), kernels of 3 and 5 with
 //!   strides, padding and dilation (border pixels read fewer taps), with
 //!   and without a bias and a clamp, from channels-last and NCHW inputs.
+//! - Convolutions of few input channels (a network's first), computed
+//!   directly like the depthwise ones, each tap's element broadcast.
 //! - Pointwise convolutions, one GEMM per image, and the others, through
 //!   im2col in blocks of output rows, with filters given as inputs and as
 //!   constants (which the microkernels read prepacked into panels, the
@@ -277,38 +279,51 @@ groups={groups}{clamp}
     }
 }
 
+/// Checks `base` with each window `[kernel, stride, padding, dilation]`
+/// and each `(bias, clamp, channels_last_input)`.
+fn check_windows(base: Case, windows: &[[usize; 4]], options: &[(bool, bool, bool)]) {
+    for &[kernel, stride, padding, dilation] in windows {
+        for &(bias, clamp, channels_last_input) in options {
+            Case {
+                kernel,
+                stride,
+                padding,
+                dilation,
+                bias,
+                clamp,
+                channels_last_input,
+                ..base
+            }
+            .check();
+        }
+    }
+}
+
 #[test]
 fn every_depthwise_shape_gives_the_same_bits_and_the_right_sums() {
     for channels in [1, 3, 8, 15, 16, 17, 24, 33, 40] {
-        for (kernel, stride, padding, dilation) in [
-            (3, 1, 1, 1),
-            (3, 2, 1, 1),
-            (3, 1, 0, 2),
-            (5, 2, 2, 1),
-            (5, 1, 3, 1),
-        ] {
-            for (bias, clamp, channels_last_input) in [
+        let depthwise = Case {
+            channels,
+            outputs: channels,
+            groups: channels,
+            size: [9, 11],
+            ..FIRST
+        };
+        check_windows(
+            depthwise,
+            &[
+                [3, 1, 1, 1],
+                [3, 2, 1, 1],
+                [3, 1, 0, 2],
+                [5, 2, 2, 1],
+                [5, 1, 3, 1],
+            ],
+            &[
                 (true, true, true),
                 (false, false, true),
                 (true, false, false),
-            ] {
-                Case {
-                    channels,
-                    outputs: channels,
-                    groups: channels,
-                    size: [9, 11],
-                    kernel,
-                    stride,
-                    padding,
-                    dilation,
-                    bias,
-                    clamp,
-                    channels_last_input,
-                    constant_filter: false,
-                }
-                .check();
-            }
-        }
+            ],
+        );
     }
 }
 
@@ -339,25 +354,73 @@ fn pointwise_convolutions_give_the_same_bits_and_the_right_sums() {
     }
 }
 
+/// A network's first convolution: 3x3 with stride 2 over an RGB image
+/// (NCHW), to 16 channels, with a bias and a clamp.
+const FIRST: Case = Case {
+    channels: 3,
+    outputs: 16,
+    groups: 1,
+    size: [130, 97],
+    kernel: 3,
+    stride: 2,
+    padding: 1,
+    dilation: 1,
+    bias: true,
+    clamp: true,
+    channels_last_input: false,
+    constant_filter: false,
+};
+
+/// Convolutions of few input channels (a network's first: three), computed
+/// directly with each tap's element broadcast to the output channels:
+/// output channels around the vector blocks (AVX-512 masks the last one,
+/// AVX2's kernel takes eights, Cranelift the rest), kernels of 1, 3 and 7
+/// with strides, padding and dilation (border pixels read fewer taps),
+/// rows of more and fewer than eight pixels, from NCHW and channels-last
+/// inputs, and no input channel at all (every output the bias).
+#[test]
+fn few_channel_convolutions_give_the_same_bits_and_the_right_sums() {
+    let first = Case {
+        size: [21, 19],
+        ..FIRST
+    };
+    for channels in [1, 3, 4] {
+        for outputs in [8, 16, 24, 37] {
+            check_windows(
+                Case {
+                    channels,
+                    outputs,
+                    ..first
+                },
+                &[[3, 2, 1, 1], [3, 1, 0, 2], [7, 2, 3, 1], [1, 2, 0, 1]],
+                &[(true, true, false), (false, false, true)],
+            );
+        }
+    }
+    Case {
+        outputs: 64,
+        constant_filter: true,
+        ..FIRST
+    }
+    .check();
+    Case {
+        channels: 0,
+        constant_filter: true,
+        channels_last_input: true,
+        ..first
+    }
+    .check();
+}
+
 /// Convolutions through im2col in blocks of output rows: images tall and
 /// wide enough for several blocks (the blocks at the top and bottom meet
-/// rows of padding that the blocks between do not), a network's first
-/// convolution (three channels, NCHW input) and grouped ones.
+/// rows of padding that the blocks between do not), NCHW inputs of more
+/// channels than are computed directly and grouped ones.
 #[test]
 fn im2col_blocks_give_the_same_bits_and_the_right_sums() {
     let first = Case {
-        channels: 3,
-        outputs: 16,
-        groups: 1,
-        size: [130, 97],
-        kernel: 3,
-        stride: 2,
-        padding: 1,
-        dilation: 1,
-        bias: true,
-        clamp: true,
-        channels_last_input: false,
-        constant_filter: false,
+        channels: 5,
+        ..FIRST
     };
     first.check();
     // Constant filters: panels and a rest, from NCHW and channels-last
@@ -403,14 +466,6 @@ fn im2col_blocks_give_the_same_bits_and_the_right_sums() {
         stride: 1,
         bias: false,
         clamp: false,
-        ..first
-    }
-    .check();
-    // No input channels: no taps, every output the bias.
-    Case {
-        channels: 0,
-        constant_filter: true,
-        channels_last_input: true,
         ..first
     }
     .check();

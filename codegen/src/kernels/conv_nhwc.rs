@@ -11,15 +11,18 @@
 //!   into rectangles whose windows meet the same taps inside the image (the
 //!   interior, and each border row and column), so no pixel tests bounds
 //!   and nothing is padded; with AVX-512 (or AVX2, for channels in
-//!   eights), each output row of a span is one call of the depthwise
-//!   microkernel, given the span's taps as a table;
+//!   eights), each output row of a span is one call of the direct
+//!   convolution microkernel, given the span's taps as a table;
+//! - of few input channels (`FEW_CHANNELS`, a network's first): the same,
+//!   from the input as it is stored, each tap's element of each input
+//!   channel broadcast to a vector of output channels;
 //! - others: per group and block of output rows, im2col into scratch (one
 //!   row per output pixel, one column per tap and input channel, zeros
 //!   where a window leaves the image) times the group's block of the
 //!   filter; a block's columns stay in the L2 cache.
 //!
-//! Each writes its output only through the GEMMs' row blocks or the
-//! depthwise output rows, which threads share out (everything else goes to
+//! Each writes its output only through the GEMMs' row blocks or the direct
+//! output rows, which threads share out (everything else goes to
 //! scratch memory, each thread's own).
 
 use std::ops::Range;
@@ -38,9 +41,15 @@ use super::linalg::{
 use super::map::emit_copy;
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
-use crate::microkernel::Width;
+use crate::microkernel::{Width, WindowReads};
 
 use super::quantized::{IntegerGemm, Units};
+
+/// The most input channels of a convolution computed directly, each tap's
+/// element broadcast to the output channels, rather than through im2col
+/// and a GEMM of as many columns as taps (an image's first convolution:
+/// 27 taps for 3x3 over RGB, whose unfolding took most of its time).
+const FEW_CHANNELS: i64 = 4;
 
 /// The geometry of a convolution with a channels-last result.
 #[derive(Clone, Copy, Debug)]
@@ -93,6 +102,7 @@ pub(super) fn convolution(
         && conv.groups == 1;
     let depthwise =
         conv.groups == channels && conv.group_channels() == 1 && conv.out_channels() == channels;
+    let few_channels = conv.groups == 1 && conv.group_channels() <= FEW_CHANNELS && !pointwise;
     e.allow_parallel();
     let [input, output] = [input, output].map(|value| e.address(value));
     let stored = |e: &mut Emitter<'_, '_, '_>| e.address(weight);
@@ -103,7 +113,25 @@ pub(super) fn convolution(
         }
         _ if depthwise => {
             let pointers = [input, stored(e), output];
-            depthwise_direct(e, conv, pointers, bias, (epilogue, blocks))
+            direct(
+                e,
+                conv,
+                WindowReads::Channels,
+                pointers,
+                bias,
+                (epilogue, blocks),
+            )
+        }
+        _ if few_channels && integer.is_none_or(IntegerGemm::f32_sums_exact) => {
+            let pointers = [input, stored(e), output];
+            direct(
+                e,
+                conv,
+                WindowReads::Broadcast,
+                pointers,
+                bias,
+                (epilogue, blocks),
+            )
         }
         _ => {
             let packed = match (integer, conv.groups) {
@@ -465,35 +493,51 @@ pub(super) struct Span {
     pub taps: Range<i64>,
 }
 
-/// A depthwise convolution, computed directly from a channels-last input
-/// (the input is copied into scratch as one first when it is NCHW).
-fn depthwise_direct(
+/// A convolution computed directly, pixel by pixel: a depthwise one from a
+/// channels-last input (copied into scratch as one first when it is NCHW),
+/// a vector of channels of each tap at a time; or one of few input channels
+/// (a network's first: an image's three) from its input as it is stored,
+/// each tap's element of each input channel broadcast to every output
+/// channel.
+fn direct(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
+    reads: WindowReads,
     [input, filter, output]: [Value; 3],
     bias: Option<Value>,
     (epilogue, blocks): (Epilogue, Option<&BlockEpilogue>),
 ) -> Result<(), CodegenError> {
     let [_, channels, _, width] = conv.input.sizes;
+    let out_channels = conv.out_channels();
     let out_w = conv.output.sizes[3];
-    let kernel_w = conv.kernel()[1];
+    let [kernel_h, kernel_w] = conv.kernel();
     let (row_spans, column_spans) = (Axis::of(conv, 0).spans(), Axis::of(conv, 1).spans());
-    let packed = (!conv.input.channels_last).then(|| e.scratch((conv.input.strides[0] * 4) as u64));
+    let packed = (reads == WindowReads::Channels && !conv.input.channels_last)
+        .then(|| e.scratch((conv.input.strides[0] * 4) as u64));
+    // The window's element strides: channel, row, column.
+    let [_, channel_stride, row_stride, column_stride] = match packed {
+        Some(_) => [0, 1, width * channels, channels],
+        None => conv.input.strides,
+    };
     // Threads share out the output rows.
     let out_h = conv.output.sizes[2];
-    let row_cost = (out_w * channels * conv.kernel()[0] * kernel_w) as u64;
+    let row_cost = (out_w * out_channels * kernel_h * kernel_w * conv.group_channels()) as u64;
     let range = e.parallel_range(out_h, row_cost);
+    let (input_row, output_row) = (conv.stride[0] * row_stride * 4, out_w * out_channels * 4);
+    let (pixel_step, channel_bytes) = (conv.stride[1] * column_stride * 4, out_channels * 4);
     // AVX2's kernel takes whole registers of eight channels.
-    let call = match (e.cx.microkernels.depthwise, epilogue.residual) {
-        (Some((Width::Avx512, kernel)), None) => {
-            Some(DepthwiseCall::prepare(e, kernel, conv, epilogue))
-        }
-        (Some((Width::Avx2, kernel)), None) if channels % 8 == 0 => {
-            Some(DepthwiseCall::prepare(e, kernel, conv, epilogue))
-        }
+    let kernel = match (e.cx.microkernels.direct, epilogue.residual) {
+        (Some((Width::Avx512, kernels)), None) => Some(kernels),
+        (Some((Width::Avx2, kernels)), None) if out_channels % 8 == 0 => Some(kernels),
         (Some(_), _) | (None, _) => None,
     };
-    let (input_row, output_row) = (conv.stride[0] * width * channels * 4, out_w * channels * 4);
+    let call = kernel.map(|[channels, broadcast]| {
+        let kernel = match reads {
+            WindowReads::Channels => channels,
+            WindowReads::Broadcast => broadcast,
+        };
+        DirectCall::prepare(e, kernel, epilogue, [pixel_step, channel_bytes])
+    });
     per_image(e, conv, [input, output], &mut |e, image, out| {
         let source = match packed {
             Some(scratch) => {
@@ -524,8 +568,8 @@ fn depthwise_direct(
             // The input row where the windows of the span's first output
             // row start (maybe above the image: only taps inside are read),
             // and that output row.
-            let origin = (rows.start * conv.stride[0] - conv.padding[0]) * width;
-            let mut window = e.b.ins().iadd_imm_s(source, origin * channels * 4);
+            let origin = (rows.start * conv.stride[0] - conv.padding[0]) * row_stride;
+            let mut window = e.b.ins().iadd_imm_s(source, origin * 4);
             let mut first = e.b.ins().iadd_imm_s(out, rows.start * output_row);
             if let Some(skipped) = skipped {
                 let input_rows = e.b.ins().imul_imm_s(skipped, input_row);
@@ -533,22 +577,19 @@ fn depthwise_direct(
                 let output_rows = e.b.ins().imul_imm_s(skipped, output_row);
                 first = e.b.ins().iadd(first, output_rows);
             }
-            let spans: Vec<(DepthwiseTaps, Option<(Value, i64)>)> = column_spans
+            let spans: Vec<(DirectTaps, Option<(Value, i64)>)> = column_spans
                 .iter()
                 .map(|columns| {
-                    let taps = DepthwiseTaps {
-                        rows: rows.taps.clone(),
-                        columns: columns.taps.clone(),
-                        kernel_w,
-                        dilation: conv.dilation,
-                        width,
-                        channels,
-                        window: if packed.is_some() {
-                            flags()
-                        } else {
-                            tile_input()
+                    let taps = DirectTaps::new(
+                        conv,
+                        [rows.taps.clone(), columns.taps.clone()],
+                        [channel_stride, row_stride, column_stride],
+                        reads,
+                        match packed {
+                            Some(_) => flags(),
+                            None => tile_input(),
                         },
-                    };
+                    );
                     let table = call.as_ref().map(|call| call.table(e, &taps));
                     (taps, table)
                 })
@@ -556,8 +597,8 @@ fn depthwise_direct(
             e.counted_loop(count, &[window, first], |e, _, row| {
                 for (columns, (taps, table)) in column_spans.iter().zip(&spans) {
                     let column = columns.start * conv.stride[1] - conv.padding[1];
-                    let window = e.b.ins().iadd_imm_s(row[0], column * channels * 4);
-                    let first = e.b.ins().iadd_imm_s(row[1], columns.start * channels * 4);
+                    let window = e.b.ins().iadd_imm_s(row[0], column * column_stride * 4);
+                    let first = e.b.ins().iadd_imm_s(row[1], columns.start * channel_bytes);
                     match (&call, table) {
                         (Some(call), Some(table)) => {
                             call.row(e, [window, filter, first], bias, *table, columns.count)
@@ -565,7 +606,7 @@ fn depthwise_direct(
                         _ => {
                             let pixels = &[window, first];
                             e.counted_loop(Size::Const(columns.count), pixels, |e, _, pixel| {
-                                depthwise_pixel(
+                                direct_pixel(
                                     e,
                                     taps,
                                     [pixel[0], filter, pixel[1]],
@@ -573,9 +614,8 @@ fn depthwise_direct(
                                     epilogue,
                                 )?;
                                 Ok(vec![
-                                    e.b.ins()
-                                        .iadd_imm_s(pixel[0], conv.stride[1] * channels * 4),
-                                    e.b.ins().iadd_imm_s(pixel[1], channels * 4),
+                                    e.b.ins().iadd_imm_s(pixel[0], pixel_step),
+                                    e.b.ins().iadd_imm_s(pixel[1], channel_bytes),
                                 ])
                             })?;
                         }
@@ -583,7 +623,13 @@ fn depthwise_direct(
                 }
                 // The row's steps, while it is in the cache.
                 if let Some(blocks) = blocks {
-                    blocks.apply(e, row[1], None, Size::Const(out_w), Size::Const(channels))?;
+                    blocks.apply(
+                        e,
+                        row[1],
+                        None,
+                        Size::Const(out_w),
+                        Size::Const(out_channels),
+                    )?;
                 }
                 Ok(vec![
                     e.b.ins().iadd_imm_s(row[0], input_row),
@@ -595,38 +641,69 @@ fn depthwise_direct(
     })
 }
 
-/// The taps a span of depthwise outputs reads, and the strides to find them.
-struct DepthwiseTaps {
-    rows: Range<i64>,
-    columns: Range<i64>,
-    kernel_w: i64,
-    dilation: [i64; 2],
-    width: i64,
+/// The taps a span of direct outputs reads: each tap's element's byte
+/// offset from the window's start and its filter row's from the filter's,
+/// in the order the sums add them (kernel rows, columns, then input
+/// channels: one for a depthwise convolution).
+struct DirectTaps {
+    offsets: Vec<[i64; 2]>,
     channels: i64,
+    reads: WindowReads,
     /// How the window is read: as the node's input, or (a packed copy in
     /// scratch, rewritten for every image) with ordinary loads, which stay
     /// below the copy.
     window: MemFlagsData,
 }
 
-/// Calls of the depthwise microkernel (see `microkernel::depthwise`) for one
-/// convolution: the kernel, the clamp bounds, and the steps between pixels
-/// in the window and in the output.
-struct DepthwiseCall {
+impl DirectTaps {
+    /// The taps of kernel rows and columns `[rows, columns]` of `conv`,
+    /// whose input's element strides are `[channel, row, column]`.
+    fn new(
+        conv: &ChannelsLast,
+        [rows, columns]: [Range<i64>; 2],
+        [channel, row, column]: [i64; 3],
+        reads: WindowReads,
+        window: MemFlagsData,
+    ) -> DirectTaps {
+        let [_, in_channels, _, kernel_w] = conv.filter;
+        let channels = conv.out_channels();
+        let mut offsets = Vec::new();
+        for ky in rows {
+            for kx in columns.clone() {
+                let pixel = ky * conv.dilation[0] * row + kx * conv.dilation[1] * column;
+                let tap = ky * kernel_w + kx;
+                for c in 0..in_channels {
+                    let filter_row = (tap * in_channels + c) * channels;
+                    offsets.push([(pixel + c * channel) * 4, filter_row * 4]);
+                }
+            }
+        }
+        DirectTaps {
+            offsets,
+            channels,
+            reads,
+            window,
+        }
+    }
+}
+
+/// Calls of the direct convolution microkernel (see
+/// `microkernel::direct`) for one convolution: the kernel, the clamp bounds,
+/// and the steps between pixels in the window and in the output.
+struct DirectCall {
     kernel: cranelift_module::FuncId,
     bounds: Value,
     pixel_step: i64,
     channel_bytes: i64,
 }
 
-impl DepthwiseCall {
+impl DirectCall {
     fn prepare(
         e: &mut Emitter<'_, '_, '_>,
         kernel: cranelift_module::FuncId,
-        conv: &ChannelsLast,
         epilogue: Epilogue,
-    ) -> DepthwiseCall {
-        let channel_bytes = conv.input.sizes[1] * 4;
+        [pixel_step, channel_bytes]: [i64; 2],
+    ) -> DirectCall {
         let slot =
             e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 2));
         let low = epilogue.min.unwrap_or(f32::NEG_INFINITY);
@@ -635,36 +712,26 @@ impl DepthwiseCall {
             let value = e.b.ins().f32const(bound);
             e.b.ins().stack_store(crate::emit::PTR, value, slot, offset);
         }
-        DepthwiseCall {
+        DirectCall {
             kernel,
             bounds: e.b.ins().stack_addr(crate::emit::PTR, slot, 0),
-            pixel_step: conv.stride[1] * channel_bytes,
+            pixel_step,
             channel_bytes,
         }
     }
 
-    /// The table of `taps`: for each, in the order Cranelift's kernels sum
-    /// them, its element's byte offset from the window's start and its
-    /// filter row's from the filter's; and how many.
-    fn table(&self, e: &mut Emitter<'_, '_, '_>, taps: &DepthwiseTaps) -> (Value, i64) {
-        let mut entries = Vec::new();
-        for ky in taps.rows.clone() {
-            for kx in taps.columns.clone() {
-                let pixel = ky * taps.dilation[0] * taps.width + kx * taps.dilation[1];
-                let tap = ky * taps.kernel_w + kx;
-                entries.extend([pixel * self.channel_bytes, tap * self.channel_bytes]);
-            }
-        }
-        let bytes = (entries.len() * 8).max(8) as u32;
+    /// The table of `taps` on the stack, and how many.
+    fn table(&self, e: &mut Emitter<'_, '_, '_>, taps: &DirectTaps) -> (Value, i64) {
+        let bytes = (taps.offsets.len() * 16).max(8) as u32;
         let slot =
             e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 3));
-        for (index, &entry) in entries.iter().enumerate() {
+        for (index, &entry) in taps.offsets.iter().flatten().enumerate() {
             let value = e.iconst(entry);
             e.b.ins()
                 .stack_store(crate::emit::PTR, value, slot, 8 * index as i32);
         }
         let address = e.b.ins().stack_addr(crate::emit::PTR, slot, 0);
-        (address, entries.len() as i64 / 2)
+        (address, taps.offsets.len() as i64)
     }
 
     /// `pixels` output pixels along a row, whose windows read the taps of
@@ -695,11 +762,11 @@ impl DepthwiseCall {
     }
 }
 
-/// Every channel of one output pixel: blocks of 16 channels (four
+/// Every output channel of one pixel: blocks of 16 channels (four
 /// independent chains of multiply-adds), then 8, 4 and single channels.
-fn depthwise_pixel(
+fn direct_pixel(
     e: &mut Emitter<'_, '_, '_>,
-    taps: &DepthwiseTaps,
+    taps: &DirectTaps,
     [window, filter, output]: [Value; 3],
     bias: Option<Value>,
     epilogue: Epilogue,
@@ -711,9 +778,14 @@ fn depthwise_pixel(
         let count = left / lanes;
         left %= lanes;
         carried = e.counted_loop(Size::Const(count), &carried, |e, _, p| {
-            depthwise_block(e, taps, lanes, p, epilogue)?;
+            direct_block(e, taps, lanes, p, epilogue)?;
             Ok(p.iter()
-                .map(|&pointer| e.b.ins().iadd_imm_s(pointer, lanes * 4))
+                .enumerate()
+                .map(|(index, &pointer)| match (index, taps.reads) {
+                    // A broadcast tap's element is every channel's.
+                    (0, WindowReads::Broadcast) => pointer,
+                    _ => e.b.ins().iadd_imm_s(pointer, lanes * 4),
+                })
                 .collect())
         })?;
     }
@@ -722,9 +794,9 @@ fn depthwise_pixel(
 
 /// `lanes` channels of one pixel: `p` holds the window's, the filter's, the
 /// output's and (when there is one) the bias's pointers at the first.
-fn depthwise_block(
+fn direct_block(
     e: &mut Emitter<'_, '_, '_>,
-    taps: &DepthwiseTaps,
+    taps: &DirectTaps,
     lanes: i64,
     p: &[Value],
     epilogue: Epilogue,
@@ -739,26 +811,27 @@ fn depthwise_block(
             None => super::expr::fconst(e, lane, 0.0),
         })
         .collect();
-    for ky in taps.rows.clone() {
-        for kx in taps.columns.clone() {
-            let pixel = ky * taps.dilation[0] * taps.width + kx * taps.dilation[1];
-            let tap = ky * taps.kernel_w + kx;
-            for (t, sum) in sums.iter_mut().enumerate() {
-                let offset = t as i64 * 16;
-                let x = e.b.ins().load(
-                    lane,
-                    taps.window,
-                    p[0],
-                    (pixel * taps.channels * 4 + offset) as i32,
-                );
-                let w = e.b.ins().load(
-                    lane,
-                    tile_input(),
-                    p[1],
-                    (tap * taps.channels * 4 + offset) as i32,
-                );
-                *sum = e.multiply_add(x, w, *sum);
+    for &[element, filter_row] in &taps.offsets {
+        let window = e.b.ins().iadd_imm_s(p[0], element);
+        let filter = e.b.ins().iadd_imm_s(p[1], filter_row);
+        let broadcast = match taps.reads {
+            WindowReads::Channels => None,
+            WindowReads::Broadcast => {
+                let x = e.b.ins().load(types::F32, taps.window, window, 0);
+                Some(match lane {
+                    types::F32 => x,
+                    _ => e.b.ins().splat(lane, x),
+                })
             }
+        };
+        for (t, sum) in sums.iter_mut().enumerate() {
+            let offset = t as i32 * 16;
+            let x = match broadcast {
+                Some(x) => x,
+                None => e.b.ins().load(lane, taps.window, window, offset),
+            };
+            let w = e.b.ins().load(lane, tile_input(), filter, offset);
+            *sum = e.multiply_add(x, w, *sum);
         }
     }
     for (t, sum) in sums.into_iter().enumerate() {

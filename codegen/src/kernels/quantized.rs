@@ -77,6 +77,9 @@ pub(super) struct IntegerGemm {
     bytes: Vec<u8>,
     bias_at: usize,
     mask_at: usize,
+    /// The most any partial sum of an output reaches in magnitude: the
+    /// bias's plus every product's bound.
+    largest_sum: i64,
 }
 
 /// Which of an integer GEMM's column units a call computes.
@@ -170,6 +173,14 @@ impl IntegerGemm {
         if k * 255 * 128 + largest > I32_LIMIT {
             return None;
         }
+        let magnitude = low.abs().max(high.abs());
+        let largest_sum = (0..n)
+            .map(|j| {
+                let products: i64 = (0..k).map(|i| weight(i, j).abs() * magnitude).sum();
+                (bias[j as usize] as i64).abs() + products
+            })
+            .max()
+            .unwrap_or(0);
         let columns = form.register_columns() as i64;
         let (full_panels, left) = (n / (2 * columns), n % (2 * columns));
         let rest = match left {
@@ -232,7 +243,15 @@ impl IntegerGemm {
             bytes,
             bias_at,
             mask_at,
+            largest_sum,
         })
+    }
+
+    /// Whether f32 sums of the product, in any order, are exact: every
+    /// partial sum an integer below 2^24 in magnitude. A kernel summing in
+    /// f32 then gives the integer GEMM's bits.
+    pub(super) fn f32_sums_exact(&self) -> bool {
+        self.largest_sum <= 1 << 24
     }
 
     /// Bytes of a row of A.
