@@ -13,9 +13,9 @@
 //!   and nothing is padded; with AVX-512 (or AVX2, for channels in
 //!   eights), each output row of a span is one call of the direct
 //!   convolution microkernel, given the span's taps as a table;
-//! - of few input channels (`FEW_CHANNELS`, a network's first): the same,
-//!   from the input as it is stored, each tap's element of each input
-//!   channel broadcast to a vector of output channels;
+//! - of few taps a pixel (`DIRECT_TAPS`: a network's first, 3x3 over RGB):
+//!   the same, from the input as it is stored, each tap's element of each
+//!   input channel broadcast to a vector of output channels;
 //! - others: per group and block of output rows, im2col into scratch (one
 //!   row per output pixel, one column per tap and input channel, zeros
 //!   where a window leaves the image) times the group's block of the
@@ -45,11 +45,13 @@ use crate::microkernel::{Width, WindowReads};
 
 use super::quantized::{IntegerGemm, Units};
 
-/// The most input channels of a convolution computed directly, each tap's
-/// element broadcast to the output channels, rather than through im2col
-/// and a GEMM of as many columns as taps (an image's first convolution:
-/// 27 taps for 3x3 over RGB, whose unfolding took most of its time).
-const FEW_CHANNELS: i64 = 4;
+/// The most taps (input channels times kernel positions) of a pixel of a
+/// convolution of one group computed directly, each tap's element broadcast
+/// to the output channels, rather than through im2col and a GEMM of as many
+/// columns as taps: an image's first convolution, 3x3 over RGB (27 taps),
+/// spent most of its time unfolding them. ResNet's 7x7 over RGB (147) is as
+/// fast either way in f32, and 1.5x slower directly than the int8 GEMM.
+const DIRECT_TAPS: i64 = 36;
 
 /// The geometry of a convolution with a channels-last result.
 #[derive(Clone, Copy, Debug)]
@@ -102,7 +104,10 @@ pub(super) fn convolution(
         && conv.groups == 1;
     let depthwise =
         conv.groups == channels && conv.group_channels() == 1 && conv.out_channels() == channels;
-    let few_channels = conv.groups == 1 && conv.group_channels() <= FEW_CHANNELS && !pointwise;
+    let [kernel_h, kernel_w] = conv.kernel();
+    let few_taps = conv.groups == 1
+        && conv.group_channels() * kernel_h * kernel_w <= DIRECT_TAPS
+        && !pointwise;
     e.allow_parallel();
     let [input, output] = [input, output].map(|value| e.address(value));
     let stored = |e: &mut Emitter<'_, '_, '_>| e.address(weight);
@@ -122,7 +127,7 @@ pub(super) fn convolution(
                 (epilogue, blocks),
             )
         }
-        _ if few_channels && integer.is_none_or(IntegerGemm::f32_sums_exact) => {
+        _ if few_taps && integer.is_none_or(IntegerGemm::f32_sums_exact) => {
             let pointers = [input, stored(e), output];
             direct(
                 e,
@@ -495,8 +500,8 @@ pub(super) struct Span {
 
 /// A convolution computed directly, pixel by pixel: a depthwise one from a
 /// channels-last input (copied into scratch as one first when it is NCHW),
-/// a vector of channels of each tap at a time; or one of few input channels
-/// (a network's first: an image's three) from its input as it is stored,
+/// a vector of channels of each tap at a time; or one of few taps a pixel
+/// (a network's first, over an image's three channels) from its input as it is stored,
 /// each tap's element of each input channel broadcast to every output
 /// channel.
 fn direct(
