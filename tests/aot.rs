@@ -418,6 +418,32 @@ fn bad_compile_options_are_reported() {
     }
 }
 
+/// A directory where a file is expected is named as one (mapping it failed
+/// with "No such device"), by `test`, `run` and `compile`, and as a data
+/// file.
+#[test]
+fn a_directory_given_as_a_file_is_named() {
+    let dir = temp_dir("directory");
+    let file = repo_dir().join("tests/fixtures/add.portable.bpte");
+    let output_path = dir.path().join("out.so");
+    let directory = path_str(dir.path());
+    for all in [
+        vec!["test", directory],
+        vec!["run", directory],
+        vec!["compile", directory, "-o", path_str(&output_path)],
+        vec!["run", path_str(&file), "--data", directory],
+    ] {
+        let output = ptec(&all);
+        let printed = [output.stdout, output.stderr].concat();
+        let printed = String::from_utf8_lossy(&printed);
+        assert_eq!(output.status.code(), Some(1), "{all:?}: {printed}");
+        assert!(
+            printed.contains(&format!("cannot read {directory}: it is a directory")),
+            "{all:?}: {printed}"
+        );
+    }
+}
+
 /// The tools the aarch64 test needs, or a message naming what is missing.
 fn cross_tools() -> Result<(), String> {
     let missing: Vec<&str> = ["aarch64-linux-gnu-gcc", "qemu-aarch64"]

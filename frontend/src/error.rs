@@ -16,6 +16,9 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    #[error("cannot read {path}: it is {kind}, not a file")]
+    NotAFile { path: PathBuf, kind: &'static str },
+
     #[error("{what} is truncated: it needs {needed} bytes but has {available}")]
     Truncated {
         what: &'static str,
