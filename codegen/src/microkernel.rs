@@ -386,10 +386,10 @@ pub(crate) enum WindowReads {
 /// byte offsets: the tap's element from the window's start and its filter
 /// row from `filter`. A null `bias` starts the sums at zero. Each channel is
 /// summed bias first, then the taps in the table's order, with fused
-/// multiply-adds, so it gives the bits of the kernels Cranelift emits. Eight
-/// pixels at a time, then four, then one; a register of channels at a time: with
-/// AVX-512 (and BMI2) sixteen, the last block masked; with AVX2 eight, and
-/// `channel_bytes` must be a multiple of 32.
+/// multiply-adds, so it gives the bits of the kernels Cranelift emits.
+/// Eight pixels at a time, then four, then one; a register of channels at a
+/// time: with AVX-512 (and BMI2) sixteen, the last block masked; with AVX2
+/// eight, and `channel_bytes` must be a multiple of 32.
 pub(crate) fn direct(width: Width, reads: WindowReads) -> Result<Vec<u8>, IcedError> {
     use iced_x86::code_asm::registers::gpr64::{r12, r13, r14, r15, rbp, rbx};
     use iced_x86::code_asm::registers::{ymm::*, zmm::*};

@@ -108,40 +108,31 @@ pub(super) fn convolution(
     let few_taps = conv.groups == 1
         && conv.group_channels() * kernel_h * kernel_w <= DIRECT_TAPS
         && !pointwise;
+    // How a convolution computed directly reads its windows (with an
+    // integer plan, only where f32 sums give its bits).
+    let direct_reads = match () {
+        _ if depthwise => Some(WindowReads::Channels),
+        _ if few_taps && integer.is_none_or(IntegerGemm::f32_sums_exact) => {
+            Some(WindowReads::Broadcast)
+        }
+        _ => None,
+    };
     e.allow_parallel();
     let [input, output] = [input, output].map(|value| e.address(value));
     let stored = |e: &mut Emitter<'_, '_, '_>| e.address(weight);
-    match integer {
-        Some(plan) if pointwise && conv.input.channels_last => {
+    match (integer, direct_reads) {
+        (Some(plan), _) if pointwise && conv.input.channels_last => {
             let pointers = [input, stored(e), output];
             pointwise_integer(e, conv, plan, pointers, bias, (epilogue, blocks))
         }
-        _ if depthwise => {
+        (_, Some(reads)) => {
             let pointers = [input, stored(e), output];
-            direct(
-                e,
-                conv,
-                WindowReads::Channels,
-                pointers,
-                bias,
-                (epilogue, blocks),
-            )
+            direct(e, conv, reads, pointers, bias, (epilogue, blocks))
         }
-        _ if few_taps && integer.is_none_or(IntegerGemm::f32_sums_exact) => {
-            let pointers = [input, stored(e), output];
-            direct(
-                e,
-                conv,
-                WindowReads::Broadcast,
-                pointers,
-                bias,
-                (epilogue, blocks),
-            )
-        }
-        _ => {
+        (_, None) => {
             let packed = match (integer, conv.groups) {
                 (None, 1) => {
-                    let k = conv.kernel()[0] * conv.kernel()[1] * conv.group_channels();
+                    let k = kernel_h * kernel_w * conv.group_channels();
                     let n = conv.out_channels();
                     Panels::pack(e, weight, [k, n], [n, 1])
                 }
@@ -501,9 +492,9 @@ pub(super) struct Span {
 /// A convolution computed directly, pixel by pixel: a depthwise one from a
 /// channels-last input (copied into scratch as one first when it is NCHW),
 /// a vector of channels of each tap at a time; or one of few taps a pixel
-/// (a network's first, over an image's three channels) from its input as it is stored,
-/// each tap's element of each input channel broadcast to every output
-/// channel.
+/// (a network's first, over an image's three channels) from its input as
+/// it is stored, each tap's element of each input channel broadcast to
+/// every output channel.
 fn direct(
     e: &mut Emitter<'_, '_, '_>,
     conv: &ChannelsLast,
