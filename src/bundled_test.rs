@@ -3,11 +3,48 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
+
 use ptec_compiler::bundled::{FileReport, Tolerance, test_file};
 
 use crate::instance::{Backend, CompileArgs};
 
-/// Runs the tests of every file; returns whether all passed.
+/// `paths` with each directory replaced by the bundled programs (`.bpte`)
+/// in it, sorted by name; a directory holding none is an error.
+fn bundled_programs(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let mut inside = Vec::new();
+        for entry in
+            std::fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()))?
+        {
+            let entry = entry.with_context(|| format!("cannot read {}", path.display()))?;
+            let file = entry.path();
+            if file
+                .extension()
+                .is_some_and(|extension| extension == "bpte")
+                && file.is_file()
+            {
+                inside.push(file);
+            }
+        }
+        anyhow::ensure!(
+            !inside.is_empty(),
+            "{} holds no bundled program (.bpte file)",
+            path.display()
+        );
+        inside.sort();
+        files.extend(inside);
+    }
+    Ok(files)
+}
+
+/// Runs the tests of every file (every `.bpte` of a directory); returns
+/// whether all passed.
 pub fn run(
     files: &[PathBuf],
     data: &[PathBuf],
@@ -18,7 +55,7 @@ pub fn run(
 ) -> anyhow::Result<bool> {
     let options = passes.options();
     let (mut passed, mut failed) = (0, 0);
-    for path in files {
+    for path in &bundled_programs(files)? {
         let report = test_file(path, data, backend, tolerance, &options, |reports| {
             passes.report(reports);
         });

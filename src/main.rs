@@ -109,6 +109,8 @@ enum Command {
     /// Run every test case of bundled programs and compare the outputs with
     /// the expected ones. Exits 0 only if every case of every file passes.
     Test {
+        /// Bundled programs (`.bpte`), or directories of them (each of its
+        /// `.bpte` files, by name).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// (Every file is read with these data files.)

@@ -419,16 +419,30 @@ fn bad_compile_options_are_reported() {
 }
 
 /// A directory where a file is expected is named as one (mapping it failed
-/// with "No such device"), by `test`, `run` and `compile`, and as a data
-/// file.
+/// with "No such device"), by `run` and `compile`, and as a data file;
+/// `test` tests the bundled programs in it, and names a directory that holds
+/// none.
 #[test]
 fn a_directory_given_as_a_file_is_named() {
     let dir = temp_dir("directory");
     let file = repo_dir().join("tests/fixtures/add.portable.bpte");
     let output_path = dir.path().join("out.so");
     let directory = path_str(dir.path());
+    let output = ptec(&["test", directory]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{directory} holds no bundled program")),
+        "{stderr}"
+    );
+    for name in ["b.portable.bpte", "a.portable.bpte"] {
+        std::fs::copy(&file, dir.path().join(name)).expect("the fixture copies");
+    }
+    let tested = ptec_ok(&["test", directory]);
+    let a = tested.find("a.portable.bpte").expect("a is tested");
+    let b = tested.find("b.portable.bpte").expect("b is tested");
+    assert!(a < b && tested.contains("2 passed, 0 failed"), "{tested}");
     for all in [
-        vec!["test", directory],
         vec!["run", directory],
         vec!["compile", directory, "-o", path_str(&output_path)],
         vec!["run", path_str(&file), "--data", directory],
