@@ -1,9 +1,7 @@
 //! `ptec test`: runs every test case of bundled programs (the library's
 //! `bundled::test_file`) and prints a line per file, or its JSON report.
 
-use std::path::PathBuf;
-
-use anyhow::Context;
+use std::path::{Path, PathBuf};
 
 use ptec_compiler::bundled::{FileReport, Tolerance, test_file};
 
@@ -18,26 +16,17 @@ fn bundled_programs(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
-        let mut inside = Vec::new();
-        for entry in
-            std::fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()))?
-        {
-            let entry = entry.with_context(|| format!("cannot read {}", path.display()))?;
-            let file = entry.path();
-            if file
-                .extension()
+        let is_bundled = |file: &Path| {
+            file.extension()
                 .is_some_and(|extension| extension == "bpte")
                 && file.is_file()
-            {
-                inside.push(file);
-            }
-        }
+        };
+        let inside = crate::listing::sorted_entries(path, is_bundled)?;
         anyhow::ensure!(
             !inside.is_empty(),
             "{} holds no bundled program (.bpte file)",
             path.display()
         );
-        inside.sort();
         files.extend(inside);
     }
     Ok(files)

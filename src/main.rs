@@ -9,6 +9,7 @@ mod compile;
 mod dump;
 mod inspect;
 mod instance;
+mod listing;
 mod method;
 mod npy;
 mod operators;

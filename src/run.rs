@@ -121,18 +121,7 @@ fn write_outputs(dir: &Path, prefix: &str, outputs: &[HostTensor]) -> anyhow::Re
 /// The sub-folders of `dir`, in lexical order of their names: one method
 /// call each.
 fn step_folders(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    let mut folders = Vec::new();
-    for entry in entries {
-        let path = entry
-            .with_context(|| format!("cannot read {}", dir.display()))?
-            .path();
-        if path.is_dir() {
-            folders.push(path);
-        }
-    }
-    folders.sort();
+    let folders = crate::listing::sorted_entries(dir, Path::is_dir)?;
     if folders.is_empty() {
         anyhow::bail!(
             "{} has no step folders (step_0, step_1, ...)",
