@@ -20,7 +20,7 @@ use ptec_ir::ops::promotion::Operand as PromotionOperand;
 use ptec_ir::{CHANNELS_LAST, DType, Graph, ValueId, strides_in_order};
 
 use super::elementwise::{dtype, map_over};
-use super::map::{Body, Map, Operand, emit_map};
+use super::map::{Body, Map, Operand, Vectors, emit_map};
 use super::pointwise::{Chain, split_at_activation};
 use crate::chain_kernel::Reach;
 use crate::emit::{Emitter, PTR, Size};
@@ -318,7 +318,7 @@ impl BlockEpilogue {
                 inputs,
                 compute: chain.compute,
                 result: chain.compute,
-                vectorizable: chain.vectorizable(),
+                vectors: Vectors::f32_when(chain.vectorizable()),
                 body: &|e, x, ty| chain.eval(e, x, ty),
                 whole_kernel: false,
             },
@@ -344,7 +344,7 @@ pub(super) fn apply_whole(
         &inputs,
         chain.compute,
         chain.compute,
-        chain.vectorizable(),
+        Vectors::f32_when(chain.vectorizable()),
         body,
     );
     emit_map(e, map)

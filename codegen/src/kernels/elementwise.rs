@@ -13,7 +13,7 @@ use ptec_ir::symbolic::Term;
 use ptec_ir::{DType, Dim, Scalar, ValueId, ValueKind, strides_in_order};
 
 use super::expr::{self, Lowering};
-use super::map::{Body, Map, Operand, emit_copy, emit_map, layout_strides, operand};
+use super::map::{Body, Map, Operand, Vectors, emit_copy, emit_map, layout_strides, operand};
 use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
 
@@ -29,7 +29,7 @@ pub(super) fn map_over<'b>(
     inputs: &[ValueId],
     compute: DType,
     result: DType,
-    vectorizable: bool,
+    vectors: Vectors,
     body: Body<'b>,
 ) -> Map<'b> {
     let shape = e.graph().value(output).ty.shape.clone();
@@ -45,7 +45,7 @@ pub(super) fn map_over<'b>(
         inputs: input_operands,
         compute,
         result,
-        vectorizable,
+        vectors,
         body,
         whole_kernel: false,
     }
@@ -61,7 +61,7 @@ pub(crate) fn copy(
 ) -> Result<(), CodegenError> {
     let compute = dtype(e, output);
     let body: Body<'_> = &|_, x, _| Ok(x[0]);
-    let map = map_over(e, output, &[input], compute, compute, true, body);
+    let map = map_over(e, output, &[input], compute, compute, Vectors::F32, body);
     emit_map(e, map)
 }
 
@@ -223,7 +223,7 @@ pub(crate) fn full(
         (Term::Const(value), None) => expr::constant(e, value, Lowering { compute, ty }),
         (Term::Symbol(symbol), None) => Err(e.unsupported(format!("{symbol}, unread"))),
     };
-    let map = map_over(e, output, &[], compute, compute, true, body);
+    let map = map_over(e, output, &[], compute, compute, Vectors::F32, body);
     emit_map(e, map)
 }
 
@@ -524,7 +524,7 @@ pub(crate) fn tril(
                         inputs: Vec::new(),
                         compute,
                         result: compute,
-                        vectorizable: true,
+                        vectors: Vectors::F32,
                         body: &|e, _, ty| {
                             expr::constant(e, Scalar::Int(0), Lowering { compute, ty })
                         },

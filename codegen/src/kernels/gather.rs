@@ -12,7 +12,7 @@ use ptec_ir::ops::{Identical, creation::RepeatInterleave};
 use ptec_ir::{DType, Dim, ValueId};
 
 use super::elementwise::start_from;
-use super::map::{Map, Operand, broadcast_strides, emit_copy, emit_map, layout_strides};
+use super::map::{Map, Operand, Vectors, broadcast_strides, emit_copy, emit_map, layout_strides};
 use super::nest::{byte_strides, fold_axes, over_axes};
 use crate::emit::{Emitter, Size};
 use crate::error::CodegenError;
@@ -97,7 +97,7 @@ fn put(
             inputs: vec![to, from],
             compute,
             result: compute,
-            vectorizable: true,
+            vectors: Vectors::F32,
             body: &|e, x, _| {
                 Ok(if compute.is_float() {
                     e.b.ins().fadd(x[0], x[1])

@@ -25,10 +25,34 @@ pub(crate) struct Operand {
     pub strides: Vec<Size>,
 }
 
-/// The body of a map: computes one element (or, vectorized, four) of type
-/// `ty` (the compute type, or f32x4) from the inputs, already converted.
+/// The body of a map: computes one element (or, vectorized, a vector of
+/// them) of type `ty` (the compute type, or a vector type as [`Vectors`]
+/// says) from the inputs, already converted.
 pub(crate) type Body<'b> =
     &'b dyn Fn(&mut Emitter<'_, '_, '_>, &[Value], Type) -> Result<Value, CodegenError>;
+
+/// The vectors a map's body computes on besides scalars, when the map's
+/// operands are contiguous along its innermost dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Vectors {
+    /// None: scalars only.
+    Scalar,
+    /// f32x4, when the map is f32 throughout.
+    F32,
+    /// Sixteen bytes of the map's one type, whatever it is (a copy, whose
+    /// body returns its input).
+    Any,
+}
+
+impl Vectors {
+    /// [`Vectors::F32`] when `f32x4` holds, else [`Vectors::Scalar`].
+    pub(crate) fn f32_when(f32x4: bool) -> Vectors {
+        match f32x4 {
+            true => Vectors::F32,
+            false => Vectors::Scalar,
+        }
+    }
+}
 
 pub(crate) struct Map<'b> {
     /// The iteration space (the output's shape).
@@ -39,8 +63,8 @@ pub(crate) struct Map<'b> {
     pub compute: DType,
     /// The type `body` returns; converted to the output's type.
     pub result: DType,
-    /// Whether `body` also works on f32x4 vectors.
-    pub vectorizable: bool,
+    /// The vectors `body` also computes on.
+    pub vectors: Vectors,
     pub body: Body<'b>,
     /// Whether the map is everything its kernel writes, so that threads
     /// may each run a part of its outermost loop.
@@ -201,19 +225,28 @@ impl Map<'_> {
         }
     }
 
-    fn vector_ok(&self) -> bool {
-        let Some(last) = self.shape.len().checked_sub(1) else {
-            return false;
-        };
-        self.vectorizable
-            && self.compute == DType::F32
-            && self.result == DType::F32
-            && self.operands().all(|operand| operand.dtype == DType::F32)
-            && self.output.strides[last] == Size::Const(1)
+    /// The vector type the innermost loop runs on, if it can.
+    fn vector_type(&self) -> Option<Type> {
+        let last = self.shape.len().checked_sub(1)?;
+        let dtype = self.compute;
+        let one_type =
+            self.result == dtype && self.operands().all(|operand| operand.dtype == dtype);
+        let contiguous = self.output.strides[last] == Size::Const(1)
             && self
                 .inputs
                 .iter()
-                .all(|operand| matches!(operand.strides[last], Size::Const(0 | 1)))
+                .all(|operand| matches!(operand.strides[last], Size::Const(0 | 1)));
+        if !(one_type && contiguous) {
+            return None;
+        }
+        match (self.vectors, dtype) {
+            (Vectors::F32 | Vectors::Any, DType::F32) => Some(types::F32X4),
+            (Vectors::Any, _) => {
+                let scalar = crate::emit::scalar_type(dtype);
+                scalar.by(16 / scalar.bytes())
+            }
+            (Vectors::Scalar | Vectors::F32, _) => None,
+        }
     }
 }
 
@@ -234,7 +267,7 @@ pub(crate) fn emit_copy(
             inputs: vec![input],
             compute: dtype,
             result: dtype,
-            vectorizable: true,
+            vectors: Vectors::Any,
             body: &|_, x, _| Ok(x[0]),
             whole_kernel: false,
         },
@@ -322,18 +355,19 @@ fn innermost(
         }
     }
     let mut pointers: Vec<Value> = moving.iter().map(|&(_, base, _)| base).collect();
-    if map.vector_ok() {
+    if let Some(ty) = map.vector_type() {
+        let lanes = i64::from(ty.lane_count());
         let vector_count = match count {
-            Size::Const(n) => Size::Const(n / 4),
-            Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, 2)),
+            Size::Const(n) => Size::Const(n / lanes),
+            Size::Dyn(n) => Size::Dyn(e.b.ins().ushr_imm_u(n, lanes.ilog2() as i64)),
         };
         let splats: Vec<Option<Value>> = hoisted
             .iter()
-            .map(|value| value.map(|v| e.b.ins().splat(types::F32X4, v)))
+            .map(|value| value.map(|v| e.b.ins().splat(ty, v)))
             .collect();
         pointers = e.short_loop(vector_count, &pointers, |e, _, pointers| {
-            let inputs = gather(e, map, &splats, &moving, pointers, types::F32X4)?;
-            let result = (map.body)(e, &inputs, types::F32X4)?;
+            let inputs = gather(e, map, &splats, &moving, pointers, ty)?;
+            let result = (map.body)(e, &inputs, ty)?;
             e.b.ins().store(flags(), result, pointers[0], 0);
             Ok(pointers
                 .iter()
@@ -345,8 +379,8 @@ fn innermost(
                 .collect())
         })?;
         let tail = match count {
-            Size::Const(n) => Size::Const(n % 4),
-            Size::Dyn(n) => Size::Dyn(e.b.ins().band_imm_u(n, 3)),
+            Size::Const(n) => Size::Const(n % lanes),
+            Size::Dyn(n) => Size::Dyn(e.b.ins().band_imm_u(n, lanes - 1)),
         };
         scalar_loop(e, map, tail, &hoisted, &moving, &pointers)
     } else {

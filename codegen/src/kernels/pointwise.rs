@@ -15,7 +15,7 @@ use ptec_ir::{DType, ValueId, ValueKind};
 
 use super::elementwise::{dtype, map_over};
 use super::expr::{self, Lowering};
-use super::map::{Body, Map, emit_map};
+use super::map::{Body, Map, Vectors, emit_map};
 use crate::emit::{Emitter, Size, flags};
 use crate::error::CodegenError;
 use crate::microkernel::Activation;
@@ -62,7 +62,7 @@ pub(super) fn elementwise(
         &op.inputs,
         compute,
         result.arithmetic(),
-        !expr.is_scalar_only(),
+        Vectors::f32_when(!expr.is_scalar_only()),
         body,
     );
     emit_map(
@@ -94,7 +94,7 @@ pub(super) fn fused(
         &op.inputs,
         chain.compute,
         chain.compute,
-        chain.vectorizable(),
+        Vectors::f32_when(chain.vectorizable()),
         body,
     );
     emit_map(
