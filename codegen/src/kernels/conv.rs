@@ -541,21 +541,25 @@ pub(super) fn fill_zeros(
     fill(e, target, count, zero)
 }
 
-/// Stores `count` copies of the f32 `value` from `target` on.
-fn fill(
+/// Stores `count` copies of `value` (a scalar: f32, or an integer of one,
+/// two or four bytes) from `target` on.
+pub(super) fn fill(
     e: &mut Emitter<'_, '_, '_>,
     target: Value,
     count: i64,
     value: Value,
 ) -> Result<(), CodegenError> {
-    let values = e.b.ins().splat(types::F32X4, value);
-    let after = e.counted_loop(Size::Const(count / 4), &[target], |e, _, p| {
+    let ty = e.b.func.dfg.value_type(value);
+    let lanes = 16 / i64::from(ty.bytes());
+    let vector = ty.by(lanes as u32).expect("a scalar of at most four bytes");
+    let values = e.b.ins().splat(vector, value);
+    let after = e.counted_loop(Size::Const(count / lanes), &[target], |e, _, p| {
         e.b.ins().store(flags(), values, p[0], 0);
         Ok(vec![e.b.ins().iadd_imm_s(p[0], 16)])
     })?;
-    e.counted_loop(Size::Const(count % 4), &after, |e, _, p| {
+    e.counted_loop(Size::Const(count % lanes), &after, |e, _, p| {
         e.b.ins().store(flags(), value, p[0], 0);
-        Ok(vec![e.b.ins().iadd_imm_s(p[0], 4)])
+        Ok(vec![e.b.ins().iadd_imm_s(p[0], i64::from(ty.bytes()))])
     })?;
     Ok(())
 }

@@ -31,15 +31,15 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value, types,
 };
-use ptec_ir::ValueId;
+use ptec_ir::{DType, ValueId};
 
-use super::conv::{Activation, f32_operand, fill_zeros, tile_input};
+use super::conv::{Activation, f32_operand, fill, tile_input};
 use super::conv_epilogue::BlockEpilogue;
 use super::linalg::{
     Epilogue, Float, Gemm, Matrix, Panels, ROWS_PER_PART, emit_gemm, part_of_this_call,
 };
-use super::map::emit_copy;
-use crate::emit::{Emitter, Size, flags};
+use super::map::{Operand, emit_copy};
+use crate::emit::{Emitter, Size, flags, scalar_type};
 use crate::error::CodegenError;
 use crate::microkernel::{Width, WindowReads};
 
@@ -843,6 +843,13 @@ fn direct_block(
 /// filter. A block's columns stay within the caches while the GEMM reads
 /// them (the whole image's would be several megabytes for a network's
 /// first convolution); threads share out the blocks.
+///
+/// With an integer plan (one group), the input rows a call's blocks read
+/// are first converted once into A's elements (a byte or an i16 each,
+/// `v - low`), and the windows unfolded from those straight into A's
+/// rows: a quarter (or half) of the f32 columns' bytes, and no pass
+/// converting them. A block whose input rows hold a NaN is unfolded in
+/// f32 and computed by the f32 GEMM instead.
 #[allow(clippy::too_many_arguments)] // The operands of one convolution.
 fn im2col_gemm(
     e: &mut Emitter<'_, '_, '_>,
@@ -853,7 +860,6 @@ fn im2col_gemm(
     (epilogue, steps): (Epilogue, Option<&BlockEpilogue>),
     integer: Option<&IntegerGemm>,
 ) -> Result<(), CodegenError> {
-    let [_, channel_stride, row_stride, column_stride] = conv.input.strides;
     let [out_h, out_w] = [conv.output.sizes[2], conv.output.sizes[3]];
     let [kernel_h, kernel_w] = conv.kernel();
     let group_channels = conv.group_channels();
@@ -864,57 +870,82 @@ fn im2col_gemm(
     let block_pixels = block_rows * out_w;
     // The last block is shorter when the blocks do not divide the height.
     let even = out_h % block_rows == 0;
-    // Scratch: the columns in f32, then (with an integer plan) packed for
-    // it, then (for an NCHW input) the image copied channels-last, so that
-    // a tap's channels, and with a dilation of 1 the taps of a kernel row
-    // too, are contiguous runs to copy.
+    let [_, channels, input_h, width] = conv.input.sizes;
+    // Scratch: the columns in f32; with an integer plan, A's rows, the
+    // input rows converted to A's elements (with room for the conversion's
+    // last 16-byte store) and each input row's NaN flag (an i32); for an
+    // NCHW input, the image copied channels-last, so that a tap's
+    // channels, and with a dilation of 1 the taps of a kernel row too, are
+    // contiguous runs to copy.
     let columns_bytes = ((block_pixels * taps * 4) as u64).next_multiple_of(64);
-    let packed_bytes = integer
-        .map_or(0, |plan| plan.a_bytes(block_pixels))
-        .next_multiple_of(64);
+    let integer_bytes = integer.map_or([0; 3], |plan| {
+        [
+            plan.a_bytes(block_pixels),
+            (input_h * width * channels * plan.element().size() as i64 + 16) as u64,
+            input_h as u64 * 4,
+        ]
+        .map(|bytes| bytes.next_multiple_of(64))
+    });
     let image_bytes = match conv.input.channels_last {
         true => 0,
         false => conv.input.strides[0] as u64 * 4,
     };
-    let columns = e.scratch(columns_bytes + packed_bytes + image_bytes);
-    let packed = e.b.ins().iadd_imm_s(columns, columns_bytes as i64);
-    let prepared = integer.map(|plan| plan.prepare(e, epilogue));
-    let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
-    // The cells of taps outside the image are zeros: those no block's
-    // copies write (columns outside, and with one block rows outside too)
-    // are zeroed once, here; those of rows outside, in the blocks at the
-    // top and bottom when there are several, are zeroed per block, since
-    // another block of this call wrote them.
-    let cells = Cells {
-        width: out_w,
-        taps,
-        channels: group_channels,
+    let regions = [
+        columns_bytes,
+        integer_bytes[0],
+        integer_bytes[1],
+        integer_bytes[2],
+        image_bytes,
+    ];
+    let scratch = e.scratch(regions.iter().sum());
+    let mut offset = 0;
+    let [columns, packed, converted, nan_flags, image_copy] = regions.map(|bytes| {
+        let start = offset;
+        offset += bytes;
+        e.b.ins().iadd_imm_s(scratch, start as i64)
+    });
+    let float_cells = Cells {
+        columns,
+        dtype: DType::F32,
+        pixel: taps,
+        outside: 0,
     };
-    for ky in 0..kernel_h {
-        for kx in 0..kernel_w {
-            let [ys, xs] = [axes[0].outputs_meeting(ky), axes[1].outputs_meeting(kx)];
-            let tap = (ky * kernel_w + kx) * group_channels;
-            let block = 0..block_rows;
-            let unwritten = match ys.is_empty() || xs.is_empty() {
-                true => vec![(block, 0..out_w)],
-                false => {
-                    let mut outside = vec![(block.clone(), 0..xs.start), (block, xs.end..out_w)];
-                    if blocks == 1 {
-                        outside.extend([(0..ys.start, xs.clone()), (ys.end..out_h, xs)]);
-                    }
-                    outside
-                }
-            };
-            for (rows, pixels) in unwritten {
-                if rows.is_empty() || pixels.is_empty() {
-                    continue;
-                }
-                let first = (rows.start * out_w + pixels.start) * taps + tap;
-                let start = e.b.ins().iadd_imm_s(columns, first * 4);
-                let [rows, pixels] = [rows, pixels].map(|range| range.end - range.start);
-                zero_cells(e, start, Size::Const(rows), pixels, cells)?;
-            }
-        }
+    let integer = integer.map(|plan| {
+        let cells = Cells {
+            columns: packed,
+            dtype: plan.element(),
+            pixel: plan.a_row() / plan.element().size() as i64,
+            outside: plan.outside_element(),
+        };
+        (plan, plan.prepare(e, epilogue), cells)
+    });
+    let axes = [Axis::of(conv, 0), Axis::of(conv, 1)];
+    let [_, channel_stride, row_stride, column_stride] = match conv.input.channels_last {
+        true => conv.input.strides,
+        false => [0, 1, width * channels, channels],
+    };
+    // The columns where every tap of a kernel row lies inside the image,
+    // copied a kernel row at a time when those taps' channels follow each
+    // other in the input and in the columns.
+    let whole_rows = (conv.dilation[1] == 1 && channel_stride == 1 && conv.groups == 1)
+        .then(|| {
+            (0..kernel_w)
+                .map(|kx| axes[1].outputs_meeting(kx))
+                .reduce(|a, b| a.start.max(b.start)..a.end.min(b.end))
+                .filter(|xs| !xs.is_empty())
+        })
+        .flatten();
+    let unfold = Unfold {
+        conv,
+        axes,
+        block_rows,
+        blocks,
+        strides: [channel_stride, row_stride, column_stride],
+        whole_rows,
+    };
+    unfold.fill_outside_once(e, float_cells)?;
+    if let Some((_, _, cells)) = integer {
+        unfold.fill_outside_once(e, cells)?;
     }
     // Threads share out the blocks; with one block, the groups, or with
     // one group too, the GEMM's rows or columns (below).
@@ -934,29 +965,9 @@ fn im2col_gemm(
         1 => share(e, conv.groups, group_cost),
         _ => (e.iconst(0), Size::Const(conv.groups)),
     };
-    let image_copy = (!conv.input.channels_last).then(|| {
-        e.b.ins()
-            .iadd_imm_s(columns, (columns_bytes + packed_bytes) as i64)
-    });
-    let [_, channels, _, width] = conv.input.sizes;
-    let (channel_stride, row_stride, column_stride) = match image_copy {
-        Some(_) => (1, width * channels, channels),
-        None => (channel_stride, row_stride, column_stride),
-    };
-    // The columns where every tap of a kernel row lies inside the image,
-    // copied a kernel row at a time when those taps' channels follow each
-    // other in the input and in the columns.
-    let whole_rows = (conv.dilation[1] == 1 && channel_stride == 1 && conv.groups == 1)
-        .then(|| {
-            (0..kernel_w)
-                .map(|kx| axes[1].outputs_meeting(kx))
-                .reduce(|a, b| a.start.max(b.start)..a.end.min(b.end))
-                .filter(|xs| !xs.is_empty())
-        })
-        .flatten();
-    // For an NCHW input, the scratch it is copied into and the input rows
-    // the blocks of this call read.
-    let image_copy = image_copy.map(|scratch| {
+    // The input rows the blocks of this call read, for the NCHW input's
+    // copy and the integer plan's conversion.
+    let call_rows = (!conv.input.channels_last || integer.is_some()).then(|| {
         let first_row = e.b.ins().imul_imm_s(first_block, block_rows);
         let end_row = match block_count {
             Size::Const(count) => e.b.ins().iadd_imm_s(first_row, count * block_rows),
@@ -967,25 +978,17 @@ fn im2col_gemm(
         };
         let height = e.iconst(out_h);
         let end_row = e.b.ins().smin(end_row, height);
-        let top = e.b.ins().imul_imm_s(first_row, conv.stride[0]);
-        let top = e.b.ins().iadd_imm_s(top, -conv.padding[0]);
-        let zero = e.iconst(0);
-        let top = e.b.ins().smax(top, zero);
-        let bottom = e.b.ins().imul_imm_s(end_row, conv.stride[0]);
-        let window = (kernel_h - 1) * conv.dilation[0] + 1;
-        let bottom =
-            e.b.ins()
-                .iadd_imm_s(bottom, window - conv.stride[0] - conv.padding[0]);
-        let input_height = e.iconst(conv.input.sizes[2]);
-        let bottom = e.b.ins().smin(bottom, input_height);
-        let bottom = e.b.ins().smax(bottom, top);
-        (scratch, [top, bottom])
+        unfold.input_rows(e, [first_row, end_row])
     });
     per_image(e, conv, [input, output], &mut |e, image, out| {
-        let image = match image_copy {
-            Some((scratch, rows)) => image_channels_last(e, conv, image, scratch, rows)?,
-            None => image,
+        let image = match (conv.input.channels_last, call_rows) {
+            (false, Some(rows)) => image_channels_last(e, conv, image, image_copy, rows)?,
+            _ => image,
         };
+        if let (Some((plan, _, _)), Some(rows)) = (integer, call_rows) {
+            let pointers = [image, converted, nan_flags];
+            plan.convert_image_rows(e, pointers, width * channels, rows)?;
+        }
         // The pointers of the first group this call computes.
         let group_input =
             e.b.ins()
@@ -1018,119 +1021,34 @@ fn im2col_gemm(
                         Size::Dyn(e.b.ins().imul_imm_s(rows, out_w))
                     }
                 };
-                for ky in 0..kernel_h {
-                    // The block's output rows whose window meets kernel
-                    // row `ky` inside the image.
-                    let ys = axes[0].outputs_meeting(ky);
-                    if ys.is_empty() {
-                        continue;
-                    }
-                    let [start, end] = [ys.start, ys.end].map(|bound| e.iconst(bound));
-                    let late = e.b.ins().icmp(IntCC::SignedGreaterThan, start, first_row);
-                    let from_row = e.b.ins().select(late, start, first_row);
-                    let early = e.b.ins().icmp(IntCC::SignedLessThan, end, end_row);
-                    let to_row = e.b.ins().select(early, end, end_row);
-                    let rows = e.b.ins().isub(to_row, from_row);
-                    // Copies the taps `kx..kx + span` of output columns
-                    // `xs`: input row `from_row * stride + ky * dilation -
-                    // padding`, each column's taps one run.
-                    let copy = |e: &mut Emitter<'_, '_, '_>,
-                                xs: Range<i64>,
-                                kx: i64,
-                                span: i64|
-                     -> Result<(), CodegenError> {
-                        if xs.is_empty() {
-                            return Ok(());
-                        }
-                        let tap_cell = xs.start * taps + (ky * kernel_w + kx) * group_channels;
-                        let ix0 = axes[1].position(xs.start, kx);
-                        let iy_offset = axes[0].position(0, ky);
-                        let source_row =
-                            e.b.ins()
-                                .imul_imm_s(from_row, conv.stride[0] * row_stride * 4);
-                        let source = e.b.ins().iadd(g[0], source_row);
-                        let from = e
-                            .b
-                            .ins()
-                            .iadd_imm_s(source, (iy_offset * row_stride + ix0 * column_stride) * 4);
-                        let block_row = e.b.ins().isub(from_row, first_row);
-                        let cell_row = e.b.ins().imul_imm_s(block_row, out_w * taps * 4);
-                        let to = e.b.ins().iadd(columns, cell_row);
-                        let to = e.b.ins().iadd_imm_s(to, tap_cell * 4);
-                        let (run, run_stride) = match span {
-                            1 => (group_channels, channel_stride),
-                            _ => (span * group_channels, 1),
-                        };
-                        emit_copy(
-                            e,
-                            vec![
-                                Size::Dyn(rows),
-                                Size::Const(xs.end - xs.start),
-                                Size::Const(run),
-                            ],
-                            f32_operand(to, [out_w * taps, taps, 1]),
-                            f32_operand(
-                                from,
-                                [
-                                    conv.stride[0] * row_stride,
-                                    conv.stride[1] * column_stride,
-                                    run_stride,
-                                ],
-                            ),
-                        )
-                    };
-                    if let Some(all) = &whole_rows {
-                        copy(e, all.clone(), 0, kernel_w)?;
-                    }
-                    for kx in 0..kernel_w {
-                        let xs = axes[1].outputs_meeting(kx);
-                        if xs.is_empty() {
-                            continue;
-                        }
-                        if blocks > 1 && ys != (0..out_h) {
-                            // The block's rows above and below the tap's.
-                            let tap_cells =
-                                e.b.ins()
-                                    .iadd_imm_s(columns, (ky * kernel_w + kx) * group_channels * 4);
-                            let above = e.b.ins().isub(from_row, first_row);
-                            let below_start = e.b.ins().isub(to_row, first_row);
-                            let below_bytes = e.b.ins().imul_imm_s(below_start, out_w * taps * 4);
-                            let below = e.b.ins().iadd(tap_cells, below_bytes);
-                            let below_rows = e.b.ins().isub(end_row, to_row);
-                            for (start, count) in [(tap_cells, above), (below, below_rows)] {
-                                zero_cells(e, start, Size::Dyn(count), out_w, cells)?;
-                            }
-                        }
-                        match &whole_rows {
-                            // The columns left of and right of those.
-                            Some(all) => {
-                                copy(e, xs.start..all.start.min(xs.end), kx, 1)?;
-                                copy(e, all.end.max(xs.start)..xs.end, kx, 1)?;
-                            }
-                            None => copy(e, xs, kx, 1)?,
-                        }
-                    }
-                }
                 let block_output =
                     e.b.ins()
                         .imul_imm_s(block, block_pixels * conv.output.strides[3] * 4);
                 let block_output = e.b.ins().iadd(g[2], block_output);
                 let group_bias = bias.map(|_| g[3]);
-                if let (Some(plan), Some(prepared)) = (integer, prepared) {
+                let output_rows = [first_row, end_row];
+                if let Some((plan, prepared, cells)) = integer {
                     // With one block, threads share out the columns.
                     let units = match blocks {
                         1 => plan.columns_of_this_call(e, block_pixels),
                         _ => Units::All,
                     };
+                    let input_rows = unfold.input_rows(e, output_rows);
+                    let nan = any_flag(e, nan_flags, input_rows)?;
+                    let mut float_columns = |e: &mut Emitter<'_, '_, '_>| {
+                        unfold.block(e, float_cells, g[0], output_rows)?;
+                        Ok(columns)
+                    };
                     // One group: the group's pointers are the node's.
                     return e
                         .whole(|e| {
-                            plan.block(
+                            unfold.block(e, cells, converted, output_rows)?;
+                            plan.packed_block(
                                 e,
                                 prepared,
-                                [columns, packed, block_output],
-                                // The packed rows follow the columns.
-                                (taps * 4, true),
+                                nan,
+                                (&mut float_columns, taps * 4),
+                                [packed, block_output],
                                 pixels,
                                 (rows(g[1], conv.out_channels()), units),
                                 group_bias,
@@ -1139,6 +1057,7 @@ fn im2col_gemm(
                         })
                         .map(|()| Vec::new());
                 }
+                unfold.block(e, float_cells, g[0], output_rows)?;
                 let group_filter = match filter {
                     GemmFilter::Stored(_) => GemmFilter::Stored(g[1]),
                     packed @ GemmFilter::Packed(_) => packed,
@@ -1169,35 +1088,270 @@ fn im2col_gemm(
     })
 }
 
-/// How im2col's columns hold a tap's cells: `taps` cells a pixel, the
-/// tap's `channels` of them at its own offset, `width` pixels a row.
-#[derive(Clone, Copy)]
-struct Cells {
-    width: i64,
-    taps: i64,
-    channels: i64,
-}
-
-/// Zeros one tap's cells of `pixels` pixels in each of `rows` rows of
-/// im2col columns from `start`, the first one's. `rows` may be zero or
-/// negative (no row).
-fn zero_cells(
+/// Whether any of the i32 flags of rows `[top, bottom)` (from `row_flags`,
+/// one a row) is non-zero: an i32, zero for no row.
+fn any_flag(
     e: &mut Emitter<'_, '_, '_>,
-    start: Value,
-    rows: Size,
-    pixels: i64,
-    cells: Cells,
-) -> Result<(), CodegenError> {
-    e.counted_loop(rows, &[start], |e, _, row| {
-        e.counted_loop(Size::Const(pixels), &[row[0]], |e, _, pixel| {
-            fill_zeros(e, pixel[0], cells.channels)?;
-            Ok(vec![e.b.ins().iadd_imm_s(pixel[0], cells.taps * 4)])
-        })?;
+    row_flags: Value,
+    [top, bottom]: [Value; 2],
+) -> Result<Value, CodegenError> {
+    let offset = e.b.ins().imul_imm_s(top, 4);
+    let first = e.b.ins().iadd(row_flags, offset);
+    let rows = e.b.ins().isub(bottom, top);
+    let none = e.b.ins().iconst(types::I32, 0);
+    let any = e.counted_loop(Size::Dyn(rows), &[first, none], |e, _, p| {
+        let flag = e.b.ins().load(types::I32, flags(), p[0], 0);
         Ok(vec![
-            e.b.ins().iadd_imm_s(row[0], cells.width * cells.taps * 4),
+            e.b.ins().iadd_imm_s(p[0], 4),
+            e.b.ins().bor(p[1], flag),
         ])
     })?;
-    Ok(())
+    Ok(any[1])
+}
+
+/// How im2col's columns of one kind hold their cells: from `columns`,
+/// `pixel` elements from one output pixel's cells to the next's (its taps',
+/// then any padding), elements of `dtype` (f32 for the f32 GEMM, A's
+/// elements for the integer one), `outside` the bits of a cell whose tap
+/// lies outside the image.
+#[derive(Clone, Copy)]
+struct Cells {
+    columns: Value,
+    dtype: DType,
+    pixel: i64,
+    outside: i64,
+}
+
+impl Cells {
+    fn element(&self) -> i64 {
+        self.dtype.size() as i64
+    }
+
+    /// Stores the outside element in one tap's cells of `pixels` pixels in
+    /// each of `rows` rows of `width` pixels from `start`, the first one's.
+    /// `rows` may be zero or negative (no row).
+    fn fill_outside(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        start: Value,
+        rows: Size,
+        [pixels, width, channels]: [i64; 3],
+    ) -> Result<(), CodegenError> {
+        let pixel_bytes = self.pixel * self.element();
+        let value = match self.dtype {
+            DType::F32 => e.b.ins().f32const(f32::from_bits(self.outside as u32)),
+            dtype => e.b.ins().iconst(scalar_type(dtype), self.outside),
+        };
+        e.counted_loop(rows, &[start], |e, _, row| {
+            e.counted_loop(Size::Const(pixels), &[row[0]], |e, _, pixel| {
+                fill(e, pixel[0], channels, value)?;
+                Ok(vec![e.b.ins().iadd_imm_s(pixel[0], pixel_bytes)])
+            })?;
+            Ok(vec![e.b.ins().iadd_imm_s(row[0], width * pixel_bytes)])
+        })?;
+        Ok(())
+    }
+}
+
+/// The geometry of a convolution's im2col, from an image of element
+/// `strides` along C, H and W (channels-last once an NCHW input is copied).
+struct Unfold<'a> {
+    conv: &'a ChannelsLast,
+    axes: [Axis; 2],
+    block_rows: i64,
+    blocks: i64,
+    strides: [i64; 3],
+    /// The output columns whose taps of a kernel row all lie inside the
+    /// image and are contiguous, copied a kernel row at a time.
+    whole_rows: Option<Range<i64>>,
+}
+
+impl Unfold<'_> {
+    /// The input rows `[top, bottom)` the output rows `[first, end)` read
+    /// (clamped to the image; none when their windows leave it).
+    fn input_rows(&self, e: &mut Emitter<'_, '_, '_>, [first, end]: [Value; 2]) -> [Value; 2] {
+        let conv = self.conv;
+        let top = e.b.ins().imul_imm_s(first, conv.stride[0]);
+        let top = e.b.ins().iadd_imm_s(top, -conv.padding[0]);
+        let zero = e.iconst(0);
+        let top = e.b.ins().smax(top, zero);
+        let bottom = e.b.ins().imul_imm_s(end, conv.stride[0]);
+        let window = (conv.filter[2] - 1) * conv.dilation[0] + 1;
+        let bottom =
+            e.b.ins()
+                .iadd_imm_s(bottom, window - conv.stride[0] - conv.padding[0]);
+        let input_height = e.iconst(conv.input.sizes[2]);
+        let bottom = e.b.ins().smin(bottom, input_height);
+        let bottom = e.b.ins().smax(bottom, top);
+        [top, bottom]
+    }
+
+    /// Stores the outside element in the cells of taps outside the image
+    /// that no block's copies write (columns outside, and with one block
+    /// rows outside too), once a call; those of rows outside, in the blocks
+    /// at the top and bottom when there are several, are filled per block
+    /// ([`Unfold::block`]), since another block of this call wrote them.
+    fn fill_outside_once(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        cells: Cells,
+    ) -> Result<(), CodegenError> {
+        let [kernel_h, kernel_w] = self.conv.kernel();
+        let [out_h, out_w] = [self.axes[0].output, self.axes[1].output];
+        let channels = self.conv.group_channels();
+        for ky in 0..kernel_h {
+            for kx in 0..kernel_w {
+                let [ys, xs] = [
+                    self.axes[0].outputs_meeting(ky),
+                    self.axes[1].outputs_meeting(kx),
+                ];
+                let tap = (ky * kernel_w + kx) * channels;
+                let block = 0..self.block_rows;
+                let unwritten = match ys.is_empty() || xs.is_empty() {
+                    true => vec![(block, 0..out_w)],
+                    false => {
+                        let mut outside =
+                            vec![(block.clone(), 0..xs.start), (block, xs.end..out_w)];
+                        if self.blocks == 1 {
+                            outside.extend([(0..ys.start, xs.clone()), (ys.end..out_h, xs)]);
+                        }
+                        outside
+                    }
+                };
+                for (rows, pixels) in unwritten {
+                    if rows.is_empty() || pixels.is_empty() {
+                        continue;
+                    }
+                    let first = (rows.start * out_w + pixels.start) * cells.pixel + tap;
+                    let start = e.b.ins().iadd_imm_s(cells.columns, first * cells.element());
+                    let [rows, pixels] = [rows, pixels].map(|range| range.end - range.start);
+                    let shape = [pixels, out_w, channels];
+                    cells.fill_outside(e, start, Size::Const(rows), shape)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unfolds the windows of output rows `[first_row, end_row)` (a block's)
+    /// from `image` (the group's first channel) into `cells`.
+    fn block(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        cells: Cells,
+        image: Value,
+        [first_row, end_row]: [Value; 2],
+    ) -> Result<(), CodegenError> {
+        let conv = self.conv;
+        let [kernel_h, kernel_w] = conv.kernel();
+        let [out_h, out_w] = [self.axes[0].output, self.axes[1].output];
+        let group_channels = conv.group_channels();
+        let [channel_stride, row_stride, column_stride] = self.strides;
+        let element = cells.element();
+        let operand = |base: Value, strides: [i64; 3]| Operand {
+            base,
+            dtype: cells.dtype,
+            strides: strides.map(Size::Const).to_vec(),
+        };
+        for ky in 0..kernel_h {
+            // The block's output rows whose window meets kernel row `ky`
+            // inside the image.
+            let ys = self.axes[0].outputs_meeting(ky);
+            if ys.is_empty() {
+                continue;
+            }
+            let [start, end] = [ys.start, ys.end].map(|bound| e.iconst(bound));
+            let late = e.b.ins().icmp(IntCC::SignedGreaterThan, start, first_row);
+            let from_row = e.b.ins().select(late, start, first_row);
+            let early = e.b.ins().icmp(IntCC::SignedLessThan, end, end_row);
+            let to_row = e.b.ins().select(early, end, end_row);
+            let rows = e.b.ins().isub(to_row, from_row);
+            // Copies the taps `kx..kx + span` of output columns `xs`: input
+            // row `from_row * stride + ky * dilation - padding`, each
+            // column's taps one run.
+            let copy = |e: &mut Emitter<'_, '_, '_>,
+                        xs: Range<i64>,
+                        kx: i64,
+                        span: i64|
+             -> Result<(), CodegenError> {
+                if xs.is_empty() {
+                    return Ok(());
+                }
+                let tap_cell = xs.start * cells.pixel + (ky * kernel_w + kx) * group_channels;
+                let ix0 = self.axes[1].position(xs.start, kx);
+                let iy_offset = self.axes[0].position(0, ky);
+                let source_row =
+                    e.b.ins()
+                        .imul_imm_s(from_row, conv.stride[0] * row_stride * element);
+                let source = e.b.ins().iadd(image, source_row);
+                let from = e.b.ins().iadd_imm_s(
+                    source,
+                    (iy_offset * row_stride + ix0 * column_stride) * element,
+                );
+                let block_row = e.b.ins().isub(from_row, first_row);
+                let cell_row =
+                    e.b.ins()
+                        .imul_imm_s(block_row, out_w * cells.pixel * element);
+                let to = e.b.ins().iadd(cells.columns, cell_row);
+                let to = e.b.ins().iadd_imm_s(to, tap_cell * element);
+                let (run, run_stride) = match span {
+                    1 => (group_channels, channel_stride),
+                    _ => (span * group_channels, 1),
+                };
+                emit_copy(
+                    e,
+                    vec![
+                        Size::Dyn(rows),
+                        Size::Const(xs.end - xs.start),
+                        Size::Const(run),
+                    ],
+                    operand(to, [out_w * cells.pixel, cells.pixel, 1]),
+                    operand(
+                        from,
+                        [
+                            conv.stride[0] * row_stride,
+                            conv.stride[1] * column_stride,
+                            run_stride,
+                        ],
+                    ),
+                )
+            };
+            if let Some(all) = &self.whole_rows {
+                copy(e, all.clone(), 0, kernel_w)?;
+            }
+            for kx in 0..kernel_w {
+                let xs = self.axes[1].outputs_meeting(kx);
+                if xs.is_empty() {
+                    continue;
+                }
+                if self.blocks > 1 && ys != (0..out_h) {
+                    // The block's rows above and below the tap's.
+                    let tap = (ky * kernel_w + kx) * group_channels * element;
+                    let tap_cells = e.b.ins().iadd_imm_s(cells.columns, tap);
+                    let above = e.b.ins().isub(from_row, first_row);
+                    let below_start = e.b.ins().isub(to_row, first_row);
+                    let below_bytes =
+                        e.b.ins()
+                            .imul_imm_s(below_start, out_w * cells.pixel * element);
+                    let below = e.b.ins().iadd(tap_cells, below_bytes);
+                    let below_rows = e.b.ins().isub(end_row, to_row);
+                    let shape = [out_w, out_w, group_channels];
+                    for (start, count) in [(tap_cells, above), (below, below_rows)] {
+                        cells.fill_outside(e, start, Size::Dyn(count), shape)?;
+                    }
+                }
+                match &self.whole_rows {
+                    // The columns left of and right of those.
+                    Some(all) => {
+                        copy(e, xs.start..all.start.min(xs.end), kx, 1)?;
+                        copy(e, all.end.max(xs.start)..xs.end, kx, 1)?;
+                    }
+                    None => copy(e, xs, kx, 1)?,
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Output rows of an im2col block: the most whose columns fit in

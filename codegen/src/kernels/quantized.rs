@@ -14,7 +14,9 @@
 //! - each block of the input's rows is converted from f32 to `u = v - low`
 //!   (u8, or u8 values as i16 for AVX2), `low` being the input's least
 //!   value, so that `v @ w = u @ w + low * sum_k w[k, j]`: that correction
-//!   per output column is folded into the bias at compile time;
+//!   per output column is folded into the bias at compile time (an im2col
+//!   convolution converts its input rows once, then unfolds A's rows from
+//!   them);
 //! - the microkernels sum in i32, add the bias, convert to f32 once and
 //!   apply the kernel's clamp and residual as the f32 tiles do.
 //!
@@ -25,9 +27,7 @@
 //! through the f32 GEMM instead, so NaN propagates as it would there.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{
-    ConstantData, InstBuilder, StackSlotData, StackSlotKind, Value, types,
-};
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
 use cranelift_module::FuncId;
 use ptec_ir::ops::conv::Convolution;
 use ptec_ir::ops::linalg::Addmm;
@@ -81,6 +81,13 @@ pub(super) struct IntegerGemm {
     /// bias's plus every product's bound.
     largest_sum: i64,
 }
+
+/// Emits the f32 rows of A the f32 GEMM reads when a block holds NaN, and
+/// the bytes from one row to the next.
+pub(super) type FloatRows<'a> = (
+    &'a mut dyn FnMut(&mut Emitter<'_, '_, '_>) -> Result<Value, CodegenError>,
+    i64,
+);
 
 /// Which of an integer GEMM's column units a call computes.
 #[derive(Clone, Copy)]
@@ -286,23 +293,21 @@ impl IntegerGemm {
         }
     }
 
-    /// Converts `rows` rows of `self.k` f32 elements (at `source`, rows
-    /// `source_row` bytes apart, the elements contiguous) into A's rows at
-    /// `target`; returns an i32 that is non-zero when any element was NaN.
-    /// With `overread`, the elements past the last group of eight are
-    /// converted as a whole group too, reading up to 28 bytes past each
-    /// row (which the caller's memory must hold; the values read there
-    /// land in A's padding or in the next row, written after).
-    fn pack(
+    /// Converts `rows` rows of `elements` f32 (at `source`, the elements
+    /// contiguous) into rows of A's elements at `target`, the rows
+    /// `row_bytes` apart (source's and target's); returns an i32 that is
+    /// non-zero when any element was NaN, and with `nan_flags` also stores each
+    /// row's (an i32 a row, from `flags` on).
+    fn convert(
         &self,
         e: &mut Emitter<'_, '_, '_>,
         [source, target]: [Value; 2],
-        source_row: i64,
-        rows: Size,
-        overread: bool,
+        row_bytes: [i64; 2],
+        (elements, rows): (i64, Size),
+        nan_flags: Option<Value>,
     ) -> Result<Value, CodegenError> {
-        let wide = self.form == IntegerForm::Avx2;
-        let element = if wide { 2 } else { 1 };
+        let element = self.element().size() as i64;
+        let wide = element == 2;
         // v - low is the bits of v + ROUNDER less those of ROUNDER + low
         // (exact: v is an integer of magnitude below 2^22, or NaN, and then
         // the block goes to the f32 GEMM whatever it packed).
@@ -313,63 +318,41 @@ impl IntegerGemm {
         let lows = e.b.ins().splat(types::I32X4, low);
         let none = e.b.ins().iconst(types::I32, 0);
         let nones = e.b.ins().splat(types::I32X4, none);
-        let (chunks, tail) = (self.k / 8, self.k % 8);
-        let a_row = self.a_row();
-        // Carried: the rows' addresses, and NaN seen in vectors and in
-        // single elements.
-        let carried = [source, target, nones, none];
+        let (chunks, tail) = (elements / 8, elements % 8);
+        // Carried: the rows' addresses, the row's flag's and NaN seen.
+        let flag = nan_flags.unwrap_or(source);
+        let carried = [source, target, flag, none];
         let result = e.counted_loop(rows, &carried, |e, _, p| {
             // Eight elements at a time: two vectors, narrowed to i16 (and
             // to u8 for the VNNI forms), stored 16 bytes wide (the bytes
             // past the eight of u8 are overwritten next or are padding).
-            // `valid` masks the NaN test of a last chunk read past the row.
-            let chunk = |e: &mut Emitter<'_, '_, '_>,
-                         [from, to, seen]: [Value; 3],
-                         valid: Option<[Value; 2]>| {
-                let mut halves = Vec::with_capacity(2);
-                let mut nan = seen;
-                for half in 0..2 {
-                    let x = e.b.ins().load(types::F32X4, flags(), from, 16 * half);
-                    let mut unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
-                    if let Some(valid) = valid {
-                        unordered = e.b.ins().band(unordered, valid[half as usize]);
+            let vectors =
+                e.counted_loop(Size::Const(chunks), &[p[0], p[1], nones], |e, _, q| {
+                    let mut halves = Vec::with_capacity(2);
+                    let mut nan = q[2];
+                    for half in 0..2 {
+                        let x = e.b.ins().load(types::F32X4, flags(), q[0], 16 * half);
+                        let unordered = e.b.ins().fcmp(FloatCC::Unordered, x, x);
+                        nan = e.b.ins().bor(nan, unordered);
+                        let shifted = e.b.ins().fadd(x, rounders);
+                        let bits = e.b.ins().bitcast(types::I32X4, bitcast_flags(), shifted);
+                        halves.push(e.b.ins().isub(bits, lows));
                     }
-                    nan = e.b.ins().bor(nan, unordered);
-                    let shifted = e.b.ins().fadd(x, rounders);
-                    let bits = e.b.ins().bitcast(types::I32X4, bitcast_flags(), shifted);
-                    halves.push(e.b.ins().isub(bits, lows));
-                }
-                let words = e.b.ins().snarrow(halves[0], halves[1]);
-                let packed = match wide {
-                    true => words,
-                    false => e.b.ins().unarrow(words, words),
-                };
-                e.b.ins().store(flags(), packed, to, 0);
-                vec![
-                    e.b.ins().iadd_imm_s(from, 32),
-                    e.b.ins().iadd_imm_s(to, 8 * element),
-                    nan,
-                ]
-            };
-            let mut vectors =
-                e.counted_loop(Size::Const(chunks), &[p[0], p[1], p[2]], |e, _, q| {
-                    Ok(chunk(e, [q[0], q[1], q[2]], None))
+                    let words = e.b.ins().snarrow(halves[0], halves[1]);
+                    let packed = match wide {
+                        true => words,
+                        false => e.b.ins().unarrow(words, words),
+                    };
+                    e.b.ins().store(flags(), packed, q[1], 0);
+                    Ok(vec![
+                        e.b.ins().iadd_imm_s(q[0], 32),
+                        e.b.ins().iadd_imm_s(q[1], 8 * element),
+                        nan,
+                    ])
                 })?;
-            let mut nan = p[3];
-            if overread && tail > 0 {
-                let valid = [0, 4].map(|first| {
-                    let lanes: Vec<u8> = (0..4)
-                        .flat_map(|lane| match first + lane < tail {
-                            true => [0xFF; 4],
-                            false => [0; 4],
-                        })
-                        .collect();
-                    let handle = e.b.func.dfg.constants.insert(ConstantData::from(lanes));
-                    e.b.ins().vconst(types::I32X4, handle)
-                });
-                vectors = chunk(e, [vectors[0], vectors[1], vectors[2]], Some(valid));
-            }
-            for index in (0..tail).filter(|_| !overread) {
+            let any = e.b.ins().vany_true(vectors[2]);
+            let mut nan = e.b.ins().uextend(types::I32, any);
+            for index in 0..tail {
                 let x =
                     e.b.ins()
                         .load(types::F32, flags(), vectors[0], (4 * index) as i32);
@@ -385,16 +368,64 @@ impl IntegerGemm {
                     false => e.b.ins().istore8(flags(), value, vectors[1], offset),
                 };
             }
+            if nan_flags.is_some() {
+                e.b.ins().store(flags(), nan, p[2], 0);
+            }
             Ok(vec![
-                e.b.ins().iadd_imm_s(p[0], source_row),
-                e.b.ins().iadd_imm_s(p[1], a_row),
-                vectors[2],
-                nan,
+                e.b.ins().iadd_imm_s(p[0], row_bytes[0]),
+                e.b.ins().iadd_imm_s(p[1], row_bytes[1]),
+                e.b.ins().iadd_imm_s(p[2], 4),
+                e.b.ins().bor(p[3], nan),
             ])
         })?;
-        let any = e.b.ins().vany_true(result[2]);
-        let any = e.b.ins().uextend(types::I32, any);
-        Ok(e.b.ins().bor(any, result[3]))
+        Ok(result[3])
+    }
+
+    /// Converts the rows `[top, bottom)` of an f32 image of `row_elements`
+    /// elements a row (contiguous, at `image`) into the same rows of A's
+    /// elements at `target`, and each row's NaN flag into the i32 at
+    /// `flags` (row `r`'s at `flags + 4 * r`).
+    pub(super) fn convert_image_rows(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        [image, target, flags]: [Value; 3],
+        row_elements: i64,
+        [top, bottom]: [Value; 2],
+    ) -> Result<(), CodegenError> {
+        let element = self.element().size() as i64;
+        let at = |e: &mut Emitter<'_, '_, '_>, base: Value, bytes: i64| {
+            let offset = e.b.ins().imul_imm_s(top, bytes);
+            e.b.ins().iadd(base, offset)
+        };
+        let pointers = [
+            at(e, image, row_elements * 4),
+            at(e, target, row_elements * element),
+        ];
+        let first_flag = at(e, flags, 4);
+        let rows = Size::Dyn(e.b.ins().isub(bottom, top));
+        let row_bytes = [row_elements * 4, row_elements * element];
+        self.convert(
+            e,
+            pointers,
+            row_bytes,
+            (row_elements, rows),
+            Some(first_flag),
+        )?;
+        Ok(())
+    }
+
+    /// The type of A's elements: u8, or (AVX2) a u8 value as i16.
+    pub(super) fn element(&self) -> DType {
+        match self.form {
+            IntegerForm::Avx2 => DType::I16,
+            IntegerForm::Vnni512 | IntegerForm::VnniAvx2 => DType::U8,
+        }
+    }
+
+    /// The bits of A's element for a tap outside the image (an f32 zero,
+    /// `0 - low`), which the plan of a padded window holds.
+    pub(super) fn outside_element(&self) -> i64 {
+        -i64::from(self.low)
     }
 
     /// The units a split by columns shares out: the panels two registers
@@ -548,30 +579,61 @@ impl IntegerGemm {
     }
 
     /// Packs `rows` rows of f32 A (at `source`, `source_row` bytes apart)
-    /// into `scratch` and computes them with the microkernels, or, when a
-    /// row holds NaN, with the f32 GEMM on B's f32 elements `b` and `bias`
-    /// (along the columns) as the kernel would have without this plan.
-    /// `overread`: the memory past each row of A holds the 28 bytes
-    /// [`IntegerGemm::pack`] may read. Only the columns of `units` are
-    /// computed. Epilogue steps (`blocks`) are then applied to them.
+    /// into `scratch` and computes them by [`IntegerGemm::packed_block`].
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn block(
         &self,
         e: &mut Emitter<'_, '_, '_>,
         prepared: Prepared,
         [source, scratch, output]: [Value; 3],
-        (source_row, overread): (i64, bool),
+        source_row: i64,
+        rows: Size,
+        (b, units): (Matrix, Units),
+        bias: Option<Value>,
+        epilogues: (Epilogue, Option<&BlockEpilogue>),
+    ) -> Result<(), CodegenError> {
+        let row_bytes = [source_row, self.a_row()];
+        let nan = self.convert(e, [source, scratch], row_bytes, (self.k, rows), None)?;
+        let float_rows: FloatRows<'_> = (&mut |_| Ok(source), source_row);
+        let pointers = [scratch, output];
+        self.packed_block(
+            e,
+            prepared,
+            nan,
+            float_rows,
+            pointers,
+            rows,
+            (b, units),
+            bias,
+            epilogues,
+        )
+    }
+
+    /// Computes `rows` rows of the product, A's packed at `packed`, with the
+    /// microkernels, or, when the i32 `nan` is non-zero, with the f32 GEMM
+    /// on the f32 rows `float_rows` emits, B's f32 elements `b` and `bias`
+    /// (along the columns) as the kernel would have without this plan. Only
+    /// the columns of `units` are computed. Epilogue steps (`blocks`) are
+    /// then applied to them.
+    #[allow(clippy::too_many_arguments)] // The operands of one product.
+    pub(super) fn packed_block(
+        &self,
+        e: &mut Emitter<'_, '_, '_>,
+        prepared: Prepared,
+        nan: Value,
+        (float_rows, source_row): FloatRows<'_>,
+        [packed, output]: [Value; 2],
         rows: Size,
         (b, units): (Matrix, Units),
         bias: Option<Value>,
         (epilogue, blocks): (Epilogue, Option<&BlockEpilogue>),
     ) -> Result<(), CodegenError> {
         let (first_column, n) = self.columns_of(e, units);
-        let nan = self.pack(e, [source, scratch], source_row, rows, overread)?;
         let (float, integer, join) = (e.b.create_block(), e.b.create_block(), e.b.create_block());
         e.b.ins().brif(nan, float, &[], integer, &[]);
         e.b.switch_to_block(float);
         {
+            let source = float_rows(e)?;
             let unit = Size::Const(4);
             let row = |base: Value, bytes: i64| Matrix {
                 base,
@@ -604,7 +666,7 @@ impl IntegerGemm {
         }
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(integer);
-        self.gemm(e, prepared, scratch, rows, output, epilogue.residual, units)?;
+        self.gemm(e, prepared, packed, rows, output, epilogue.residual, units)?;
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(join);
         match blocks {
@@ -665,8 +727,7 @@ impl IntegerGemm {
                 e,
                 prepared,
                 targets,
-                // Rows of a node's input: nothing is read past them.
-                (source_row, false),
+                source_row,
                 Size::Dyn(rows),
                 (b, units),
                 bias,
