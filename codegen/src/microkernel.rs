@@ -929,7 +929,11 @@ impl IntegerForm {
     /// Rows of a tile.
     pub(crate) fn rows(self) -> usize {
         match self {
-            IntegerForm::Vnni512 => 8,
+            // Eighteen accumulators, B's two, A's one and a spare (of the 32
+            // zmm registers): nine rows, the most A's three pointers
+            // address, and a whole tile for the nine pixels of a 3x3 image
+            // (ResNet's last stage), which eight-row tiles computed twice.
+            IntegerForm::Vnni512 => 9,
             // Twelve accumulators, B's two, A's one and a product: the 16
             // ymm registers.
             IntegerForm::VnniAvx2 | IntegerForm::Avx2 => 6,
@@ -1076,7 +1080,7 @@ pub(crate) fn integer_gemm_tile(form: IntegerForm, registers: usize) -> Result<V
     let rows = form.rows();
     match form {
         IntegerForm::Vnni512 => {
-            // zmm18 loads each mask; k1 holds it.
+            // zmm20 (A's) loads each mask; k1 holds it.
             let store = |asm: &mut CodeAssembler,
                          masked: bool,
                          residual: bool,
@@ -1084,8 +1088,8 @@ pub(crate) fn integer_gemm_tile(form: IntegerForm, registers: usize) -> Result<V
                          offset: i32|
              -> Result<(), IcedError> {
                 if masked {
-                    asm.vmovups(zmm18, ptr(rcx + offset))?;
-                    asm.vptestmd(k1, zmm18, zmm18)?;
+                    asm.vmovups(zmm20, ptr(rcx + offset))?;
+                    asm.vptestmd(k1, zmm20, zmm20)?;
                     if residual {
                         asm.vaddps(value.k1(), value, ptr(r10 + offset))?;
                     }
@@ -1105,11 +1109,11 @@ pub(crate) fn integer_gemm_tile(form: IntegerForm, registers: usize) -> Result<V
                 true,
                 [
                     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11,
-                    zmm12, zmm13, zmm14, zmm15
+                    zmm12, zmm13, zmm14, zmm15, zmm16, zmm17
                 ],
-                [zmm16, zmm17],
-                zmm18,
-                zmm19,
+                [zmm18, zmm19],
+                zmm20,
+                zmm21,
                 store
             )
         }

@@ -7,8 +7,8 @@
 //! f32 microkernels and with Cranelift's kernels alone, and equal the
 //! exact integer sums, wherever the f32 sums are exact.
 //!
-//! - Pointwise convolutions (blocks of 96 pixels) and im2col ones, with
-//!   pixel counts around the tiles' 8 and 6 rows and the blocks, output
+//! - Pointwise convolutions (blocks of 72 pixels) and im2col ones, with
+//!   pixel counts around the tiles' 9 and 6 rows and the blocks, output
 //!   channels around the panels' 32, 16 and 8 columns (the last panel
 //!   masked), K not a multiple of four, padding, strides, with and without
 //!   a bias, a clamp and a residual, input ranges below and above zero.
@@ -345,6 +345,9 @@ fn pointwise_shapes_give_the_same_bits_as_the_f32_kernels() {
         [2, 4],
         [1, 7],
         [3, 3],
+        [2, 5],
+        [4, 18],
+        [1, 73],
         [5, 19],
         [7, 14],
         [10, 20],

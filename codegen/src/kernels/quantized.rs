@@ -46,7 +46,7 @@ const I32_LIMIT: i64 = i32::MAX as i64;
 
 /// The rows of a matrix product's A packed at a time (a multiple of every
 /// integer tile's rows), and the unit threads share out.
-const BLOCK_ROWS: i64 = 96;
+const BLOCK_ROWS: i64 = 72;
 
 /// The largest magnitude of an input the packing converts: `v + ROUNDER`
 /// holds `v` in its low mantissa bits for integers `|v| < 2^22`.
