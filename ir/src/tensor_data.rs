@@ -130,24 +130,28 @@ pub fn relayout(
     if !fits {
         return None;
     }
-    let read: Vec<u64> = axes.iter().map(|&axis| from_strides[axis]).collect();
+    // The elements in the target's storage order (its axes by decreasing
+    // stride), so that it is written front to back, the source's offset
+    // kept as the index moves: a constant of millions of weights is
+    // relaid in a pass, not an index computed per element.
+    let mut order: Vec<usize> = (0..shape.len()).collect();
+    order.sort_by_key(|&axis| std::cmp::Reverse(to_strides[axis]));
+    let sizes: Vec<u64> = order.iter().map(|&axis| shape[axis]).collect();
+    let steps: Vec<u64> = order.iter().map(|&axis| from_strides[axes[axis]]).collect();
     let mut out = vec![0; count as usize * element];
     let mut index = vec![0u64; shape.len()];
-    for _ in 0..count {
-        let source = index.iter().zip(&read).map(|(i, s)| i * s).sum::<u64>() as usize;
-        let target = index
-            .iter()
-            .zip(&to_strides)
-            .map(|(i, s)| i * s)
-            .sum::<u64>() as usize;
-        out[target * element..(target + 1) * element]
-            .copy_from_slice(&bytes[source * element..(source + 1) * element]);
-        for axis in (0..shape.len()).rev() {
+    let mut source = 0u64;
+    for target in out.chunks_exact_mut(element) {
+        let at = source as usize * element;
+        target.copy_from_slice(&bytes[at..at + element]);
+        for axis in (0..sizes.len()).rev() {
             index[axis] += 1;
-            if index[axis] < shape[axis] {
+            source += steps[axis];
+            if index[axis] < sizes[axis] {
                 break;
             }
             index[axis] = 0;
+            source -= steps[axis] * sizes[axis];
         }
     }
     Some(out)
@@ -156,6 +160,7 @@ pub fn relayout(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Dim;
 
     #[test]
     fn floats_an_integer_cannot_hold_become_its_minimum_then_wrap() {
@@ -171,5 +176,82 @@ mod tests {
             DType::U8,
         );
         assert_eq!(bytes, Some(vec![44, 255, 0]));
+    }
+
+    /// Every permutation of `0..rank`, in lexicographic order.
+    fn permutations(rank: usize) -> Vec<Vec<usize>> {
+        match rank {
+            0 => vec![Vec::new()],
+            _ => permutations(rank - 1)
+                .into_iter()
+                .flat_map(|shorter| {
+                    (0..rank).map(move |at| {
+                        let mut longer: Vec<usize> = shorter
+                            .iter()
+                            .map(|&axis| axis + usize::from(axis >= at))
+                            .collect();
+                        longer.insert(0, at);
+                        longer
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// `relayout` against the definition, element by element: target
+    /// element `i` (a multi-index) is source element `j` with
+    /// `j[axes[a]] = i[a]`, each at its strides' offset; over every dim
+    /// order of both sides and every permutation of axes, sizes of one
+    /// included, and two-byte elements.
+    #[test]
+    fn relayout_moves_each_element_where_its_index_says() {
+        let fixed = |sizes: &[u64]| sizes.iter().map(|&size| Dim::Fixed(size)).collect();
+        for source_sizes in [vec![], vec![5], vec![3, 4], vec![2, 1, 3], vec![2, 3, 1, 4]] {
+            let rank = source_sizes.len();
+            let count: u64 = source_sizes.iter().product();
+            let bytes: Vec<u8> = (0..count * 2).map(|byte| (byte * 7 + 3) as u8).collect();
+            for axes in permutations(rank) {
+                let sizes: Vec<u64> = axes.iter().map(|&axis| source_sizes[axis]).collect();
+                for from_order in permutations(rank) {
+                    for to_order in permutations(rank) {
+                        let order = |order: &[usize]| order.iter().map(|&d| d as u8).collect();
+                        let from = TensorType {
+                            dtype: DType::I16,
+                            shape: fixed(&source_sizes),
+                            dim_order: order(&from_order),
+                        };
+                        let to = TensorType {
+                            dtype: DType::I16,
+                            shape: fixed(&sizes),
+                            dim_order: order(&to_order),
+                        };
+                        let got = relayout(&bytes, &from, &to, &axes).expect("shapes agree");
+                        let strides = |ty: &TensorType| ty.fixed_strides().expect("fixed sizes");
+                        let (from_strides, to_strides) = (strides(&from), strides(&to));
+                        for flat in 0..count {
+                            let mut rest = flat;
+                            let mut index = vec![0; rank];
+                            for axis in (0..rank).rev() {
+                                index[axis] = rest % sizes[axis];
+                                rest /= sizes[axis];
+                            }
+                            let offset = |strides: &[u64], of: &dyn Fn(usize) -> u64| {
+                                (0..rank).map(|axis| of(axis) * strides[axis]).sum::<u64>() as usize
+                                    * 2
+                            };
+                            let target = offset(&to_strides, &|axis| index[axis]);
+                            let source = offset(&from_strides, &|axis| {
+                                index[axes.iter().position(|&a| a == axis).expect("a permutation")]
+                            });
+                            assert_eq!(
+                                got[target..target + 2],
+                                bytes[source..source + 2],
+                                "{source_sizes:?} axes {axes:?} orders {from_order:?} -> {to_order:?}, element {index:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }
