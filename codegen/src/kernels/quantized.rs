@@ -296,8 +296,8 @@ impl IntegerGemm {
     /// Converts `rows` rows of `elements` f32 (at `source`, the elements
     /// contiguous) into rows of A's elements at `target`, the rows
     /// `row_bytes` apart (source's and target's); returns an i32 that is
-    /// non-zero when any element was NaN, and with `nan_flags` also stores each
-    /// row's (an i32 a row, from `flags` on).
+    /// non-zero when any element was NaN, and with `nan_flags` also stores
+    /// each row's (an i32 a row, from `nan_flags` on).
     fn convert(
         &self,
         e: &mut Emitter<'_, '_, '_>,
@@ -384,11 +384,11 @@ impl IntegerGemm {
     /// Converts the rows `[top, bottom)` of an f32 image of `row_elements`
     /// elements a row (contiguous, at `image`) into the same rows of A's
     /// elements at `target`, and each row's NaN flag into the i32 at
-    /// `flags` (row `r`'s at `flags + 4 * r`).
+    /// `row_flags` (row `r`'s at `row_flags + 4 * r`).
     pub(super) fn convert_image_rows(
         &self,
         e: &mut Emitter<'_, '_, '_>,
-        [image, target, flags]: [Value; 3],
+        [image, target, row_flags]: [Value; 3],
         row_elements: i64,
         [top, bottom]: [Value; 2],
     ) -> Result<(), CodegenError> {
@@ -401,7 +401,7 @@ impl IntegerGemm {
             at(e, image, row_elements * 4),
             at(e, target, row_elements * element),
         ];
-        let first_flag = at(e, flags, 4);
+        let first_flag = at(e, row_flags, 4);
         let rows = Size::Dyn(e.b.ins().isub(bottom, top));
         let row_bytes = [row_elements * 4, row_elements * element];
         self.convert(
