@@ -932,7 +932,7 @@ impl IntegerForm {
             // Eighteen accumulators, B's two, A's one and a spare (of the 32
             // zmm registers): nine rows, the most A's three pointers
             // address, and a whole tile for the nine pixels of a 3x3 image
-            // (ResNet's last stage), which eight-row tiles computed twice.
+            // (ResNet's last stage), which eight-row tiles computed as 16.
             IntegerForm::Vnni512 => 9,
             // Twelve accumulators, B's two, A's one and a product: the 16
             // ymm registers.

@@ -943,10 +943,10 @@ fn im2col_gemm(
         strides: [channel_stride, row_stride, column_stride],
         whole_rows,
     };
-    unfold.fill_outside_once(e, float_cells)?;
-    if let Some((_, _, cells)) = integer {
-        unfold.fill_outside_once(e, cells)?;
-    }
+    // The cells every block unfolds into; with an integer plan, the f32
+    // columns (a NaN block's) are filled before such a block is unfolded.
+    let block_cells = integer.map_or(float_cells, |(_, _, cells)| cells);
+    unfold.fill_outside_once(e, block_cells)?;
     // Threads share out the blocks; with one block, the groups, or with
     // one group too, the GEMM's rows or columns (below).
     let group_cost = (block_pixels * taps * group_outputs) as u64;
@@ -1036,6 +1036,7 @@ fn im2col_gemm(
                     let input_rows = unfold.input_rows(e, output_rows);
                     let nan = any_flag(e, nan_flags, input_rows)?;
                     let mut float_columns = |e: &mut Emitter<'_, '_, '_>| {
+                        unfold.fill_outside_once(e, float_cells)?;
                         unfold.block(e, float_cells, g[0], output_rows)?;
                         Ok(columns)
                     };
@@ -1188,7 +1189,8 @@ impl Unfold<'_> {
 
     /// Stores the outside element in the cells of taps outside the image
     /// that no block's copies write (columns outside, and with one block
-    /// rows outside too), once a call; those of rows outside, in the blocks
+    /// rows outside too), once a call (or before a block that needs cells no
+    /// other block of the call used); those of rows outside, in the blocks
     /// at the top and bottom when there are several, are filled per block
     /// ([`Unfold::block`]), since another block of this call wrote them.
     fn fill_outside_once(
