@@ -44,9 +44,17 @@ use crate::microkernel::IntegerForm;
 /// hold it.
 const I32_LIMIT: i64 = i32::MAX as i64;
 
-/// The rows of a matrix product's A packed at a time (a multiple of every
-/// integer tile's rows), and the unit threads share out.
+/// The most rows of a matrix product's A packed at a time (a multiple of
+/// every integer tile's rows), and the unit threads share out.
 const BLOCK_ROWS: i64 = 72;
+
+/// The fewest blocks a product of enough rows is cut into, so that threads
+/// share its rows out evenly: blocks of [`BLOCK_ROWS`] left mobilenet_v2's
+/// 14x14 and 7x7 stages (196 and 49 pixels) three blocks and one, which two
+/// threads split 2:1 or by columns (each thread then converting all of A),
+/// and those pointwise convolutions ran no faster on two threads than on
+/// one.
+const SHARED_BLOCKS: i64 = 8;
 
 /// The largest magnitude of an input the packing converts: `v + ROUNDER`
 /// holds `v` in its low mantissa bits for integers `|v| < 2^22`.
@@ -681,10 +689,19 @@ impl IntegerGemm {
 }
 
 impl IntegerGemm {
+    /// The rows of a block of a product of `m` rows: whole tiles, as few
+    /// as give [`SHARED_BLOCKS`] blocks, and at most [`BLOCK_ROWS`].
+    fn block_rows(&self, m: i64) -> i64 {
+        let tile = self.form.rows() as i64;
+        let rows = (m + SHARED_BLOCKS - 1) / SHARED_BLOCKS;
+        let rows = (rows + tile - 1) / tile * tile;
+        rows.clamp(tile, BLOCK_ROWS)
+    }
+
     /// `output [m, n] = source [m, k] @ B + bias` through the epilogue, with
     /// rows `source_row` and `n * 4` bytes apart: per block of
-    /// [`BLOCK_ROWS`] rows, which threads share out, packed into scratch
-    /// and computed by [`IntegerGemm::block`].
+    /// [`IntegerGemm::block_rows`] rows, which threads share out, packed
+    /// into scratch and computed by [`IntegerGemm::block`].
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn rows_in_blocks(
         &self,
@@ -696,13 +713,14 @@ impl IntegerGemm {
         bias: Option<Value>,
         epilogues: (Epilogue, Option<&BlockEpilogue>),
     ) -> Result<(), CodegenError> {
-        let blocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
-        let scratch = e.scratch(self.a_bytes(BLOCK_ROWS));
+        let block_rows = self.block_rows(m);
+        let blocks = (m + block_rows - 1) / block_rows;
+        let scratch = e.scratch(self.a_bytes(block_rows));
         // Threads share out the blocks, or with one block the columns.
         let (range, units) = match blocks {
             1 => (None, self.columns_of_this_call(e, m)),
             _ => {
-                let cost = (BLOCK_ROWS * self.k * self.n) as u64;
+                let cost = (block_rows * self.k * self.n) as u64;
                 (e.parallel_range(blocks, cost), Units::All)
             }
         };
@@ -712,10 +730,10 @@ impl IntegerGemm {
         };
         e.counted_loop(count, &[], |e, index, _| {
             let block = e.b.ins().iadd(first, index);
-            let start = e.b.ins().imul_imm_s(block, BLOCK_ROWS);
+            let start = e.b.ins().imul_imm_s(block, block_rows);
             let total = e.iconst(m);
             let left = e.b.ins().isub(total, start);
-            let whole = e.iconst(BLOCK_ROWS);
+            let whole = e.iconst(block_rows);
             let short = e.b.ins().icmp(IntCC::SignedLessThan, left, whole);
             let rows = e.b.ins().select(short, left, whole);
             let from = e.b.ins().imul_imm_s(start, source_row);
