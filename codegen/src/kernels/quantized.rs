@@ -48,8 +48,8 @@ const I32_LIMIT: i64 = i32::MAX as i64;
 /// every integer tile's rows), and the unit threads share out.
 const BLOCK_ROWS: i64 = 72;
 
-/// The fewest blocks a product of enough rows is cut into, so that threads
-/// share its rows out evenly: blocks of [`BLOCK_ROWS`] left mobilenet_v2's
+/// How many blocks a product's rows are cut into where blocks of
+/// [`BLOCK_ROWS`] would be fewer, so that threads share them out evenly: blocks of [`BLOCK_ROWS`] left mobilenet_v2's
 /// 14x14 and 7x7 stages (196 and 49 pixels) three blocks and one, which two
 /// threads split 2:1 or by columns (each thread then converting all of A),
 /// and those pointwise convolutions ran no faster on two threads than on
@@ -689,18 +689,9 @@ impl IntegerGemm {
 }
 
 impl IntegerGemm {
-    /// The rows of a block of a product of `m` rows: whole tiles, as few
-    /// as give [`SHARED_BLOCKS`] blocks, and at most [`BLOCK_ROWS`].
-    fn block_rows(&self, m: i64) -> i64 {
-        let tile = self.form.rows() as i64;
-        let rows = (m + SHARED_BLOCKS - 1) / SHARED_BLOCKS;
-        let rows = (rows + tile - 1) / tile * tile;
-        rows.clamp(tile, BLOCK_ROWS)
-    }
-
     /// `output [m, n] = source [m, k] @ B + bias` through the epilogue, with
     /// rows `source_row` and `n * 4` bytes apart: per block of
-    /// [`IntegerGemm::block_rows`] rows, which threads share out, packed
+    /// [`block_rows`] rows, which threads share out, packed
     /// into scratch and computed by [`IntegerGemm::block`].
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn rows_in_blocks(
@@ -713,7 +704,7 @@ impl IntegerGemm {
         bias: Option<Value>,
         epilogues: (Epilogue, Option<&BlockEpilogue>),
     ) -> Result<(), CodegenError> {
-        let block_rows = self.block_rows(m);
+        let block_rows = block_rows(self.form.rows() as i64, m);
         let blocks = (m + block_rows - 1) / block_rows;
         let scratch = e.scratch(self.a_bytes(block_rows));
         // Threads share out the blocks, or with one block the columns.
@@ -755,6 +746,15 @@ impl IntegerGemm {
         })?;
         Ok(())
     }
+}
+
+/// The rows of a block of a product of `m` rows, with tiles of `tile`
+/// rows: the fewest whole tiles that cut `m` into at most [`SHARED_BLOCKS`]
+/// blocks, and at most [`BLOCK_ROWS`].
+fn block_rows(tile: i64, m: i64) -> i64 {
+    let rows = (m + SHARED_BLOCKS - 1) / SHARED_BLOCKS;
+    let rows = (rows + tile - 1) / tile * tile;
+    rows.clamp(tile, BLOCK_ROWS)
 }
 
 /// `addmm` through the integer GEMM when it has a plan: alpha and beta 1,
@@ -836,4 +836,42 @@ fn f32_elements(bytes: &[u8]) -> Vec<f32> {
         .chunks_exact(4)
         .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_the_fewest_whole_tiles_making_at_most_eight() {
+        for tile in [6, 9] {
+            for m in 1..2000 {
+                let rows = block_rows(tile, m);
+                let blocks = (m + rows - 1) / rows;
+                assert!(
+                    rows % tile == 0 && rows <= BLOCK_ROWS,
+                    "tile {tile}, m {m}: {rows}"
+                );
+                // At most SHARED_BLOCKS blocks below the largest, and a
+                // tile fewer would make more.
+                let fewer = rows - tile;
+                if rows < BLOCK_ROWS {
+                    assert!(
+                        blocks <= SHARED_BLOCKS,
+                        "tile {tile}, m {m}: {blocks} blocks"
+                    );
+                }
+                if fewer > 0 {
+                    assert!(
+                        (m + fewer - 1) / fewer > SHARED_BLOCKS,
+                        "tile {tile}, m {m}: {rows}"
+                    );
+                }
+            }
+        }
+        // mobilenet_v2's 7x7 and 14x14 stages, with nine-row tiles.
+        assert_eq!(block_rows(9, 49), 9);
+        assert_eq!(block_rows(9, 196), 27);
+        assert_eq!(block_rows(9, 3136), 72);
+    }
 }
