@@ -48,12 +48,12 @@ const I32_LIMIT: i64 = i32::MAX as i64;
 /// every integer tile's rows), and the unit threads share out.
 const BLOCK_ROWS: i64 = 72;
 
-/// How many blocks a product's rows are cut into where blocks of
-/// [`BLOCK_ROWS`] would be fewer, so that threads share them out evenly: blocks of [`BLOCK_ROWS`] left mobilenet_v2's
-/// 14x14 and 7x7 stages (196 and 49 pixels) three blocks and one, which two
-/// threads split 2:1 or by columns (each thread then converting all of A),
-/// and those pointwise convolutions ran no faster on two threads than on
-/// one.
+/// The most blocks of whole tiles a product's rows are cut into where
+/// blocks of [`BLOCK_ROWS`] would be fewer, so that threads share them out
+/// evenly: blocks of [`BLOCK_ROWS`] left mobilenet_v2's 14x14 and 7x7
+/// stages (196 and 49 pixels) three blocks and one, which two threads split
+/// 2:1 or by columns (each thread then converting all of A), and those
+/// pointwise convolutions ran no faster on two threads than on one.
 const SHARED_BLOCKS: i64 = 8;
 
 /// The largest magnitude of an input the packing converts: `v + ROUNDER`
@@ -691,8 +691,8 @@ impl IntegerGemm {
 impl IntegerGemm {
     /// `output [m, n] = source [m, k] @ B + bias` through the epilogue, with
     /// rows `source_row` and `n * 4` bytes apart: per block of
-    /// [`block_rows`] rows, which threads share out, packed
-    /// into scratch and computed by [`IntegerGemm::block`].
+    /// [`block_rows`] rows, which threads share out, packed into scratch
+    /// and computed by [`IntegerGemm::block`].
     #[allow(clippy::too_many_arguments)] // The operands of one product.
     pub(super) fn rows_in_blocks(
         &self,
