@@ -7,7 +7,8 @@
 //! f32 microkernels and with Cranelift's kernels alone, and equal the
 //! exact integer sums, wherever the f32 sums are exact.
 //!
-//! - Pointwise convolutions (blocks of 72 pixels) and im2col ones, with
+//! - Pointwise convolutions (blocks of up to 72 pixels, fewer where that
+//!   makes at most eight) and im2col ones, with
 //!   pixel counts around the tiles' 9 and 6 rows and the blocks, output
 //!   channels around the panels' 32, 16 and 8 columns (the last panel
 //!   masked), K not a multiple of four, padding, strides, with and without

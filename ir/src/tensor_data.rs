@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use crate::ops::layout::is_permutation;
 use crate::types::{DType, TensorType};
 
 /// The elements of f32 tensor bytes.
@@ -108,8 +109,9 @@ pub fn cast(bytes: &[u8], from: DType, to: DType) -> Option<Vec<u8>> {
 }
 
 /// The bytes of `to`, whose axis `k` reads axis `axes[k]` of `from`;
-/// `None` unless both have fixed shapes, the same element type, `axes`
-/// names an axis of `from` for each of `to`'s, and `bytes` holds `from`.
+/// `None` unless both have fixed shapes, dim orders that order their axes
+/// and the same element type, `axes` orders `from`'s axes, each of the size
+/// of `to`'s, and `bytes` holds `from` (so that every offset is in range).
 pub fn relayout(
     bytes: &[u8],
     from: &TensorType,
@@ -118,10 +120,15 @@ pub fn relayout(
 ) -> Option<Vec<u8>> {
     let element = to.dtype.size();
     let (from_shape, shape) = (from.fixed_shape()?, to.fixed_shape()?);
-    let (from_strides, to_strides) = (from.fixed_strides()?, to.fixed_strides()?);
-    let count: u64 = shape.iter().product();
+    let orders = |ty: &TensorType| {
+        let order: Vec<usize> = ty.dim_order.iter().map(|&d| usize::from(d)).collect();
+        is_permutation(&order, ty.rank())
+    };
     let fits = from.dtype == to.dtype
+        && orders(from)
+        && orders(to)
         && axes.len() == shape.len()
+        && is_permutation(axes, from_shape.len())
         && axes
             .iter()
             .zip(&shape)
@@ -130,6 +137,8 @@ pub fn relayout(
     if !fits {
         return None;
     }
+    let (from_strides, to_strides) = (from.fixed_strides()?, to.fixed_strides()?);
+    let count: u64 = shape.iter().product();
     // The elements in the target's storage order (its axes by decreasing
     // stride), so that it is written front to back, the source's offset
     // kept as the index moves: a constant of millions of weights is
@@ -176,6 +185,23 @@ mod tests {
             DType::U8,
         );
         assert_eq!(bytes, Some(vec![44, 255, 0]));
+    }
+
+    /// Axes that repeat one of `from`'s, or a dim order that repeats a
+    /// dimension, would read past the source (a [3, 3] tensor's axis 0 read
+    /// twice reaches element 12 of 9): refused.
+    #[test]
+    fn relayout_refuses_axes_or_orders_that_are_no_permutation() {
+        let ty = |dim_order: Vec<u8>| TensorType {
+            dtype: DType::U8,
+            shape: vec![Dim::Fixed(3), Dim::Fixed(3)],
+            dim_order,
+        };
+        let bytes = [0u8; 9];
+        assert!(relayout(&bytes, &ty(vec![0, 1]), &ty(vec![0, 1]), &[1, 0]).is_some());
+        assert!(relayout(&bytes, &ty(vec![0, 1]), &ty(vec![0, 1]), &[0, 0]).is_none());
+        assert!(relayout(&bytes, &ty(vec![0, 0]), &ty(vec![0, 1]), &[0, 1]).is_none());
+        assert!(relayout(&bytes, &ty(vec![0, 1]), &ty(vec![1, 2]), &[0, 1]).is_none());
     }
 
     /// Every permutation of `0..rank`, in lexicographic order.
