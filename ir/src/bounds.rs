@@ -133,6 +133,15 @@ fn bounds_at(
 
 /// The bounds of a fused chain's result from its operands' (`inputs`).
 fn chain_bounds(chain: &[FusedStep], inputs: &[Bounds]) -> Bounds {
+    step_bounds(chain, inputs)
+        .last()
+        .copied()
+        .unwrap_or(Bounds::UNKNOWN)
+}
+
+/// The bounds of each step's result of a fused chain, from its operands'
+/// (`inputs`, one per `in{k}`).
+pub fn step_bounds(chain: &[FusedStep], inputs: &[Bounds]) -> Vec<Bounds> {
     let mut steps: Vec<Bounds> = Vec::with_capacity(chain.len());
     for step in chain {
         let operands: Vec<Bounds> = step
@@ -145,7 +154,7 @@ fn chain_bounds(chain: &[FusedStep], inputs: &[Bounds]) -> Bounds {
             .collect();
         steps.push(step.func.bounds(&operands));
     }
-    steps.last().copied().unwrap_or(Bounds::UNKNOWN)
+    steps
 }
 
 /// The bounds of `f(x)` for a function `f` that never decreases (f32

@@ -20,6 +20,7 @@ mod plan_memory;
 mod propagate_dim_order;
 mod remove_copies;
 mod schedule;
+mod shorten_integer_chains;
 mod widen_halves;
 
 use std::time::{Duration, Instant};
@@ -101,6 +102,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "fuse-elementwise",
         description: "fuses chains of elementwise ops into one loop that keeps intermediates in registers",
         run: fuse_elementwise::run,
+    },
+    Pass {
+        name: "shorten-integer-chains",
+        description: "replaces the steps that end a fused chain after a clamp of integers with the one clamp that gives the same on every integer",
+        run: shorten_integer_chains::run,
     },
     Pass {
         name: "dead-code",

@@ -141,6 +141,11 @@ fn fuse_epilogue() {
 }
 
 #[test]
+fn shorten_integer_chains() {
+    run_folder("shorten-integer-chains");
+}
+
+#[test]
 fn dead_code() {
     run_folder("dead-code");
 }

@@ -181,6 +181,52 @@ impl Expr {
         }
     }
 
+    /// The expression's value over f32 `operands`, computed as the IR
+    /// defines each node in f32 (IEEE arithmetic rounded to nearest, `round`
+    /// halves to even, the NaN-keeping bounds as the selects they are), or
+    /// `None` when it holds a node outside that set (math calls, selects,
+    /// comparisons, integer and boolean primitives, `torch.maximum`'s
+    /// signed zeros) or reads an operand it is not given. Passes use it to
+    /// prove two chains equal on every value an operand can take.
+    pub fn eval_f32(&self, operands: &[f32]) -> Option<f32> {
+        Some(match self {
+            Expr::Operand(index) => *operands.get(*index)?,
+            Expr::Constant(value) => value.as_f64() as f32,
+            Expr::Unary(op, x) => {
+                let x = x.eval_f32(operands)?;
+                match op {
+                    Unary::Neg => -x,
+                    Unary::Abs => x.abs(),
+                    Unary::Sqrt => x.sqrt(),
+                    Unary::Floor => x.floor(),
+                    Unary::Ceil => x.ceil(),
+                    Unary::Round => x.round_ties_even(),
+                    Unary::Trunc => x.trunc(),
+                    _ => return None,
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let (a, b) = (a.eval_f32(operands)?, b.eval_f32(operands)?);
+                match op {
+                    Binary::Add => a + b,
+                    Binary::Sub => a - b,
+                    Binary::Mul => a * b,
+                    Binary::Div => a / b,
+                    Binary::AtLeast => match a < b {
+                        true => b,
+                        false => a,
+                    },
+                    Binary::AtMost => match a > b {
+                        true => b,
+                        false => a,
+                    },
+                    _ => return None,
+                }
+            }
+            Expr::Select(_) | Expr::Math(..) | Expr::Let(_) | Expr::Local => return None,
+        })
+    }
+
     pub fn unary(op: Unary, x: Expr) -> Expr {
         Expr::Unary(op, Box::new(x))
     }
@@ -262,5 +308,39 @@ impl ops::Neg for Expr {
     type Output = Expr;
     fn neg(self) -> Expr {
         Expr::unary(Unary::Neg, self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluates_f32_nodes_as_the_ir_defines_them() {
+        let x = || Expr::Operand(0);
+        let eval = |expr: &Expr, x: f32| expr.eval_f32(&[x]);
+        let round = Expr::unary(Unary::Round, x());
+        assert_eq!(eval(&round, 2.5), Some(2.0));
+        assert_eq!(
+            eval(&round, -0.3).map(f32::to_bits),
+            Some((-0.0f32).to_bits())
+        );
+        // The bounds keep NaN and the operand's zero when it is not beyond.
+        let bounded = x().at_least(real(0.0)).at_most(real(6.0));
+        assert!(eval(&bounded, f32::NAN).is_some_and(f32::is_nan));
+        assert_eq!(
+            eval(&bounded, -0.0).map(f32::to_bits),
+            Some((-0.0f32).to_bits())
+        );
+        assert_eq!(eval(&bounded, -7.0), Some(0.0));
+        assert_eq!(eval(&bounded, 7.0), Some(6.0));
+        // A constant goes through f64 to f32, as the code generators take it.
+        let scaled = x() * real(0.1) + integer(1);
+        assert_eq!(eval(&scaled, 3.0), Some(3.0 * (0.1f64 as f32) + 1.0));
+        // Nodes outside the set, and operands not given, give nothing.
+        assert_eq!(eval(&x().maximum(real(0.0)), 1.0), None);
+        let exp = Expr::math(MathFn::Exp, vec![x()]);
+        assert_eq!(eval(&exp, 1.0), None);
+        assert_eq!(Expr::Operand(1).eval_f32(&[1.0]), None);
     }
 }
