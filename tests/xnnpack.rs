@@ -243,3 +243,67 @@ fn dump_shows_the_translated_nodes() {
     // The convolution writes the call's output itself, without a copy.
     assert!(!text.contains("copy("), "{text}");
 }
+
+/// The passes that rewrite quantized programs' requantizations
+/// (`shorten-integer-chains`, `elide-requantize`) change no bit of their
+/// outputs: the int8 fixtures, and mobilenet_v2's int8 program (which has
+/// both rewrites: residual blocks), run on one thread with them on and off.
+#[test]
+fn requantization_passes_change_no_output_bit() {
+    const PASSES: [&str; 2] = ["shorten-integer-chains", "elide-requantize"];
+    let fixtures = repo_dir().join("tests/fixtures");
+    let mut files = vec![
+        (fixtures.join("conv_bn.xnnpack-q8.bpte"), &PASSES[..1]),
+        (fixtures.join("linear_relu.xnnpack-q8.bpte"), &PASSES[..1]),
+    ];
+    if let Some(corpus) = corpus_for("requantization_passes_change_no_output_bit") {
+        files.push((corpus.join("mobilenet_v2.xnnpack-q8.bpte"), &PASSES[..]));
+    }
+    let dir = std::env::temp_dir().join(format!("ptec-requantization-{}", std::process::id()));
+    for (file, rewritten_by) in files {
+        let path = file.to_str().expect("utf-8 path");
+        let off: Vec<&str> = PASSES
+            .iter()
+            .flat_map(|pass| ["--disable-pass", pass])
+            .collect();
+        // Each pass rewrites the program, so the comparison tests it.
+        let ir = |extra: &[&str]| {
+            let output = ptec(&[&["compile", "--emit", "ir", "-o", "-", path], extra].concat());
+            assert!(output.status.success(), "ptec compile {path}");
+            output.stdout
+        };
+        for pass in rewritten_by {
+            assert_ne!(
+                ir(&[]),
+                ir(&["--disable-pass", pass]),
+                "{pass} leaves {path} as it is"
+            );
+        }
+        let outputs = |name: &str, extra: &[&str]| {
+            let out = dir.join(name);
+            let out = out.to_str().expect("utf-8 path");
+            let args = [&["run", path, "--threads", "1", "--output-dir", out], extra].concat();
+            let output = ptec(&args);
+            assert!(
+                output.status.success(),
+                "ptec run {path}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let mut files: Vec<PathBuf> = std::fs::read_dir(out)
+                .expect("the outputs are written")
+                .map(|entry| entry.expect("readable entry").path())
+                .collect();
+            files.sort();
+            assert!(!files.is_empty(), "{path} wrote no output");
+            files
+                .iter()
+                .map(|file| std::fs::read(file).expect("readable output"))
+                .collect::<Vec<Vec<u8>>>()
+        };
+        assert!(
+            outputs("on", &[]) == outputs("off", &off),
+            "{path}: the outputs differ with the requantization passes off"
+        );
+        std::fs::remove_dir_all(&dir).expect("temporary outputs removed");
+    }
+}

@@ -8,6 +8,7 @@
 
 mod common_subexpressions;
 mod dead_code;
+mod elide_requantize;
 mod epilogue;
 mod fold_batch_norm;
 mod fold_constants;
@@ -21,6 +22,7 @@ mod propagate_dim_order;
 mod remove_copies;
 mod schedule;
 mod shorten_integer_chains;
+mod unary_chain;
 mod widen_halves;
 
 use std::time::{Duration, Instant};
@@ -122,6 +124,11 @@ pub const PIPELINE: &[Pass] = &[
         name: "fuse-epilogue",
         description: "applies the elementwise chain after a channels-last convolution in the convolution's epilogue, block by block",
         run: fuse_epilogue::run,
+    },
+    Pass {
+        name: "elide-requantize",
+        description: "stores a quantized program's integers where a later quantize of their dequantized value gives them back, and drops that quantize",
+        run: elide_requantize::run,
     },
     Pass {
         name: "plan-memory",

@@ -21,11 +21,11 @@
 
 use ptec_ir::bounds::step_bounds;
 use ptec_ir::ops::elementwise::Func;
-use ptec_ir::ops::expr::Expr;
 use ptec_ir::ops::fused::{FusedStep, StepInput};
 use ptec_ir::{Bounds, DType, Graph, NodeId, Op, Scalar, value_bounds};
 
 use crate::schedule::rewrite_each;
+use crate::unary_chain::{UnaryChain, in_line, same};
 
 /// The most integers apart a clamp's bounds may be for its tail to be
 /// evaluated on each (int8 and uint8 ranges are 255 apart, int16's 65535).
@@ -69,12 +69,7 @@ fn shortened(steps: &[FusedStep], inputs: &[Bounds]) -> Option<Vec<FusedStep>> {
         let [operand] = tail[0].inputs[..] else {
             return None;
         };
-        let follows_alone = tail
-            .iter()
-            .enumerate()
-            .skip(1)
-            .all(|(offset, step)| step.inputs == [StepInput::Step(start + offset - 1)]);
-        (integral(operand) && follows_alone).then_some(())?;
+        (integral(operand) && in_line(tail, operand, start)).then_some(())?;
         let clamp = equivalent_clamp(tail)?;
         let mut shortened = steps[..start].to_vec();
         shortened.push(FusedStep {
@@ -101,16 +96,8 @@ fn equivalent_clamp(tail: &[FusedStep]) -> Option<Func> {
     (integer(low) && integer(high) && low <= high).then_some(())?;
     let (low, high) = (low as i64, high as i64);
     (high - low <= MAX_INTEGERS).then_some(())?;
-    let exprs: Vec<Expr> = tail
-        .iter()
-        .map(|step| step.func.expr(DType::F32).ok())
-        .collect::<Option<_>>()?;
-    let tail_of = |x: f32| {
-        exprs
-            .iter()
-            .try_fold(x, |value, expr| expr.eval_f32(&[value]))
-    };
-    let [new_low, new_high] = [low, high].map(|end| tail_of(end as f32));
+    let tail_of = UnaryChain::new(tail.iter().map(|step| &step.func))?;
+    let [new_low, new_high] = [low, high].map(|end| tail_of.eval(end as f32));
     let (new_low, new_high) = (new_low?, new_high?);
     let inside = integer(new_low)
         && integer(new_high)
@@ -122,16 +109,14 @@ fn equivalent_clamp(tail: &[FusedStep]) -> Option<Func> {
         min: Some(Scalar::Float(f64::from(new_low))),
         max: Some(Scalar::Float(f64::from(new_high))),
     };
-    let clamp_expr = clamp.expr(DType::F32).ok()?;
+    let clamp_of = UnaryChain::new([&clamp])?;
     let mut values = (low - 1..=high + 1).map(|value| value as f32).chain([
         -0.0,
         f32::NEG_INFINITY,
         f32::INFINITY,
         f32::NAN,
     ]);
-    let same = |x: f32| match (tail_of(x), clamp_expr.eval_f32(&[x])) {
-        (Some(a), Some(b)) => a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
-        _ => false,
-    };
-    values.all(same).then_some(clamp)
+    values
+        .all(|x| same(tail_of.eval(x), clamp_of.eval(x)))
+        .then_some(clamp)
 }

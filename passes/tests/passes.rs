@@ -156,6 +156,11 @@ fn propagate_dim_order() {
 }
 
 #[test]
+fn elide_requantize() {
+    run_folder("elide-requantize");
+}
+
+#[test]
 fn plan_memory() {
     run_folder("plan-memory");
 }
