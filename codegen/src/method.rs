@@ -325,11 +325,14 @@ fn define_microkernels(
         }
     }
     if let Some(form) = integer {
+        // The f32 tiles' arguments and the scales.
+        let mut integer_signature = gemm_signature.clone();
+        integer_signature.params.push(AbiParam::new(PTR));
         let [two, one] = [2, 1].map(|registers| {
             let name = format!("{symbol}__integer_gemm_{registers}_{form:?}");
             let what = format!("{form:?} integer GEMM microkernel");
             let code = microkernel::integer_gemm_tile(form, registers);
-            define(module, name, &gemm_signature, (what, code))
+            define(module, name, &integer_signature, (what, code))
         });
         microkernels.integer = Some((form, [two?, one?]));
     }

@@ -955,9 +955,9 @@ impl IntegerForm {
 /// the clamp bounds), A's register and a spare (both then masks and
 /// residuals); `$bytes` is one register's size, `$vnni` whether the form
 /// multiplies with `vpdpbusd`, `$mask` masks a store or load (see
-/// [`integer_gemm_tile`]).
+/// [`integer_gemm_tile`]), `$round` rounds a register to nearest even.
 macro_rules! emit_integer_tile {
-    ($asm:ident, $rows:expr, $registers:expr, $bytes:expr, $vnni:expr, $accumulators:expr, [$b0:expr, $b1:expr], $a:expr, $spare:expr, $mask:expr) => {{
+    ($asm:ident, $rows:expr, $registers:expr, $bytes:expr, $vnni:expr, $accumulators:expr, [$b0:expr, $b1:expr], $a:expr, $spare:expr, $mask:expr, $round:expr) => {{
         let (rows, registers): (usize, usize) = ($rows, $registers);
         let accumulators = &$accumulators[..rows * registers];
         let b_registers = &[$b0, $b1][..registers];
@@ -1011,10 +1011,16 @@ macro_rules! emit_integer_tile {
         $asm.mov(r10, qword_ptr(rsp + 24))?;
         $asm.mov(rsi, qword_ptr(rsp + 32))?;
         $asm.mov(rcx, qword_ptr(rsp + 40))?;
+        $asm.mov(r11, qword_ptr(rsp + 48))?;
         for row in accumulators.chunks(registers) {
             for (half, &accumulator) in row.iter().enumerate() {
-                $asm.vpaddd(accumulator, accumulator, ptr(rax + $bytes * half as i32))?;
+                let column = $bytes * half as i32;
+                $asm.vpaddd(accumulator, accumulator, ptr(rax + column))?;
                 $asm.vcvtdq2ps(accumulator, accumulator)?;
+                // The requantization: the scale, then to nearest even
+                // (exact on the integer-valued sums for a scale of 1).
+                $asm.vmulps(accumulator, accumulator, ptr(r11 + column))?;
+                $round(&mut $asm, accumulator)?;
                 // max(bound, x) and min(bound, x), as the f32 tiles.
                 $asm.vmaxps(accumulator, low, accumulator)?;
                 $asm.vminps(accumulator, high, accumulator)?;
@@ -1060,14 +1066,17 @@ macro_rules! emit_integer_tile {
 
 /// The machine code of an integer GEMM tile of `registers` registers a row
 /// (one or two); position independent. `gemm(a, b, c, groups, a_row,
-/// c_row, bias, bounds, residual, rows, mask)` (System V arguments, the
-/// last five on the stack) computes `form.rows()` rows of
-/// `C = clamp(f32(A @ B + bias[j]), bounds[0], bounds[1]) + R`, exact in
-/// i32 until the conversion: row `r` of A is `groups` four-byte groups at
+/// c_row, bias, bounds, residual, rows, mask, scale)` (System V arguments,
+/// the last six on the stack) computes `form.rows()` rows of
+/// `C = R + clamp(round(f32(A @ B + bias[j]) * scale[j]), bounds[0],
+/// bounds[1])` (`round` to nearest even; a requantization, which with
+/// scales of 1 changes no integer-valued sum), exact in i32 until the
+/// conversion: row `r` of A is `groups` four-byte groups at
 /// `a + r * a_row` (u8, or for [`IntegerForm::Avx2`] u8 values as i16), B
 /// is the panel of those groups for each column, one after the other
 /// (`groups` times the tile's columns, four bytes each: i8, or i16 pairs),
-/// `bias` one i32 per column, `C[r, j]` at `c + r * c_row + 4 * j` and
+/// `bias` one i32 per column, `scale` one f32 per column, `C[r, j]` at
+/// `c + r * c_row + 4 * j` and
 /// `R[r, j]` at `residual + r * c_row + 4 * j` (a null `residual` adds
 /// nothing). Only the first `rows` rows are stored (every row of A is
 /// read), and with a `mask` (one i32 a column, all ones where the column
@@ -1114,7 +1123,8 @@ pub(crate) fn integer_gemm_tile(form: IntegerForm, registers: usize) -> Result<V
                 [zmm18, zmm19],
                 zmm20,
                 zmm21,
-                store
+                store,
+                |asm: &mut CodeAssembler, value| asm.vrndscaleps(value, value, 0)
             )
         }
         IntegerForm::VnniAvx2 | IntegerForm::Avx2 => {
@@ -1151,7 +1161,8 @@ pub(crate) fn integer_gemm_tile(form: IntegerForm, registers: usize) -> Result<V
                 [ymm12, ymm13],
                 ymm14,
                 ymm15,
-                store
+                store,
+                |asm: &mut CodeAssembler, value| asm.vroundps(value, value, 0)
             )
         }
     }

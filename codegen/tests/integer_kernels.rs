@@ -60,6 +60,9 @@ struct Case {
     biases: [i64; 2],
     clamp: bool,
     residual: bool,
+    /// An epilogue requantizing the result: `clamp(round(v * scale[co]),
+    /// -128, 127)`.
+    requantize: bool,
     channels_last_input: bool,
     /// An input element set to NaN.
     nan_at: Option<usize>,
@@ -81,8 +84,21 @@ impl Case {
             biases: [-5000, 5000],
             clamp: false,
             residual: false,
+            requantize: false,
             channels_last_input: true,
             nan_at: None,
+        }
+    }
+
+    /// A 3x3 convolution of stride 2 and padding 1 of a row-major input
+    /// (im2col).
+    fn strided() -> Case {
+        Case {
+            kernel: 3,
+            padding: 1,
+            stride: 2,
+            channels_last_input: false,
+            ..Case::new(3, 20, [13, 10])
         }
     }
 
@@ -115,6 +131,11 @@ impl Case {
             true => integer(3, co, self.biases),
             false => 0,
         }
+    }
+
+    /// The requantization's scale of output channel `co`.
+    fn scale_of(&self, co: usize) -> f32 {
+        0.0005 + 0.00002 * co as f32
     }
 
     /// The residual, NCHW row-major.
@@ -162,6 +183,16 @@ impl Case {
         } else {
             ""
         };
+        let scales: Vec<String> = (0..o)
+            .map(|co| format!("{:?}", self.scale_of(co)))
+            .collect();
+        let (scale_operand, requantize) = match self.requantize {
+            true => (
+                ", %6",
+                " epilogue=[mul(in0, in1); round(s0); clamp(s1) min=-128.0 max=127.0]",
+            ),
+            false => ("", ""),
+        };
         let text = format!(
             "graph g (arena {arena} bytes) {{
   %0: f32[1,{c},{h},{w}]{order} @0 = input 0
@@ -169,12 +200,15 @@ impl Case {
   %1: f32[1,{c},{h},{w}]{order} @{rounded_at} = fused(%0) steps=[round(in0); clamp(s0) min={low}.0 max={high}.0]
   %2: f32[{o},{c},{k},{k}]{{order [2, 3, 1, 0]}} = constant [{filter}]
   %3: f32[{o}] = constant [{bias}]
-  %4: f32[1,{o},{oh},{ow}]{{order [0, 2, 3, 1]}} @{output_at} = convolution(%1, %2{bias_operand}{residual_operand}) \
-stride=[{s}, {s}] padding=[{p}, {p}] dilation=[1, 1] groups=1{clamp}
+  %6: f32[{o},1,1] = constant [{scales}]
+  %4: f32[1,{o},{oh},{ow}]{{order [0, 2, 3, 1]}} @{output_at} = \
+convolution(%1, %2{scale_operand}{bias_operand}{residual_operand}) \
+stride=[{s}, {s}] padding=[{p}, {p}] dilation=[1, 1] groups=1{clamp}{requantize}
   return %4
 }}",
             filter = filter.join(", "),
             bias = bias.join(", "),
+            scales = scales.join(", "),
         );
         let raw = self.raw_input();
         let residual = self.residual_input();
@@ -216,6 +250,11 @@ stride=[{s}, {s}] padding=[{p}, {p}] dilation=[1, 1] groups=1{clamp}
         if self.residual {
             let [oh, ow] = self.output();
             value += self.residual_input()[(co * oh + y) * ow + x];
+        }
+        if self.requantize {
+            value = (value * self.scale_of(co))
+                .round_ties_even()
+                .clamp(-128.0, 127.0);
         }
         value
     }
@@ -385,15 +424,44 @@ fn epilogues_and_ranges_give_the_same_bits_as_the_f32_kernels() {
                 bias,
                 clamp,
                 residual,
-                kernel: 3,
-                padding: 1,
-                stride: 2,
-                channels_last_input: false,
-                ..Case::new(3, 20, [13, 10])
+                ..Case::strided()
             }
             .check();
         }
     }
+}
+
+/// A requantizing epilogue, which the integer tiles compute themselves
+/// where the result has neither clamp nor residual (and the chain kernel
+/// or a map after them otherwise, and after the f32 GEMM of a block that
+/// holds NaN): pointwise and im2col, panels whole and cut, one block and
+/// several.
+#[test]
+fn requantizing_epilogues_give_the_same_bits_as_the_f32_kernels() {
+    for (clamp, residual) in [(false, false), (true, false), (false, true)] {
+        for (pixels, outputs) in [([1, 5], 44), ([9, 11], 20), ([13, 17], 64)] {
+            Case {
+                clamp,
+                residual,
+                requantize: true,
+                ..Case::new(19, outputs, pixels)
+            }
+            .check();
+        }
+        Case {
+            clamp,
+            residual,
+            requantize: true,
+            ..Case::strided()
+        }
+        .check();
+    }
+    Case {
+        requantize: true,
+        nan_at: Some(7),
+        ..Case::new(19, 44, [13, 17])
+    }
+    .check();
 }
 
 #[test]

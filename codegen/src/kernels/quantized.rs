@@ -18,7 +18,14 @@
 //!   convolution converts its input rows once, then unfolds A's rows from
 //!   them);
 //! - the microkernels sum in i32, add the bias, convert to f32 once and
-//!   apply the kernel's clamp and residual as the f32 tiles do.
+//!   apply the kernel's clamp and residual as the f32 tiles do; where the
+//!   convolution's epilogue is a requantization alone (`[mul(in0, in1);
+//!   round(s0); clamp(s1)]`, `in1` one scale per channel, on a result with
+//!   neither clamp nor residual: every quantized convolution without a
+//!   residual once `shorten-integer-chains` and `elide-requantize` have
+//!   run), they multiply by the scale, round and clamp themselves, the same
+//!   instructions in the same order as the chain kernel, so the result is
+//!   stored once instead of stored, read and stored again.
 //!
 //! Whenever the f32 kernels' sums are exact (below 2^24 in magnitude), the
 //! result is theirs bit for bit; beyond, it is the exact sum rounded once,
@@ -30,6 +37,8 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, types};
 use cranelift_module::FuncId;
 use ptec_ir::ops::conv::Convolution;
+use ptec_ir::ops::elementwise::{BinaryOp, Func, UnaryOp};
+use ptec_ir::ops::fused::StepInput;
 use ptec_ir::ops::linalg::Addmm;
 use ptec_ir::{DType, ValueId};
 
@@ -81,10 +90,15 @@ pub(super) struct IntegerGemm {
     /// one (its registers and its columns).
     full_panels: i64,
     rest: Option<(usize, i64)>,
-    /// The constant: B's panels, then the bias, then the last panel's mask.
+    /// The constant: B's panels, then the bias, then the last panel's mask,
+    /// then each column's scale (1 unless the tiles requantize).
     bytes: Vec<u8>,
     bias_at: usize,
     mask_at: usize,
+    scale_at: usize,
+    /// The clamp after the scale, when the tiles compute the convolution's
+    /// requantization (its epilogue's steps) themselves.
+    requantized: Option<[f32; 2]>,
     /// The most any partial sum of an output reaches in magnitude: the
     /// bias's plus every product's bound.
     largest_sum: i64,
@@ -127,7 +141,7 @@ impl IntegerGemm {
         let padded = conv.padding != [0, 0];
         let weights = e.graph().value(op.weight).constant_bytes()?;
         (conv.groups == 1).then_some(())?;
-        Self::new(
+        let plan = Self::new(
             e,
             op.input,
             padded,
@@ -135,7 +149,22 @@ impl IntegerGemm {
             weights,
             [out_channels, 1],
             op.bias,
-        )
+        )?;
+        Some(match requantization(e, op, out_channels) {
+            Some((scales, bounds)) => plan.requantizing(&scales, bounds),
+            None => plan,
+        })
+    }
+
+    /// The plan with its tiles scaling column `j` by `scales[j]`, rounding
+    /// and clamping to `bounds`, the convolution's epilogue steps.
+    fn requantizing(mut self, scales: &[f32], bounds: [f32; 2]) -> IntegerGemm {
+        for (j, scale) in scales.iter().enumerate() {
+            let at = self.scale_at + 4 * j;
+            self.bytes[at..at + 4].copy_from_slice(&scale.to_le_bytes());
+        }
+        self.requantized = Some(bounds);
+        self
     }
 
     /// The plan for a matrix product `input @ weight + bias` of `[k, n]`
@@ -246,6 +275,11 @@ impl IntegerGemm {
                 bytes.extend(lane.to_le_bytes());
             }
         }
+        let scale_at = bytes.len().next_multiple_of(64);
+        bytes.resize(scale_at, 0);
+        for _ in 0..padded {
+            bytes.extend(1.0f32.to_le_bytes());
+        }
         Some(IntegerGemm {
             form,
             kernels,
@@ -258,6 +292,8 @@ impl IntegerGemm {
             bytes,
             bias_at,
             mask_at,
+            scale_at,
+            requantized: None,
             largest_sum,
         })
     }
@@ -287,10 +323,10 @@ impl IntegerGemm {
         let constant = e.computed_constant(self.bytes.clone());
         let slot =
             e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 4));
-        let bounds = [
+        let bounds = self.requantized.unwrap_or([
             epilogue.min.unwrap_or(f32::NEG_INFINITY),
             epilogue.max.unwrap_or(f32::INFINITY),
-        ];
+        ]);
         for (offset, bound) in [0, 4].into_iter().zip(bounds) {
             let value = e.b.ins().f32const(bound);
             e.b.ins().stack_store(PTR, value, slot, offset);
@@ -557,6 +593,10 @@ impl IntegerGemm {
         let c_row = e.iconst(self.n * 4);
         let null = e.iconst(0);
         let mask = mask.unwrap_or(null);
+        // The scales lie as the bias does, a fixed distance after it.
+        let scale =
+            e.b.ins()
+                .iadd_imm_s(bias, (self.scale_at - self.bias_at) as i64);
         let left = e.value_of(rows);
         e.counted_loop(tiles, &[a, c, left], |e, _, p| {
             let residual = match residual {
@@ -575,6 +615,7 @@ impl IntegerGemm {
                 residual,
                 p[2],
                 mask,
+                scale,
             ];
             e.b.ins().call(func, &arguments);
             Ok(vec![
@@ -671,19 +712,19 @@ impl IntegerGemm {
                 b_panels: None,
             };
             e.whole(|e| emit_gemm(e, &gemm))?;
+            // Tiles that requantize have applied the steps themselves.
+            if self.requantized.is_some() {
+                apply_steps(e, blocks, output, first_column, rows, n)?;
+            }
         }
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(integer);
         self.gemm(e, prepared, packed, rows, output, epilogue.residual, units)?;
         e.b.ins().jump(join, &[]);
         e.b.switch_to_block(join);
-        match blocks {
-            Some(blocks) => {
-                let offset = e.b.ins().imul_imm_s(first_column, 4);
-                let part = e.b.ins().iadd(output, offset);
-                blocks.apply(e, part, Some(first_column), rows, n)
-            }
-            None => Ok(()),
+        match self.requantized {
+            Some(_) => Ok(()),
+            None => apply_steps(e, blocks, output, first_column, rows, n),
         }
     }
 }
@@ -746,6 +787,76 @@ impl IntegerGemm {
         })?;
         Ok(())
     }
+}
+
+/// Applies the epilogue `blocks` (if any) to the columns from `first_column`
+/// on (`n` of them) of `rows` rows of the output at `output`.
+fn apply_steps(
+    e: &mut Emitter<'_, '_, '_>,
+    blocks: Option<&BlockEpilogue>,
+    output: Value,
+    first_column: Value,
+    rows: Size,
+    n: Size,
+) -> Result<(), CodegenError> {
+    match blocks {
+        Some(blocks) => {
+            let offset = e.b.ins().imul_imm_s(first_column, 4);
+            let part = e.b.ins().iadd(output, offset);
+            blocks.apply(e, part, Some(first_column), rows, n)
+        }
+        None => Ok(()),
+    }
+}
+
+/// The per-channel scales and the bounds of a convolution's epilogue that
+/// is a requantization alone, `[mul(in0, in1); round(s0); clamp(s1)]` with
+/// `in1` a constant of one f32 per output channel and both bounds, on a
+/// result with neither clamp nor residual: the integer tiles compute it in
+/// the same order, with the instructions the chain kernel would.
+fn requantization(
+    e: &Emitter<'_, '_, '_>,
+    op: &Convolution,
+    out_channels: i64,
+) -> Option<(Vec<f32>, [f32; 2])> {
+    let epilogue = op.epilogue.as_ref()?;
+    (op.clamp.is_none() && op.residual.is_none()).then_some(())?;
+    let [scale, round, clamp] = &epilogue.steps[..] else {
+        return None;
+    };
+    let [scales] = epilogue.operands[..] else {
+        return None;
+    };
+    let multiply = Func::Binary {
+        op: BinaryOp::Mul,
+        alpha: None,
+    };
+    let Func::Clamp {
+        min: Some(min),
+        max: Some(max),
+    } = clamp.func
+    else {
+        return None;
+    };
+    let in_order = scale.func == multiply
+        && scale.inputs == [StepInput::Input(0), StepInput::Input(1)]
+        && round.func == Func::Unary(UnaryOp::Round)
+        && round.inputs == [StepInput::Step(0)]
+        && clamp.inputs == [StepInput::Step(1)];
+    in_order.then_some(())?;
+    let value = e.graph().value(scales);
+    let rank = value.ty.rank();
+    let lead = 4usize.checked_sub(rank)?;
+    let per_channel = value.ty.dtype == DType::F32
+        && value
+            .ty
+            .shape
+            .iter()
+            .enumerate()
+            .all(|(axis, dim)| axis + lead == 1 || dim.fixed() == Some(1));
+    let scales = f32_elements(value.constant_bytes()?);
+    (per_channel && scales.len() as i64 == out_channels).then_some(())?;
+    Some((scales, [min, max].map(|bound| bound.as_f64() as f32)))
 }
 
 /// The rows of a block of a product of `m` rows, with tiles of `tile`
