@@ -1076,9 +1076,8 @@ macro_rules! emit_integer_tile {
 /// is the panel of those groups for each column, one after the other
 /// (`groups` times the tile's columns, four bytes each: i8, or i16 pairs),
 /// `bias` one i32 per column, `scale` one f32 per column, `C[r, j]` at
-/// `c + r * c_row + 4 * j` and
-/// `R[r, j]` at `residual + r * c_row + 4 * j` (a null `residual` adds
-/// nothing). Only the first `rows` rows are stored (every row of A is
+/// `c + r * c_row + 4 * j` and `R[r, j]` at `residual + r * c_row + 4 * j`
+/// (a null `residual` adds nothing). Only the first `rows` rows are stored (every row of A is
 /// read), and with a `mask` (one i32 a column, all ones where the column
 /// is stored and zero where not) only its columns are read of R and
 /// stored.

@@ -21,9 +21,9 @@
 //!   apply the kernel's clamp and residual as the f32 tiles do; where the
 //!   convolution's epilogue is a requantization alone (`[mul(in0, in1);
 //!   round(s0); clamp(s1)]`, `in1` one scale per channel, on a result with
-//!   neither clamp nor residual: every quantized convolution without a
-//!   residual once `shorten-integer-chains` and `elide-requantize` have
-//!   run), they multiply by the scale, round and clamp themselves, the same
+//!   neither clamp nor residual: most convolutions of an int8 network once
+//!   `shorten-integer-chains` and `elide-requantize` have run), they
+//!   multiply by the scale, round and clamp themselves, the same
 //!   instructions in the same order as the chain kernel, so the result is
 //!   stored once instead of stored, read and stored again.
 //!
