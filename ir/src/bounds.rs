@@ -164,6 +164,6 @@ pub(crate) fn monotone(bounds: Bounds, f: impl Fn(f32) -> f32, integral: bool) -
 }
 
 /// Whether `value` is an integer (infinities are not).
-pub(crate) fn is_integer(value: f32) -> bool {
+pub fn is_integer(value: f32) -> bool {
     value.is_finite() && value.fract() == 0.0
 }

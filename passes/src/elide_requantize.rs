@@ -23,11 +23,7 @@ use ptec_ir::ops::fused::{FusedStep, StepInput};
 use ptec_ir::{Bounds, DType, Graph, NodeId, Op, Scalar, ValueId, value_bounds};
 
 use crate::schedule::{rewrite_each, unchanged_between};
-use crate::unary_chain::{UnaryChain, in_line, same};
-
-/// The most integers apart the dequantized integers may lie for the
-/// quantize to be evaluated on each.
-const MAX_INTEGERS: i64 = 1 << 16;
+use crate::unary_chain::{MAX_INTEGERS, UnaryChain, in_line, same};
 
 pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
     rewrite_each(graph, elide)
@@ -46,17 +42,17 @@ fn chain(op: &Op) -> Option<(&[FusedStep], Vec<ValueId>, bool)> {
     }
 }
 
-/// `op` with its chain's steps replaced by `edit` of them.
+/// `op` with its chain's steps (those [`chain`] gives) replaced by `edit`
+/// of them.
 fn with_steps(op: &Op, edit: impl FnOnce(&[FusedStep]) -> Vec<FusedStep>) -> Op {
     let mut op = op.clone();
-    match &mut op {
-        Op::Fused(fused) => fused.steps = edit(&fused.steps),
-        Op::Convolution(conv) => {
-            if let Some(epilogue) = &mut conv.epilogue {
-                epilogue.steps = edit(&epilogue.steps);
-            }
-        }
-        _ => {}
+    let steps = match &mut op {
+        Op::Fused(fused) => Some(&mut fused.steps),
+        Op::Convolution(conv) => conv.epilogue.as_mut().map(|epilogue| &mut epilogue.steps),
+        _ => None,
+    };
+    if let Some(steps) = steps {
+        *steps = edit(steps);
     }
     op
 }

@@ -19,17 +19,13 @@
 //! (`Expr::eval_f32`), so the program computes what it did, on every back
 //! end, bit for bit.
 
-use ptec_ir::bounds::step_bounds;
+use ptec_ir::bounds::{is_integer, step_bounds};
 use ptec_ir::ops::elementwise::Func;
 use ptec_ir::ops::fused::{FusedStep, StepInput};
 use ptec_ir::{Bounds, DType, Graph, NodeId, Op, Scalar, value_bounds};
 
 use crate::schedule::rewrite_each;
-use crate::unary_chain::{UnaryChain, in_line, same};
-
-/// The most integers apart a clamp's bounds may be for its tail to be
-/// evaluated on each (int8 and uint8 ranges are 255 apart, int16's 65535).
-const MAX_INTEGERS: i64 = 1 << 16;
+use crate::unary_chain::{MAX_INTEGERS, UnaryChain, in_line, same};
 
 pub(crate) fn run(graph: &mut Graph<'_>) -> bool {
     rewrite_each(graph, shorten)
@@ -92,15 +88,14 @@ fn equivalent_clamp(tail: &[FusedStep]) -> Option<Func> {
         return None;
     };
     let [low, high] = [min, max].map(|bound| bound.as_f64() as f32);
-    let integer = |value: f32| value.is_finite() && value.fract() == 0.0;
-    (integer(low) && integer(high) && low <= high).then_some(())?;
+    (is_integer(low) && is_integer(high) && low <= high).then_some(())?;
     let (low, high) = (low as i64, high as i64);
     (high - low <= MAX_INTEGERS).then_some(())?;
     let tail_of = UnaryChain::new(tail.iter().map(|step| &step.func))?;
     let [new_low, new_high] = [low, high].map(|end| tail_of.eval(end as f32));
     let (new_low, new_high) = (new_low?, new_high?);
-    let inside = integer(new_low)
-        && integer(new_high)
+    let inside = is_integer(new_low)
+        && is_integer(new_high)
         && low as f32 <= new_low
         && new_low <= new_high
         && new_high <= high as f32;

@@ -8,6 +8,11 @@ use ptec_ir::ops::elementwise::Func;
 use ptec_ir::ops::expr::Expr;
 use ptec_ir::ops::fused::{FusedStep, StepInput};
 
+/// The most integers apart a value's range may be for a chain to be
+/// evaluated on each of them (int8 and uint8 ranges are 255 apart, int16's
+/// 65535).
+pub(crate) const MAX_INTEGERS: i64 = 1 << 16;
+
 /// Functions applied one after another to one f32 value.
 pub(crate) struct UnaryChain(Vec<Expr>);
 

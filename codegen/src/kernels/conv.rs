@@ -219,7 +219,7 @@ fn convolve(
             dilation: dilation.map(|d| d as i64),
             groups: groups as i64,
         };
-        let integer = IntegerGemm::for_convolution(e, op, &conv);
+        let integer = IntegerGemm::for_convolution(e, op, &conv, output_value);
         let bias = bias.map(|bias| e.address(bias));
         let values = [input_value, weight_value, output_value];
         let epilogues = (epilogue, blocks);

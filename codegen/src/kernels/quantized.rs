@@ -42,7 +42,7 @@ use ptec_ir::ops::fused::StepInput;
 use ptec_ir::ops::linalg::Addmm;
 use ptec_ir::{DType, ValueId};
 
-use super::conv_epilogue::BlockEpilogue;
+use super::conv_epilogue::{BlockEpilogue, Layout, block_layouts};
 use super::conv_nhwc::ChannelsLast;
 use super::linalg::{Epilogue, Float, Gemm, Matrix, emit_gemm, span_of_units};
 use crate::emit::{Emitter, PTR, Size, bitcast_flags, flags};
@@ -129,12 +129,13 @@ pub(super) struct Prepared {
 
 impl IntegerGemm {
     /// The plan for `op`, a channels-last convolution `conv` (of one group:
-    /// its HWIO filter is B, `[K, N]` row-major), when [`IntegerGemm::new`]
-    /// finds one.
+    /// its HWIO filter is B, `[K, N]` row-major) writing `output`, when
+    /// [`IntegerGemm::new`] finds one.
     pub(super) fn for_convolution(
         e: &Emitter<'_, '_, '_>,
         op: &Convolution,
         conv: &ChannelsLast,
+        output: ValueId,
     ) -> Option<IntegerGemm> {
         let [out_channels, in_channels, kernel_h, kernel_w] = conv.filter;
         let k = kernel_h * kernel_w * in_channels;
@@ -150,7 +151,7 @@ impl IntegerGemm {
             [out_channels, 1],
             op.bias,
         )?;
-        Some(match requantization(e, op, out_channels) {
+        Some(match requantization(e, op, output, out_channels) {
             Some((scales, bounds)) => plan.requantizing(&scales, bounds),
             None => plan,
         })
@@ -811,12 +812,14 @@ fn apply_steps(
 
 /// The per-channel scales and the bounds of a convolution's epilogue that
 /// is a requantization alone, `[mul(in0, in1); round(s0); clamp(s1)]` with
-/// `in1` a constant of one f32 per output channel and both bounds, on a
-/// result with neither clamp nor residual: the integer tiles compute it in
-/// the same order, with the instructions the chain kernel would.
+/// `in1` a constant of one f32 per output channel (or one for all) and both
+/// bounds, on a result `output` with neither clamp nor residual: the
+/// integer tiles compute it in the same order, with the instructions the
+/// chain kernel would.
 fn requantization(
     e: &Emitter<'_, '_, '_>,
     op: &Convolution,
+    output: ValueId,
     out_channels: i64,
 ) -> Option<(Vec<f32>, [f32; 2])> {
     let epilogue = op.epilogue.as_ref()?;
@@ -844,18 +847,16 @@ fn requantization(
         && round.inputs == [StepInput::Step(0)]
         && clamp.inputs == [StepInput::Step(1)];
     in_order.then_some(())?;
-    let value = e.graph().value(scales);
-    let rank = value.ty.rank();
-    let lead = 4usize.checked_sub(rank)?;
-    let per_channel = value.ty.dtype == DType::F32
-        && value
-            .ty
-            .shape
-            .iter()
-            .enumerate()
-            .all(|(axis, dim)| axis + lead == 1 || dim.fixed() == Some(1));
-    let scales = f32_elements(value.constant_bytes()?);
-    (per_channel && scales.len() as i64 == out_channels).then_some(())?;
+    // One scale per channel, or one for all, as the chain kernel reads it.
+    let (_, layouts) = block_layouts(e.graph(), epilogue, output)?;
+    let elements = f32_elements(e.graph().value(scales).constant_bytes()?);
+    let scales = match (&layouts[..], &elements[..]) {
+        ([Layout::PerChannel { stride: 0 }], &[one]) => vec![one; out_channels as usize],
+        ([Layout::PerChannel { stride: 1 }], _) if elements.len() as i64 == out_channels => {
+            elements
+        }
+        _ => return None,
+    };
     Some((scales, [min, max].map(|bound| bound.as_f64() as f32)))
 }
 
