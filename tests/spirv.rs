@@ -441,12 +441,21 @@ fn dispatched_nodes(method: &serde_json::Value) -> Vec<u64> {
 /// llama_block's small kernels (a few thousand elements, or one workgroup's
 /// invocations) share dispatches of one workgroup: far fewer dispatches
 /// than kernels, each kernel once and in order (the program runs on the
-/// device in `vulkan_corpus_and_mobilenet_v2_pass_on_the_device`).
+/// device in `vulkan_corpus_and_mobilenet_v2_pass_on_the_device`). A
+/// shared dispatch reads quads of the arena through the storage buffer,
+/// since a texel fetch need not see what a kernel before it stored; a
+/// kernel alone fetches them as texels.
 #[test]
 fn small_kernels_share_a_workgroup() {
     let Some(corpus) = corpus_for("small_kernels_share_a_workgroup") else {
         return;
     };
+    let mut reads = [0, 0];
+    for name in ["llama_block", "mobilenet_v2"] {
+        let (dir, manifest) = emit_spirv(&corpus.join(format!("{name}.vulkan.bpte")));
+        count_quad_reads(&dir, &manifest["methods"][0], &mut reads);
+    }
+    assert!(reads.iter().all(|&count| count > 0), "{reads:?}");
     let file = corpus.join("llama_block.vulkan.bpte");
     let (_dir, manifest) = emit_spirv(&file);
     let method = &manifest["methods"][0];
@@ -467,6 +476,27 @@ fn small_kernels_share_a_workgroup() {
                 "{dispatch}"
             );
         }
+    }
+}
+
+/// Checks how each dispatch of `method` (emitted into `dir`) that reads
+/// quads of the arena reads them, counting those of one kernel and those
+/// of several in `reads`.
+fn count_quad_reads(dir: &tempfile::TempDir, method: &serde_json::Value, reads: &mut [usize; 2]) {
+    let shaders = method["shaders"].as_array().expect("shaders");
+    for dispatch in method["dispatches"].as_array().expect("dispatches") {
+        let shared = dispatch["kernels"].as_array().expect("kernels").len() > 1;
+        let shader = &shaders[dispatch["shader"].as_u64().expect("a shader") as usize];
+        let wgsl =
+            std::fs::read_to_string(dir.path().join(shader["wgsl"].as_str().expect("a name")))
+                .expect("the shader's WGSL");
+        let Some(at) = wgsl.find("fn arena_quad(") else {
+            continue;
+        };
+        let quad = &wgsl[at..wgsl[at..].find('\n').map_or(wgsl.len(), |end| at + end)];
+        assert_eq!(quad.contains("arena_quads[q]"), shared, "{quad}");
+        assert_eq!(quad.contains("textureLoad(arena_texels"), !shared, "{quad}");
+        reads[usize::from(shared)] += 1;
     }
 }
 

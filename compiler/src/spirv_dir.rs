@@ -10,7 +10,6 @@ use std::path::Path;
 
 use ptec_codegen::{BufferRange, VulkanMethod, VulkanSegment};
 use ptec_runtime::TensorSlot;
-use ptec_runtime::vulkan::{TEXEL_ROW, texel_rows};
 use serde_json::{Value, json};
 
 use crate::emit::write;
@@ -104,8 +103,8 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                 {"binding": 0, "name": "arena", "bytes": method.abi.arena_bytes, "access": "read_write"},
                 {"binding": 1, "name": "constants", "bytes": method.constants.len(), "access": "read", "file": constants},
                 {"binding": 2, "name": "arena", "view": "quads", "bytes": method.abi.arena_bytes, "access": "read_write"},
-                {"binding": 3, "name": "constants", "view": "texels", "bytes": method.constants.len(), "access": "read", "file": constants,
-                 "image": {"format": "R32G32B32A32_UINT", "width": TEXEL_ROW, "height": texel_rows(method.constants.len() as u64)}},
+                {"binding": 3, "name": "constants", "view": "texels", "format": "R32G32B32A32_UINT", "bytes": method.constants.len(), "access": "read", "file": constants},
+                {"binding": 4, "name": "arena", "view": "texels", "format": "R32G32B32A32_UINT", "bytes": method.abi.arena_bytes, "access": "read"},
             ],
             "inputs": method.abi.inputs.iter().map(slot).collect::<Vec<_>>(),
             "outputs": method.abi.outputs.iter().map(slot).collect::<Vec<_>>(),

@@ -52,13 +52,10 @@ pub(super) fn preserve_special_floats(words: Vec<u32>) -> Vec<u32> {
     let mut after_capabilities = None;
     let mut after_entry_points = None;
     let mut entry_points = Vec::new();
-    let mut at = HEADER_WORDS;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        let op = words[at] & 0xffff;
-        if count == 0 || at + count > words.len() {
-            return words;
-        }
+    let Some(instructions) = instructions(&words) else {
+        return words;
+    };
+    for Instruction { at, op, count } in instructions {
         match op {
             opcode::CAPABILITY => after_capabilities = Some(at + count),
             opcode::ENTRY_POINT if count >= 3 => {
@@ -67,7 +64,6 @@ pub(super) fn preserve_special_floats(words: Vec<u32>) -> Vec<u32> {
             }
             _ => {}
         }
-        at += count;
     }
     let (Some(capabilities), Some(modes)) = (after_capabilities, after_entry_points) else {
         return words;
@@ -96,25 +92,49 @@ pub(super) fn preserve_special_floats(words: Vec<u32>) -> Vec<u32> {
 
 const HEADER_WORDS: usize = 5;
 
+/// Where an instruction of a module starts, its opcode and its length in
+/// words.
+pub(super) struct Instruction {
+    pub(super) at: usize,
+    pub(super) op: u32,
+    pub(super) count: usize,
+}
+
+/// The instructions of a module after its header, or `None` where a word
+/// count is 0 or runs past the end (naga writes no such module).
+pub(super) fn instructions(words: &[u32]) -> Option<Vec<Instruction>> {
+    let mut found = Vec::new();
+    let mut at = HEADER_WORDS;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return None;
+        }
+        found.push(Instruction {
+            at,
+            op: words[at] & 0xffff,
+            count,
+        });
+        at += count;
+    }
+    Some(found)
+}
+
 /// Adds the decorations. `words` is a module naga wrote, so its
 /// instructions are well formed; a malformed one is returned unchanged.
 pub(super) fn mark_exact(words: Vec<u32>) -> Vec<u32> {
     let mut results = Vec::new();
     let mut insert_at = None;
-    let mut at = HEADER_WORDS;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        let op = words[at] & 0xffff;
-        if count == 0 || at + count > words.len() {
-            return words;
-        }
+    let Some(instructions) = instructions(&words) else {
+        return words;
+    };
+    for Instruction { at, op, count } in instructions {
         if insert_at.is_none() && !opcode::precedes_annotations(op) && !opcode::is_annotation(op) {
             insert_at = Some(at);
         }
         if opcode::FLOAT_ARITHMETIC.contains(&op) && count >= 3 {
             results.push(words[at + 2]);
         }
-        at += count;
     }
     let Some(insert_at) = insert_at else {
         return words;

@@ -25,6 +25,7 @@
 mod exact;
 mod expr;
 mod kernels;
+mod texel;
 mod wgsl;
 
 use std::collections::HashMap;
@@ -37,7 +38,7 @@ use ptec_runtime::vulkan::{DeviceProgram, Dispatch, Segment};
 
 use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
-use wgsl::{BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, lift_bases, refuse};
+use wgsl::{ARENA_QUAD_STORED, BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, lift_bases, refuse};
 
 /// Whether shaders express ops of `kind` at all, or why none of them.
 pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
@@ -112,9 +113,10 @@ impl Layout {
                 }
             }
         }
+        // Whole quads, as the shaders see them as texels.
         layout
             .bytes
-            .resize(layout.bytes.len().next_multiple_of(4), 0);
+            .resize(layout.bytes.len().next_multiple_of(16), 0);
         layout
     }
 
@@ -590,7 +592,12 @@ fn main(@builtin(local_invocation_index) lane: u32) {{
         }
     };
     let (main, bases, push_constants) = lift_bases(&main);
-    // The helper functions the code calls, and those they call.
+    // The helper functions the code calls, and those they call; arena
+    // quads through storage where kernels share the dispatch.
+    let function_named = |name: &str, function: &'static str| match (name, kernels) {
+        ("arena_quad", [_, _, ..]) => ARENA_QUAD_STORED,
+        _ => function,
+    };
     let mut included = vec![false; FUNCTIONS.len()];
     let mut text = main.clone();
     loop {
@@ -608,9 +615,9 @@ fn main(@builtin(local_invocation_index) lane: u32) {{
     }
     let mut source = BUFFERS.to_string();
     source.push_str(&bases);
-    for (k, (_, function)) in FUNCTIONS.iter().enumerate() {
+    for (k, &(name, function)) in FUNCTIONS.iter().enumerate() {
         if included[k] {
-            source.push_str(function);
+            source.push_str(function_named(name, function));
         }
     }
     source.push_str(&main);
@@ -654,5 +661,6 @@ fn to_spirv(source: &str) -> Result<Vec<u32>, CodegenError> {
     spv::write_vec(&module, &info, &options, Some(&pipeline))
         .map(exact::mark_exact)
         .map(exact::preserve_special_floats)
+        .map(texel::texel_buffers)
         .map_err(|error| rejected("SPIR-V generation", error.to_string()))
 }

@@ -1,4 +1,4 @@
-//! The WGSL vocabulary the shaders are written in: the two storage buffers,
+//! The WGSL vocabulary the shaders are written in: the buffers and views,
 //! the prelude of helper functions, literals, the types IR element types
 //! compute in, conversions between them, and tensors seen as strided views
 //! of a buffer (loads, stores, coordinates of an element); and
@@ -16,20 +16,27 @@ pub(super) const WORKGROUP_SIZE: u64 = 64;
 
 /// The declarations every shader starts with: binding 0 is the arena,
 /// binding 1 the constants, both as 32-bit words; binding 2 is the arena
-/// as 16-byte quads, which a kernel reads four neighbouring words from in
-/// one load ([`Tensor::load_quad`]) and stores four in one, and binding 3
-/// the constants as an image of quads (`constant_quad`), which devices
-/// fetch for all lanes at once where they load storage buffers lane by lane
-/// (lavapipe's loads of the weights took most of a convolution's time).
+/// as 16-byte quads, which a kernel stores four neighbouring words to in
+/// one store ([`Tensor::store_quad`]); bindings 3 and 4 are the constants
+/// and the arena as texel buffers of quads, which a kernel reads four
+/// neighbouring words from in one fetch ([`Tensor::load_quad`]): devices
+/// fetch texels for all lanes at once where they load storage buffers lane
+/// by lane (lavapipe's loads took most of a convolution's time). WGSL has
+/// no texel buffers: they are declared as 1D textures, which `texel.rs`
+/// turns into texel buffers in the SPIR-V.
 pub(super) const BUFFERS: &str = "\
 @group(0) @binding(0) var<storage, read_write> arena: array<u32>;
 @group(0) @binding(1) var<storage, read> constants: array<u32>;
 @group(0) @binding(2) var<storage, read_write> arena_quads: array<vec4<u32>>;
-@group(0) @binding(3) var constants_texels: texture_2d<u32>;
+@group(0) @binding(3) var constants_texels: texture_1d<u32>;
+@group(0) @binding(4) var arena_texels: texture_1d<u32>;
 ";
 
-// `constant_quad` spells the runtime's row of texels out.
-const _: () = assert!(ptec_runtime::vulkan::TEXEL_ROW == 4096);
+/// `arena_quad` in a shader of several kernels: through the storage
+/// buffer, since a texel fetch need not see what an earlier kernel of the
+/// same dispatch stored (a device may cache texels apart from storage).
+pub(super) const ARENA_QUAD_STORED: &str =
+    "fn arena_quad(q: u32) -> vec4<u32> { return arena_quads[q]; }\n";
 
 /// Helper functions, each included only in shaders that call it (by name:
 /// the IR's math functions name theirs, `MathFn::shader`).
@@ -42,11 +49,16 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
         "constants_byte",
         "fn constants_byte(b: u32) -> u32 { return (constants[b >> 2u] >> ((b & 3u) * 8u)) & 255u; }\n",
     ),
-    // Quad `q` of the constants, a texel of their image, `TEXEL_ROW` texels
-    // to a row.
+    // Quad `q` of the constants and of the arena, texel `q` of their views
+    // (each as many texels as its buffer has quads), clamped into them as
+    // every index is.
     (
         "constant_quad",
-        "fn constant_quad(q: u32) -> vec4<u32> { return textureLoad(constants_texels, vec2<u32>(q % 4096u, q / 4096u), 0); }\n",
+        "fn constant_quad(q: u32) -> vec4<u32> { return textureLoad(constants_texels, min(q, arrayLength(&constants) / 4u - 1u), 0); }\n",
+    ),
+    (
+        "arena_quad",
+        "fn arena_quad(q: u32) -> vec4<u32> { return textureLoad(arena_texels, min(q, arrayLength(&arena_quads) - 1u), 0); }\n",
     ),
     (
         "is_nan",
@@ -590,7 +602,7 @@ impl Tensor {
         let ty = self.ty.name();
         let quad = format!("{} + {offset} / 4u", base(self.byte_offset / 16));
         match self.buffer {
-            Buffer::Arena => format!("bitcast<vec4<{ty}>>(arena_quads[{quad}])"),
+            Buffer::Arena => format!("bitcast<vec4<{ty}>>(arena_quad({quad}))"),
             Buffer::Constants => format!("bitcast<vec4<{ty}>>(constant_quad({quad}))"),
         }
     }

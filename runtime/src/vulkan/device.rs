@@ -429,7 +429,7 @@ fn query_limits(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Devic
         max_workgroup_invocations: limits.max_compute_work_group_invocations,
         max_storage_buffer_range: limits.max_storage_buffer_range,
         max_allocation_bytes: maintenance.max_memory_allocation_size,
-        max_image_dimension_2d: limits.max_image_dimension2_d,
+        max_texel_buffer_elements: limits.max_texel_buffer_elements,
         max_push_constant_bytes: limits.max_push_constants_size,
     }
 }

@@ -1,4 +1,5 @@
-//! A [`DeviceProgram`] made ready to run on a device: its buffers, one
+//! A [`DeviceProgram`] made ready to run on a device: its buffers (and
+//! their views as texels), one
 //! compute pipeline per shader, the descriptor set every shader sees, and
 //! one command buffer per device segment, recorded once and submitted on
 //! every run (one per dispatch, each timed, when the method is profiled:
@@ -11,16 +12,18 @@ use ash::vk;
 
 use super::device::VulkanDevice;
 use super::error::{VulkanError, failed};
-use super::memory::{Buffer, ConstantTexels, HOST_SHARED, Mapping, upload_constants};
+use super::memory::{Buffer, HOST_SHARED, Mapping, quad_texels, upload_constants};
 use super::program::{DeviceProgram, Dispatch, Segment, buffer_bytes};
 
 /// The descriptor bindings of set 0, as every shader declares them: the
 /// arena and the constants as words, the arena as quads (storage buffers),
-/// and the constants as texels of quads (a sampled image).
+/// and the constants and the arena as texels of quads (uniform texel
+/// buffers).
 const ARENA_BINDING: u32 = 0;
 const CONSTANTS_BINDING: u32 = 1;
 const ARENA_QUADS_BINDING: u32 = 2;
 const CONSTANT_TEXELS_BINDING: u32 = 3;
+const ARENA_TEXELS_BINDING: u32 = 4;
 
 /// A program on a device, ready to run: write inputs into [`Self::arena_mut`]
 /// at their offsets, run each segment in order ([`Self::run_segment`] for
@@ -36,7 +39,6 @@ pub struct DeviceMethod {
     /// The program's arena size (the buffer may be a little larger).
     arena_len: usize,
     constants: Buffer,
-    texels: ConstantTexels,
     constant_len: usize,
     dispatches: usize,
     segments: Vec<Segment>,
@@ -95,7 +97,7 @@ impl DeviceMethod {
             &device,
             "arena",
             buffer_bytes(program.arena_bytes),
-            vk::BufferUsageFlags::STORAGE_BUFFER,
+            vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::UNIFORM_TEXEL_BUFFER,
             &[
                 HOST_SHARED | vk::MemoryPropertyFlags::DEVICE_LOCAL,
                 HOST_SHARED,
@@ -111,16 +113,14 @@ impl DeviceMethod {
             &program.constants,
             buffer_bytes(program.constants.len() as u64),
         )?;
-        let texels = ConstantTexels::new(&device, &program.constants)?;
         let mut objects = Objects::new(device);
-        objects.build(program, &arena, &constants, &texels, profile)?;
+        objects.build(program, &arena, &constants, profile)?;
         Ok(DeviceMethod {
             objects,
             arena,
             mapping,
             arena_len,
             constants,
-            texels,
             constant_len: program.constants.len(),
             dispatches: program.dispatches.len(),
             segments: program.segments.clone(),
@@ -219,7 +219,7 @@ impl DeviceMethod {
     /// and constants, each rounded up to whole quads) and in the constants'
     /// image.
     pub fn buffer_bytes(&self) -> u64 {
-        self.arena.bytes + self.constants.bytes + self.texels.bytes
+        self.arena.bytes + self.constants.bytes
     }
 }
 
@@ -232,6 +232,8 @@ struct Objects {
     pipeline_layout: vk::PipelineLayout,
     pipelines: Vec<vk::Pipeline>,
     descriptor_pool: vk::DescriptorPool,
+    /// The constants and the arena as texels of quads.
+    texel_views: [vk::BufferView; 2],
     /// Per segment of the program: a device segment's dispatches (one
     /// command buffer, or one per dispatch when profiled), none for a host
     /// segment.
@@ -249,6 +251,7 @@ impl Objects {
             pipeline_layout: vk::PipelineLayout::null(),
             pipelines: Vec::new(),
             descriptor_pool: vk::DescriptorPool::null(),
+            texel_views: [vk::BufferView::null(); 2],
             command_buffers: Vec::new(),
             fence: vk::Fence::null(),
             in_flight: false,
@@ -260,7 +263,6 @@ impl Objects {
         program: &DeviceProgram,
         arena: &Buffer,
         constants: &Buffer,
-        texels: &ConstantTexels,
         profile: bool,
     ) -> Result<(), VulkanError> {
         let device = Arc::clone(&self.device);
@@ -269,7 +271,14 @@ impl Objects {
             (ARENA_BINDING, vk::DescriptorType::STORAGE_BUFFER),
             (CONSTANTS_BINDING, vk::DescriptorType::STORAGE_BUFFER),
             (ARENA_QUADS_BINDING, vk::DescriptorType::STORAGE_BUFFER),
-            (CONSTANT_TEXELS_BINDING, vk::DescriptorType::SAMPLED_IMAGE),
+            (
+                CONSTANT_TEXELS_BINDING,
+                vk::DescriptorType::UNIFORM_TEXEL_BUFFER,
+            ),
+            (
+                ARENA_TEXELS_BINDING,
+                vk::DescriptorType::UNIFORM_TEXEL_BUFFER,
+            ),
         ]
         .map(|(binding, kind)| {
             vk::DescriptorSetLayoutBinding::default()
@@ -308,7 +317,10 @@ impl Objects {
             })?;
             self.pipelines.push(pipeline);
         }
-        let descriptor_set = self.descriptor_set(arena, constants, texels)?;
+        for (view, buffer) in self.texel_views.iter_mut().zip([constants, arena]) {
+            *view = quad_texels(&device, buffer)?;
+        }
+        let descriptor_set = self.descriptor_set(arena, constants)?;
         self.fence = device.create_fence()?;
         for segment in &program.segments {
             let mut buffers = Vec::new();
@@ -364,13 +376,13 @@ impl Objects {
         }
     }
 
-    /// The descriptor set every shader sees: the arena and the constants,
-    /// each bound twice (as words, and as quads or texels of quads).
+    /// The descriptor set every shader sees: the arena and the constants as
+    /// words, the arena as quads, and the constants and the arena as texels
+    /// of quads (`texel_views`).
     fn descriptor_set(
         &mut self,
         arena: &Buffer,
         constants: &Buffer,
-        texels: &ConstantTexels,
     ) -> Result<vk::DescriptorSet, VulkanError> {
         let raw = self.device.raw();
         let sizes = [
@@ -378,8 +390,8 @@ impl Objects {
                 .ty(vk::DescriptorType::STORAGE_BUFFER)
                 .descriptor_count(3),
             vk::DescriptorPoolSize::default()
-                .ty(vk::DescriptorType::SAMPLED_IMAGE)
-                .descriptor_count(1),
+                .ty(vk::DescriptorType::UNIFORM_TEXEL_BUFFER)
+                .descriptor_count(2),
         ];
         let pool_info = vk::DescriptorPoolCreateInfo::default()
             .max_sets(1)
@@ -414,9 +426,7 @@ impl Objects {
                     .range(buffer.bytes)],
             )
         });
-        let image = [vk::DescriptorImageInfo::default()
-            .image_view(texels.view)
-            .image_layout(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL)];
+        let views = self.texel_views.map(|view| [view]);
         let mut writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
             .map(|(binding, info)| {
@@ -427,16 +437,21 @@ impl Objects {
                     .buffer_info(info)
             })
             .collect();
-        writes.push(
-            vk::WriteDescriptorSet::default()
-                .dst_set(set)
-                .dst_binding(CONSTANT_TEXELS_BINDING)
-                .descriptor_type(vk::DescriptorType::SAMPLED_IMAGE)
-                .image_info(&image),
-        );
-        // SAFETY: the set, buffers and image view are live, each range lies
-        // within its buffer and within maxStorageBufferRange (checked), the
-        // image is in the layout named, and the set is not in use.
+        for (binding, view) in [CONSTANT_TEXELS_BINDING, ARENA_TEXELS_BINDING]
+            .into_iter()
+            .zip(&views)
+        {
+            writes.push(
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(binding)
+                    .descriptor_type(vk::DescriptorType::UNIFORM_TEXEL_BUFFER)
+                    .texel_buffer_view(view),
+            );
+        }
+        // SAFETY: the set, buffers and views are live, each range lies
+        // within its buffer and within maxStorageBufferRange (checked), and
+        // the set is not in use.
         unsafe { raw.update_descriptor_sets(&writes, &[]) };
         Ok(set)
     }
@@ -536,6 +551,9 @@ impl Drop for Objects {
             }
             raw.destroy_fence(self.fence, None);
             raw.destroy_descriptor_pool(self.descriptor_pool, None);
+            for &view in &self.texel_views {
+                raw.destroy_buffer_view(view, None);
+            }
             for &pipeline in &self.pipelines {
                 raw.destroy_pipeline(pipeline, None);
             }

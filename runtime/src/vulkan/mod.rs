@@ -44,7 +44,5 @@ pub use device::{ApiVersion, DeviceType, VulkanDevice};
 pub use error::VulkanError;
 pub use instance::VulkanInstance;
 pub use method::DeviceMethod;
-pub use program::{
-    DeviceLimits, DeviceProgram, Dispatch, ProgramError, Segment, TEXEL_ROW, texel_rows,
-};
+pub use program::{DeviceLimits, DeviceProgram, Dispatch, ProgramError, Segment};
 pub use spirv::{SpirvError, spirv_from_bytes};

@@ -14,10 +14,10 @@ use super::spirv::{self, SpirvError};
 ///
 /// Every shader sees descriptor set 0: binding 0 is the arena (a
 /// read-write storage buffer) and binding 1 the constants (read-only), as
-/// 32-bit words; binding 2 is the arena again, read as 16-byte quads (one
-/// load for four words), and binding 3 the constants again as a sampled
-/// image of quads, `R32G32B32A32_UINT` texels [`TEXEL_ROW`] to a row:
-/// constant quad `q` is the texel at (`q % TEXEL_ROW`, `q / TEXEL_ROW`).
+/// 32-bit words; binding 2 is the arena again, read and written as 16-byte
+/// quads (one load for four words); bindings 3 and 4 are the constants and
+/// the arena again as uniform texel buffers of `R32G32B32A32_UINT` texels,
+/// quad `q` texel `q`, which shaders fetch quads through.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceProgram {
     pub arena_bytes: u64,
@@ -44,17 +44,6 @@ pub enum Segment {
     Host(usize),
 }
 
-/// Texels (of four 32-bit words each) per row of the constants' image: the
-/// least `maxImageDimension2D` every device allows, so that shaders
-/// written for any device find a quad of constants at the same texel.
-pub const TEXEL_ROW: u64 = 4096;
-
-/// The rows of the constants' image that hold `bytes` of constants (at
-/// least one: an image is never empty).
-pub fn texel_rows(bytes: u64) -> u64 {
-    bytes.div_ceil(16 * TEXEL_ROW).max(1)
-}
-
 /// One `vkCmdDispatch`: which shader, how many workgroups along x, y, z,
 /// and the 32-bit words its shader reads as push constants (from offset 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,8 +66,9 @@ pub struct DeviceLimits {
     pub max_storage_buffer_range: u32,
     /// `maxMemoryAllocationSize`: the largest single allocation.
     pub max_allocation_bytes: u64,
-    /// `maxImageDimension2D`: the most rows the constants' image may have.
-    pub max_image_dimension_2d: u32,
+    /// `maxTexelBufferElements`: the most texels (quads) a texel buffer
+    /// view may have.
+    pub max_texel_buffer_elements: u32,
     /// `maxPushConstantsSize`: the most bytes of push constants a dispatch
     /// may give.
     pub max_push_constant_bytes: u32,
@@ -161,9 +151,13 @@ pub enum ProgramError {
     },
 
     #[error(
-        "the constants ({bytes} bytes) need an image of {rows} rows of {TEXEL_ROW} quads, above the device's maxImageDimension2D of {limit}"
+        "the {buffer} is {texels} texels of 16 bytes, above the device's maxTexelBufferElements of {limit}"
     )]
-    TooManyTexelRows { bytes: u64, rows: u64, limit: u32 },
+    TooManyTexels {
+        buffer: &'static str,
+        texels: u64,
+        limit: u32,
+    },
 
     #[error(
         "the {buffer} needs a buffer of {bytes} bytes, above the device's {limit_name} of {limit}"
@@ -219,14 +213,6 @@ impl DeviceProgram {
         check_buffer("arena", self.arena_bytes, limits)?;
         let constant_bytes = self.constants.len() as u64;
         check_buffer("constants", constant_bytes, limits)?;
-        let rows = texel_rows(constant_bytes);
-        if rows > u64::from(limits.max_image_dimension_2d) {
-            return Err(ProgramError::TooManyTexelRows {
-                bytes: constant_bytes,
-                rows,
-                limit: limits.max_image_dimension_2d,
-            });
-        }
         Ok(())
     }
 }
@@ -337,6 +323,15 @@ fn check_buffer(
     if needed > host {
         return Err(too_large("host address space", host));
     }
+    // Shaders see the whole buffer as texels too.
+    let texels = needed / 16;
+    if texels > u64::from(limits.max_texel_buffer_elements) {
+        return Err(ProgramError::TooManyTexels {
+            buffer,
+            texels,
+            limit: limits.max_texel_buffer_elements,
+        });
+    }
     Ok(())
 }
 
@@ -351,7 +346,7 @@ mod tests {
         max_workgroup_invocations: 1024,
         max_storage_buffer_range: 1 << 27,
         max_allocation_bytes: 1 << 30,
-        max_image_dimension_2d: 4096,
+        max_texel_buffer_elements: 1 << 27,
         max_push_constant_bytes: 128,
     };
 
@@ -488,27 +483,35 @@ mod tests {
     }
 
     #[test]
-    fn refuses_constants_beyond_the_image_rows() {
-        let two_rows = DeviceLimits {
-            max_image_dimension_2d: 2,
+    fn refuses_buffers_beyond_the_texel_limit() {
+        let two_texels = DeviceLimits {
+            max_texel_buffer_elements: 2,
             ..LIMITS
         };
         let mut fits = program(&[]);
-        fits.constants = vec![0; 16 * 4096 * 2];
-        assert_eq!(fits.check(&two_rows), Ok(()));
-        let mut large = program(&[]);
-        large.constants = vec![0; 16 * 4096 * 2 + 4];
+        fits.arena_bytes = 32;
+        fits.constants = vec![0; 32];
+        assert_eq!(fits.check(&two_texels), Ok(()));
+        let mut large = fits.clone();
+        large.constants = vec![0; 33];
         assert_eq!(
-            large.check(&two_rows),
-            Err(ProgramError::TooManyTexelRows {
-                bytes: 16 * 4096 * 2 + 4,
-                rows: 3,
+            large.check(&two_texels),
+            Err(ProgramError::TooManyTexels {
+                buffer: "constants",
+                texels: 3,
                 limit: 2,
             })
         );
-        assert_eq!(texel_rows(0), 1);
-        assert_eq!(texel_rows(16 * 4096), 1);
-        assert_eq!(texel_rows(16 * 4096 + 1), 2);
+        large = fits.clone();
+        large.arena_bytes = 48;
+        assert_eq!(
+            large.check(&two_texels),
+            Err(ProgramError::TooManyTexels {
+                buffer: "arena",
+                texels: 3,
+                limit: 2,
+            })
+        );
     }
 
     #[test]
