@@ -40,6 +40,12 @@ pub struct CompileArgs {
     /// physical cores this process may use.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+    /// Vulkan: the most texels of 16 bytes a texel buffer view holds on the
+    /// device the shaders are for (its maxTexelBufferElements); shaders read
+    /// a buffer with more through storage. A device runs them with its own
+    /// limit if lower.
+    #[arg(long, value_name = "N", default_value_t = ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)]
+    pub texel_buffer_elements: u64,
 }
 
 impl CompileArgs {
@@ -52,6 +58,7 @@ impl CompileArgs {
             },
             codegen: ptec_codegen::CodegenOptions {
                 microkernels: !self.no_microkernels,
+                vulkan_texels: self.texel_buffer_elements,
                 ..ptec_codegen::CodegenOptions::default()
             },
             threads: self

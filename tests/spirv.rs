@@ -479,6 +479,95 @@ fn small_kernels_share_a_workgroup() {
     }
 }
 
+/// Shaders for a device whose texel buffer views hold no texels read every
+/// quad through storage, and give the same bits as those that fetch
+/// texels: convolutions, matrix products and mobilenet_v2, each output file
+/// compared byte for byte.
+#[test]
+fn storage_reads_give_the_texel_reads_bits() {
+    let mut files: Vec<PathBuf> = ["conv_bn.vulkan", "linear_relu.vulkan"]
+        .iter()
+        .map(|name| repo_dir().join(format!("tests/fixtures/{name}.bpte")))
+        .collect();
+    if let Some(corpus) = corpus_for("storage_reads_give_the_texel_reads_bits") {
+        files.extend(
+            ["small_cnn", "mobilenet_v2"].map(|name| corpus.join(format!("{name}.vulkan.bpte"))),
+        );
+    }
+    for file in &files {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let emitted = dir.path().join("spirv");
+        let output = ptec(&[
+            "compile",
+            "--emit",
+            "spirv",
+            "--texel-buffer-elements",
+            "0",
+            "-o",
+            path_str(&emitted),
+            path_str(file),
+        ]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let manifest: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(emitted.join("manifest.json")).expect("the manifest"),
+        )
+        .expect("JSON");
+        assert_eq!(manifest["methods"][0]["texel_buffer_elements"], 0);
+        for entry in std::fs::read_dir(&emitted).expect("the directory") {
+            let path = entry.expect("an entry").path();
+            if path
+                .extension()
+                .is_some_and(|extension| extension == "wgsl")
+            {
+                let wgsl = std::fs::read_to_string(&path).expect("WGSL");
+                assert!(!wgsl.contains("textureLoad"), "{}: {wgsl}", path.display());
+            }
+        }
+        if !device_available("storage_reads_give_the_texel_reads_bits") {
+            return;
+        }
+        let outputs = [ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS, 0].map(|texels| {
+            let texels = texels.to_string();
+            let out = dir.path().join(format!("texels-{texels}"));
+            let output = ptec(&[
+                "run",
+                "--backend",
+                "vulkan",
+                "--texel-buffer-elements",
+                &texels,
+                "--output-dir",
+                path_str(&out),
+                path_str(file),
+            ]);
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&out)
+                .expect("the outputs")
+                .map(|entry| {
+                    let path = entry.expect("an entry").path();
+                    let bytes = std::fs::read(&path).expect("an output");
+                    (path.file_name().expect("a name").into(), bytes)
+                })
+                .collect();
+            files.sort();
+            files
+        });
+        assert!(!outputs[0].is_empty(), "{}: no outputs", file.display());
+        assert!(
+            outputs[0] == outputs[1],
+            "{}: the outputs differ",
+            file.display()
+        );
+    }
+}
+
 /// Checks how each dispatch of `method` (emitted into `dir`) that reads
 /// quads of the arena reads them, counting those of one kernel and those
 /// of several in `reads`.
@@ -545,7 +634,8 @@ fn run_scale_gather_increment(
 #[test]
 fn a_gather_between_shaders_runs_on_the_cpu() {
     let graph = ptec_ir::parse(SCALE_GATHER_INCREMENT).expect("the graph parses");
-    let compiled = ptec_compiler::vulkan(&graph).expect("the graph compiles for Vulkan");
+    let compiled = ptec_compiler::vulkan(&graph, ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)
+        .expect("the graph compiles for Vulkan");
     let places: Vec<String> = compiled
         .segments
         .iter()
@@ -598,7 +688,8 @@ graph quads (arena 1664 bytes) {
 #[test]
 fn elementwise_quads_give_the_cpu_bits() {
     let graph = ptec_ir::parse(QUADS).expect("the graph parses");
-    let compiled = ptec_compiler::vulkan(&graph).expect("the graph compiles for Vulkan");
+    let compiled = ptec_compiler::vulkan(&graph, ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)
+        .expect("the graph compiles for Vulkan");
     let [shader] = compiled.shaders.as_slice() else {
         panic!("{} shaders", compiled.shaders.len());
     };

@@ -160,10 +160,13 @@ pub fn compile_file(
     match options.emit {
         Emit::Ir => return text(graphs.iter().map(ptec_ir::to_text).collect()),
         Emit::Spirv => {
-            let limits = &options.options.limits;
+            let (limits, texels) = (
+                &options.options.limits,
+                options.options.codegen.vulkan_texels,
+            );
             let compiled = graphs
                 .iter()
-                .map(|graph| vulkan_within(graph, limits))
+                .map(|graph| vulkan_within(graph, limits, texels))
                 .collect::<Result<Vec<_>, _>>()?;
             crate::spirv_dir::write_directory(&output, &compiled)?;
             return Ok(Emitted::Written(output));

@@ -179,7 +179,11 @@ fn instance<'a>(
         }
         Backend::Aot => load_shared_object(graph, options)?,
         Backend::Vulkan => {
-            let compiled = vulkan_within(graph, &options.limits)?;
+            // Shaders for this device's texel buffer views.
+            let device = vulkan_device()?;
+            let texels = u64::from(device.limits().max_texel_buffer_elements)
+                .min(options.codegen.vulkan_texels);
+            let compiled = vulkan_within(graph, &options.limits, texels)?;
             // The kernels no shader runs are the JIT's, on the same arena
             // (with their scratch memory after the plan's).
             let segments = compiled.cpu_segments();
@@ -197,12 +201,11 @@ fn instance<'a>(
             let program = compiled.device_program(abi.arena_bytes);
             // SAFETY: as above: `host` is code generated for `abi`.
             let profile = options.codegen.profile;
-            let instance =
-                unsafe { VulkanInstance::new(vulkan_device()?, abi, &program, host, profile) }
-                    .map_err(|source| Error::Vulkan {
-                        method: graph.name.clone(),
-                        source,
-                    })?;
+            let instance = unsafe { VulkanInstance::new(device, abi, &program, host, profile) }
+                .map_err(|source| Error::Vulkan {
+                    method: graph.name.clone(),
+                    source,
+                })?;
             Runner::Vulkan(Box::new(instance))
         }
     })

@@ -241,7 +241,7 @@ pub fn compile<'a>(
         Target::Vulkan => Compiled::Vulkan(
             graphs
                 .iter()
-                .map(|graph| vulkan_within(graph, &options.limits))
+                .map(|graph| vulkan_within(graph, &options.limits, options.codegen.vulkan_texels))
                 .collect::<Result<_, _>>()?,
         ),
     })
@@ -280,8 +280,12 @@ pub(crate) fn method_names(graphs: &[Graph<'_>]) -> String {
 }
 
 /// [`vulkan`], its shaders' SPIR-V checked against the code limit.
-pub fn vulkan_within(graph: &Graph<'_>, limits: &Limits) -> Result<VulkanMethod, Error> {
-    let compiled = vulkan(graph)?;
+pub fn vulkan_within(
+    graph: &Graph<'_>,
+    limits: &Limits,
+    max_texels: u64,
+) -> Result<VulkanMethod, Error> {
+    let compiled = vulkan(graph, max_texels)?;
     let words: usize = compiled
         .shaders
         .iter()
@@ -291,9 +295,12 @@ pub fn vulkan_within(graph: &Graph<'_>, limits: &Limits) -> Result<VulkanMethod,
     Ok(compiled)
 }
 
-/// An optimized graph compiled to Vulkan compute shaders.
-pub fn vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, Error> {
-    compile_vulkan(graph).map_err(|source| Error::Codegen {
+/// An optimized graph compiled to Vulkan compute shaders, for a device
+/// whose texel buffer views hold `max_texels` texels
+/// (`maxTexelBufferElements`; [`DEFAULT_TEXEL_BUFFER_ELEMENTS`] where no
+/// device is at hand).
+pub fn vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod, Error> {
+    compile_vulkan(graph, max_texels).map_err(|source| Error::Codegen {
         method: graph.name.clone(),
         target: "Vulkan",
         source,

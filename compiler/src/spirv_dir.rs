@@ -1,6 +1,8 @@
 //! `--emit spirv`: each method's compute shaders as `.spv`
 //! files (with the WGSL they were made from), the constants buffer, and a
-//! manifest saying how to run them: buffers, bindings, dispatch order,
+//! manifest saying how to run them: buffers and their views, bindings, the
+//! texels the shaders fetch through one texel buffer view (which the
+//! device's `maxTexelBufferElements` must allow), dispatch order,
 //! workgroup counts, the 32-bit push constants each dispatch gives its
 //! shader (where its tensors lie), the byte ranges it reads and writes, and
 //! the segments a run goes through (runs of dispatches on the device, and
@@ -106,6 +108,7 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                 {"binding": 3, "name": "constants", "view": "texels", "format": "R32G32B32A32_UINT", "bytes": method.constants.len(), "access": "read", "file": constants},
                 {"binding": 4, "name": "arena", "view": "texels", "format": "R32G32B32A32_UINT", "bytes": method.abi.arena_bytes, "access": "read"},
             ],
+            "texel_buffer_elements": method.texels,
             "inputs": method.abi.inputs.iter().map(slot).collect::<Vec<_>>(),
             "outputs": method.abi.outputs.iter().map(slot).collect::<Vec<_>>(),
             "shaders": shaders,

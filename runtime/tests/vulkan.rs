@@ -122,6 +122,7 @@ fn scale_then_increment(constants: &[f32]) -> DeviceProgram {
         ],
         dispatches: vec![scale.clone(), increment, scale],
         segments: vec![Segment::Device(0..3)],
+        texels: 0,
     }
 }
 

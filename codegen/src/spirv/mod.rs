@@ -38,7 +38,10 @@ use ptec_runtime::vulkan::{DeviceProgram, Dispatch, Segment};
 
 use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
-use wgsl::{ARENA_QUAD_STORED, BUFFERS, FUNCTIONS, Refusal, WORKGROUP_SIZE, lift_bases, refuse};
+use wgsl::{
+    ARENA_QUAD_STORED, BUFFERS, CONSTANT_QUAD_STORED, FUNCTIONS, Refusal, WORKGROUP_SIZE,
+    lift_bases, refuse,
+};
 
 /// Whether shaders express ops of `kind` at all, or why none of them.
 pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
@@ -203,6 +206,10 @@ pub struct VulkanMethod {
     pub dispatches: Vec<ShaderDispatch>,
     /// The schedule's segments in order.
     pub segments: Vec<VulkanSegment>,
+    /// The most texels (quads) the shaders fetch through one texel buffer
+    /// view: the constants' or the arena's quads where they read them so,
+    /// 0 where they read neither.
+    pub texels: u64,
 }
 
 impl VulkanMethod {
@@ -230,6 +237,7 @@ impl VulkanMethod {
         DeviceProgram {
             arena_bytes,
             constants: self.constants.clone(),
+            texels: self.texels,
             shaders: self
                 .shaders
                 .iter()
@@ -368,10 +376,28 @@ fn has_control_flow(graph: &Graph<'_>) -> bool {
         .any(|&node| graph.node(node).op().is_control())
 }
 
+/// The `maxTexelBufferElements` shaders are written for when no device is
+/// at hand (`ptec compile --emit spirv`): 2^27, what lavapipe and NVIDIA's
+/// and Intel's drivers offer (AMD's more). A device that offers fewer
+/// refuses a program whose shaders fetch more through one view
+/// (`DeviceProgram::check`); one that runs the program in-process compiles
+/// it for its own limit.
+pub const DEFAULT_TEXEL_BUFFER_ELEMENTS: u64 = 1 << 27;
+
+/// Which buffers shaders read quads of through texel buffer views: each
+/// one whose quads a view of `max_texels` (a device's
+/// `maxTexelBufferElements`) holds; the others through storage.
+#[derive(Clone, Copy)]
+struct Texels {
+    constants: bool,
+    arena: bool,
+}
+
 /// Compiles a verified, planned graph into compute shaders for the kernels
 /// [`vulkan_placement`] puts on the device, and segments saying where the
-/// others run.
-pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
+/// others run, for a device whose texel buffer views hold `max_texels`
+/// texels.
+pub fn compile_vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod, CodegenError> {
     let units = units(graph)?;
     let abi = method_abi(graph, Backend::Vulkan, Vec::new(), 0)?;
     let on_device: Vec<NodeId> = units
@@ -384,13 +410,18 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
         .collect();
     // The constants buffer holds what the shaders read only.
     let layout = Layout::new(graph, &on_device);
+    let quads = [layout.bytes.len() as u64 / 16, abi.arena_bytes.div_ceil(16)];
+    let texels = Texels {
+        constants: quads[0] <= max_texels,
+        arena: quads[1] <= max_texels,
+    };
     let mut shaders = Shaders::default();
     let mut segments: Vec<VulkanSegment> = Vec::new();
     for unit in units {
         match (unit, segments.last_mut()) {
             (Unit::Dispatch(nodes), last) => {
                 let index = shaders.dispatches.len();
-                shaders.add(graph, &layout, &nodes)?;
+                shaders.add(graph, &layout, &nodes, texels)?;
                 match last {
                     Some(VulkanSegment::Device { dispatches }) => dispatches.end = index + 1,
                     _ => segments.push(VulkanSegment::Device {
@@ -420,12 +451,19 @@ pub fn compile_vulkan(graph: &Graph<'_>) -> Result<VulkanMethod, CodegenError> {
         // labels and jumps included.
         *nodes = graph.schedule().to_vec();
     }
+    let fetched = [texels.constants, texels.arena]
+        .into_iter()
+        .zip(quads)
+        .filter_map(|(fetched, quads)| fetched.then_some(quads))
+        .max()
+        .unwrap_or(0);
     Ok(VulkanMethod {
         abi,
         constants: layout.bytes,
         shaders: shaders.shaders,
         dispatches: shaders.dispatches,
         segments,
+        texels: fetched,
     })
 }
 
@@ -455,6 +493,7 @@ impl Shaders {
         graph: &Graph<'_>,
         layout: &Layout,
         nodes: &[NodeId],
+        texels: Texels,
     ) -> Result<(), CodegenError> {
         let in_context = |node_id: NodeId, source: CodegenError| CodegenError::Node {
             node: node_id.to_string(),
@@ -493,7 +532,7 @@ impl Shaders {
                 }
             }
         }
-        let (source, workgroups, push_constants) = shader_source(&kernels);
+        let (source, workgroups, push_constants) = shader_source(&kernels, texels);
         let shader = match self.known.get(&source) {
             Some(&shader) => shader,
             None => {
@@ -551,7 +590,7 @@ fn buffer_range(
 /// y; a run of kernels runs in one workgroup, each kernel's invocations a
 /// loop over the workgroup's, a barrier after each so that the next sees
 /// what it wrote.
-fn shader_source(kernels: &[kernels::Kernel]) -> (String, [u32; 3], Vec<u32>) {
+fn shader_source(kernels: &[kernels::Kernel], texels: Texels) -> (String, [u32; 3], Vec<u32>) {
     const MAX_X: u64 = 65_535;
     let (main, workgroups) = match kernels {
         [kernel] => {
@@ -592,10 +631,13 @@ fn main(@builtin(local_invocation_index) lane: u32) {{
         }
     };
     let (main, bases, push_constants) = lift_bases(&main);
-    // The helper functions the code calls, and those they call; arena
-    // quads through storage where kernels share the dispatch.
-    let function_named = |name: &str, function: &'static str| match (name, kernels) {
-        ("arena_quad", [_, _, ..]) => ARENA_QUAD_STORED,
+    // The helper functions the code calls, and those they call; quads
+    // through storage where no view holds them, and the arena's where
+    // kernels share the dispatch.
+    let shared = kernels.len() > 1;
+    let function_named = |name: &str, function: &'static str| match name {
+        "arena_quad" if shared || !texels.arena => ARENA_QUAD_STORED,
+        "constant_quad" if !texels.constants => CONSTANT_QUAD_STORED,
         _ => function,
     };
     let mut included = vec![false; FUNCTIONS.len()];

@@ -1,10 +1,11 @@
 //! Texel buffers in SPIR-V, which WGSL cannot declare: the shaders declare
 //! their texel buffers (the constants' and the arena's quads,
 //! `wgsl::BUFFERS`) as 1D textures of `u32` read with `textureLoad` at
-//! level 0, and this pass makes every 1D image of a module naga wrote a
-//! buffer image: the image type's dimension `Buffer` (the descriptor a
-//! uniform texel buffer), the `Sampled1D` capability `SampledBuffer`, and
-//! each fetch without its level operand, which buffer images do not take.
+//! level 0 and sized with `textureDimensions`, and this pass makes every 1D
+//! image of a module naga wrote a buffer image: the image type's dimension
+//! `Buffer` (the descriptor a uniform texel buffer), the `Sampled1D`
+//! capability `SampledBuffer`, and each fetch and size query without its
+//! level operand, which buffer images do not take.
 //! The shaders declare no other image, so every fetch reads a texel buffer.
 
 use super::exact::{Instruction, instructions};
@@ -14,6 +15,8 @@ mod spec {
     pub const CAPABILITY: u32 = 17;
     pub const TYPE_IMAGE: u32 = 25;
     pub const IMAGE_FETCH: u32 = 95;
+    pub const IMAGE_QUERY_SIZE_LOD: u32 = 103;
+    pub const IMAGE_QUERY_SIZE: u32 = 104;
     pub const CAPABILITY_SAMPLED_1D: u32 = 43;
     pub const CAPABILITY_SAMPLED_BUFFER: u32 = 46;
     pub const DIM_1D: u32 = 0;
@@ -23,6 +26,8 @@ mod spec {
     /// Words of an `OpImageFetch` without image operands: opcode, result
     /// type, result, image and coordinate.
     pub const FETCH_WORDS: usize = 5;
+    /// Words of an `OpImageQuerySize`: opcode, result type, result, image.
+    pub const QUERY_WORDS: usize = 4;
 }
 
 /// The module with its 1D images made texel buffers. `words` is a module
@@ -49,6 +54,10 @@ pub(super) fn texel_buffers(words: Vec<u32>) -> Vec<u32> {
                 instruction.truncate(spec::FETCH_WORDS);
                 instruction[0] = ((spec::FETCH_WORDS as u32) << 16) | spec::IMAGE_FETCH;
             }
+            spec::IMAGE_QUERY_SIZE_LOD if count == spec::QUERY_WORDS + 1 => {
+                instruction.truncate(spec::QUERY_WORDS);
+                instruction[0] = ((spec::QUERY_WORDS as u32) << 16) | spec::IMAGE_QUERY_SIZE;
+            }
             _ => {}
         }
         out.extend_from_slice(&instruction);
@@ -62,13 +71,13 @@ mod tests {
     use super::super::to_spirv;
     use super::spec;
 
-    /// A shader fetching a quad of a 1D texture, as the prelude's
-    /// `arena_quad` does.
+    /// A shader fetching a quad of a 1D texture within its size, as the
+    /// prelude's `arena_quad` does.
     const FETCH: &str = "
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(4) var quads: texture_1d<u32>;
 @compute @workgroup_size(1)
-fn main() { out[0] = textureLoad(quads, 3u, 0).y; }
+fn main() { out[0] = textureLoad(quads, min(3u, textureDimensions(quads) - 1u), 0).y; }
 ";
 
     #[test]
@@ -94,5 +103,8 @@ fn main() { out[0] = textureLoad(quads, 3u, 0).y; }
         assert_eq!(dims, [spec::DIM_BUFFER]);
         let fetches: Vec<usize> = operands(spec::IMAGE_FETCH).map(<[u32]>::len).collect();
         assert_eq!(fetches, [spec::FETCH_WORDS]);
+        let sizes: Vec<usize> = operands(spec::IMAGE_QUERY_SIZE).map(<[u32]>::len).collect();
+        assert_eq!(sizes, [spec::QUERY_WORDS]);
+        assert_eq!(operands(spec::IMAGE_QUERY_SIZE_LOD).count(), 0);
     }
 }

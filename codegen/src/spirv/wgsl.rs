@@ -32,11 +32,16 @@ pub(super) const BUFFERS: &str = "\
 @group(0) @binding(4) var arena_texels: texture_1d<u32>;
 ";
 
-/// `arena_quad` in a shader of several kernels: through the storage
-/// buffer, since a texel fetch need not see what an earlier kernel of the
-/// same dispatch stored (a device may cache texels apart from storage).
+/// `arena_quad` in a shader of several kernels, or where the arena has
+/// more quads than a texel buffer view holds: through the storage buffer,
+/// since a texel fetch need not see what an earlier kernel of the same
+/// dispatch stored (a device may cache texels apart from storage).
 pub(super) const ARENA_QUAD_STORED: &str =
     "fn arena_quad(q: u32) -> vec4<u32> { return arena_quads[q]; }\n";
+
+/// `constant_quad` where the constants have more quads than a texel buffer
+/// view holds: four words of the storage buffer.
+pub(super) const CONSTANT_QUAD_STORED: &str = "fn constant_quad(q: u32) -> vec4<u32> { return vec4<u32>(constants[4u * q], constants[4u * q + 1u], constants[4u * q + 2u], constants[4u * q + 3u]); }\n";
 
 /// Helper functions, each included only in shaders that call it (by name:
 /// the IR's math functions name theirs, `MathFn::shader`).
@@ -49,16 +54,15 @@ pub(super) const FUNCTIONS: &[(&str, &str)] = &[
         "constants_byte",
         "fn constants_byte(b: u32) -> u32 { return (constants[b >> 2u] >> ((b & 3u) * 8u)) & 255u; }\n",
     ),
-    // Quad `q` of the constants and of the arena, texel `q` of their views
-    // (each as many texels as its buffer has quads), clamped into them as
-    // every index is.
+    // Quad `q` of the constants and of the arena, texel `q` of their views,
+    // clamped into the view as every index is into its buffer.
     (
         "constant_quad",
-        "fn constant_quad(q: u32) -> vec4<u32> { return textureLoad(constants_texels, min(q, arrayLength(&constants) / 4u - 1u), 0); }\n",
+        "fn constant_quad(q: u32) -> vec4<u32> { return textureLoad(constants_texels, min(q, textureDimensions(constants_texels) - 1u), 0); }\n",
     ),
     (
         "arena_quad",
-        "fn arena_quad(q: u32) -> vec4<u32> { return textureLoad(arena_texels, min(q, arrayLength(&arena_quads) - 1u), 0); }\n",
+        "fn arena_quad(q: u32) -> vec4<u32> { return textureLoad(arena_texels, min(q, textureDimensions(arena_texels) - 1u), 0); }\n",
     ),
     (
         "is_nan",

@@ -196,13 +196,13 @@ pub(crate) fn upload_constants(
     Ok(constants)
 }
 
-/// A view of the whole of `buffer` as `R32G32B32A32_UINT` texels, one quad
-/// of 32-bit words each (a uniform texel buffer): shaders fetch quads
-/// through it for all lanes at once, where devices such as lavapipe load
-/// storage buffers lane by lane. `buffer` was made for
-/// `UNIFORM_TEXEL_BUFFER` use, is whole quads long and has at most
-/// maxTexelBufferElements of them (`DeviceProgram::check`); the caller
-/// destroys the view before the buffer.
+/// A view of `buffer` as `R32G32B32A32_UINT` texels, one quad of 32-bit
+/// words each (a uniform texel buffer), as many of its quads as the
+/// device's maxTexelBufferElements allows: shaders fetch quads through it
+/// for all lanes at once, where devices such as lavapipe load storage
+/// buffers lane by lane. `buffer` was made for `UNIFORM_TEXEL_BUFFER` use
+/// and is whole quads long; the caller destroys the view before the
+/// buffer.
 pub(crate) fn quad_texels(
     device: &VulkanDevice,
     buffer: &Buffer,
@@ -211,7 +211,11 @@ pub(crate) fn quad_texels(
         .buffer(buffer.handle)
         .format(vk::Format::R32G32B32A32_UINT)
         .offset(0)
-        .range(buffer.bytes);
+        .range(
+            buffer
+                .bytes
+                .min(16 * u64::from(device.limits().max_texel_buffer_elements)),
+        );
     // SAFETY: a plain object creation with a valid create-info (above).
     unsafe { device.raw().create_buffer_view(&info, None) }.map_err(failed("vkCreateBufferView"))
 }

@@ -17,7 +17,8 @@ use super::spirv::{self, SpirvError};
 /// 32-bit words; binding 2 is the arena again, read and written as 16-byte
 /// quads (one load for four words); bindings 3 and 4 are the constants and
 /// the arena again as uniform texel buffers of `R32G32B32A32_UINT` texels,
-/// quad `q` texel `q`, which shaders fetch quads through.
+/// quad `q` texel `q` (as many of the buffer's quads as the device's
+/// `maxTexelBufferElements` allows), which shaders fetch quads through.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceProgram {
     pub arena_bytes: u64,
@@ -31,6 +32,8 @@ pub struct DeviceProgram {
     /// A run, in order: device segments, which together hold every
     /// dispatch in order, and host segments between them.
     pub segments: Vec<Segment>,
+    /// The most texels the shaders fetch through one texel buffer view.
+    pub texels: u64,
 }
 
 /// A part of a run.
@@ -151,13 +154,9 @@ pub enum ProgramError {
     },
 
     #[error(
-        "the {buffer} is {texels} texels of 16 bytes, above the device's maxTexelBufferElements of {limit}"
+        "the shaders fetch {texels} texels of 16 bytes through one view, above the device's maxTexelBufferElements of {limit}"
     )]
-    TooManyTexels {
-        buffer: &'static str,
-        texels: u64,
-        limit: u32,
-    },
+    TooManyTexels { texels: u64, limit: u32 },
 
     #[error(
         "the {buffer} needs a buffer of {bytes} bytes, above the device's {limit_name} of {limit}"
@@ -213,6 +212,12 @@ impl DeviceProgram {
         check_buffer("arena", self.arena_bytes, limits)?;
         let constant_bytes = self.constants.len() as u64;
         check_buffer("constants", constant_bytes, limits)?;
+        if self.texels > u64::from(limits.max_texel_buffer_elements) {
+            return Err(ProgramError::TooManyTexels {
+                texels: self.texels,
+                limit: limits.max_texel_buffer_elements,
+            });
+        }
         Ok(())
     }
 }
@@ -323,15 +328,6 @@ fn check_buffer(
     if needed > host {
         return Err(too_large("host address space", host));
     }
-    // Shaders see the whole buffer as texels too.
-    let texels = needed / 16;
-    if texels > u64::from(limits.max_texel_buffer_elements) {
-        return Err(ProgramError::TooManyTexels {
-            buffer,
-            texels,
-            limit: limits.max_texel_buffer_elements,
-        });
-    }
     Ok(())
 }
 
@@ -357,6 +353,7 @@ mod tests {
             shaders: vec![compute_shader([64, 1, 1])],
             dispatches: dispatches.to_vec(),
             segments: vec![Segment::Device(0..dispatches.len())],
+            texels: 0,
         }
     }
 
@@ -483,31 +480,19 @@ mod tests {
     }
 
     #[test]
-    fn refuses_buffers_beyond_the_texel_limit() {
+    fn refuses_more_texels_than_a_view_holds() {
         let two_texels = DeviceLimits {
             max_texel_buffer_elements: 2,
             ..LIMITS
         };
         let mut fits = program(&[]);
-        fits.arena_bytes = 32;
-        fits.constants = vec![0; 32];
+        fits.texels = 2;
         assert_eq!(fits.check(&two_texels), Ok(()));
         let mut large = fits.clone();
-        large.constants = vec![0; 33];
+        large.texels = 3;
         assert_eq!(
             large.check(&two_texels),
             Err(ProgramError::TooManyTexels {
-                buffer: "constants",
-                texels: 3,
-                limit: 2,
-            })
-        );
-        large = fits.clone();
-        large.arena_bytes = 48;
-        assert_eq!(
-            large.check(&two_texels),
-            Err(ProgramError::TooManyTexels {
-                buffer: "arena",
                 texels: 3,
                 limit: 2,
             })
