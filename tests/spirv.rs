@@ -568,6 +568,33 @@ fn storage_reads_give_the_texel_reads_bits() {
     }
 }
 
+/// small_cnn's 3x3 convolution on a channels-last input of 16 channels
+/// reads its input a quad of channels at a time (the corpus program passes
+/// on the device in `vulkan_corpus_and_mobilenet_v2_pass_on_the_device`).
+#[test]
+fn channels_last_convolutions_read_quads_of_input_channels() {
+    let Some(corpus) = corpus_for("channels_last_convolutions_read_quads_of_input_channels") else {
+        return;
+    };
+    let (dir, manifest) = emit_spirv(&corpus.join("small_cnn.vulkan.bpte"));
+    let shaders = manifest["methods"][0]["shaders"]
+        .as_array()
+        .expect("shaders");
+    let windows_over_quads = shaders
+        .iter()
+        .map(|shader| {
+            std::fs::read_to_string(dir.path().join(shader["wgsl"].as_str().expect("a name")))
+                .expect("the shader's WGSL")
+        })
+        .filter(|wgsl| {
+            wgsl.contains("for (var k1 = 0u; k1 < 3u;")
+                && wgsl.contains("ci < 16u; ci = ci + 4u")
+                && wgsl.contains("v0[3]")
+        })
+        .count();
+    assert_eq!(windows_over_quads, 1);
+}
+
 /// Checks how each dispatch of `method` (emitted into `dir`) that reads
 /// quads of the arena reads them, counting those of one kernel and those
 /// of several in `reads`.

@@ -891,7 +891,7 @@ fn batch_norm(
 /// computes up to [`BLOCK`] output channels of one group (each input
 /// element loaded once for all of them) at [`SPAN`] neighbouring positions
 /// (each filter tap loaded once for all of them); each element sums in the
-/// order of a direct convolution's loops.
+/// same order whatever the blocking ([`Conv::sums`]).
 fn convolution(
     [x, w]: [&Tensor; 2],
     [bias, residual]: [Option<Tensor>; 2],
@@ -1110,7 +1110,12 @@ impl Conv<'_> {
     /// one channel each, read a quad at a time), at `span` neighbouring
     /// positions along the last spatial dimension (one for a transposed
     /// convolution), and their values: the channels at each position in
-    /// turn.
+    /// turn. Where the input's channels and the filter's output channels
+    /// both come in quads (a channels-last input, `count` a multiple of
+    /// four), each tap reads a quad of input channels at once, a quarter
+    /// of the loads: the sums then go over quads of input channels, the
+    /// taps, and the quad's four channels, in that order (else the
+    /// channels, then the taps), whatever the block.
     fn sums(
         &self,
         c: &[String],
@@ -1131,9 +1136,17 @@ impl Conv<'_> {
         for k in 0..count * span {
             let _ = writeln!(code, "    var acc{k} = 0.0f;");
         }
+        // Quads of input channels (`step` of them per iteration).
+        let channel_quads = !quads
+            && op.transposed.is_none()
+            && in_per_group.is_multiple_of(4)
+            && x.quads_along(1)
+            && w.quads_along(0)
+            && count.is_multiple_of(4);
+        let step = if channel_quads { 4 } else { 1 };
         let _ = writeln!(
             code,
-            "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + 1u) {{
+            "    for (var ci = 0u; ci < {in_per_group}u; ci = ci + {step}u) {{
         let channel = group * {in_per_group}u + ci;"
         );
         let window = Window {
@@ -1158,9 +1171,9 @@ impl Conv<'_> {
             &window,
         )?);
         let mut indent = "    ".repeat(looped + 2);
-        let filter = |channel: &str, quad: bool| {
+        let filter = |channel: &str, quad: bool, ci: &str| {
             let mut filter = match op.transposed {
-                None => vec![channel.to_string(), "ci".into()],
+                None => vec![channel.to_string(), ci.to_string()],
                 Some(_) => vec!["channel".into(), format!("({channel} % {out_per_group}u)")],
             };
             filter.extend((0..rank).map(|d| format!("k{d}")));
@@ -1237,17 +1250,28 @@ impl Conv<'_> {
         // The output channels' taps, a quad of channels at a time where the
         // filter allows (always for `quads`).
         let filter_quads = !window.transposed && w.quads_along(0) && count.is_multiple_of(4);
-        for j in 0..count {
-            let channel = in_block(c, 1, j)[1].clone();
-            if !filter_quads {
-                let _ = writeln!(code, "{indent}let w{j} = {};", filter(&channel, false));
-            } else if j % 4 == 0 {
-                let _ = writeln!(code, "{indent}let w{j} = {};", filter(&channel, true));
+        for sub in 0..step {
+            for j in 0..count {
+                let channel = in_block(c, 1, j)[1].clone();
+                let ci = format!("(ci + {sub}u)");
+                if !filter_quads {
+                    let _ = writeln!(
+                        code,
+                        "{indent}let w{sub}_{j} = {};",
+                        filter(&channel, false, &ci)
+                    );
+                } else if j % 4 == 0 {
+                    let _ = writeln!(
+                        code,
+                        "{indent}let w{sub}_{j} = {};",
+                        filter(&channel, true, &ci)
+                    );
+                }
             }
         }
-        let tap = |j: usize| match filter_quads {
-            true => format!("w{}[{}]", j - j % 4, j % 4),
-            false => format!("w{j}"),
+        let tap = |sub: usize, j: usize| match filter_quads {
+            true => format!("w{sub}_{}[{}]", j - j % 4, j % 4),
+            false => format!("w{sub}_{j}"),
         };
         for q in 0..span {
             let mut at = input.clone();
@@ -1272,19 +1296,23 @@ impl Conv<'_> {
                 );
                 inner.push_str("    ");
             }
-            let (load, component): (String, fn(usize) -> String) = match quads {
-                true => (x.load_quad(&x.offset_at(&at)), |j| format!("[{j}]")),
-                false => (x.load(&x.offset_at(&at)), |_| String::new()),
-            };
+            let (load, component): (String, fn(usize, usize) -> String) =
+                match (quads, channel_quads) {
+                    (true, _) => (x.load_quad(&x.offset_at(&at)), |j, _| format!("[{j}]")),
+                    (false, true) => (x.load_quad(&x.offset_at(&at)), |_, sub| format!("[{sub}]")),
+                    (false, false) => (x.load(&x.offset_at(&at)), |_, _| String::new()),
+                };
             let _ = writeln!(code, "{inner}let v{q} = {load};");
-            for j in 0..count {
-                let k = q * count + j;
-                let _ = writeln!(
-                    code,
-                    "{inner}acc{k} = fma(v{q}{}, {}, acc{k});",
-                    component(j),
-                    tap(j)
-                );
+            for sub in 0..step {
+                for j in 0..count {
+                    let k = q * count + j;
+                    let _ = writeln!(
+                        code,
+                        "{inner}acc{k} = fma(v{q}{}, {}, acc{k});",
+                        component(j, sub),
+                        tap(sub, j)
+                    );
+                }
             }
             if checked {
                 let _ = writeln!(code, "{indent}}}");
