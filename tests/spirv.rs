@@ -299,6 +299,7 @@ fn emitted_shaders_pass_spirv_val() {
     for file in &files {
         let (dir, manifest) = emit_spirv(file);
         assert_eq!(manifest["target_env"], "vulkan1.1");
+        assert_eq!(manifest["format"], "ptec-spirv-2");
         for method in manifest["methods"].as_array().expect("methods") {
             let shaders = method["shaders"].as_array().expect("shaders");
             assert!(!shaders.is_empty(), "{}: no shaders", file.display());

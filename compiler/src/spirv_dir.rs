@@ -117,7 +117,7 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
         }));
     }
     let manifest = json!({
-        "format": "ptec-spirv-1",
+        "format": "ptec-spirv-2",
         "target_env": "vulkan1.1",
         "descriptor_set": 0,
         "methods": manifests,

@@ -1251,22 +1251,11 @@ impl Conv<'_> {
         // filter allows (always for `quads`).
         let filter_quads = !window.transposed && w.quads_along(0) && count.is_multiple_of(4);
         for sub in 0..step {
-            for j in 0..count {
+            for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
                 let channel = in_block(c, 1, j)[1].clone();
                 let ci = format!("(ci + {sub}u)");
-                if !filter_quads {
-                    let _ = writeln!(
-                        code,
-                        "{indent}let w{sub}_{j} = {};",
-                        filter(&channel, false, &ci)
-                    );
-                } else if j % 4 == 0 {
-                    let _ = writeln!(
-                        code,
-                        "{indent}let w{sub}_{j} = {};",
-                        filter(&channel, true, &ci)
-                    );
-                }
+                let load = filter(&channel, filter_quads, &ci);
+                let _ = writeln!(code, "{indent}let w{sub}_{j} = {load};");
             }
         }
         let tap = |sub: usize, j: usize| match filter_quads {

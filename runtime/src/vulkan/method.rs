@@ -1,9 +1,8 @@
-//! A [`DeviceProgram`] made ready to run on a device: its buffers (and
-//! their views as texels), one
-//! compute pipeline per shader, the descriptor set every shader sees, and
-//! one command buffer per device segment, recorded once and submitted on
-//! every run (one per dispatch, each timed, when the method is profiled:
-//! [`DeviceMethod::profiled`]).
+//! A [`DeviceProgram`] made ready to run on a device: its buffers and their
+//! views as texels, one compute pipeline per shader, the descriptor set
+//! every shader sees, and one command buffer per device segment, recorded
+//! once and submitted on every run (one per dispatch, each timed, when the
+//! method is profiled: [`DeviceMethod::profiled`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -216,8 +215,8 @@ impl DeviceMethod {
     }
 
     /// The bytes of device memory the method holds in buffers (the arena
-    /// and constants, each rounded up to whole quads) and in the constants'
-    /// image.
+    /// and constants, each rounded up to whole quads; their texel views
+    /// hold none of their own).
     pub fn buffer_bytes(&self) -> u64 {
         self.arena.bytes + self.constants.bytes
     }
