@@ -240,6 +240,26 @@ fn control_flow_runs_on_the_cpu_and_dynamic_shapes_are_named() {
     );
 }
 
+/// A program the back end refuses says why, before it says that no Vulkan
+/// device opens (the loader pointed at no driver): shaders are generated
+/// for a device's texel limit, but not after looking for one first.
+#[test]
+fn a_refusal_comes_before_a_missing_device() {
+    let dynamic = repo_dir().join("tests/fixtures/dyn_batch.portable.bpte");
+    let output = Command::new(env!("CARGO_BIN_EXE_ptec"))
+        .args(["run", "--backend", "vulkan", path_str(&dynamic)])
+        .env("VK_ICD_FILENAMES", "/nonexistent/ptec-no-driver.json")
+        .env_remove("VK_INSTANCE_LAYERS")
+        .output()
+        .expect("the ptec binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("not supported yet on the Vulkan backend: dynamic shapes"),
+        "{stderr}"
+    );
+}
+
 /// Why each kernel of the first method in `--emit spirv`'s `manifest`
 /// runs on the CPU, in order (none when every kernel runs on the device).
 fn cpu_reasons(manifest: &serde_json::Value) -> Vec<&str> {

@@ -179,11 +179,17 @@ fn instance<'a>(
         }
         Backend::Aot => load_shared_object(graph, options)?,
         Backend::Vulkan => {
-            // Shaders for this device's texel buffer views.
-            let device = vulkan_device()?;
-            let texels = u64::from(device.limits().max_texel_buffer_elements)
-                .min(options.codegen.vulkan_texels);
+            // Shaders for this device's texel buffer views; what the back
+            // end refuses is said before a missing device is.
+            let device = vulkan_device();
+            let texels = device
+                .as_ref()
+                .map_or(options.codegen.vulkan_texels, |device| {
+                    u64::from(device.limits().max_texel_buffer_elements)
+                        .min(options.codegen.vulkan_texels)
+                });
             let compiled = vulkan_within(graph, &options.limits, texels)?;
+            let device = device?;
             // The kernels no shader runs are the JIT's, on the same arena
             // (with their scratch memory after the plan's).
             let segments = compiled.cpu_segments();
