@@ -1136,13 +1136,12 @@ impl Conv<'_> {
         for k in 0..count * span {
             let _ = writeln!(code, "    var acc{k} = 0.0f;");
         }
-        // Quads of input channels (`step` of them per iteration).
-        let channel_quads = !quads
-            && op.transposed.is_none()
-            && in_per_group.is_multiple_of(4)
-            && x.quads_along(1)
-            && w.quads_along(0)
-            && count.is_multiple_of(4);
+        // The output channels' taps, a quad of channels at a time where the
+        // filter allows (always for `quads`); then a quad of input channels
+        // per tap too where the input allows (`step` channels an iteration).
+        let filter_quads = op.transposed.is_none() && w.quads_along(0) && count.is_multiple_of(4);
+        let channel_quads =
+            !quads && filter_quads && in_per_group.is_multiple_of(4) && x.quads_along(1);
         let step = if channel_quads { 4 } else { 1 };
         let _ = writeln!(
             code,
@@ -1247,9 +1246,6 @@ impl Conv<'_> {
             let _ = writeln!(code, "{indent}{}", open_taps(last, taps, window.unpadded));
             indent.push_str("    ");
         }
-        // The output channels' taps, a quad of channels at a time where the
-        // filter allows (always for `quads`).
-        let filter_quads = !window.transposed && w.quads_along(0) && count.is_multiple_of(4);
         for sub in 0..step {
             for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
                 let channel = in_block(c, 1, j)[1].clone();

@@ -410,10 +410,10 @@ pub fn compile_vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod
         .collect();
     // The constants buffer holds what the shaders read only.
     let layout = Layout::new(graph, &on_device);
-    let quads = [layout.bytes.len() as u64 / 16, abi.arena_bytes.div_ceil(16)];
+    let [constants, arena] = [layout.bytes.len() as u64 / 16, abi.arena_bytes.div_ceil(16)];
     let texels = Texels {
-        constants: quads[0] <= max_texels,
-        arena: quads[1] <= max_texels,
+        constants: constants <= max_texels,
+        arena: arena <= max_texels,
     };
     let mut shaders = Shaders::default();
     let mut segments: Vec<VulkanSegment> = Vec::new();
@@ -451,10 +451,10 @@ pub fn compile_vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod
         // labels and jumps included.
         *nodes = graph.schedule().to_vec();
     }
-    let fetched = [texels.constants, texels.arena]
+    // The larger of the buffers fetched as texels.
+    let fetched = [constants, arena]
         .into_iter()
-        .zip(quads)
-        .filter_map(|(fetched, quads)| fetched.then_some(quads))
+        .filter(|&quads| quads <= max_texels)
         .max()
         .unwrap_or(0);
     Ok(VulkanMethod {

@@ -40,7 +40,9 @@ pub(super) fn texel_buffers(words: Vec<u32>) -> Vec<u32> {
     let mut out = Vec::with_capacity(words.len());
     out.extend_from_slice(&words[..instructions.first().map_or(words.len(), |first| first.at)]);
     for Instruction { at, op, count } in instructions {
-        let mut instruction = words[at..at + count].to_vec();
+        let start = out.len();
+        out.extend_from_slice(&words[at..at + count]);
+        let instruction = &mut out[start..];
         match op {
             spec::CAPABILITY if instruction[1] == spec::CAPABILITY_SAMPLED_1D => {
                 instruction[1] = spec::CAPABILITY_SAMPLED_BUFFER;
@@ -51,16 +53,15 @@ pub(super) fn texel_buffers(words: Vec<u32>) -> Vec<u32> {
             spec::IMAGE_FETCH
                 if count == spec::FETCH_WORDS + 2 && instruction[5] == spec::OPERANDS_LOD =>
             {
-                instruction.truncate(spec::FETCH_WORDS);
                 instruction[0] = ((spec::FETCH_WORDS as u32) << 16) | spec::IMAGE_FETCH;
+                out.truncate(start + spec::FETCH_WORDS);
             }
             spec::IMAGE_QUERY_SIZE_LOD if count == spec::QUERY_WORDS + 1 => {
-                instruction.truncate(spec::QUERY_WORDS);
                 instruction[0] = ((spec::QUERY_WORDS as u32) << 16) | spec::IMAGE_QUERY_SIZE;
+                out.truncate(start + spec::QUERY_WORDS);
             }
             _ => {}
         }
-        out.extend_from_slice(&instruction);
     }
     out
 }
