@@ -1092,11 +1092,11 @@ impl Conv<'_> {
                 x.load_quad(&x.offset_at(&at))
             );
         }
-        for s in 0..4 {
-            for q in 0..span {
-                for (j, tap) in taps.iter().enumerate() {
-                    let k = q * count + j;
-                    let _ = writeln!(code, "        acc{k} = fma(v{q}[{s}], {}, acc{k});", tap[s]);
+        for q in 0..span {
+            for (j, tap) in taps.iter().enumerate() {
+                let k = q * count + j;
+                for (s, tap) in tap.iter().enumerate() {
+                    let _ = writeln!(code, "        acc{k} = fma(v{q}[{s}], {tap}, acc{k});");
                 }
             }
         }
@@ -1288,9 +1288,9 @@ impl Conv<'_> {
                     (false, false) => (x.load(&x.offset_at(&at)), |_, _| String::new()),
                 };
             let _ = writeln!(code, "{inner}let v{q} = {load};");
-            for sub in 0..step {
-                for j in 0..count {
-                    let k = q * count + j;
+            for j in 0..count {
+                let k = q * count + j;
+                for sub in 0..step {
                     let _ = writeln!(
                         code,
                         "{inner}acc{k} = fma(v{q}{}, {}, acc{k});",
