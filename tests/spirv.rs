@@ -601,6 +601,29 @@ fn channels_last_convolutions_read_quads_of_input_channels() {
     assert_eq!(windows_over_quads, 1);
 }
 
+/// mobilenet_v2's first convolution, on an NCHW image of three channels,
+/// reads the columns its windows cover as quads of a row (three quads for
+/// the nine columns of four stride-2 positions' 3-tap windows), not a word
+/// per tap and position.
+#[test]
+fn image_convolutions_read_rows_as_quads() {
+    let Some(corpus) = corpus_for("image_convolutions_read_rows_as_quads") else {
+        return;
+    };
+    let (dir, manifest) = emit_spirv(&corpus.join("mobilenet_v2.vulkan.bpte"));
+    let method = &manifest["methods"][0];
+    let first = &method["dispatches"][0];
+    let shader = &method["shaders"][first["shader"].as_u64().expect("a shader") as usize];
+    let wgsl = shader_wgsl(&dir, shader);
+    assert!(wgsl.contains("for (var ci = 0u; ci < 3u;"), "{wgsl}");
+    let rows: Vec<&str> = wgsl
+        .lines()
+        .filter(|line| line.contains("arena_quad(") && line.contains("u32(first - 3i + "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{wgsl}");
+    assert!(!wgsl.contains("bitcast<f32>(arena["), "{wgsl}");
+}
+
 /// Checks how each dispatch of `method` (emitted into `dir`) that reads
 /// quads of the arena reads them, counting those of one kernel and those
 /// of several in `reads`.

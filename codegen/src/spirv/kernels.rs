@@ -948,8 +948,9 @@ enum Shape {
     Direct(u64),
 }
 
-/// The most input columns a depthwise kernel loads for one row of its
-/// windows at once ([`Conv::sums`]).
+/// The most input columns a depthwise kernel, or a direct one on rows
+/// read as quads, loads for one row of its windows at once
+/// ([`Conv::sums`]).
 const MAX_COLUMNS: u64 = 24;
 
 /// A convolution's operands, for [`Conv::sums`].
@@ -1170,12 +1171,15 @@ impl Conv<'_> {
             &window,
         )?);
         let mut indent = "    ".repeat(looped + 2);
-        let filter = |channel: &str, quad: bool, ci: &str| {
+        // The filter's tap at input channel `ci` and window position
+        // `k0, k1, ..`, the last one `last_tap`.
+        let filter = |channel: &str, quad: bool, ci: &str, last_tap: &str| {
             let mut filter = match op.transposed {
                 None => vec![channel.to_string(), ci.to_string()],
                 Some(_) => vec!["channel".into(), format!("({channel} % {out_per_group}u)")],
             };
-            filter.extend((0..rank).map(|d| format!("k{d}")));
+            filter.extend((0..rank - 1).map(|d| format!("k{d}")));
+            filter.push(last_tap.to_string());
             match quad {
                 true => w.load_quad(&w.offset_at(&filter)),
                 false => w.load(&w.offset_at(&filter)),
@@ -1224,18 +1228,74 @@ impl Conv<'_> {
                             format!("acc{acc} = fma(x{m}[{j}], tap{k}[{j}], acc{acc}); ")
                         })
                         .collect();
-                    match window.unpadded {
-                        true => {
-                            let _ = writeln!(code, "{indent}{}", update.trim_end());
-                        }
-                        false => {
-                            let _ = writeln!(
-                                code,
-                                "{indent}if (first + {m}i >= 0i && first + {m}i < {width}) {{ {}}}",
-                                update
-                            );
-                        }
-                    }
+                    let _ = writeln!(
+                        code,
+                        "{indent}{}",
+                        in_columns(m, &width, window.unpadded, &update)
+                    );
+                }
+            }
+            let _ = writeln!(code, "{}    }}", close_loops(looped));
+            let values = self.finish(&mut code, c, count, span);
+            return Ok((code, values));
+        }
+        // The name of tap `j`'s filter element loaded as `w{sub}_..`.
+        let tap = |sub: usize, j: usize| match filter_quads {
+            true => format!("w{sub}_{}[{}]", j - j % 4, j % 4),
+            false => format!("w{sub}_{j}"),
+        };
+        // A direct convolution whose input rows are contiguous (an image in
+        // NCHW, the first convolution of most networks): the columns the
+        // span's windows cover read as quads, from the quad-aligned column
+        // before the first (the spans start at a fixed remainder modulo
+        // four), instead of a word per tap and position.
+        let lead = (-(op.padding[last] as i64)).rem_euclid(4) as u64;
+        let row_quads = (lead + columns).div_ceil(4);
+        if !quads
+            && !channel_quads
+            && !window.transposed
+            && x.quads_along(2 + last)
+            && (span as u64 * stride).is_multiple_of(4)
+            && row_quads * 4 <= MAX_COLUMNS
+        {
+            let _ = writeln!(
+                code,
+                "{indent}let first = i32({} * {stride}u) - {};",
+                c[2 + last],
+                int(op.padding[last] as i64)?
+            );
+            for m in 0..row_quads {
+                let mut at = input.clone();
+                at.push(format!("u32(first - {lead}i + {}i)", 4 * m));
+                let _ = writeln!(
+                    code,
+                    "{indent}let x{m} = {};",
+                    x.load_quad(&x.offset_at(&at))
+                );
+            }
+            let width = int(x.sizes[2 + last] as i64)?;
+            for k in 0..taps {
+                for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
+                    let channel = in_block(c, 1, j)[1].clone();
+                    let load = filter(&channel, filter_quads, "ci", &format!("{k}u"));
+                    let _ = writeln!(code, "{indent}let w{k}_{j} = {load};");
+                }
+                for q in 0..span as u64 {
+                    let m = q * stride + k * dilation;
+                    let word = lead + m;
+                    let update: String = (0..count)
+                        .map(|j| {
+                            let acc = q as usize * count + j;
+                            let (quad, word) = (word / 4, word % 4);
+                            let w = tap(k as usize, j);
+                            format!("acc{acc} = fma(x{quad}[{word}], {w}, acc{acc}); ")
+                        })
+                        .collect();
+                    let _ = writeln!(
+                        code,
+                        "{indent}{}",
+                        in_columns(m, &width, window.unpadded, &update)
+                    );
                 }
             }
             let _ = writeln!(code, "{}    }}", close_loops(looped));
@@ -1250,14 +1310,10 @@ impl Conv<'_> {
             for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
                 let channel = in_block(c, 1, j)[1].clone();
                 let ci = format!("(ci + {sub}u)");
-                let load = filter(&channel, filter_quads, &ci);
+                let load = filter(&channel, filter_quads, &ci, &format!("k{last}"));
                 let _ = writeln!(code, "{indent}let w{sub}_{j} = {load};");
             }
         }
-        let tap = |sub: usize, j: usize| match filter_quads {
-            true => format!("w{sub}_{}[{}]", j - j % 4, j % 4),
-            false => format!("w{sub}_{j}"),
-        };
         for q in 0..span {
             let mut at = input.clone();
             let mut inner = indent.clone();
@@ -1593,6 +1649,16 @@ fn window_loops(
         names.push(format!("u32(i{d})"));
     }
     Ok(names)
+}
+
+/// The statements `update` of the input column `first + m` of a row
+/// [`Conv::sums`] loaded at once, run only where the column is inside the
+/// row of `width` (always, for a window that is never padded).
+fn in_columns(m: u64, width: &str, unpadded: bool, update: &str) -> String {
+    match unpadded {
+        true => update.trim_end().to_string(),
+        false => format!("if (first + {m}i >= 0i && first + {m}i < {width}) {{ {update}}}"),
+    }
 }
 
 /// The opening of the loop over the `taps` taps `k{d}` of a window's
