@@ -1190,83 +1190,56 @@ impl Conv<'_> {
         // The input columns the span's windows cover along the last
         // dimension.
         let columns = (span as u64 - 1) * stride + (taps - 1) * dilation + 1;
-        if quads && columns <= MAX_COLUMNS {
-            // Each covered column loaded once for every tap and position
-            // that reads it, and each tap once for the span.
-            let _ = writeln!(
-                code,
-                "{indent}let first = i32({} * {stride}u) - {};",
-                c[2 + last],
-                int(op.padding[last] as i64)?
-            );
-            for k in 0..taps {
-                let mut at = vec![c[1].clone(), "ci".into()];
-                at.extend((0..last).map(|d| format!("k{d}")));
-                at.push(format!("{k}u"));
-                let _ = writeln!(
-                    code,
-                    "{indent}let tap{k} = {};",
-                    w.load_quad(&w.offset_at(&at))
-                );
-            }
-            for m in 0..columns {
-                let mut at = input.clone();
-                at.push(format!("u32(first + {m}i)"));
-                let _ = writeln!(
-                    code,
-                    "{indent}let x{m} = {};",
-                    x.load_quad(&x.offset_at(&at))
-                );
-            }
-            let width = int(x.sizes[2 + last] as i64)?;
-            for k in 0..taps {
-                for q in 0..span as u64 {
-                    let m = q * stride + k * dilation;
-                    let update: String = (0..4)
-                        .map(|j| {
-                            let acc = q as usize * count + j;
-                            format!("acc{acc} = fma(x{m}[{j}], tap{k}[{j}], acc{acc}); ")
-                        })
-                        .collect();
-                    let _ = writeln!(
-                        code,
-                        "{indent}{}",
-                        in_columns(m, &width, window.unpadded, &update)
-                    );
-                }
-            }
-            let _ = writeln!(code, "{}    }}", close_loops(looped));
-            let values = self.finish(&mut code, c, count, span);
-            return Ok((code, values));
-        }
         // The name of tap `j`'s filter element loaded as `w{sub}_..`.
         let tap = |sub: usize, j: usize| match filter_quads {
             true => format!("w{sub}_{}[{}]", j - j % 4, j % 4),
             false => format!("w{sub}_{j}"),
         };
-        // A direct convolution whose input rows are contiguous (an image in
-        // NCHW, the first convolution of most networks): the columns the
-        // span's windows cover read as quads, from the quad-aligned column
-        // before the first (the spans start at a fixed remainder modulo
-        // four), instead of a word per tap and position.
+        // The input columns a row of the span's windows covers, each loaded
+        // once for every tap and position that reads it: quads of channels
+        // (a depthwise convolution's), or the quads of a contiguous row (an
+        // image in NCHW, the first convolution of most networks) from the
+        // quad-aligned column before the first, the spans starting at a
+        // fixed remainder modulo four; a word per tap and position
+        // otherwise.
         let lead = (-(op.padding[last] as i64)).rem_euclid(4) as u64;
-        let row_quads = (lead + columns).div_ceil(4);
-        if !quads
-            && !channel_quads
-            && !window.transposed
-            && x.quads_along(2 + last)
-            && (span as u64 * stride).is_multiple_of(4)
-            && row_quads * 4 <= MAX_COLUMNS
-        {
+        let row_quads = match quads {
+            true => None,
+            false => Some((lead + columns).div_ceil(4)),
+        };
+        let covered = match row_quads {
+            None => columns <= MAX_COLUMNS,
+            Some(row_quads) => {
+                row_quads * 4 <= MAX_COLUMNS
+                    && !channel_quads
+                    && !window.transposed
+                    && x.quads_along(2 + last)
+                    && (span as u64 * stride).is_multiple_of(4)
+            }
+        };
+        if covered {
             let _ = writeln!(
                 code,
                 "{indent}let first = i32({} * {stride}u) - {};",
                 c[2 + last],
                 int(op.padding[last] as i64)?
             );
-            for m in 0..row_quads {
+            for k in 0..taps {
+                for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
+                    let channel = match quads {
+                        true => c[1].clone(),
+                        false => in_block(c, 1, j)[1].clone(),
+                    };
+                    let load = filter(&channel, filter_quads, "ci", &format!("{k}u"));
+                    let _ = writeln!(code, "{indent}let w{k}_{j} = {load};");
+                }
+            }
+            for m in 0..row_quads.unwrap_or(columns) {
                 let mut at = input.clone();
-                at.push(format!("u32(first - {lead}i + {}i)", 4 * m));
+                at.push(match row_quads {
+                    None => format!("u32(first + {m}i)"),
+                    Some(_) => format!("u32(first - {lead}i + {}i)", 4 * m),
+                });
                 let _ = writeln!(
                     code,
                     "{indent}let x{m} = {};",
@@ -1275,20 +1248,17 @@ impl Conv<'_> {
             }
             let width = int(x.sizes[2 + last] as i64)?;
             for k in 0..taps {
-                for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
-                    let channel = in_block(c, 1, j)[1].clone();
-                    let load = filter(&channel, filter_quads, "ci", &format!("{k}u"));
-                    let _ = writeln!(code, "{indent}let w{k}_{j} = {load};");
-                }
                 for q in 0..span as u64 {
                     let m = q * stride + k * dilation;
-                    let word = lead + m;
                     let update: String = (0..count)
                         .map(|j| {
                             let acc = q as usize * count + j;
-                            let (quad, word) = (word / 4, word % 4);
+                            let x = match row_quads {
+                                None => format!("x{m}[{j}]"),
+                                Some(_) => format!("x{}[{}]", (lead + m) / 4, (lead + m) % 4),
+                            };
                             let w = tap(k as usize, j);
-                            format!("acc{acc} = fma(x{quad}[{word}], {w}, acc{acc}); ")
+                            format!("acc{acc} = fma({x}, {w}, acc{acc}); ")
                         })
                         .collect();
                     let _ = writeln!(
