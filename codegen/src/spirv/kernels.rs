@@ -1761,12 +1761,13 @@ fn matmul(
                 }
             }
         }
-        for (s, step_values) in right.iter().enumerate() {
-            for (q, b_value) in step_values.iter().enumerate() {
-                for (j, row_values) in left.iter().enumerate() {
+        // Each sum over the depth's steps in a row, as the convolutions'.
+        for q in 0..span {
+            for (j, row_values) in left.iter().enumerate() {
+                for (s, step_values) in right.iter().enumerate() {
                     let update = step
                         .replace("{a}", &row_values[s])
-                        .replace("{b}", b_value)
+                        .replace("{b}", &step_values[q])
                         .replace("{acc}", &format!("acc{}", q * count + j));
                     let _ = writeln!(code, "        acc{} = {update};", q * count + j);
                 }
