@@ -1190,7 +1190,8 @@ impl Conv<'_> {
         // The input columns the span's windows cover along the last
         // dimension.
         let columns = (span as u64 - 1) * stride + (taps - 1) * dilation + 1;
-        // The name of tap `j`'s filter element loaded as `w{sub}_..`.
+        // The filter element of the block's output channel `j` among those
+        // loaded as `w{sub}_..` (a quad's component where they are quads).
         let tap = |sub: usize, j: usize| match filter_quads {
             true => format!("w{sub}_{}[{}]", j - j % 4, j % 4),
             false => format!("w{sub}_{j}"),
