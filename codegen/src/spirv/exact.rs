@@ -9,6 +9,8 @@
 //! driver may assume there are none, and NVIDIA's did (a NaN through relu,
 //! clamp or a NaN-keeping max came out a number, a reciprocal of zero NaN).
 
+use super::words::{CAPABILITY, Instruction, instructions};
+
 /// Instruction opcodes (SPIR-V specification, section 3.49).
 mod opcode {
     pub const DECORATE: u32 = 71;
@@ -25,7 +27,6 @@ mod opcode {
     pub fn is_annotation(op: u32) -> bool {
         matches!(op, 71..=75 | 332 | 5632 | 5633)
     }
-    pub const CAPABILITY: u32 = 17;
     pub const EXTENSION: u32 = 10;
     pub const ENTRY_POINT: u32 = 15;
     pub const EXECUTION_MODE: u32 = 16;
@@ -57,7 +58,7 @@ pub(super) fn preserve_special_floats(words: Vec<u32>) -> Vec<u32> {
     };
     for Instruction { at, op, count } in instructions {
         match op {
-            opcode::CAPABILITY => after_capabilities = Some(at + count),
+            CAPABILITY => after_capabilities = Some(at + count),
             opcode::ENTRY_POINT if count >= 3 => {
                 entry_points.push(words[at + 2]);
                 after_entry_points = Some(at + count);
@@ -72,7 +73,7 @@ pub(super) fn preserve_special_floats(words: Vec<u32>) -> Vec<u32> {
     let mut out = Vec::with_capacity(words.len() + 8 + name.len() + 4 * entry_points.len());
     out.extend_from_slice(&words[..capabilities]);
     out.extend_from_slice(&[
-        (2 << 16) | opcode::CAPABILITY,
+        (2 << 16) | CAPABILITY,
         opcode::CAPABILITY_SIGNED_ZERO_INF_NAN_PRESERVE,
     ]);
     out.push(((1 + name.len() as u32) << 16) | opcode::EXTENSION);
@@ -88,36 +89,6 @@ pub(super) fn preserve_special_floats(words: Vec<u32>) -> Vec<u32> {
     }
     out.extend_from_slice(&words[modes..]);
     out
-}
-
-const HEADER_WORDS: usize = 5;
-
-/// Where an instruction of a module starts, its opcode and its length in
-/// words.
-pub(super) struct Instruction {
-    pub(super) at: usize,
-    pub(super) op: u32,
-    pub(super) count: usize,
-}
-
-/// The instructions of a module after its header, or `None` where a word
-/// count is 0 or runs past the end (naga writes no such module).
-pub(super) fn instructions(words: &[u32]) -> Option<Vec<Instruction>> {
-    let mut found = Vec::new();
-    let mut at = HEADER_WORDS;
-    while at < words.len() {
-        let count = (words[at] >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return None;
-        }
-        found.push(Instruction {
-            at,
-            op: words[at] & 0xffff,
-            count,
-        });
-        at += count;
-    }
-    Some(found)
 }
 
 /// Adds the decorations. `words` is a module naga wrote, so its

@@ -1190,6 +1190,16 @@ impl Conv<'_> {
         // The input columns the span's windows cover along the last
         // dimension.
         let columns = (span as u64 - 1) * stride + (taps - 1) * dilation + 1;
+        // The statements loading the block's output channels' filter taps
+        // at input channel `ci` and last window position `last_tap` as
+        // `w{sub}_{j}`, a quad of channels each where the filter allows.
+        let load_taps = |code: &mut String, indent: &str, sub: usize, ci: &str, last_tap: &str| {
+            for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
+                let channel = in_block(c, 1, j)[1].clone();
+                let load = filter(&channel, filter_quads, ci, last_tap);
+                let _ = writeln!(code, "{indent}let w{sub}_{j} = {load};");
+            }
+        };
         // The filter element of the block's output channel `j` among those
         // loaded as `w{sub}_..` (a quad's component where they are quads).
         let tap = |sub: usize, j: usize| match filter_quads {
@@ -1226,14 +1236,7 @@ impl Conv<'_> {
                 int(op.padding[last] as i64)?
             );
             for k in 0..taps {
-                for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
-                    let channel = match quads {
-                        true => c[1].clone(),
-                        false => in_block(c, 1, j)[1].clone(),
-                    };
-                    let load = filter(&channel, filter_quads, "ci", &format!("{k}u"));
-                    let _ = writeln!(code, "{indent}let w{k}_{j} = {load};");
-                }
+                load_taps(&mut code, &indent, k as usize, "ci", &format!("{k}u"));
             }
             for m in 0..row_quads.unwrap_or(columns) {
                 let mut at = input.clone();
@@ -1278,12 +1281,13 @@ impl Conv<'_> {
             indent.push_str("    ");
         }
         for sub in 0..step {
-            for j in (0..count).filter(|j| !filter_quads || j % 4 == 0) {
-                let channel = in_block(c, 1, j)[1].clone();
-                let ci = format!("(ci + {sub}u)");
-                let load = filter(&channel, filter_quads, &ci, &format!("k{last}"));
-                let _ = writeln!(code, "{indent}let w{sub}_{j} = {load};");
-            }
+            load_taps(
+                &mut code,
+                &indent,
+                sub,
+                &format!("(ci + {sub}u)"),
+                &format!("k{last}"),
+            );
         }
         for q in 0..span {
             let mut at = input.clone();

@@ -27,6 +27,7 @@ mod expr;
 mod kernels;
 mod texel;
 mod wgsl;
+mod words;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -452,9 +453,9 @@ pub fn compile_vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod
         *nodes = graph.schedule().to_vec();
     }
     // The larger of the buffers fetched as texels.
-    let fetched = [constants, arena]
+    let fetched = [(texels.constants, constants), (texels.arena, arena)]
         .into_iter()
-        .filter(|&quads| quads <= max_texels)
+        .filter_map(|(viewed, quads)| viewed.then_some(quads))
         .max()
         .unwrap_or(0);
     Ok(VulkanMethod {

@@ -8,11 +8,10 @@
 //! level operand, which buffer images do not take.
 //! The shaders declare no other image, so every fetch reads a texel buffer.
 
-use super::exact::{Instruction, instructions};
+use super::words::{CAPABILITY, Instruction, instructions};
 
 /// Opcodes, operands and enumerants (SPIR-V specification, section 3).
 mod spec {
-    pub const CAPABILITY: u32 = 17;
     pub const TYPE_IMAGE: u32 = 25;
     pub const IMAGE_FETCH: u32 = 95;
     pub const IMAGE_QUERY_SIZE_LOD: u32 = 103;
@@ -44,7 +43,7 @@ pub(super) fn texel_buffers(words: Vec<u32>) -> Vec<u32> {
         out.extend_from_slice(&words[at..at + count]);
         let instruction = &mut out[start..];
         match op {
-            spec::CAPABILITY if instruction[1] == spec::CAPABILITY_SAMPLED_1D => {
+            CAPABILITY if instruction[1] == spec::CAPABILITY_SAMPLED_1D => {
                 instruction[1] = spec::CAPABILITY_SAMPLED_BUFFER;
             }
             spec::TYPE_IMAGE if count > 3 && instruction[3] == spec::DIM_1D => {
@@ -68,8 +67,8 @@ pub(super) fn texel_buffers(words: Vec<u32>) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::exact::instructions;
     use super::super::to_spirv;
+    use super::super::words::{CAPABILITY, instructions};
     use super::spec;
 
     /// A shader fetching a quad of a 1D texture within its size, as the
@@ -91,7 +90,7 @@ fn main() { out[0] = textureLoad(quads, min(3u, textureDimensions(quads) - 1u), 
                 .filter(move |instruction| instruction.op == op)
                 .map(|instruction| &words[instruction.at..instruction.at + instruction.count])
         };
-        let capabilities: Vec<u32> = operands(spec::CAPABILITY).map(|words| words[1]).collect();
+        let capabilities: Vec<u32> = operands(CAPABILITY).map(|words| words[1]).collect();
         assert!(
             capabilities.contains(&spec::CAPABILITY_SAMPLED_BUFFER),
             "{capabilities:?}"
