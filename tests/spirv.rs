@@ -809,3 +809,106 @@ fn elementwise_quads_give_the_cpu_bits() {
     assert_eq!(jit, vulkan);
     assert!(jit.iter().filter(|x| x.is_none()).count() >= 16, "{jit:?}");
 }
+
+/// The depth and the columns of [`vector_products`]' weights: a MiB each.
+const DEPTH: usize = 128;
+const COLUMNS: usize = 2048;
+
+/// The text of a graph with two products of a vector pair ([2, DEPTH])
+/// and one of eight rows: `%1` is read by a product of each kind, `%2` by
+/// a vector product only.
+fn vector_products(left: &[f32], right: &[f32]) -> String {
+    let list = |values: &[f32]| {
+        let texts: Vec<String> = values.iter().map(|x| format!("{x:.1}")).collect();
+        texts.join(", ")
+    };
+    let (x, rows) = (2 * DEPTH * 4, 8 * DEPTH * 4);
+    let (vector, matrix) = (2 * COLUMNS * 4, 8 * COLUMNS * 4);
+    format!(
+        "
+graph vector_products (arena {arena} bytes) {{
+  %0: f32[2,{DEPTH}] @0 = input 0
+  %3: f32[8,{DEPTH}] @{x} = input 1
+  %1: f32[{DEPTH},{COLUMNS}] = constant [{left}]
+  %2: f32[{DEPTH},{COLUMNS}] = constant [{right}]
+  %4: f32[2,{COLUMNS}] @{first} = mat_mul(%0, %1)
+  %5: f32[8,{COLUMNS}] @{second} = mat_mul(%3, %1)
+  %6: f32[2,{COLUMNS}] @{third} = mat_mul(%0, %2)
+  return %4, %5, %6
+}}",
+        arena = x + rows + 2 * vector + matrix,
+        first = x + rows,
+        second = x + rows + vector,
+        third = x + rows + vector + matrix,
+        left = list(left),
+        right = list(right)
+    )
+}
+
+/// A product of fewer rows than a block reads a constant right operand of
+/// a MiB stored with its depth contiguous (each invocation its columns'
+/// quads down the depth, in a row), where no other kernel reads it
+/// otherwise; its sums are the CPU's.
+#[test]
+fn vector_products_read_their_weights_down_the_depth() {
+    let weights = |scale: f32| -> Vec<f32> {
+        (0..DEPTH * COLUMNS)
+            .map(|k| ((k * 7 % 13) as f32 - 6.0) * scale)
+            .collect()
+    };
+    let (shared, own) = (weights(1.0), weights(-1.0));
+    let graph = ptec_ir::parse(&vector_products(&shared, &own)).expect("the graph parses");
+    let compiled = ptec_compiler::vulkan(&graph, ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)
+        .expect("the graph compiles for Vulkan");
+    let bytes =
+        |values: &[f32]| -> Vec<u8> { values.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    // Row `r` of the stored tensor is column `r` of the weights.
+    let transposed = |values: &[f32]| -> Vec<f32> {
+        (0..DEPTH * COLUMNS)
+            .map(|k| values[k % DEPTH * COLUMNS + k / DEPTH])
+            .collect()
+    };
+    let stored = |values: &[f32]| {
+        let bytes = bytes(values);
+        compiled
+            .constants
+            .chunks(64)
+            .enumerate()
+            .any(|(at, _)| compiled.constants[at * 64..].starts_with(&bytes))
+    };
+    assert!(stored(&shared) && !stored(&transposed(&shared)));
+    assert!(stored(&transposed(&own)) && !stored(&own));
+    if !device_available("vector_products_read_their_weights_down_the_depth") {
+        return;
+    }
+    // Small integers: every sum is exact, in any order.
+    let x: Vec<f32> = (0..2 * DEPTH).map(|k| (k % 5) as f32 - 2.0).collect();
+    let rows: Vec<f32> = (0..8 * DEPTH).map(|k| (k % 7) as f32 - 3.0).collect();
+    let (x, rows) = (bytes(&x), bytes(&rows));
+    let run = |backend: Backend| {
+        let mut runner = instantiate(&graph, backend, &Options::default())
+            .unwrap_or_else(|error| panic!("{backend}: {}", ptec_compiler::full_message(&error)));
+        let inputs = [
+            TensorRef {
+                element: ElementType::F32,
+                sizes: &[2, DEPTH as u64],
+                data: &x,
+            },
+            TensorRef {
+                element: ElementType::F32,
+                sizes: &[8, DEPTH as u64],
+                data: &rows,
+            },
+        ];
+        let outputs = runner
+            .run(&inputs)
+            .unwrap_or_else(|error| panic!("{backend}: {error}"));
+        outputs
+            .into_iter()
+            .map(|output| output.data)
+            .collect::<Vec<_>>()
+    };
+    let jit = run(Backend::Jit);
+    assert!(jit[2].iter().any(|&byte| byte != 0));
+    assert_eq!(jit, run(Backend::Vulkan));
+}

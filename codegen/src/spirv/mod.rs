@@ -33,7 +33,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use ptec_ir::{Graph, NodeId, OpKind, ValueId, ValueKind};
+use ptec_ir::tensor_data::relayout;
+use ptec_ir::{Graph, NodeId, OpKind, TensorType, ValueId, ValueKind};
 use ptec_runtime::MethodAbi;
 use ptec_runtime::vulkan::{DeviceProgram, Dispatch, Segment};
 
@@ -91,31 +92,66 @@ pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
     }
 }
 
-/// Where each constant a shader reads lives in the constants buffer.
+/// Where each constant a shader reads lives in the constants buffer, and
+/// in which dim order: its own, or the one every kernel reading it reads
+/// fastest ([`kernels::preferred_order`]).
 pub(crate) struct Layout {
-    offsets: HashMap<ValueId, u64>,
+    constants: HashMap<ValueId, Stored>,
     bytes: Vec<u8>,
+}
+
+/// A constant in the constants buffer.
+struct Stored {
+    offset: u64,
+    /// Its type as stored: the value's, its dim order perhaps another.
+    ty: TensorType,
 }
 
 impl Layout {
     /// Packs every constant `nodes` read, each at a multiple of 64 bytes.
     fn new(graph: &Graph<'_>, nodes: &[NodeId]) -> Layout {
-        let mut layout = Layout {
-            offsets: HashMap::new(),
-            bytes: Vec::new(),
-        };
+        // The order every reader of a constant prefers, if they agree.
+        let mut preferred: HashMap<ValueId, Option<Vec<u8>>> = HashMap::new();
+        let mut constants = Vec::new();
         for &node in nodes {
-            for value in graph.node(node).inputs() {
+            let node = graph.node(node);
+            for value in node.inputs() {
                 if let ValueKind::Constant(data) = &graph.value(value).kind {
-                    if layout.offsets.contains_key(&value) {
-                        continue;
+                    let order = kernels::preferred_order(graph, node, value);
+                    match preferred.get_mut(&value) {
+                        Some(agreed) if *agreed != order => *agreed = None,
+                        Some(_) => {}
+                        None => {
+                            preferred.insert(value, order);
+                            constants.push((value, data));
+                        }
                     }
-                    let offset = layout.bytes.len().next_multiple_of(64);
-                    layout.bytes.resize(offset, 0);
-                    layout.bytes.extend_from_slice(data);
-                    layout.offsets.insert(value, offset as u64);
                 }
             }
+        }
+        let mut layout = Layout {
+            constants: HashMap::new(),
+            bytes: Vec::new(),
+        };
+        for (value, data) in constants {
+            let own = &graph.value(value).ty;
+            let relaid = preferred[&value].clone().and_then(|dim_order| {
+                let ty = TensorType {
+                    dim_order,
+                    ..own.clone()
+                };
+                let axes: Vec<usize> = (0..own.rank()).collect();
+                Some((relayout(data, own, &ty, &axes)?, ty))
+            });
+            let (bytes, ty) = match &relaid {
+                Some((bytes, ty)) => (bytes.as_slice(), ty.clone()),
+                None => (data.as_ref(), own.clone()),
+            };
+            let offset = layout.bytes.len().next_multiple_of(64);
+            layout.bytes.resize(offset, 0);
+            layout.bytes.extend_from_slice(bytes);
+            let offset = offset as u64;
+            layout.constants.insert(value, Stored { offset, ty });
         }
         // Whole quads, as the shaders see them as texels.
         layout
@@ -124,10 +160,10 @@ impl Layout {
         layout
     }
 
-    fn constant_offset(&self, value: ValueId) -> Result<u64, Refusal> {
-        self.offsets
+    /// Where `value`, a constant a shader reads, lies and how.
+    fn constant(&self, value: ValueId) -> Result<&Stored, Refusal> {
+        self.constants
             .get(&value)
-            .copied()
             .ok_or_else(|| refuse(format!("constant {value}, which no node reads")))
     }
 }
@@ -572,7 +608,7 @@ fn buffer_range(
     let data = graph.value(value);
     let bytes = data.ty.max_bytes(|symbol| graph.bound(symbol));
     let (buffer, offset) = match (&data.kind, data.offset) {
-        (ValueKind::Constant(_), _) => ("constants", layout.constant_offset(value)?),
+        (ValueKind::Constant(_), _) => ("constants", layout.constant(value)?.offset),
         (_, offset) => ("arena", offset.unwrap_or_default()),
     };
     Ok(BufferRange {

@@ -538,13 +538,16 @@ impl Tensor {
             .ty
             .fixed_shape()
             .ok_or_else(|| refuse(format!("{value}, whose shape {} is dynamic", data.ty)))?;
-        let (buffer, byte_offset) = match (&data.kind, data.offset) {
-            (ValueKind::Constant(_), _) => (Buffer::Constants, layout.constant_offset(value)?),
-            (_, Some(offset)) => (Buffer::Arena, offset),
+        let (buffer, byte_offset, stored) = match (&data.kind, data.offset) {
+            (ValueKind::Constant(_), _) => {
+                let stored = layout.constant(value)?;
+                (Buffer::Constants, stored.offset, &stored.ty)
+            }
+            (_, Some(offset)) => (Buffer::Arena, offset, &data.ty),
             (_, None) => return Err(refuse(format!("{value}, which has no memory planned"))),
         };
         let ty = Ty::of(data.ty.dtype)?;
-        let strides = data.ty.fixed_strides().unwrap_or_default();
+        let strides = stored.fixed_strides().unwrap_or_default();
         if data.ty.dtype.size() == 4 && !byte_offset.is_multiple_of(4) {
             return Err(refuse(format!(
                 "{value} at byte offset {byte_offset}, not a multiple of 4"
@@ -557,7 +560,7 @@ impl Tensor {
             ty,
             sizes,
             strides,
-            order: data.ty.dim_order.iter().map(|&dim| dim as usize).collect(),
+            order: stored.dim_order.iter().map(|&dim| dim as usize).collect(),
         })
     }
 
