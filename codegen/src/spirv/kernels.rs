@@ -6,6 +6,7 @@
 //! (`per_row`). Shapes, strides and offsets are baked into the code as
 //! literals.
 
+use std::cmp::Reverse;
 use std::fmt::Write as _;
 
 use ptec_ir::ops::conv::{AvgPool2d, Convolution, MaxPool2d};
@@ -961,18 +962,44 @@ fn convolution(
         Some(_) => 1,
     };
     let last = out.rank() - 1;
+    let row = |block: u64, most: u64| {
+        let quads = out.quads_along(last) && !(out.quads_along(1) && block.is_multiple_of(4));
+        span_along(out.sizes[last], most, quads)
+    };
     let kernel = match conv.shape() {
-        Shape::Depthwise => blocked(out, 1, 4, Some((last, DEPTHWISE_SPAN)), |c| {
-            conv.sums(c, 4, DEPTHWISE_SPAN as usize, true)
-        })?,
-        Shape::Pointwise(block) => blocked(out, 1, block, Some((last, POINTWISE_SPAN)), |c| {
-            conv.pointwise_sums(c, block as usize, POINTWISE_SPAN as usize)
-        })?,
+        Shape::Depthwise => {
+            let span = row(4, DEPTHWISE_SPAN);
+            blocked(out, 1, 4, Some((last, span)), |c| {
+                conv.sums(c, 4, span as usize, true)
+            })?
+        }
+        Shape::Pointwise(block) => {
+            let span = row(block, POINTWISE_SPAN);
+            blocked(out, 1, block, Some((last, span)), |c| {
+                conv.pointwise_sums(c, block as usize, span as usize)
+            })?
+        }
         Shape::Direct(block) => blocked(out, 1, block, Some((last, span)), |c| {
             conv.sums(c, block as usize, span as usize, false)
         })?,
     };
     kernel.ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
+}
+
+/// How many neighbouring positions of the `size` along a dimension one
+/// invocation computes, at most `most` and at least half as many (each
+/// load serves the span's positions), or the whole `size` if shorter: the
+/// span leaving the fewest positions past the end computed for nothing (a
+/// row of 28 in spans of 8 computes 32, in spans of 7 none), the longer
+/// of equals; a multiple of four where the output stores quads along it.
+fn span_along(size: u64, most: u64, quads: bool) -> u64 {
+    if size <= most && !quads {
+        return size.max(1);
+    }
+    (most / 2..=most)
+        .filter(|span| !quads || span.is_multiple_of(4))
+        .min_by_key(|&span| (size.div_ceil(span) * span - size, Reverse(span)))
+        .unwrap_or(most)
 }
 
 /// How a convolution's shader reads its operands.
@@ -2147,4 +2174,24 @@ fn layer_norm(
             eps = float(eps),
         )
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::span_along;
+
+    /// Rows of 28, 14 and 7 (mobilenet_v2's later stages) in spans of 7,
+    /// none computed past the end; rows that spans of 8 divide keep 8.
+    #[test]
+    fn spans_leave_no_positions_past_the_row_where_they_can() {
+        let spans: Vec<u64> = [112, 56, 28, 14, 7, 10, 3]
+            .map(|size| span_along(size, 8, false))
+            .to_vec();
+        assert_eq!(spans, [8, 8, 7, 7, 7, 5, 3]);
+        // Stored in quads along the row: multiples of four only.
+        let quads: Vec<u64> = [56, 28, 14, 3]
+            .map(|size| span_along(size, 8, true))
+            .to_vec();
+        assert_eq!(quads, [8, 4, 8, 4]);
+    }
 }
