@@ -223,7 +223,7 @@ fn blocked(
     // The elements stored together: a quad along `dim`, along the span, or
     // each alone.
     let groups: Vec<Vec<usize>> = match span {
-        _ if out.quads_along(dim) && block.is_multiple_of(4) => (0..values.len())
+        _ if block_quads(out, dim, block) => (0..values.len())
             .step_by(4)
             .map(|k| (k..k + 4).collect())
             .collect(),
@@ -273,6 +273,12 @@ fn blocked(
         body: code,
         invocations: lanes * blocks,
     }))
+}
+
+/// Whether [`blocked`] stores `out`'s blocks of `block` elements along
+/// `dim` a quad at a time (rather than along the span, if at all).
+fn block_quads(out: &Tensor, dim: usize, block: u64) -> bool {
+    out.quads_along(dim) && block.is_multiple_of(4)
 }
 
 /// The coordinates of a block's element `j` along `dim`, from those of its
@@ -359,6 +365,9 @@ pub(super) fn preferred_order(graph: &Graph<'_>, node: &Node, value: ValueId) ->
         Op::Addmm(op) => (op.a, op.b),
         _ => return None,
     };
+    let ValueKind::Constant(data) = &graph.value(value).kind else {
+        return None;
+    };
     let ty = &graph.value(value).ty;
     let sizes = ty.fixed_shape()?;
     let rows = graph.value(node.outputs()[0]).ty.fixed_shape()?;
@@ -369,7 +378,7 @@ pub(super) fn preferred_order(graph: &Graph<'_>, node: &Node, value: ValueId) ->
         && rows.len() >= 2
         && rows[rows.len() - 2] < BLOCK
         && ty.dtype.size() == 4
-        && sizes.iter().product::<u64>() * 4 >= STREAMED_WEIGHTS
+        && data.len() as u64 >= STREAMED_WEIGHTS
         && ty.is_contiguous()
         && sizes[rank - 2].is_multiple_of(4)
         && sizes[rank - 1] > 1;
@@ -963,7 +972,7 @@ fn convolution(
     };
     let last = out.rank() - 1;
     let row = |block: u64, most: u64| {
-        let quads = out.quads_along(last) && !(out.quads_along(1) && block.is_multiple_of(4));
+        let quads = out.quads_along(last) && !block_quads(out, 1, block);
         span_along(out.sizes[last], most, quads)
     };
     let kernel = match conv.shape() {
