@@ -878,6 +878,18 @@ fn vector_products_read_their_weights_down_the_depth() {
     };
     assert!(stored(&shared) && !stored(&transposed(&shared)));
     assert!(stored(&transposed(&own)) && !stored(&own));
+    // The dispatches say so.
+    let orders: Vec<(&str, &[u8])> = compiled
+        .dispatches
+        .iter()
+        .flat_map(|dispatch| &dispatch.reads)
+        .filter(|range| range.buffer == "constants")
+        .map(|range| (range.value.as_str(), range.dim_order.as_slice()))
+        .collect();
+    assert_eq!(
+        orders,
+        [("%1", &[0, 1][..]), ("%1", &[0, 1]), ("%2", &[1, 0])]
+    );
     if !device_available("vector_products_read_their_weights_down_the_depth") {
         return;
     }

@@ -4,7 +4,8 @@
 //! texels the shaders fetch through one texel buffer view (which the
 //! device's `maxTexelBufferElements` must allow), dispatch order,
 //! workgroup counts, the 32-bit push constants each dispatch gives its
-//! shader (where its tensors lie), the byte ranges it reads and writes, and
+//! shader (where its tensors lie), the byte ranges it reads and writes
+//! (each value's, with the order its dimensions lie in there), and
 //! the segments a run goes through (runs of dispatches on the device, and
 //! the kernels the CPU runs between them, each with why no shader does).
 
@@ -56,6 +57,7 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                         "buffer": range.buffer,
                         "offset": range.offset,
                         "bytes": range.bytes,
+                        "dim_order": range.dim_order,
                     })
                 })
                 .collect()

@@ -184,6 +184,10 @@ pub struct BufferRange {
     pub buffer: &'static str,
     pub offset: u64,
     pub bytes: u64,
+    /// The order its dimensions lie in there, outermost first: the IR
+    /// value's, except for a constant stored in the order its readers
+    /// prefer ([`Layout`]).
+    pub dim_order: Vec<u8>,
 }
 
 /// One dispatch: which shader, how many workgroups, for which nodes.
@@ -607,15 +611,19 @@ fn buffer_range(
 ) -> Result<BufferRange, Refusal> {
     let data = graph.value(value);
     let bytes = data.ty.max_bytes(|symbol| graph.bound(symbol));
-    let (buffer, offset) = match (&data.kind, data.offset) {
-        (ValueKind::Constant(_), _) => ("constants", layout.constant(value)?.offset),
-        (_, offset) => ("arena", offset.unwrap_or_default()),
+    let (buffer, offset, ty) = match (&data.kind, data.offset) {
+        (ValueKind::Constant(_), _) => {
+            let stored = layout.constant(value)?;
+            ("constants", stored.offset, &stored.ty)
+        }
+        (_, offset) => ("arena", offset.unwrap_or_default(), &data.ty),
     };
     Ok(BufferRange {
         value: value.to_string(),
         buffer,
         offset,
         bytes,
+        dim_order: ty.dim_order.clone(),
     })
 }
 
