@@ -602,9 +602,9 @@ fn channels_last_convolutions_read_quads_of_input_channels() {
 }
 
 /// mobilenet_v2's first convolution, on an NCHW image of three channels,
-/// reads the columns its windows cover as quads of a row (three quads for
-/// the nine columns of four stride-2 positions' 3-tap windows), not a word
-/// per tap and position.
+/// reads the columns its windows cover as quads of a row (five quads for
+/// the seventeen columns of eight stride-2 positions' 3-tap windows), not a
+/// word per tap and position, for blocks of 16 output channels.
 #[test]
 fn image_convolutions_read_rows_as_quads() {
     let Some(corpus) = corpus_for("image_convolutions_read_rows_as_quads") else {
@@ -620,7 +620,8 @@ fn image_convolutions_read_rows_as_quads() {
         .lines()
         .filter(|line| line.contains("arena_quad(") && line.contains("u32(first - 3i + "))
         .collect();
-    assert_eq!(rows.len(), 3, "{wgsl}");
+    assert_eq!(rows.len(), 5, "{wgsl}");
+    assert!(wgsl.contains("let c1 = u * 16u;"), "{wgsl}");
     assert!(!wgsl.contains("bitcast<f32>(arena["), "{wgsl}");
 }
 
