@@ -975,12 +975,6 @@ fn convolution(
         op,
         out_per_group: out.sizes[1] / op.groups,
     };
-    // Neighbouring outputs along the last spatial dimension share the
-    // filter's taps (a transposed convolution's skip taps by position).
-    let span = match op.transposed {
-        None => SPAN,
-        Some(_) => 1,
-    };
     let last = out.rank() - 1;
     let row = |block: u64, most: u64| {
         let quads = out.quads_along(last) && !block_quads(out, 1, block);
@@ -999,17 +993,9 @@ fn convolution(
                 conv.pointwise_sums(c, block as usize, span as usize)
             })?
         }
-        Shape::Direct(block) => {
-            let (block, span) = match conv.row_quads(ROW_BLOCK as usize, ROW_SPAN) {
-                Some(_) if block > ROW_BLOCK && block.is_multiple_of(ROW_BLOCK) => {
-                    (ROW_BLOCK, ROW_SPAN)
-                }
-                _ => (block, span),
-            };
-            blocked(out, 1, block, Some((last, span)), |c| {
-                conv.sums(c, block as usize, span as usize, false)
-            })?
-        }
+        Shape::Direct { block, span } => blocked(out, 1, block, Some((last, span)), |c| {
+            conv.sums(c, block as usize, span as usize, false)
+        })?,
     };
     kernel.ok_or_else(|| refuse(format!("a convolution into {} elements", out.dtype)))
 }
@@ -1043,9 +1029,9 @@ enum Shape {
     /// loaded once for this many output channels (and each filter quad
     /// once for the span's positions).
     Pointwise(u64),
-    /// Anything else: element by element, this many output channels per
-    /// invocation.
-    Direct(u64),
+    /// Anything else: element by element, `block` output channels at
+    /// `span` positions per invocation.
+    Direct { block: u64, span: u64 },
 }
 
 /// The most input columns a depthwise kernel, or a direct one on rows
@@ -1095,16 +1081,28 @@ impl Conv<'_> {
                     .unwrap_or(1),
             );
         }
+        // Neighbouring outputs along the last spatial dimension share the
+        // filter's taps (a transposed convolution's skip taps by position).
+        let span = match op.transposed {
+            None => SPAN,
+            Some(_) => 1,
+        };
+        if op.transposed.is_some() || !w.quads_along(0) {
+            return Shape::Direct { block, span };
+        }
         // Each input element of a window is loaded for every output
-        // channel of the block: the filter's quads make wider blocks pay.
-        match op.transposed.is_none() && w.quads_along(0) {
-            true => Shape::Direct(
-                [WIDE_BLOCK, BLOCK, 4, 2, 1]
-                    .into_iter()
-                    .find(|&block| self.out_per_group.is_multiple_of(block))
-                    .unwrap_or(1),
-            ),
-            false => Shape::Direct(block),
+        // channel of the block: the filter's quads make wider blocks pay,
+        // unless the input's rows are read as quads.
+        let wide = [WIDE_BLOCK, BLOCK, 4, 2, 1]
+            .into_iter()
+            .find(|&block| self.out_per_group.is_multiple_of(block))
+            .unwrap_or(1);
+        match self.row_quads(ROW_BLOCK as usize, ROW_SPAN) {
+            Some(_) if wide > ROW_BLOCK && wide.is_multiple_of(ROW_BLOCK) => Shape::Direct {
+                block: ROW_BLOCK,
+                span: ROW_SPAN,
+            },
+            _ => Shape::Direct { block: wide, span },
         }
     }
 
@@ -1121,6 +1119,14 @@ impl Conv<'_> {
         self.filter_quads(count) && in_per_group.is_multiple_of(4) && self.x.quads_along(1)
     }
 
+    /// The input columns a row of `span` windows covers along the last
+    /// spatial dimension.
+    fn columns(&self, span: u64) -> u64 {
+        let Conv { w, op, .. } = *self;
+        let last = op.spatial_rank() - 1;
+        (span - 1) * op.stride[last] + (w.sizes[2 + last] - 1) * op.dilation[last] + 1
+    }
+
     /// Where along an input row the quads [`Conv::row_quads`] reads start,
     /// counted back from the first window's first column: the spans all
     /// start at this remainder modulo four.
@@ -1135,16 +1141,14 @@ impl Conv<'_> {
     /// channels), from [`Conv::row_lead`] columns before the first window
     /// on; `None` where it reads them otherwise.
     fn row_quads(&self, count: usize, span: u64) -> Option<u64> {
-        let Conv { x, w, op, .. } = *self;
+        let Conv { x, op, .. } = *self;
         let last = op.spatial_rank() - 1;
-        let (taps, stride, dilation) = (w.sizes[2 + last], op.stride[last], op.dilation[last]);
-        let columns = (span - 1) * stride + (taps - 1) * dilation + 1;
-        let quads = (self.row_lead() + columns).div_ceil(4);
+        let quads = (self.row_lead() + self.columns(span)).div_ceil(4);
         let read = quads * 4 <= MAX_COLUMNS
             && !self.channel_quads(count)
             && op.transposed.is_none()
             && x.quads_along(2 + last)
-            && (span * stride).is_multiple_of(4);
+            && (span * op.stride[last]).is_multiple_of(4);
         read.then_some(quads)
     }
 
@@ -1326,9 +1330,7 @@ impl Conv<'_> {
         };
         let last = rank - 1;
         let (taps, stride, dilation) = (w.sizes[2 + last], op.stride[last], op.dilation[last]);
-        // The input columns the span's windows cover along the last
-        // dimension.
-        let columns = (span as u64 - 1) * stride + (taps - 1) * dilation + 1;
+        let columns = self.columns(span as u64);
         // The statements loading the block's output channels' filter taps
         // at input channel `ci` and last window position `last_tap` as
         // `w{sub}_{j}`, a quad of channels each where the filter allows.
