@@ -18,9 +18,10 @@
 //! - Convolutions of few input channels (a network's first), computed
 //!   directly like the depthwise ones, each tap's element broadcast.
 //! - Pointwise convolutions, one GEMM per image, and the others, through
-//!   im2col in blocks of output rows, with filters given as inputs and as
-//!   constants (which the microkernels read prepacked into panels, the
-//!   output channels past the last panel from a matrix of their own).
+//!   im2col in blocks of output rows (blocks wholly in a kernel row's
+//!   padding among them), with filters given as inputs and as constants
+//!   (which the microkernels read prepacked into panels, the output
+//!   channels past the last panel from a matrix of their own).
 
 mod common;
 
@@ -470,6 +471,27 @@ fn im2col_blocks_give_the_same_bits_and_the_right_sums() {
         ..first
     }
     .check();
+    // Blocks that lie wholly above or below the output rows some kernel
+    // row meets inside the image, whose rows are all padding for that
+    // kernel row: a 5x5 convolution over 21 rows in blocks of 5 (the last
+    // of one row, below kernel row 4's, as Inception's are), and a 7x7 one
+    // with padding 3 in blocks of 2 rows (the first above kernel row 0's,
+    // the last below kernel row 6's). The output lies just before the
+    // scratch memory of the calling thread, where a fill before a block
+    // would land.
+    for (channels, size, kernel) in [(8, [21, 64], 5), (4, [20, 128], 7)] {
+        Case {
+            channels,
+            outputs: 16,
+            size,
+            kernel,
+            padding: kernel / 2,
+            stride: 1,
+            channels_last_input: true,
+            ..first
+        }
+        .check();
+    }
 }
 
 /// The f32 values an activation must get right beside ordinary ones: NaN,

@@ -1257,16 +1257,18 @@ impl Unfold<'_> {
         };
         for ky in 0..kernel_h {
             // The block's output rows whose window meets kernel row `ky`
-            // inside the image.
+            // inside the image: `[from_row, to_row)`, within the block
+            // (empty where the block lies wholly above or below them), so
+            // that the rows above it and below it are in the block too.
             let ys = self.axes[0].outputs_meeting(ky);
             if ys.is_empty() {
                 continue;
             }
             let [start, end] = [ys.start, ys.end].map(|bound| e.iconst(bound));
-            let late = e.b.ins().icmp(IntCC::SignedGreaterThan, start, first_row);
-            let from_row = e.b.ins().select(late, start, first_row);
-            let early = e.b.ins().icmp(IntCC::SignedLessThan, end, end_row);
-            let to_row = e.b.ins().select(early, end, end_row);
+            let from_row = e.b.ins().smax(start, first_row);
+            let from_row = e.b.ins().smin(from_row, end_row);
+            let to_row = e.b.ins().smin(end, end_row);
+            let to_row = e.b.ins().smax(to_row, from_row);
             let rows = e.b.ins().isub(to_row, from_row);
             // Copies the taps `kx..kx + span` of output columns `xs`: input
             // row `from_row * stride + ky * dilation - padding`, each
