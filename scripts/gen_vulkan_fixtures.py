@@ -933,6 +933,29 @@ fixture(
     portable_model=decomposed(lambda: Affine("SYMMETRIC", [2, 8]), torch.zeros(4, 16)),
 )
 
+def shifted_window_mask(x):
+    """Swin's attention mask for shifted windows: zeros, each region of
+    rows and columns numbered in turn (the region's number a constant the
+    exporter lifts, which a delegate returns as it is), added to ``x``."""
+    mask = x.new_zeros((4, 4))
+    count = 0
+    for rows in ((0, -2), (-2, None)):
+        for columns in ((0, -1), (-1, None)):
+            mask[rows[0] : rows[1], columns[0] : columns[1]] = count
+            count += 1
+    return x + mask
+
+
+fixture(
+    "shifted_window_mask",
+    ["aten.full.default", "aten.slice_copy.Tensor"],
+    "Swin's shifted-window mask of a float32 [4,4], added to float32 [2,4,4]: the first delegate "
+    "returns one of the graph's constants as an output",
+    fn(shifted_window_mask),
+    twice(lambda: (randn(2, 4, 4),)),
+)
+
+
 def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
     """The operators the fixture names that its delegates do not call."""
     program = bytes(deserialize_from_flatbuffer_to_bundled_program(data).program)

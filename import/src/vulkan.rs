@@ -803,6 +803,10 @@ pub(crate) fn import<'m, 'a>(
         node: 0,
         name: String::new(),
     };
+    // Outputs that are the graph's own constants (a `scalar_tensor` the
+    // exporter lifted, returned as it is): the calls read the constant, and
+    // the output gets a copy of it once they have run.
+    let mut constant_outputs = Vec::new();
     for (position, (&id, &arg)) in inputs.iter().chain(outputs).zip(args).enumerate() {
         if let VkValue::SymInt(_) = graph.value(id) {
             // A size the program computed before the call (`.item()`), or
@@ -822,6 +826,14 @@ pub(crate) fn import<'m, 'a>(
         translation.check_external(id, arg)?;
         translation.dynamic |=
             translation.importer.tensor(arg)?.dynamism == ShapeDynamism::DynamicBound;
+        if let VkValue::Tensor(tensor) = graph.value(id)
+            && tensor.constant.is_some()
+            && !translation.updated.contains_key(&id)
+            && position >= inputs.len()
+        {
+            constant_outputs.push((id, tensor, arg));
+            continue;
+        }
         if translation
             .tensors
             .insert(id, TensorRef::Method(arg))
@@ -843,6 +855,14 @@ pub(crate) fn import<'m, 'a>(
         translation.call(instruction, call)?;
     }
     translation.importer.at = Location::VulkanOutputs(instruction);
+    for (id, tensor, arg) in constant_outputs {
+        let constant = translation.tensor(id, tensor, Role::Read)?;
+        let out = Argument::Tensor(TensorRef::Method(arg));
+        translation.table(
+            "aten::clone.out",
+            &[Argument::Tensor(constant), Argument::Null, out],
+        )?;
+    }
     for (&id, &arg) in outputs.iter().zip(&args[inputs.len()..]) {
         if let VkValue::SymInt(_) = graph.value(id) {
             let term = translation.sym_int(id)?;
