@@ -956,6 +956,29 @@ fixture(
 )
 
 
+
+class TokenEmbedding(nn.Module):
+    """An embedding of int64 token ids, and the ids flattened plus 3."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(10, 4)
+
+    def forward(self, ids):
+        return self.embedding(ids), ids.view(-1) + 3
+
+
+fixture(
+    "int64_staged",
+    ["aten.embedding.default", "aten.view_copy.default"],
+    "Embedding(10, 4) of int64 [2,3] token ids, and the ids flattened plus 3: the partitioner "
+    "computes int64 tensors in int32, so the delegate's input and int64 output are converted "
+    "as they are staged",
+    TokenEmbedding,
+    twice(lambda: (torch.randint(0, 10, (2, 3)),)),
+)
+
+
 def delegated_error(data: bytes, fixture: VulkanFixture) -> list[str]:
     """The operators the fixture names that its delegates do not call."""
     program = bytes(deserialize_from_flatbuffer_to_bundled_program(data).program)

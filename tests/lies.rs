@@ -732,6 +732,30 @@ fn a_vulkan_input_unlike_the_argument_is_refused() {
     check(&lie, &["method forward", "Vulkan", "dims", "sizes"]);
 }
 
+/// The Vulkan graph's first input declared int8 where the call passes
+/// float32, a conversion ExecuTorch's Vulkan runtime does not make as it
+/// stages a tensor (it makes int64 to int32 and float64 or float16 to
+/// float32 only).
+#[test]
+fn a_vulkan_input_of_another_element_type_is_refused() {
+    let lie = Lie::of("add.vulkan.bpte").patch(|lie| {
+        let graph = lie.vulkan_graph();
+        let input = graph.input_ids().expect("inputs").get(0) as usize;
+        let tensor = graph
+            .values()
+            .expect("values")
+            .get(input)
+            .value_as_vk_tensor()
+            .expect("a tensor input");
+        vec![Patch::field(
+            &tensor._tab,
+            ptec_schema::vulkan::VkTensor::VT_DATATYPE,
+            &[ptec_schema::vulkan::VkDataType::INT8.0 as u8],
+        )]
+    });
+    check(&lie, &["method forward", "Vulkan", "holds i8", "is f32"]);
+}
+
 /// `cumsum(x, dim)` of floats, given its `dim` (an Int, read as a
 /// ScalarType: an integer type) as its `dtype`: the float out tensor is not
 /// the type the call requests.

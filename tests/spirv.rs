@@ -71,8 +71,9 @@ fn vulkan_corpus_and_mobilenet_v2_pass_on_the_device() {
 
 /// The Vulkan operator fixtures pass with `--backend vulkan`, but those with
 /// dynamic shapes, which the back end refuses as such; the seven whose
-/// translation needs a kernel no shader runs (gathers, arg-reductions) run it
-/// on the CPU, as `--emit spirv`'s manifest says.
+/// translation needs a kernel no shader runs (gathers, arg-reductions, and
+/// conversions of int64 tensors) run it on the CPU, as `--emit spirv`'s
+/// manifest says.
 #[test]
 fn vulkan_operator_fixtures_pass_on_the_device() {
     if !device_available("vulkan_operator_fixtures_pass_on_the_device") {
@@ -94,6 +95,9 @@ fn vulkan_operator_fixtures_pass_on_the_device() {
         ("upsample_bilinear", "gathers"),
         ("upsample_nearest", "gathers"),
     ];
+    // The int64 tensors a graph computes in int32 are converted on the CPU,
+    // as ExecuTorch's runtime converts them as it stages them.
+    const STAGED: &str = "i64 elements";
     let files = with_suffix(&repo_dir().join("tests/fixtures/vulkan"), ".vulkan.bpte");
     let (dynamic, fixed): (Vec<PathBuf>, Vec<PathBuf>) = files.into_iter().partition(|file| {
         DYNAMIC
@@ -117,7 +121,8 @@ fn vulkan_operator_fixtures_pass_on_the_device() {
         let (_dir, manifest) = emit_spirv(&file);
         let reasons = cpu_reasons(&manifest);
         assert!(
-            !reasons.is_empty() && reasons.iter().all(|why| why.starts_with(reason)),
+            reasons.iter().any(|why| why.starts_with(reason))
+                && (reasons.iter()).all(|why| why.starts_with(reason) || why.starts_with(STAGED)),
             "{fixture}: {manifest:#}"
         );
     }

@@ -243,8 +243,14 @@ const OPERATORS: &[(&str, Translate)] = &[
     ),
     ("aten.amax.default", table("aten::amax.out", &[0, 1, 2])),
     ("aten.amin.default", table("aten::amin.out", &[0, 1, 2])),
-    ("aten.argmax.default", table("aten::argmax.out", &[0, 1, 2])),
-    ("aten.argmin.default", table("aten::argmin.out", &[0, 1, 2])),
+    (
+        "aten.argmax.default",
+        Translate::Own(argmax, &[OpKind::ArgReduce, OpKind::Copy]),
+    ),
+    (
+        "aten.argmin.default",
+        Translate::Own(argmin, &[OpKind::ArgReduce, OpKind::Copy]),
+    ),
     // `sum.dim_IntList(self, dim, keepdim, *, dtype)`.
     (
         "aten.sum.dim_IntList",
@@ -803,10 +809,12 @@ pub(crate) fn import<'m, 'a>(
         node: 0,
         name: String::new(),
     };
-    // Outputs that are the graph's own constants (a `scalar_tensor` the
-    // exporter lifted, returned as it is): the calls read the constant, and
-    // the output gets a copy of it once they have run.
-    let mut constant_outputs = Vec::new();
+    // Outputs the graph does not write where the call expects them: one of
+    // the graph's constants (a `scalar_tensor` the exporter lifted, returned
+    // as it is), or a tensor the graph computes in another element type
+    // than the call's. Each is copied into the call's argument (converted)
+    // once the calls have run.
+    let mut copied_outputs = Vec::new();
     for (position, (&id, &arg)) in inputs.iter().chain(outputs).zip(args).enumerate() {
         if let VkValue::SymInt(_) = graph.value(id) {
             // A size the program computed before the call (`.item()`), or
@@ -823,16 +831,26 @@ pub(crate) fn import<'m, 'a>(
             }
             continue;
         }
-        translation.check_external(id, arg)?;
+        let (tensor, staged) = translation.check_external(id, arg)?;
         translation.dynamic |=
             translation.importer.tensor(arg)?.dynamism == ShapeDynamism::DynamicBound;
-        if let VkValue::Tensor(tensor) = graph.value(id)
-            && tensor.constant.is_some()
-            && !translation.updated.contains_key(&id)
-            && position >= inputs.len()
-        {
-            constant_outputs.push((id, tensor, arg));
-            continue;
+        let constant = tensor.constant.is_some() && !translation.updated.contains_key(&id);
+        let call_tensor = Argument::Tensor(TensorRef::Method(arg));
+        match (position < inputs.len(), staged) {
+            (false, _) if staged || constant => {
+                if staged {
+                    translation.tensor(id, tensor, Role::Write)?;
+                }
+                copied_outputs.push((id, tensor, call_tensor));
+                continue;
+            }
+            (true, true) => {
+                let converted = translation.tensor(id, tensor, Role::Write)?;
+                let args = [call_tensor, Argument::Tensor(converted)];
+                translation.convert(args)?;
+                continue;
+            }
+            _ => {}
         }
         if translation
             .tensors
@@ -855,13 +873,9 @@ pub(crate) fn import<'m, 'a>(
         translation.call(instruction, call)?;
     }
     translation.importer.at = Location::VulkanOutputs(instruction);
-    for (id, tensor, arg) in constant_outputs {
-        let constant = translation.tensor(id, tensor, Role::Read)?;
-        let out = Argument::Tensor(TensorRef::Method(arg));
-        translation.table(
-            "aten::clone.out",
-            &[Argument::Tensor(constant), Argument::Null, out],
-        )?;
+    for (id, tensor, call_tensor) in copied_outputs {
+        let computed = translation.tensor(id, tensor, Role::Read)?;
+        translation.convert([Argument::Tensor(computed), call_tensor])?;
     }
     for (&id, &arg) in outputs.iter().zip(&args[inputs.len()..]) {
         if let VkValue::SymInt(_) = graph.value(id) {
@@ -953,7 +967,7 @@ struct Translation<'i, 'm, 'a> {
     name: String,
 }
 
-impl<'a> Translation<'_, '_, 'a> {
+impl<'m, 'a> Translation<'_, 'm, 'a> {
     fn unsupported(&self, at: crate::InstructionId, what: impl Into<String>) -> ImportError {
         ImportError::UnsupportedVulkan {
             method: self.importer.method.name.clone(),
@@ -971,24 +985,52 @@ impl<'a> Translation<'_, '_, 'a> {
     /// Checks that the graph declares its input or output `id` with the
     /// sizes of the call's argument `arg` (its bound, for a dynamic one),
     /// which is the tensor the call passes in its place.
-    fn check_external(&self, id: VkValueId, arg: ValueIndex) -> Result<(), ImportError> {
+    /// The graph's input or output tensor `id`, after checking that it has
+    /// the sizes of the call's argument `arg`, and whether it holds int32
+    /// where the argument is int64: the partitioner computes int64 tensors
+    /// in 32 bits, and ExecuTorch's Vulkan runtime converts them as it
+    /// stages them. It computes float64 and float16 ones in float32 too;
+    /// ptec computes those in the call's type (the eager model's, and no
+    /// less exact), as the graph's calls take either.
+    fn check_external(
+        &self,
+        id: VkValueId,
+        arg: ValueIndex,
+    ) -> Result<(&'m VkTensor<'a>, bool), ImportError> {
         let VkValue::Tensor(tensor) = self.graph.value(id) else {
             return Err(self.invalid(format!(
                 "the graph's input or output value {id} is a {}, not a tensor",
                 self.graph.value(id).kind()
             )));
         };
-        let declared = self.tensor_type(id, tensor)?.fixed_shape();
+        let declared = self.tensor_type(id, tensor)?;
         let argument = self.importer.tensor(arg)?;
         let sizes: Vec<u64> = argument.sizes.iter().map(|&size| size as u64).collect();
-        if declared.as_deref() != Some(&sizes[..]) {
+        if declared.fixed_shape().as_deref() != Some(&sizes[..]) {
             return Err(self.invalid(format!(
                 "the Vulkan graph declares its input or output value {id} with dims {:?}, but the \
                  call's argument {arg} has sizes {sizes:?}",
                 tensor.dims
             )));
         }
-        Ok(())
+        let called = self.importer.declared_type(TensorRef::Method(arg))?.dtype;
+        match (called, declared.dtype) {
+            (called, computed) if called == computed => Ok((tensor, false)),
+            (DType::F64 | DType::F16, DType::F32) => Ok((tensor, false)),
+            (DType::I64, DType::I32) => Ok((tensor, true)),
+            (called, computed) => Err(self.invalid(format!(
+                "the Vulkan graph's input or output value {id} holds {computed}, but the call's \
+                 argument {arg} is {called}: ExecuTorch's Vulkan runtime converts only int64 to \
+                 int32 and float64 and float16 to float32"
+            ))),
+        }
+    }
+
+    /// Copies the tensor `from` into `to`, converting its elements to
+    /// `to`'s type.
+    fn convert(&mut self, [from, to]: [Argument; 2]) -> Result<(), ImportError> {
+        let args = [from, Argument::Bool(false), Argument::Null, to];
+        self.table("aten::_to_copy.out", &args)
     }
 
     fn enter(&mut self, instruction: crate::InstructionId, node: usize, call: &VkCall) {
@@ -1498,6 +1540,43 @@ fn rms_norm(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Im
     let normalized = t.temporary(dtype, &sizes);
     t.table("aten::mul.out", &[x, scale, normalized.clone()])?;
     t.table("aten::mul.out", &[normalized, weight, out])
+}
+
+/// `aten.argmax(self, dim, keepdim)` ([`arg_reduction`]).
+fn argmax(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    arg_reduction(t, "aten::argmax.out", args)
+}
+
+/// `aten.argmin(self, dim, keepdim)` ([`arg_reduction`]).
+fn argmin(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
+    arg_reduction(t, "aten::argmin.out", args)
+}
+
+/// The arg-reduction `key` of `self, dim, keepdim` into `out`: PyTorch's
+/// int64 indices, converted where the graph declares `out` int32 (the
+/// partitioner computes int64 tensors in 32 bits).
+fn arg_reduction(
+    t: &mut Translation<'_, '_, '_>,
+    key: &str,
+    args: &[Argument],
+) -> Result<(), ImportError> {
+    let reduction = args
+        .get(..3)
+        .ok_or_else(|| t.invalid(format!("{} arguments given, 4 needed", args.len())))?;
+    let out = t.arg(args, 3)?.clone();
+    let mut call = reduction.to_vec();
+    match t.declared(&out)?.0 {
+        DType::I32 => {
+            let indices = t.temporary_as(&out, DType::I64)?;
+            call.push(indices.clone());
+            t.table(key, &call)?;
+            t.convert([indices, out])
+        }
+        _ => {
+            call.push(out);
+            t.table(key, &call)
+        }
+    }
 }
 
 /// `aten.max_pool2d(self, kernel_size, stride, padding, dilation,

@@ -279,7 +279,12 @@ pub(super) fn embedding_q4gsw(
     };
     let table_sizes = t.typed(&table, "weight", DType::U8)?;
     let scale_sizes = t.typed(&scales, "weight_scales", DType::F32)?;
-    let index_sizes = t.typed(&indices, "indices", DType::I64)?;
+    // int64 token ids, or int32 where the partitioner computes int64
+    // tensors in 32 bits (as `index_select` takes either).
+    let (index_type, index_sizes) = t.declared(&indices)?;
+    if !matches!(index_type, DType::I64 | DType::I32) {
+        return Err(t.invalid(format!("indices is {index_type}, not i64 or i32")));
+    }
     let out_sizes = t.typed(&out, "the output", DType::F32)?;
     let &[rows, bytes] = table_sizes.as_slice() else {
         return Err(t.invalid(format!("weight has sizes {table_sizes:?}, not [V, E / 2]")));
