@@ -203,6 +203,24 @@ class KeywordSpotting(nn.Module):
         return self.classifier(x.flatten(1))
 
 
+class PoolBetween(nn.Module):
+    """Inception's pooling branch: an average pooling that counts its
+    padding, which XNNPACK's does not, runs on the int8 values of a result
+    that a convolution in the delegate also reads, so the delegates before
+    and after it exchange those integers with the program."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(3, 8, 3, padding=1)
+        self.direct = nn.Conv2d(8, 4, 1)
+        self.pooled = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        x = F.relu(self.first(x))
+        pooled = F.avg_pool2d(x, 3, stride=1, padding=1)
+        return torch.cat([F.relu(self.direct(x)), F.relu(self.pooled(pooled))], 1)
+
+
 def channels_last(*shape) -> torch.Tensor:
     return randn(*shape).to(memory_format=torch.channels_last)
 
@@ -367,6 +385,15 @@ Q8_FIXTURES = [
         "Conv2d(1,8,3,p1)+ReLU, avg_pool2d(2), Conv2d(8,8,3,p1)+ReLU, avg_pool2d(2), Linear(24,4) of a [1,1,8,12] spectrogram",
         KeywordSpotting,
         twice(lambda: (randn(1, 1, 8, 12),)),
+        ("xnnpack-q8",),
+    ),
+    gen_fixtures.Fixture(
+        "pool_between",
+        "Conv2d(3,8,3,p1)+ReLU, then Conv2d(8,4,1)+ReLU of it and of its avg_pool2d(3, stride 1, "
+        "padding 1) counting the padding (outside XNNPACK, on int8), concatenated, of [1,3,6,6]: "
+        "delegates exchanging int8 tensors",
+        PoolBetween,
+        twice(lambda: (randn(1, 3, 6, 6),)),
         ("xnnpack-q8",),
     ),
     gen_fixtures.Fixture(

@@ -537,13 +537,37 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         }
     }
 
-    /// Call arguments and outputs are floats: ptec does not exchange integer
-    /// tensors with the kernels around a delegate.
+    /// Call arguments and outputs are floats, or 8-bit integers of one
+    /// scale and zero point (the integers themselves: a program passes
+    /// them between delegates through kernels that keep them, such as an
+    /// average pooling XNNPACK does not take).
     fn check_external(&self, id: XnnValueId) -> Result<(), ImportError> {
         match self.numbers.get(&id) {
             Some(Numbers::Float | Numbers::Half) => Ok(()),
+            Some(Numbers::PerTensor(quantization)) if quantization.integer.dtype().is_some() => {
+                Ok(())
+            }
             _ => Err(self.unsupported(format!("quantized value {id} as a call argument"))),
         }
+    }
+
+    /// The f32 numbers the integers `value` stand for in `quantization`:
+    /// `(q - zero point) * scale`, the points of its grid as ptec computes
+    /// quantized values.
+    fn dequantized(
+        &mut self,
+        value: ValueId,
+        quantization: Quantization,
+    ) -> Result<ValueId, ImportError> {
+        let shape = self.importer.graph.value(value).ty.shape.clone();
+        let numbers = self.emit_given(copy(value), shape)?;
+        let zero_point = f64::from(quantization.zero_point);
+        let centred = self.emit(scalar(BinaryOp::Sub, numbers, zero_point))?;
+        self.emit(scalar(
+            BinaryOp::Mul,
+            centred,
+            f64::from(quantization.scale),
+        ))
     }
 
     /// The dims a value declares.
@@ -572,7 +596,16 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             .importer
             .read(TensorRef::Method(self.argument(tensor)?))?;
         let ty = self.importer.graph.value(value).ty.clone();
-        if ty.dtype != DType::F32 {
+        if let Some(quantization) = self.quantization(id) {
+            let integers = quantization.integer.dtype();
+            if Some(ty.dtype) != integers {
+                return Err(self.invalid(format!(
+                    "value {id} holds {}, but the argument it names is {ty}",
+                    show_integers(integers)
+                )));
+            }
+            value = self.dequantized(value, quantization)?;
+        } else if ty.dtype != DType::F32 {
             if !ty.dtype.is_float() {
                 return Err(self.invalid(format!(
                     "value {id} holds floats, but the argument it names is {ty}"
@@ -1960,6 +1993,27 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                 .cloned()
                 .ok_or_else(|| self.invalid(format!("output value {id} is never written")))?;
             let index = self.argument(tensor)?;
+            let laid = match self.quantization(id) {
+                // The integers the grid's points stand for, which the copy
+                // into the argument converts exactly.
+                Some(quantization) => {
+                    let integers = quantization.integer.dtype();
+                    let argument = self.importer.declared_type(TensorRef::Method(index))?;
+                    if Some(argument.dtype) != integers {
+                        return Err(self.invalid(format!(
+                            "value {id} holds {}, but the argument it names is {argument}",
+                            show_integers(integers)
+                        )));
+                    }
+                    let centred = self.integers(laid.value, quantization)?;
+                    let zero_point = f64::from(quantization.zero_point);
+                    Laid {
+                        value: self.emit(scalar(BinaryOp::Add, centred, zero_point))?,
+                        perm: laid.perm,
+                    }
+                }
+                None => laid,
+            };
             let file_tensor = self.importer.tensor(index)?;
             let order: Vec<usize> = file_tensor
                 .dim_order
@@ -2174,6 +2228,14 @@ fn contiguous(shape: Shape) -> TensorType {
         dim_order: (0..shape.len() as u8).collect(),
         shape,
     }
+}
+
+/// The element type of a quantized value's integers, as a message names it.
+fn show_integers(dtype: Option<DType>) -> String {
+    dtype.map_or_else(
+        || "integers".to_string(),
+        |dtype| format!("{dtype} integers"),
+    )
 }
 
 #[cfg(test)]

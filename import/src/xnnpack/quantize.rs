@@ -18,8 +18,8 @@ use std::borrow::Cow;
 
 use ptec_frontend::delegate::xnnpack::{XnnDatatype, XnnQuantization, XnnScales, XnnTensorValue};
 
-use ptec_ir::Real;
 use ptec_ir::ops::linalg::ClampRange;
+use ptec_ir::{DType, Real};
 
 /// The integer type of quantized elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +34,17 @@ pub(super) enum Integer {
 }
 
 impl Integer {
+    /// The element type a program's tensor of these integers has (int8 or
+    /// uint8 activations passed between delegates); `None` for those a
+    /// program does not hold.
+    pub(super) fn dtype(self) -> Option<DType> {
+        match self {
+            Integer::I8 => Some(DType::I8),
+            Integer::U8 => Some(DType::U8),
+            Integer::I4 | Integer::I32 => None,
+        }
+    }
+
     fn range(self) -> (i64, i64) {
         match self {
             Integer::I4 => (-8, 7),
