@@ -708,19 +708,24 @@ fn vulkan_dims_whose_product_wraps_are_refused() {
     check(&lie, &["method forward", "Vulkan", "dims", "too large"]);
 }
 
+/// The first input of the Vulkan graph of `lie`'s program.
+fn vulkan_first_input(lie: &Lie) -> ptec_schema::vulkan::VkTensor<'_> {
+    let graph = lie.vulkan_graph();
+    let input = graph.input_ids().expect("inputs").get(0) as usize;
+    graph
+        .values()
+        .expect("values")
+        .get(input)
+        .value_as_vk_tensor()
+        .expect("a tensor input")
+}
+
 /// The Vulkan graph's first input declared one larger than the argument the
 /// call passes.
 #[test]
 fn a_vulkan_input_unlike_the_argument_is_refused() {
     let lie = Lie::of("add.vulkan.bpte").patch(|lie| {
-        let graph = lie.vulkan_graph();
-        let input = graph.input_ids().expect("inputs").get(0) as usize;
-        let tensor = graph
-            .values()
-            .expect("values")
-            .get(input)
-            .value_as_vk_tensor()
-            .expect("a tensor input");
+        let tensor = vulkan_first_input(lie);
         let dims = tensor.dims().expect("dims");
         vec![Patch::element(
             dims.bytes(),
@@ -739,14 +744,7 @@ fn a_vulkan_input_unlike_the_argument_is_refused() {
 #[test]
 fn a_vulkan_input_of_another_element_type_is_refused() {
     let lie = Lie::of("add.vulkan.bpte").patch(|lie| {
-        let graph = lie.vulkan_graph();
-        let input = graph.input_ids().expect("inputs").get(0) as usize;
-        let tensor = graph
-            .values()
-            .expect("values")
-            .get(input)
-            .value_as_vk_tensor()
-            .expect("a tensor input");
+        let tensor = vulkan_first_input(lie);
         vec![Patch::field(
             &tensor._tab,
             ptec_schema::vulkan::VkTensor::VT_DATATYPE,
