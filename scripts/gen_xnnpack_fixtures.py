@@ -203,6 +203,20 @@ class KeywordSpotting(nn.Module):
         return self.classifier(x.flatten(1))
 
 
+class Heads(nn.Module):
+    """Self-attention over 4 heads of a linear layer's result, merged back."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 16)
+
+    def forward(self, x):
+        batch, length, _ = x.shape
+        heads = self.linear(x).view(batch, -1, 4, 4).transpose(1, 2)
+        attended = F.scaled_dot_product_attention(heads, heads, heads)
+        return attended.transpose(1, 2).reshape(batch, length, 16)
+
+
 class PoolBetween(nn.Module):
     """Inception's pooling branch: an average pooling that counts its
     padding, which XNNPACK's does not, runs on the int8 values of a result
@@ -354,6 +368,15 @@ FIXTURES = [
             )
         ),
         twice(lambda: (randn(1, 2, 5, 7),)),
+    ),
+    OpFixture(
+        "heads_dynamic",
+        "heads",
+        "Linear(16,16) of float32 [1,n,16], split into 4 heads of 4 ([1,n,4,4]), self-attention, "
+        "merged back, n dynamic up to 32: XNNPACK's reshapes leave the dynamic length to infer",
+        lambda: Heads(),
+        lambda: [(randn(1, 12, 16),), (randn(1, 5, 16),)],
+        dynamic_shapes=({1: torch.export.Dim("n", min=2, max=32)},),
     ),
 ]
 

@@ -1853,13 +1853,23 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             None if byte_count(&declared).is_none() => {
                 return Err(self.invalid(format!("a reshape to {declared:?}")));
             }
-            // Dynamic dimensions carry over where the bounds line up.
-            None => {
-                self.importer
-                    .symbols
-                    .view_type(&source_ty, contiguous(fixed(&declared)))
-                    .shape
-            }
+            // The dimension XNNPACK infers is the source's one dynamic
+            // dimension when the others hold as many elements on both
+            // sides; else dynamic dimensions carry over where the bounds
+            // line up.
+            None => match self.inferred_dimension(&source_ty.shape, &new_shape) {
+                Some((index, dim)) => {
+                    let mut shape = fixed(&declared);
+                    shape[index] = dim;
+                    shape
+                }
+                None => {
+                    self.importer
+                        .symbols
+                        .view_type(&source_ty, contiguous(fixed(&declared)))
+                        .shape
+                }
+            },
         };
         let value = self.emit_given(reshape(source), shape)?;
         self.define(
@@ -1869,6 +1879,35 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
                 perm: identity(declared.len()),
             },
         )
+    }
+
+    /// Where a reshape's new shape leaves one dimension for XNNPACK to
+    /// infer (a 0) and the source has one dynamic dimension, the other
+    /// dimensions holding as many elements on both sides: that position
+    /// and the source's dynamic dimension, which it is at every size.
+    fn inferred_dimension(&self, source: &[Dim], new_shape: &[u64]) -> Option<(usize, Dim)> {
+        let source = self.importer.symbols.resolve_shape(source);
+        let mut zeros = (new_shape.iter().enumerate())
+            .filter_map(|(index, &size)| (size == 0).then_some(index));
+        let (index, None) = (zeros.next()?, zeros.next()) else {
+            return None;
+        };
+        let mut dynamic = source.iter().filter(|dim| dim.fixed().is_none());
+        let (&dim, None) = (dynamic.next()?, dynamic.next()) else {
+            return None;
+        };
+        let kept = byte_count(
+            &source
+                .iter()
+                .filter_map(|dim| dim.fixed())
+                .collect::<Vec<_>>(),
+        )?;
+        let given = byte_count(
+            &(new_shape.iter().copied())
+                .filter(|&size| size != 0)
+                .collect::<Vec<_>>(),
+        )?;
+        (kept == given).then_some((index, dim))
     }
 
     fn slice(&mut self, t: &StaticSlice) -> Result<(), ImportError> {
