@@ -173,6 +173,18 @@ class SeqBlock(nn.Module):
         return x.reshape(-1, d)
 
 
+class DynConv1d(nn.Module):
+    """Two 1-D convolutions over a signal of any length."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv1d(3, 4, 3, padding=1)
+        self.second = nn.Conv1d(4, 2, 5, stride=2, dilation=2)
+
+    def forward(self, x):
+        return self.second(torch.relu(self.first(x)))
+
+
 class DynCnn(nn.Module):
     """A small CNN over images of dynamic height and width: convolution,
     batch norm, ReLU, max pooling, a spatial mean and a linear layer."""
@@ -295,6 +307,15 @@ FIXTURES = [
         lambda: [(torch.randn(1, 3, h, w),) for h, w in ((16, 16), (11, 23), (64, 64), (10, 10))],
         ("portable",),
         dynamic_shapes=({2: torch.export.Dim("h", min=10, max=64), 3: torch.export.Dim("w", min=10, max=64)},),
+    ),
+    Fixture(
+        "dyn_conv1d",
+        "Conv1d(3,4,3,p1)+ReLU, Conv1d(4,2,5,stride 2,dilation 2) over [1,3,L], L dynamic (12..64), "
+        "as an audio model's; cases at L 16, 13, 64",
+        DynConv1d,
+        lambda: [(torch.randn(1, 3, n),) for n in (16, 13, 64)],
+        ("portable",),
+        dynamic_shapes=({2: torch.export.Dim("length", min=12, max=64)},),
     ),
     Fixture(
         "sym_ops",

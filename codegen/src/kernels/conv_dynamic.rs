@@ -1,10 +1,10 @@
 //! Convolution and pooling over images whose sizes are known only at run
-//! time (a symbolic batch, height or width): direct loop nests over every
-//! output element, in any layout, each computed from its window with the
-//! padding's bounds checked (a position outside reads zero for a
-//! convolution and nothing for a pooling). The fixed-size kernels
-//! (`conv.rs`, `conv_nhwc.rs`) are the fast path; these are plain, not
-//! tuned.
+//! time (a symbolic batch, height or width; a 1-D convolution's length):
+//! direct loop nests over every output element, in any layout, each
+//! computed from its window with the padding's bounds checked (a position
+//! outside reads zero for a convolution and nothing for a pooling). The
+//! fixed-size kernels (`conv.rs`, `conv_nhwc.rs`) are the fast path; these
+//! are plain, not tuned.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value, types};
@@ -25,7 +25,8 @@ pub(super) fn is_dynamic(e: &Emitter<'_, '_, '_>, values: &[ValueId]) -> bool {
 }
 
 /// A 4-D f32 tensor: its address, and its sizes and byte strides along
-/// N, C, H, W (whatever its dim order).
+/// N, C, H, W (whatever its dim order). A 3-D one (a 1-D convolution's
+/// N, C, L) is an image of one row.
 struct Image {
     base: Value,
     sizes: [Size; 4],
@@ -34,20 +35,26 @@ struct Image {
 
 fn image(e: &mut Emitter<'_, '_, '_>, value: ValueId, what: &str) -> Result<Image, CodegenError> {
     let ty = e.graph().value(value).ty.clone();
-    if ty.rank() != 4 || ty.dtype != DType::F32 {
-        return Err(e.unsupported(format!("{what} other than a 4-D f32 tensor ({ty})")));
+    if !matches!(ty.rank(), 3 | 4) || ty.dtype != DType::F32 {
+        return Err(e.unsupported(format!("{what} other than a 3-D or 4-D f32 tensor ({ty})")));
     }
-    let sizes = e.shape(&ty.shape);
+    let mut sizes = e.shape(&ty.shape);
     let strides = layout_strides(e, &ty.shape, &ty.dim_order);
-    let strides = [0, 1, 2, 3].map(|axis| {
-        let bytes = e.mul(strides[axis], Size::Const(4));
-        e.value_of(bytes)
-    });
+    let mut strides: Vec<Value> = (strides.into_iter())
+        .map(|stride| {
+            let bytes = e.mul(stride, Size::Const(4));
+            e.value_of(bytes)
+        })
+        .collect();
+    if ty.rank() == 3 {
+        sizes.insert(2, Size::Const(1));
+        strides.insert(2, e.iconst(0));
+    }
     let base = e.address(value);
     Ok(Image {
         base,
         sizes: [sizes[0], sizes[1], sizes[2], sizes[3]],
-        strides,
+        strides: [strides[0], strides[1], strides[2], strides[3]],
     })
 }
 
@@ -120,9 +127,15 @@ pub(super) fn convolution(
     output_value: ValueId,
     epilogue: Epilogue,
 ) -> Result<(), CodegenError> {
-    let Some([stride, padding, dilation]) = op.as_2d() else {
+    // A 1-D convolution is a 2-D one over images of one row.
+    let params = match (op.spatial_rank(), &op.transposed) {
+        (1, None) => Some([[1, op.stride[0]], [0, op.padding[0]], [1, op.dilation[0]]]),
+        _ => op.as_2d(),
+    };
+    let Some([stride, padding, dilation]) = params else {
         return Err(e.unsupported(
-            "a convolution over sizes known only at run time other than an ordinary 2-D one",
+            "a convolution over sizes known only at run time other than an ordinary 1-D or 2-D \
+             one",
         ));
     };
     let input = image(e, op.input, "convolution input")?;
