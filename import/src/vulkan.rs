@@ -982,11 +982,9 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         self.importer.contradiction(problem)
     }
 
-    /// Checks that the graph declares its input or output `id` with the
-    /// sizes of the call's argument `arg` (its bound, for a dynamic one),
-    /// which is the tensor the call passes in its place.
-    /// The graph's input or output tensor `id`, after checking that it has
-    /// the sizes of the call's argument `arg`, and whether it holds int32
+    /// The graph's input or output tensor `id`, after checking that the
+    /// graph declares it with the sizes of the call's argument `arg` (its
+    /// bound, for a dynamic one), and whether it holds int32
     /// where the argument is int64: the partitioner computes int64 tensors
     /// in 32 bits, and ExecuTorch's Vulkan runtime converts them as it
     /// stages them. It computes float64 and float16 ones in float32 too;
