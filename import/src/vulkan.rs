@@ -1562,8 +1562,13 @@ fn arg_reduction(
         .get(..3)
         .ok_or_else(|| t.invalid(format!("{} arguments given, 4 needed", args.len())))?;
     let out = t.arg(args, 3)?.clone();
+    let Argument::Tensor(result) = out else {
+        return Err(t.invalid(format!("the result is a {}, not a tensor", out.kind())));
+    };
     let mut call = reduction.to_vec();
-    match t.declared(&out)?.0 {
+    // The element type alone: `declared` asks for fixed sizes, which a
+    // graph of dynamic shapes does not have.
+    match t.importer.declared_type(result)?.dtype {
         DType::I32 => {
             let indices = t.temporary_as(&out, DType::I64)?;
             call.push(indices.clone());
