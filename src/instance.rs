@@ -2,6 +2,7 @@
 //! methods on host tensors; the work itself is the compiler library's
 //! (`ptec-compiler`).
 
+use ptec_codegen::VulkanLimits;
 use ptec_compiler::{Limits, Loaded, Options};
 use ptec_frontend::Method;
 use ptec_passes::PassReport;
@@ -44,8 +45,15 @@ pub struct CompileArgs {
     /// device the shaders are for (its maxTexelBufferElements); shaders read
     /// a buffer with more through storage. A device runs them with its own
     /// limit if lower.
-    #[arg(long, value_name = "N", default_value_t = ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)]
+    #[arg(long, value_name = "N", default_value_t = VulkanLimits::DEFAULT.texel_buffer_elements)]
     pub texel_buffer_elements: u64,
+    /// Vulkan: the most bytes one binding of a buffer shows a shader on
+    /// the device the shaders are for (its maxStorageBufferRange). Where
+    /// the constants or the arena are larger, each dispatch binds the part
+    /// it reads and writes, and a kernel that touches more runs on the CPU.
+    /// A device runs them with its own limit if lower.
+    #[arg(long, value_name = "BYTES", default_value_t = VulkanLimits::DEFAULT.storage_buffer_range)]
+    pub storage_buffer_range: u64,
 }
 
 impl CompileArgs {
@@ -58,7 +66,10 @@ impl CompileArgs {
             },
             codegen: ptec_codegen::CodegenOptions {
                 microkernels: !self.no_microkernels,
-                vulkan_texels: self.texel_buffer_elements,
+                vulkan: VulkanLimits {
+                    texel_buffer_elements: self.texel_buffer_elements,
+                    storage_buffer_range: self.storage_buffer_range,
+                },
                 ..ptec_codegen::CodegenOptions::default()
             },
             threads: self

@@ -332,7 +332,7 @@ fn emitted_shaders_pass_spirv_val() {
     for file in &files {
         let (dir, manifest) = emit_spirv(file);
         assert_eq!(manifest["target_env"], "vulkan1.1");
-        assert_eq!(manifest["format"], "ptec-spirv-2");
+        assert_eq!(manifest["format"], "ptec-spirv-3");
         for method in manifest["methods"].as_array().expect("methods") {
             let shaders = method["shaders"].as_array().expect("shaders");
             assert!(!shaders.is_empty(), "{}: no shaders", file.display());
@@ -540,37 +540,72 @@ fn storage_reads_give_the_texel_reads_bits() {
         if !device {
             continue;
         }
-        let outputs = [ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS, 0].map(|texels| {
-            let texels = texels.to_string();
-            let out = dir.path().join(format!("texels-{texels}"));
-            ptec_ok(&[
-                "run",
-                "--backend",
-                "vulkan",
-                "--texel-buffer-elements",
-                &texels,
-                "--output-dir",
-                path_str(&out),
-                path_str(file),
-            ]);
-            let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&out)
-                .expect("the outputs")
-                .map(|entry| {
-                    let path = entry.expect("an entry").path();
-                    let bytes = std::fs::read(&path).expect("an output");
-                    (path.file_name().expect("a name").into(), bytes)
-                })
-                .collect();
-            files.sort();
-            files
-        });
-        assert!(!outputs[0].is_empty(), "{}: no outputs", file.display());
+        let outputs =
+            [ptec_codegen::VulkanLimits::DEFAULT.texel_buffer_elements, 0].map(|texels| {
+                let texels = texels.to_string();
+                let out = dir.path().join(format!("texels-{texels}"));
+                vulkan_outputs(file, &["--texel-buffer-elements", &texels], &out)
+            });
         assert!(
             outputs[0] == outputs[1],
             "{}: the outputs differ",
             file.display()
         );
     }
+}
+
+/// The output files `ptec run --backend vulkan` with `flags` writes into
+/// `out` for `file`, by name, in order; at least one.
+fn vulkan_outputs(file: &Path, flags: &[&str], out: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut args = vec!["run", "--backend", "vulkan"];
+    args.extend(flags);
+    args.extend(["--output-dir", path_str(out), path_str(file)]);
+    ptec_ok(&args);
+    let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(out)
+        .expect("the outputs")
+        .map(|entry| {
+            let path = entry.expect("an entry").path();
+            let bytes = std::fs::read(&path).expect("an output");
+            (path.file_name().expect("a name").into(), bytes)
+        })
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: no outputs", file.display());
+    files
+}
+
+/// mobilenet_v2's 14 MB of constants for a device whose bindings show 8
+/// MiB: each dispatch binds the part of the constants it reads (texel
+/// views of them included), and the outputs are the bits of the whole
+/// buffer's binding.
+#[test]
+fn constants_bound_in_parts_give_the_whole_buffers_bits() {
+    let Some(corpus) = corpus_for("constants_bound_in_parts_give_the_whole_buffers_bits") else {
+        return;
+    };
+    let file = corpus.join("mobilenet_v2.vulkan.bpte");
+    let range = ["--storage-buffer-range", "8388608"];
+    let (dir, manifest) = emit_spirv_with(&file, &range);
+    let method = &manifest["methods"][0];
+    let dispatches = method["dispatches"].as_array().expect("dispatches");
+    let constants: std::collections::HashSet<String> = dispatches
+        .iter()
+        .map(|dispatch| dispatch["bindings"]["constants"].to_string())
+        .collect();
+    assert_eq!(constants.len(), dispatches.len(), "{constants:?}");
+    let segments = method["segments"].as_array().expect("segments");
+    assert!(
+        segments
+            .iter()
+            .all(|segment| segment["runs_on"] == "device"),
+        "{segments:?}"
+    );
+    if !device_available("constants_bound_in_parts_give_the_whole_buffers_bits") {
+        return;
+    }
+    let whole = vulkan_outputs(&file, &[], &dir.path().join("whole"));
+    let parts = vulkan_outputs(&file, &range, &dir.path().join("parts"));
+    assert!(whole == parts, "the outputs differ");
 }
 
 /// The WGSL of one of the manifest's `shader`s, emitted into `dir`.
@@ -694,7 +729,7 @@ fn run_scale_gather_increment(
 #[test]
 fn a_gather_between_shaders_runs_on_the_cpu() {
     let graph = ptec_ir::parse(SCALE_GATHER_INCREMENT).expect("the graph parses");
-    let compiled = ptec_compiler::vulkan(&graph, ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)
+    let compiled = ptec_compiler::vulkan(&graph, &ptec_codegen::VulkanLimits::DEFAULT)
         .expect("the graph compiles for Vulkan");
     let places: Vec<String> = compiled
         .segments
@@ -731,6 +766,105 @@ fn a_gather_between_shaders_runs_on_the_cpu() {
     assert_eq!(errors[0], errors[1]);
 }
 
+/// Three products by constant 16x16 weights and a sum with the input, for
+/// a device whose bindings show 2048 bytes: the arena (3328 bytes) and
+/// the constants (3072) are larger, so each dispatch binds the part its
+/// kernels touch (the products, small enough to share a dispatch, each get
+/// their own, since no binding shows two weights), and the sum, whose
+/// tensors span the whole arena, runs on the CPU.
+fn parts_of_buffers(weights: [&[f32]; 3]) -> String {
+    let [first, second, third] = weights.map(|values| {
+        let texts: Vec<String> = values.iter().map(|x| format!("{x:.1}")).collect();
+        texts.join(", ")
+    });
+    format!(
+        "
+graph parts (arena 3328 bytes) {{
+  %0: f32[4,16] @0 = input 0
+  %1: f32[16,16] = constant [{first}]
+  %2: f32[16,16] = constant [{second}]
+  %3: f32[16,16] = constant [{third}]
+  %4: f32[4,16] @512 = mat_mul(%0, %1)
+  %5: f32[4,16] @1024 = mat_mul(%4, %2)
+  %6: f32[4,16] @1536 = mat_mul(%5, %3)
+  %7: f32[4,16] @3072 = add(%6, %0)
+  return %7
+}}"
+    )
+}
+
+#[test]
+fn dispatches_bind_the_parts_of_buffers_larger_than_a_binding_shows() {
+    let weights: Vec<Vec<f32>> = (0..3)
+        .map(|w| {
+            (0..256)
+                .map(|k| ((k * 7 + w * 5) % 5) as f32 - 2.0)
+                .collect()
+        })
+        .collect();
+    let graph = ptec_ir::parse(&parts_of_buffers([&weights[0], &weights[1], &weights[2]]))
+        .expect("the graph parses");
+    let mut options = Options::default();
+    options.codegen.vulkan.storage_buffer_range = 2048;
+    let compiled = ptec_compiler::vulkan(&graph, &options.codegen.vulkan)
+        .expect("the graph compiles for Vulkan");
+    let bindings: Vec<_> = compiled
+        .dispatches
+        .iter()
+        .map(|dispatch| {
+            let bound = &dispatch.bindings;
+            (bound.arena.clone(), bound.constants.clone())
+        })
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            (0..768, 0..1024),
+            (512..1280, 1024..2048),
+            (1024..1792, 2048..3072)
+        ]
+    );
+    // The products are one shader: the same kernel at other offsets.
+    assert_eq!(compiled.shaders.len(), 1);
+    let cpu: Vec<_> = compiled
+        .segments
+        .iter()
+        .filter_map(|segment| match segment {
+            VulkanSegment::Cpu { kernels, .. } => Some(kernels),
+            VulkanSegment::Device { .. } => None,
+        })
+        .flatten()
+        .collect();
+    let [sum] = cpu.as_slice() else {
+        panic!("CPU kernels {cpu:?}");
+    };
+    assert_eq!(sum.op, "add");
+    assert!(
+        sum.reason
+            .contains("span 3328 bytes of the arena, more than the 2048 a binding shows"),
+        "{}",
+        sum.reason
+    );
+    if !device_available("dispatches_bind_the_parts_of_buffers_larger_than_a_binding_shows") {
+        return;
+    }
+    let x: Vec<u8> = (0..64)
+        .flat_map(|k| (((k * 3) % 7) as f32 - 3.0).to_le_bytes())
+        .collect();
+    let outputs = [Backend::Jit, Backend::Vulkan].map(|backend| {
+        let mut runner = instantiate(&graph, backend, &options)
+            .unwrap_or_else(|error| panic!("{backend}: {}", ptec_compiler::full_message(&error)));
+        runner
+            .run(&[TensorRef {
+                element: ElementType::F32,
+                sizes: &[4, 16],
+                data: &x,
+            }])
+            .unwrap_or_else(|error| panic!("{backend}: {error}"))
+    });
+    assert_eq!(outputs[0], outputs[1]);
+}
+
 /// Elementwise kernels four elements at a time: a row broadcast (one
 /// element for the four), a NaN-propagating maximum and a scale in place
 /// of its input, on specials and a row scaled by NaN; the device gives the
@@ -748,7 +882,7 @@ graph quads (arena 1664 bytes) {
 #[test]
 fn elementwise_quads_give_the_cpu_bits() {
     let graph = ptec_ir::parse(QUADS).expect("the graph parses");
-    let compiled = ptec_compiler::vulkan(&graph, ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)
+    let compiled = ptec_compiler::vulkan(&graph, &ptec_codegen::VulkanLimits::DEFAULT)
         .expect("the graph compiles for Vulkan");
     let [shader] = compiled.shaders.as_slice() else {
         panic!("{} shaders", compiled.shaders.len());
@@ -864,7 +998,7 @@ fn vector_products_read_their_weights_down_the_depth() {
     };
     let (shared, own) = (weights(1.0), weights(-1.0));
     let graph = ptec_ir::parse(&vector_products(&shared, &own)).expect("the graph parses");
-    let compiled = ptec_compiler::vulkan(&graph, ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS)
+    let compiled = ptec_compiler::vulkan(&graph, &ptec_codegen::VulkanLimits::DEFAULT)
         .expect("the graph compiles for Vulkan");
     let bytes =
         |values: &[f32]| -> Vec<u8> { values.iter().flat_map(|x| x.to_le_bytes()).collect() };

@@ -45,10 +45,8 @@ pub struct CodegenOptions {
     /// Mark the time after each kernel for `ptec_runtime::profile` (the
     /// JIT only; [`profiled_kernels`] names them).
     pub profile: bool,
-    /// Vulkan: the most texels a texel buffer view holds on the device the
-    /// shaders are for (its `maxTexelBufferElements`); shaders read quads
-    /// of a buffer with more through storage, as they do with 0.
-    pub vulkan_texels: u64,
+    /// Vulkan: the limits of the device the shaders are for.
+    pub vulkan: VulkanLimits,
 }
 
 impl Default for CodegenOptions {
@@ -59,7 +57,7 @@ impl Default for CodegenOptions {
             integer: true,
             vnni: true,
             profile: false,
-            vulkan_texels: DEFAULT_TEXEL_BUFFER_ELEMENTS,
+            vulkan: VulkanLimits::DEFAULT,
         }
     }
 }
@@ -70,8 +68,7 @@ pub use jit::{JitCode, JitMethod, JitSegments, compile_jit, compile_jit_segments
 pub use listing::Listing;
 pub use method::{element_type, profiled_kernels};
 pub use spirv::{
-    BufferRange, CpuKernel, DEFAULT_TEXEL_BUFFER_ELEMENTS, DispatchedKernel, Place, Shader,
-    ShaderDispatch, VulkanMethod, VulkanSegment, compile_vulkan, vulkan_dispatches,
-    vulkan_placement,
+    BufferRange, CpuKernel, DispatchedKernel, Place, Shader, ShaderDispatch, VulkanLimits,
+    VulkanMethod, VulkanSegment, compile_vulkan, vulkan_dispatches, vulkan_placement,
 };
 pub use target_lexicon::Triple;

@@ -10,8 +10,8 @@ mod common;
 
 use common::{elements, le_bytes, run_jit};
 use ptec_codegen::{
-    Backend, CodegenError, CodegenOptions, DEFAULT_TEXEL_BUFFER_ELEMENTS, Place, VulkanSegment,
-    compile_jit, compile_vulkan, vulkan_placement,
+    Backend, CodegenError, CodegenOptions, Place, VulkanLimits, VulkanSegment, compile_jit,
+    compile_vulkan, vulkan_placement,
 };
 use ptec_ir::ops::OpError;
 use ptec_ir::ops::elementwise::{BinaryOp, Func, UnaryOp};
@@ -458,7 +458,7 @@ fn every_function_of_f32_compiles_to_shaders() {
     for dtype in [DType::F32, DType::I32, DType::U8, DType::Bool] {
         for text in every_function(dtype) {
             let graph = ptec_ir::parse(&text).unwrap_or_else(|error| panic!("{error}\n{text}"));
-            match compile_vulkan(&graph, DEFAULT_TEXEL_BUFFER_ELEMENTS) {
+            match compile_vulkan(&graph, &VulkanLimits::DEFAULT) {
                 Err(error) => assert!(is_undefined(&error), "{error:?}\n{text}"),
                 Ok(method) if dtype == DType::F32 => assert!(
                     method
@@ -484,8 +484,8 @@ fn every_shader_passes_nagas_validator() {
         let graph = ptec_ir::parse(text).expect("the graph parses");
         // `compile_vulkan` validates each shader before translating it;
         // validate the WGSL it keeps again, on its own.
-        let method = compile_vulkan(&graph, DEFAULT_TEXEL_BUFFER_ELEMENTS)
-            .expect("the graph compiles to shaders");
+        let method =
+            compile_vulkan(&graph, &VulkanLimits::DEFAULT).expect("the graph compiles to shaders");
         assert!(!method.shaders.is_empty());
         for shader in &method.shaders {
             let module = naga::front::wgsl::parse_str(&shader.wgsl).unwrap_or_else(|error| {
@@ -519,8 +519,8 @@ graph twice (arena 1200000 bytes) {
 #[test]
 fn kernels_of_one_shape_share_a_shader() {
     let graph = ptec_ir::parse(TWO_NEGATIONS).expect("the graph parses");
-    let method = compile_vulkan(&graph, DEFAULT_TEXEL_BUFFER_ELEMENTS)
-        .expect("the graph compiles to shaders");
+    let method =
+        compile_vulkan(&graph, &VulkanLimits::DEFAULT).expect("the graph compiles to shaders");
     assert_eq!(method.shaders.len(), 1);
     let dispatches: Vec<(usize, &[u32])> = method
         .dispatches
@@ -550,8 +550,8 @@ fn small_kernels_share_one_dispatch() {
         .replace("@400000", "@64")
         .replace("@800000", "@128");
     let graph = ptec_ir::parse(&text).expect("the graph parses");
-    let method = compile_vulkan(&graph, DEFAULT_TEXEL_BUFFER_ELEMENTS)
-        .expect("the graph compiles to shaders");
+    let method =
+        compile_vulkan(&graph, &VulkanLimits::DEFAULT).expect("the graph compiles to shaders");
     let [dispatch] = method.dispatches.as_slice() else {
         panic!("{:?}", method.dispatches);
     };
@@ -574,7 +574,8 @@ fn small_kernels_share_one_dispatch() {
 #[test]
 fn integer_division_runs_on_the_cpu_with_a_reason() {
     let graph = ptec_ir::parse(INTEGER_DIVISION).expect("the graph parses");
-    let placed = vulkan_placement(&graph).expect("the graph compiles for Vulkan");
+    let placed =
+        vulkan_placement(&graph, &VulkanLimits::DEFAULT).expect("the graph compiles for Vulkan");
     assert_eq!(placed.len(), 3, "{placed:?}");
     for (node, place) in placed {
         let Place::Cpu(why) = place else {

@@ -6,8 +6,8 @@
 //! CPU for that reason).
 
 use ptec_codegen::{
-    Backend, CodegenError, CodegenOptions, DEFAULT_TEXEL_BUFFER_ELEMENTS, Place, compile_jit,
-    compile_vulkan, support, vulkan_placement,
+    Backend, CodegenError, CodegenOptions, Place, VulkanLimits, compile_jit, compile_vulkan,
+    support, vulkan_placement,
 };
 use ptec_ir::{Graph, NodeId, OpKind};
 
@@ -321,9 +321,10 @@ fn verdict(backend: Backend, graph: &Graph<'_>, node: NodeId) -> Result<(), Stri
             Err(error) => panic!("the CPU: {error}"),
         },
         Backend::Vulkan => {
-            compile_vulkan(graph, DEFAULT_TEXEL_BUFFER_ELEMENTS)
+            compile_vulkan(graph, &VulkanLimits::DEFAULT)
                 .unwrap_or_else(|error| panic!("Vulkan: {error}"));
-            let placed = vulkan_placement(graph).unwrap_or_else(|error| panic!("{error}"));
+            let placed = vulkan_placement(graph, &VulkanLimits::DEFAULT)
+                .unwrap_or_else(|error| panic!("{error}"));
             let place = match graph.op(node).is_control() {
                 true => placed.first().map(|(_, place)| place.clone()),
                 false => placed
@@ -379,8 +380,8 @@ fn a_refusal_reads_as_a_sentence() {
 }",
     )
     .expect("the graph parses");
-    let error = compile_vulkan(&graph, DEFAULT_TEXEL_BUFFER_ELEMENTS)
-        .expect_err("shaders take no dynamic shapes");
+    let error =
+        compile_vulkan(&graph, &VulkanLimits::DEFAULT).expect_err("shaders take no dynamic shapes");
     assert_eq!(
         error.to_string(),
         "not supported yet on the Vulkan backend: dynamic shapes"

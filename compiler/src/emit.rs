@@ -160,13 +160,10 @@ pub fn compile_file(
     match options.emit {
         Emit::Ir => return text(graphs.iter().map(ptec_ir::to_text).collect()),
         Emit::Spirv => {
-            let (limits, texels) = (
-                &options.options.limits,
-                options.options.codegen.vulkan_texels,
-            );
+            let (limits, device) = (&options.options.limits, &options.options.codegen.vulkan);
             let compiled = graphs
                 .iter()
-                .map(|graph| vulkan_within(graph, limits, texels))
+                .map(|graph| vulkan_within(graph, limits, device))
                 .collect::<Result<Vec<_>, _>>()?;
             crate::spirv_dir::write_directory(&output, &compiled)?;
             return Ok(Emitted::Written(output));

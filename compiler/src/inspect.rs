@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use ptec_codegen::Place;
+use ptec_codegen::{Place, VulkanLimits};
 use ptec_frontend::{
     ExecutorchFile, Instruction, Method, Program, Tensor, TestSuite, Value, ValueIndex,
 };
@@ -93,30 +93,31 @@ impl CompiledReport {
     fn new(method: &Method<'_>) -> Result<Self, Error> {
         let optimized = optimize(method, &ptec_passes::PassOptions::default(), |_, _| {})?;
         let graph = &optimized.graph;
-        let (vulkan, vulkan_error) = match ptec_codegen::vulkan_placement(graph) {
-            Ok(placed) => {
-                let (device, cpu): (Vec<_>, Vec<_>) = placed
-                    .into_iter()
-                    .partition(|(_, place)| *place == Place::Device);
-                let cpu_kernels = cpu
-                    .into_iter()
-                    .filter_map(|(node, place)| match place {
-                        Place::Cpu(reason) => Some(CpuKernelReport {
-                            node: node.to_string(),
-                            op: graph.node(node).op().name().to_string(),
-                            reason,
-                        }),
-                        Place::Device => None,
-                    })
-                    .collect();
-                let report = VulkanReport {
-                    device_kernels: device.len(),
-                    cpu_kernels,
-                };
-                (Some(report), None)
-            }
-            Err(error) => (None, Some(error.to_string())),
-        };
+        let (vulkan, vulkan_error) =
+            match ptec_codegen::vulkan_placement(graph, &VulkanLimits::DEFAULT) {
+                Ok(placed) => {
+                    let (device, cpu): (Vec<_>, Vec<_>) = placed
+                        .into_iter()
+                        .partition(|(_, place)| *place == Place::Device);
+                    let cpu_kernels = cpu
+                        .into_iter()
+                        .filter_map(|(node, place)| match place {
+                            Place::Cpu(reason) => Some(CpuKernelReport {
+                                node: node.to_string(),
+                                op: graph.node(node).op().name().to_string(),
+                                reason,
+                            }),
+                            Place::Device => None,
+                        })
+                        .collect();
+                    let report = VulkanReport {
+                        device_kernels: device.len(),
+                        cpu_kernels,
+                    };
+                    (Some(report), None)
+                }
+                Err(error) => (None, Some(error.to_string())),
+            };
         Ok(CompiledReport {
             ops: optimized.imported_kernels,
             kernels: graph.kernel_count(),

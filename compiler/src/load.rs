@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use ptec_codegen::{Linker, vulkan_dispatches};
+use ptec_codegen::{Linker, VulkanLimits, vulkan_dispatches};
 use ptec_frontend::{Method, ScalarType};
 use ptec_ir::Graph;
 use ptec_passes::PassReport;
@@ -133,7 +133,7 @@ pub fn load<'a>(
     let runner = instantiate(&optimized.graph, backend, options)?;
     let kernels = match (options.codegen.profile, backend) {
         (false, _) => Vec::new(),
-        (true, Backend::Vulkan) => vulkan_dispatch_names(&optimized.graph)?,
+        (true, Backend::Vulkan) => vulkan_dispatch_names(&optimized.graph, options)?,
         (true, _) => ptec_codegen::profiled_kernels(&optimized.graph),
     };
     Ok(Loaded {
@@ -179,16 +179,11 @@ fn instance<'a>(
         }
         Backend::Aot => load_shared_object(graph, options)?,
         Backend::Vulkan => {
-            // Shaders for this device's texel buffer views; what the back
-            // end refuses is said before a missing device is.
+            // Shaders for this device's limits; what the back end refuses
+            // is said before a missing device is.
             let device = vulkan_device();
-            let texels = device
-                .as_ref()
-                .map_or(options.codegen.vulkan_texels, |device| {
-                    u64::from(device.limits().max_texel_buffer_elements)
-                        .min(options.codegen.vulkan_texels)
-                });
-            let compiled = vulkan_within(graph, &options.limits, texels)?;
+            let limits = vulkan_limits(device.as_ref().ok(), options);
+            let compiled = vulkan_within(graph, &options.limits, &limits)?;
             let device = device?;
             // The kernels no shader runs are the JIT's, on the same arena
             // (with their scratch memory after the plan's).
@@ -220,8 +215,9 @@ fn instance<'a>(
 /// The kernels of each dispatch of a graph's Vulkan program, in order, by
 /// node and op (`n12 convolution`, or `n3 add + n4 softmax` for a run of
 /// small kernels in one dispatch).
-fn vulkan_dispatch_names(graph: &Graph<'_>) -> Result<Vec<String>, Error> {
-    let dispatches = vulkan_dispatches(graph).map_err(|source| Error::Codegen {
+fn vulkan_dispatch_names(graph: &Graph<'_>, options: &Options) -> Result<Vec<String>, Error> {
+    let limits = vulkan_limits(vulkan_device().ok().as_ref(), options);
+    let dispatches = vulkan_dispatches(graph, &limits).map_err(|source| Error::Codegen {
         method: graph.name.clone(),
         target: "Vulkan",
         source,
@@ -239,6 +235,23 @@ fn vulkan_dispatch_names(graph: &Graph<'_>) -> Result<Vec<String>, Error> {
 }
 
 /// The Vulkan device, opened once per process.
+/// The limits shaders are written for: the options' (the defaults, or
+/// what the user asked for), or the device's where they are lower.
+fn vulkan_limits(device: Option<&Arc<VulkanDevice>>, options: &Options) -> VulkanLimits {
+    let asked = options.codegen.vulkan;
+    device.map_or(asked, |device| {
+        let limits = device.limits();
+        VulkanLimits {
+            texel_buffer_elements: asked
+                .texel_buffer_elements
+                .min(limits.max_texel_buffer_elements.into()),
+            storage_buffer_range: asked
+                .storage_buffer_range
+                .min(limits.max_storage_buffer_range.into()),
+        }
+    })
+}
+
 fn vulkan_device() -> Result<Arc<VulkanDevice>, Error> {
     static DEVICE: OnceLock<Arc<VulkanDevice>> = OnceLock::new();
     if let Some(device) = DEVICE.get() {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ptec_codegen::{
     AotOptions, CodegenError, CodegenOptions, JitMethod, JitSegments, Linker, ObjectCode,
-    VulkanMethod, compile_jit, compile_jit_segments, compile_object, compile_vulkan,
+    VulkanLimits, VulkanMethod, compile_jit, compile_jit_segments, compile_object, compile_vulkan,
     link_shared_object,
 };
 use ptec_frontend::Method;
@@ -241,7 +241,7 @@ pub fn compile<'a>(
         Target::Vulkan => Compiled::Vulkan(
             graphs
                 .iter()
-                .map(|graph| vulkan_within(graph, &options.limits, options.codegen.vulkan_texels))
+                .map(|graph| vulkan_within(graph, &options.limits, &options.codegen.vulkan))
                 .collect::<Result<_, _>>()?,
         ),
     })
@@ -283,9 +283,9 @@ pub(crate) fn method_names(graphs: &[Graph<'_>]) -> String {
 pub fn vulkan_within(
     graph: &Graph<'_>,
     limits: &Limits,
-    max_texels: u64,
+    device: &VulkanLimits,
 ) -> Result<VulkanMethod, Error> {
-    let compiled = vulkan(graph, max_texels)?;
+    let compiled = vulkan(graph, device)?;
     let words: usize = compiled
         .shaders
         .iter()
@@ -295,12 +295,10 @@ pub fn vulkan_within(
     Ok(compiled)
 }
 
-/// An optimized graph compiled to Vulkan compute shaders, for a device
-/// whose texel buffer views hold `max_texels` texels
-/// (`maxTexelBufferElements`; [`DEFAULT_TEXEL_BUFFER_ELEMENTS`] where no
-/// device is at hand).
-pub fn vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod, Error> {
-    compile_vulkan(graph, max_texels).map_err(|source| Error::Codegen {
+/// An optimized graph compiled to Vulkan compute shaders, for a device of
+/// `limits` ([`VulkanLimits::DEFAULT`] where no device is at hand).
+pub fn vulkan(graph: &Graph<'_>, limits: &VulkanLimits) -> Result<VulkanMethod, Error> {
+    compile_vulkan(graph, limits).map_err(|source| Error::Codegen {
         method: graph.name.clone(),
         target: "Vulkan",
         source,

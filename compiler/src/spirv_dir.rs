@@ -75,6 +75,10 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
                     "shader": dispatch.shader,
                     "workgroups": dispatch.workgroups,
                     "push_constants": dispatch.push_constants,
+                    "bindings": {
+                        "arena": [dispatch.bindings.arena.start, dispatch.bindings.arena.end],
+                        "constants": [dispatch.bindings.constants.start, dispatch.bindings.constants.end],
+                    },
                     "reads": ranges(&dispatch.reads),
                     "writes": ranges(&dispatch.writes),
                 })
@@ -119,7 +123,7 @@ pub fn write_directory(directory: &Path, methods: &[VulkanMethod]) -> Result<(),
         }));
     }
     let manifest = json!({
-        "format": "ptec-spirv-2",
+        "format": "ptec-spirv-3",
         "target_env": "vulkan1.1",
         "descriptor_set": 0,
         "methods": manifests,

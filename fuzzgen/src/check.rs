@@ -257,7 +257,7 @@ fn check_vulkan(
     options: &Options,
     jit: &[HostTensor],
 ) -> Result<Option<usize>, Finding> {
-    let compiled = match ptec_compiler::vulkan(graph, ptec_codegen::DEFAULT_TEXEL_BUFFER_ELEMENTS) {
+    let compiled = match ptec_compiler::vulkan(graph, &ptec_codegen::VulkanLimits::DEFAULT) {
         Ok(compiled) => compiled,
         Err(Error::Codegen {
             source: CodegenError::UnsupportedMethod { .. },

@@ -15,8 +15,8 @@ use std::time::Duration;
 use naga::back::spv;
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use ptec_runtime::vulkan::{
-    DeviceMethod, DeviceProgram, Dispatch, ProgramError, Segment, SpirvError, VulkanDevice,
-    VulkanError, spirv_from_bytes,
+    BindingProblem, Bindings, DeviceMethod, DeviceProgram, Dispatch, ProgramError, Segment,
+    SpirvError, VulkanDevice, VulkanError, buffer_bytes, spirv_from_bytes,
 };
 
 /// Elements of each array the test programs compute: not a multiple of the
@@ -103,18 +103,25 @@ fn write_f32s(arena: &mut [u8], start: usize, values: &[f32]) {
 /// first shader's pipeline is bound again after the second's. The second
 /// finds y where its push constant says.
 fn scale_then_increment(constants: &[f32]) -> DeviceProgram {
+    let arena_bytes = (2 * N * 4) as u64;
+    let whole = Bindings {
+        arena: 0..buffer_bytes(arena_bytes),
+        constants: 0..buffer_bytes(4 * constants.len() as u64),
+    };
     let scale = Dispatch {
         shader: 0,
         workgroups: workgroups(),
         push_constants: Vec::new(),
+        bindings: whole.clone(),
     };
     let increment = Dispatch {
         shader: 1,
         workgroups: workgroups(),
         push_constants: vec![N as u32],
+        bindings: whole,
     };
     DeviceProgram {
-        arena_bytes: (2 * N * 4) as u64,
+        arena_bytes,
         constants: f32_bytes(constants),
         shaders: vec![
             shader("arena[i] = arena[i] * constants[i];"),
@@ -187,6 +194,63 @@ fn dispatches_run_in_order_and_see_earlier_writes() {
     run_and_check(&mut method, &x, &c);
     let x: Vec<f32> = (0..N).map(|i| 7.0 - i as f32).collect();
     run_and_check(&mut method, &x, &c);
+}
+
+#[test]
+fn a_dispatch_sees_the_bytes_of_the_buffers_it_binds_from_their_start() {
+    let Some(device) = device("a_dispatch_sees_the_bytes_of_the_buffers_it_binds_from_their_start")
+    else {
+        return;
+    };
+    // x at byte 0 of the arena, y at byte 1024; c at byte 0 of the
+    // constants, d at byte 512. The second dispatch binds both buffers
+    // from y and d, and its shader writes element i of each binding.
+    let c = constants();
+    let mut constants = f32_bytes(&c);
+    constants.resize(512, 0);
+    let d: Vec<f32> = (0..N).map(|i| 100.0 + i as f32).collect();
+    constants.extend(f32_bytes(&d));
+    let program = DeviceProgram {
+        arena_bytes: 1024 + 4 * N as u64,
+        constants,
+        shaders: vec![
+            shader("arena[i] = arena[i] * constants[i];"),
+            shader("arena[i] = arena[i] + constants[i];"),
+        ],
+        dispatches: vec![
+            Dispatch {
+                shader: 0,
+                workgroups: workgroups(),
+                push_constants: Vec::new(),
+                bindings: Bindings {
+                    arena: 0..1024,
+                    constants: 0..512,
+                },
+            },
+            Dispatch {
+                shader: 1,
+                workgroups: workgroups(),
+                push_constants: Vec::new(),
+                bindings: Bindings {
+                    arena: 1024..1024 + 4 * N as u64,
+                    constants: 512..512 + 4 * N as u64,
+                },
+            },
+        ],
+        segments: vec![Segment::Device(0..2)],
+        texels: 0,
+    };
+    let mut method = DeviceMethod::new(device, &program).expect("a valid program");
+    let x: Vec<f32> = (0..N).map(|i| i as f32 * 0.5).collect();
+    let y: Vec<f32> = (0..N).map(|i| 1.0 - i as f32).collect();
+    write_f32s(method.arena_mut(), 0, &x);
+    write_f32s(method.arena_mut(), 256, &y);
+    method.run().expect("the program runs");
+    let scaled: Vec<f32> = x.iter().zip(&c).map(|(x, c)| x * c).collect();
+    let added: Vec<f32> = y.iter().zip(&d).map(|(y, d)| y + d).collect();
+    assert_eq!(read_f32s(method.arena(), 0, N), scaled);
+    assert_eq!(read_f32s(method.arena(), N, 256 - N), vec![0.0; 256 - N]);
+    assert_eq!(read_f32s(method.arena(), 256, N), added);
 }
 
 #[test]
@@ -344,17 +408,34 @@ fn bad_programs_are_refused_with_what_is_wrong() {
         ProgramError::DispatchesOutsideSegments { unsegmented: 2..3 }
     );
 
-    let range = device.limits().max_storage_buffer_range;
+    // A binding longer than the device shows a shader, of an arena that
+    // may be that large.
+    let range = u64::from(device.limits().max_storage_buffer_range);
     let mut bad = good.clone();
-    bad.arena_bytes = u64::from(range) + 1;
-    assert!(matches!(
+    bad.arena_bytes = 2 * range;
+    bad.dispatches[1].bindings.arena = 0..range + 16;
+    assert_eq!(
         refusal(&device, &bad),
-        ProgramError::BufferTooLarge {
+        ProgramError::BadBinding {
+            dispatch: 1,
             buffer: "arena",
-            limit_name: "maxStorageBufferRange",
-            ..
+            range: 0..range + 16,
+            problem: BindingProblem::TooLong {
+                limit: device.limits().max_storage_buffer_range
+            },
         }
-    ));
+    );
+    let mut bad = good.clone();
+    bad.dispatches[2].bindings.constants = 0..416;
+    assert_eq!(
+        refusal(&device, &bad),
+        ProgramError::BadBinding {
+            dispatch: 2,
+            buffer: "constants",
+            range: 0..416,
+            problem: BindingProblem::OutsideBuffer { bytes: 400 },
+        }
+    );
 }
 
 #[test]

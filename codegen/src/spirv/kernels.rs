@@ -306,7 +306,7 @@ fn in_block(coords: &[String], dim: usize, j: usize) -> Vec<String> {
 /// a refusal says why no shader expresses it.
 pub(super) fn kernel(
     graph: &Graph<'_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     node: &Node,
     in_place_view: bool,
 ) -> Result<Option<Kernel>, Refusal> {
@@ -415,7 +415,7 @@ fn refused(kind: OpKind) -> Refusal {
 /// compile until shaders express it or refuse it.
 fn lower(
     graph: &Graph<'_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     op: &Op,
     outputs: &[ValueId],
 ) -> Result<Kernel, Refusal> {
@@ -641,7 +641,9 @@ fn lower(
                 .get(1)
                 .copied()
                 .filter(|&value| !unused(graph, value));
-            let indices = indices.map(|value| index_slot(graph, value)).transpose()?;
+            let indices = indices
+                .map(|value| index_slot(graph, layout, value))
+                .transpose()?;
             max_pool(&tensor(op.input)?, &out()?, op, indices)
         }
         Op::AvgPool2d(op) => avg_pool(&tensor(op.input)?, &out()?, op),
@@ -1683,11 +1685,16 @@ fn clamped(value: String, clamp: ClampRange) -> String {
 
 /// The word offset and element strides of an i64 tensor of indices, which
 /// shaders write as two words (the indices are small and non-negative).
-fn index_slot(graph: &Graph<'_>, value: ValueId) -> Result<(u64, Vec<u64>), Refusal> {
+fn index_slot(
+    graph: &Graph<'_>,
+    layout: &Layout<'_>,
+    value: ValueId,
+) -> Result<(u64, Vec<u64>), Refusal> {
     let data = graph.value(value);
     let (Some(offset), Some(strides)) = (data.offset, data.ty.fixed_strides()) else {
         return Err(refuse(format!("{value}, unplanned or dynamic,")));
     };
+    let offset = layout.arena(value, offset)?;
     if !offset.is_multiple_of(8) || matches!(data.kind, ValueKind::Constant(_)) {
         return Err(refuse(format!("indices {value} at byte offset {offset}")));
     }

@@ -8,10 +8,13 @@
 //! arena (binding 0: inputs, outputs, activations and state, at the
 //! offsets the memory planner chose, the same plan the CPU code uses) and
 //! the constants (binding 1, packed here); and both again, the arena as
-//! quads of words and the constants as an image of quads
-//! (`wgsl::BUFFERS`). Identical shaders (kernels of the same shapes,
-//! wherever their tensors lie) are kept once; the dispatches run them in
-//! schedule order, each with its push constants. [`support`] says which
+//! quads of words and both as texel buffers of quads (`wgsl::BUFFERS`).
+//! A dispatch binds the whole buffers where a binding shows a shader that
+//! much, or else the bytes its kernels touch ([`binding`]), and its
+//! shader's offsets are from the start of its bindings. Identical shaders
+//! (kernels of the same shapes, wherever their tensors lie) are kept once;
+//! the dispatches run them in schedule order, each with its push constants
+//! and bindings. [`support`] says which
 //! kinds of op shaders express at all (`kernels.rs` dispatches each node,
 //! `expr.rs` lowers elementwise expressions).
 //!
@@ -36,7 +39,7 @@ use std::ops::Range;
 use ptec_ir::tensor_data::relayout;
 use ptec_ir::{Graph, NodeId, OpKind, TensorType, ValueId, ValueKind};
 use ptec_runtime::MethodAbi;
-use ptec_runtime::vulkan::{DeviceProgram, Dispatch, Segment};
+use ptec_runtime::vulkan::{Bindings, DeviceProgram, Dispatch, Segment, buffer_bytes};
 
 use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
@@ -95,7 +98,7 @@ pub(crate) fn support(kind: OpKind) -> Result<(), &'static str> {
 /// Where each constant a shader reads lives in the constants buffer, and
 /// in which dim order: its own, or the one every kernel reading it reads
 /// fastest ([`kernels::preferred_order`]).
-pub(crate) struct Layout {
+struct Packing {
     constants: HashMap<ValueId, Stored>,
     bytes: Vec<u8>,
 }
@@ -107,9 +110,9 @@ struct Stored {
     ty: TensorType,
 }
 
-impl Layout {
+impl Packing {
     /// Packs every constant `nodes` read, each at a multiple of 64 bytes.
-    fn new(graph: &Graph<'_>, nodes: &[NodeId]) -> Layout {
+    fn new(graph: &Graph<'_>, nodes: &[NodeId]) -> Packing {
         // The order every reader of a constant prefers, if they agree.
         let mut preferred: HashMap<ValueId, Option<Vec<u8>>> = HashMap::new();
         let mut constants = Vec::new();
@@ -129,7 +132,7 @@ impl Layout {
                 }
             }
         }
-        let mut layout = Layout {
+        let mut packing = Packing {
             constants: HashMap::new(),
             bytes: Vec::new(),
         };
@@ -147,17 +150,17 @@ impl Layout {
                 Some((bytes, ty)) => (bytes.as_slice(), ty.clone()),
                 None => (data.as_ref(), own.clone()),
             };
-            let offset = layout.bytes.len().next_multiple_of(64);
-            layout.bytes.resize(offset, 0);
-            layout.bytes.extend_from_slice(bytes);
+            let offset = packing.bytes.len().next_multiple_of(64);
+            packing.bytes.resize(offset, 0);
+            packing.bytes.extend_from_slice(bytes);
             let offset = offset as u64;
-            layout.constants.insert(value, Stored { offset, ty });
+            packing.constants.insert(value, Stored { offset, ty });
         }
         // Whole quads, as the shaders see them as texels.
-        layout
+        packing
             .bytes
-            .resize(layout.bytes.len().next_multiple_of(16), 0);
-        layout
+            .resize(packing.bytes.len().next_multiple_of(16), 0);
+        packing
     }
 
     /// Where `value`, a constant a shader reads, lies and how.
@@ -165,6 +168,107 @@ impl Layout {
         self.constants
             .get(&value)
             .ok_or_else(|| refuse(format!("constant {value}, which no node reads")))
+    }
+
+    /// The bytes of the arena and of the constants that `nodes` read and
+    /// write, each from the first to the last (`None` where they touch
+    /// none of the buffer).
+    fn spans(&self, graph: &Graph<'_>, nodes: &[NodeId]) -> Result<Spans, Refusal> {
+        let mut spans = Spans::default();
+        for &node in nodes {
+            let node = graph.node(node);
+            for value in node
+                .inputs()
+                .into_iter()
+                .chain(node.outputs().iter().copied())
+            {
+                let data = graph.value(value);
+                let bytes = data.ty.max_bytes(|symbol| graph.bound(symbol));
+                let (span, start) = match (&data.kind, data.offset) {
+                    (ValueKind::Constant(_), _) => {
+                        (&mut spans.constants, self.constant(value)?.offset)
+                    }
+                    (_, Some(offset)) => (&mut spans.arena, offset),
+                    (_, None) => continue,
+                };
+                let end = start.saturating_add(bytes);
+                *span = Some(match span.take() {
+                    Some(known) => known.start.min(start)..known.end.max(end),
+                    None => start..end,
+                });
+            }
+        }
+        Ok(spans)
+    }
+}
+
+/// The bytes of each buffer a dispatch's tensors lie in.
+#[derive(Default)]
+struct Spans {
+    arena: Option<Range<u64>>,
+    constants: Option<Range<u64>>,
+}
+
+/// Where a binding of a buffer may start: 256 bytes is the most any device
+/// asks of `minStorageBufferOffsetAlignment` and of
+/// `minTexelBufferOffsetAlignment`.
+const BINDING_ALIGNMENT: u64 = 256;
+
+/// The bytes of a buffer of `len` bytes that a dispatch whose tensors lie
+/// in `span` binds: the whole buffer where one binding may show a shader
+/// that much (`max_range`, the device's `maxStorageBufferRange`), and
+/// otherwise the span, from an aligned start to a whole quad.
+fn binding(span: Option<&Range<u64>>, len: u64, max_range: u64) -> Range<u64> {
+    let whole = buffer_bytes(len);
+    match span {
+        _ if whole <= max_range => 0..whole,
+        Some(span) => {
+            let start = span.start - span.start % BINDING_ALIGNMENT;
+            start..span.end.next_multiple_of(16).min(whole)
+        }
+        None => 0..16,
+    }
+}
+
+/// Where a dispatch sees its tensors: the constants as packed, and the
+/// byte of each buffer its bindings start at, which every offset in its
+/// shader is relative to.
+#[derive(Clone, Copy)]
+struct Layout<'p> {
+    packing: &'p Packing,
+    arena_start: u64,
+    constants_start: u64,
+}
+
+impl<'p> Layout<'p> {
+    /// The layout of a dispatch that binds both buffers from their start.
+    fn whole(packing: &'p Packing) -> Self {
+        Layout {
+            packing,
+            arena_start: 0,
+            constants_start: 0,
+        }
+    }
+
+    /// Where `value`, a constant a shader reads, lies from the start of
+    /// the binding, and its type as stored.
+    fn constant(&self, value: ValueId) -> Result<(u64, &'p TensorType), Refusal> {
+        let stored = self.packing.constant(value)?;
+        let offset = stored
+            .offset
+            .checked_sub(self.constants_start)
+            .ok_or_else(|| refuse(format!("constant {value}, before its dispatch's binding")))?;
+        Ok((offset, &stored.ty))
+    }
+
+    /// Where `value`, planned at `offset` in the arena, lies from the
+    /// start of the binding.
+    fn arena(&self, value: ValueId, offset: u64) -> Result<u64, Refusal> {
+        offset.checked_sub(self.arena_start).ok_or_else(|| {
+            refuse(format!(
+                "{value}, before its dispatch's binding of the arena"
+            ))
+        })
     }
 }
 
@@ -195,8 +299,11 @@ pub struct BufferRange {
 pub struct ShaderDispatch {
     pub shader: usize,
     pub workgroups: [u32; 3],
-    /// Where its tensors lie, which the shader reads as push constants.
+    /// Where its tensors lie, which the shader reads as push constants:
+    /// from the start of its bindings.
     pub push_constants: Vec<u32>,
+    /// The bytes of each buffer it binds.
+    pub bindings: Bindings,
     /// The kernels it runs, in order: one, or a run of small ones.
     pub kernels: Vec<DispatchedKernel>,
     /// What its kernels read and write, kernel by kernel.
@@ -291,6 +398,7 @@ impl VulkanMethod {
                     shader: dispatch.shader,
                     workgroups: dispatch.workgroups,
                     push_constants: dispatch.push_constants.clone(),
+                    bindings: dispatch.bindings.clone(),
                 })
                 .collect(),
             segments: self
@@ -323,8 +431,11 @@ pub enum Place {
 /// it, on the CPU for the reason none does, and every kernel on the CPU in
 /// a method with control flow, since a jump cannot cross segments. A method
 /// with dynamic shapes is refused whole.
-pub fn vulkan_placement(graph: &Graph<'_>) -> Result<Vec<(NodeId, Place)>, CodegenError> {
-    Ok(units(graph)?
+pub fn vulkan_placement(
+    graph: &Graph<'_>,
+    limits: &VulkanLimits,
+) -> Result<Vec<(NodeId, Place)>, CodegenError> {
+    Ok(units(graph, limits)?
         .into_iter()
         .flat_map(|unit| match unit {
             Unit::Dispatch(nodes) => nodes
@@ -339,8 +450,11 @@ pub fn vulkan_placement(graph: &Graph<'_>) -> Result<Vec<(NodeId, Place)>, Codeg
 /// The kernels of each dispatch of a graph's Vulkan program, in order: a
 /// kernel alone, or a run of small ones in one workgroup
 /// ([`SHARED_WORK`]).
-pub fn vulkan_dispatches(graph: &Graph<'_>) -> Result<Vec<Vec<NodeId>>, CodegenError> {
-    Ok(units(graph)?
+pub fn vulkan_dispatches(
+    graph: &Graph<'_>,
+    limits: &VulkanLimits,
+) -> Result<Vec<Vec<NodeId>>, CodegenError> {
+    Ok(units(graph, limits)?
         .into_iter()
         .filter_map(|unit| match unit {
             Unit::Dispatch(nodes) => Some(nodes),
@@ -367,7 +481,7 @@ enum Unit {
 }
 
 /// The schedule's kernels in [`Unit`]s.
-fn units(graph: &Graph<'_>) -> Result<Vec<Unit>, CodegenError> {
+fn units(graph: &Graph<'_>, limits: &VulkanLimits) -> Result<Vec<Unit>, CodegenError> {
     ptec_ir::verify(graph)?;
     if graph.symbols().next().is_some() {
         return Err(CodegenError::UnsupportedMethod {
@@ -384,18 +498,37 @@ fn units(graph: &Graph<'_>) -> Result<Vec<Unit>, CodegenError> {
             .map(|&node| Unit::Cpu(node, format!("the method has {reason}")))
             .collect());
     }
-    let everything = Layout::new(graph, schedule);
+    let everything = Packing::new(graph, schedule);
+    let bindable = Bindable::new(graph, &everything, limits.storage_buffer_range);
     let mut units = Vec::new();
     // Whether the last unit is a dispatch of small kernels.
     let mut sharing = false;
     for &node in schedule {
         let in_place = graph.is_view_in_place(node);
-        match kernels::kernel(graph, &everything, graph.node(node), in_place) {
+        let kernel = kernels::kernel(
+            graph,
+            &Layout::whole(&everything),
+            graph.node(node),
+            in_place,
+        )
+        .and_then(|kernel| match &kernel {
+            Some(found) if found.invocations > 0 => bindable.check(&[node]).map(|()| kernel),
+            _ => Ok(kernel),
+        });
+        match kernel {
             Ok(Some(kernel)) if kernel.invocations > 0 => {
                 let small = kernel.invocations <= WORKGROUP_SIZE
                     || kernels::work(graph, graph.node(node)) <= SHARED_WORK;
                 match units.last_mut() {
-                    Some(Unit::Dispatch(nodes)) if small && sharing => nodes.push(node),
+                    Some(Unit::Dispatch(nodes))
+                        if small
+                            && sharing
+                            && bindable
+                                .check(&[nodes.as_slice(), &[node]].concat())
+                                .is_ok() =>
+                    {
+                        nodes.push(node)
+                    }
                     _ => units.push(Unit::Dispatch(vec![node])),
                 }
                 sharing = small;
@@ -410,6 +543,54 @@ fn units(graph: &Graph<'_>) -> Result<Vec<Unit>, CodegenError> {
     Ok(units)
 }
 
+/// Whether the buffers' bytes a dispatch's kernels touch fit the bindings
+/// of a device whose bindings show at most `max_range` bytes, judged on
+/// the packing of every constant any kernel reads (placement comes before
+/// the packing of the device's constants alone, which is no longer between
+/// two constants, but whose binding may start up to an alignment earlier).
+struct Bindable<'g, 'p> {
+    graph: &'g Graph<'g>,
+    packing: &'p Packing,
+    arena_bytes: u64,
+    max_range: u64,
+}
+
+impl<'g, 'p> Bindable<'g, 'p> {
+    fn new(graph: &'g Graph<'g>, packing: &'p Packing, max_range: u64) -> Self {
+        Bindable {
+            graph,
+            packing,
+            arena_bytes: graph.arena_size(),
+            max_range,
+        }
+    }
+
+    /// Refuses `nodes` together where a binding would not show a shader
+    /// every byte they touch of a buffer.
+    fn check(&self, nodes: &[NodeId]) -> Result<(), Refusal> {
+        let spans = self.packing.spans(self.graph, nodes)?;
+        let constants = self.packing.bytes.len() as u64;
+        let buffers = [
+            ("arena", &spans.arena, self.arena_bytes, 0),
+            ("constants", &spans.constants, constants, BINDING_ALIGNMENT),
+        ];
+        for (buffer, span, len, slack) in buffers {
+            let bound = binding(span.as_ref(), len, self.max_range);
+            let needed = match bound.end - bound.start {
+                whole if bound.start == 0 && bound.end == buffer_bytes(len) => whole,
+                part => part + slack,
+            };
+            if needed > self.max_range {
+                return Err(refuse(format!(
+                    "a kernel whose tensors span {needed} bytes of the {buffer}, more than the {} a binding shows a shader (maxStorageBufferRange)",
+                    self.max_range
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn has_control_flow(graph: &Graph<'_>) -> bool {
     graph
         .schedule()
@@ -417,17 +598,41 @@ fn has_control_flow(graph: &Graph<'_>) -> bool {
         .any(|&node| graph.node(node).op().is_control())
 }
 
-/// The `maxTexelBufferElements` shaders are written for when no device is
-/// at hand (`ptec compile --emit spirv`): 2^27, what lavapipe and NVIDIA's
-/// and Intel's drivers offer (AMD's more). A device that offers fewer
-/// refuses a program whose shaders fetch more through one view
-/// (`DeviceProgram::check`); one that runs the program in-process compiles
-/// it for its own limit.
-pub const DEFAULT_TEXEL_BUFFER_ELEMENTS: u64 = 1 << 27;
+/// The limits of the device shaders are written for: one that runs the
+/// program in-process compiles it for its own; `ptec compile --emit spirv`
+/// for [`VulkanLimits::DEFAULT`] unless told others. A device with lower
+/// limits refuses the program (`DeviceProgram::check`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VulkanLimits {
+    /// `maxTexelBufferElements`: the most texels (quads) a texel buffer
+    /// view holds. Shaders read quads of a binding with more through
+    /// storage, as they do with 0.
+    pub texel_buffer_elements: u64,
+    /// `maxStorageBufferRange`: the most bytes a binding of a buffer shows
+    /// a shader. Where a buffer is larger, each dispatch binds the part its
+    /// kernels touch, and a kernel that touches more runs on the CPU.
+    pub storage_buffer_range: u64,
+}
+
+impl VulkanLimits {
+    /// 2^27 texels, what lavapipe and NVIDIA's and Intel's drivers offer
+    /// (AMD's more), and 2^27 bytes a binding, what lavapipe and many
+    /// mobile GPUs offer (desktop GPUs up to 4 GiB).
+    pub const DEFAULT: VulkanLimits = VulkanLimits {
+        texel_buffer_elements: 1 << 27,
+        storage_buffer_range: 1 << 27,
+    };
+}
+
+impl Default for VulkanLimits {
+    fn default() -> Self {
+        VulkanLimits::DEFAULT
+    }
+}
 
 /// Which buffers shaders read quads of through texel buffer views: each
-/// one whose quads a view of `max_texels` (a device's
-/// `maxTexelBufferElements`) holds; the others through storage.
+/// binding whose quads a view of the device's `maxTexelBufferElements`
+/// holds; the others through storage.
 #[derive(Clone, Copy)]
 struct Texels {
     constants: bool,
@@ -436,10 +641,12 @@ struct Texels {
 
 /// Compiles a verified, planned graph into compute shaders for the kernels
 /// [`vulkan_placement`] puts on the device, and segments saying where the
-/// others run, for a device whose texel buffer views hold `max_texels`
-/// texels.
-pub fn compile_vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod, CodegenError> {
-    let units = units(graph)?;
+/// others run, for a device of `limits`.
+pub fn compile_vulkan(
+    graph: &Graph<'_>,
+    limits: &VulkanLimits,
+) -> Result<VulkanMethod, CodegenError> {
+    let units = units(graph, limits)?;
     let abi = method_abi(graph, Backend::Vulkan, Vec::new(), 0)?;
     let on_device: Vec<NodeId> = units
         .iter()
@@ -450,19 +657,21 @@ pub fn compile_vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod
         .flatten()
         .collect();
     // The constants buffer holds what the shaders read only.
-    let layout = Layout::new(graph, &on_device);
-    let [constants, arena] = [layout.bytes.len() as u64 / 16, abi.arena_bytes.div_ceil(16)];
-    let texels = Texels {
-        constants: constants <= max_texels,
-        arena: arena <= max_texels,
+    let packing = Packing::new(graph, &on_device);
+    let mut shaders = Shaders {
+        limits: *limits,
+        arena_bytes: abi.arena_bytes,
+        shaders: Vec::new(),
+        known: HashMap::new(),
+        dispatches: Vec::new(),
+        texels: 0,
     };
-    let mut shaders = Shaders::default();
     let mut segments: Vec<VulkanSegment> = Vec::new();
     for unit in units {
         match (unit, segments.last_mut()) {
             (Unit::Dispatch(nodes), last) => {
                 let index = shaders.dispatches.len();
-                shaders.add(graph, &layout, &nodes, texels)?;
+                shaders.add(graph, &packing, &nodes)?;
                 match last {
                     Some(VulkanSegment::Device { dispatches }) => dispatches.end = index + 1,
                     _ => segments.push(VulkanSegment::Device {
@@ -492,19 +701,13 @@ pub fn compile_vulkan(graph: &Graph<'_>, max_texels: u64) -> Result<VulkanMethod
         // labels and jumps included.
         *nodes = graph.schedule().to_vec();
     }
-    // The larger of the buffers fetched as texels.
-    let fetched = [(texels.constants, constants), (texels.arena, arena)]
-        .into_iter()
-        .filter_map(|(viewed, quads)| viewed.then_some(quads))
-        .max()
-        .unwrap_or(0);
     Ok(VulkanMethod {
         abi,
-        constants: layout.bytes,
+        constants: packing.bytes,
         shaders: shaders.shaders,
         dispatches: shaders.dispatches,
         segments,
-        texels: fetched,
+        texels: shaders.texels,
     })
 }
 
@@ -517,24 +720,30 @@ fn cpu_kernel(graph: &Graph<'_>, node: NodeId, reason: String) -> CpuKernel {
 }
 
 /// The distinct shaders of a method and its dispatches so far.
-#[derive(Default)]
 struct Shaders {
+    limits: VulkanLimits,
+    /// The method's arena (the memory plan's).
+    arena_bytes: u64,
     shaders: Vec<Shader>,
     /// Each shader's index, by its source.
     known: HashMap<String, usize>,
     dispatches: Vec<ShaderDispatch>,
+    /// The most texels a dispatch so far fetches through one view.
+    texels: u64,
 }
 
 impl Shaders {
     /// Adds the dispatch of `nodes`, kernels whose shaders lower (with a
-    /// layout of every constant the shaders read) and do some work: one
-    /// kernel's shader, or one workgroup running each in turn.
+    /// packing of every constant the shaders read) and do some work: one
+    /// kernel's shader, or one workgroup running each in turn. It binds
+    /// the buffers whole where a binding shows that much, otherwise the
+    /// bytes its kernels touch, and reads quads through texel views where
+    /// one holds a binding's quads.
     fn add(
         &mut self,
         graph: &Graph<'_>,
-        layout: &Layout,
+        packing: &Packing,
         nodes: &[NodeId],
-        texels: Texels,
     ) -> Result<(), CodegenError> {
         let in_context = |node_id: NodeId, source: CodegenError| CodegenError::Node {
             node: node_id.to_string(),
@@ -547,12 +756,36 @@ impl Shaders {
                 CodegenError::unsupported(graph.node(node_id).op(), Backend::Vulkan, why),
             )
         };
+        let spans = packing
+            .spans(graph, nodes)
+            .map_err(|refusal| refused(nodes[0], refusal))?;
+        let max_range = self.limits.storage_buffer_range;
+        let bindings = Bindings {
+            arena: binding(spans.arena.as_ref(), self.arena_bytes, max_range),
+            constants: binding(
+                spans.constants.as_ref(),
+                packing.bytes.len() as u64,
+                max_range,
+            ),
+        };
+        let [arena_quads, constant_quads] =
+            [&bindings.arena, &bindings.constants].map(|range| (range.end - range.start) / 16);
+        let max_texels = self.limits.texel_buffer_elements;
+        let texels = Texels {
+            constants: constant_quads <= max_texels,
+            arena: arena_quads <= max_texels,
+        };
+        let layout = Layout {
+            packing,
+            arena_start: bindings.arena.start,
+            constants_start: bindings.constants.start,
+        };
         let mut kernels = Vec::with_capacity(nodes.len());
         let mut reads = Vec::new();
         let mut writes = Vec::new();
         for &node_id in nodes {
             let node = graph.node(node_id);
-            let kernel = kernels::kernel(graph, layout, node, graph.is_view_in_place(node_id))
+            let kernel = kernels::kernel(graph, &layout, node, graph.is_view_in_place(node_id))
                 .map_err(|refusal| refused(node_id, refusal))?
                 .ok_or_else(|| {
                     refused(
@@ -567,13 +800,21 @@ impl Shaders {
             ] {
                 for &value in values {
                     ranges.push(
-                        buffer_range(graph, layout, value)
+                        buffer_range(graph, packing, value)
                             .map_err(|refusal| refused(node_id, refusal))?,
                     );
                 }
             }
         }
         let (source, workgroups, push_constants) = shader_source(&kernels, texels);
+        // The larger of the bindings fetched as texels.
+        let fetched = [
+            (texels.constants, constant_quads),
+            (texels.arena, arena_quads),
+        ]
+        .into_iter()
+        .filter_map(|(viewed, quads)| viewed.then_some(quads));
+        self.texels = fetched.fold(self.texels, u64::max);
         let shader = match self.known.get(&source) {
             Some(&shader) => shader,
             None => {
@@ -590,6 +831,7 @@ impl Shaders {
             shader,
             workgroups,
             push_constants,
+            bindings,
             kernels: nodes
                 .iter()
                 .map(|&node| DispatchedKernel {
@@ -606,14 +848,14 @@ impl Shaders {
 
 fn buffer_range(
     graph: &Graph<'_>,
-    layout: &Layout,
+    packing: &Packing,
     value: ValueId,
 ) -> Result<BufferRange, Refusal> {
     let data = graph.value(value);
     let bytes = data.ty.max_bytes(|symbol| graph.bound(symbol));
     let (buffer, offset, ty) = match (&data.kind, data.offset) {
         (ValueKind::Constant(_), _) => {
-            let stored = layout.constant(value)?;
+            let stored = packing.constant(value)?;
             ("constants", stored.offset, &stored.ty)
         }
         (_, offset) => ("arena", offset.unwrap_or_default(), &data.ty),

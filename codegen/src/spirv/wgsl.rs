@@ -530,7 +530,7 @@ pub(super) struct Tensor {
 impl Tensor {
     pub(super) fn of(
         graph: &Graph<'_>,
-        layout: &Layout,
+        layout: &Layout<'_>,
         value: ValueId,
     ) -> Result<Tensor, Refusal> {
         let data = graph.value(value);
@@ -540,10 +540,10 @@ impl Tensor {
             .ok_or_else(|| refuse(format!("{value}, whose shape {} is dynamic", data.ty)))?;
         let (buffer, byte_offset, stored) = match (&data.kind, data.offset) {
             (ValueKind::Constant(_), _) => {
-                let stored = layout.constant(value)?;
-                (Buffer::Constants, stored.offset, &stored.ty)
+                let (offset, ty) = layout.constant(value)?;
+                (Buffer::Constants, offset, ty)
             }
-            (_, Some(offset)) => (Buffer::Arena, offset, &data.ty),
+            (_, Some(offset)) => (Buffer::Arena, layout.arena(value, offset)?, &data.ty),
             (_, None) => return Err(refuse(format!("{value}, which has no memory planned"))),
         };
         let ty = Ty::of(data.ty.dtype)?;

@@ -431,6 +431,9 @@ fn query_limits(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Devic
         max_allocation_bytes: maintenance.max_memory_allocation_size,
         max_texel_buffer_elements: limits.max_texel_buffer_elements,
         max_push_constant_bytes: limits.max_push_constants_size,
+        binding_alignment: limits
+            .min_storage_buffer_offset_alignment
+            .max(limits.min_texel_buffer_offset_alignment),
     }
 }
 

@@ -196,24 +196,25 @@ pub(crate) fn upload_constants(
     Ok(constants)
 }
 
-/// A view of `buffer` as `R32G32B32A32_UINT` texels, one quad of 32-bit
-/// words each (a uniform texel buffer), as many of its quads as the
-/// device's maxTexelBufferElements allows: shaders fetch quads through it
-/// for all lanes at once, where devices such as lavapipe load storage
-/// buffers lane by lane. `buffer` was made for `UNIFORM_TEXEL_BUFFER` use
-/// and is whole quads long; the caller destroys the view before the
-/// buffer.
+/// A view of bytes `range` of `buffer` as `R32G32B32A32_UINT` texels, one
+/// quad of 32-bit words each (a uniform texel buffer), as many of its
+/// quads as the device's maxTexelBufferElements allows: shaders fetch
+/// quads through it for all lanes at once, where devices such as lavapipe
+/// load storage buffers lane by lane. `buffer` was made for
+/// `UNIFORM_TEXEL_BUFFER` use, `range` is whole quads of it starting at a
+/// multiple of the device's `minTexelBufferOffsetAlignment` (checked with
+/// the program); the caller destroys the view before the buffer.
 pub(crate) fn quad_texels(
     device: &VulkanDevice,
     buffer: &Buffer,
+    range: &std::ops::Range<u64>,
 ) -> Result<vk::BufferView, VulkanError> {
     let info = vk::BufferViewCreateInfo::default()
         .buffer(buffer.handle)
         .format(vk::Format::R32G32B32A32_UINT)
-        .offset(0)
+        .offset(range.start)
         .range(
-            buffer
-                .bytes
+            (range.end - range.start)
                 .min(16 * u64::from(device.limits().max_texel_buffer_elements)),
         );
     // SAFETY: a plain object creation with a valid create-info (above).

@@ -1,9 +1,13 @@
-//! A [`DeviceProgram`] made ready to run on a device: its buffers and their
-//! views as texels, one compute pipeline per shader, the descriptor set
-//! every shader sees, and one command buffer per device segment, recorded
-//! once and submitted on every run (one per dispatch, each timed, when the
-//! method is profiled: [`DeviceMethod::profiled`]).
+//! A [`DeviceProgram`] made ready to run on a device: its buffers, one
+//! compute pipeline per shader, a descriptor set (with its views of the
+//! buffers as texels) per distinct [`Bindings`] its dispatches ask for (one,
+//! unless the buffers are larger than a binding shows), and one command
+//! buffer per device segment, recorded once and submitted on every run (one
+//! per dispatch, each timed, when the method is profiled:
+//! [`DeviceMethod::profiled`]).
 
+use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +16,7 @@ use ash::vk;
 use super::device::VulkanDevice;
 use super::error::{VulkanError, failed};
 use super::memory::{Buffer, HOST_SHARED, Mapping, quad_texels, upload_constants};
-use super::program::{DeviceProgram, Dispatch, Segment, buffer_bytes};
+use super::program::{Bindings, DeviceProgram, Dispatch, Segment, buffer_bytes};
 
 /// The descriptor bindings of set 0, as every shader declares them: the
 /// arena and the constants as words, the arena as quads (storage buffers),
@@ -231,8 +235,9 @@ struct Objects {
     pipeline_layout: vk::PipelineLayout,
     pipelines: Vec<vk::Pipeline>,
     descriptor_pool: vk::DescriptorPool,
-    /// The constants and the arena as texels of quads.
-    texel_views: [vk::BufferView; 2],
+    /// The constants and the arena as texels of quads, two views for each
+    /// distinct [`Bindings`].
+    texel_views: Vec<vk::BufferView>,
     /// Per segment of the program: a device segment's dispatches (one
     /// command buffer, or one per dispatch when profiled), none for a host
     /// segment.
@@ -250,7 +255,7 @@ impl Objects {
             pipeline_layout: vk::PipelineLayout::null(),
             pipelines: Vec::new(),
             descriptor_pool: vk::DescriptorPool::null(),
-            texel_views: [vk::BufferView::null(); 2],
+            texel_views: Vec::new(),
             command_buffers: Vec::new(),
             fence: vk::Fence::null(),
             in_flight: false,
@@ -316,26 +321,24 @@ impl Objects {
             })?;
             self.pipelines.push(pipeline);
         }
-        for (view, buffer) in self.texel_views.iter_mut().zip([constants, arena]) {
-            *view = quad_texels(&device, buffer)?;
-        }
-        let descriptor_set = self.descriptor_set(arena, constants)?;
+        let sets = self.descriptor_sets(program, arena, constants)?;
         self.fence = device.create_fence()?;
         for segment in &program.segments {
             let mut buffers = Vec::new();
             if let Segment::Device(range) = segment {
-                let dispatches = &program.dispatches[range.clone()];
-                let parts: Vec<&[Dispatch]> = match profile {
-                    true => dispatches.chunks(1).collect(),
-                    false => vec![dispatches],
+                let parts: Vec<Range<usize>> = match profile {
+                    true => range.clone().map(|k| k..k + 1).collect(),
+                    false => vec![range.clone()],
                 };
                 for part in parts {
                     let commands = device.allocate_command_buffer()?;
                     buffers.push(commands);
+                    let dispatches = &program.dispatches[part.clone()];
+                    let sets = &sets[part];
                     device.record(
                         commands,
                         vk::CommandBufferUsageFlags::empty(),
-                        |raw, commands| self.record(raw, commands, descriptor_set, part),
+                        |raw, commands| self.record(raw, commands, sets, dispatches),
                     )?;
                 }
             }
@@ -375,84 +378,112 @@ impl Objects {
         }
     }
 
-    /// The descriptor set every shader sees: the arena and the constants as
-    /// words, the arena as quads, and the constants and the arena as texels
-    /// of quads (`texel_views`).
-    fn descriptor_set(
+    /// The descriptor set of each dispatch, one per distinct [`Bindings`]:
+    /// the arena and the constants as words, the arena as quads, and the
+    /// constants and the arena as texels of quads (`texel_views`), each of
+    /// the bytes the dispatch binds.
+    fn descriptor_sets(
         &mut self,
+        program: &DeviceProgram,
         arena: &Buffer,
         constants: &Buffer,
-    ) -> Result<vk::DescriptorSet, VulkanError> {
-        let raw = self.device.raw();
+    ) -> Result<Vec<vk::DescriptorSet>, VulkanError> {
+        let device = Arc::clone(&self.device);
+        let raw = device.raw();
+        let mut distinct: HashMap<&Bindings, usize> = HashMap::new();
+        let mut bindings = Vec::new();
+        let numbers: Vec<usize> = program
+            .dispatches
+            .iter()
+            .map(|dispatch| {
+                *distinct.entry(&dispatch.bindings).or_insert_with(|| {
+                    bindings.push(&dispatch.bindings);
+                    bindings.len() - 1
+                })
+            })
+            .collect();
+        // Vulkan has no empty pools: room for one set at least, even for a
+        // program of no dispatches.
+        let count = bindings.len().max(1) as u32;
         let sizes = [
             vk::DescriptorPoolSize::default()
                 .ty(vk::DescriptorType::STORAGE_BUFFER)
-                .descriptor_count(3),
+                .descriptor_count(3 * count),
             vk::DescriptorPoolSize::default()
                 .ty(vk::DescriptorType::UNIFORM_TEXEL_BUFFER)
-                .descriptor_count(2),
+                .descriptor_count(2 * count),
         ];
         let pool_info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(1)
+            .max_sets(count)
             .pool_sizes(&sizes);
         // SAFETY: a plain object creation with a valid create-info.
         self.descriptor_pool = unsafe { raw.create_descriptor_pool(&pool_info, None) }
             .map_err(failed("vkCreateDescriptorPool"))?;
-        let set_layouts = [self.set_layout];
+        let set_layouts = vec![self.set_layout; bindings.len()];
         let allocation = vk::DescriptorSetAllocateInfo::default()
             .descriptor_pool(self.descriptor_pool)
             .set_layouts(&set_layouts);
-        // SAFETY: the pool has room for exactly this set.
-        let set = unsafe { raw.allocate_descriptor_sets(&allocation) }
-            .map_err(failed("vkAllocateDescriptorSets"))?
-            .first()
-            .copied()
-            .ok_or(VulkanError::Call {
+        // SAFETY: the pool has room for exactly these sets.
+        let sets = match bindings.is_empty() {
+            true => Vec::new(),
+            false => unsafe { raw.allocate_descriptor_sets(&allocation) }
+                .map_err(failed("vkAllocateDescriptorSets"))?,
+        };
+        if sets.len() != bindings.len() {
+            return Err(VulkanError::Call {
                 call: "vkAllocateDescriptorSets",
                 result: vk::Result::INCOMPLETE,
-            })?;
-        let infos = [
-            (ARENA_BINDING, arena),
-            (CONSTANTS_BINDING, constants),
-            (ARENA_QUADS_BINDING, arena),
-        ]
-        .map(|(binding, buffer)| {
-            (
-                binding,
-                [vk::DescriptorBufferInfo::default()
-                    .buffer(buffer.handle)
-                    .offset(0)
-                    .range(buffer.bytes)],
-            )
-        });
-        let views = self.texel_views.map(|view| [view]);
-        let mut writes: Vec<vk::WriteDescriptorSet> = infos
-            .iter()
-            .map(|(binding, info)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(*binding)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(info)
-            })
-            .collect();
-        for (binding, view) in [CONSTANT_TEXELS_BINDING, ARENA_TEXELS_BINDING]
-            .into_iter()
-            .zip(&views)
-        {
-            writes.push(
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(binding)
-                    .descriptor_type(vk::DescriptorType::UNIFORM_TEXEL_BUFFER)
-                    .texel_buffer_view(view),
-            );
+            });
         }
-        // SAFETY: the set, buffers and views are live, each range lies
-        // within its buffer and within maxStorageBufferRange (checked), and
-        // the set is not in use.
-        unsafe { raw.update_descriptor_sets(&writes, &[]) };
-        Ok(set)
+        for (&set, bound) in sets.iter().zip(&bindings) {
+            let mut views = [[vk::BufferView::null()]; 2];
+            let viewed = [(constants, &bound.constants), (arena, &bound.arena)];
+            for (view, (buffer, range)) in views.iter_mut().zip(viewed) {
+                view[0] = quad_texels(&device, buffer, range)?;
+                self.texel_views.push(view[0]);
+            }
+            let infos = [
+                (ARENA_BINDING, arena, &bound.arena),
+                (CONSTANTS_BINDING, constants, &bound.constants),
+                (ARENA_QUADS_BINDING, arena, &bound.arena),
+            ]
+            .map(|(binding, buffer, range)| {
+                (
+                    binding,
+                    [vk::DescriptorBufferInfo::default()
+                        .buffer(buffer.handle)
+                        .offset(range.start)
+                        .range(range.end - range.start)],
+                )
+            });
+            let mut writes: Vec<vk::WriteDescriptorSet> = infos
+                .iter()
+                .map(|(binding, info)| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(set)
+                        .dst_binding(*binding)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(info)
+                })
+                .collect();
+            for (binding, view) in [CONSTANT_TEXELS_BINDING, ARENA_TEXELS_BINDING]
+                .into_iter()
+                .zip(&views)
+            {
+                writes.push(
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(set)
+                        .dst_binding(binding)
+                        .descriptor_type(vk::DescriptorType::UNIFORM_TEXEL_BUFFER)
+                        .texel_buffer_view(view),
+                );
+            }
+            // SAFETY: the set, buffers and views are live, each range lies
+            // within its buffer, starts aligned and is within
+            // maxStorageBufferRange (checked), and the set is not in use.
+            unsafe { raw.update_descriptor_sets(&writes, &[]) };
+        }
+        Ok(numbers.into_iter().map(|number| sets[number]).collect())
     }
 
     /// The commands of a device segment: its dispatches in order, each
@@ -464,7 +495,7 @@ impl Objects {
         &self,
         raw: &ash::Device,
         commands: vk::CommandBuffer,
-        set: vk::DescriptorSet,
+        sets: &[vk::DescriptorSet],
         dispatches: &[Dispatch],
     ) {
         let barrier = |dst_stage, dst_access| {
@@ -484,20 +515,9 @@ impl Objects {
                 );
             }
         };
-        // SAFETY: the command buffer is recording; the set matches the
-        // layout every pipeline was made with.
-        unsafe {
-            raw.cmd_bind_descriptor_sets(
-                commands,
-                vk::PipelineBindPoint::COMPUTE,
-                self.pipeline_layout,
-                0,
-                &[set],
-                &[],
-            );
-        }
         let mut bound = None;
-        for dispatch in dispatches {
+        let mut bound_set = None;
+        for (dispatch, &set) in dispatches.iter().zip(sets) {
             barrier(
                 vk::PipelineStageFlags::COMPUTE_SHADER,
                 vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
@@ -505,8 +525,20 @@ impl Objects {
             let [x, y, z] = dispatch.workgroups;
             // SAFETY: the command buffer is recording; the shader index,
             // workgroup counts and push constants' length (within the
-            // layout's range) passed `DeviceProgram::check`.
+            // layout's range) passed `DeviceProgram::check`; the set matches
+            // the layout every pipeline was made with.
             unsafe {
+                if bound_set != Some(set) {
+                    raw.cmd_bind_descriptor_sets(
+                        commands,
+                        vk::PipelineBindPoint::COMPUTE,
+                        self.pipeline_layout,
+                        0,
+                        &[set],
+                        &[],
+                    );
+                    bound_set = Some(set);
+                }
                 if bound != Some(dispatch.shader) {
                     let pipeline = self.pipelines[dispatch.shader];
                     raw.cmd_bind_pipeline(commands, vk::PipelineBindPoint::COMPUTE, pipeline);

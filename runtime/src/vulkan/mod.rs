@@ -44,5 +44,8 @@ pub use device::{ApiVersion, DeviceType, VulkanDevice};
 pub use error::VulkanError;
 pub use instance::VulkanInstance;
 pub use method::DeviceMethod;
-pub use program::{DeviceLimits, DeviceProgram, Dispatch, ProgramError, Segment};
+pub use program::{
+    BindingProblem, Bindings, DeviceLimits, DeviceProgram, Dispatch, ProgramError, Segment,
+    buffer_bytes,
+};
 pub use spirv::{SpirvError, spirv_from_bytes};

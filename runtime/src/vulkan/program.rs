@@ -19,6 +19,10 @@ use super::spirv::{self, SpirvError};
 /// the arena again as uniform texel buffers of `R32G32B32A32_UINT` texels,
 /// quad `q` texel `q` (as many of the buffer's quads as the device's
 /// `maxTexelBufferElements` allows), which shaders fetch quads through.
+/// Each dispatch binds the bytes of the two buffers its [`Bindings`] say,
+/// which a shader sees from word, quad and texel 0: the whole buffers
+/// where a binding may show that much, otherwise the part a dispatch
+/// reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceProgram {
     pub arena_bytes: u64,
@@ -48,12 +52,24 @@ pub enum Segment {
 }
 
 /// One `vkCmdDispatch`: which shader, how many workgroups along x, y, z,
-/// and the 32-bit words its shader reads as push constants (from offset 0).
+/// the 32-bit words its shader reads as push constants (from offset 0),
+/// and the bytes of the buffers it binds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dispatch {
     pub shader: usize,
     pub workgroups: [u32; 3],
     pub push_constants: Vec<u32>,
+    pub bindings: Bindings,
+}
+
+/// The bytes of the arena and of the constants that a dispatch's shader
+/// sees (every binding of each: words, quads and texels), each starting at
+/// a multiple of the device's offset alignments and at most
+/// `maxStorageBufferRange` long.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Bindings {
+    pub arena: Range<u64>,
+    pub constants: Range<u64>,
 }
 
 /// The limits of a device that a program must keep to.
@@ -75,6 +91,9 @@ pub struct DeviceLimits {
     /// `maxPushConstantsSize`: the most bytes of push constants a dispatch
     /// may give.
     pub max_push_constant_bytes: u32,
+    /// `minStorageBufferOffsetAlignment` and `minTexelBufferOffsetAlignment`,
+    /// the larger: what a binding's start must be a multiple of.
+    pub binding_alignment: u64,
 }
 
 /// Why a program cannot run on a device.
@@ -158,6 +177,14 @@ pub enum ProgramError {
     )]
     TooManyTexels { texels: u64, limit: u32 },
 
+    #[error("dispatch {dispatch} binds bytes {range:?} of the {buffer}, which {problem}")]
+    BadBinding {
+        dispatch: usize,
+        buffer: &'static str,
+        range: Range<u64>,
+        problem: BindingProblem,
+    },
+
     #[error(
         "the {buffer} needs a buffer of {bytes} bytes, above the device's {limit_name} of {limit}"
     )]
@@ -169,20 +196,36 @@ pub enum ProgramError {
     },
 }
 
+/// What is wrong with a dispatch's binding of a buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BindingProblem {
+    #[error("is empty or ends past the buffer's {bytes} bytes")]
+    OutsideBuffer { bytes: u64 },
+    #[error("is longer than the device's maxStorageBufferRange of {limit}")]
+    TooLong { limit: u32 },
+    #[error("starts at no multiple of the device's offset alignment of {alignment}")]
+    Misaligned { alignment: u64 },
+    #[error("is no whole number of 16-byte quads")]
+    NotQuads,
+}
+
 const AXES: [char; 3] = ['x', 'y', 'z'];
 
 impl DeviceProgram {
     /// Checks that every dispatch names a shader, launches between 1 and
     /// the device's maximum of workgroups, every shader is a SPIR-V module
     /// with a `main` compute entry point whose workgroups the device allows,
-    /// the device segments hold every dispatch once, in order, and both
-    /// buffers fit the device.
+    /// the device segments hold every dispatch once, in order, both
+    /// buffers fit the device and every dispatch binds a part of each that
+    /// the device can show a shader.
     pub fn check(&self, limits: &DeviceLimits) -> Result<(), ProgramError> {
         for (shader, words) in self.shaders.iter().enumerate() {
             check_shader(shader, words, limits)?;
         }
+        let buffers = [self.arena_bytes, self.constants.len() as u64].map(buffer_bytes);
         for (index, dispatch) in self.dispatches.iter().enumerate() {
             check_dispatch(index, dispatch, self.shaders.len(), limits)?;
+            check_bindings(index, &dispatch.bindings, buffers, limits)?;
         }
         let mut segmented = 0;
         for (segment, part) in self.segments.iter().enumerate() {
@@ -294,10 +337,51 @@ fn check_dispatch(
     Ok(())
 }
 
+/// Checks that each binding of a dispatch is whole quads of its buffer
+/// (`buffers`: the arena's and the constants' bytes), starts aligned and
+/// is no longer than a binding may be.
+fn check_bindings(
+    dispatch: usize,
+    bindings: &Bindings,
+    buffers: [u64; 2],
+    limits: &DeviceLimits,
+) -> Result<(), ProgramError> {
+    let named = [
+        ("arena", &bindings.arena),
+        ("constants", &bindings.constants),
+    ];
+    for ((buffer, range), bytes) in named.into_iter().zip(buffers) {
+        let problem = if range.start >= range.end || range.end > bytes {
+            Some(BindingProblem::OutsideBuffer { bytes })
+        } else if range.end - range.start > u64::from(limits.max_storage_buffer_range) {
+            Some(BindingProblem::TooLong {
+                limit: limits.max_storage_buffer_range,
+            })
+        } else if !range.start.is_multiple_of(limits.binding_alignment.max(1)) {
+            Some(BindingProblem::Misaligned {
+                alignment: limits.binding_alignment,
+            })
+        } else if !(range.end - range.start).is_multiple_of(16) {
+            Some(BindingProblem::NotQuads)
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(ProgramError::BadBinding {
+                dispatch,
+                buffer,
+                range: range.clone(),
+                problem,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The size of the buffer that holds `bytes`: Vulkan forbids empty buffers,
 /// and shaders see storage buffers as arrays of 4-byte words and of 16-byte
 /// quads, so a whole number of quads, at least one.
-pub(crate) fn buffer_bytes(bytes: u64) -> u64 {
+pub fn buffer_bytes(bytes: u64) -> u64 {
     bytes.div_ceil(16).max(1).saturating_mul(16)
 }
 
@@ -313,10 +397,6 @@ fn check_buffer(
         limit_name,
         limit,
     };
-    let range = u64::from(limits.max_storage_buffer_range);
-    if needed > range {
-        return Err(too_large("maxStorageBufferRange", range));
-    }
     if needed > limits.max_allocation_bytes {
         return Err(too_large(
             "maxMemoryAllocationSize",
@@ -344,7 +424,16 @@ mod tests {
         max_allocation_bytes: 1 << 30,
         max_texel_buffer_elements: 1 << 27,
         max_push_constant_bytes: 128,
+        binding_alignment: 64,
     };
+
+    /// The whole of both buffers of [`program`].
+    fn whole() -> Bindings {
+        Bindings {
+            arena: 0..16,
+            constants: 0..16,
+        }
+    }
 
     fn program(dispatches: &[Dispatch]) -> DeviceProgram {
         DeviceProgram {
@@ -363,6 +452,7 @@ mod tests {
             shader: 0,
             workgroups: [65535, 2, 1],
             push_constants: vec![7; 32],
+            bindings: whole(),
         };
         assert_eq!(program(&[dispatch]).check(&LIMITS), Ok(()));
     }
@@ -373,6 +463,7 @@ mod tests {
             shader: 1,
             workgroups: [1, 1, 1],
             push_constants: Vec::new(),
+            bindings: whole(),
         };
         assert_eq!(
             program(&[no_shader]).check(&LIMITS),
@@ -386,11 +477,13 @@ mod tests {
             shader: 0,
             workgroups: [1, 1, 1],
             push_constants: Vec::new(),
+            bindings: whole(),
         };
         let empty = Dispatch {
             shader: 0,
             workgroups: [4, 0, 1],
             push_constants: Vec::new(),
+            bindings: whole(),
         };
         assert_eq!(
             program(&[ok.clone(), empty]).check(&LIMITS),
@@ -415,6 +508,7 @@ mod tests {
             shader: 0,
             workgroups: [1, 1, 65536],
             push_constants: Vec::new(),
+            bindings: whole(),
         };
         assert_eq!(
             program(&[many]).check(&LIMITS),
@@ -453,17 +547,6 @@ mod tests {
 
     #[test]
     fn refuses_buffers_above_the_limits() {
-        let mut large = program(&[]);
-        large.arena_bytes = (1 << 27) + 1;
-        assert_eq!(
-            large.check(&LIMITS),
-            Err(ProgramError::BufferTooLarge {
-                buffer: "arena",
-                bytes: (1 << 27) + 16,
-                limit_name: "maxStorageBufferRange",
-                limit: 1 << 27,
-            })
-        );
         let small_allocations = DeviceLimits {
             max_allocation_bytes: 4,
             ..LIMITS
@@ -476,6 +559,73 @@ mod tests {
                 limit_name: "maxMemoryAllocationSize",
                 limit: 4,
             })
+        );
+    }
+
+    #[test]
+    fn binds_parts_of_buffers_larger_than_a_binding_shows() {
+        let mut large = program(&[]);
+        large.arena_bytes = 3 << 26;
+        let part = Dispatch {
+            shader: 0,
+            workgroups: [1, 1, 1],
+            push_constants: Vec::new(),
+            bindings: Bindings {
+                arena: (1 << 26)..(3 << 26),
+                constants: 0..16,
+            },
+        };
+        large.dispatches = vec![part.clone()];
+        large.segments = vec![Segment::Device(0..1)];
+        assert_eq!(large.check(&LIMITS), Ok(()));
+        let refused = |arena: Range<u64>, constants: Range<u64>| {
+            let mut bad = large.clone();
+            bad.dispatches[0].bindings = Bindings { arena, constants };
+            bad.check(&LIMITS).err()
+        };
+        let bad_binding = |buffer, range, problem| {
+            Some(ProgramError::BadBinding {
+                dispatch: 0,
+                buffer,
+                range,
+                problem,
+            })
+        };
+        assert_eq!(
+            refused(0..(3 << 26), 0..16),
+            bad_binding(
+                "arena",
+                0..(3 << 26),
+                BindingProblem::TooLong { limit: 1 << 27 }
+            )
+        );
+        assert_eq!(
+            refused(32..48, 0..16),
+            bad_binding(
+                "arena",
+                32..48,
+                BindingProblem::Misaligned { alignment: 64 }
+            )
+        );
+        assert_eq!(
+            refused(64..72, 0..16),
+            bad_binding("arena", 64..72, BindingProblem::NotQuads)
+        );
+        assert_eq!(
+            refused(64..64, 0..16),
+            bad_binding(
+                "arena",
+                64..64,
+                BindingProblem::OutsideBuffer { bytes: 3 << 26 }
+            )
+        );
+        assert_eq!(
+            refused(0..16, 0..32),
+            bad_binding(
+                "constants",
+                0..32,
+                BindingProblem::OutsideBuffer { bytes: 16 }
+            )
         );
     }
 
