@@ -375,6 +375,29 @@ fixture(
 )
 
 
+class TwoLinear(nn.Module):
+    """Two linear layers, the first with a bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(16, 8)
+        self.second = nn.Linear(8, 4, bias=False)
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+fixture(
+    "linear_dynamic",
+    ["aten.linear.default"],
+    "float32 [1,n,16], n dynamic (2..12; cases n 5 and 9): linear(16, 8) with a bias, then "
+    "linear(8, 4) without, over the last dimension of a tensor of dynamic shape",
+    TwoLinear,
+    lambda: [(randn(1, n, 16),) for n in (5, 9)],
+    dynamic_shapes=({1: torch.export.Dim("n", min=2, max=12)},),
+)
+
+
 class SymIntInput(nn.Module):
     """A size read from the data before the delegate (``.item()``, which
     stays on the CPU) passed into its graph as a SymInt."""

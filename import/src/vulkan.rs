@@ -1451,7 +1451,9 @@ fn conv_with_clamp(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result
 }
 
 /// `aten.linear(input, weight, bias)`: `input @ weight^T + bias` over the
-/// last dimension, as a matrix product of the input's rows.
+/// last dimension, as a matrix product of the input's rows. In a graph of
+/// dynamic shapes the rows are as many as the input has (a view to `[-1,
+/// features]`), and the result takes the input's leading sizes.
 fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
     let (x, weight, bias, out) = (
         t.arg(args, 0)?.clone(),
@@ -1459,31 +1461,53 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
         t.arg(args, 2)?.clone(),
         t.arg(args, 3)?.clone(),
     );
-    let (dtype, sizes) = t.declared(&x)?;
+    let Argument::Tensor(input) = x else {
+        return Err(t.invalid(format!("a {} where a tensor belongs", x.kind())));
+    };
+    let ty = t.importer.declared_type(input)?;
+    let bounds = t.importer.declared_sizes(input)?;
     let (_, weight_sizes) = t.declared(&weight)?;
     let (_, out_sizes) = t.declared(&out)?;
     let (&[outer, inner], Some((&features, leading))) =
-        (weight_sizes.as_slice(), sizes.split_last())
+        (weight_sizes.as_slice(), ty.shape.split_last())
     else {
         return Err(t.invalid(format!(
-            "linear of an input of sizes {sizes:?} by a weight of sizes {weight_sizes:?}"
+            "linear of an input of sizes {bounds:?} by a weight of sizes {weight_sizes:?}"
         )));
     };
-    let rows = leading.iter().product::<u64>();
+    let Some(features) = features.fixed() else {
+        return Err(t.invalid("linear over a last dimension of dynamic size"));
+    };
+    let dtype = ty.dtype;
+    let rows = bounds
+        .iter()
+        .rev()
+        .skip(1)
+        .map(|&size| size as u64)
+        .product::<u64>();
+    // The rows as a view's size: their count, or -1 (all there are) where
+    // it is known only at run time.
+    let fixed_rows = leading
+        .iter()
+        .map(|dim| dim.fixed())
+        .product::<Option<u64>>();
     let transposed = t.temporary(dtype, &[inner, outer]);
     t.table("aten::t_copy.out", &[weight, transposed.clone()])?;
-    let matrix = if sizes.len() == 2 {
+    let matrix = if ty.rank() == 2 {
         x
     } else {
-        let matrix = t.temporary(dtype, &[rows, features]);
-        let shape = sizes_argument(&[rows, features]);
+        let matrix = t.temporary_as_sizes(dtype, &[rows, features]);
+        let shape = Argument::IntList(vec![
+            fixed_rows.map_or(Term::int(-1), |rows| Term::int(rows as i64)),
+            Term::int(features as i64),
+        ]);
         t.table("aten::view_copy.out", &[x, shape, matrix.clone()])?;
         matrix
     };
     let product = if out_sizes.len() == 2 {
         out.clone()
     } else {
-        t.temporary(dtype, &[rows, outer])
+        t.temporary_as_sizes(dtype, &[rows, outer])
     };
     if bias == Argument::Null {
         t.table("aten::mm.out", &[matrix, transposed, product.clone()])?;
@@ -1495,8 +1519,12 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
         )?;
     }
     if product != out {
-        let shape = sizes_argument(&out_sizes);
-        t.table("aten::view_copy.out", &[product, shape, out])?;
+        let mut shape: Vec<Term> = leading.iter().map(|&dim| Term::from(dim)).collect();
+        shape.push(Term::int(outer as i64));
+        t.table(
+            "aten::view_copy.out",
+            &[product, Argument::IntList(shape), out],
+        )?;
     }
     Ok(())
 }
