@@ -398,6 +398,17 @@ fixture(
 )
 
 
+fixture(
+    "conv_clamp_dynamic",
+    ["et_vk.conv_with_clamp.default"],
+    "float32 [1,2,n], n dynamic (8..40; cases n 13 and 29): relu(Conv1d(2, 4, 3, stride 2)), a "
+    "convolution and its clamp in one call, over a length known only at run time",
+    lambda: nn.Sequential(nn.Conv1d(2, 4, 3, stride=2), nn.ReLU()),
+    lambda: [(randn(1, 2, n),) for n in (13, 29)],
+    dynamic_shapes=({2: torch.export.Dim("n", min=8, max=40)},),
+)
+
+
 class SymIntInput(nn.Module):
     """A size read from the data before the delegate (``.item()``, which
     stays on the CPU) passed into its graph as a SymInt."""

@@ -1435,11 +1435,12 @@ fn prepack(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Imp
 /// `et_vk.conv_with_clamp(input, weight, bias, stride, padding, dilation,
 /// transposed, output_padding, groups, output_min, output_max)`: a
 /// convolution whose result is clamped (the `fuse-clamp` pass joins them
-/// again).
+/// again). In a graph of dynamic shapes the result's declared sizes bound
+/// those the convolution computes.
 fn conv_with_clamp(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
     let out = t.arg(args, 11)?.clone();
     let (dtype, sizes) = t.declared(&out)?;
-    let convolved = t.temporary(dtype, &sizes);
+    let convolved = t.temporary_as_sizes(dtype, &sizes);
     let mut convolution = args
         .get(..9)
         .ok_or_else(|| t.invalid(format!("{} arguments given, 12 needed", args.len())))?
