@@ -409,6 +409,34 @@ fixture(
 )
 
 
+class RmsNorms(nn.Module):
+    """Two RMS norms written out as transformers' Llama writes them (the
+    partitioner fuses each into one call), with a scale and shift between."""
+
+    def __init__(self, features=16, eps=1e-6):
+        super().__init__()
+        self.first = nn.Parameter(torch.randn(features))
+        self.second = nn.Parameter(torch.randn(features))
+        self.eps = eps
+
+    def norm(self, x, weight):
+        return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+    def forward(self, x):
+        return self.norm(self.norm(x, self.first) * 2.0 + 1.0, self.second)
+
+
+fixture(
+    "rms_norm_dynamic",
+    ["et_vk.rms_norm.default"],
+    "float32 [1,n,16], n dynamic (2..12; cases n 3 and 10): two RMS norms (eps 1e-6) written out as "
+    "Llama's, with x * 2 + 1 between, over a tensor of dynamic shape",
+    RmsNorms,
+    lambda: [(randn(1, n, 16),) for n in (3, 10)],
+    dynamic_shapes=({1: torch.export.Dim("n", min=2, max=12)},),
+)
+
+
 class SymIntInput(nn.Module):
     """A size read from the data before the delegate (``.item()``, which
     stays on the CPU) passed into its graph as a SymInt."""

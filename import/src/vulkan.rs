@@ -1326,22 +1326,25 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     }
 
     /// A new tensor of the translation's own, for a value between the
-    /// operator table entries one call becomes.
+    /// operator table entries one call becomes. In a graph with dynamic
+    /// shapes `sizes` bound those the op that writes it computes, as the
+    /// graph's own tensors' declared sizes do: a composition written with
+    /// the sizes it declares computes over the sizes a run has.
     fn temporary(&mut self, dtype: DType, sizes: &[u64]) -> Argument {
         let ty = TensorType {
             dtype,
             shape: sizes.iter().map(|&size| Dim::Fixed(size)).collect(),
             dim_order: (0..sizes.len() as u8).collect(),
         };
-        Argument::Tensor(TensorRef::Ir(
-            self.importer.graph.add_value(ValueData::computed(ty)),
-        ))
+        let value = self.importer.graph.add_value(ValueData::computed(ty));
+        if self.dynamic {
+            self.importer.bounded.insert(value);
+        }
+        Argument::Tensor(TensorRef::Ir(value))
     }
 
     /// A new tensor of the translation's own with the declared sizes of
-    /// the tensor argument `like` and element type `dtype`; in a graph
-    /// with dynamic shapes those sizes bound the ones the op that writes it
-    /// computes.
+    /// the tensor argument `like` and element type `dtype` ([`Self::temporary`]).
     fn temporary_as(&mut self, like: &Argument, dtype: DType) -> Result<Argument, ImportError> {
         let Argument::Tensor(tensor) = like else {
             return Err(self.invalid(format!("a {} where a tensor belongs", like.kind())));
@@ -1349,19 +1352,19 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let sizes: Vec<u64> = (self.importer.declared_sizes(*tensor)?.iter())
             .map(|&size| size as u64)
             .collect();
-        Ok(self.temporary_as_sizes(dtype, &sizes))
+        Ok(self.temporary(dtype, &sizes))
     }
 
-    /// [`Translation::temporary`], whose sizes, in a graph with dynamic
-    /// shapes, bound those the op that writes it computes.
-    fn temporary_as_sizes(&mut self, dtype: DType, sizes: &[u64]) -> Argument {
-        let temporary = self.temporary(dtype, sizes);
-        if self.dynamic
-            && let Argument::Tensor(TensorRef::Ir(value)) = temporary
-        {
-            self.importer.bounded.insert(value);
-        }
-        temporary
+    /// The element type of a tensor argument and its sizes, the bound of
+    /// each dynamic one: the sizes of temporaries ([`Self::temporary`]),
+    /// which take the ones a run computes.
+    fn bounds(&self, argument: &Argument) -> Result<(DType, Vec<u64>), ImportError> {
+        let Argument::Tensor(tensor) = argument else {
+            return Err(self.invalid(format!("a {} where a tensor belongs", argument.kind())));
+        };
+        let dtype = self.importer.declared_type(*tensor)?.dtype;
+        let sizes = self.importer.declared_sizes(*tensor)?;
+        Ok((dtype, sizes.iter().map(|&size| size as u64).collect()))
     }
 
     /// The declared element type and sizes of a tensor argument.
@@ -1440,7 +1443,7 @@ fn prepack(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Imp
 fn conv_with_clamp(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), ImportError> {
     let out = t.arg(args, 11)?.clone();
     let (dtype, sizes) = t.declared(&out)?;
-    let convolved = t.temporary_as_sizes(dtype, &sizes);
+    let convolved = t.temporary(dtype, &sizes);
     let mut convolution = args
         .get(..9)
         .ok_or_else(|| t.invalid(format!("{} arguments given, 12 needed", args.len())))?
@@ -1466,7 +1469,7 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
         return Err(t.invalid(format!("a {} where a tensor belongs", x.kind())));
     };
     let ty = t.importer.declared_type(input)?;
-    let bounds = t.importer.declared_sizes(input)?;
+    let (dtype, bounds) = t.bounds(&x)?;
     let (_, weight_sizes) = t.declared(&weight)?;
     let (_, out_sizes) = t.declared(&out)?;
     let (&[outer, inner], Some((&features, leading))) =
@@ -1479,13 +1482,7 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
     let Some(features) = features.fixed() else {
         return Err(t.invalid("linear over a last dimension of dynamic size"));
     };
-    let dtype = ty.dtype;
-    let rows = bounds
-        .iter()
-        .rev()
-        .skip(1)
-        .map(|&size| size as u64)
-        .product::<u64>();
+    let rows = bounds.iter().rev().skip(1).product::<u64>();
     // The rows as a view's size: their count, or -1 (all there are) where
     // it is known only at run time.
     let fixed_rows = leading
@@ -1497,7 +1494,7 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
     let matrix = if ty.rank() == 2 {
         x
     } else {
-        let matrix = t.temporary_as_sizes(dtype, &[rows, features]);
+        let matrix = t.temporary(dtype, &[rows, features]);
         let shape = Argument::IntList(vec![
             fixed_rows.map_or(Term::int(-1), |rows| Term::int(rows as i64)),
             Term::int(features as i64),
@@ -1508,7 +1505,7 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
     let product = if out_sizes.len() == 2 {
         out.clone()
     } else {
-        t.temporary_as_sizes(dtype, &[rows, outer])
+        t.temporary(dtype, &[rows, outer])
     };
     if bias == Argument::Null {
         t.table("aten::mm.out", &[matrix, transposed, product.clone()])?;
@@ -1539,7 +1536,7 @@ fn rms_norm(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Im
         t.arg(args, 2)?.clone(),
         t.arg(args, 3)?.clone(),
     );
-    let (dtype, sizes) = t.declared(&x)?;
+    let (dtype, sizes) = t.bounds(&x)?;
     let mut reduced = sizes.clone();
     if let Some(last) = reduced.last_mut() {
         *last = 1;
@@ -1943,7 +1940,7 @@ fn apply_rotary_emb_hf(
     let mut rows = Vec::new();
     for table in [2, 3] {
         let table = t.arg(args, table)?.clone();
-        let sliced = t.temporary_as_sizes(dtype, &[positions, rotated]);
+        let sliced = t.temporary(dtype, &[positions, rotated]);
         t.table(
             "aten::slice_copy.Tensor_out",
             &[
@@ -1955,7 +1952,7 @@ fn apply_rotary_emb_hf(
                 sliced.clone(),
             ],
         )?;
-        let per_head = t.temporary_as_sizes(dtype, &[positions, 1, rotated]);
+        let per_head = t.temporary(dtype, &[positions, 1, rotated]);
         t.table(
             "aten::unsqueeze_copy.out",
             &[sliced, Argument::Int(1), per_head.clone()],
