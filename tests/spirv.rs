@@ -844,7 +844,7 @@ fn dispatches_bind_the_parts_of_buffers_larger_than_a_binding_shows() {
     assert_eq!(sum.op, "add");
     assert!(
         sum.reason
-            .contains("span 3328 bytes of the arena, more than the 2048 a binding shows"),
+            .contains("span 3328 bytes of the arena, more than the 2048 one binding shows"),
         "{}",
         sum.reason
     );

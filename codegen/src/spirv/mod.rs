@@ -582,7 +582,7 @@ impl<'g, 'p> Bindable<'g, 'p> {
             };
             if needed > self.max_range {
                 return Err(refuse(format!(
-                    "a kernel whose tensors span {needed} bytes of the {buffer}, more than the {} a binding shows a shader (maxStorageBufferRange)",
+                    "tensors that span {needed} bytes of the {buffer}, more than the {} one binding shows a shader (maxStorageBufferRange)",
                     self.max_range
                 )));
             }
