@@ -442,6 +442,22 @@ def quantize_8da4w(model: nn.Module) -> nn.Module:
     return model
 
 
+def quantize_qd8(model: nn.Module, example: tuple) -> nn.Module:
+    """PT2E dynamic int8, as XNNPACK's quantizer gives it with ``is_dynamic``:
+    activations quantized per row at run time, weights per output channel."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from gen_real_models import Quantized
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    config = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True)
+    module = prepare_pt2e(torch.export.export(model.eval(), example).module(), XNNPACKQuantizer().set_global(config))
+    module(*example)
+    return Quantized(convert_pt2e(module))
+
+
 # Fixtures of other element types, by variant: each file records ExecuTorch's
 # own error on its test cases too.
 TYPED_FIXTURES = [
@@ -453,6 +469,20 @@ TYPED_FIXTURES = [
             "8da4w Linear(64,32)+ReLU then Linear(32,8) on float32 [2,3,64]: int8 rows quantized at run time, int4 weights in groups of 32 with bf16 scales",
             lambda: quantize_8da4w(nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8))),
             twice(lambda: (randn(2, 3, 64),)),
+        ),
+    ),
+    (
+        "xnnpack-qd8",
+        OpFixture(
+            "conv_qd8",
+            "convolution",
+            "PT2E dynamic int8 Conv2d(3,8,3,stride 2)+Hardswish then Conv2d(8,4,1) on float32 [1,3,6,6]: each "
+            "convolution's input quantized per row (per pixel, channels-last) at run time, the "
+            "convert's result declared in NCHW order",
+            lambda: quantize_qd8(
+                nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.Hardswish(), nn.Conv2d(8, 4, 1)), (randn(1, 3, 6, 6),)
+            ),
+            twice(lambda: (randn(1, 3, 6, 6),)),
         ),
     ),
     (

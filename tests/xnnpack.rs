@@ -189,6 +189,23 @@ fn quantized_programs_land_where_executorch_does() {
     }
 }
 
+/// Convolutions of PT2E dynamic int8 (`is_dynamic`): the exporter declares
+/// the result of the conversion of an NCHW input in NCHW order, and XNNPACK
+/// gives it the channels-last shape of what it converts, which ptec takes
+/// (it refused the program before: "the node computes [1,6,6,3] for value
+/// 2, which the graph declares [1, 3, 6, 6]"). ptec lands on eager
+/// PyTorch's reference (4.5e-8), each image quantized as one row;
+/// ExecuTorch 1.5.1 lands 1.5e-3 and 2.1e-3 away (the index's
+/// `executorch_errors`), a difference not traced yet.
+#[test]
+fn dynamically_quantized_convolutions_take_the_shape_xnnpack_gives() {
+    let file = repo_dir().join("tests/fixtures/xnnpack/conv_qd8.xnnpack-qd8.bpte");
+    for backend in ["jit", "aot"] {
+        let reports = ptec_test(std::slice::from_ref(&file), &["--backend", backend]);
+        assert_all_pass(&reports, &format!("conv_qd8 on {backend}"));
+    }
+}
+
 #[test]
 fn quantized_fixtures_pass_with_each_pass_off() {
     for program in quantized_programs(false) {

@@ -736,11 +736,24 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         }
         let dims = self.dims(tensor);
         let shape = self.xnn_shape(&laid);
-        let agrees = shape.len() == dims.len()
-            && shape
-                .iter()
-                .zip(&dims)
-                .all(|(&dim, &declared)| dim.fixed().is_none_or(|size| size == declared));
+        let agrees = match self.numbers.get(&id) {
+            // The exporter declares a dynamically quantized value's dims in
+            // PyTorch's order (NCHW) before it lays the graph out
+            // channels-last, and XNNPACK gives it the shape of what its
+            // convert reads, as it does every value a node writes: only the
+            // number of elements must agree.
+            Some(Numbers::Dynamic { .. }) => {
+                let elements = shape.iter().map(|dim| dim.fixed()).product::<Option<u64>>();
+                elements.is_none_or(|elements| elements == dims.iter().product::<u64>())
+            }
+            _ => {
+                shape.len() == dims.len()
+                    && shape
+                        .iter()
+                        .zip(&dims)
+                        .all(|(&dim, &declared)| dim.fixed().is_none_or(|size| size == declared))
+            }
+        };
         if !agrees {
             return Err(self.invalid(format!(
                 "the node computes {} for value {id}, which the graph declares {dims:?}",
