@@ -12,10 +12,14 @@
 //! - **Constants uploaded once.** Every constant, packed into one buffer
 //!   (binding 1, read-only), goes into device-local memory when the method
 //!   is made: directly when that memory is host-visible, else through a
-//!   staging buffer. They are uploaded a second time as an image of quads
-//!   (binding 3), which shaders read quads of constants through.
+//!   staging buffer. Shaders read quads of both buffers through uniform
+//!   texel buffer views of them (bindings 3 and 4).
+//! - **Bindings per dispatch.** A dispatch binds the bytes of each buffer
+//!   its `Bindings` name: the whole buffers, or where they are larger than
+//!   a binding shows a shader (`maxStorageBufferRange`), the part it
+//!   touches; each distinct `Bindings` is one descriptor set.
 //! - **A command buffer per device segment.** Each shader becomes a compute
-//!   pipeline (all share one layout and one descriptor set), and each device
+//!   pipeline (all share one layout), and each device
 //!   segment's dispatches are recorded once, in order, with a barrier before
 //!   each (so a dispatch sees what earlier ones, earlier segments and the
 //!   last run wrote) and one to the host at the end. A run goes through the
