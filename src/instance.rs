@@ -51,9 +51,11 @@ pub struct CompileArgs {
     /// the device the shaders are for (its maxStorageBufferRange). Where
     /// the constants or the arena are larger, each dispatch binds the part
     /// it reads and writes, and a kernel that touches more runs on the CPU.
-    /// A device runs them with its own limit if lower.
-    #[arg(long, value_name = "BYTES", default_value_t = VulkanLimits::DEFAULT.storage_buffer_range)]
-    pub storage_buffer_range: u64,
+    /// Default: the device's own when one runs the program, 134217728 (what
+    /// lavapipe and many mobile GPUs offer) for `compile --emit spirv`; a
+    /// device runs them with its own limit if lower.
+    #[arg(long, value_name = "BYTES")]
+    pub storage_buffer_range: Option<u64>,
 }
 
 impl CompileArgs {

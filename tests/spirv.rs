@@ -808,7 +808,7 @@ fn dispatches_bind_the_parts_of_buffers_larger_than_a_binding_shows() {
     let graph = ptec_ir::parse(&parts_of_buffers([&weights[0], &weights[1], &weights[2]]))
         .expect("the graph parses");
     let mut options = Options::default();
-    options.codegen.vulkan.storage_buffer_range = 2048;
+    options.codegen.vulkan.storage_buffer_range = Some(2048);
     let compiled = ptec_compiler::vulkan(&graph, &options.codegen.vulkan)
         .expect("the graph compiles for Vulkan");
     let bindings: Vec<_> = compiled

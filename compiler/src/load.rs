@@ -11,7 +11,7 @@ use ptec_frontend::{Method, ScalarType};
 use ptec_ir::Graph;
 use ptec_passes::PassReport;
 use ptec_runtime::library::{Library, LibraryInstance};
-use ptec_runtime::vulkan::{VulkanDevice, VulkanInstance};
+use ptec_runtime::vulkan::{DeviceLimits, VulkanDevice, VulkanInstance};
 use ptec_runtime::{Code, ElementType, HostTensor, Instance, RuntimeError, TensorRef};
 
 use crate::error::Error;
@@ -182,7 +182,10 @@ fn instance<'a>(
             // Shaders for this device's limits; what the back end refuses
             // is said before a missing device is.
             let device = vulkan_device();
-            let limits = vulkan_limits(device.as_ref().ok(), options);
+            let limits = vulkan_limits(
+                device.as_ref().ok().map(|device| device.limits()),
+                options.codegen.vulkan,
+            );
             let compiled = vulkan_within(graph, &options.limits, &limits)?;
             let device = device?;
             // The kernels no shader runs are the JIT's, on the same arena
@@ -216,7 +219,11 @@ fn instance<'a>(
 /// node and op (`n12 convolution`, or `n3 add + n4 softmax` for a run of
 /// small kernels in one dispatch).
 fn vulkan_dispatch_names(graph: &Graph<'_>, options: &Options) -> Result<Vec<String>, Error> {
-    let limits = vulkan_limits(vulkan_device().ok().as_ref(), options);
+    let device = vulkan_device().ok();
+    let limits = vulkan_limits(
+        device.as_ref().map(|device| device.limits()),
+        options.codegen.vulkan,
+    );
     let dispatches = vulkan_dispatches(graph, &limits).map_err(|source| Error::Codegen {
         method: graph.name.clone(),
         target: "Vulkan",
@@ -235,19 +242,21 @@ fn vulkan_dispatch_names(graph: &Graph<'_>, options: &Options) -> Result<Vec<Str
 }
 
 /// The Vulkan device, opened once per process.
-/// The limits shaders are written for: the options' (the defaults, or
-/// what the user asked for), or the device's where they are lower.
-fn vulkan_limits(device: Option<&Arc<VulkanDevice>>, options: &Options) -> VulkanLimits {
-    let asked = options.codegen.vulkan;
+/// The limits shaders are written for on `device`: the device's own, or
+/// what the user asked for (`asked`) where it is lower; without a device,
+/// what the user asked for.
+fn vulkan_limits(device: Option<&DeviceLimits>, asked: VulkanLimits) -> VulkanLimits {
     device.map_or(asked, |device| {
-        let limits = device.limits();
+        let range = u64::from(device.max_storage_buffer_range);
         VulkanLimits {
             texel_buffer_elements: asked
                 .texel_buffer_elements
-                .min(limits.max_texel_buffer_elements.into()),
-            storage_buffer_range: asked
-                .storage_buffer_range
-                .min(limits.max_storage_buffer_range.into()),
+                .min(device.max_texel_buffer_elements.into()),
+            storage_buffer_range: Some(
+                asked
+                    .storage_buffer_range
+                    .map_or(range, |asked| asked.min(range)),
+            ),
         }
     })
 }
@@ -289,4 +298,53 @@ fn load_shared_object<'a>(graph: &Graph<'_>, options: &Options) -> Result<Runner
 /// computes with it.
 pub fn element_type_of(scalar: ScalarType) -> Option<ElementType> {
     ptec_import::dtype_of(scalar).map(ptec_codegen::element_type)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A desktop GPU's limits: 4 GiB - 1 a binding, 2^28 texels a view.
+    const DESKTOP: DeviceLimits = DeviceLimits {
+        max_workgroup_count: [65535; 3],
+        max_workgroup_size: [1024, 1024, 64],
+        max_workgroup_invocations: 1024,
+        max_storage_buffer_range: u32::MAX,
+        max_allocation_bytes: 1 << 32,
+        max_texel_buffer_elements: 1 << 28,
+        max_push_constant_bytes: 256,
+        binding_alignment: 64,
+    };
+
+    #[test]
+    fn shaders_are_written_for_the_devices_limits_or_lower_ones_asked_for() {
+        let unasked = VulkanLimits::DEFAULT;
+        assert_eq!(
+            vulkan_limits(Some(&DESKTOP), unasked),
+            VulkanLimits {
+                texel_buffer_elements: 1 << 27,
+                storage_buffer_range: Some(u64::from(u32::MAX)),
+            }
+        );
+        let asked = VulkanLimits {
+            texel_buffer_elements: 1 << 30,
+            storage_buffer_range: Some(2048),
+        };
+        assert_eq!(
+            vulkan_limits(Some(&DESKTOP), asked),
+            VulkanLimits {
+                texel_buffer_elements: 1 << 28,
+                storage_buffer_range: Some(2048),
+            }
+        );
+        let above = VulkanLimits {
+            storage_buffer_range: Some(1 << 40),
+            ..unasked
+        };
+        assert_eq!(
+            vulkan_limits(Some(&DESKTOP), above).storage_buffer_range,
+            Some(u64::from(u32::MAX))
+        );
+        assert_eq!(vulkan_limits(None, asked), asked);
+    }
 }

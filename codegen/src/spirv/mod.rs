@@ -499,7 +499,7 @@ fn units(graph: &Graph<'_>, limits: &VulkanLimits) -> Result<Vec<Unit>, CodegenE
             .collect());
     }
     let everything = Packing::new(graph, schedule);
-    let bindable = Bindable::new(graph, &everything, limits.storage_buffer_range);
+    let bindable = Bindable::new(graph, &everything, limits.storage_range());
     let mut units = Vec::new();
     // Whether the last unit is a dispatch of small kernels.
     let mut sharing = false;
@@ -610,18 +610,29 @@ pub struct VulkanLimits {
     pub texel_buffer_elements: u64,
     /// `maxStorageBufferRange`: the most bytes a binding of a buffer shows
     /// a shader. Where a buffer is larger, each dispatch binds the part its
-    /// kernels touch, and a kernel that touches more runs on the CPU.
-    pub storage_buffer_range: u64,
+    /// kernels touch, and a kernel that touches more runs on the CPU. `None`
+    /// where no one asked: the device's own when a run opens one (desktop
+    /// GPUs show up to 4 GiB), otherwise [`Self::ASSUMED_STORAGE_BUFFER_RANGE`].
+    pub storage_buffer_range: Option<u64>,
 }
 
 impl VulkanLimits {
     /// 2^27 texels, what lavapipe and NVIDIA's and Intel's drivers offer
-    /// (AMD's more), and 2^27 bytes a binding, what lavapipe and many
-    /// mobile GPUs offer (desktop GPUs up to 4 GiB).
+    /// (AMD's more), and the storage range no one asked for.
     pub const DEFAULT: VulkanLimits = VulkanLimits {
         texel_buffer_elements: 1 << 27,
-        storage_buffer_range: 1 << 27,
+        storage_buffer_range: None,
     };
+
+    /// The bytes a binding shows a shader where neither a device nor the
+    /// user says: 2^27, what lavapipe and many mobile GPUs offer.
+    pub const ASSUMED_STORAGE_BUFFER_RANGE: u64 = 1 << 27;
+
+    /// The bytes shaders are written for one binding to show.
+    fn storage_range(&self) -> u64 {
+        self.storage_buffer_range
+            .unwrap_or(Self::ASSUMED_STORAGE_BUFFER_RANGE)
+    }
 }
 
 impl Default for VulkanLimits {
@@ -759,7 +770,7 @@ impl Shaders {
         let spans = packing
             .spans(graph, nodes)
             .map_err(|refusal| refused(nodes[0], refusal))?;
-        let max_range = self.limits.storage_buffer_range;
+        let max_range = self.limits.storage_range();
         let bindings = Bindings {
             arena: binding(spans.arena.as_ref(), self.arena_bytes, max_range),
             constants: binding(
