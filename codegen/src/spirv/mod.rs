@@ -41,6 +41,7 @@ use ptec_ir::{Graph, NodeId, OpKind, TensorType, ValueId, ValueKind};
 use ptec_runtime::MethodAbi;
 use ptec_runtime::vulkan::{Bindings, DeviceProgram, Dispatch, Segment, buffer_bytes};
 
+use crate::emit::scratch_offset;
 use crate::error::{Backend, CodegenError};
 use crate::method::method_abi;
 use wgsl::{
@@ -170,11 +171,17 @@ impl Packing {
             .ok_or_else(|| refuse(format!("constant {value}, which no node reads")))
     }
 
-    /// The bytes of the arena and of the constants that `nodes` read and
-    /// write, each from the first to the last (`None` where they touch
-    /// none of the buffer).
-    fn spans(&self, graph: &Graph<'_>, nodes: &[NodeId]) -> Result<Spans, Refusal> {
-        let mut spans = Spans::default();
+    /// The bytes of the arena and of the constants a dispatch of `nodes`
+    /// binds ([`binding`]) on a device whose bindings show at most
+    /// `max_range` bytes: from the first byte its tensors touch of each to
+    /// the last.
+    fn bindings(
+        &self,
+        graph: &Graph<'_>,
+        nodes: &[NodeId],
+        max_range: u64,
+    ) -> Result<Bindings, Refusal> {
+        let mut spans: [Option<Range<u64>>; 2] = [None, None];
         for &node in nodes {
             let node = graph.node(node);
             for value in node
@@ -185,10 +192,8 @@ impl Packing {
                 let data = graph.value(value);
                 let bytes = data.ty.max_bytes(|symbol| graph.bound(symbol));
                 let (span, start) = match (&data.kind, data.offset) {
-                    (ValueKind::Constant(_), _) => {
-                        (&mut spans.constants, self.constant(value)?.offset)
-                    }
-                    (_, Some(offset)) => (&mut spans.arena, offset),
+                    (ValueKind::Constant(_), _) => (&mut spans[1], self.constant(value)?.offset),
+                    (_, Some(offset)) => (&mut spans[0], offset),
                     (_, None) => continue,
                 };
                 let end = start.saturating_add(bytes);
@@ -198,15 +203,18 @@ impl Packing {
                 });
             }
         }
-        Ok(spans)
+        let [arena, constants] = spans;
+        Ok(Bindings {
+            arena: binding(arena.as_ref(), arena_bytes(graph), max_range),
+            constants: binding(constants.as_ref(), self.bytes.len() as u64, max_range),
+        })
     }
 }
 
-/// The bytes of each buffer a dispatch's tensors lie in.
-#[derive(Default)]
-struct Spans {
-    arena: Option<Range<u64>>,
-    constants: Option<Range<u64>>,
+/// The bytes of the arena the shaders see: the memory plan's
+/// (`MethodAbi::arena_bytes` of a Vulkan method, which has no scratch).
+fn arena_bytes(graph: &Graph<'_>) -> u64 {
+    scratch_offset(graph)
 }
 
 /// Where a binding of a buffer may start: 256 bytes is the most any device
@@ -499,7 +507,7 @@ fn units(graph: &Graph<'_>, limits: &VulkanLimits) -> Result<Vec<Unit>, CodegenE
             .collect());
     }
     let everything = Packing::new(graph, schedule);
-    let bindable = Bindable::new(graph, &everything, limits.storage_range());
+    let max_range = limits.storage_range();
     let mut units = Vec::new();
     // Whether the last unit is a dispatch of small kernels.
     let mut sharing = false;
@@ -512,7 +520,9 @@ fn units(graph: &Graph<'_>, limits: &VulkanLimits) -> Result<Vec<Unit>, CodegenE
             in_place,
         )
         .and_then(|kernel| match &kernel {
-            Some(found) if found.invocations > 0 => bindable.check(&[node]).map(|()| kernel),
+            Some(found) if found.invocations > 0 => {
+                check_bindable(graph, &everything, &[node], max_range).map(|()| kernel)
+            }
             _ => Ok(kernel),
         });
         match kernel {
@@ -523,9 +533,13 @@ fn units(graph: &Graph<'_>, limits: &VulkanLimits) -> Result<Vec<Unit>, CodegenE
                     Some(Unit::Dispatch(nodes))
                         if small
                             && sharing
-                            && bindable
-                                .check(&[nodes.as_slice(), &[node]].concat())
-                                .is_ok() =>
+                            && check_bindable(
+                                graph,
+                                &everything,
+                                &[nodes.as_slice(), &[node]].concat(),
+                                max_range,
+                            )
+                            .is_ok() =>
                     {
                         nodes.push(node)
                     }
@@ -543,52 +557,40 @@ fn units(graph: &Graph<'_>, limits: &VulkanLimits) -> Result<Vec<Unit>, CodegenE
     Ok(units)
 }
 
-/// Whether the buffers' bytes a dispatch's kernels touch fit the bindings
-/// of a device whose bindings show at most `max_range` bytes, judged on
-/// the packing of every constant any kernel reads (placement comes before
-/// the packing of the device's constants alone, which is no longer between
-/// two constants, but whose binding may start up to an alignment earlier).
-struct Bindable<'g, 'p> {
-    graph: &'g Graph<'g>,
-    packing: &'p Packing,
-    arena_bytes: u64,
+/// Refuses `nodes` together where a binding of a device whose bindings
+/// show at most `max_range` bytes would not show a shader every byte they
+/// touch of a buffer, judged on `packing`, of every constant any kernel
+/// reads (placement comes before the packing of the device's constants
+/// alone, which is no longer between two constants, but whose binding may
+/// start up to an alignment earlier).
+fn check_bindable(
+    graph: &Graph<'_>,
+    packing: &Packing,
+    nodes: &[NodeId],
     max_range: u64,
-}
-
-impl<'g, 'p> Bindable<'g, 'p> {
-    fn new(graph: &'g Graph<'g>, packing: &'p Packing, max_range: u64) -> Self {
-        Bindable {
-            graph,
-            packing,
-            arena_bytes: graph.arena_size(),
-            max_range,
+) -> Result<(), Refusal> {
+    let bindings = packing.bindings(graph, nodes, max_range)?;
+    let buffers = [
+        ("arena", bindings.arena, arena_bytes(graph), 0),
+        (
+            "constants",
+            bindings.constants,
+            packing.bytes.len() as u64,
+            BINDING_ALIGNMENT,
+        ),
+    ];
+    for (buffer, bound, len, slack) in buffers {
+        let needed = match bound.end - bound.start {
+            whole if bound.start == 0 && bound.end == buffer_bytes(len) => whole,
+            part => part + slack,
+        };
+        if needed > max_range {
+            return Err(refuse(format!(
+                "tensors that span {needed} bytes of the {buffer}, more than the {max_range} one binding shows a shader (maxStorageBufferRange)"
+            )));
         }
     }
-
-    /// Refuses `nodes` together where a binding would not show a shader
-    /// every byte they touch of a buffer.
-    fn check(&self, nodes: &[NodeId]) -> Result<(), Refusal> {
-        let spans = self.packing.spans(self.graph, nodes)?;
-        let constants = self.packing.bytes.len() as u64;
-        let buffers = [
-            ("arena", &spans.arena, self.arena_bytes, 0),
-            ("constants", &spans.constants, constants, BINDING_ALIGNMENT),
-        ];
-        for (buffer, span, len, slack) in buffers {
-            let bound = binding(span.as_ref(), len, self.max_range);
-            let needed = match bound.end - bound.start {
-                whole if bound.start == 0 && bound.end == buffer_bytes(len) => whole,
-                part => part + slack,
-            };
-            if needed > self.max_range {
-                return Err(refuse(format!(
-                    "tensors that span {needed} bytes of the {buffer}, more than the {} one binding shows a shader (maxStorageBufferRange)",
-                    self.max_range
-                )));
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn has_control_flow(graph: &Graph<'_>) -> bool {
@@ -671,7 +673,6 @@ pub fn compile_vulkan(
     let packing = Packing::new(graph, &on_device);
     let mut shaders = Shaders {
         limits: *limits,
-        arena_bytes: abi.arena_bytes,
         shaders: Vec::new(),
         known: HashMap::new(),
         dispatches: Vec::new(),
@@ -733,8 +734,6 @@ fn cpu_kernel(graph: &Graph<'_>, node: NodeId, reason: String) -> CpuKernel {
 /// The distinct shaders of a method and its dispatches so far.
 struct Shaders {
     limits: VulkanLimits,
-    /// The method's arena (the memory plan's).
-    arena_bytes: u64,
     shaders: Vec<Shader>,
     /// Each shader's index, by its source.
     known: HashMap<String, usize>,
@@ -767,18 +766,9 @@ impl Shaders {
                 CodegenError::unsupported(graph.node(node_id).op(), Backend::Vulkan, why),
             )
         };
-        let spans = packing
-            .spans(graph, nodes)
+        let bindings = packing
+            .bindings(graph, nodes, self.limits.storage_range())
             .map_err(|refusal| refused(nodes[0], refusal))?;
-        let max_range = self.limits.storage_range();
-        let bindings = Bindings {
-            arena: binding(spans.arena.as_ref(), self.arena_bytes, max_range),
-            constants: binding(
-                spans.constants.as_ref(),
-                packing.bytes.len() as u64,
-                max_range,
-            ),
-        };
         let [arena_quads, constant_quads] =
             [&bindings.arena, &bindings.constants].map(|range| (range.end - range.start) / 16);
         let max_texels = self.limits.texel_buffer_elements;
