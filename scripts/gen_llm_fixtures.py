@@ -27,6 +27,9 @@ with. ``OUT/index.json`` lists each configuration: its flags, model
 parameters, the operators of its program, file sizes and ExecuTorch's
 greedy tokens. The LLM custom operators (``llama::*``) and the quantized
 kernels are registered with the runtime by importing their modules.
+A configuration with a ``twin`` (a Vulkan export: ExecuTorch's Python
+runtime has no Vulkan backend) takes its twin's weights and copies its
+steps instead of running.
 
 Usage (the anchor environment from ../shared/anchor/setup.sh):
     $ANCHOR_PY scripts/gen_llm_fixtures.py [--out DIR] [--only NAME...]
@@ -40,6 +43,7 @@ speed figures and not for committing.
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,12 +71,39 @@ class Config:
     max_context_len: int | None = None
     # export_llama's foundation_weights_file: the data file the weights go to.
     weights_file: str | None = None
+    # The prompt's length, where it is not --prefill: 1 for a program of
+    # static shapes (--disable_dynamic_shape), which takes one token a call.
+    prefill: int | None = None
+    # A configuration of the same parameters, listed before this one, whose
+    # weights this one takes and whose steps (inputs and ExecuTorch's
+    # logits) it copies: for a delegate ExecuTorch's Python runtime lacks
+    # (Vulkan), the same model run through one it has.
+    twin: str | None = None
 
 
 # The name of the data file of configurations that keep weights outside the program.
 PTD_NAME = "model.ptd"
 
 QWEN3 = dict(use_qk_norm=True, qk_norm_before_rope=True, use_hf_rope=True, head_dim=16, rope_theta=1e6)
+
+# Qwen3.5's hybrid: a Gated DeltaNet layer (llama::gated_delta_rule, grouped
+# key heads, a causal depthwise convolution over its own state) before a
+# gated attention layer.
+QWEN3_5 = dict(
+    layer_types=["linear_attention", "full_attention"],
+    linear_num_key_heads=2,
+    linear_num_value_heads=4,
+    linear_key_head_dim=8,
+    linear_value_head_dim=8,
+    use_q_gate=True,
+    use_qk_norm=True,
+    qk_norm_before_rope=True,
+    rms_norm_add_unit_offset=True,
+    partial_rotary_factor=0.25,
+    head_dim=16,
+    use_hf_rope=True,
+    rope_theta=1e7,
+)
 
 CONFIGS = {
     "llama_kv": Config(["-kv"]),
@@ -93,6 +124,27 @@ CONFIGS = {
     # export_llama tags every weight with this name and writes the file into
     # the output folder.
     "llama_xnnpack_ptd": Config(["-kv", "-X"], weights_file=PTD_NAME),
+    # An int8 KV cache with a scale and zero point per token and head, the
+    # query quantized alike (llama::custom_quantized_sdpa).
+    "llama_quantized_kv_cache": Config(["-kv", "--use_sdpa_with_kv_cache", "--quantize_kv_cache", "-X"]),
+    # XNNPACK's products in bf16 (xnn_datatype_bf16 values).
+    "llama_xnnpack_bf16": Config(["-kv", "-X", "-d", "bf16", "--xnnpack-enable-bf16"]),
+    # A ring buffer of 4 positions for the KV cache (update_cache_with_indices),
+    # which wraps during the decode steps; static shapes.
+    "llama_local_global": Config(
+        ["-kv", "--use_sdpa_with_kv_cache", "-X", "--disable_dynamic_shape", "--local_global_attention", "[4]"],
+        prefill=1,
+    ),
+    # Qwen3.5 as its own configuration exports it: static shapes, one token
+    # a call.
+    "qwen3_5_xnnpack": Config(
+        [
+            "-kv", "--use_sdpa_with_kv_cache", "-X", "--xnnpack-extended-ops",
+            "--disable_dynamic_shape", "--model", "qwen3_5_0_8b",
+        ],
+        params=QWEN3_5,
+        prefill=1,
+    ),
 }
 
 
@@ -230,9 +282,12 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown configurations {unknown}; there are {sorted(CONFIGS)}")
     failed = []
-    for seed, (name, config) in enumerate(CONFIGS.items()):
+    seeds = {name: seed for seed, name in enumerate(CONFIGS)}
+    for name, config in CONFIGS.items():
         if name not in names:
             continue
+        seed = seeds[config.twin or name]
+        prefill = config.prefill or args.prefill
         params = model_params(size, config)
         max_seq_len = config.max_seq_len or size["max_seq_len"]
         max_context_len = config.max_context_len or max_seq_len
@@ -259,9 +314,18 @@ def main() -> int:
                 print(f"{name}: {error}", file=sys.stderr)
                 failed.append(name)
                 continue
-        greedy = run_steps(
-            pte, folder, params["vocab_size"], args.prefill, args.decode, args.greedy, seed
-        )
+        if config.twin:
+            twin = args.out / config.twin
+            for step in sorted(twin.glob("step_*")):
+                (folder / step.name).mkdir(exist_ok=True)
+                for array in step.glob("*.npy"):
+                    shutil.copyfile(array, folder / step.name / array.name)
+            greedy = index[config.twin]["greedy_tokens"]
+            prefill = index[config.twin]["prefill"]
+        else:
+            greedy = run_steps(
+                pte, folder, params["vocab_size"], prefill, args.decode, args.greedy, seed
+            )
         index[name] = {
             "flags": config.flags,
             "size": args.size,
@@ -269,7 +333,7 @@ def main() -> int:
             "max_seq_len": max_seq_len,
             "max_context_len": max_context_len,
             "steps": 1 + args.decode,
-            "prefill": args.prefill,
+            "prefill": prefill,
             "greedy_tokens": greedy,
             "operators": operators(pte),
             "bytes": pte.stat().st_size,

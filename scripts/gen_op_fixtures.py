@@ -3378,6 +3378,118 @@ fixture(
     lambda: CacheUpdate(3),
     twice(lambda: (randn(1, 2, 2, 4),)),
 )
+
+
+class IndexedCacheUpdate(nn.Module):
+    """``update_cache_with_indices`` into a cache the module holds, then the
+    cache read back."""
+
+    def __init__(self):
+        super().__init__()
+        llm_ops()
+        self.register_buffer("cache", torch.zeros(1, 6, 2, 4))
+
+    def forward(self, value, indices):
+        torch.ops.llama.update_cache_with_indices(value, self.cache, 0, indices)
+        return self.cache * 1.0
+
+
+class QuantizedSdpa(nn.Module):
+    """``custom_quantized_sdpa`` of int8 operands, each with a scale and zero
+    point per token and head, given as inputs."""
+
+    def __init__(self, start_pos: int, seq_at_dim_2: bool):
+        super().__init__()
+        llm_ops()
+        self.start_pos, self.seq_at_dim_2 = start_pos, seq_at_dim_2
+
+    def forward(self, q, k, v, q_zp, q_scale, k_zp, k_scale, v_zp, v_scale):
+        return torch.ops.llama.custom_quantized_sdpa(
+            q, k, v, self.start_pos, None, 0.0, True, None,
+            q_zp, q_scale, k_zp, k_scale, v_zp, v_scale, self.seq_at_dim_2,
+        )
+
+
+def quantized_attention_inputs(length: int, seq_at_dim_2: bool):
+    """int8 q [1, length, 4, 8] and caches [1, 8, 2, 8] (heads before rows
+    with ``seq_at_dim_2``), zero points and scales per row of heads."""
+
+    def operand(rows, heads):
+        data = ints(-128, 128, 1, rows, heads, 8, dtype=torch.int8)
+        zero_points = ints(-10, 11, 1, rows, heads, 1, dtype=torch.int8)
+        scales = 0.01 + 0.05 * torch.rand(1, rows, heads, 1)
+        if seq_at_dim_2:
+            data, zero_points, scales = (x.transpose(1, 2).contiguous() for x in (data, zero_points, scales))
+        return data, zero_points, scales
+
+    def make():
+        (q, qz, qs), (k, kz, ks), (v, vz, vs) = operand(length, 4), operand(8, 2), operand(8, 2)
+        return (q, k, v, qz, qs, kz, ks, vz, vs)
+
+    return twice(make)
+
+
+class GatedDeltaRule(nn.Module):
+    """``gated_delta_rule`` (Qwen3.5's linear attention): both results."""
+
+    def __init__(self):
+        super().__init__()
+        llm_ops()
+
+    def forward(self, q, k, v, decay, beta, state):
+        return torch.ops.llama.gated_delta_rule(q, k, v, decay, beta, state)
+
+
+def delta_rule_inputs(query_heads: int, heads: int, tokens: int, channelwise: bool):
+    def make():
+        decay = torch.rand(1, heads, tokens, *([4] if channelwise else []))
+        return (
+            randn(1, query_heads, tokens, 4) * 0.5,
+            torch.nn.functional.normalize(randn(1, heads, tokens, 4), dim=-1),
+            randn(1, heads, tokens, 3),
+            decay,
+            torch.sigmoid(randn(1, heads, tokens)),
+            randn(1, heads, 4, 3),
+        )
+
+    return twice(make)
+
+
+fixture(
+    "update_cache_with_indices",
+    "llama::update_cache_with_indices",
+    "update_cache_with_indices of value [1,3,2,4] into a held cache [1,6,2,4] at rows int64 [1,3] "
+    "(the second case writes one row twice: the later value stays)",
+    IndexedCacheUpdate,
+    lambda: [
+        (randn(1, 3, 2, 4), torch.tensor([[5, 0, 2]])),
+        (randn(1, 3, 2, 4), torch.tensor([[1, 1, 4]])),
+    ],
+)
+for seq_at_dim_2 in [False, True]:
+    fixture(
+        "custom_quantized_sdpa" + ("_seq_at_dim_2" if seq_at_dim_2 else ""),
+        "llama::custom_quantized_sdpa",
+        "custom_quantized_sdpa of int8 q [1,3,4,8] over int8 caches [1,8,2,8] from start_pos 2, causal, "
+        "a scale and zero point per token and head"
+        + (" (operands [batch, heads, rows, head_dim]: is_seq_at_dim_2)" if seq_at_dim_2 else ""),
+        lambda seq_at_dim_2=seq_at_dim_2: QuantizedSdpa(2, seq_at_dim_2),
+        quantized_attention_inputs(3, seq_at_dim_2),
+    )
+fixture(
+    "gated_delta_rule",
+    "llama::gated_delta_rule",
+    "gated_delta_rule over 5 tokens: 4 query heads in groups on 2 state heads [4 x 3], a decay per key channel",
+    GatedDeltaRule,
+    delta_rule_inputs(4, 2, 5, True),
+)
+fixture(
+    "gated_delta_rule_scalar_decay",
+    "llama::gated_delta_rule",
+    "gated_delta_rule over 3 tokens, 2 heads, one decay per token and head",
+    GatedDeltaRule,
+    delta_rule_inputs(2, 2, 3, False),
+)
 for bits, groups, zero_points, dtype, note in [
     (8, 1, False, torch.float32, "one scale per row"),
     (8, 2, True, torch.float32, "2 groups, zero points"),

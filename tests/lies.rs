@@ -1046,6 +1046,7 @@ const OUT_CHOOSES_ITS_TYPE: &[(&str, &[fb::ScalarType])] = &[
     ("aten::cumsum", &[fb::ScalarType::BOOL]),
     ("aten::arange", &[fb::ScalarType::BOOL]),
     ("llama::update_cache", &[]),
+    ("llama::update_cache_with_indices", &[]),
 ];
 
 /// Every float result of every operator fixture ptec compiles, its `out` said to be int32

@@ -1,10 +1,10 @@
 //! Language models exported by ExecuTorch's own LLM path (`export_llama`,
 //! `tests/fixtures/llm/`, written by `scripts/gen_llm_fixtures.py`): each
-//! configuration's method runs a 6-token prefill and 16 greedy decode steps
-//! on one instance with `ptec run --steps` (the KV cache carrying over), on
-//! the JIT and the AOT back end, and every step's logits must be
-//! ExecuTorch's, recorded by its own runtime, within the tolerance of the
-//! configuration's element type. The C decode loop (`examples/llm/`),
+//! configuration's method runs a prefill (6 tokens, or 1 for a program of
+//! static shapes) and 16 greedy decode steps on one instance with `ptec run
+//! --steps` (the KV cache carrying over), on the JIT and the AOT back end,
+//! and every step's logits must be ExecuTorch's, recorded by its own
+//! runtime, within the tolerance of the configuration's element type. The C decode loop (`examples/llm/`),
 //! built against compiled libraries, must generate ExecuTorch's 32 greedy
 //! tokens.
 

@@ -360,6 +360,27 @@ impl Call<'_, '_, '_> {
         }
     }
 
+    /// A Scalar argument a run computes (a `SymInt`, `SymFloat` or
+    /// `SymBool`), as a 0-dim tensor of int64, float64 or bool that holds
+    /// it, which type promotion ranks as it ranks a Python number; `None`
+    /// for one known when compiling.
+    pub(crate) fn computed_scalar(&mut self, name: &str) -> Result<Option<ValueId>, ImportError> {
+        let &Argument::Sym(symbol, _) = self.argument(name)?.1 else {
+            return Ok(None);
+        };
+        let value = Term::Symbol(symbol);
+        let dtype = match self.kind(value)? {
+            ScalarKind::Int => DType::I64,
+            ScalarKind::Float => DType::F64,
+            ScalarKind::Bool => DType::Bool,
+        };
+        let op = Op::Full(ptec_ir::ops::creation::Full { value });
+        Ok(Some(self.temporary_of(
+            op,
+            TensorType::contiguous(dtype, Vec::new()),
+        )))
+    }
+
     /// An optional scalar argument that may be computed at run time.
     pub(crate) fn optional_term(&self, name: &str) -> Result<Option<Term>, ImportError> {
         match self.argument(name)?.1 {
@@ -876,6 +897,26 @@ impl Call<'_, '_, '_> {
             .map(|&name| self.tensor_ref(name))
             .collect::<Result<Vec<_>, _>>()?;
         self.emit_to(op, &outputs)
+    }
+
+    /// Emits a copy of `input` (converted to the element type of the
+    /// tensor argument `output`) into `output`, which has the input's shape:
+    /// a copy broadcasts into its result, so the shape is given, not
+    /// inferred, and settles the output's symbolic sizes.
+    pub(crate) fn emit_copy(&mut self, input: ValueId, output: &str) -> Result<(), ImportError> {
+        let output = self.output(output)?;
+        let shape = self.ty(input).shape.clone();
+        let copy = ptec_ir::ops::layout::Copy { input };
+        self.emit_shaped(Op::Copy(copy), &[output], Some(shape))
+    }
+
+    /// Emits `input` as the tensor argument `output`, which has its shape
+    /// and element type (checked: unlike a copy, this converts nothing).
+    pub(crate) fn emit_as(&mut self, input: ValueId, output: &str) -> Result<(), ImportError> {
+        let output = self.output(output)?;
+        let shape = self.ty(input).shape.clone();
+        let view = ptec_ir::ops::layout::Reshape { input };
+        self.emit_shaped(Op::Reshape(view), &[output], Some(shape))
     }
 
     /// Emits `op`, writing the tensors `outputs`.

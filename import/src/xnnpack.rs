@@ -543,7 +543,7 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     /// average pooling XNNPACK does not take).
     fn check_external(&self, id: XnnValueId) -> Result<(), ImportError> {
         match self.numbers.get(&id) {
-            Some(Numbers::Float | Numbers::Half) => Ok(()),
+            Some(Numbers::Float | Numbers::Half | Numbers::BFloat16) => Ok(()),
             Some(Numbers::PerTensor(quantization)) if quantization.integer.dtype().is_some() => {
                 Ok(())
             }
@@ -690,7 +690,9 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             None => return Err(self.invalid(format!("value id {id} is not in the graph"))),
         };
         let laid = match numbers {
-            Numbers::Float | Numbers::Half | Numbers::Unsupported(_) => self.clamp(laid, range)?,
+            Numbers::Float | Numbers::Half | Numbers::BFloat16 | Numbers::Unsupported(_) => {
+                self.clamp(laid, range)?
+            }
             Numbers::PerTensor(quantization) => {
                 let on_grid = self.node.selects
                     && self

@@ -6,7 +6,7 @@
 
 use ptec_ir::ops::elementwise::{BinaryOp, Elementwise, Func, UnaryOp};
 use ptec_ir::ops::layout::Slice;
-use ptec_ir::{Dim, Op, OpKind, Real, Scalar, TensorType};
+use ptec_ir::{Dim, Op, OpKind, Real, Scalar, TensorType, ValueId};
 
 use super::{ELEMENTWISE, Operator};
 use crate::call::{Call, TensorRef};
@@ -391,12 +391,32 @@ fn rounding(c: &mut Call<'_, '_, '_>) -> Result<BinaryOp, ImportError> {
 
 /// A binary function of `self` and the scalar argument `scalar`.
 fn with_scalar(c: &mut Call<'_, '_, '_>, op: BinaryOp, scalar: &str) -> Result<(), ImportError> {
+    if let Some(computed) = c.computed_scalar(scalar)? {
+        return with_computed(c, op, computed, None);
+    }
     let scalar = c.scalar(scalar)?;
     elementwise(c, Func::BinaryScalar { op, scalar }, &["self"])
 }
 
+/// `self op (alpha * computed)` of a scalar a run computes, held in the
+/// 0-dim tensor `computed` ([`Call::computed_scalar`]).
+fn with_computed(
+    c: &mut Call<'_, '_, '_>,
+    op: BinaryOp,
+    computed: ValueId,
+    alpha: Option<Scalar>,
+) -> Result<(), ImportError> {
+    let x = c.tensor("self")?;
+    let func = Func::Binary { op, alpha };
+    c.emit(Elementwise::op(func, vec![x, computed]), &["out"])
+}
+
 /// `x op (alpha * scalar)`, folded into one scalar.
 fn scalar_alpha(c: &mut Call<'_, '_, '_>, op: BinaryOp) -> Result<(), ImportError> {
+    if let Some(computed) = c.computed_scalar("other")? {
+        let alpha = Some(c.scalar("alpha")?).filter(|alpha| alpha.as_f64() != 1.0);
+        return with_computed(c, op, computed, alpha);
+    }
     let (other, alpha) = (c.scalar("other")?, c.scalar("alpha")?);
     let scalar = match (other, alpha) {
         (Scalar::Int(a), Scalar::Int(b)) => Scalar::Int(a.wrapping_mul(b)),

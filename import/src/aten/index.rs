@@ -8,7 +8,7 @@
 use ptec_ir::ops::ShapeContext;
 use ptec_ir::ops::elementwise::{Elementwise, Func};
 use ptec_ir::ops::gather::{Gather, Index, IndexPut, MaskedScatter, Scatter};
-use ptec_ir::ops::layout::{Copy, Reshape};
+use ptec_ir::ops::layout::Reshape;
 use ptec_ir::{DType, Dim, Op, OpKind, Scalar, TensorType, ValueId};
 
 use super::Operator;
@@ -221,7 +221,7 @@ fn index(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     }
     let (indices, dims) = positions(c, input, indexers)?;
     if indices.is_empty() {
-        return c.emit(Op::Copy(Copy { input }), &["out"]);
+        return c.emit_copy(input, "out");
     }
     let op = Index {
         input,

@@ -11,7 +11,11 @@
 //! run time), query heads sharing key heads in groups, the causal mask
 //! letting query row `m` see key rows `0..=start_pos + m`, or over every row
 //! of the caches with an additive `[seq_len, cache length]` mask, as
-//! ExecuTorch 1.5.1's kernel does. The embeddings gather the packed rows and their scales,
+//! ExecuTorch 1.5.1's kernel does. `custom_quantized_sdpa` (`--quantize_kv_cache`)
+//! attends the same way over int8 caches whose every token and head has a
+//! scale and a zero point, the query quantized alike: each operand is
+//! dequantized, `(x - zero_point) * scale` in f32, the caches' filled rows
+//! only. The embeddings gather the packed rows and their scales,
 //! unpack the integers with shifts and masks, and compute `(q - zero_point)
 //! * scale` in f32, rounded once into the output's type.
 
@@ -39,7 +43,35 @@ const ATTENTION: &[OpKind] = &[
     OpKind::Softmax,
 ];
 
+const QUANTIZED_ATTENTION: &[OpKind] = &[
+    OpKind::Slice,
+    OpKind::Permute,
+    OpKind::Reshape,
+    OpKind::MatMul,
+    OpKind::Elementwise,
+    OpKind::Arange,
+    OpKind::Softmax,
+    OpKind::Copy,
+];
+
 const CACHE_UPDATE: &[OpKind] = &[OpKind::Arange, OpKind::IndexPut, OpKind::Full];
+
+const CACHE_UPDATE_AT: &[OpKind] = &[
+    OpKind::Arange,
+    OpKind::IndexPut,
+    OpKind::Full,
+    OpKind::Elementwise,
+    OpKind::Reshape,
+];
+
+const DELTA_RULE: &[OpKind] = &[
+    OpKind::Slice,
+    OpKind::Reshape,
+    OpKind::MatMul,
+    OpKind::Elementwise,
+    OpKind::Cat,
+    OpKind::Copy,
+];
 
 const EMBEDDING: &[OpKind] = &[
     OpKind::Index,
@@ -56,9 +88,19 @@ pub(super) const OPERATORS: &[Operator] = &[
         CACHE_UPDATE,
     ),
     (
+        "llama::update_cache_with_indices.out(Tensor value, Tensor(a!) cache, SymInt start_pos, Tensor indices, *, Tensor(b!) out) -> Tensor(b!)",
+        update_cache_with_indices,
+        CACHE_UPDATE_AT,
+    ),
+    (
         "llama::custom_sdpa.out(Tensor query, Tensor key, Tensor value, SymInt start_pos, Tensor? attn_mask=None, float drpout_p=0., bool is_causal=False, float? scale=None, *, Tensor(a!) out) -> Tensor(a!)",
         custom_sdpa,
         ATTENTION,
+    ),
+    (
+        "llama::custom_quantized_sdpa.out(Tensor query, Tensor key, Tensor value, SymInt start_pos, Tensor? attn_mask=None, float drpout_p=0., bool is_causal=False, float? scale=None, Tensor? q_zero_points=None, Tensor? q_scales=None, Tensor? k_zero_points=None, Tensor? k_scales=None, Tensor? v_zero_points=None, Tensor? v_scales=None, bool is_seq_at_dim_2=False, *, Tensor(a!) out) -> Tensor(a!)",
+        custom_quantized_sdpa,
+        QUANTIZED_ATTENTION,
     ),
     (
         "llama::sdpa_with_kv_cache.out(Tensor query, Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, SymInt start_pos, SymInt seq_len, Tensor? attn_mask=None, float drpout_p=0., bool is_causal=False, float? scale=None, *, Tensor(c!) out) -> Tensor(c!)",
@@ -73,6 +115,16 @@ pub(super) const OPERATORS: &[Operator] = &[
             OpKind::Softmax,
             OpKind::IndexPut,
         ],
+    ),
+    (
+        "llama::gated_delta_rule.out(Tensor query, Tensor key, Tensor value, Tensor decay, Tensor beta, Tensor initial_state, *, Tensor(a!) out, Tensor(b!) final_state_out) -> (Tensor(a!), Tensor(b!))",
+        gated_delta_rule,
+        DELTA_RULE,
+    ),
+    (
+        "llama::channelwise_gated_delta_rule.out(Tensor query, Tensor key, Tensor value, Tensor decay, Tensor beta, Tensor initial_state, *, Tensor(a!) out, Tensor(b!) final_state_out) -> (Tensor(a!), Tensor(b!))",
+        gated_delta_rule,
+        DELTA_RULE,
     ),
     (
         "quantized_decomposed::embedding_byte.out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points, int weight_quant_min, int weight_quant_max, Tensor indices, *, Tensor(a!) out) -> Tensor(a!)",
@@ -169,13 +221,22 @@ fn filled_length(
     c.sym_op(SymOp::Min, vec![end, capacity])
 }
 
+/// Where [`write_cache`] writes a value's rows in the cache.
+enum Rows {
+    /// From this row on.
+    From(Term),
+    /// At the rows the `[batch, seq_len]` int64 tensor argument of this name
+    /// holds.
+    At(&'static str),
+}
+
 /// Writes `value` (`[batch, seq_len, heads, head_dim]`) into the cache
-/// argument `cache` at rows `start..start + seq_len`, in place.
+/// argument `cache` at `rows`, in place.
 fn write_cache(
     c: &mut Call<'_, '_, '_>,
     value_name: &str,
     cache_name: &str,
-    start: Term,
+    rows: Rows,
 ) -> Result<(), ImportError> {
     let value = c.tensor(value_name)?;
     let cache = c.tensor(cache_name)?;
@@ -195,31 +256,70 @@ fn write_cache(
         ));
     }
     let capacity = cache_length(c, cache_name, &cache_dims)?;
-    filled_length(c, start, value_dims[1], capacity)?;
-    let rows = TensorType::contiguous(DType::I64, vec![value_dims[1]]);
-    let rows = c.temporary_of(
-        Op::Arange(Arange {
+    let arange = |c: &mut Call<'_, '_, '_>, start: Term, length: Dim| {
+        let op = Op::Arange(Arange {
             start,
             step: Scalar::Int(1),
-        }),
-        rows,
-    );
+        });
+        c.temporary_of(op, TensorType::contiguous(DType::I64, vec![length]))
+    };
+    let (indices, dims) = match rows {
+        Rows::From(start) => {
+            filled_length(c, start, value_dims[1], capacity)?;
+            (vec![arange(c, start, value_dims[1])], vec![1])
+        }
+        Rows::At(name) => {
+            let rows = c.tensor(name)?;
+            let ty = c.ty(rows).clone();
+            let batch_and_length = [value_dims[0], value_dims[1]];
+            if ty.dtype != DType::I64 || ty.shape != batch_and_length {
+                return Err(c.bad(
+                    name,
+                    format!("is {ty}, where {value_name} needs int64 {batch_and_length:?}"),
+                ));
+            }
+            // A negative row is out of range, as ExecuTorch's kernel has
+            // it (an index_put would count it from the end).
+            let negative = c.with_scalar(rows, BinaryOp::Lt, Scalar::Int(0), DType::Bool)?;
+            let func = Func::MaskedFill {
+                value: Scalar::Int(capacity as i64),
+            };
+            let rows = c.elementwise(func, vec![rows, negative], DType::I64)?;
+            let batches = arange(c, Term::int(0), value_dims[0]);
+            let batches = view(c, batches, vec![value_dims[0], Dim::Fixed(1)])?;
+            (vec![batches, rows], vec![0, 1])
+        }
+    };
     let op = Op::IndexPut(IndexPut {
         input: cache,
         values: value,
-        indices: vec![rows],
-        dims: vec![1],
+        indices,
+        dims,
         accumulate: false,
     });
     c.emit_into(op, cache_name)
 }
 
 /// `update_cache(value, cache, start_pos)`: `value` written into the cache
-/// at `start_pos`. Its result is a placeholder nothing reads, written as a
-/// zero.
+/// at `start_pos`.
 fn update_cache(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let start = c.term("start_pos")?;
-    write_cache(c, "value", "cache", start)?;
+    write_cache(c, "value", "cache", Rows::From(start))?;
+    cache_updated(c)
+}
+
+/// `update_cache_with_indices(value, cache, start_pos, indices)`: row `s`
+/// of `value` written into the cache at row `indices[b, s]` of each batch
+/// `b` (a ring buffer's positions; `start_pos` unread, as ExecuTorch's
+/// kernel leaves it), later rows winning where two land on one. A row
+/// outside the cache is an error at run time.
+fn update_cache_with_indices(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    write_cache(c, "value", "cache", Rows::At("indices"))?;
+    cache_updated(c)
+}
+
+/// An update's result: a placeholder nothing reads, written as a zero.
+fn cache_updated(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     c.emit(
         Op::Full(Full {
             value: Term::int(0),
@@ -233,46 +333,191 @@ fn update_cache(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
 /// caches, then `custom_sdpa` of the query over them.
 fn sdpa_with_kv_cache(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let start = c.term("start_pos")?;
-    write_cache(c, "key", "key_cache", start)?;
-    write_cache(c, "value", "value_cache", start)?;
-    attention(c, "key_cache", "value_cache")
+    write_cache(c, "key", "key_cache", Rows::From(start))?;
+    write_cache(c, "value", "value_cache", Rows::From(start))?;
+    let operands = Operand::floats(c, ["query", "key_cache", "value_cache"])?;
+    attention(c, operands, false)
 }
 
 /// `custom_sdpa(query, key, value, start_pos, ...)`: attention of the
 /// query over the rows the caches `key` and `value` hold.
 fn custom_sdpa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    attention(c, "key", "value")
+    let operands = Operand::floats(c, ["query", "key", "value"])?;
+    attention(c, operands, false)
+}
+
+/// `custom_quantized_sdpa(query, key, value, start_pos, ..., q_zero_points,
+/// q_scales, k_zero_points, k_scales, v_zero_points, v_scales,
+/// is_seq_at_dim_2)`: with an int8 query, attention over int8 caches, each
+/// operand with a zero point and a scale per token and head; with a float
+/// one, `custom_sdpa` (the parameters unread, as ExecuTorch's kernel leaves
+/// them). `is_seq_at_dim_2`: every operand is `[batch, heads, length,
+/// head_dim]`, and so is the result.
+fn custom_quantized_sdpa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let seq_at_dim_2 = c.bool("is_seq_at_dim_2")?;
+    let query = c.tensor("query")?;
+    let operands = if c.ty(query).dtype == DType::I8 {
+        [
+            Operand::quantized(c, "query", "q_zero_points", "q_scales")?,
+            Operand::quantized(c, "key", "k_zero_points", "k_scales")?,
+            Operand::quantized(c, "value", "v_zero_points", "v_scales")?,
+        ]
+    } else {
+        Operand::floats(c, ["query", "key", "value"])?
+    };
+    attention(c, operands, seq_at_dim_2)
+}
+
+/// A tensor argument of attention, `[batch, length, heads, head_dim]`.
+#[derive(Clone, Copy)]
+struct Operand {
+    name: &'static str,
+    data: ValueId,
+    /// An int8 operand's zero points (int8) and scales (f32), one per
+    /// token and head: `[batch, length, heads, 1]`.
+    quantization: Option<(ValueId, ValueId)>,
+}
+
+impl Operand {
+    /// The float query, keys and values these arguments are.
+    fn floats(
+        c: &mut Call<'_, '_, '_>,
+        names: [&'static str; 3],
+    ) -> Result<[Self; 3], ImportError> {
+        let mut operands = Vec::with_capacity(3);
+        for name in names {
+            let data = c.tensor(name)?;
+            operands.push(Self {
+                name,
+                data,
+                quantization: None,
+            });
+        }
+        let [query, key, value] = operands[..] else {
+            return Err(c.invalid("attention reads a query, keys and values"));
+        };
+        Ok([query, key, value])
+    }
+
+    /// The int8 argument `name` with its parameters, which must be given.
+    fn quantized(
+        c: &mut Call<'_, '_, '_>,
+        name: &'static str,
+        zero_points_name: &str,
+        scales_name: &str,
+    ) -> Result<Self, ImportError> {
+        let data = c.tensor(name)?;
+        if c.ty(data).dtype != DType::I8 {
+            return Err(c.bad(
+                name,
+                format!("is {}, where the query is int8", c.ty(data).dtype),
+            ));
+        }
+        let mut per_row = c.ty(data).shape.clone();
+        if let Some(last) = per_row.last_mut() {
+            *last = Dim::Fixed(1);
+        }
+        let mut parameter = |parameter: &str, dtype: DType| {
+            let id = c
+                .optional_tensor(parameter)?
+                .ok_or_else(|| c.bad(parameter, format!("must be given with an int8 {name}")))?;
+            let ty = c.ty(id);
+            if ty.dtype != dtype || ty.shape != per_row {
+                return Err(c.bad(
+                    parameter,
+                    format!("is {ty}, where {name}'s needs {dtype} {per_row:?}"),
+                ));
+            }
+            Ok(id)
+        };
+        let zero_points = parameter(zero_points_name, DType::I8)?;
+        let scales = parameter(scales_name, DType::F32)?;
+        Ok(Self {
+            name,
+            data,
+            quantization: Some((zero_points, scales)),
+        })
+    }
+
+    /// The operand (and its parameters) through `step`.
+    fn map(
+        self,
+        c: &mut Call<'_, '_, '_>,
+        mut step: impl FnMut(&mut Call<'_, '_, '_>, ValueId) -> Result<ValueId, ImportError>,
+    ) -> Result<Self, ImportError> {
+        let quantization = match self.quantization {
+            Some((zero_points, scales)) => Some((step(c, zero_points)?, step(c, scales)?)),
+            None => None,
+        };
+        Ok(Self {
+            data: step(c, self.data)?,
+            quantization,
+            ..self
+        })
+    }
+
+    /// The operand's values in `dtype`: an int8 one's `(x - zero_point) *
+    /// scale` in f32.
+    fn values(self, c: &mut Call<'_, '_, '_>) -> Result<ValueId, ImportError> {
+        let Some((zero_points, scales)) = self.quantization else {
+            return Ok(self.data);
+        };
+        let as_f32 = |c: &mut Call<'_, '_, '_>, id: ValueId| {
+            let shape = c.ty(id).shape.clone();
+            c.temporary_of(
+                Op::Copy(Copy { input: id }),
+                TensorType::contiguous(DType::F32, shape),
+            )
+        };
+        let data = as_f32(c, self.data);
+        let zero_points = as_f32(c, zero_points);
+        let centred = c.binary(BinaryOp::Sub, data, zero_points, DType::F32)?;
+        c.binary(BinaryOp::Mul, centred, scales, DType::F32)
+    }
 }
 
 /// Scaled dot-product attention of `query` (`[batch, seq_len, heads,
-/// head_dim]`) over rows `0..start_pos + seq_len` of the caches named
-/// `key_name` and `value_name`, into `out`.
+/// head_dim]`) over rows `0..start_pos + seq_len` of the caches `key` and
+/// `value`, into `out`. `seq_at_dim_2`: every operand and the result are
+/// `[batch, heads, length, head_dim]` instead.
 fn attention(
     c: &mut Call<'_, '_, '_>,
-    key_name: &str,
-    value_name: &str,
+    operands: [Operand; 3],
+    seq_at_dim_2: bool,
 ) -> Result<(), ImportError> {
-    let query = c.tensor("query")?;
-    let key = c.tensor(key_name)?;
-    let value = c.tensor(value_name)?;
-    let q = rows_of_heads(c, "query", query)?;
-    let k = rows_of_heads(c, key_name, key)?;
-    let v = rows_of_heads(c, value_name, value)?;
-    let dtype = c.ty(query).dtype;
-    if !matches!(dtype, DType::F32 | DType::F64) {
-        return Err(c.bad(
-            "query",
-            format!("is {dtype}; ExecuTorch's kernel attends in float32 or float64 only"),
-        ));
-    }
-    for (name, id) in [(key_name, key), (value_name, value)] {
-        if c.ty(id).dtype != dtype {
+    let operands = if seq_at_dim_2 {
+        let mut rows_first = operands;
+        for operand in &mut rows_first {
+            rows_of_heads(c, operand.name, operand.data)?;
+            *operand = operand.map(c, |c, id| permuted(c, id, vec![0, 2, 1, 3]))?;
+        }
+        rows_first
+    } else {
+        operands
+    };
+    let [query, key, value] = operands;
+    let q = rows_of_heads(c, query.name, query.data)?;
+    let k = rows_of_heads(c, key.name, key.data)?;
+    let v = rows_of_heads(c, value.name, value.data)?;
+    let (key_name, value_name) = (key.name, value.name);
+    let dtype = if query.quantization.is_some() {
+        DType::F32
+    } else {
+        let dtype = c.ty(query.data).dtype;
+        if !matches!(dtype, DType::F32 | DType::F64) {
             return Err(c.bad(
-                name,
-                format!("is {}, where query is {dtype}", c.ty(id).dtype),
+                "query",
+                format!("is {dtype}; ExecuTorch's kernel attends in float32 or float64 only"),
             ));
         }
-    }
+        for operand in [key, value] {
+            let found = c.ty(operand.data).dtype;
+            if found != dtype {
+                return Err(c.bad(operand.name, format!("is {found}, where query is {dtype}")));
+            }
+        }
+        dtype
+    };
     for dim in [0, 3] {
         same_size(c, ("query", &q), (key_name, &k), dim)?;
     }
@@ -311,6 +556,7 @@ fn attention(
     let group = heads / kv_heads;
     let (batch, length) = (q[0], q[1]);
     let fixed = Dim::Fixed;
+    let query = query.values(c)?;
     let query = permuted(c, query, vec![0, 2, 1, 3])?;
     let grouped_rows = c
         .importer
@@ -326,20 +572,24 @@ fn attention(
     )?;
     // The filled rows of the caches: keys as [B, KVH, D, T], values as [B,
     // KVH, T, D].
-    let filled_rows = |c: &mut Call<'_, '_, '_>, cache: ValueId| {
-        let mut shape = c.ty(cache).shape.clone();
-        shape[1] = filled;
-        let op = Op::Slice(Slice {
-            input: cache,
-            dim: 1,
-            start: fixed(0),
-            step: 1,
-        });
-        c.temporary_of(op, TensorType::contiguous(dtype, shape))
+    let filled_rows = |c: &mut Call<'_, '_, '_>, cache: Operand| {
+        let cache = cache.map(c, |c, tensor| {
+            let ty = c.ty(tensor);
+            let mut shape = ty.shape.clone();
+            shape[1] = filled;
+            let op = Op::Slice(Slice {
+                input: tensor,
+                dim: 1,
+                start: fixed(0),
+                step: 1,
+            });
+            Ok(c.temporary_of(op, TensorType::contiguous(ty.dtype, shape)))
+        })?;
+        cache.values(c)
     };
-    let keys = filled_rows(c, key);
+    let keys = filled_rows(c, key)?;
     let keys = permuted(c, keys, vec![0, 2, 3, 1])?;
-    let values = filled_rows(c, value);
+    let values = filled_rows(c, value)?;
     let values = permuted(c, values, vec![0, 2, 1, 3])?;
 
     let product = |a, b| {
@@ -407,11 +657,170 @@ fn attention(
         attended,
         vec![batch, fixed(heads), length, fixed(head_dim)],
     )?;
+    if seq_at_dim_2 {
+        return c.emit_as(attended, "out");
+    }
     let op = Op::Permute(ptec_ir::ops::layout::Permute {
         input: attended,
         dims: vec![0, 2, 1, 3],
     });
     c.emit(op, &["out"])
+}
+
+/// `gated_delta_rule(query, key, value, decay, beta, initial_state)`
+/// (Qwen3.5's linear attention; `channelwise_gated_delta_rule` its old
+/// name): a state `S` (`[B, H, K, V]`, from `initial_state`) carried along
+/// the sequence; at each token `t`, `S = S * decay_t`, `delta = (v_t - k_t
+/// S) * beta_t`, `S = S + k_t^T delta`, and the output row is `q_t S`, the
+/// query's `Hq` heads in groups of `Hq / H` sharing a state head. `decay`
+/// is `[B, H, T]` (one gate a token) or `[B, H, T, K]` (one a key
+/// channel), already exponentiated; `beta` `[B, H, T]`. The recurrence is
+/// unrolled over the tokens, so their number must be fixed (as the
+/// exporter's Qwen3.5 programs, of static shapes, have it). Results:
+/// `out` `[B, Hq, T, V]` and the final state.
+fn gated_delta_rule(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
+    let names = ["query", "key", "value", "decay", "beta", "initial_state"];
+    let mut ids = Vec::with_capacity(names.len());
+    let mut sizes = Vec::with_capacity(names.len());
+    for name in names {
+        let id = c.tensor(name)?;
+        let ty = c.ty(id);
+        if ty.dtype != DType::F32 {
+            return Err(c.bad(name, format!("is {}, not float32", ty.dtype)));
+        }
+        let fixed = ty.fixed_shape().ok_or_else(|| {
+            c.bad(
+                name,
+                format!(
+                    "has shape {}; ptec unrolls the recurrence over a fixed number of tokens",
+                    ptec_ir::ops::show(&ty.shape)
+                ),
+            )
+        })?;
+        ids.push(id);
+        sizes.push(fixed);
+    }
+    let Ok([query, key, value, decay, beta, state]) = <[ValueId; 6]>::try_from(ids) else {
+        return Err(c.invalid("gated_delta_rule reads six tensors"));
+    };
+    let (Ok([batch, query_heads, tokens, key_dim]), Ok([_, heads, _, _]), Ok([_, _, _, value_dim])) = (
+        <[u64; 4]>::try_from(sizes[0].clone()),
+        <[u64; 4]>::try_from(sizes[1].clone()),
+        <[u64; 4]>::try_from(sizes[2].clone()),
+    ) else {
+        return Err(c.bad("query", "and key and value must be 4-D"));
+    };
+    let expected: [(&str, Vec<u64>); 5] = [
+        ("key", vec![batch, heads, tokens, key_dim]),
+        ("value", vec![batch, heads, tokens, value_dim]),
+        ("beta", vec![batch, heads, tokens]),
+        ("initial_state", vec![batch, heads, key_dim, value_dim]),
+        (
+            "decay",
+            if sizes[3].len() == 4 {
+                vec![batch, heads, tokens, key_dim]
+            } else {
+                vec![batch, heads, tokens]
+            },
+        ),
+    ];
+    for (name, shape) in expected {
+        let at = names
+            .iter()
+            .position(|&n| n == name)
+            .expect("a named argument");
+        if sizes[at] != shape {
+            return Err(c.bad(
+                name,
+                format!(
+                    "has sizes {:?}, where the query and key need {shape:?}",
+                    sizes[at]
+                ),
+            ));
+        }
+    }
+    if heads == 0 || query_heads % heads != 0 {
+        return Err(c.bad(
+            "query",
+            format!("has {query_heads} heads, which the key's {heads} must divide"),
+        ));
+    }
+    let group = query_heads / heads;
+    let fixed = |sizes: &[u64]| {
+        sizes
+            .iter()
+            .map(|&size| Dim::Fixed(size))
+            .collect::<Vec<_>>()
+    };
+    // Token `t` of a `[B, H, T, ...]` tensor, viewed as `shape`.
+    let token = |c: &mut Call<'_, '_, '_>, tensor: ValueId, t: u64, shape: &[u64]| {
+        let mut sliced = c.ty(tensor).shape.clone();
+        sliced[2] = Dim::Fixed(1);
+        let op = Op::Slice(Slice {
+            input: tensor,
+            dim: 2,
+            start: Dim::Fixed(t),
+            step: 1,
+        });
+        let row = c.temporary_of(op, TensorType::contiguous(DType::F32, sliced));
+        view(c, row, fixed(shape))
+    };
+    let product = |c: &mut Call<'_, '_, '_>, a, b| {
+        let op = Op::MatMul(MatMul {
+            a,
+            b,
+            clamp: ClampRange::default(),
+        });
+        c.temporary(op, DType::F32)
+    };
+    let decay_shape = if sizes[3].len() == 4 {
+        [batch, heads, key_dim, 1]
+    } else {
+        [batch, heads, 1, 1]
+    };
+    let mut state = state;
+    let mut rows = Vec::with_capacity(tokens as usize);
+    for t in 0..tokens {
+        let decay_t = token(c, decay, t, &decay_shape)?;
+        state = c.binary(BinaryOp::Mul, state, decay_t, DType::F32)?;
+        let key_row = token(c, key, t, &[batch, heads, 1, key_dim])?;
+        let predicted = product(c, key_row, state)?;
+        let value_row = token(c, value, t, &[batch, heads, 1, value_dim])?;
+        let error = c.binary(BinaryOp::Sub, value_row, predicted, DType::F32)?;
+        let beta_t = token(c, beta, t, &[batch, heads, 1, 1])?;
+        let delta = c.binary(BinaryOp::Mul, error, beta_t, DType::F32)?;
+        let key_column = token(c, key, t, &[batch, heads, key_dim, 1])?;
+        let update = c.binary(BinaryOp::Mul, key_column, delta, DType::F32)?;
+        state = c.binary(BinaryOp::Add, state, update, DType::F32)?;
+        let query_rows = token(c, query, t, &[batch, heads, group, key_dim])?;
+        let row = product(c, query_rows, state)?;
+        rows.push(view(c, row, fixed(&[batch, query_heads, 1, value_dim]))?);
+    }
+    let output = match rows[..] {
+        [] => {
+            c.emit(
+                Op::Full(Full {
+                    value: Term::int(0),
+                }),
+                &["out"],
+            )?;
+            return c.emit_as(state, "final_state_out");
+        }
+        [row] => row,
+        _ => {
+            let shape =
+                TensorType::contiguous(DType::F32, fixed(&[batch, query_heads, tokens, value_dim]));
+            c.temporary_of(
+                Op::Cat(Cat {
+                    inputs: rows,
+                    dim: 2,
+                }),
+                shape,
+            )
+        }
+    };
+    c.emit_as(output, "out")?;
+    c.emit_as(state, "final_state_out")
 }
 
 /// `embedding_{byte,4bit,2bit}(weight, weight_scales, weight_zero_points,
@@ -538,9 +947,8 @@ fn quantized_embedding(
     let scales = view(c, scales, per_group)?;
     let dequantized = c.binary(BinaryOp::Mul, values, scales, DType::F32)?;
     lead.push(Dim::Fixed(columns));
-    let rows = view(c, dequantized, lead.clone())?;
-    let out = c.output("out")?;
-    c.emit_shaped(Op::Copy(Copy { input: rows }), &[out], Some(lead))
+    let rows = view(c, dequantized, lead)?;
+    c.emit_copy(rows, "out")
 }
 
 /// The `bits`-bit integers packed in `bytes` (`[*lead, packed]`), as

@@ -390,7 +390,7 @@ fn quantize(c: &mut Call<'_, '_, '_>, granularity: Granularity) -> Result<(), Im
     let held = compare(c, magnitude, BinaryOp::Lt, 2f64.powi(63))?;
     let unheld = unary(c, UnaryOp::LogicalNot, held, DType::Bool)?;
     let result = fill(c, clamped, unheld, quant_min as f64)?;
-    c.emit(Op::Copy(Copy { input: result }), &["out"])
+    c.emit_copy(result, "out")
 }
 
 /// `dequantize_per_*`: `(q - zero_point) * scale` in the float type of
@@ -462,7 +462,7 @@ fn dequantize(c: &mut Call<'_, '_, '_>, granularity: Granularity) -> Result<(), 
         number => number,
     };
     let product = apply(c, difference, BinaryOp::Mul, scale, compute)?;
-    c.emit(Op::Copy(Copy { input: product }), &["out"])
+    c.emit_copy(product, "out")
 }
 
 /// `choose_qparams` (one scale and zero point for the whole input) or
@@ -608,7 +608,7 @@ fn choose_qparams(
             }
             view(c, value, declared)?
         };
-        c.emit(Op::Copy(Copy { input: value }), &[name])?;
+        c.emit_copy(value, name)?;
     }
     Ok(())
 }

@@ -208,7 +208,7 @@ fn native_dropout(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     }
     let training = c.optional_bool("train")?.unwrap_or(true);
     if !training {
-        c.emit(Op::Copy(Copy { input }), &["out0"])?;
+        c.emit_copy(input, "out0")?;
         return c.emit(
             Op::Full(Full {
                 value: Term::Const(Scalar::Bool(true)),
@@ -229,7 +229,7 @@ fn native_dropout(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         scalar: Scalar::Float(keep),
     };
     let mask = c.temporary(Elementwise::op(lt, vec![shaped]), DType::Bool)?;
-    c.emit(Op::Copy(Copy { input: mask }), &["out1"])?;
+    c.emit_copy(mask, "out1")?;
     let kept = c.binary(BinaryOp::Mul, input, mask, dtype)?;
     let scale = if keep == 0.0 { 0.0 } else { 1.0 / keep };
     let scaled = Func::BinaryScalar {

@@ -71,7 +71,7 @@ fn plain_copy(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         ));
     }
     let input = c.tensor("self")?;
-    c.emit(Op::Copy(Copy { input }), &["out"])
+    c.emit_copy(input, "out")
 }
 
 /// One spatial dimension of an upsampling: its input and output sizes and
@@ -506,7 +506,7 @@ fn upsample_bilinear2d_aa(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
             value = window_sums(c, value, dim, &windows, true, compute)?;
         }
     }
-    c.emit(Op::Copy(Copy { input: value }), &["out"])
+    c.emit_copy(value, "out")
 }
 
 /// The windows of adaptive average pooling from `from` positions to `to`,

@@ -141,6 +141,8 @@ pub(super) enum Numbers {
     /// f16 numbers, which ptec computes as f32: constants are widened at
     /// import, call arguments and outputs converted.
     Half,
+    /// bf16 numbers (`--xnnpack-enable-bf16`), computed as f32 like f16 ones.
+    BFloat16,
     /// Integers of one quantization: qint8 and quint8 activations and
     /// constants, qint32 biases.
     PerTensor(Quantization),
@@ -159,8 +161,8 @@ pub(super) enum Numbers {
     /// point per row of the last `nonbatch_dims` dimensions (qdint8).
     Dynamic { nonbatch_dims: usize },
     /// Elements ptec does not compute with, described for the error
-    /// (bf16 values, tensors marked for the legacy dynamic
-    /// quantization, other quantizations).
+    /// (tensors marked for the legacy dynamic quantization, other
+    /// quantizations, other element types).
     Unsupported(String),
 }
 
@@ -180,6 +182,7 @@ impl Numbers {
             return Ok(match tensor.datatype {
                 D::Fp32 => Numbers::Float,
                 D::Fp16 => Numbers::Half,
+                D::Bf16 => Numbers::BFloat16,
                 _ => Numbers::Unsupported(format!("(of element type {name})")),
             });
         };
@@ -246,25 +249,23 @@ impl Numbers {
     ) -> Result<Cow<'a, [u8]>, String> {
         let wrong_size = || format!("{} bytes for a constant of dims {dims:?}", bytes.len());
         let (integer, zero_point, scales): (Integer, i64, &[f32]) = match self {
-            Numbers::Float | Numbers::Half => {
-                let element: u64 = if *self == Numbers::Half { 2 } else { 4 };
+            Numbers::Float | Numbers::Half | Numbers::BFloat16 => {
+                let element: u64 = if *self == Numbers::Float { 4 } else { 2 };
                 let size = dims
                     .iter()
                     .try_fold(element, |size, &dim| size.checked_mul(dim));
                 if size != Some(bytes.len() as u64) {
                     return Err(wrong_size());
                 }
+                let widen = |to_f32: fn([u8; 2]) -> f32| {
+                    let widened = bytes
+                        .chunks_exact(2)
+                        .flat_map(|chunk| to_f32([chunk[0], chunk[1]]).to_le_bytes());
+                    Cow::Owned(widened.collect())
+                };
                 return Ok(match self {
-                    Numbers::Half => Cow::Owned(
-                        bytes
-                            .chunks_exact(2)
-                            .flat_map(|chunk| {
-                                half::f16::from_le_bytes([chunk[0], chunk[1]])
-                                    .to_f32()
-                                    .to_le_bytes()
-                            })
-                            .collect(),
-                    ),
+                    Numbers::Half => widen(|bytes| half::f16::from_le_bytes(bytes).to_f32()),
+                    Numbers::BFloat16 => widen(|bytes| half::bf16::from_le_bytes(bytes).to_f32()),
                     _ => Cow::Borrowed(bytes),
                 });
             }
@@ -515,6 +516,16 @@ mod tests {
             Numbers::Half
                 .constant(&bytes, &[4, 2], Elements::Real)
                 .is_err()
+        );
+        // bf16 constants are an f32's high half (1, -2.5, the smallest
+        // subnormal, infinity).
+        let bytes: Vec<u8> = [0x3f80u16, 0xc020, 0x0001, 0x7f80]
+            .iter()
+            .flat_map(|bits| bits.to_le_bytes())
+            .collect();
+        assert_eq!(
+            floats(Numbers::BFloat16.constant(&bytes, &[4], Elements::Real)),
+            [1.0, -2.5, 2f32.powi(-133), f32::INFINITY]
         );
     }
 
