@@ -145,6 +145,17 @@ CONFIGS = {
         params=QWEN3_5,
         prefill=1,
     ),
+    # ExecuTorch's Vulkan tutorial's export (start positions read by
+    # et_vk.select_as_symint), checked against its XNNPACK twin.
+    "llama_vulkan": Config(
+        ["-d", "fp32", "-V", "-kv", "--use_sdpa_with_kv_cache"], twin="llama_sdpa_with_kv_cache"
+    ),
+    # The same computed in f16 from f32 inputs (staged as f32, converted on
+    # the device).
+    "llama_vulkan_fp16": Config(
+        ["-d", "fp32", "-V", "-kv", "--use_sdpa_with_kv_cache", "--vulkan-force-fp16"],
+        twin="llama_sdpa_with_kv_cache",
+    ),
 }
 
 

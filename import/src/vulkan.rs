@@ -71,9 +71,15 @@ enum Translate {
     /// (`sym_size`, `SymInt` arithmetic): the call's arguments are the
     /// entry's, and its output is the `SymInt` that scalar is.
     Scalar(&'static str),
+    /// By a composition of its own over the call's operands that returns a
+    /// scalar, which the call's output `SymInt` is; it emits ops of these
+    /// kinds.
+    OwnScalar(ScalarComposition, &'static [OpKind]),
 }
 
 type Composition = fn(&mut Translation<'_, '_, '_>, &[Argument]) -> Result<(), ImportError>;
+
+type ScalarComposition = fn(&mut Translation<'_, '_, '_>, &[Argument]) -> Result<Term, ImportError>;
 
 const fn table(key: &'static str, args: &'static [usize]) -> Translate {
     Translate::Table {
@@ -454,6 +460,10 @@ const OPERATORS: &[(&str, Translate)] = &[
     // reads and Python's operators on them (`operator.add`, named `add`,
     // called with its two operands).
     ("sym_size.int", Translate::Scalar("aten::sym_size.int")),
+    (
+        "et_vk.select_as_symint.default",
+        Translate::OwnScalar(select_as_symint, &[OpKind::Select, OpKind::Reshape]),
+    ),
     ("add", Translate::Scalar("executorch_prim::add.Scalar")),
     ("sub", Translate::Scalar("executorch_prim::sub.Scalar")),
     ("mul", Translate::Scalar("executorch_prim::mul.Scalar")),
@@ -776,7 +786,7 @@ pub(crate) fn operators() -> Vec<Operator> {
             source: OperatorSource::Vulkan,
             emits: Ok(match translate {
                 Translate::Table { key, .. } => aten::emits(key).unwrap_or_default().to_vec(),
-                Translate::Own(_, emits) => emits.to_vec(),
+                Translate::Own(_, emits) | Translate::OwnScalar(_, emits) => emits.to_vec(),
                 Translate::Scalar(_) => Vec::new(),
             }),
         })
@@ -989,7 +999,10 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     /// in 32 bits, and ExecuTorch's Vulkan runtime converts them as it
     /// stages them. It computes float64 and float16 ones in float32 too;
     /// ptec computes those in the call's type (the eager model's, and no
-    /// less exact), as the graph's calls take either.
+    /// less exact), as the graph's calls take either. A tensor whose
+    /// staging buffer has another type than the graph's (`force_fp16`: f32
+    /// staged, f16 on the device) is converted between them, as the
+    /// runtime converts it.
     fn check_external(
         &self,
         id: VkValueId,
@@ -1012,14 +1025,32 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             )));
         }
         let called = self.importer.declared_type(TensorRef::Method(arg))?.dtype;
-        match (called, declared.dtype) {
-            (called, computed) if called == computed => Ok((tensor, false)),
-            (DType::F64 | DType::F16, DType::F32) => Ok((tensor, false)),
+        let staged = match tensor.staging_datatype {
+            VkDataType::Unset => declared.dtype,
+            datatype => element_type(datatype).ok_or_else(|| {
+                self.invalid(format!(
+                    "value {id} is staged as {}, which ptec does not compute with",
+                    datatype.name()
+                ))
+            })?,
+        };
+        let computed = declared.dtype;
+        let converted_on_device = staged != computed;
+        if converted_on_device && !(staged.is_float() && computed.is_float()) {
+            return Err(self.invalid(format!(
+                "the Vulkan graph's input or output value {id} holds {computed}, and its staging \
+                 buffer is {staged}: ExecuTorch's Vulkan runtime converts between float types \
+                 only as it stages a tensor"
+            )));
+        }
+        match (called, staged) {
+            (called, staged) if called == staged => Ok((tensor, converted_on_device)),
+            (DType::F64 | DType::F16, DType::F32) => Ok((tensor, converted_on_device)),
             (DType::I64, DType::I32) => Ok((tensor, true)),
-            (called, computed) => Err(self.invalid(format!(
-                "the Vulkan graph's input or output value {id} holds {computed}, but the call's \
-                 argument {arg} is {called}: ExecuTorch's Vulkan runtime converts only int64 to \
-                 int32 and float64 and float16 to float32"
+            (called, staged) => Err(self.invalid(format!(
+                "the Vulkan graph's input or output value {id} holds {computed} (staged as \
+                 {staged}), but the call's argument {arg} is {called}: ExecuTorch's Vulkan \
+                 runtime converts only int64 to int32 and float64 and float16 to float32"
             ))),
         }
     }
@@ -1053,7 +1084,22 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             .get(&call.name)
             .ok_or_else(|| self.unsupported(instruction, "the operator"))?;
         match translate {
-            Translate::Scalar(key) => self.scalar(key, operands, output),
+            Translate::Scalar(key) => {
+                let args = operands
+                    .iter()
+                    .map(|&id| self.argument(id, Role::Read))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let term = call::import_scalar(self.importer, key, &args)?;
+                self.define_scalar(output, term)
+            }
+            Translate::OwnScalar(composition, _) => {
+                let args = operands
+                    .iter()
+                    .map(|&id| self.argument(id, Role::Read))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let term = composition(self, &args)?;
+                self.define_scalar(output, term)
+            }
             Translate::Table {
                 key,
                 args: take,
@@ -1117,14 +1163,9 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             .ok_or_else(|| self.invalid(format!("{dtype} has no ScalarType")))
     }
 
-    /// A call of the table's scalar operator `key`: its result is the
-    /// `SymInt` `output`, which later calls read.
-    fn scalar(
-        &mut self,
-        key: &str,
-        operands: &[VkValueId],
-        output: VkValueId,
-    ) -> Result<(), ImportError> {
+    /// A call's scalar result `term`, which the `SymInt` `output` is from
+    /// now on, for later calls to read.
+    fn define_scalar(&mut self, output: VkValueId, term: Term) -> Result<(), ImportError> {
         if !matches!(self.graph.value(output), VkValue::SymInt(_)) {
             return Err(self.invalid(format!(
                 "the call's result, value {output}, is a {} where a SymInt belongs",
@@ -1134,11 +1175,6 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         if self.scalars.contains_key(&output) {
             return Err(self.invalid(format!("value {output} is written by more than one call")));
         }
-        let args = operands
-            .iter()
-            .map(|&id| self.argument(id, Role::Read))
-            .collect::<Result<Vec<_>, _>>()?;
-        let term = call::import_scalar(self.importer, key, &args)?;
         self.scalars.insert(output, term);
         Ok(())
     }
@@ -1365,6 +1401,16 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let dtype = self.importer.declared_type(*tensor)?.dtype;
         let sizes = self.importer.declared_sizes(*tensor)?;
         Ok((dtype, sizes.iter().map(|&size| size as u64).collect()))
+    }
+
+    /// The sizes of a tensor argument as a view's size list: the ones a
+    /// run computes where they are dynamic.
+    fn sizes(&self, argument: &Argument) -> Result<Vec<Term>, ImportError> {
+        let Argument::Tensor(tensor) = argument else {
+            return Err(self.invalid(format!("a {} where a tensor belongs", argument.kind())));
+        };
+        let ty = self.importer.declared_type(*tensor)?;
+        Ok(ty.shape.iter().map(|&dim| Term::from(dim)).collect())
     }
 
     /// The declared element type and sizes of a tensor argument.
@@ -1775,7 +1821,8 @@ fn rotate_pairs(
     sin: Argument,
     out: Argument,
 ) -> Result<(), ImportError> {
-    let (dtype, sizes) = t.declared(&x)?;
+    let (dtype, sizes) = t.bounds(&x)?;
+    let shape = t.sizes(&x)?;
     let Some((&last, leading)) = sizes.split_last().filter(|(last, _)| *last % 2 == 0) else {
         return Err(t.invalid(format!(
             "a rotary embedding of sizes {sizes:?}: the last one must be even (pairs)"
@@ -1786,9 +1833,13 @@ fn rotate_pairs(
     let mut pairs_sizes = halves.clone();
     pairs_sizes.push(2);
     let pairs = t.temporary(dtype, &pairs_sizes);
+    // The pairs' view keeps the leading sizes, symbols included.
+    let mut pairs_shape = shape.clone();
+    pairs_shape.pop();
+    pairs_shape.extend([Term::int((last / 2) as i64), Term::int(2)]);
     t.table(
         "aten::view_copy.out",
-        &[x, sizes_argument(&pairs_sizes), pairs.clone()],
+        &[x, Argument::IntList(pairs_shape), pairs.clone()],
     )?;
     let [real, imaginary] = [0, 1].map(|_| t.temporary(dtype, &halves));
     for (index, part) in [&real, &imaginary].into_iter().enumerate() {
@@ -1827,23 +1878,58 @@ fn rotate_pairs(
     )?;
     t.table(
         "aten::view_copy.out",
-        &[rotated, sizes_argument(&sizes), out],
+        &[rotated, Argument::IntList(shape), out],
     )
 }
 
 /// A frequency table `freqs` (`[S, D/2]`, the sequence's positions by the
 /// pairs of a head) viewed to broadcast over `[B, S, H, D/2]`.
 fn per_position(t: &mut Translation<'_, '_, '_>, freqs: Argument) -> Result<Argument, ImportError> {
-    let (dtype, sizes) = t.declared(&freqs)?;
-    let &[positions, pairs] = sizes.as_slice() else {
+    let (dtype, sizes) = t.bounds(&freqs)?;
+    let shape = t.sizes(&freqs)?;
+    let (&[positions, pairs], &[position_size, pair_size]) = (sizes.as_slice(), shape.as_slice())
+    else {
         return Err(t.invalid(format!(
             "a rotary embedding's frequencies of sizes {sizes:?}, not [sequence, head_dim / 2]"
         )));
     };
     let viewed = t.temporary(dtype, &[1, positions, 1, pairs]);
-    let shape = sizes_argument(&[1, positions, 1, pairs]);
+    let one = Term::int(1);
+    let shape = Argument::IntList(vec![one, position_size, one, pair_size]);
     t.table("aten::view_copy.out", &[freqs, shape, viewed.clone()])?;
     Ok(viewed)
+}
+
+/// `et_vk.select_as_symint(x, dim, index)`: element `index` along `dim` of
+/// a tensor that holds one there, read as a `SymInt` (the LLM export's
+/// start position, read from its `input_pos` tensor): `x.select(dim,
+/// index).item()`.
+fn select_as_symint(
+    t: &mut Translation<'_, '_, '_>,
+    args: &[Argument],
+) -> Result<Term, ImportError> {
+    let [x, dim, index] = args else {
+        return Err(t.invalid(format!(
+            "select_as_symint takes a tensor, a dim and an index, not {} arguments",
+            args.len()
+        )));
+    };
+    let (dtype, mut sizes) = t.declared(x)?;
+    let &Argument::Int(at) = dim else {
+        return Err(t.invalid(format!("select_as_symint's dim is a {}", dim.kind())));
+    };
+    let rank = sizes.len() as i64;
+    let at = if at < 0 { at + rank } else { at };
+    if !(0..rank).contains(&at) {
+        return Err(t.invalid(format!(
+            "select_as_symint's dim {at} is out of range for a tensor of sizes {sizes:?}"
+        )));
+    }
+    sizes.remove(at as usize);
+    let selected = t.temporary(dtype, &sizes);
+    let select = [x.clone(), dim.clone(), index.clone(), selected.clone()];
+    t.table("aten::select_copy.int_out", &select)?;
+    call::import_scalar(t.importer, "aten::_local_scalar_dense", &[selected])
 }
 
 /// `et_vk.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: the rotary

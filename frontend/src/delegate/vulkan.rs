@@ -109,6 +109,11 @@ pub struct VkTensor<'a> {
     pub storage_type: VkStorageType,
     /// Which dimension the GPU packs four to a texel.
     pub memory_layout: VkMemoryLayout,
+    /// The element type of an input's or output's staging buffer, which
+    /// the runtime converts to and from `datatype` (`Unset`: `datatype`
+    /// itself). The exporter's `force_fp16` computes in f16 what the
+    /// program passes as f32.
+    pub staging_datatype: VkDataType,
 }
 
 mirror_enum! {
@@ -327,6 +332,7 @@ fn decode_tensor<'a>(
         mem_obj_id: u32::try_from(tensor.mem_obj_id()).ok(),
         storage_type: VkStorageType::decode(tensor.storage_type()),
         memory_layout: VkMemoryLayout::decode(tensor.memory_layout()),
+        staging_datatype: VkDataType::decode(tensor.staging_datatype()),
     })
 }
 

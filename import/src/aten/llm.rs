@@ -503,11 +503,13 @@ fn attention(
     let dtype = if query.quantization.is_some() {
         DType::F32
     } else {
+        // ExecuTorch's CPU kernel attends in float32 or float64, its
+        // Vulkan shaders in float16 too (an export's `force_fp16`).
         let dtype = c.ty(query.data).dtype;
-        if !matches!(dtype, DType::F32 | DType::F64) {
+        if !matches!(dtype, DType::F32 | DType::F64 | DType::F16) {
             return Err(c.bad(
                 "query",
-                format!("is {dtype}; ExecuTorch's kernel attends in float32 or float64 only"),
+                format!("is {dtype}; attention is in float32, float64 or float16"),
             ));
         }
         for operand in [key, value] {
