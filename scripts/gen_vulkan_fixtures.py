@@ -731,15 +731,16 @@ def torchao(layer, config, modules=nn.Linear):
     return make
 
 
-def decomposed(make, *example):
+def decomposed(make, *example, dynamic_shapes=None):
     """The model ``make()`` with torchao's operators (which ExecuTorch's
     portable runtime has no kernels for) decomposed by torchao's own
     decompositions: the portable model of a torchao fixture, traced on the
-    ``example`` inputs."""
+    ``example`` inputs (with ``dynamic_shapes``, as ``torch.export`` takes
+    them)."""
     from torch._inductor.decomposition import decompositions  # torchao registers its own there
 
     def model():
-        exported = torch.export.export(make(), example, strict=True)
+        exported = torch.export.export(make(), example, dynamic_shapes=dynamic_shapes, strict=True)
         table = {op: f for op, f in decompositions.items() if op.namespace == "torchao"}
         module = exported.run_decompositions(table).module()
         module.eval = lambda: module
@@ -787,6 +788,20 @@ fixture(
     torchao(lambda: nn.Linear(64, 8, bias=False), dynamic_int8(torch.int4, 32)),
     twice(lambda: (randn(2, 3, 64),)),
     portable_model=decomposed(torchao(lambda: nn.Linear(64, 8, bias=False), dynamic_int8(torch.int4, 32)), torch.zeros(2, 3, 64)),
+)
+fixture(
+    "linear_dq8ca_q4gsw_dynamic",
+    ["et_vk.linear_dq8ca_q4gsw.default", "torchao.choose_qparams_affine.default"],
+    "torchao 8da4w Linear(64, 8) in groups of 32 of float32 [1,n,64], n dynamic (2..12; cases n 5 "
+    "and 9), as export_llama -V -qmode 8da4w writes it: each row's parameters chosen at run time",
+    torchao(lambda: nn.Linear(64, 8, bias=False), dynamic_int8(torch.int4, 32)),
+    lambda: [(randn(1, n, 64),) for n in (5, 9)],
+    dynamic_shapes=({1: torch.export.Dim("n", min=2, max=12)},),
+    portable_model=decomposed(
+        torchao(lambda: nn.Linear(64, 8, bias=False), dynamic_int8(torch.int4, 32)),
+        torch.zeros(1, 5, 64),
+        dynamic_shapes=({1: torch.export.Dim("n", min=2, max=12)},),
+    ),
 )
 fixture(
     "linear_qcs4w",

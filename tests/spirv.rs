@@ -79,9 +79,10 @@ fn vulkan_operator_fixtures_pass_on_the_device() {
     if !device_available("vulkan_operator_fixtures_pass_on_the_device") {
         return;
     }
-    const DYNAMIC: [&str; 8] = [
+    const DYNAMIC: [&str; 9] = [
         "apply_rotary_emb_hf",
         "conv_clamp_dynamic",
+        "linear_dq8ca_q4gsw_dynamic",
         "linear_dynamic",
         "rms_norm_dynamic",
         "sdpa_with_kv_cache",

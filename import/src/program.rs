@@ -636,6 +636,19 @@ impl<'m, 'a> Importer<'m, 'a> {
         }
     }
 
+    /// The type of a tensor argument as the program has it so far: its IR
+    /// value's, whose sizes a run computes are symbols, once it has one
+    /// (an input read, a result written); else what the file declares.
+    pub(crate) fn current_type(&self, tensor: TensorRef) -> Result<TensorType, ImportError> {
+        match tensor {
+            TensorRef::Method(index) => match self.values.get(&index) {
+                Some(&id) => Ok(self.graph.value(id).ty.clone()),
+                None => self.declared_type(tensor),
+            },
+            TensorRef::Ir(id) => Ok(self.graph.value(id).ty.clone()),
+        }
+    }
+
     /// The sizes a tensor argument declares.
     pub(crate) fn declared_sizes(&self, tensor: TensorRef) -> Result<Vec<i64>, ImportError> {
         let ty = self.declared_type(tensor)?;

@@ -1403,14 +1403,48 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         Ok((dtype, sizes.iter().map(|&size| size as u64).collect()))
     }
 
-    /// The sizes of a tensor argument as a view's size list: the ones a
-    /// run computes where they are dynamic.
-    fn sizes(&self, argument: &Argument) -> Result<Vec<Term>, ImportError> {
+    /// The element type and shape of a tensor argument, the sizes a run
+    /// computes included.
+    fn shape(&self, argument: &Argument) -> Result<(DType, Vec<Dim>), ImportError> {
         let Argument::Tensor(tensor) = argument else {
             return Err(self.invalid(format!("a {} where a tensor belongs", argument.kind())));
         };
-        let ty = self.importer.declared_type(*tensor)?;
-        Ok(ty.shape.iter().map(|&dim| Term::from(dim)).collect())
+        let ty = self.importer.current_type(*tensor)?;
+        Ok((ty.dtype, self.importer.symbols.resolve_shape(&ty.shape)))
+    }
+
+    /// `dim` of a tensor whose every dimension the program may declare
+    /// dynamic (a `DynamicBound` tensor says no more), where the graph's
+    /// call needs it fixed (a block, a layer's features): it takes its
+    /// bound, which a run then checks.
+    fn fixed_dim(&mut self, dim: Dim) -> Result<u64, ImportError> {
+        if let Some(size) = dim.fixed() {
+            return Ok(size);
+        }
+        let bound = self.importer.symbols.max_size(dim);
+        if !self
+            .importer
+            .symbols
+            .equate_shapes(&[dim], &[Dim::Fixed(bound)])
+        {
+            return Err(self.invalid(format!(
+                "a size the call needs fixed is known only at run time and cannot be {bound}"
+            )));
+        }
+        Ok(bound)
+    }
+
+    /// The largest sizes a shape takes: a temporary's ([`Self::temporary`]).
+    fn max_sizes(&self, shape: &[Dim]) -> Vec<u64> {
+        let symbols = &self.importer.symbols;
+        shape.iter().map(|&dim| symbols.max_size(dim)).collect()
+    }
+
+    /// The sizes of a tensor argument as a view's size list: the ones a
+    /// run computes where they are dynamic.
+    fn sizes(&self, argument: &Argument) -> Result<Vec<Term>, ImportError> {
+        let (_, shape) = self.shape(argument)?;
+        Ok(shape.iter().map(|&dim| Term::from(dim)).collect())
     }
 
     /// The declared element type and sizes of a tensor argument.
@@ -1464,6 +1498,13 @@ fn outputs(output: Argument) -> Vec<Argument> {
     }
 }
 
+/// A shape as a view's size list: the sizes a run computes as their
+/// symbols.
+fn shape_argument(shape: &[Dim]) -> Argument {
+    Argument::IntList(shape.iter().map(|&dim| Term::from(dim)).collect())
+}
+
+/// Fixed sizes as a view's size list.
 fn sizes_argument(sizes: &[u64]) -> Argument {
     Argument::IntList(sizes.iter().map(|&size| Term::int(size as i64)).collect())
 }
@@ -1511,23 +1552,18 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
         t.arg(args, 2)?.clone(),
         t.arg(args, 3)?.clone(),
     );
-    let Argument::Tensor(input) = x else {
-        return Err(t.invalid(format!("a {} where a tensor belongs", x.kind())));
-    };
-    let ty = t.importer.declared_type(input)?;
+    let (_, shape) = t.shape(&x)?;
     let (dtype, bounds) = t.bounds(&x)?;
     let (_, weight_sizes) = t.declared(&weight)?;
     let (_, out_sizes) = t.declared(&out)?;
     let (&[outer, inner], Some((&features, leading))) =
-        (weight_sizes.as_slice(), ty.shape.split_last())
+        (weight_sizes.as_slice(), shape.split_last())
     else {
         return Err(t.invalid(format!(
             "linear of an input of sizes {bounds:?} by a weight of sizes {weight_sizes:?}"
         )));
     };
-    let Some(features) = features.fixed() else {
-        return Err(t.invalid("linear over a last dimension of dynamic size"));
-    };
+    let features = t.fixed_dim(features)?;
     let rows = bounds.iter().rev().skip(1).product::<u64>();
     // The rows as a view's size: their count, or -1 (all there are) where
     // it is known only at run time.
@@ -1537,7 +1573,7 @@ fn linear(t: &mut Translation<'_, '_, '_>, args: &[Argument]) -> Result<(), Impo
         .product::<Option<u64>>();
     let transposed = t.temporary(dtype, &[inner, outer]);
     t.table("aten::t_copy.out", &[weight, transposed.clone()])?;
-    let matrix = if ty.rank() == 2 {
+    let matrix = if shape.len() == 2 {
         x
     } else {
         let matrix = t.temporary(dtype, &[rows, features]);

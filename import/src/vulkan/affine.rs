@@ -15,10 +15,10 @@
 //! zero point of the mapping type asked for. The serializer writes the
 //! `ScalarType` arguments as nulls: the element types are the tensors'.
 
-use ptec_ir::DType;
 use ptec_ir::symbolic::Term;
+use ptec_ir::{DType, Dim};
 
-use super::{Translation, sizes_argument};
+use super::{Translation, shape_argument};
 use crate::call::Argument;
 use crate::error::ImportError;
 
@@ -63,15 +63,15 @@ impl Translation<'_, '_, '_> {
         b: Argument,
         dtype: DType,
     ) -> Result<Argument, ImportError> {
-        let (_, a_sizes) = self.declared(&a)?;
-        let (_, b_sizes) = self.declared(&b)?;
+        let (_, a_sizes) = self.bounds(&a)?;
+        let (_, b_sizes) = self.bounds(&b)?;
         let sizes = broadcast(&a_sizes, &b_sizes);
         self.applied(key, vec![a, b], dtype, &sizes)
     }
 
     /// `x` converted to `dtype` (a copy when it already is).
     pub(super) fn converted(&mut self, x: Argument, dtype: DType) -> Result<Argument, ImportError> {
-        let (have, sizes) = self.declared(&x)?;
+        let (have, sizes) = self.bounds(&x)?;
         if have == dtype {
             return Ok(x);
         }
@@ -85,13 +85,13 @@ impl Translation<'_, '_, '_> {
 
     /// The unary function `key` (`aten::round.out`) of `x`.
     fn unary(&mut self, key: &str, x: Argument) -> Result<Argument, ImportError> {
-        let (dtype, sizes) = self.declared(&x)?;
+        let (dtype, sizes) = self.bounds(&x)?;
         self.applied(key, vec![x], dtype, &sizes)
     }
 
     /// `x` clamped to `[low, high]`.
     fn clamped(&mut self, x: Argument, low: i64, high: i64) -> Result<Argument, ImportError> {
-        let (dtype, sizes) = self.declared(&x)?;
+        let (dtype, sizes) = self.bounds(&x)?;
         self.applied(
             "aten::clamp.out",
             vec![x, Argument::Int(low), Argument::Int(high)],
@@ -116,8 +116,8 @@ impl Translation<'_, '_, '_> {
         let mut rounded = self.unary("aten::round.out", scaled)?;
         if let Some(zero_point) = zero_point {
             let zero_point = self.converted(zero_point, DType::F32)?;
-            let (_, sizes) = self.declared(&rounded)?;
-            let (_, z_sizes) = self.declared(&zero_point)?;
+            let (_, sizes) = self.bounds(&rounded)?;
+            let (_, z_sizes) = self.bounds(&zero_point)?;
             rounded = self.applied(
                 "aten::add.out",
                 vec![rounded, zero_point, Argument::Int(1)],
@@ -140,8 +140,8 @@ impl Translation<'_, '_, '_> {
         let mut values = self.converted(q, dtype)?;
         if let Some(zero_point) = zero_point {
             let zero_point = self.converted(zero_point, dtype)?;
-            let (_, sizes) = self.declared(&values)?;
-            let (_, z_sizes) = self.declared(&zero_point)?;
+            let (_, sizes) = self.bounds(&values)?;
+            let (_, z_sizes) = self.bounds(&zero_point)?;
             values = self.applied(
                 "aten::sub.out",
                 vec![values, zero_point, Argument::Int(1)],
@@ -153,45 +153,57 @@ impl Translation<'_, '_, '_> {
         self.binary("aten::mul.out", values, scale, dtype)
     }
 
-    /// A parameter tensor argument (named `name`) viewed as `sizes`, which
+    /// A parameter tensor argument (named `name`) viewed as `shape`, which
     /// must hold as many elements.
     pub(super) fn parameter(
         &mut self,
         x: Argument,
-        sizes: &[u64],
+        shape: &[Dim],
         name: &str,
     ) -> Result<Argument, ImportError> {
-        let (_, have) = self.declared(&x)?;
-        if have.iter().product::<u64>() != sizes.iter().product::<u64>() {
+        let (_, have) = self.shape(&x)?;
+        let elements = |sizes: Vec<u64>| sizes.iter().product::<u64>();
+        let (have_elements, want_elements) = (
+            elements(self.max_sizes(&have)),
+            elements(self.max_sizes(shape)),
+        );
+        if have_elements != want_elements {
             return Err(self.invalid(format!(
-                "{name} has sizes {have:?}; one element per block needs {} elements",
-                sizes.iter().product::<u64>()
+                "{name} has sizes {have:?}; one element per block needs {want_elements} elements"
             )));
         }
-        if have == sizes {
+        if have == shape {
             return Ok(x);
         }
-        self.viewed(x, sizes)
+        self.viewed_as(x, shape)
     }
 }
 
-/// How an input of some sizes splits into blocks.
+/// How an input of some shape splits into blocks.
 struct Blocks {
-    /// The input's sizes, each blocked dimension split into (blocks,
+    /// The input's shape, each blocked dimension split into (blocks,
     /// block).
-    split: Vec<u64>,
-    /// The sizes of one parameter per block: `split` with each block's
+    split: Vec<Dim>,
+    /// The shape of one parameter per block: `split` with each block's
     /// extent 1.
-    params: Vec<u64>,
+    params: Vec<Dim>,
     /// The dimensions of `split` a block extends over.
     within: Vec<i64>,
 }
 
 impl Translation<'_, '_, '_> {
     /// The blocks `block_size` (the call's argument `at`) makes of an
-    /// input of `sizes`: every block size must divide its dimension.
-    fn blocks(&self, args: &[Argument], at: usize, sizes: &[u64]) -> Result<Blocks, ImportError> {
+    /// input of `shape`: every block size must divide its dimension, and a
+    /// dimension whose size a run computes (a sequence) has blocks of one
+    /// or takes its declared size.
+    fn blocks(
+        &mut self,
+        args: &[Argument],
+        at: usize,
+        shape: &[Dim],
+    ) -> Result<Blocks, ImportError> {
         let block_size = self.ints_arg(args, at, "block_size")?;
+        let sizes = self.max_sizes(shape);
         if block_size.len() != sizes.len() {
             return Err(self.invalid(format!(
                 "block_size {block_size:?} has {} sizes, but the input has {} dimensions",
@@ -204,7 +216,19 @@ impl Translation<'_, '_, '_> {
             params: Vec::new(),
             within: Vec::new(),
         };
-        for (&block, &size) in block_size.iter().zip(sizes) {
+        for ((&block, &size), &dim) in block_size.iter().zip(&sizes).zip(shape) {
+            // A dimension a run sizes has blocks of one; one whose blocks
+            // are larger takes its declared size.
+            let dim = if block == 1 {
+                dim
+            } else {
+                Dim::Fixed(self.fixed_dim(dim)?)
+            };
+            if dim.fixed().is_none() {
+                blocks.split.push(dim);
+                blocks.params.push(dim);
+                continue;
+            }
             let block = u64::try_from(block)
                 .ok()
                 .filter(|&block| block > 0 && size % block == 0)
@@ -213,15 +237,16 @@ impl Translation<'_, '_, '_> {
                         "block_size {block_size:?} does not divide the input's sizes {sizes:?}"
                     ))
                 })?;
+            let fixed = Dim::Fixed;
             if block == 1 || block == size {
                 if block != 1 {
                     blocks.within.push(blocks.split.len() as i64);
                 }
-                blocks.split.push(size);
-                blocks.params.push(if block == 1 { size } else { 1 });
+                blocks.split.push(dim);
+                blocks.params.push(fixed(if block == 1 { size } else { 1 }));
             } else {
-                blocks.split.extend([size / block, block]);
-                blocks.params.extend([size / block, 1]);
+                blocks.split.extend([fixed(size / block), fixed(block)]);
+                blocks.params.extend([fixed(size / block), fixed(1)]);
                 blocks.within.push(blocks.split.len() as i64 - 1);
             }
         }
@@ -254,7 +279,7 @@ impl Translation<'_, '_, '_> {
         x: &Argument,
         name: &str,
     ) -> Result<(i64, i64), ImportError> {
-        let (dtype, _) = self.declared(x)?;
+        let (dtype, _) = self.bounds(x)?;
         let (low, high) = integer_range(dtype).ok_or_else(|| {
             self.invalid(format!(
                 "{name} is {dtype}; torchao's integer quantization takes uint8, int8, int16 and \
@@ -285,7 +310,7 @@ impl Translation<'_, '_, '_> {
             zero_point => {
                 // Symmetric parameters' zero points keep the scale's float
                 // type unless torchao is told otherwise.
-                let (dtype, _) = self.declared(&zero_point)?;
+                let (dtype, _) = self.bounds(&zero_point)?;
                 if dtype == DType::Bool {
                     return Err(self.invalid("zero_point is bool, not a number type"));
                 }
@@ -303,23 +328,23 @@ pub(super) fn quantize_affine(
     args: &[Argument],
 ) -> Result<(), ImportError> {
     let (input, out) = (t.arg(args, 0)?.clone(), t.arg(args, 7)?.clone());
-    let (dtype, sizes) = t.declared(&input)?;
+    let (dtype, shape) = t.shape(&input)?;
     if !dtype.is_float() {
         return Err(t.invalid(format!("input is {dtype}, not a float type")));
     }
     let range = t.quant_range(args, 5, &out, "the output")?;
-    let blocks = t.blocks(args, 1, &sizes)?;
+    let blocks = t.blocks(args, 1, &shape)?;
     let scale = t.arg(args, 2)?.clone();
     let scale = t.parameter(scale, &blocks.params, "scale")?;
     let zero_point = t.zero_point(args, 3, &blocks)?;
     let input = t.converted(input, DType::F32)?;
-    let input = t.viewed(input, &blocks.split)?;
+    let input = t.viewed_as(input, &blocks.split)?;
     let values = t.quantized_values(input, scale, zero_point, range)?;
-    let (out_dtype, _) = t.declared(&out)?;
+    let (out_dtype, _) = t.bounds(&out)?;
     let values = t.converted(values, out_dtype)?;
     t.table(
         "aten::view_copy.out",
-        &[values, sizes_argument(&sizes), out],
+        &[values, shape_argument(&shape), out],
     )
 }
 
@@ -330,21 +355,21 @@ pub(super) fn dequantize_affine(
     args: &[Argument],
 ) -> Result<(), ImportError> {
     let (input, out) = (t.arg(args, 0)?.clone(), t.arg(args, 8)?.clone());
-    let (_, sizes) = t.declared(&input)?;
+    let (_, shape) = t.shape(&input)?;
     t.quant_range(args, 5, &input, "input")?;
-    let (dtype, _) = t.declared(&out)?;
+    let (dtype, _) = t.bounds(&out)?;
     if !matches!(dtype, DType::F32 | DType::F16) {
         return Err(t.invalid(format!("the output is {dtype}, not float32 or float16")));
     }
-    let blocks = t.blocks(args, 1, &sizes)?;
+    let blocks = t.blocks(args, 1, &shape)?;
     let scale = t.arg(args, 2)?.clone();
     let scale = t.parameter(scale, &blocks.params, "scale")?;
     let zero_point = t.zero_point(args, 3, &blocks)?;
-    let input = t.viewed(input, &blocks.split)?;
+    let input = t.viewed_as(input, &blocks.split)?;
     let values = t.dequantized_values(input, scale, zero_point, dtype)?;
     t.table(
         "aten::view_copy.out",
-        &[values, sizes_argument(&sizes), out],
+        &[values, shape_argument(&shape), out],
     )
 }
 
@@ -358,7 +383,7 @@ pub(super) fn choose_qparams_affine(
 ) -> Result<(), ImportError> {
     let input = t.arg(args, 0)?.clone();
     let (scale_out, zero_point_out) = (t.arg(args, 10)?.clone(), t.arg(args, 11)?.clone());
-    let (dtype, sizes) = t.declared(&input)?;
+    let (dtype, shape) = t.shape(&input)?;
     if dtype != DType::F32 {
         return Err(t.invalid(format!("input is {dtype}, not float32")));
     }
@@ -387,15 +412,16 @@ pub(super) fn choose_qparams_affine(
         Argument::Null => f64::from(f32::MIN_POSITIVE),
         _ => t.float_arg(args, 6, "eps")?,
     };
-    let blocks = t.blocks(args, 2, &sizes)?;
-    let input = t.viewed(input, &blocks.split)?;
+    let blocks = t.blocks(args, 2, &shape)?;
+    let params = t.max_sizes(&blocks.params);
+    let input = t.viewed_as(input, &blocks.split)?;
     let extreme = |t: &mut Translation<'_, '_, '_>, key: &str, x: Argument| {
         let dims = Argument::IntList(blocks.within.iter().map(|&d| Term::int(d)).collect());
         t.applied(
             key,
             vec![x, dims, Argument::Bool(true)],
             DType::F32,
-            &blocks.params,
+            &params,
         )
     };
     // The range widened to hold 0: the least value at most 0, the
@@ -404,12 +430,7 @@ pub(super) fn choose_qparams_affine(
         let (zero, none) = (Argument::Int(0), Argument::Null);
         let bounds = if at_most { [none, zero] } else { [zero, none] };
         let [min, max] = bounds;
-        t.applied(
-            "aten::clamp.out",
-            vec![x, min, max],
-            DType::F32,
-            &blocks.params,
-        )
+        t.applied("aten::clamp.out", vec![x, min, max], DType::F32, &params)
     };
     let low_end = extreme(t, "aten::amin.out", input.clone())?;
     let low_end = widened(t, low_end, true)?;
@@ -417,7 +438,7 @@ pub(super) fn choose_qparams_affine(
     let high_end = widened(t, high_end, false)?;
     let levels = (high - low) as f64;
     let divide = |t: &mut Translation<'_, '_, '_>, x: Argument, by: f64| {
-        let (_, sizes) = t.declared(&x)?;
+        let (_, sizes) = t.bounds(&x)?;
         t.applied(
             "aten::div.Scalar_out",
             vec![x, Argument::Double(by)],
@@ -426,7 +447,7 @@ pub(super) fn choose_qparams_affine(
         )
     };
     let at_least_eps = |t: &mut Translation<'_, '_, '_>, x: Argument| {
-        let (_, sizes) = t.declared(&x)?;
+        let (_, sizes) = t.bounds(&x)?;
         t.applied(
             "aten::clamp.out",
             vec![x, Argument::Double(eps), Argument::Null],
@@ -446,7 +467,7 @@ pub(super) fn choose_qparams_affine(
             "aten::full_like.out",
             vec![scale.clone(), Argument::Double(middle), Argument::Null],
             DType::F32,
-            &blocks.params,
+            &params,
         )?;
         (scale, zero_point)
     } else {
@@ -454,7 +475,7 @@ pub(super) fn choose_qparams_affine(
             "aten::sub.out",
             vec![high_end, low_end.clone(), Argument::Int(1)],
             DType::F32,
-            &blocks.params,
+            &params,
         )?;
         let scale = divide(t, width, levels)?;
         let scale = at_least_eps(t, scale)?;
@@ -464,7 +485,7 @@ pub(super) fn choose_qparams_affine(
             "aten::rsub.Scalar_out",
             vec![rounded, Argument::Int(low), Argument::Int(1)],
             DType::F32,
-            &blocks.params,
+            &params,
         )?;
         let zero_point = t.clamped(zero_point, low, high)?;
         (scale, zero_point)
@@ -473,14 +494,30 @@ pub(super) fn choose_qparams_affine(
         (scale, scale_out, "scale"),
         (zero_point, zero_point_out, "zero_point"),
     ] {
-        let (dtype, sizes) = t.declared(&out)?;
-        if sizes.iter().product::<u64>() != blocks.params.iter().product::<u64>() {
+        let (dtype, sizes) = t.bounds(&out)?;
+        if sizes.iter().product::<u64>() != params.iter().product::<u64>() {
             return Err(t.invalid(format!(
                 "the {name} output has sizes {sizes:?}, not one element per block"
             )));
         }
         let value = t.converted(value, dtype)?;
-        t.table("aten::view_copy.out", &[value, sizes_argument(&sizes), out])?;
+        // A parameter per block, of the output's rank: the blocks' shape,
+        // or that less the dimensions blocks extend over (`keepdim`
+        // false); sizes a run computes stay the input's.
+        let squeezed: Vec<Dim> = (blocks.params.iter().enumerate())
+            .filter(|(at, _)| !blocks.within.contains(&(*at as i64)))
+            .map(|(_, &dim)| dim)
+            .collect();
+        let shape = [blocks.params.clone(), squeezed]
+            .into_iter()
+            .find(|shape| t.max_sizes(shape) == sizes)
+            .ok_or_else(|| {
+                t.invalid(format!(
+                    "the {name} output has sizes {sizes:?}, which are not the blocks' {:?}",
+                    blocks.params
+                ))
+            })?;
+        t.table("aten::view_copy.out", &[value, shape_argument(&shape), out])?;
     }
     Ok(())
 }

@@ -22,7 +22,7 @@
 //! activation quantization, which the device computes with), where the
 //! reference leaves the input as it is.
 
-use ptec_ir::DType;
+use ptec_ir::{DType, Dim};
 
 use super::{Translation, sizes_argument};
 use crate::call::Argument;
@@ -165,10 +165,17 @@ impl Translation<'_, '_, '_> {
         self.scaled_groups(weight, scales, group_size)
     }
 
-    /// The f32 input `x` (`[.., K]`) and the output's `[.., N]` sizes.
+    /// The f32 input `x` (`[.., K]`) and the output's `[.., N]` sizes
+    /// (their leading ones, which a run may compute, bounded alike).
     fn linear_sizes(&self, x: &Argument, out: &Argument) -> Result<(u64, u64), ImportError> {
-        let x_sizes = self.typed(x, "the input", DType::F32)?;
-        let out_sizes = self.typed(out, "the output", DType::F32)?;
+        let bounds = |x: &Argument, name: &str| {
+            let (dtype, sizes) = self.bounds(x)?;
+            if dtype != DType::F32 {
+                return Err(self.invalid(format!("{name} is {dtype}, not f32")));
+            }
+            Ok(sizes)
+        };
+        let (x_sizes, out_sizes) = (bounds(x, "the input")?, bounds(out, "the output")?);
         match (x_sizes.split_last(), out_sizes.split_last()) {
             (Some((&features, lead)), Some((&outputs, out_lead))) if lead == out_lead => {
                 Ok((features, outputs))
@@ -204,16 +211,15 @@ pub(super) fn linear_dq8ca_q4gsw(
 ) -> Result<(), ImportError> {
     let (x, out) = (t.arg(args, 0)?.clone(), t.arg(args, 8)?.clone());
     let (features, outputs) = t.linear_sizes(&x, &out)?;
-    let (_, x_sizes) = t.declared(&x)?;
-    // One scale and zero point per row.
-    let mut per_row = x_sizes.clone();
+    let (_, mut per_row) = t.shape(&x)?;
+    // One scale and zero point per row (rows a run may count).
     if let Some(last) = per_row.last_mut() {
-        *last = 1;
+        *last = Dim::Fixed(1);
     }
     let scales = t.arg(args, 1)?.clone();
     let scales = t.parameter(scales, &per_row, "input_scales")?;
     let zero_points = t.arg(args, 2)?.clone();
-    let (zp_type, _) = t.declared(&zero_points)?;
+    let (zp_type, _) = t.bounds(&zero_points)?;
     if zp_type.is_float() {
         return Err(t.invalid(format!("input_zp is {zp_type}, not an integer type")));
     }
@@ -247,7 +253,7 @@ pub(super) fn linear_qcs4w(
     let scales = t.arg(args, 2)?.clone();
     t.typed(&scales, "scales", DType::F32)?;
     let scales = t.unpadded(scales, outputs, "scales")?;
-    let scales = t.parameter(scales, &[outputs, 1], "scales")?;
+    let scales = t.parameter(scales, &[Dim::Fixed(outputs), Dim::Fixed(1)], "scales")?;
     let weight = t.binary("aten::mul.out", weight, scales, DType::F32)?;
     super::linear(t, &[x, weight, Argument::Null, out])
 }

@@ -20,9 +20,9 @@
 //! the packing (so that a program computes what its float model computes).
 
 use ptec_ir::symbolic::Term;
-use ptec_ir::{DType, Scalar};
+use ptec_ir::{DType, Dim, Scalar};
 
-use super::{Translation, sizes_argument};
+use super::{Translation, shape_argument, sizes_argument};
 use crate::call::Argument;
 use crate::error::ImportError;
 
@@ -113,11 +113,21 @@ impl Translation<'_, '_, '_> {
 
     /// `x` viewed as `sizes`.
     pub(super) fn viewed(&mut self, x: Argument, sizes: &[u64]) -> Result<Argument, ImportError> {
-        let (dtype, _) = self.declared(&x)?;
-        let out = self.temporary(dtype, sizes);
+        let shape: Vec<Dim> = sizes.iter().map(|&size| Dim::Fixed(size)).collect();
+        self.viewed_as(x, &shape)
+    }
+
+    /// `x` viewed as `shape`, whose symbolic sizes a run computes.
+    pub(super) fn viewed_as(
+        &mut self,
+        x: Argument,
+        shape: &[Dim],
+    ) -> Result<Argument, ImportError> {
+        let (dtype, _) = self.bounds(&x)?;
+        let out = self.temporary(dtype, &self.max_sizes(shape));
         self.table(
             "aten::view_copy.out",
-            &[x, sizes_argument(sizes), out.clone()],
+            &[x, shape_argument(shape), out.clone()],
         )?;
         Ok(out)
     }
