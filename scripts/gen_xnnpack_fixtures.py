@@ -78,6 +78,17 @@ class Conv(nn.Module):
         return F.hardtanh(self.conv(x), 0.0, 6.0)
 
 
+class Residual(nn.Module):
+    """``x + body(x)``."""
+
+    def __init__(self, body: nn.Module):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
 class Products(nn.Module):
     """The matrix products XNNPACK takes: linear on a 3-D input without bias
     (flattened rows), mm with a weight (a transposed filter) and bmm."""
@@ -493,6 +504,17 @@ TYPED_FIXTURES = [
             "Linear(8,4) in float16 on float16 [2,8]",
             lambda: nn.Linear(8, 4).half(),
             twice(lambda: (randn(2, 8, dtype=torch.float16),)),
+        ),
+    ),
+    (
+        "xnnpack-fp16",
+        OpFixture(
+            "mlp",
+            "linear",
+            "Linear(32,32)+ReLU then Linear(32,32) and a residual add in float16 on float16 [4,32]: "
+            "values inside the graph are float16, each node's result rounded",
+            lambda: Residual(nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32))).half(),
+            twice(lambda: (randn(4, 32, dtype=torch.float16),)),
         ),
     ),
 ]

@@ -690,8 +690,16 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             None => return Err(self.invalid(format!("value id {id} is not in the graph"))),
         };
         let laid = match numbers {
-            Numbers::Float | Numbers::Half | Numbers::BFloat16 | Numbers::Unsupported(_) => {
-                self.clamp(laid, range)?
+            Numbers::Float | Numbers::Unsupported(_) => self.clamp(laid, range)?,
+            // XNNPACK stores the value in its own type: each node's result
+            // rounded once, as ptec computes it in f32.
+            Numbers::Half => {
+                let clamped = self.clamp(laid, range)?;
+                self.rounded_to(clamped, DType::F16)?
+            }
+            Numbers::BFloat16 => {
+                let clamped = self.clamp(laid, range)?;
+                self.rounded_to(clamped, DType::BF16)?
             }
             Numbers::PerTensor(quantization) => {
                 let on_grid = self.node.selects
@@ -843,6 +851,17 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
     /// Emits `op`, whose one f32 output has the given shape.
     fn emit_given(&mut self, op: Op, shape: Shape) -> Result<ValueId, ImportError> {
         Ok(self.emit_outputs(op, &[DType::F32], Some(shape))?[0])
+    }
+
+    /// The f32 tensor rounded to the nearest `dtype` (a narrower float
+    /// type), still as f32.
+    fn rounded_to(&mut self, laid: Laid, dtype: DType) -> Result<Laid, ImportError> {
+        let shape = self.importer.graph.value(laid.value).ty.shape.clone();
+        let narrow = self.emit_outputs(copy(laid.value), &[dtype], Some(shape.clone()))?[0];
+        Ok(Laid {
+            value: self.emit_given(copy(narrow), shape)?,
+            perm: laid.perm,
+        })
     }
 
     /// The tensor clamped to a node's output range.
