@@ -692,14 +692,25 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
         let laid = match numbers {
             Numbers::Float | Numbers::Unsupported(_) => self.clamp(laid, range)?,
             // XNNPACK stores the value in its own type: each node's result
-            // rounded once, as ptec computes it in f32.
-            Numbers::Half => {
+            // rounded once, as ptec computes it in f32 (an output of that
+            // type by its copy into the call's argument).
+            Numbers::Half | Numbers::BFloat16 => {
                 let clamped = self.clamp(laid, range)?;
-                self.rounded_to(clamped, DType::F16)?
-            }
-            Numbers::BFloat16 => {
-                let clamped = self.clamp(laid, range)?;
-                self.rounded_to(clamped, DType::BF16)?
+                let narrow = if numbers == Numbers::Half {
+                    DType::F16
+                } else {
+                    DType::BF16
+                };
+                let tensor = self.value(id)?;
+                let copied_as_narrow = tensor.external_output && {
+                    let argument = TensorRef::Method(self.argument(tensor)?);
+                    self.importer.declared_type(argument)?.dtype == narrow
+                };
+                if copied_as_narrow {
+                    clamped
+                } else {
+                    self.rounded_to(clamped, narrow)?
+                }
             }
             Numbers::PerTensor(quantization) => {
                 let on_grid = self.node.selects
