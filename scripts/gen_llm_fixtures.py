@@ -156,6 +156,13 @@ CONFIGS = {
         ["-d", "fp32", "-V", "-kv", "--use_sdpa_with_kv_cache", "--vulkan-force-fp16"],
         twin="llama_sdpa_with_kv_cache",
     ),
+    # The Vulkan tutorial's command (8da4w) forced to f16, against the
+    # XNNPACK 8da4w twin, whose activations are quantized by XNNPACK's rule
+    # rather than torchao's.
+    "llama_vulkan_8da4w_fp16": Config(
+        ["-d", "fp32", "-V", "-qmode", "8da4w", "-G", "32", "-kv", "--use_sdpa_with_kv_cache", "--vulkan-force-fp16"],
+        twin="llama_8da4w_g32",
+    ),
 }
 
 

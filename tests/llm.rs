@@ -56,7 +56,11 @@ fn configurations() -> Vec<(String, Vec<String>)> {
 /// rounded in another order lands an intermediate value on its neighbour,
 /// the last linear layer spreads that step over every logit. A Vulkan
 /// export forced to fp16 computes every layer in f16 and is checked against
-/// its float32 twin: `2^-7` of the largest logit.
+/// its float32 twin: `2^-7` of the largest logit; a Vulkan 8da4w one is
+/// checked against its XNNPACK 8da4w twin, which quantizes activations by
+/// XNNPACK's rule rather than torchao's, each layer's re-quantization
+/// spreading the difference: `2^-4` (a wrong block, group or scale errs by
+/// the logits' own size).
 struct Tolerance {
     absolute: f64,
     relative: f64,
@@ -67,9 +71,10 @@ fn tolerance(flags: &[String]) -> Tolerance {
         .iter()
         .position(|flag| flag == "-d")
         .map(|at| flags[at + 1].as_str());
-    let forced_fp16 = flags.iter().any(|flag| flag == "--vulkan-force-fp16");
+    let has = |name: &str| flags.iter().any(|flag| flag == name);
     let relative = match dtype {
-        _ if forced_fp16 => 2f64.powi(-7),
+        _ if has("-V") && has("-qmode") => 2f64.powi(-4),
+        _ if has("--vulkan-force-fp16") => 2f64.powi(-7),
         Some("fp16") => 2f64.powi(-10),
         Some("bf16") => 2f64.powi(-7),
         _ => 0.0,

@@ -384,9 +384,11 @@ pub(super) fn choose_qparams_affine(
     let input = t.arg(args, 0)?.clone();
     let (scale_out, zero_point_out) = (t.arg(args, 10)?.clone(), t.arg(args, 11)?.clone());
     let (dtype, shape) = t.shape(&input)?;
-    if dtype != DType::F32 {
-        return Err(t.invalid(format!("input is {dtype}, not float32")));
+    if !matches!(dtype, DType::F32 | DType::F16) {
+        return Err(t.invalid(format!("input is {dtype}, not float32 or float16")));
     }
+    // A `force_fp16` graph's input, chosen for in f32 as the others.
+    let input = t.converted(input, DType::F32)?;
     let symmetric = match t.arg(args, 1)? {
         Argument::String(name) if name == "ASYMMETRIC" => false,
         Argument::String(name) if name == "SYMMETRIC" => true,

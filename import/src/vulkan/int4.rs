@@ -148,7 +148,8 @@ impl Translation<'_, '_, '_> {
         }
         let weight = self.unpadded(unpacked, features, "weights (unpacked)")?;
         let scales = self.arg(args, scales)?.clone();
-        let scale_sizes = self.typed(&scales, "weight_scales", DType::F32)?;
+        let scales = self.widened(scales, "weight_scales")?;
+        let (_, scale_sizes) = self.declared(&scales)?;
         let &[groups, _] = scale_sizes.as_slice() else {
             return Err(self.invalid(format!(
                 "weight_scales has sizes {scale_sizes:?}, not [groups, N]"
@@ -165,13 +166,13 @@ impl Translation<'_, '_, '_> {
         self.scaled_groups(weight, scales, group_size)
     }
 
-    /// The f32 input `x` (`[.., K]`) and the output's `[.., N]` sizes
-    /// (their leading ones, which a run may compute, bounded alike).
+    /// The f32 or f16 input `x` (`[.., K]`) and the output's `[.., N]`
+    /// sizes (their leading ones, which a run may compute, bounded alike).
     fn linear_sizes(&self, x: &Argument, out: &Argument) -> Result<(u64, u64), ImportError> {
         let bounds = |x: &Argument, name: &str| {
             let (dtype, sizes) = self.bounds(x)?;
-            if dtype != DType::F32 {
-                return Err(self.invalid(format!("{name} is {dtype}, not f32")));
+            if !matches!(dtype, DType::F32 | DType::F16) {
+                return Err(self.invalid(format!("{name} is {dtype}, not f32 or f16")));
             }
             Ok(sizes)
         };
@@ -197,7 +198,24 @@ pub(super) fn linear_q4gsw(
     let (features, outputs) = t.linear_sizes(&x, &out)?;
     let weight = t.group_weights(args, (1, 2, 3), outputs, features)?;
     let bias = t.bias(t.arg(args, 4)?.clone(), outputs)?;
-    super::linear(t, &[x, weight, bias, out])
+    linear_in_f32(t, [x, weight, bias, out])
+}
+
+/// `aten.linear` of f32 weights computed in f32 whatever the float type of
+/// the input and the output (a `force_fp16` graph's f16): the input
+/// widened, the result rounded once into the output.
+fn linear_in_f32(
+    t: &mut Translation<'_, '_, '_>,
+    [x, weight, bias, out]: [Argument; 4],
+) -> Result<(), ImportError> {
+    let x = t.converted(x, DType::F32)?;
+    let (out_type, out_sizes) = t.bounds(&out)?;
+    if out_type == DType::F32 {
+        return super::linear(t, &[x, weight, bias, out]);
+    }
+    let wide = t.temporary(DType::F32, &out_sizes);
+    super::linear(t, &[x, weight, bias, wide.clone()])?;
+    t.convert([wide, out])
 }
 
 /// `linear_dq8ca_q4gsw(input, input_scales, input_zp, weights,
@@ -224,11 +242,12 @@ pub(super) fn linear_dq8ca_q4gsw(
         return Err(t.invalid(format!("input_zp is {zp_type}, not an integer type")));
     }
     let zero_points = t.parameter(zero_points, &per_row, "input_zp")?;
+    let x = t.converted(x, DType::F32)?;
     let q = t.quantized_values(x, scales.clone(), Some(zero_points.clone()), INT8)?;
     let x = t.dequantized_values(q, scales, Some(zero_points), DType::F32)?;
     let weight = t.group_weights(args, (3, 5, 6), outputs, features)?;
     let bias = t.bias(t.arg(args, 7)?.clone(), outputs)?;
-    super::linear(t, &[x, weight, bias, out])
+    linear_in_f32(t, [x, weight, bias, out])
 }
 
 /// `linear_qcs4w(self, weight, scales)`: a linear layer without bias by
@@ -251,11 +270,11 @@ pub(super) fn linear_qcs4w(
     }
     let weight = t.unpadded(unpacked, features, "weight (unpacked)")?;
     let scales = t.arg(args, 2)?.clone();
-    t.typed(&scales, "scales", DType::F32)?;
+    let scales = t.widened(scales, "scales")?;
     let scales = t.unpadded(scales, outputs, "scales")?;
     let scales = t.parameter(scales, &[Dim::Fixed(outputs), Dim::Fixed(1)], "scales")?;
     let weight = t.binary("aten::mul.out", weight, scales, DType::F32)?;
-    super::linear(t, &[x, weight, Argument::Null, out])
+    linear_in_f32(t, [x, weight, Argument::Null, out])
 }
 
 /// `embedding_q4gsw(weight, weight_scales, group_size, indices,

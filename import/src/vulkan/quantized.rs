@@ -299,8 +299,18 @@ impl Translation<'_, '_, '_> {
         if bias == Argument::Null {
             return Ok(bias);
         }
-        self.typed(&bias, "bias", DType::F32)?;
+        let bias = self.widened(bias, "bias")?;
         self.unpadded(bias, channels, "bias")
+    }
+
+    /// A tensor argument (named `name`) of f32, or of f16 (a `force_fp16`
+    /// graph's), as f32.
+    pub(super) fn widened(&mut self, x: Argument, name: &str) -> Result<Argument, ImportError> {
+        let (dtype, _) = self.bounds(&x)?;
+        if !matches!(dtype, DType::F32 | DType::F16) {
+            return Err(self.invalid(format!("{name} is {dtype}, not f32 or f16")));
+        }
+        self.converted(x, DType::F32)
     }
 }
 
