@@ -1085,18 +1085,12 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             .ok_or_else(|| self.unsupported(instruction, "the operator"))?;
         match translate {
             Translate::Scalar(key) => {
-                let args = operands
-                    .iter()
-                    .map(|&id| self.argument(id, Role::Read))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let args = self.read_all(operands)?;
                 let term = call::import_scalar(self.importer, key, &args)?;
                 self.define_scalar(output, term)
             }
             Translate::OwnScalar(composition, _) => {
-                let args = operands
-                    .iter()
-                    .map(|&id| self.argument(id, Role::Read))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let args = self.read_all(operands)?;
                 let term = composition(self, &args)?;
                 self.define_scalar(output, term)
             }
@@ -1137,14 +1131,18 @@ impl<'m, 'a> Translation<'_, 'm, 'a> {
             }
             Translate::Own(composition, _) => {
                 let output = self.argument(output, Role::Write)?;
-                let mut args = operands
-                    .iter()
-                    .map(|&id| self.argument(id, Role::Read))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut args = self.read_all(operands)?;
                 args.extend(outputs(output));
                 composition(self, &args)
             }
         }
+    }
+
+    /// Graph values `ids` as arguments a call reads.
+    fn read_all(&mut self, ids: &[VkValueId]) -> Result<Vec<Argument>, ImportError> {
+        ids.iter()
+            .map(|&id| self.argument(id, Role::Read))
+            .collect()
     }
 
     /// The ScalarType argument naming the element type of the tensor

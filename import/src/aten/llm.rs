@@ -73,6 +73,9 @@ const DELTA_RULE: &[OpKind] = &[
     OpKind::Copy,
 ];
 
+/// The most tokens `gated_delta_rule` unrolls its recurrence over.
+const MAX_UNROLLED_TOKENS: u64 = 4096;
+
 const EMBEDDING: &[OpKind] = &[
     OpKind::Index,
     OpKind::Elementwise,
@@ -382,21 +385,16 @@ impl Operand {
     /// The float query, keys and values these arguments are.
     fn floats(
         c: &mut Call<'_, '_, '_>,
-        names: [&'static str; 3],
+        [query, key, value]: [&'static str; 3],
     ) -> Result<[Self; 3], ImportError> {
-        let mut operands = Vec::with_capacity(3);
-        for name in names {
-            let data = c.tensor(name)?;
-            operands.push(Self {
+        let mut float = |name| {
+            Ok(Self {
                 name,
-                data,
+                data: c.tensor(name)?,
                 quantization: None,
-            });
-        }
-        let [query, key, value] = operands[..] else {
-            return Err(c.invalid("attention reads a query, keys and values"));
+            })
         };
-        Ok([query, key, value])
+        Ok([float(query)?, float(key)?, float(value)?])
     }
 
     /// The int8 argument `name` with its parameters, which must be given.
@@ -462,18 +460,20 @@ impl Operand {
         let Some((zero_points, scales)) = self.quantization else {
             return Ok(self.data);
         };
-        let as_f32 = |c: &mut Call<'_, '_, '_>, id: ValueId| {
-            let shape = c.ty(id).shape.clone();
-            c.temporary_of(
-                Op::Copy(Copy { input: id }),
-                TensorType::contiguous(DType::F32, shape),
-            )
-        };
         let data = as_f32(c, self.data);
         let zero_points = as_f32(c, zero_points);
         let centred = c.binary(BinaryOp::Sub, data, zero_points, DType::F32)?;
         c.binary(BinaryOp::Mul, centred, scales, DType::F32)
     }
+}
+
+/// `id`'s elements converted to f32.
+fn as_f32(c: &mut Call<'_, '_, '_>, id: ValueId) -> ValueId {
+    let shape = c.ty(id).shape.clone();
+    c.temporary_of(
+        Op::Copy(Copy { input: id }),
+        TensorType::contiguous(DType::F32, shape),
+    )
 }
 
 /// Scaled dot-product attention of `query` (`[batch, seq_len, heads,
@@ -678,19 +678,18 @@ fn attention(
 /// is `[B, H, T]` (one gate a token) or `[B, H, T, K]` (one a key
 /// channel), already exponentiated; `beta` `[B, H, T]`. The recurrence is
 /// unrolled over the tokens, so their number must be fixed (as the
-/// exporter's Qwen3.5 programs, of static shapes, have it). Results:
+/// exporter's Qwen3.5 programs, of static shapes, have it) and at most
+/// [`MAX_UNROLLED_TOKENS`]. Results:
 /// `out` `[B, Hq, T, V]` and the final state.
 fn gated_delta_rule(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
-    let names = ["query", "key", "value", "decay", "beta", "initial_state"];
-    let mut ids = Vec::with_capacity(names.len());
-    let mut sizes = Vec::with_capacity(names.len());
-    for name in names {
+    // Every argument float32 of fixed sizes: the recurrence is unrolled.
+    let read = |c: &mut Call<'_, '_, '_>, name: &str| {
         let id = c.tensor(name)?;
         let ty = c.ty(id);
         if ty.dtype != DType::F32 {
             return Err(c.bad(name, format!("is {}, not float32", ty.dtype)));
         }
-        let fixed = ty.fixed_shape().ok_or_else(|| {
+        let sizes = ty.fixed_shape().ok_or_else(|| {
             c.bad(
                 name,
                 format!(
@@ -699,47 +698,55 @@ fn gated_delta_rule(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
                 ),
             )
         })?;
-        ids.push(id);
-        sizes.push(fixed);
-    }
-    let Ok([query, key, value, decay, beta, state]) = <[ValueId; 6]>::try_from(ids) else {
-        return Err(c.invalid("gated_delta_rule reads six tensors"));
+        Ok((id, sizes))
     };
-    let (Ok([batch, query_heads, tokens, key_dim]), Ok([_, heads, _, _]), Ok([_, _, _, value_dim])) = (
-        <[u64; 4]>::try_from(sizes[0].clone()),
-        <[u64; 4]>::try_from(sizes[1].clone()),
-        <[u64; 4]>::try_from(sizes[2].clone()),
+    let (query, query_sizes) = read(c, "query")?;
+    let (key, key_sizes) = read(c, "key")?;
+    let (value, value_sizes) = read(c, "value")?;
+    let (decay, decay_sizes) = read(c, "decay")?;
+    let (beta, beta_sizes) = read(c, "beta")?;
+    let (state, state_sizes) = read(c, "initial_state")?;
+    let (Ok([batch, query_heads, tokens, key_dim]), Some(&heads), Some(&value_dim)) = (
+        <[u64; 4]>::try_from(query_sizes.as_slice()),
+        key_sizes.get(1),
+        value_sizes.get(3),
     ) else {
         return Err(c.bad("query", "and key and value must be 4-D"));
     };
-    let expected: [(&str, Vec<u64>); 5] = [
-        ("key", vec![batch, heads, tokens, key_dim]),
-        ("value", vec![batch, heads, tokens, value_dim]),
-        ("beta", vec![batch, heads, tokens]),
-        ("initial_state", vec![batch, heads, key_dim, value_dim]),
+    let decay_shape = if decay_sizes.len() == 4 {
+        vec![batch, heads, tokens, key_dim]
+    } else {
+        vec![batch, heads, tokens]
+    };
+    let expected = [
+        ("key", &key_sizes, vec![batch, heads, tokens, key_dim]),
+        ("value", &value_sizes, vec![batch, heads, tokens, value_dim]),
+        ("beta", &beta_sizes, vec![batch, heads, tokens]),
         (
-            "decay",
-            if sizes[3].len() == 4 {
-                vec![batch, heads, tokens, key_dim]
-            } else {
-                vec![batch, heads, tokens]
-            },
+            "initial_state",
+            &state_sizes,
+            vec![batch, heads, key_dim, value_dim],
         ),
+        ("decay", &decay_sizes, decay_shape),
     ];
-    for (name, shape) in expected {
-        let at = names
-            .iter()
-            .position(|&n| n == name)
-            .expect("a named argument");
-        if sizes[at] != shape {
+    for (name, sizes, shape) in expected {
+        if *sizes != shape {
             return Err(c.bad(
                 name,
-                format!(
-                    "has sizes {:?}, where the query and key need {shape:?}",
-                    sizes[at]
-                ),
+                format!("has sizes {sizes:?}, where the query and key need {shape:?}"),
             ));
         }
+    }
+    // A file's claim of the sequence length, checked before the graph
+    // grows by a dozen ops a token.
+    if tokens > MAX_UNROLLED_TOKENS {
+        return Err(c.bad(
+            "query",
+            format!(
+                "has {tokens} tokens; ptec unrolls the recurrence over at most \
+                 {MAX_UNROLLED_TOKENS}"
+            ),
+        ));
     }
     if heads == 0 || query_heads % heads != 0 {
         return Err(c.bad(
@@ -775,7 +782,7 @@ fn gated_delta_rule(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
         });
         c.temporary(op, DType::F32)
     };
-    let decay_shape = if sizes[3].len() == 4 {
+    let decay_row = if decay_sizes.len() == 4 {
         [batch, heads, key_dim, 1]
     } else {
         [batch, heads, 1, 1]
@@ -783,7 +790,7 @@ fn gated_delta_rule(c: &mut Call<'_, '_, '_>) -> Result<(), ImportError> {
     let mut state = state;
     let mut rows = Vec::with_capacity(tokens as usize);
     for t in 0..tokens {
-        let decay_t = token(c, decay, t, &decay_shape)?;
+        let decay_t = token(c, decay, t, &decay_row)?;
         state = c.binary(BinaryOp::Mul, state, decay_t, DType::F32)?;
         let key_row = token(c, key, t, &[batch, heads, 1, key_dim])?;
         let predicted = product(c, key_row, state)?;
@@ -912,13 +919,6 @@ fn quantized_embedding(
             wrap: false,
         });
         c.temporary_of(op, TensorType::contiguous(ty.dtype, shape))
-    };
-    let as_f32 = |c: &mut Call<'_, '_, '_>, id: ValueId| {
-        let shape = c.ty(id).shape.clone();
-        c.temporary_of(
-            Op::Copy(Copy { input: id }),
-            TensorType::contiguous(DType::F32, shape),
-        )
     };
     let mut lead = c.ty(indices).shape.clone();
     let bytes = lookup(c, weight);
